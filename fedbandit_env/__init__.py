@@ -1,0 +1,56 @@
+"""fedbandit_env: PettingZoo environments for federated, differentially private bandits.
+
+``env = fedbandit_env.make("FedBandit/Heterogeneous-v0", num_agents=3, num_arms=5)`` gives a
+PettingZoo ``ParallelEnv``; ``fedbandit_env.make_vec(id, num_runs=B)`` the batched vector view.
+"""
+
+from fedbandit_env.agent_registry import list_agents, make_agent, register_agent
+from fedbandit_env.engine import VecInfo, VecObservation
+from fedbandit_env.envs import register_builtin_envs
+from fedbandit_env.errors import (
+    ActionError,
+    ConfigError,
+    FedBanditError,
+    HorizonError,
+    UnknownIdError,
+)
+from fedbandit_env.parallel_env import FedBanditParallelEnv
+from fedbandit_env.policy import (
+    FederationFacts,
+    ParallelPolicyAdapter,
+    TeamAction,
+    TeamPolicy,
+    run_episode,
+)
+from fedbandit_env.registration import EnvSpec, list_envs, make, make_vec, register, spec
+from fedbandit_env.vector_env import FedBanditVectorEnv
+
+register_builtin_envs()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActionError",
+    "ConfigError",
+    "EnvSpec",
+    "FedBanditError",
+    "FedBanditParallelEnv",
+    "FedBanditVectorEnv",
+    "FederationFacts",
+    "HorizonError",
+    "ParallelPolicyAdapter",
+    "TeamAction",
+    "TeamPolicy",
+    "UnknownIdError",
+    "VecInfo",
+    "VecObservation",
+    "list_agents",
+    "list_envs",
+    "make",
+    "make_agent",
+    "make_vec",
+    "register",
+    "register_agent",
+    "run_episode",
+    "spec",
+]

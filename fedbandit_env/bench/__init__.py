@@ -1,0 +1,5 @@
+"""The bench: run learners on environments and compare them (DESIGN.md §5)."""
+
+from fedbandit_env.bench.evaluate import EvalResult, default_checkpoints, evaluate
+
+__all__ = ["EvalResult", "default_checkpoints", "evaluate"]

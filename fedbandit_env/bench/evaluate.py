@@ -1,0 +1,140 @@
+"""``evaluate``: run one (env, learner) cell for many seeds through the vector view (DESIGN.md §5).
+
+The B runs are stepped together; regret curves are recorded at checkpoint steps (all steps for
+short horizons, a log- and linear-spaced grid otherwise) so a 10^6-step run does not keep 10^6
+floats per run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.config import make_config
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.network import LINK_TYPES
+from fedbandit_env.policy import TeamPolicy
+from fedbandit_env.registration import make_vec, spec
+
+FULL_CURVE_MAX = 10_000
+
+
+def default_checkpoints(horizon: int, points: int = 200) -> np.ndarray:
+    """Every step up to 10^4 steps; otherwise the union of ``points`` log-spaced and ``points``
+    linear-spaced steps (always including the horizon)."""
+    if horizon <= FULL_CURVE_MAX:
+        return np.arange(1, horizon + 1)
+    log = np.geomspace(1, horizon, points)
+    lin = np.linspace(horizon / points, horizon, points)
+    return np.unique(np.concatenate([log, lin, [horizon]]).round().astype(np.int64))
+
+
+@dataclass
+class EvalResult:
+    """Outcome of one cell: per-run curves at ``steps`` and per-run totals."""
+
+    env_id: str
+    agent_id: str
+    seeds: list[int]
+    steps: np.ndarray
+    regret_per_agent: np.ndarray  # (runs, checkpoints): network regret / N
+    regret_network: np.ndarray  # (runs, checkpoints): summed over agents
+    messages: np.ndarray  # (runs, link types)
+    floats: np.ndarray
+    cost: np.ndarray
+    wall_time: float
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_regret_per_agent(self) -> np.ndarray:
+        return self.regret_per_agent[:, -1]
+
+    @property
+    def final_regret_network(self) -> np.ndarray:
+        return self.regret_network[:, -1]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "env_id": self.env_id,
+            "agent_id": self.agent_id,
+            "runs": len(self.seeds),
+            "horizon": int(self.steps[-1]),
+            "final_regret_per_agent_mean": float(self.final_regret_per_agent.mean()),
+            "final_regret_network_mean": float(self.final_regret_network.mean()),
+            "messages_mean": float(self.messages.sum(axis=1).mean()),
+            "floats_mean": float(self.floats.sum(axis=1).mean()),
+            "cost_mean": float(self.cost.sum(axis=1).mean()),
+            "link_types": list(LINK_TYPES),
+            "wall_time": self.wall_time,
+        }
+
+
+def _policy(agent: Any, agent_kwargs: dict[str, Any]) -> tuple[TeamPolicy, str]:
+    if isinstance(agent, str):
+        return make_agent(agent, **agent_kwargs), agent
+    if isinstance(agent, type):
+        obj = agent(**agent_kwargs)
+        return obj, getattr(obj, "agent_id", agent.__name__)
+    if agent_kwargs:
+        raise ConfigError("agent_kwargs: only allowed with an agent id or class, not an instance")
+    return agent, getattr(agent, "agent_id", type(agent).__name__)
+
+
+def evaluate(
+    env_id: str,
+    agent: Any,
+    runs: int = 10,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    agent_kwargs: dict[str, Any] | None = None,
+    checkpoints: np.ndarray | None = None,
+) -> EvalResult:
+    """Run ``runs`` seeds (``seed``, ``seed+1``, ...) of a learner on an environment.
+
+    ``agent`` is a registered id, a team-policy class or an instance. When ``env_kwargs`` names
+    no channels, the learner's ``channel_spec`` decides which channels the environment gets.
+    """
+    env_kwargs = dict(env_kwargs or {})
+    agent_kwargs = dict(agent_kwargs or {})
+    policy, agent_id = _policy(agent, agent_kwargs)
+    if "channels" not in env_kwargs:
+        preview = make_config(**{**spec(env_id).kwargs, **env_kwargs})
+        wanted = policy.channel_spec(preview)
+        if wanted is not None:
+            env_kwargs["channels"] = wanted
+    venv = make_vec(env_id, num_runs=runs, **env_kwargs)
+    steps = default_checkpoints(venv.horizon) if checkpoints is None else np.asarray(checkpoints)
+    if steps.size == 0 or steps.min() < 1 or steps.max() > venv.horizon:
+        raise ConfigError(f"checkpoints: expected steps in [1, {venv.horizon}]")
+    start = time.perf_counter()
+    obs, _ = venv.reset(seed=seed)
+    policy.reset(venv.facts, venv.agent_rng())
+    curve = np.zeros((runs, len(steps), venv.num_agents))
+    k = 0
+    for t in range(1, venv.horizon + 1):
+        action = policy.act(obs)
+        obs, _, _, _, info = venv.step(action.arms, action.messages)
+        if k < len(steps) and t == steps[k]:
+            curve[:, k] = info.cumulative_regret
+            k += 1
+    wall = time.perf_counter() - start
+    total = venv.engine.ledger.total
+    return EvalResult(
+        env_id=env_id,
+        agent_id=agent_id,
+        seeds=list(venv.seeds),
+        steps=steps,
+        regret_per_agent=curve.mean(axis=2),
+        regret_network=curve.sum(axis=2),
+        messages=total.messages.copy(),
+        floats=total.floats.copy(),
+        cost=total.cost.copy(),
+        wall_time=wall,
+        env_kwargs=env_kwargs,
+        agent_kwargs=agent_kwargs,
+    )

@@ -1,0 +1,160 @@
+"""Validated configuration of a federated multi-armed bandit environment (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.graphs import GraphError, Topology
+from fedbandit_env.instances import GENERATORS, Instance, fixed_instance
+from fedbandit_env.network import normalize_channels
+from fedbandit_env.rewards import RewardModel, make_reward_model
+
+FAMILIES = ("heterogeneous", "homogeneous")
+DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ConfigError(f"{name}: expected an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _cost(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{name}: expected a finite non-negative number, got {value!r}")
+    if value < 0:
+        raise ConfigError(f"{name}: expected a finite non-negative number, got {value!r}")
+    return float(value)
+
+
+def make_topology(topology: Any, num_agents: int, topology_kwargs: Mapping[str, Any]) -> Topology:
+    """A :class:`Topology` from a kind name, a networkx graph, ``"hybrid"`` or a Topology."""
+    if isinstance(topology, Topology):
+        if topology.num_agents != num_agents:
+            raise ConfigError(
+                f"topology: has {topology.num_agents} agents, expected num_agents={num_agents}"
+            )
+        return topology
+    kwargs = dict(topology_kwargs)
+    try:
+        if topology == "hybrid":
+            sizes = kwargs.pop("sizes", None)
+            if sizes is None or sum(sizes) != num_agents:
+                raise ConfigError(
+                    f"topology_kwargs.sizes: expected component sizes summing to "
+                    f"num_agents={num_agents}, got {sizes!r}"
+                )
+            return Topology.hybrid(sizes, **kwargs)
+        if not isinstance(topology, str | nx.Graph):
+            raise ConfigError(
+                f"topology: expected a kind name, a networkx Graph or a Topology, got {topology!r}"
+            )
+        return Topology.from_graph(topology, num_agents, **kwargs)
+    except GraphError as err:
+        raise ConfigError(f"topology: {err}") from None
+    except TypeError as err:
+        raise ConfigError(f"topology_kwargs: {err}") from None
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Everything that defines an environment; build it with :func:`make_config`."""
+
+    num_agents: int
+    num_arms: int
+    horizon: int
+    family: str
+    reward: RewardModel
+    topology: Topology
+    channels: dict[str, dict[str, Any]]
+    c1: float
+    c2: float
+    instance: str
+    instance_seed: int | None
+    fixed: Instance | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def draw_instance(self, rng: np.random.Generator) -> Instance:
+        if self.fixed is not None:
+            return self.fixed
+        inst = GENERATORS[self.instance](self.num_agents, self.num_arms, rng)
+        self.reward.validate(inst.means)
+        return inst
+
+    def shared_instance(self) -> Instance | None:
+        """The instance every run uses, or None when each run draws its own."""
+        if self.fixed is not None:
+            return self.fixed
+        if self.instance_seed is None:
+            return None
+        return self.draw_instance(np.random.default_rng(self.instance_seed))
+
+
+def make_config(
+    *,
+    num_agents: int = 3,
+    num_arms: int = 5,
+    horizon: int = 1000,
+    family: str = "heterogeneous",
+    means: Any = None,
+    instance: str | None = None,
+    instance_seed: int | None = 0,
+    reward: Any = "bernoulli",
+    topology: Any = "complete",
+    topology_kwargs: Mapping[str, Any] | None = None,
+    channels: Any = ("neighbors", "gossip"),
+    c1: float = 1.0,
+    c2: float = 1.0,
+) -> EnvConfig:
+    """Validate the keyword arguments of a multi-armed family environment."""
+    if family not in FAMILIES:
+        raise ConfigError(f"family: expected one of {FAMILIES}, got {family!r}")
+    if means is not None:
+        arr = np.asarray(means, dtype=np.float64)
+        num_arms = arr.shape[-1]
+        if arr.ndim == 2:
+            num_agents = arr.shape[0]
+    n = _positive_int("num_agents", num_agents)
+    m = _positive_int("num_arms", num_arms, minimum=2)
+    horizon = _positive_int("horizon", horizon)
+    reward_model = make_reward_model(reward)
+    generator = instance or DEFAULT_GENERATOR[family]
+    if generator not in GENERATORS:
+        raise ConfigError(f"instance: expected one of {sorted(GENERATORS)}, got {generator!r}")
+    if family == "homogeneous" and generator != "uniform":
+        raise ConfigError(f"instance: the homogeneous family uses 'uniform', got {generator!r}")
+    if family == "heterogeneous" and generator == "uniform":
+        raise ConfigError("instance: the heterogeneous family expects 'gossip' or 'commeff'")
+    if instance_seed is not None:
+        instance_seed = _positive_int("instance_seed", instance_seed, minimum=0)
+    fixed = None
+    if means is not None:
+        fixed = fixed_instance(means, n)
+        reward_model.validate(fixed.means)
+        if family == "homogeneous" and not fixed.is_homogeneous:
+            raise ConfigError(
+                "means: the homogeneous family expects one mean vector for all agents"
+            )
+    topo = make_topology(topology, n, topology_kwargs or {})
+    chans = normalize_channels(channels, default_dim=m)
+    return EnvConfig(
+        num_agents=n,
+        num_arms=m,
+        horizon=horizon,
+        family=family,
+        reward=reward_model,
+        topology=topo,
+        channels=chans,
+        c1=_cost("c1", c1),
+        c2=_cost("c2", c2),
+        instance=generator,
+        instance_seed=instance_seed,
+        fixed=fixed,
+    )

@@ -1,0 +1,79 @@
+"""The registered environment ids of the multi-armed families and the gossip-paper presets.
+
+| id | what |
+|---|---|
+| ``FedBandit/Heterogeneous-v0`` | local means per agent, regret on the global (average) means |
+| ``FedBandit/Homogeneous-v0`` | one mean vector shared by every agent |
+| ``FedBandit/GossipTriangle-v0`` | gossip.md §4.2 setting (a): N=3, M=5, complete graph K3 (lambda2 = 0.5), Gaussian rewards sigma=1, T = 10^6 + M |
+| ``FedBandit/GossipPath10-v0`` | gossip.md §4.2 setting (b): N=10, M=10, path P10 (lambda2 = 0.9946), Gaussian sigma=1, T = 10^6 + M |
+
+The presets add M steps to the paper's T = 10^6 because the reference agents spend the first M
+steps on the initialization pulls (gossip.md §6 items 13 and 16).
+"""
+
+from __future__ import annotations
+
+from fedbandit_env.config import make_config
+from fedbandit_env.registration import register, signature_kwargs
+
+PARALLEL = "fedbandit_env.parallel_env:FedBanditParallelEnv"
+VECTOR = "fedbandit_env.vector_env:FedBanditVectorEnv"
+ACCEPTED = signature_kwargs(make_config)
+
+GOSSIP_CHANNELS = ("neighbors", "gossip")
+
+
+def register_builtin_envs() -> None:
+    register(
+        "FedBandit/Heterogeneous-v0",
+        PARALLEL,
+        vector_entry_point=VECTOR,
+        kwargs={"family": "heterogeneous"},
+        description="Heterogeneous local means; regret against the global best arm.",
+        accepted_kwargs=ACCEPTED,
+    )
+    register(
+        "FedBandit/Homogeneous-v0",
+        PARALLEL,
+        vector_entry_point=VECTOR,
+        kwargs={"family": "homogeneous", "topology": "complete", "channels": ("neighbors",)},
+        description="Every agent sees the same arm distributions.",
+        accepted_kwargs=ACCEPTED,
+    )
+    gaussian = {"kind": "gaussian", "sigma": 1.0}
+    register(
+        "FedBandit/GossipTriangle-v0",
+        PARALLEL,
+        vector_entry_point=VECTOR,
+        kwargs={
+            "family": "heterogeneous",
+            "num_agents": 3,
+            "num_arms": 5,
+            "horizon": 1_000_000 + 5,
+            "topology": "complete",
+            "reward": gaussian,
+            "instance": "gossip",
+            "instance_seed": 0,
+            "channels": GOSSIP_CHANNELS,
+        },
+        description="Gossip paper Fig. 2(a): N=3, M=5, triangle, Gaussian(1) rewards.",
+        accepted_kwargs=ACCEPTED,
+    )
+    register(
+        "FedBandit/GossipPath10-v0",
+        PARALLEL,
+        vector_entry_point=VECTOR,
+        kwargs={
+            "family": "heterogeneous",
+            "num_agents": 10,
+            "num_arms": 10,
+            "horizon": 1_000_000 + 10,
+            "topology": "path",
+            "reward": gaussian,
+            "instance": "gossip",
+            "instance_seed": 0,
+            "channels": GOSSIP_CHANNELS,
+        },
+        description="Gossip paper Fig. 2(b): N=10, M=10, path P10, Gaussian(1) rewards.",
+        accepted_kwargs=ACCEPTED,
+    )

@@ -1,0 +1,31 @@
+"""Error types. Every message names the agent (where there is one), the field and what was expected."""
+
+from __future__ import annotations
+
+
+class FedBanditError(ValueError):
+    """Base class of the suite's input errors."""
+
+
+class ConfigError(FedBanditError):
+    """An environment, channel or agent was configured with an invalid value."""
+
+
+class ActionError(FedBanditError):
+    """An agent submitted an invalid arm or message."""
+
+    def __init__(self, agent: str, field: str, message: str):
+        self.agent = agent
+        self.field = field
+        super().__init__(f"{agent}: {field}: {message}")
+
+
+class HorizonError(FedBanditError):
+    """The environment was stepped after its horizon (or before reset)."""
+
+
+class UnknownIdError(FedBanditError, KeyError):
+    """An environment or agent id is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])

@@ -1,0 +1,99 @@
+"""What every channel shares: configuration, validation and the per-step transmit contract.
+
+A channel (DESIGN.md §3) takes, each step, the send mask (B, N) and the payloads (B, N, dim) that
+the agents submitted with their arms, and returns what is delivered to whom this step (a
+channel-specific delivery record of arrays) plus a ledger :class:`Charge`. Deliveries made at
+step t appear in the observation returned by step t, so a message's content can influence its
+receivers' arms from step t + 1 on (one hop per step).
+
+Randomness (gossip edges, participation, drops) comes from the run's ``network`` stream, with one
+named sub-stream per channel; fixed-shape draws happen every step, whoever sends, so a run's
+draws do not depend on the other runs of its batch.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.graphs import Topology
+from fedbandit_env.network.ledger import Charge
+from fedbandit_env.seeding import BatchedRNG
+
+
+def check_probability(name: str, value: float, *, allow_one: bool = True) -> float:
+    ok = math.isfinite(value) and 0.0 <= value <= 1.0 and (allow_one or value < 1.0)
+    if not ok:
+        upper = "1]" if allow_one else "1)"
+        raise ConfigError(f"{name}: expected a probability in [0, {upper}, got {value!r}")
+    return float(value)
+
+
+def payload_space(shape: tuple[int, ...]) -> spaces.Box:
+    return spaces.Box(-np.inf, np.inf, shape=shape, dtype=np.float64)
+
+
+class Channel(ABC):
+    """Base class: ``name`` (the key in actions/observations), ``kind`` and payload ``dim``."""
+
+    kind: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        topology: Topology,
+        dim: int,
+        *,
+        c1: float,
+        c2: float,
+        drop_prob: float = 0.0,
+    ):
+        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+            raise ConfigError(f"channels.{name}.dim: expected a positive int, got {dim!r}")
+        self.name = name
+        self.topology = topology
+        self.num_agents = topology.num_agents
+        self.dim = int(dim)
+        self.c1 = float(c1)
+        self.c2 = float(c2)
+        self.drop_prob = check_probability(f"channels.{name}.drop_prob", drop_prob, allow_one=False)
+        self.num_runs = 0
+
+    def reset(self, rng: BatchedRNG) -> None:
+        """Start a batch of runs; ``rng`` is this channel's sub-stream of the network stream."""
+        self.num_runs = rng.num_runs
+        self._reset(rng)
+
+    @abstractmethod
+    def _reset(self, rng: BatchedRNG) -> None: ...
+
+    @abstractmethod
+    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray) -> tuple[Any, Charge]:
+        """Deliveries of this step and what they cost."""
+
+    @abstractmethod
+    def empty_delivery(self) -> Any:
+        """The delivery record of a step in which nothing arrives (used at reset)."""
+
+    @abstractmethod
+    def observation_space(self) -> spaces.Dict:
+        """Per-agent observation space of this channel's deliveries."""
+
+    @abstractmethod
+    def agent_observation(self, delivery: Any, b: int, i: int) -> dict[str, Any]:
+        """Agent i's view (run b) of a delivery: fixed-shape arrays matching the space."""
+
+    @abstractmethod
+    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> Any:
+        """Inverse of :meth:`agent_observation` for one run (B = 1), agents in order."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "dim": self.dim, "drop_prob": self.drop_prob}
+
+    def _charge(self) -> Charge:
+        return Charge.zeros(self.num_runs, self.num_agents)

@@ -1,0 +1,108 @@
+"""``gossip`` channel: one uniformly random edge per step; its two endpoints exchange payloads.
+
+gossip.md §1.4 and §6 item 11: the edge is uniform over E, i.i.d. across steps, drawn from the
+run's network stream whether or not anyone sends. An endpoint receives its partner's payload if the
+partner sent (and the message was not dropped). Each transmission is one agent–agent message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.network.base import Channel, payload_space
+from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.seeding import BatchedRNG
+
+
+@dataclass
+class GossipDelivery:
+    """``partner`` (B, N): the other endpoint if the agent is on this step's edge, else -1;
+    ``received`` (B, N): the partner's payload arrived; ``payload`` (B, N, dim)."""
+
+    partner: np.ndarray
+    received: np.ndarray
+    payload: np.ndarray
+
+
+class GossipChannel(Channel):
+    kind = "gossip"
+
+    def __init__(self, name, topology, dim, **kwargs):
+        super().__init__(name, topology, dim, **kwargs)
+        self.edges = topology.edges
+        if len(self.edges) == 0:
+            raise ConfigError(f"channels.{name}: the gossip channel needs a graph with an edge")
+        self._edge_u = None
+        self._drops = None
+
+    def _reset(self, rng: BatchedRNG) -> None:
+        self._edge_u = rng.buffered("uniform", (1,))
+        self._drops = rng.buffered("uniform", (2,)) if self.drop_prob > 0 else None
+        self._rows = np.arange(self.num_runs)
+
+    def empty_delivery(self) -> GossipDelivery:
+        shape = (self.num_runs, self.num_agents)
+        return GossipDelivery(
+            np.full(shape, -1, dtype=np.int64),
+            np.zeros(shape, dtype=bool),
+            np.zeros((*shape, self.dim)),
+        )
+
+    def active_edges(self, u: np.ndarray) -> np.ndarray:
+        idx = np.minimum((u[:, 0] * len(self.edges)).astype(np.int64), len(self.edges) - 1)
+        return self.edges[idx]
+
+    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
+        edge = self.active_edges(self._edge_u.next())
+        drop_u = self._drops.next() if self._drops is not None else None
+        rows = self._rows
+        a, c = edge[:, 0], edge[:, 1]
+        delivery = self.empty_delivery()
+        delivery.partner[rows, a] = c
+        delivery.partner[rows, c] = a
+        a_sends, c_sends = send[rows, a], send[rows, c]
+        to_c, to_a = a_sends.copy(), c_sends.copy()
+        if drop_u is not None:
+            to_c &= drop_u[:, 0] >= self.drop_prob
+            to_a &= drop_u[:, 1] >= self.drop_prob
+        delivery.received[rows, a] = to_a
+        delivery.received[rows, c] = to_c
+        delivery.payload[rows, a] = payload[rows, c] * to_a[:, None]
+        delivery.payload[rows, c] = payload[rows, a] * to_c[:, None]
+        charge = self._charge()
+        count = a_sends.astype(np.int64) + c_sends
+        charge.messages[:, AGENT_AGENT] = count
+        charge.floats[:, AGENT_AGENT] = count * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * count
+        charge.dropped[:] = count - to_a - to_c
+        charge.sent[rows, a] = a_sends
+        charge.sent[rows, c] = c_sends
+        return delivery, charge
+
+    def observation_space(self) -> spaces.Dict:
+        return spaces.Dict(
+            {
+                "partner": spaces.Discrete(self.num_agents + 1, start=-1),
+                "received": spaces.Discrete(2),
+                "payload": payload_space((self.dim,)),
+            }
+        )
+
+    def agent_observation(self, delivery: GossipDelivery, b: int, i: int) -> dict[str, Any]:
+        return {
+            "partner": np.int64(delivery.partner[b, i]),
+            "received": np.int64(delivery.received[b, i]),
+            "payload": delivery.payload[b, i].copy(),
+        }
+
+    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> GossipDelivery:
+        return GossipDelivery(
+            np.array([[o["partner"] for o in observations]], dtype=np.int64),
+            np.array([[o["received"] for o in observations]], dtype=bool),
+            np.stack([o["payload"] for o in observations])[None],
+        )

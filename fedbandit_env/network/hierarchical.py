@@ -1,0 +1,172 @@
+"""``hierarchical`` channel (hybrid structure): members -> sink -> server -> every agent.
+
+commeff.md §1.3, §2.6–2.7: Q components, each with a sink agent at its centre. Payloads sent at
+step s travel to the component's sink (SAC convergecast); each sink aggregates its component and
+uploads once to the server; the server combines the components and broadcasts to every agent. The
+broadcast arrives in the observation of step s + max(0, max_q ecc(sink_q) - 1): the first hop is
+free and every further hop takes one step (commeff.md A8/A9), so singleton or complete/star
+components deliver in the same step, like the ``server`` channel.
+
+Aggregation (A10): ``"weighted"`` (default: the mean over every agent whose payload arrived, i.e.
+components weighted by their contributing members), ``"unweighted"`` (mean of component means, as
+printed in Alg. 5) or ``"sum"``. Cost (A14): ``"edges"`` (default: c2 * ecc(sink_q) * |E_q| per
+component that sent) or ``"path"`` (c2 * sum of hop distances of the senders to their sink), plus
+c1 per component upload; the broadcast is free unless ``charge_broadcast`` (A13).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.network.base import Channel, payload_space
+from fedbandit_env.network.ledger import AGENT_AGENT, AGENT_SERVER
+from fedbandit_env.seeding import BatchedRNG
+
+AGGREGATES = ("weighted", "unweighted", "sum")
+COST_MODELS = ("edges", "path")
+
+
+@dataclass
+class HierarchicalDelivery:
+    """``aggregate`` (B, dim) broadcast to every agent; ``count`` (B,) contributing agents
+    (0 when nothing arrives this step); ``sent_step`` (B,) when those payloads were sent."""
+
+    aggregate: np.ndarray
+    count: np.ndarray
+    sent_step: np.ndarray
+
+
+class HierarchicalChannel(Channel):
+    kind = "hierarchical"
+
+    def __init__(
+        self,
+        name,
+        topology,
+        dim,
+        *,
+        aggregate: str = "weighted",
+        cost_model: str = "edges",
+        charge_broadcast: bool = False,
+        **kwargs,
+    ):
+        super().__init__(name, topology, dim, **kwargs)
+        if aggregate not in AGGREGATES:
+            raise ConfigError(
+                f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
+            )
+        if cost_model not in COST_MODELS:
+            raise ConfigError(
+                f"channels.{name}.cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
+            )
+        self.aggregate = aggregate
+        self.cost_model = cost_model
+        self.charge_broadcast = bool(charge_broadcast)
+        comp = topology.component_of
+        self.num_components = len(topology.components)
+        self._member = np.zeros((self.num_agents, self.num_components))
+        self._member[np.arange(self.num_agents), comp] = 1.0
+        sinks = np.asarray(topology.sinks)
+        self._to_sink = topology.hop_distances[np.arange(self.num_agents), sinks[comp]]
+        ecc = np.asarray(topology.sink_eccentricities, dtype=np.int64)
+        comp_edges = np.bincount(comp[topology.edges[:, 0]], minlength=self.num_components)
+        self._edges_cost = ecc * comp_edges
+        self.delay = max(0, int(ecc.max(initial=0)) - 1)
+
+    def _reset(self, rng: BatchedRNG) -> None:
+        self._drops = rng.buffered("uniform", (self.num_agents,)) if self.drop_prob > 0 else None
+        self._pending: deque[tuple[int, HierarchicalDelivery]] = deque()
+
+    def empty_delivery(self) -> HierarchicalDelivery:
+        return HierarchicalDelivery(
+            np.zeros((self.num_runs, self.dim)),
+            np.zeros(self.num_runs, dtype=np.int64),
+            np.full(self.num_runs, -1, dtype=np.int64),
+        )
+
+    def _combine(self, arrived: np.ndarray, payload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        w = arrived.astype(np.float64)
+        comp_sum = np.einsum("bn,bnd,nq->bqd", w, payload, self._member)
+        comp_count = w @ self._member
+        count = arrived.sum(axis=1)
+        if self.aggregate == "sum":
+            return comp_sum.sum(axis=1), count
+        if self.aggregate == "weighted":
+            return comp_sum.sum(axis=1) / np.maximum(count, 1)[:, None], count
+        means = comp_sum / np.maximum(comp_count, 1)[..., None]
+        active = comp_count > 0
+        total = np.einsum("bqd,bq->bd", means, active.astype(np.float64))
+        return total / np.maximum(active.sum(axis=1), 1)[:, None], count
+
+    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
+        drop_u = self._drops.next() if self._drops is not None else None
+        charge = self._charge()
+        if send.any():
+            arrived = send if drop_u is None else send & (drop_u >= self.drop_prob)
+            total, count = self._combine(arrived, payload)
+            sent_step = np.where(count > 0, step, -1)
+            self._pending.append((step + self.delay, HierarchicalDelivery(total, count, sent_step)))
+            self._charge_round(send, arrived, count, charge)
+        if self._pending and self._pending[0][0] == step:
+            return self._pending.popleft()[1], charge
+        return self.empty_delivery(), charge
+
+    def _charge_round(self, send, arrived, count, charge) -> None:
+        relays = (send * self._to_sink[None, :]).sum(axis=1)
+        comp_active = (send.astype(np.float64) @ self._member) > 0
+        uploads = comp_active.sum(axis=1)
+        if self.cost_model == "path":
+            local_cost = self.c2 * relays
+        else:
+            local_cost = self.c2 * (comp_active * self._edges_cost[None, :]).sum(axis=1)
+        down = np.where(count > 0, self.num_agents, 0)
+        links = uploads + (
+            np.where(count > 0, self.num_agents - uploads, 0) if self.charge_broadcast else 0
+        )
+        charge.messages[:, AGENT_AGENT] = relays
+        charge.floats[:, AGENT_AGENT] = relays * self.dim
+        charge.cost[:, AGENT_AGENT] = local_cost
+        charge.messages[:, AGENT_SERVER] = uploads + down
+        charge.floats[:, AGENT_SERVER] = (uploads + down) * self.dim
+        charge.cost[:, AGENT_SERVER] = self.c1 * links
+        charge.dropped[:] = send.sum(axis=1) - arrived.sum(axis=1)
+        charge.sent[:] = send
+
+    def observation_space(self) -> spaces.Dict:
+        return spaces.Dict(
+            {
+                "aggregate": payload_space((self.dim,)),
+                "count": spaces.Discrete(self.num_agents + 1),
+                "sent_step": spaces.Box(-1, np.iinfo(np.int64).max, (), np.int64),
+            }
+        )
+
+    def agent_observation(self, delivery: HierarchicalDelivery, b: int, i: int) -> dict[str, Any]:
+        return {
+            "aggregate": delivery.aggregate[b].copy(),
+            "count": np.int64(delivery.count[b]),
+            "sent_step": np.array(delivery.sent_step[b], dtype=np.int64),
+        }
+
+    def delivery_from_observations(self, observations: list[dict[str, Any]]):
+        o = observations[0]
+        return HierarchicalDelivery(
+            o["aggregate"][None].copy(),
+            np.array([o["count"]], dtype=np.int64),
+            np.array([o["sent_step"]], dtype=np.int64),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "aggregate": self.aggregate,
+            "cost_model": self.cost_model,
+            "delay": self.delay,
+            "sinks": list(self.topology.sinks),
+        }

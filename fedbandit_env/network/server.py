@@ -1,0 +1,138 @@
+"""``server`` channel (master-worker): uploads from participating agents, aggregate broadcast back.
+
+commeff.md §1.3/§2.3 and dp-recsys.md §1.5: a server linked to every agent. In each step the
+server accepts uploads from the participating agents (all of them, or a fresh uniformly random
+subset of ceil(p N) agents per step, commeff.md A12), sums or averages what arrived, and broadcasts
+the result to every agent in the same step. Cost: ``c1`` per agent–server link used; an upload and
+the reply on the same two-way link count once (commeff.md §1.5), and the broadcast to agents that
+did not upload is free unless ``charge_broadcast`` (A13). Messages count uploads and deliveries.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.network.base import Channel, check_probability, payload_space
+from fedbandit_env.network.ledger import AGENT_SERVER
+from fedbandit_env.seeding import BatchedRNG
+
+AGGREGATES = ("mean", "sum")
+
+
+@dataclass
+class ServerDelivery:
+    """``aggregate`` (B, dim) broadcast to every agent; ``count`` (B,) uploads that arrived;
+    ``participating`` (B, N): the agent was picked to upload this step."""
+
+    aggregate: np.ndarray
+    count: np.ndarray
+    participating: np.ndarray
+
+
+class ServerChannel(Channel):
+    kind = "server"
+
+    def __init__(
+        self,
+        name,
+        topology,
+        dim,
+        *,
+        aggregate: str = "mean",
+        participation: float = 1.0,
+        charge_broadcast: bool = False,
+        **kwargs,
+    ):
+        super().__init__(name, topology, dim, **kwargs)
+        if aggregate not in AGGREGATES:
+            raise ConfigError(
+                f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
+            )
+        p = check_probability(f"channels.{name}.participation", participation)
+        if p == 0.0:
+            raise ConfigError(f"channels.{name}.participation: expected p in (0, 1], got 0")
+        self.aggregate = aggregate
+        self.participation = p
+        self.num_participants = math.ceil(p * self.num_agents)
+        self.charge_broadcast = bool(charge_broadcast)
+
+    def _reset(self, rng: BatchedRNG) -> None:
+        n = self.num_agents
+        self._pick = rng.buffered("uniform", (n,)) if self.num_participants < n else None
+        self._drops = rng.buffered("uniform", (n,)) if self.drop_prob > 0 else None
+        self._all = np.ones((self.num_runs, n), dtype=bool)
+
+    def empty_delivery(self) -> ServerDelivery:
+        return ServerDelivery(
+            np.zeros((self.num_runs, self.dim)),
+            np.zeros(self.num_runs, dtype=np.int64),
+            self._all.copy(),
+        )
+
+    def _participants(self) -> np.ndarray:
+        if self._pick is None:
+            return self._all
+        u = self._pick.next()
+        chosen = np.argpartition(u, self.num_participants - 1, axis=1)[:, : self.num_participants]
+        mask = np.zeros_like(self._all)
+        np.put_along_axis(mask, chosen, True, axis=1)
+        return mask
+
+    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
+        participating = self._participants()
+        drop_u = self._drops.next() if self._drops is not None else None
+        uploads = send & participating
+        arrived = uploads if drop_u is None else uploads & (drop_u >= self.drop_prob)
+        count = arrived.sum(axis=1)
+        total = np.einsum("bn,bnd->bd", arrived.astype(np.float64), payload)
+        if self.aggregate == "mean":
+            total = total / np.maximum(count, 1)[:, None]
+        n_up = uploads.sum(axis=1)
+        down = np.where(count > 0, self.num_agents, 0)
+        links = n_up + (
+            np.where(count > 0, self.num_agents - n_up, 0) if self.charge_broadcast else 0
+        )
+        charge = self._charge()
+        charge.messages[:, AGENT_SERVER] = n_up + down
+        charge.floats[:, AGENT_SERVER] = (n_up + down) * self.dim
+        charge.cost[:, AGENT_SERVER] = self.c1 * links
+        charge.dropped[:] = n_up - count
+        charge.sent[:] = uploads
+        return ServerDelivery(total, count, participating), charge
+
+    def observation_space(self) -> spaces.Dict:
+        return spaces.Dict(
+            {
+                "aggregate": payload_space((self.dim,)),
+                "count": spaces.Discrete(self.num_agents + 1),
+                "participating": spaces.Discrete(2),
+            }
+        )
+
+    def agent_observation(self, delivery: ServerDelivery, b: int, i: int) -> dict[str, Any]:
+        return {
+            "aggregate": delivery.aggregate[b].copy(),
+            "count": np.int64(delivery.count[b]),
+            "participating": np.int64(delivery.participating[b, i]),
+        }
+
+    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> ServerDelivery:
+        return ServerDelivery(
+            observations[0]["aggregate"][None].copy(),
+            np.array([observations[0]["count"]], dtype=np.int64),
+            np.array([[o["participating"] for o in observations]], dtype=bool),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "aggregate": self.aggregate,
+            "participation": self.participation,
+            "charge_broadcast": self.charge_broadcast,
+        }

@@ -1,0 +1,322 @@
+"""The PettingZoo view: one run (B = 1) of the batched engine, packed into per-agent dicts.
+
+FedBandit federated multi-armed bandit (PettingZoo parallel API)
+
+| | |
+|---|---|
+| Creation | ``fedbandit_env.make("FedBandit/Heterogeneous-v0", **kwargs)`` |
+| Parallel API | yes |
+| Agents | ``agent_0 ... agent_{N-1}`` (N = ``num_agents``) |
+| Action | ``Dict(arm: Discrete(M), messages: Dict(<channel>: Dict(send: Discrete(2), payload: Box(dim))))``; a bare int is accepted as "pull this arm, send nothing" |
+| Observation | ``Dict(step, last_arm, last_reward, channels: Dict(<channel>: ...))`` |
+| Episode end | truncation after ``horizon`` steps; there is no termination |
+
+**Action.** ``arm`` is the arm to pull. For each configured channel an agent may send one
+payload of ``dim`` finite floats per step (``send = 1``); not sending (``send = 0``, the channel
+left out, or ``messages`` left out) is allowed and costs nothing.
+
+**Observation** (all fixed-shape, explicit dtypes):
+
+* ``step`` — Discrete(T + 1): steps completed, 0 after reset.
+* ``last_arm`` — Discrete(M + 1, start=-1): the arm pulled in the last step (-1 after reset).
+* ``last_reward`` — Box((), float64): the local reward of that pull (0 after reset).
+* ``channels`` — one entry per channel, the messages delivered to this agent in the last step:
+
+  * ``neighbors``: ``senders`` (D,) neighbour ids (-1 padding, D = max degree), ``mask`` (D,)
+    which of them arrived, ``payload`` (D, dim).
+  * ``gossip``: ``partner`` (-1 unless the agent is on this step's random edge), ``received``,
+    ``payload`` (dim,).
+  * ``server``: ``aggregate`` (dim,) sum or mean of the uploads that arrived, ``count``,
+    ``participating`` (whether this agent was picked to upload this step).
+  * ``flood``: ``senders`` (S,) the origins within ttl hops, ``mask``, ``sent_step``,
+    ``payload`` (S, dim); a message sent at step s from d hops away arrives at step s + d - 1.
+  * ``hierarchical``: ``aggregate`` (dim,), ``count``, ``sent_step`` of the round delivered.
+
+**Rewards.** The local reward of the pull (Bernoulli, Gaussian or clipped Gaussian).
+
+**Infos** (evaluation only; agents must not use them): ``instant_regret`` (pseudo-regret of the
+pull against the global best arm), ``expected_reward``, ``cumulative_regret`` (this agent),
+``messages_sent`` (this agent, cumulative) and ``ledger`` (the run's communication ledger: step
+and cumulative messages, floats and cost per link type).
+
+**Arguments.** ``num_agents``, ``num_arms``, ``horizon``, ``family`` ("heterogeneous" or
+"homogeneous"), ``means`` (fixed instance: a vector or an N x M matrix), ``instance``
+(generator: "gossip" or "commeff" for heterogeneous, "uniform" for homogeneous),
+``instance_seed`` (int: one instance for every run; None: a new instance per run seed),
+``reward`` ("bernoulli", {"kind": "gaussian", "sigma": 1.0}, {"kind": "clipped_gaussian", ...}),
+``topology`` ("complete", "ring", "path", "star", "grid", "erdos_renyi", "random_regular",
+"hybrid" or a networkx graph), ``topology_kwargs``, ``channels`` (list of kinds or
+{name: {"kind": ..., "dim": ..., options}}), ``c1`` (agent–server link cost), ``c2``
+(agent–agent link cost), ``render_mode`` (None or "ansi").
+
+**Seeding.** ``reset(seed=s)`` makes run seed s; a later ``reset()`` without a seed uses s + 1,
+s + 2, ... Rewards, network randomness and the agents' streams are separate (DESIGN.md §2).
+
+**Version history.** v0: initial release.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+from pettingzoo import ParallelEnv
+
+from fedbandit_env.config import EnvConfig, make_config
+from fedbandit_env.engine import Engine, VecInfo, VecObservation, agent_name
+from fedbandit_env.errors import ActionError, HorizonError
+from fedbandit_env.network.base import payload_space
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG
+
+
+def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
+    lo, hi = config.reward.bounds
+    fields: dict[str, spaces.Space] = {
+        "step": spaces.Discrete(config.horizon + 1),
+        "last_arm": spaces.Discrete(config.num_arms + 1, start=-1),
+        "last_reward": spaces.Box(lo, hi, shape=(), dtype=np.float64),
+    }
+    if engine.channels:
+        fields["channels"] = spaces.Dict(
+            {name: ch.observation_space() for name, ch in engine.channels.items()}
+        )
+    return spaces.Dict(fields)
+
+
+def action_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
+    fields: dict[str, spaces.Space] = {"arm": spaces.Discrete(config.num_arms)}
+    if engine.channels:
+        fields["messages"] = spaces.Dict(
+            {
+                name: spaces.Dict({"send": spaces.Discrete(2), "payload": payload_space((ch.dim,))})
+                for name, ch in engine.channels.items()
+            }
+        )
+    return spaces.Dict(fields)
+
+
+def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "step": np.int64(obs.step),
+        "last_arm": np.int64(obs.last_arm[b, i]),
+        "last_reward": np.array(obs.last_reward[b, i], dtype=np.float64),
+    }
+    if engine.channels:
+        out["channels"] = {
+            name: ch.agent_observation(obs.deliveries[name], b, i)
+            for name, ch in engine.channels.items()
+        }
+    return out
+
+
+def agent_info(info: VecInfo, b: int, i: int, ledger: dict) -> dict[str, Any]:
+    return {
+        "instant_regret": float(info.instant_regret[b, i]),
+        "expected_reward": float(info.expected_reward[b, i]),
+        "cumulative_regret": float(info.cumulative_regret[b, i]),
+        "messages_sent": int(info.ledger.total.sent[b, i]),
+        "ledger": ledger,
+    }
+
+
+class FedBanditParallelEnv(ParallelEnv, EzPickle):
+    """N agents on a communication topology pull arms and exchange messages (see module doc)."""
+
+    metadata = {"name": "fedbandit_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any):
+        EzPickle.__init__(self, render_mode=render_mode, **kwargs)
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
+        self.config = make_config(**kwargs)
+        self.engine = Engine(self.config, 1)
+        self.num_agents_total = self.config.num_agents
+        self.possible_agents = [agent_name(i) for i in range(self.num_agents_total)]
+        self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        self.agents: list[str] = []
+        self._obs_space = observation_space(self.config, self.engine)
+        self._act_space = action_space(self.config, self.engine)
+        self._seed: int | None = None
+        self._last: tuple[VecObservation, VecInfo] | None = None
+
+    # ------------------------------------------------------------- PettingZoo
+    @functools.cache  # noqa: B019 - one cached space object per agent
+    def observation_space(self, agent: str) -> spaces.Dict:
+        self._agent_index(agent)
+        return self._obs_space
+
+    @functools.cache  # noqa: B019
+    def action_space(self, agent: str) -> spaces.Dict:
+        self._agent_index(agent)
+        return self._act_space
+
+    @property
+    def facts(self) -> FederationFacts:
+        return FederationFacts.from_config(self.config, 1, self.engine.channels)
+
+    @property
+    def seed_used(self) -> int | None:
+        """The run seed of the current episode."""
+        return self._seed
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._seed = int(seed)
+        elif self._seed is not None:
+            self._seed += 1
+        else:
+            self._seed = int(np.random.SeedSequence().entropy)
+        obs, info = self.engine.reset([self._seed])
+        self._last = (obs, info)
+        self.agents = list(self.possible_agents)
+        return self._observations(obs), self._infos(info)
+
+    def step(self, actions: Mapping[str, Any]):
+        if not self.agents:
+            if self._last is None:
+                raise HorizonError("step: the environment must be reset() before the first step")
+            raise HorizonError(
+                f"step: horizon exceeded: the episode ended after {self.config.horizon} steps; "
+                "call reset() to start a new one"
+            )
+        arms, messages = self._parse_actions(actions)
+        obs, rewards, info = self.engine.step(arms, messages)
+        self._last = (obs, info)
+        truncated = self.engine.truncated
+        obs_d = self._observations(obs)
+        rew_d = {a: float(rewards[0, i]) for a, i in self._index.items()}
+        term_d = dict.fromkeys(self.possible_agents, False)
+        trunc_d = dict.fromkeys(self.possible_agents, truncated)
+        info_d = self._infos(info)
+        if truncated:
+            self.agents = []
+        return obs_d, rew_d, term_d, trunc_d, info_d
+
+    def render(self) -> str | None:
+        if self.render_mode is None or self._last is None:
+            return None
+        obs, info = self._last
+        total = self.engine.ledger.total
+        lines = [
+            f"step {obs.step}/{self.config.horizon}  "
+            f"messages {int(total.messages[0].sum())}  cost {float(total.cost[0].sum()):.1f}",
+            "agent      arm  reward    regret(cum)",
+        ]
+        for i, a in enumerate(self.possible_agents):
+            lines.append(
+                f"{a:<10} {int(obs.last_arm[0, i]):>3}  {float(obs.last_reward[0, i]):>7.3f}"
+                f"  {float(info.cumulative_regret[0, i]):>10.2f}"
+            )
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        return None
+
+    def state(self) -> np.ndarray:
+        """Global view for centralised training: each agent's last arm and last reward."""
+        if self._last is None:
+            raise HorizonError("state: the environment must be reset() first")
+        obs = self._last[0]
+        return np.concatenate([obs.last_arm[0].astype(np.float64), obs.last_reward[0]])
+
+    # --------------------------------------------------------------- helpers
+    def _agent_index(self, agent: str) -> int:
+        if agent not in self._index:
+            raise ActionError(
+                str(agent), "agent", f"unknown agent; expected one of {self.possible_agents}"
+            )
+        return self._index[agent]
+
+    def _observations(self, obs: VecObservation) -> dict[str, dict]:
+        return {a: agent_observation(self.engine, obs, 0, i) for a, i in self._index.items()}
+
+    def _infos(self, info: VecInfo) -> dict[str, dict]:
+        ledger = self.engine.ledger.summary(0)
+        return {a: agent_info(info, 0, i, ledger) for a, i in self._index.items()}
+
+    def _parse_actions(self, actions: Mapping[str, Any]):
+        if not isinstance(actions, Mapping):
+            raise ActionError("all agents", "actions", f"expected a dict by agent, got {actions!r}")
+        for a in actions:
+            self._agent_index(a)
+        n = self.num_agents_total
+        arms = np.zeros((1, n), dtype=np.int64)
+        sends = {name: np.zeros((1, n), dtype=bool) for name in self.engine.channels}
+        payloads = {name: np.zeros((1, n, ch.dim)) for name, ch in self.engine.channels.items()}
+        for agent, i in self._index.items():
+            if agent not in actions:
+                raise ActionError(agent, "action", "missing: every live agent must act each step")
+            arms[0, i] = self._parse_agent(agent, actions[agent], sends, payloads, i)
+        return arms, {name: (sends[name], payloads[name]) for name in sends}
+
+    def _parse_agent(self, agent, action, sends, payloads, i) -> int:
+        if isinstance(action, Mapping):
+            if "arm" not in action:
+                raise ActionError(agent, "arm", "missing from the action dict")
+            unknown = set(action) - {"arm", "messages"}
+            if unknown:
+                raise ActionError(agent, "action", f"unknown keys {sorted(unknown)}")
+            arm, messages = action["arm"], action.get("messages") or {}
+        else:
+            arm, messages = action, {}
+        arm = self._parse_arm(agent, arm)
+        if not isinstance(messages, Mapping):
+            raise ActionError(agent, "messages", f"expected a dict by channel, got {messages!r}")
+        for name, msg in messages.items():
+            if name not in self.engine.channels:
+                raise ActionError(
+                    agent,
+                    f"messages.{name}",
+                    f"unknown channel; this environment has {sorted(self.engine.channels)}",
+                )
+            send, payload = self._parse_message(agent, name, msg)
+            sends[name][0, i] = send
+            if send:
+                payloads[name][0, i] = payload
+        return arm
+
+    def _parse_arm(self, agent: str, arm: Any) -> int:
+        m = self.config.num_arms
+        if isinstance(arm, np.ndarray) and arm.shape == ():
+            arm = arm.item()
+        if isinstance(arm, bool) or not isinstance(arm, int | np.integer):
+            raise ActionError(agent, "arm", f"expected an int in [0, {m - 1}], got {arm!r}")
+        if not 0 <= arm < m:
+            raise ActionError(agent, "arm", f"expected an int in [0, {m - 1}], got {arm}")
+        return int(arm)
+
+    def _parse_message(self, agent: str, name: str, msg: Any) -> tuple[bool, np.ndarray | None]:
+        field = f"messages.{name}"
+        if msg is None:
+            return False, None
+        if isinstance(msg, Mapping):
+            send = bool(msg.get("send", 1))
+            payload = msg.get("payload")
+        else:
+            send, payload = True, msg
+        if not send:
+            return False, None
+        dim = self.engine.channels[name].dim
+        arr = np.asarray(payload)
+        if arr.dtype == object or not (
+            np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+        ):
+            raise ActionError(agent, f"{field}.payload", f"expected {dim} numbers, got {arr.dtype}")
+        if arr.shape != (dim,):
+            raise ActionError(
+                agent, f"{field}.payload", f"expected shape ({dim},), got {arr.shape}"
+            )
+        if not np.all(np.isfinite(arr)):
+            raise ActionError(agent, f"{field}.payload", "expected finite numbers, got NaN/inf")
+        return True, arr.astype(np.float64)
+
+
+def run_seed_rng(seed: int) -> BatchedRNG:
+    """The agents' stream of a ParallelEnv run seed (for learners driven by hand)."""
+    return BatchedRNG.for_runs([seed], "agents")

@@ -1,0 +1,152 @@
+"""The team-policy protocol (DESIGN.md §2) and its adapter to the PettingZoo view.
+
+A reference agent is a *batched team policy*: one object drives all N agents of all B runs with
+array operations. ``reset(facts, rng)`` gives it the federation's public facts and its own
+``agents`` random stream; ``act(obs)`` maps the last :class:`VecObservation` to the arms (B, N)
+and the outgoing messages. Agent i may only use row i of what it observes (its own rewards and
+the messages delivered to it); the light-cone test checks this for every shipped agent.
+
+:class:`ParallelPolicyAdapter` turns a team policy into a per-agent dict policy for the PettingZoo
+``ParallelEnv`` (B = 1), rebuilding the batched observation from the dicts alone.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation, agent_name
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.graphs import Topology
+from fedbandit_env.network import ChannelsSpec
+from fedbandit_env.seeding import BatchedRNG
+
+
+@dataclass(frozen=True)
+class FederationFacts:
+    """Public facts every agent may use: sizes, horizon, topology, channels, reward bounds."""
+
+    num_runs: int
+    num_agents: int
+    num_arms: int
+    horizon: int
+    family: str
+    topology: Topology
+    channels: dict[str, dict[str, Any]]
+    reward_bounds: tuple[float, float]
+    c1: float
+    c2: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: EnvConfig, num_runs: int, channels: Mapping) -> FederationFacts:
+        return cls(
+            num_runs=num_runs,
+            num_agents=config.num_agents,
+            num_arms=config.num_arms,
+            horizon=config.horizon,
+            family=config.family,
+            topology=config.topology,
+            channels={name: ch.describe() for name, ch in channels.items()},
+            reward_bounds=config.reward.bounds,
+            c1=config.c1,
+            c2=config.c2,
+            extra=dict(config.extra),
+        )
+
+
+@dataclass
+class TeamAction:
+    """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``."""
+
+    arms: np.ndarray
+    messages: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+class TeamPolicy(ABC):
+    """Base class of batched team policies. Subclasses set ``agent_id`` and implement
+    :meth:`reset` and :meth:`act`; ``channel_spec`` says which channels they need."""
+
+    agent_id: ClassVar[str] = ""
+
+    def channel_spec(self, config: EnvConfig) -> ChannelsSpec:
+        """Channels this learner talks over (used by the bench when the env names none)."""
+        return None
+
+    def require_channel(self, facts: FederationFacts, name: str, kind: str, dim: int) -> None:
+        """Raise a clear error before the first step if a needed channel is missing."""
+        have = facts.channels.get(name)
+        if have is None:
+            raise ConfigError(
+                f"{self.agent_id}: channels.{name}: expected a {kind!r} channel of dim {dim}; "
+                f"the environment has {sorted(facts.channels) or 'no channels'}"
+            )
+        if have["kind"] != kind or have["dim"] != dim:
+            raise ConfigError(
+                f"{self.agent_id}: channels.{name}: expected kind {kind!r} with dim {dim}, got "
+                f"kind {have['kind']!r} with dim {have['dim']}"
+            )
+
+    @abstractmethod
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None: ...
+
+    @abstractmethod
+    def act(self, obs: VecObservation) -> TeamAction: ...
+
+
+class ParallelPolicyAdapter:
+    """Run a team policy on a PettingZoo ``FedBanditParallelEnv`` through per-agent dicts."""
+
+    def __init__(self, policy: TeamPolicy, env: Any):
+        self.policy = policy
+        self.env = env.unwrapped
+
+    def reset(self, seed: int) -> None:
+        facts = self.env.facts
+        self.policy.reset(facts, BatchedRNG.for_runs([seed], "agents"))
+
+    def observation_from_dicts(
+        self, observations: Mapping[str, Mapping[str, Any]]
+    ) -> VecObservation:
+        names = [agent_name(i) for i in range(self.env.num_agents_total)]
+        per_agent = [observations[a] for a in names]
+        deliveries = {
+            name: ch.delivery_from_observations([o["channels"][name] for o in per_agent])
+            for name, ch in self.env.engine.channels.items()
+        }
+        return VecObservation(
+            step=int(per_agent[0]["step"]),
+            last_arm=np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64),
+            last_reward=np.array([[float(o["last_reward"]) for o in per_agent]]),
+            deliveries=deliveries,
+        )
+
+    def __call__(self, observations: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        action = self.policy.act(self.observation_from_dicts(observations))
+        out = {}
+        for i in range(self.env.num_agents_total):
+            msgs = {
+                name: {"send": int(send[0, i]), "payload": payload[0, i].copy()}
+                for name, (send, payload) in action.messages.items()
+            }
+            out[agent_name(i)] = {"arm": int(action.arms[0, i]), "messages": msgs}
+        return out
+
+
+def run_episode(env: Any, policy: TeamPolicy, seed: int) -> list[tuple]:
+    """Play one episode of a ParallelEnv with a team policy; returns the per-step tuples
+    ``(actions, observations, rewards, infos)`` (handy for tests and examples)."""
+    adapter = ParallelPolicyAdapter(policy, env)
+    obs, _ = env.reset(seed=seed)
+    adapter.reset(seed)
+    trajectory = []
+    while env.agents:
+        actions = adapter(obs)
+        obs, rewards, _, _, infos = env.step(actions)
+        trajectory.append((actions, obs, rewards, infos))
+    return trajectory

@@ -1,0 +1,126 @@
+"""Environment registry: ``make``, ``make_vec``, ``register``, ``spec`` and ``list_envs``.
+
+Ids follow the PettingZoo/Gymnasium form ``Namespace/Name-vN`` (DESIGN.md §3). Entry points are
+callables or ``"module:attr"`` strings imported lazily. Unknown ids and keyword arguments raise
+errors that list what exists. Each id is also registered in PettingZoo's own registry when the
+installed PettingZoo has one (1.27+), so ``pettingzoo.make("parallel", id)`` works too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fedbandit_env.errors import ConfigError, UnknownIdError
+
+ID_PATTERN = re.compile(
+    r"^(?:(?P<namespace>[\w:.-]+)/)?(?P<name>[\w:.-]+?)(?:-v(?P<version>\d+))?$"
+)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A registered environment: id, entry points and default keyword arguments."""
+
+    id: str
+    entry_point: Callable[..., Any] | str
+    vector_entry_point: Callable[..., Any] | str | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    accepted_kwargs: tuple[str, ...] | None = None
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+
+
+def _load(entry: Callable[..., Any] | str) -> Callable[..., Any]:
+    if callable(entry):
+        return entry
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def register(
+    id: str,
+    entry_point: Callable[..., Any] | str,
+    *,
+    vector_entry_point: Callable[..., Any] | str | None = None,
+    kwargs: dict[str, Any] | None = None,
+    description: str = "",
+    accepted_kwargs: tuple[str, ...] | None = None,
+) -> EnvSpec:
+    """Register an environment id (``Namespace/Name-vN``)."""
+    if not ID_PATTERN.match(id) or "-v" not in id:
+        raise ConfigError(f"id: expected 'Namespace/Name-vN', got {id!r}")
+    spec_ = EnvSpec(
+        id, entry_point, vector_entry_point, dict(kwargs or {}), description, accepted_kwargs
+    )
+    _REGISTRY[id] = spec_
+    _register_with_pettingzoo(spec_)
+    return spec_
+
+
+def _register_with_pettingzoo(spec_: EnvSpec) -> None:
+    try:
+        from pettingzoo.env_registry.registration import parallel_registry
+        from pettingzoo.env_registry.registration import register as pz_register
+    except ImportError:  # pettingzoo < 1.27 has no registry
+        return
+    if spec_.id in parallel_registry:
+        return
+    pz_register("parallel", spec_.id, entry_point=spec_.entry_point, kwargs=dict(spec_.kwargs))
+
+
+def list_envs() -> list[str]:
+    """Registered environment ids, sorted."""
+    return sorted(_REGISTRY)
+
+
+def spec(id: str) -> EnvSpec:
+    """The :class:`EnvSpec` of an id; unknown ids raise an error listing the registered ones."""
+    if id in _REGISTRY:
+        return _REGISTRY[id]
+    close = difflib.get_close_matches(id, list(_REGISTRY), n=3)
+    hint = f" Did you mean {close}?" if close else ""
+    raise UnknownIdError(f"env id {id!r} is not registered; registered ids: {list_envs()}.{hint}")
+
+
+def _check_kwargs(spec_: EnvSpec, kwargs: dict[str, Any], extra: tuple[str, ...]) -> None:
+    accepted = spec_.accepted_kwargs
+    if accepted is None:
+        return
+    unknown = sorted(set(kwargs) - set(accepted) - set(extra))
+    if unknown:
+        raise ConfigError(
+            f"{spec_.id}: unknown keyword argument(s) {unknown}; accepted: {sorted(accepted)}"
+        )
+
+
+def make(id: str, **kwargs: Any) -> Any:
+    """A PettingZoo ``ParallelEnv`` for a registered id (spec defaults overridden by kwargs)."""
+    spec_ = spec(id)
+    _check_kwargs(spec_, kwargs, ("render_mode",))
+    return _load(spec_.entry_point)(**{**spec_.kwargs, **kwargs})
+
+
+def make_vec(id: str, num_runs: int = 1, **kwargs: Any) -> Any:
+    """The vector view (B = ``num_runs`` runs as arrays) of a registered id."""
+    spec_ = spec(id)
+    if spec_.vector_entry_point is None:
+        raise ConfigError(f"{id}: has no vector view registered")
+    _check_kwargs(spec_, kwargs, ())
+    return _load(spec_.vector_entry_point)(num_runs=num_runs, **{**spec_.kwargs, **kwargs})
+
+
+def signature_kwargs(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Keyword parameters of a config builder, for unknown-kwarg errors."""
+    return tuple(
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )

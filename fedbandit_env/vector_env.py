@@ -1,0 +1,73 @@
+"""The vector view: B independent runs as arrays, for fast runners (DESIGN.md §2).
+
+``reset(seed=s)`` starts runs with seeds s, s+1, ..., s+B-1 (or an explicit list); run b is
+bit-identical to a ``FedBanditParallelEnv`` reset with the same run seed. ``step(arms, messages)``
+takes arms (B, N) and per channel a payload array (B, N, dim) (everyone sends) or a tuple
+``(send (B, N) bool, payload (B, N, dim))``, and returns
+``(obs, rewards (B, N), terminated (B, N), truncated (B, N), info)`` with a
+:class:`~fedbandit_env.engine.VecObservation` and a :class:`~fedbandit_env.engine.VecInfo`.
+All runs share the horizon, so they end together; stepping past it raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.config import make_config
+from fedbandit_env.engine import Engine, Messages, VecInfo, VecObservation, agent_name
+from fedbandit_env.parallel_env import action_space, observation_space
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG, run_seeds
+
+
+class FedBanditVectorEnv:
+    """B runs of one federated bandit environment, stepped with arrays."""
+
+    metadata = {"name": "fedbandit_vector_v0", "render_modes": []}
+
+    def __init__(self, num_runs: int = 1, **kwargs: Any):
+        if isinstance(num_runs, bool) or not isinstance(num_runs, int) or num_runs < 1:
+            raise ValueError(f"num_runs: expected a positive int, got {num_runs!r}")
+        self.config = make_config(**kwargs)
+        self.engine = Engine(self.config, num_runs)
+        self.num_runs = num_runs
+        self.num_agents = self.config.num_agents
+        self.num_arms = self.config.num_arms
+        self.horizon = self.config.horizon
+        self.possible_agents = [agent_name(i) for i in range(self.num_agents)]
+        self.single_observation_space = observation_space(self.config, self.engine)
+        self.single_action_space = action_space(self.config, self.engine)
+        self.seeds: list[int] = []
+
+    @property
+    def facts(self) -> FederationFacts:
+        return FederationFacts.from_config(self.config, self.num_runs, self.engine.channels)
+
+    @property
+    def channels(self):
+        return self.engine.channels
+
+    def agent_rng(self) -> BatchedRNG:
+        """The agents' random stream of the current runs (DESIGN.md §2)."""
+        return BatchedRNG.for_runs(self.seeds, "agents")
+
+    def reset(
+        self, seed: int | Sequence[int] | None = None, options: dict | None = None
+    ) -> tuple[VecObservation, VecInfo]:
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy)
+        self.seeds = run_seeds(seed, self.num_runs)
+        return self.engine.reset(self.seeds)
+
+    def step(self, arms: np.ndarray, messages: Messages | None = None):
+        obs, rewards, info = self.engine.step(arms, messages)
+        shape = (self.num_runs, self.num_agents)
+        terminated = np.zeros(shape, dtype=bool)
+        truncated = np.full(shape, self.engine.truncated)
+        return obs, rewards, terminated, truncated, info
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,267 @@
+"""Channel semantics: each kind delivers exactly what it should, to whom, when, at what cost."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import fedbandit_env
+from fedbandit_env import ConfigError
+from fedbandit_env.network.ledger import AGENT_AGENT, AGENT_SERVER
+
+
+def venv_for(channels, n=4, topology="path", runs=1, **kw):
+    v = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=runs,
+        num_agents=n,
+        num_arms=3,
+        horizon=40,
+        topology=topology,
+        channels=channels,
+        c1=5.0,
+        c2=2.0,
+        **kw,
+    )
+    v.reset(seed=0)
+    return v
+
+
+def send_only(v, name, senders, dim, value=None):
+    send = np.zeros((v.num_runs, v.num_agents), dtype=bool)
+    send[:, senders] = True
+    payload = np.zeros((v.num_runs, v.num_agents, dim))
+    for i in range(v.num_agents):
+        payload[:, i] = (i + 1) * 10 + np.arange(dim) if value is None else value
+    arms = np.zeros((v.num_runs, v.num_agents), dtype=np.int64)
+    return v.step(arms, {name: (send, payload)})
+
+
+def test_neighbors_reach_exactly_the_neighbours_same_step():
+    v = venv_for({"n": {"kind": "neighbors", "dim": 2}})
+    obs, _, _, _, info = send_only(v, "n", [1], 2)
+    d = obs.deliveries["n"]
+    got = {
+        (i, int(d.senders[i, k]))
+        for i in range(4)
+        for k in range(d.senders.shape[1])
+        if d.mask[0, i, k]
+    }
+    assert got == {(0, 1), (2, 1)}
+    k = list(d.senders[2]).index(1)
+    assert np.array_equal(d.payload[0, 2, k], [20.0, 21.0])
+    step = info.ledger.step
+    assert step.messages[0, AGENT_AGENT] == 2 and step.floats[0, AGENT_AGENT] == 4
+    assert step.cost[0, AGENT_AGENT] == 2 * 2.0 and step.cost[0, AGENT_SERVER] == 0
+    assert step.sent[0].tolist() == [0, 2, 0, 0]
+
+
+def test_not_sending_costs_nothing():
+    v = venv_for(("neighbors", "gossip", "server", "flood"))
+    arms = np.zeros((1, 4), dtype=np.int64)
+    for _ in range(5):
+        _, _, _, _, info = v.step(arms)
+    assert info.ledger.total.messages.sum() == 0 and info.ledger.total.cost.sum() == 0
+
+
+def test_gossip_one_uniform_edge_per_step_and_exchange():
+    v = venv_for({"g": {"kind": "gossip", "dim": 1}}, n=4, topology="complete", runs=50)
+    counts = np.zeros((4, 4))
+    for _ in range(40):
+        obs, _, _, _, info = send_only(v, "g", [0, 1, 2, 3], 1)
+        d = obs.deliveries["g"]
+        on_edge = d.partner >= 0
+        assert np.all(on_edge.sum(axis=1) == 2)  # exactly one edge per run
+        b, i = np.nonzero(on_edge)
+        j = d.partner[b, i]
+        assert np.all(d.partner[b, j] == i)  # symmetric
+        assert np.array_equal(d.payload[b, i, 0], (j + 1) * 10.0)  # partner's payload
+        np.add.at(counts, (i, j), 1)
+        assert np.all(info.ledger.step.messages[:, AGENT_AGENT] == 2)
+    per_edge = counts[np.triu_indices(4, 1)]  # 6 edges, 2000 draws: about 333 each
+    assert per_edge.sum() == 2000
+    assert np.all(np.abs(per_edge - 2000 / 6) < 5 * math.sqrt(2000 / 6))
+
+
+def test_gossip_only_the_sender_is_charged_and_heard():
+    v = venv_for({"g": {"kind": "gossip", "dim": 1}}, n=2, topology="path")
+    obs, _, _, _, info = send_only(v, "g", [0], 1)
+    d = obs.deliveries["g"]
+    assert d.received[0].tolist() == [False, True]
+    assert d.partner[0].tolist() == [1, 0]
+    assert info.ledger.step.messages[0, AGENT_AGENT] == 1
+
+
+@pytest.mark.parametrize(("aggregate", "expected"), [("mean", 20.0), ("sum", 40.0)])
+def test_server_aggregates_uploads_and_broadcasts(aggregate, expected):
+    v = venv_for({"s": {"kind": "server", "dim": 1, "aggregate": aggregate}})
+    obs, _, _, _, info = send_only(v, "s", [0, 2], 1, value=None)
+    d = obs.deliveries["s"]
+    # payloads are 10 and 30
+    assert d.count[0] == 2 and d.aggregate[0, 0] == expected
+    step = info.ledger.step
+    assert step.messages[0, AGENT_SERVER] == 2 + 4  # two uploads, four broadcast deliveries
+    assert step.cost[0, AGENT_SERVER] == 2 * 5.0  # two two-way links at c1
+
+
+def test_server_charge_broadcast_charges_every_link():
+    v = venv_for({"s": {"kind": "server", "dim": 1, "charge_broadcast": True}})
+    _, _, _, _, info = send_only(v, "s", [0], 1)
+    assert info.ledger.step.cost[0, AGENT_SERVER] == 4 * 5.0
+
+
+def test_server_participation_picks_ceil_pn_and_ignores_others():
+    v = venv_for(
+        {"s": {"kind": "server", "dim": 1, "participation": 0.3}},
+        n=10,
+        runs=20,
+        topology="complete",
+    )
+    for _ in range(10):
+        obs, _, _, _, info = send_only(v, "s", list(range(10)), 1)
+        d = obs.deliveries["s"]
+        assert np.all(d.participating.sum(axis=1) == math.ceil(0.3 * 10))
+        assert np.all(d.count == 3)
+        expected = ((np.arange(10) + 1) * 10.0 * d.participating).sum(axis=1) / 3
+        assert np.allclose(d.aggregate[:, 0], expected)
+        assert np.all(info.ledger.step.cost[:, AGENT_SERVER] == 3 * 5.0)
+
+
+def test_flood_delivers_after_hop_distance_and_respects_ttl():
+    v = venv_for({"f": {"kind": "flood", "dim": 1, "ttl": 3}}, n=5, topology="path")
+    arrivals = {}
+    obs, _, _, _, info = send_only(v, "f", [0], 1)  # sent at step 1
+    first_cost = info.ledger.step.messages[0, AGENT_AGENT]
+    for step in range(1, 6):
+        d = obs.deliveries["f"]
+        for r, o, h, s in zip(d.receiver, d.origin, d.hops, d.sent_step, strict=True):
+            arrivals[int(r)] = (step, int(o), int(h), int(s))
+        obs, _, _, _, info = v.step(np.zeros((1, 5), dtype=np.int64))
+    # agent h hops away gets it at step 1 + h - 1; agent 4 is beyond ttl = 3
+    assert arrivals == {1: (1, 0, 1, 1), 2: (2, 0, 2, 1), 3: (3, 0, 3, 1)}
+    assert first_cost == 1  # hop 1: agent 0 forwards to its single neighbour
+
+
+def test_flood_relay_cost_counts_every_forward():
+    v = venv_for({"f": {"kind": "flood", "dim": 2, "ttl": 2}}, n=5, topology="star")
+    _, _, _, _, info = send_only(v, "f", [1], 2)  # a leaf
+    hop1 = info.ledger.step.messages[0, AGENT_AGENT]
+    _, _, _, _, info = v.step(np.zeros((1, 5), dtype=np.int64))
+    hop2 = info.ledger.step.messages[0, AGENT_AGENT]
+    assert (hop1, hop2) == (1, 4)  # leaf -> centre; centre forwards to its 4 neighbours
+    assert info.ledger.total.floats[0, AGENT_AGENT] == 5 * 2
+
+
+@pytest.mark.parametrize(
+    ("topology", "per_round"), [("complete", 1225), ("star", 98), ("ring", 1250)]
+)
+def test_flood_gis_cost_matches_commeff_per_round_figures(topology, per_round):
+    """commeff.md §4.5: M = 50, c2 = 1, every agent floods its statistics once per round."""
+    v = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0",
+        num_runs=1,
+        num_agents=50,
+        num_arms=2,
+        horizon=40,
+        topology=topology,
+        channels={"f": {"kind": "flood", "cost_model": "gis"}},
+        c2=1.0,
+    )
+    v.reset(seed=0)
+    ttl = v.channels["f"].ttl
+    arms = np.zeros((1, 50), dtype=np.int64)
+    _, _, _, _, info = v.step(arms, {"f": np.ones((1, 50, 2))})
+    for _ in range(ttl - 1):
+        _, _, _, _, info = v.step(arms)
+    assert info.ledger.total.cost[0, AGENT_AGENT] == per_round
+
+
+def test_hierarchical_delay_aggregation_and_costs():
+    channels = {
+        "h": {"kind": "hierarchical", "dim": 1, "aggregate": "unweighted", "cost_model": "path"}
+    }
+    v = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=1,
+        num_agents=7,
+        num_arms=2,
+        horizon=10,
+        topology="hybrid",
+        topology_kwargs={"sizes": [5, 2], "component_graph": "path"},
+        channels=channels,
+        c1=5.0,
+        c2=2.0,
+    )
+    v.reset(seed=0)
+    ch = v.channels["h"]
+    assert v.config.topology.sinks == (2, 5)  # centre of the path 0-1-2-3-4; lowest of 5-6
+    assert ch.delay == 1  # ecc of the sink of the 5-path is 2 hops
+    obs, _, _, _, info = send_only(v, "h", [0, 4, 6], 1)
+    assert obs.deliveries["h"].count[0] == 0  # still travelling
+    # unweighted: mean of component means (10+50)/2 = 30 and 70 -> 50
+    step = info.ledger.step
+    assert step.messages[0, AGENT_AGENT] == 2 + 2 + 1  # hop distances to the sinks
+    assert step.cost[0, AGENT_AGENT] == 2.0 * 5 and step.cost[0, AGENT_SERVER] == 2 * 5.0
+    obs, _, _, _, _ = v.step(np.zeros((1, 7), dtype=np.int64))
+    d = obs.deliveries["h"]
+    assert d.count[0] == 3 and d.aggregate[0, 0] == pytest.approx(50.0) and d.sent_step[0] == 1
+
+
+def test_hierarchical_weighted_is_mean_of_all_senders_and_edges_cost():
+    v = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=1,
+        num_agents=6,
+        num_arms=2,
+        horizon=10,
+        topology="hybrid",
+        topology_kwargs={"sizes": [4, 2], "component_graph": "star"},
+        channels={"h": {"kind": "hierarchical", "dim": 1}},
+        c1=5.0,
+        c2=2.0,
+    )
+    v.reset(seed=0)
+    assert v.channels["h"].delay == 0  # star centres are one hop from everyone
+    obs, _, _, _, info = send_only(v, "h", [0, 1, 4], 1)
+    assert obs.deliveries["h"].aggregate[0, 0] == pytest.approx((10 + 20 + 50) / 3)
+    # edges model: ecc(sink)=1 times |E_q| (3 and 1) for both active components
+    assert info.ledger.step.cost[0, AGENT_AGENT] == 2.0 * (3 + 1)
+
+
+def test_drop_probability_drops_about_that_fraction_deterministically():
+    def run():
+        v = venv_for(
+            {"n": {"kind": "neighbors", "dim": 1, "drop_prob": 0.25}},
+            n=10,
+            topology="complete",
+            runs=5,
+        )
+        delivered = dropped = 0
+        for _ in range(30):
+            _, _, _, _, info = send_only(v, "n", list(range(10)), 1)
+            dropped += info.ledger.step.dropped.sum()
+            delivered += info.ledger.step.messages[:, AGENT_AGENT].sum()
+        return dropped / delivered
+
+    frac = run()
+    assert abs(frac - 0.25) < 0.03
+    assert run() == frac
+
+
+@pytest.mark.parametrize(
+    ("channels", "match"),
+    [
+        ({"x": {"kind": "carrier-pigeon"}}, r"channels\.x\.kind"),
+        ({"n": {"kind": "neighbors", "dim": 0}}, r"channels\.n\.dim"),
+        ({"n": {"kind": "neighbors", "drop_prob": 1.0}}, r"channels\.n\.drop_prob"),
+        ({"s": {"kind": "server", "participation": 0.0}}, r"channels\.s\.participation"),
+        ({"s": {"kind": "server", "aggregate": "median"}}, r"channels\.s\.aggregate"),
+        ({"f": {"kind": "flood", "ttl": 0}}, r"channels\.f\.ttl"),
+        ({"n": {"kind": "neighbors", "colour": 1}}, r"channels\.n: unknown option"),
+    ],
+)
+def test_bad_channel_config_names_the_field(channels, match):
+    with pytest.raises(ConfigError, match=match):
+        fedbandit_env.make("FedBandit/Heterogeneous-v0", channels=channels)

@@ -1,0 +1,140 @@
+"""Invariant 5 (DESIGN.md §6): bad input raises a clear error naming the agent and the field."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import fedbandit_env
+from fedbandit_env import ActionError, ConfigError, HorizonError
+
+
+@pytest.fixture
+def env():
+    e = fedbandit_env.make(
+        "FedBandit/Heterogeneous-v0",
+        num_agents=3,
+        num_arms=4,
+        horizon=2,
+        channels={"n": {"kind": "neighbors", "dim": 2}},
+    )
+    e.reset(seed=0)
+    return e
+
+
+def act(arm1=0, msg1=None):
+    a = {"agent_0": 0, "agent_1": {"arm": arm1}, "agent_2": 1}
+    if msg1 is not None:
+        a["agent_1"]["messages"] = {"n": msg1}
+    return a
+
+
+@pytest.mark.parametrize(
+    ("action", "match"),
+    [
+        (act(arm1=4), r"agent_1: arm: expected an int in \[0, 3\], got 4"),
+        (act(arm1=-1), r"agent_1: arm: expected an int in \[0, 3\], got -1"),
+        (act(arm1=1.5), r"agent_1: arm: expected an int"),
+        (act(msg1=np.ones(3)), r"agent_1: messages\.n\.payload: expected shape \(2,\), got \(3,\)"),
+        (act(msg1=np.array(["a", "b"])), r"agent_1: messages\.n\.payload: expected 2 numbers"),
+        (act(msg1=np.array([1.0, np.nan])), r"agent_1: messages\.n\.payload: expected finite"),
+        (act(msg1=np.array([np.inf, 0.0])), r"agent_1: messages\.n\.payload: expected finite"),
+        (
+            {"agent_0": 0, "agent_1": {"arm": 0, "messages": {"zz": [1, 2]}}, "agent_2": 0},
+            r"agent_1: messages\.zz: unknown channel",
+        ),
+        ({"agent_0": 0, "agent_2": 1}, r"agent_1: action: missing"),
+        ({"agent_0": 0, "agent_1": 0, "agent_2": 0, "agent_9": 0}, r"agent_9: agent: unknown"),
+    ],
+)
+def test_bad_actions_name_agent_and_field(env, action, match):
+    with pytest.raises(ActionError, match=match):
+        env.step(action)
+
+
+def test_send_zero_ignores_payload(env):
+    env.step(act(msg1={"send": 0, "payload": np.array([np.nan, np.nan])}))
+
+
+def test_stepping_after_the_horizon(env):
+    env.step(act())
+    env.step(act())
+    assert env.agents == []
+    with pytest.raises(HorizonError, match="horizon exceeded: the episode ended after 2 steps"):
+        env.step(act())
+
+
+def test_step_before_reset():
+    e = fedbandit_env.make("FedBandit/Heterogeneous-v0")
+    with pytest.raises(HorizonError, match="reset"):
+        e.step({})
+
+
+def test_vector_view_errors_name_run_and_agent():
+    v = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=2,
+        num_agents=3,
+        num_arms=4,
+        horizon=2,
+        channels={"n": {"kind": "neighbors"}},
+    )
+    v.reset(seed=0)
+    arms = np.zeros((2, 3), dtype=np.int64)
+    arms[1, 2] = 7
+    with pytest.raises(ActionError, match=r"run 1, agent_2: arm: expected an int in \[0, 3\]"):
+        v.step(arms)
+    payload = np.zeros((2, 3, 4))
+    payload[0, 1, 2] = np.nan
+    with pytest.raises(ActionError, match=r"run 0, agent_1: messages\.n\.payload: expected finite"):
+        v.step(np.zeros((2, 3), dtype=np.int64), {"n": payload})
+    with pytest.raises(ActionError, match=r"messages\.n\.payload: expected shape \(2, 3, 4\)"):
+        v.step(np.zeros((2, 3), dtype=np.int64), {"n": np.zeros((2, 3, 5))})
+    v.step(np.zeros((2, 3), dtype=np.int64))
+    v.step(np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(HorizonError):
+        v.step(np.zeros((2, 3), dtype=np.int64))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"num_agents": 0}, r"num_agents: expected an int >= 1, got 0"),
+        ({"num_arms": 1}, r"num_arms: expected an int >= 2, got 1"),
+        ({"horizon": -5}, r"horizon: expected an int >= 1"),
+        ({"family": "mixed"}, r"family: expected one of"),
+        ({"reward": "cauchy"}, r"reward\.kind: expected one of"),
+        ({"reward": {"kind": "gaussian", "sigma": -1}}, r"reward\.sigma"),
+        ({"means": [[0.1, 2.0], [0.3, 0.4], [0.5, 0.6]]}, r"means: expected values in \[0, 1\]"),
+        ({"c2": -1}, r"c2: expected a finite non-negative number"),
+        ({"topology": "hypercube"}, r"topology: .*hypercube"),
+        (
+            {"topology": nx.Graph([(0, 1), (2, 3), (3, 4)]), "num_agents": 5},
+            r"topology: .*disconnected",
+        ),
+        (
+            {"topology": "hybrid", "topology_kwargs": {"sizes": [2, 2]}},
+            r"topology_kwargs\.sizes: expected component sizes summing to num_agents=3",
+        ),
+        ({"instance": "zipf"}, r"instance: expected one of"),
+    ],
+)
+def test_bad_config_names_the_field(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        fedbandit_env.make("FedBandit/Heterogeneous-v0", **kwargs)
+
+
+def test_homogeneous_rejects_heterogeneous_means():
+    with pytest.raises(ConfigError, match="homogeneous family expects one mean vector"):
+        fedbandit_env.make("FedBandit/Homogeneous-v0", means=[[0.1, 0.2], [0.3, 0.4]])
+
+
+def test_agent_missing_channel_fails_before_first_step():
+    from baselines.trivial import Flooding
+    from fedbandit_env.policy import ParallelPolicyAdapter
+
+    env = fedbandit_env.make("FedBandit/Heterogeneous-v0", channels=("gossip",))
+    env.reset(seed=0)
+    with pytest.raises(ConfigError, match=r"flooding: channels\.neighbors: expected a 'neighbors'"):
+        ParallelPolicyAdapter(Flooding(), env).reset(0)

@@ -1,0 +1,26 @@
+"""The README's examples run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_python_examples_run():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert len(blocks) >= 2
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+    assert namespace["res"].regret_per_agent.shape[0] == 20
+    assert namespace["infos"]["agent_0"]["ledger"]["total"]["messages"] > 0
+
+
+def test_readme_lists_every_registered_env():
+    import fedbandit_env
+
+    text = README.read_text()
+    for env_id in fedbandit_env.list_envs():
+        assert f"`{env_id}`" in text
