@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Literal
+
+import numpy as np
 
 from fedbandit_env.privacy.errors import PrivacyError
 
@@ -23,13 +26,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _is_real(x: object) -> bool:
-    if isinstance(x, bool):
-        return False
-    try:
-        float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
-    return True
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
 
 
 def check_epsilon(epsilon: float, *, allow_inf: bool = True, name: str = "epsilon") -> float:

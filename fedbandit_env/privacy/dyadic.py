@@ -40,15 +40,17 @@ def block_level(block: tuple[int, int]) -> int:
 
 
 def blocks_containing(tau: int, horizon: int) -> list[tuple[int, int]]:
-    """Every dyadic block that holds round ``tau`` and closes by ``horizon`` (one per level)."""
+    """Every block that holds round ``tau`` and is closed by round ``horizon``, lowest level
+    first. A block ``(s, s + 2^j]`` is closed (at round ``s + 2^j``) only when ``s / 2^j`` is
+    even; the other aligned intervals are absorbed before they close. At most one per level."""
     tau = _check_index(tau, "tau")
     horizon = _check_index(horizon, "horizon")
     out = []
     j = 0
     while (1 << j) <= horizon:
-        start = ((tau - 1) >> j) << j
-        end = start + (1 << j)
-        if end <= horizon and start < tau:
+        index = (tau - 1) >> j
+        start, end = index << j, (index + 1) << j
+        if index % 2 == 0 and end <= horizon:
             out.append((start, end))
         j += 1
     return out

@@ -98,10 +98,10 @@ class HybridCounter:
 
         full = (self.num_runs, *self.shape)
         self._count = np.zeros(full, dtype=np.int64)
-        self._sum = np.zeros(full)
-        self._log_noise = np.zeros(full)  # Z
-        self._base_exact = np.zeros(full)  # S at the last power of two
-        self._alpha = np.zeros((*full, self.binary_levels))
+        self._sum = np.zeros(full)  # S: the exact part of every release
+        self._log_noise = np.zeros(full)  # Z, the accumulated noise of the logarithmic half
+        # noise of the open p-sums of the binary half, one per level (their exact parts add up
+        # to S minus the sum at the last power of two, so only the noise is stored)
         self._alpha_noise = np.zeros((*full, self.binary_levels))
 
     @property
@@ -121,9 +121,13 @@ class HybridCounter:
         """The noise of the current release (B, *shape)."""
         return self._log_noise + self._alpha_noise.sum(axis=-1)
 
+    def noise_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The noise of the logarithmic half and of the binary half (each (B, *shape))."""
+        return self._log_noise.copy(), self._alpha_noise.sum(axis=-1)
+
     def release(self) -> np.ndarray:
         """The private running sums (B, *shape); the same until the next insertion."""
-        return self._base_exact + self._alpha.sum(axis=-1) + self.noise()
+        return self._sum + self.noise()
 
     def noise_variance(self) -> np.ndarray:
         """Closed-form variance of each counter's current noise (B, *shape)."""
@@ -160,19 +164,15 @@ class HybridCounter:
         inside = mask & ~power
         # logarithmic half: a new Lap(2D/eps) at every power of two; the binary block restarts
         self._log_noise = np.where(power, self._log_noise + self.log_scale * lap, self._log_noise)
-        self._base_exact = np.where(power, self._sum, self._base_exact)
-        self._alpha = np.where(power[..., None], 0.0, self._alpha)
-        self._alpha_noise = np.where(power[..., None], 0.0, self._alpha_noise)
-        # binary half: offset tau = c - 2^k closes one p-sum at level ctz(tau), Lap(2Dk/eps)
+        # binary half: offset tau = c - 2^k closes the p-sum at level ctz(tau), absorbing the
+        # lower levels, with a fresh Lap(2Dk/eps)
         tau = np.where(inside, count - (np.int64(1) << k), 1)
-        level = trailing_zeros(tau)
+        # at a power of two every level is cleared (no level is above binary_levels)
+        level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
         levels = np.arange(self.binary_levels)
-        lower = (levels < level[..., None]) & inside[..., None]
-        here = (levels == level[..., None]) & inside[..., None]
-        merged = x + np.where(lower, self._alpha, 0.0).sum(axis=-1)
-        self._alpha = np.where(lower, 0.0, np.where(here, merged[..., None], self._alpha))
-        p_noise = self.log_scale * k * lap
+        keep = (levels > level) | ~mask[..., None]
+        p_noise = (self.log_scale * k * lap)[..., None]
         self._alpha_noise = np.where(
-            lower, 0.0, np.where(here, p_noise[..., None], self._alpha_noise)
+            keep, self._alpha_noise, np.where(levels == level, p_noise, 0.0)
         )
         return self.release()
