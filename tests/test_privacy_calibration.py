@@ -92,13 +92,17 @@ def test_bad_epsilon_is_rejected_with_a_clear_message(bad):
 
 
 def test_epsilon_message_matches_the_issue_example():
-    with pytest.raises(PrivacyError, match=r"^epsilon: expected a positive number \(or inf\), got -1$"):
+    with pytest.raises(
+        PrivacyError, match=r"^epsilon: expected a positive number \(or inf\), got -1$"
+    ):
         check_epsilon(-1)
 
 
 @pytest.mark.parametrize("bad", [0, 1, -0.1, 1.5, math.nan, math.inf])
 def test_bad_delta_is_rejected(bad):
-    with pytest.raises(PrivacyError, match=r"^delta: expected a number in the open interval \(0, 1\)"):
+    with pytest.raises(
+        PrivacyError, match=r"^delta: expected a number in the open interval \(0, 1\)"
+    ):
         check_delta(bad)
     assert check_delta(0, allow_zero=True) == 0.0
 

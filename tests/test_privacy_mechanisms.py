@@ -64,7 +64,9 @@ def test_infinite_epsilon_releases_values_unchanged_without_drawing():
 
 @PROPERTY
 @given(
-    values=hnp.arrays(np.float64, hnp.array_shapes(max_dims=4, max_side=5), elements=st.floats(-1e6, 1e6)),
+    values=hnp.arrays(
+        np.float64, hnp.array_shapes(max_dims=4, max_side=5), elements=st.floats(-1e6, 1e6)
+    ),
     eps=st.floats(0.05, 20),
     seed=st.integers(0, 2**32 - 1),
 )

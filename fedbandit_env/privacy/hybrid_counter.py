@@ -150,7 +150,9 @@ class HybridCounter:
                     "mask", f"a bool array of shape {full}", f"{mask.dtype} {mask.shape}"
                 )
         if np.any(self._count + mask > self.horizon):
-            raise PrivacyError("mask", f"at most {self.horizon} items per counter", "more")
+            raise PrivacyError(
+                "mask", f"at most {self.horizon} items per counter", int((self._count + mask).max())
+            )
         lap = (
             self._stream.next() if self._stream is not None else np.zeros(full)
         )  # standard Laplace, one per counter

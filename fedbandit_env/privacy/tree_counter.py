@@ -269,7 +269,9 @@ class TreeCounter:
         # tree_index == "pull": only pulled counters advance their own clock
         self._counts += pulled
         if np.any(self._counts > self.capacity):
-            raise PrivacyError("pulled", f"at most {self.capacity} pulls per counter", "more")
+            raise PrivacyError(
+                "pulled", f"at most {self.capacity} pulls per counter", int(self._counts.max())
+            )
         clock = np.where(pulled, self._counts, 1)
         level = trailing_zeros(clock)
         self._close_level_array(level, pulled, values, np.where(pulled, noise, 0.0))
