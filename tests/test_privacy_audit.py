@@ -16,6 +16,7 @@ from fedbandit_env.privacy import (
     PrivacyError,
     TreeCounter,
     audit_epsilon,
+    audit_output_mechanism,
     clopper_pearson,
     neighbouring_stream,
 )
@@ -47,6 +48,16 @@ def test_half_scale_laplace_is_caught_above_its_claim():
     result = audit_epsilon(summed(under), STREAM, NEIGHBOUR, trials=100_000, seed=1, batched=True)
     assert result.exceeds(claimed)
     assert result.epsilon_lower > 1.5
+
+
+@pytest.mark.parametrize("factor,caught", [(1.0, False), (0.5, True)])
+def test_output_mechanism_audit_for_the_cli(factor, caught):
+    eps, sens = 0.5, 2.0
+    mech = LaplaceMechanism(eps / factor, sensitivity=sens)  # factor 0.5: half the scale
+    result = audit_output_mechanism(mech, trials=100_000, seed=5)
+    assert result.exceeds(eps) is caught
+    with pytest.raises(PrivacyError, match="^mechanism: expected an object with privatize"):
+        audit_output_mechanism(object())
 
 
 def test_unbatched_mechanism_and_delta():

@@ -21,6 +21,7 @@ from fedbandit_env.privacy.accountant import (
 from fedbandit_env.privacy.audit import (
     AuditResult,
     audit_epsilon,
+    audit_output_mechanism,
     clopper_pearson,
     neighbouring_stream,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "advanced_composition",
     "analytic_gaussian_sigma",
     "audit_epsilon",
+    "audit_output_mechanism",
     "basic_composition",
     "blocks_containing",
     "check_delta",

@@ -295,3 +295,34 @@ def neighbouring_stream(
     out = np.array(stream, dtype=np.float64, copy=True)
     out[index] = value
     return out
+
+
+def audit_output_mechanism(
+    mechanism: Any,
+    *,
+    trials: int = 100_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> AuditResult:
+    """Audit an output-perturbation mechanism (``privatize(values, rng)``, ``sensitivity`` and
+    ``delta`` attributes, e.g. :class:`~fedbandit_env.privacy.mechanisms.LaplaceMechanism`) on
+    the neighbouring scalars ``0`` and ``sensitivity``; compare the result with its epsilon."""
+    sensitivity = getattr(mechanism, "sensitivity", None)
+    if sensitivity is None or not callable(getattr(mechanism, "privatize", None)):
+        raise PrivacyError(
+            "mechanism", "an object with privatize(values, rng) and sensitivity", mechanism
+        )
+
+    def run(value: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+        return mechanism.privatize(np.full(n, float(value[0])), rng)
+
+    return audit_epsilon(
+        run,
+        np.array([0.0]),
+        np.array([float(sensitivity)]),
+        trials=trials,
+        seed=seed,
+        batched=True,
+        confidence=confidence,
+        delta=float(getattr(mechanism, "delta", 0.0)),
+    )

@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 
 from fedbandit_env.privacy._random import MaskedStream
+from fedbandit_env.privacy._validation import check_shape
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
@@ -46,7 +47,6 @@ from fedbandit_env.privacy.calibration import (
 from fedbandit_env.privacy.dyadic import popcount, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
-from fedbandit_env.privacy.tree_counter import _check_shape
 from fedbandit_env.seeding import BatchedRNG
 
 LambdaForm = Literal["paper", "sqrt2m"]
@@ -233,7 +233,7 @@ class GramTreePrivatizer:
         rng: BatchedRNG | None = None,
         num_runs: int | None = None,
     ):
-        self.shape = _check_shape(shape)
+        self.shape = check_shape(shape)
         self.d = _check_int(d, "d")
         self.sigma = check_positive(sigma, "sigma", allow_zero=True)
         self.shift = check_positive(shift, "shift", allow_zero=True)

@@ -28,15 +28,15 @@ import math
 import numpy as np
 
 from fedbandit_env.privacy._random import LaplaceStream
+from fedbandit_env.privacy._validation import (
+    check_bounds,
+    check_horizon,
+    check_shape,
+    resolve_runs,
+)
 from fedbandit_env.privacy.calibration import check_epsilon
 from fedbandit_env.privacy.dyadic import bit_length, floor_levels, popcount, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
-from fedbandit_env.privacy.tree_counter import (
-    _check_bounds,
-    _check_horizon,
-    _check_shape,
-    _resolve_runs,
-)
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -82,16 +82,16 @@ class HybridCounter:
         num_runs: int | None = None,
         bounds: tuple[float, float] = (0.0, 1.0),
     ):
-        self.shape = _check_shape(shape)
-        self.horizon = _check_horizon(horizon)
+        self.shape = check_shape(shape)
+        self.horizon = check_horizon(horizon)
         self.epsilon = check_epsilon(epsilon)
-        checked = _check_bounds(bounds)
+        checked = check_bounds(bounds)
         if checked is None:
             raise PrivacyError("bounds", "a pair (lo, hi) with lo < hi", bounds)
         self.bounds = checked
         self.sensitivity = checked[1] - checked[0]
         noisy = not math.isinf(self.epsilon)
-        self.num_runs = _resolve_runs(rng, num_runs, noisy)
+        self.num_runs = resolve_runs(rng, num_runs, noisy)
         self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
         # the binary half of block k has k levels; the largest block is k = floor(log2 horizon)
         self.binary_levels = max(1, floor_levels(self.horizon) - 1)

@@ -38,56 +38,18 @@ from typing import Literal
 import numpy as np
 
 from fedbandit_env.privacy._random import LaplaceStream
+from fedbandit_env.privacy._validation import (
+    check_bounds,
+    check_horizon,
+    check_shape,
+    resolve_runs,
+)
 from fedbandit_env.privacy.calibration import check_epsilon, check_sensitivity
 from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 
 TreeIndex = Literal["round", "pull"]
-
-
-def _check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        out = tuple(int(s) for s in shape)
-    except TypeError as exc:
-        raise PrivacyError("shape", "a tuple of positive ints", shape) from exc
-    if any(s < 1 for s in out):
-        raise PrivacyError("shape", "a tuple of positive ints", shape)
-    return out
-
-
-def _check_horizon(horizon: int) -> int:
-    if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-        raise PrivacyError("horizon", "an int >= 1", horizon)
-    return int(horizon)
-
-
-def _check_bounds(bounds: tuple[float, float] | None) -> tuple[float, float] | None:
-    if bounds is None:
-        return None
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError) as exc:
-        raise PrivacyError("bounds", "a pair (lo, hi) with lo < hi", bounds) from exc
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise PrivacyError("bounds", "a pair (lo, hi) of finite numbers with lo < hi", bounds)
-    return lo, hi
-
-
-def _resolve_runs(rng: BatchedRNG | None, num_runs: int | None, noisy: bool) -> int:
-    if rng is not None and not isinstance(rng, BatchedRNG):
-        raise PrivacyError("rng", "a BatchedRNG (or None when epsilon is inf)", rng)
-    if noisy and rng is None:
-        raise PrivacyError("rng", "a BatchedRNG when epsilon is finite", None)
-    if rng is not None:
-        if num_runs is not None and num_runs != rng.num_runs:
-            raise PrivacyError("num_runs", f"rng.num_runs = {rng.num_runs}", num_runs)
-        return rng.num_runs
-    if num_runs is None:
-        return 1
-    if isinstance(num_runs, bool) or not isinstance(num_runs, int | np.integer) or num_runs < 1:
-        raise PrivacyError("num_runs", "an int >= 1", num_runs)
-    return int(num_runs)
 
 
 class TreeCounter:
@@ -117,10 +79,10 @@ class TreeCounter:
         levels: int | Literal["paper"] | None = None,
         init_round: bool = False,
     ):
-        self.shape = _check_shape(shape)
-        self.horizon = _check_horizon(horizon)
+        self.shape = check_shape(shape)
+        self.horizon = check_horizon(horizon)
         self.epsilon = check_epsilon(epsilon)
-        self.bounds = _check_bounds(bounds)
+        self.bounds = check_bounds(bounds)
         self.sensitivity = (
             self.bounds[1] - self.bounds[0] if self.bounds else check_sensitivity(sensitivity)
         )
@@ -141,7 +103,7 @@ class TreeCounter:
         else:
             raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
         noisy = not math.isinf(self.epsilon)
-        self.num_runs = _resolve_runs(rng, num_runs, noisy)
+        self.num_runs = resolve_runs(rng, num_runs, noisy)
         self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
 
         full = (self.num_runs, *self.shape)
