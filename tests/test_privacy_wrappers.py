@@ -67,7 +67,7 @@ def test_laplace_noise_matches_calibration_and_other_channels_untouched():
 
 def test_gaussian_noise_matches_calibration_and_zcdp_accounting():
     cfg = {"epsilon": 1.0, "delta": 1e-5, "sensitivity": 1.0, "mechanism": "gaussian"}
-    env = PrivacyWrapper(make_env(), {"n": cfg})
+    env = PrivacyWrapper(make_env(), {"n": cfg}, composition="zcdp", delta_prime=1e-5)
     received, infos = play(env, 400)
     noise = (neighbour_payloads(received) - RAW).ravel()
     sigma = gaussian_sigma(1.0, 1.0, 1e-5)
@@ -76,15 +76,20 @@ def test_gaussian_noise_matches_calibration_and_zcdp_accounting():
     expected = rho + 2 * np.sqrt(rho * np.log(1e5))
     report = infos["agent_0"]["privacy"]
     assert report["epsilon_spent"] == pytest.approx(expected)
-    assert report["delta_spent"] == pytest.approx(1e-5)
+    assert report["delta_spent"] == pytest.approx(1e-5)  # delta' of the conversion
     assert report["epsilon_spent"] < 400 * 1.0  # zCDP beats basic composition here
+    basic = PrivacyWrapper(make_env(horizon=10), {"n": cfg})
+    _, infos = play(basic, 10)
+    assert infos["agent_0"]["privacy"]["epsilon_spent"] == pytest.approx(10.0)
+    assert infos["agent_0"]["privacy"]["delta_spent"] == pytest.approx(10 * 1e-5)
 
 
 def test_clipping_bounds_every_message():
-    env = PrivacyWrapper(make_env(horizon=50), {"n": {"epsilon": 1e6, "sensitivity": 1.0}})
+    env = PrivacyWrapper(make_env(horizon=50), {"n": {"epsilon": 500.0, "sensitivity": 1.0}})
     received, _ = play(env, 50, payload=np.array([10.0, 0.0, -10.0]))
     heard = neighbour_payloads(received)
-    assert np.allclose(np.abs(heard).sum(axis=1), 0.5, atol=1e-3)  # L1 norm sensitivity / 2
+    assert np.allclose(np.abs(heard).sum(axis=1), 0.5, atol=0.05)  # L1 norm sensitivity / 2
+    assert np.allclose(heard[:, 0], 0.25, atol=0.03) and np.allclose(heard[:, 2], -0.25, atol=0.03)
 
 
 def _tree_errors(runs: int, horizon: int, eps: float, sensitivity: float) -> np.ndarray:
@@ -116,8 +121,8 @@ def test_running_sum_tree_counter_noise_terms_and_reuse():
 
 
 def test_running_sum_exact_part_and_budget():
-    errors = _tree_errors(3, 32, 1e9, 1.0)
-    assert np.abs(errors).max() < 1e-6  # with negligible noise the release is the true sum
+    errors = _tree_errors(3, 32, 600.0, 1.0)  # per-block scale 6/600: the sums are 0.1 .. 3.2
+    assert np.abs(errors).max() < 0.3  # the release is the true running sum plus small noise
     env = PrivacyWrapper(make_env(horizon=8), {"s": {"epsilon": 2.0, "running_sum": True}})
     _, infos = play(env, 8)
     assert infos["agent_2"]["privacy"]["epsilon_spent"] == pytest.approx(2.0)

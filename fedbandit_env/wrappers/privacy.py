@@ -12,13 +12,17 @@ Per channel (:class:`ChannelPrivacy`):
   pure ``epsilon``-DP with respect to everything the agent knows (message-level local DP), and an
   agent's messages compose by basic composition (``k`` messages cost ``k * epsilon``).
 * ``mechanism="gaussian"``: L2 clipping to ``sensitivity / 2`` and Gaussian noise calibrated for
-  ``(epsilon, delta)`` per message (analytic Gaussian mechanism); composition is accounted in
-  zCDP (``rho = sensitivity^2 / (2 sigma^2)`` per message) and reported as ``(epsilon, delta)``
-  with ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` at the channel's ``delta``.
+  ``(epsilon, delta)`` per message (analytic Gaussian mechanism), also recorded as
+  ``rho = sensitivity^2 / (2 sigma^2)``-zCDP.
+
+Accounting uses :class:`~fedbandit_env.privacy.accountant.PrivacyAccountant` per agent and
+channel; ``composition`` chooses how the totals (and the budget) compose: ``"basic"`` (default),
+``"advanced"``, ``"zcdp"`` or ``"best"`` (the last three need ``delta_prime``).
 * ``running_sum=True`` (Laplace only): the payloads are running sums (e.g. per-arm reward sums).
-  The wrapper feeds the increments (clipped to L1 norm ``sensitivity / 2`` each) to a binary-tree
-  continual counter (gossip.md §2.4 / Chan–Shi–Song) indexed by the step, with per-level budget
-  ``epsilon / levels``, and sends the noisy prefix sums. The whole stream is ``epsilon``-DP at
+  The wrapper feeds the increments (clipped to L1 norm ``sensitivity / 2`` each) to the
+  binary-tree continual counter :class:`~fedbandit_env.privacy.tree_counter.TreeCounter`
+  (gossip.md §2.4) indexed by the step, with per-level budget ``epsilon / levels``, and sends the
+  noisy prefix sums. The whole stream is ``epsilon``-DP at
   every horizon, instead of ``epsilon`` per message.
 
 ``clip=False`` trusts the learner's declared sensitivity instead of clipping; the guarantee then
@@ -30,7 +34,7 @@ deterministic for a given run seed and never touches the learner's own random st
 
 from __future__ import annotations
 
-import math
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -40,6 +44,8 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from fedbandit_env.engine import agent_name
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.privacy._random import LaplaceStream
+from fedbandit_env.privacy.accountant import Composition, PrivacyAccountant
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
@@ -47,6 +53,7 @@ from fedbandit_env.privacy.calibration import (
     gaussian_sigma,
     gaussian_zcdp_rho,
 )
+from fedbandit_env.privacy.tree_counter import TreeCounter
 from fedbandit_env.seeding import BatchedRNG, named_child, run_seed_sequence
 
 Mechanism = Literal["laplace", "gaussian"]
@@ -100,43 +107,10 @@ def clip_norm(payload: np.ndarray, bound: float, order: int) -> np.ndarray:
     return payload * np.minimum(1.0, bound / np.maximum(norm, 1e-300))
 
 
-def zcdp_epsilon(rho: np.ndarray, delta: float) -> np.ndarray:
-    """(epsilon, delta)-DP of a rho-zCDP mechanism: rho + 2 sqrt(rho ln(1/delta))."""
-    return rho + 2.0 * np.sqrt(rho * math.log(1.0 / delta))
-
-
-class _TreeSums:
-    """Binary-tree continual counter over the step index, batched over (B, N, dim).
-
-    Leaf t holds the increment sent at step t (zero when nothing is sent). At step t the block of
-    level i = (lowest set bit of t) closes: alpha_i = sum_{j<i} alpha_j + x_t, the lower levels
-    reset, and the closed block gets one Laplace draw of scale ``levels * sensitivity / epsilon``
-    (gossip.md §2.4: per-level budget epsilon / levels). The release is the sum of the noisy
-    closed blocks of the binary expansion of t: popcount(t) noise terms, each reused until its
-    block is superseded."""
-
-    def __init__(self, shape: tuple[int, ...], horizon: int, scale: float, rng: BatchedRNG):
-        self.levels = int(math.floor(math.log2(horizon))) + 1
-        self.alpha = np.zeros((self.levels, *shape))
-        self.noisy = np.zeros((self.levels, *shape))
-        self.scale = self.levels * scale
-        self._exp = rng.buffered("exponential", (2, *shape[1:]))
-
-    def release(self, t: int, increment: np.ndarray) -> np.ndarray:
-        e = self._exp.next()
-        noise = self.scale * (e[:, 0] - e[:, 1])
-        i = (t & -t).bit_length() - 1
-        self.alpha[i] = self.alpha[:i].sum(axis=0) + increment
-        self.alpha[:i] = 0.0
-        self.noisy[i] = self.alpha[i] + noise
-        self.noisy[:i] = 0.0
-        bits = [j for j in range(self.levels) if (t >> j) & 1]
-        return self.noisy[bits].sum(axis=0)
-
-
 class MessagePrivatizer:
     """The batched core: privatizes (B, N, dim) payloads of the wrapped channels each step and
-    keeps per-agent accounts. Shared by the PettingZoo wrapper and the vector wrapper."""
+    keeps per-agent accounts in a :class:`PrivacyAccountant` (one ledger channel per wrapped
+    channel). Shared by the PettingZoo wrapper and the vector wrapper."""
 
     def __init__(
         self,
@@ -145,6 +119,8 @@ class MessagePrivatizer:
         num_agents: int,
         horizon: int,
         budget: float | None = None,
+        composition: Composition = "basic",
+        delta_prime: float | None = None,
     ):
         for name in channels:
             if name not in dims:
@@ -158,61 +134,54 @@ class MessagePrivatizer:
         self.num_agents = num_agents
         self.horizon = horizon
         self.budget = budget
+        self.composition = composition
+        self.delta_prime = delta_prime
+        PrivacyAccountant(num_agents).spent(composition=composition, delta_prime=delta_prime)
 
     def reset(self, seeds: list[int]) -> None:
         b, n = len(seeds), self.num_agents
         self.num_runs = b
-        self.eps_pure = {c: np.zeros((b, n)) for c in self.channels}
-        self.rho = {c: np.zeros((b, n)) for c in self.channels}
+        self.accountant = PrivacyAccountant(n, b)
         self.messages = {c: np.zeros((b, n), dtype=np.int64) for c in self.channels}
         self.suppressed = np.zeros((b, n), dtype=np.int64)
         self.exhausted = np.zeros((b, n), dtype=bool)
-        self._noise, self._trees, self._last_sum = {}, {}, {}
+        self._noise: dict[str, LaplaceStream | object] = {}
+        self._trees: dict[str, TreeCounter] = {}
+        self._last_sum: dict[str, np.ndarray] = {}
         for name, cfg in self.channels.items():
             rng = BatchedRNG(
                 [named_child(run_seed_sequence(s, "network"), f"privacy/{name}") for s in seeds]
             )
-            shape = (b, n, self.dims[name])
+            shape = (n, self.dims[name])
             if cfg.running_sum:
-                self._trees[name] = _TreeSums(shape, self.horizon, cfg.noise_scale, rng)
-                self._last_sum[name] = np.zeros(shape)
+                self._trees[name] = TreeCounter(
+                    shape, self.horizon, cfg.epsilon, rng=rng, sensitivity=cfg.sensitivity
+                )
+                self._last_sum[name] = np.zeros((b, *shape))
+            elif cfg.mechanism == "laplace":
+                self._noise[name] = LaplaceStream(rng, shape)
             else:
-                kind = "exponential" if cfg.mechanism == "laplace" else "normal"
-                self._noise[name] = rng.buffered(kind, (2, n, self.dims[name]))
+                self._noise[name] = rng.buffered("normal", shape)
 
-    def _spent(self, name: str, eps: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    def spent(self, channel: str | None = None):
+        return self.accountant.spent(
+            channel, composition=self.composition, delta_prime=self.delta_prime
+        )
+
+    def _record(self, accountant: PrivacyAccountant, name: str, send: np.ndarray) -> None:
         cfg = self.channels[name]
-        if cfg.mechanism == "gaussian":
-            return zcdp_epsilon(rho, cfg.delta)
-        return eps
-
-    def channel_epsilon(self, name: str) -> np.ndarray:
-        """(B, N) epsilon spent on one channel (zCDP converted at the channel's delta)."""
-        return self._spent(name, self.eps_pure[name], self.rho[name])
-
-    def epsilon_spent(self) -> np.ndarray:
-        """(B, N): basic composition over channels of each channel's epsilon."""
-        return sum(self.channel_epsilon(c) for c in self.channels)
-
-    def delta_spent(self) -> np.ndarray:
-        """(B, N): summed delta of the Gaussian channels an agent has used."""
-        out = np.zeros((self.num_runs, self.num_agents))
-        for name, cfg in self.channels.items():
-            if cfg.mechanism == "gaussian":
-                out += cfg.delta * (self.messages[name] > 0)
-        return out
-
-    def _after_one_more(self, name: str) -> np.ndarray:
-        """(B, N) epsilon each agent would have spent on ``name`` after one more message."""
-        cfg = self.channels[name]
-        eps, rho = self.eps_pure[name], self.rho[name]
-        if cfg.running_sum:
-            eps = np.full_like(eps, cfg.epsilon)  # the whole stream costs epsilon once
+        if cfg.running_sum:  # the whole stream costs epsilon once, at the first message
+            accountant.record(name, cfg.epsilon, count=send & (self.messages[name] == 0))
         elif cfg.mechanism == "laplace":
-            eps = eps + cfg.epsilon
+            accountant.record(name, cfg.epsilon, count=send)
         else:
-            rho = rho + cfg.rho
-        return self._spent(name, eps, rho)
+            accountant.record(name, cfg.epsilon, cfg.delta, rho=cfg.rho, count=send)
+
+    def _within_budget(self, name: str, send: np.ndarray) -> np.ndarray:
+        trial = copy.deepcopy(self.accountant)
+        self._record(trial, name, send)
+        eps = trial.spent(composition=self.composition, delta_prime=self.delta_prime).epsilon
+        return eps <= self.budget + 1e-12
 
     def privatize(
         self, step: int, messages: Mapping[str, tuple[np.ndarray, np.ndarray]]
@@ -225,15 +194,14 @@ class MessagePrivatizer:
                 send = np.zeros((self.num_runs, self.num_agents), dtype=bool)
                 payload = np.zeros((self.num_runs, self.num_agents, self.dims[name]))
             send = send.copy()
-            if self.budget is not None:
-                others = self.epsilon_spent() - self.channel_epsilon(name)
-                projected = others + self._after_one_more(name)
-                blocked = send & (projected > self.budget + 1e-12)
+            if self.budget is not None and send.any():
+                blocked = send & ~self._within_budget(name, send)
                 self.suppressed += blocked
                 self.exhausted |= blocked
                 send &= ~blocked
             out[name] = (send, self._noisy(name, cfg, step, send, payload))
-            self._account(name, cfg, send)
+            self._record(self.accountant, name, send)
+            self.messages[name] += send
         return out
 
     def _noisy(self, name, cfg: ChannelPrivacy, step, send, payload) -> np.ndarray:
@@ -241,39 +209,28 @@ class MessagePrivatizer:
             increment = payload - self._last_sum[name]
             if cfg.clip:
                 increment = clip_norm(increment, cfg.sensitivity / 2, 1)
-            increment = increment * send[..., None]
             self._last_sum[name] = np.where(send[..., None], payload, self._last_sum[name])
-            return self._trees[name].release(step, increment)
+            pulled = np.broadcast_to(send[..., None], increment.shape)
+            self._trees[name].insert(step, increment, pulled)
+            return self._trees[name].release()
         order = 1 if cfg.mechanism == "laplace" else 2
         clipped = clip_norm(payload, cfg.sensitivity / 2, order) if cfg.clip else payload
-        draw = self._noise[name].next()
-        if cfg.mechanism == "laplace":
-            noise = cfg.noise_scale * (draw[:, 0] - draw[:, 1])
-        else:
-            noise = cfg.noise_scale * draw[:, 0]
-        return clipped + noise
-
-    def _account(self, name: str, cfg: ChannelPrivacy, send: np.ndarray) -> None:
-        self.messages[name] += send
-        if cfg.running_sum:
-            self.eps_pure[name] = np.where(self.messages[name] > 0, cfg.epsilon, 0.0)
-        elif cfg.mechanism == "laplace":
-            self.eps_pure[name] += cfg.epsilon * send
-        else:
-            self.rho[name] += cfg.rho * send
+        return clipped + cfg.noise_scale * self._noise[name].next()
 
     def report(self, b: int, i: int) -> dict[str, Any]:
-        eps = self.epsilon_spent()
+        total = self.spent()
+        per_channel = {}
+        for name in self.channels:
+            eps = self.spent(name).epsilon if self.messages[name].any() else None
+            per_channel[name] = {
+                "messages": int(self.messages[name][b, i]),
+                "epsilon": 0.0 if eps is None else float(eps[b, i]),
+            }
         return {
-            "epsilon_spent": float(eps[b, i]),
-            "delta_spent": float(self.delta_spent()[b, i]),
-            "per_channel": {
-                name: {
-                    "messages": int(self.messages[name][b, i]),
-                    "epsilon": float(self.channel_epsilon(name)[b, i]),
-                }
-                for name in self.channels
-            },
+            "epsilon_spent": float(total.epsilon[b, i]),
+            "delta_spent": float(total.delta[b, i]),
+            "composition": self.composition,
+            "per_channel": per_channel,
             "budget": self.budget,
             "budget_exhausted": bool(self.exhausted[b, i]),
             "messages_suppressed": int(self.suppressed[b, i]),
@@ -303,13 +260,21 @@ class PrivacyWrapper(BaseParallelWrapper):
         env: Any,
         channels: Mapping[str, ChannelPrivacy | Mapping[str, Any]],
         budget: float | None = None,
+        composition: Composition = "basic",
+        delta_prime: float | None = None,
     ):
         super().__init__(env)
         base = env.unwrapped
         dims = {name: ch.dim for name, ch in base.engine.channels.items()}
         configs = {name: _as_config(v) for name, v in channels.items()}
         self.privatizer = MessagePrivatizer(
-            configs, dims, base.num_agents_total, base.config.horizon, budget
+            configs,
+            dims,
+            base.num_agents_total,
+            base.config.horizon,
+            budget,
+            composition,
+            delta_prime,
         )
 
     def reset(self, seed: int | None = None, options: dict | None = None):
