@@ -12,8 +12,8 @@ from baselines.ucb import bernoulli_kl, kl_upper_bound
 from fedbandit_env import ConfigError, make_agent
 from fedbandit_env.bench import evaluate
 
-INDEPENDENT = ["ucb1", "kl_ucb"]
-SHARED = ["ucb1_shared", "kl_ucb_shared"]
+INDEPENDENT = ["ucb1", "kl_ucb", "epsilon_greedy", "thompson_beta", "thompson_gaussian"]
+SHARED = [f"{a}_shared" for a in INDEPENDENT]
 ZOO = INDEPENDENT + SHARED
 
 HORIZON = 60
@@ -79,15 +79,25 @@ def test_deterministic_and_batch_independent(agent_id):
     assert np.array_equal(a_msgs[:, 1], alone_msgs[:, 0])
 
 
-@pytest.mark.parametrize("agent_id", ["ucb1"])
-def test_regret_is_sublinear_on_homogeneous_instance(agent_id):
+def _growth(agent_id):
+    """regret(T) / regret(T / 4) per run on a homogeneous Bernoulli instance."""
     kwargs = {"num_agents": 2, "num_arms": 3, "horizon": 4000, "means": [0.9, 0.6, 0.5]}
-    res = evaluate("FedBandit/Homogeneous-v0", agent_id, runs=8, seed=0, env_kwargs=kwargs)
-    final = res.regret_per_agent[:, -1]
+    res = evaluate("FedBandit/Homogeneous-v0", agent_id, runs=10, seed=0, env_kwargs=kwargs)
     quarter = res.regret_per_agent[:, np.searchsorted(res.steps, 1000)]
-    ratio = final / quarter
-    # linear regret would give 4; sqrt would give 2; log(4000)/log(1000) = 1.2
-    assert ratio.max() < 2.2, ratio
+    return res.regret_per_agent[:, -1] / quarter
+
+
+@pytest.mark.parametrize("agent_id", ["ucb1", "thompson_beta", "thompson_gaussian", "kl_ucb"])
+def test_regret_is_sublinear_on_homogeneous_instance(agent_id):
+    # linear regret gives 4, log(4000)/log(1000) = 1.2; measured per-run maxima are 1.9 (ucb1),
+    # 1.4 (thompson_beta, kl_ucb) and 1.5 (thompson_gaussian)
+    ratio = _growth(agent_id)
+    assert ratio.max() < 2.5, ratio
+
+
+def test_constant_epsilon_greedy_regret_is_linear():
+    """The growth test above has power: constant exploration grows by about 4x."""
+    assert _growth("epsilon_greedy").mean() > 3.0
 
 
 def test_shared_variant_uses_neighbours_statistics():
@@ -122,6 +132,8 @@ def test_kl_upper_bound_solves_the_equation():
     [
         ("ucb1", {"alpha": -1.0}, "alpha"),
         ("kl_ucb", {"precision": 2.0}, "precision"),
+        ("epsilon_greedy", {"epsilon": 1.5}, "epsilon"),
+        ("thompson_gaussian", {"scale": "big"}, "scale"),
     ],
 )
 def test_bad_config_names_agent_and_field(agent_id, kwargs, field):
@@ -129,14 +141,29 @@ def test_bad_config_names_agent_and_field(agent_id, kwargs, field):
         make_agent(agent_id, **kwargs)
 
 
-def test_kl_ucb_rejects_unbounded_rewards_before_the_first_step():
-    with pytest.raises(ConfigError, match="kl_ucb: reward"):
+@pytest.mark.parametrize("agent_id", ["kl_ucb", "thompson_beta_shared"])
+def test_unit_interval_learners_reject_unbounded_rewards_before_the_first_step(agent_id):
+    with pytest.raises(ConfigError, match=f"{agent_id}: reward"):
         evaluate(
             "FedBandit/Heterogeneous-v0",
-            "kl_ucb",
+            agent_id,
             runs=1,
             env_kwargs={"horizon": 5, "reward": {"kind": "gaussian", "sigma": 1.0}},
         )
+
+
+def test_bernoulli_trick_is_identity_on_binary_rewards():
+    policy = make_agent("thompson_beta")
+    venv = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", num_runs=2, horizon=50)
+    obs, _ = venv.reset(seed=0)
+    policy.reset(venv.facts, venv.agent_rng())
+    total = np.zeros((2, venv.num_agents))
+    for _ in range(50):
+        action = policy.act(obs)
+        obs, rewards, *_ = venv.step(action.arms, action.messages)
+        total += rewards
+    policy.act(obs)
+    assert np.array_equal(policy.sums.sum(axis=-1), total)
 
 
 def test_shared_variant_needs_its_channel():
@@ -147,3 +174,43 @@ def test_shared_variant_needs_its_channel():
             runs=1,
             env_kwargs={"horizon": 5, "channels": ("neighbors",)},
         )
+
+
+@pytest.mark.parametrize(("a", "b"), [(1.0, 1.0), (3.0, 8.0), (40.0, 2.0)])
+def test_fixed_budget_beta_sampler_matches_beta(a, b):
+    from scipy import stats
+
+    from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
+
+    rng = np.random.default_rng(1)
+    size = 20_000
+    shapes = np.broadcast_to([a, b], (size, 2))
+    g = gamma_marsaglia_tsang(
+        shapes, rng.standard_normal((size, 2, ATTEMPTS)), rng.random((size, 2, ATTEMPTS))
+    )
+    x = g[:, 0] / g.sum(axis=1)
+    assert stats.kstest(x, stats.beta(a, b).cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("agent_id", ["ucb1_shared", "thompson_beta_shared"])
+def test_parallel_view_plays_the_same_arms_as_the_vector_view(agent_id):
+    kwargs = {
+        "num_agents": 4,
+        "num_arms": 3,
+        "horizon": 40,
+        "topology": "ring",
+        "channels": {"neighbors": {"kind": "neighbors", "dim": 6}},
+    }
+    env = fedbandit_env.make("FedBandit/Heterogeneous-v0", **kwargs)
+    traj = fedbandit_env.run_episode(env, make_agent(agent_id), seed=5)
+    parallel_arms = np.array([[a[f"agent_{i}"]["arm"] for i in range(4)] for a, *_ in traj])
+    venv = fedbandit_env.make_vec("FedBandit/Heterogeneous-v0", num_runs=1, **kwargs)
+    policy = make_agent(agent_id)
+    obs, _ = venv.reset(seed=5)
+    policy.reset(venv.facts, venv.agent_rng())
+    vector_arms = []
+    for _ in range(40):
+        action = policy.act(obs)
+        vector_arms.append(action.arms[0])
+        obs, *_ = venv.step(action.arms, action.messages)
+    assert np.array_equal(parallel_arms, np.array(vector_arms))
