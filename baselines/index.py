@@ -82,7 +82,7 @@ class IndexPolicy(TeamPolicy):
         self.num_arms = M
         self.counts = np.zeros((B, N, M))
         self.sums = np.zeros((B, N, M))
-        degree = int(facts.topology.neighbors.shape[1])
+        degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
         self.latest = np.zeros((B, N, degree, 2 * M))  # per neighbour slot: [counts, sums]
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, M))
         self._send = np.ones((B, N), dtype=bool)

@@ -214,3 +214,19 @@ def test_parallel_view_plays_the_same_arms_as_the_vector_view(agent_id):
         vector_arms.append(action.arms[0])
         obs, *_ = venv.step(action.arms, action.messages)
     assert np.array_equal(parallel_arms, np.array(vector_arms))
+
+
+@pytest.mark.parametrize("agent_id", ["ucb1", "thompson_beta"])
+def test_shared_variant_with_every_message_dropped_plays_like_the_independent_one(agent_id):
+    env = {
+        "num_agents": 4,
+        "num_arms": 3,
+        "horizon": 300,
+        "topology": "ring",
+        "channels": {"neighbors": {"kind": "neighbors", "dim": 6, "drop_prob": 1 - 1e-12}},
+    }
+    runs = {}
+    for variant in (agent_id, f"{agent_id}_shared"):
+        res = evaluate("FedBandit/Heterogeneous-v0", variant, runs=3, seed=0, env_kwargs=env)
+        runs[variant] = res.regret_network
+    assert np.array_equal(runs[agent_id], runs[f"{agent_id}_shared"])
