@@ -230,3 +230,20 @@ def test_shared_variant_with_every_message_dropped_plays_like_the_independent_on
         res = evaluate("FedBandit/Heterogeneous-v0", variant, runs=3, seed=0, env_kwargs=env)
         runs[variant] = res.regret_network
     assert np.array_equal(runs[agent_id], runs[f"{agent_id}_shared"])
+
+
+def test_bench_zoo_script_runs_at_tiny_scale():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    args = ["--runs=1", "--horizon=20", "--num-agents=3", "--num-arms=3"]
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench_zoo.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n| ") == 12  # header + 11 learners
