@@ -27,6 +27,12 @@ from fedbandit_env.vector_env import FedBanditVectorEnv
 
 register_builtin_envs()
 
+# --- RL views (branch zoo): registers the Gymnasium single-agent view FedBandit/OneLearner-v0 ---
+from fedbandit_env.rl import register_gymnasium_envs  # noqa: E402
+
+register_gymnasium_envs()
+# --- end RL views ---
+
 __version__ = "0.1.0"
 
 __all__ = [

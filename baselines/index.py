@@ -1,0 +1,156 @@
+"""The shared core of the baseline zoo: batched index policies, independent or sharing statistics.
+
+Every baseline of the zoo (``ucb1``, ``epsilon_greedy``, ``kl_ucb``, ``thompson_beta``,
+``thompson_gaussian`` and their ``*_shared`` variants) is an :class:`IndexPolicy`: each agent keeps
+the per-arm statistics of its own pulls, ``counts`` n[b, i, k] and ``sums`` s[b, i, k] (B, N, M),
+computes an index per arm from the statistics it may use, and pulls an arm of maximal index with
+a **uniform tie-break** (a fresh uniform per agent and arm each step from the ``tiebreak`` child
+stream; among the arms of exactly maximal index the one with the largest uniform wins).
+
+**Independent** variants use only their own statistics and send nothing.
+
+**Share-statistics** variants (``shared = True``) talk over a channel named ``neighbors`` of kind
+``neighbors`` and dimension 2M. Every step each agent sends its OWN local statistics
+``[counts (M), sums (M)]`` (never anything it received). Each agent keeps, per neighbour slot, the
+latest statistics it received from that neighbour (a dropped message keeps the previous one), and
+uses
+
+    n_used = n_own + sum over neighbours j of n_j(latest),  s_used = s_own + sum_j s_j(latest).
+
+Because each agent only forwards its own counts, nothing is double counted: n_used is exactly the
+number of pulls (own and one-hop neighbours', up to one step old) the agent has seen. Information
+travels one hop and no further (no relaying), so the shared variants respect the light cone. In
+the heterogeneous family the neighbours' samples come from their local means, so s_used / n_used
+estimates the neighbourhood average of the local means: exactly the global mean on a complete
+graph, a biased estimate on sparse graphs (a deliberately simple communicating learner, meant as
+a baseline the privacy wrappers can privatize).
+
+``total`` passed to :meth:`IndexPolicy.index` is ``n_used.sum(-1)``: the number of samples the
+agent's index is built on (its "time" in UCB-style bonuses).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.seeding import BatchedRNG
+
+CHANNEL = "neighbors"
+
+
+def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Arg-max over the last axis; ties between exactly equal maxima broken by the largest ``u``
+    (i.i.d. uniforms of the same shape), i.e. uniformly at random."""
+    best = index.max(axis=-1, keepdims=True)
+    return np.argmax(np.where(index >= best, u, -1.0), axis=-1)
+
+
+def check_number(agent_id: str, name: str, value: Any, low: float, high: float = math.inf) -> float:
+    """A finite float in [low, high] or a :class:`ConfigError` naming the agent and the field."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{agent_id}: {name}: expected a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{agent_id}: {name}: expected a number in [{low}, {high}], got {value}")
+    return float(value)
+
+
+class IndexPolicy(TeamPolicy):
+    """Per-agent (counts, sums) statistics, optional one-hop sharing, index argmax.
+
+    Subclasses implement :meth:`index` and may override :meth:`setup` (extra random streams,
+    checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
+
+    shared: ClassVar[bool] = False
+
+    # ----------------------------------------------------------- protocol
+    def channel_spec(self, config: EnvConfig):
+        if not self.shared:
+            return None
+        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
+
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        if self.shared:
+            self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
+        B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
+        self.num_arms = M
+        self.counts = np.zeros((B, N, M))
+        self.sums = np.zeros((B, N, M))
+        degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
+        self.latest = np.zeros((B, N, degree, 2 * M))  # per neighbour slot: [counts, sums]
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, M))
+        self._send = np.ones((B, N), dtype=bool)
+        self._b, self._i = np.indices((B, N))
+        self.setup(facts, rng)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        if obs.step > 0:
+            reward = self.transform_reward(obs.last_reward)
+            self.counts[self._b, self._i, obs.last_arm] += 1.0
+            self.sums[self._b, self._i, obs.last_arm] += reward
+        n, s = self.counts, self.sums
+        messages = {}
+        if self.shared:
+            heard = obs.deliveries[CHANNEL]
+            self.latest = np.where(heard.mask[..., None], heard.payload, self.latest)
+            received = self.latest.sum(axis=2)
+            n = n + received[..., : self.num_arms]
+            s = s + received[..., self.num_arms :]
+            payload = np.concatenate([self.counts, self.sums], axis=-1)
+            messages[CHANNEL] = (self._send, payload)
+        index = self.index(n, s, n.sum(axis=-1, keepdims=True))
+        arms = argmax_uniform_ties(index, self._tiebreak.next())
+        return TeamAction(self.choose(arms), messages)
+
+    # ------------------------------------------------------------ hooks
+    def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Extra per-reset state (random streams, checks on ``facts``)."""
+
+    def transform_reward(self, reward: np.ndarray) -> np.ndarray:
+        """The value added to ``sums`` for a pull with local reward ``reward`` (B, N)."""
+        return reward
+
+    def choose(self, greedy: np.ndarray) -> np.ndarray:
+        """Final arms (B, N) from the index arg-max (epsilon-greedy explores here)."""
+        return greedy
+
+    def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
+        """Per-arm index (B, N, M) from counts ``n``, sums ``s`` and ``total`` (B, N, 1)."""
+        raise NotImplementedError
+
+
+def unit_interval_bounds(agent_id: str, facts: FederationFacts, bounds: Any) -> tuple[float, float]:
+    """The reward range [lo, hi] mapped to [0, 1]: the env's bounds, or the ``bounds`` kwarg when
+    the env's rewards are unbounded (rewards are then clipped to it)."""
+    if bounds is None:
+        lo, hi = facts.reward_bounds
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ConfigError(
+                f"{agent_id}: reward: expected bounded rewards (bernoulli or clipped_gaussian), "
+                f"got bounds {facts.reward_bounds}; pass bounds=(low, high) to clip them"
+            )
+        return float(lo), float(hi)
+    return check_bounds(agent_id, bounds)
+
+
+def check_bounds(agent_id: str, bounds: Any) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in bounds)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{agent_id}: bounds: expected (low, high), got {bounds!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ConfigError(f"{agent_id}: bounds: expected finite low < high, got {bounds!r}")
+    return lo, hi
+
+
+def default_scale(facts: FederationFacts) -> float:
+    """Reward scale for UCB-style bonuses: the reward range when bounded, else 1 (the
+    sub-Gaussian parameter of sigma = 1 Gaussian rewards, gossip.md §4.2)."""
+    lo, hi = facts.reward_bounds
+    return float(hi - lo) if math.isfinite(lo) and math.isfinite(hi) else 1.0

@@ -1,0 +1,157 @@
+"""Agents as a stable-baselines3 ``VecEnv`` (issue 9, item 3; ecosystem.md §1.3, §7.4).
+
+``AgentsVecEnv(env_id, num_copies=C, **env_kwargs)`` runs C independent runs of a registered
+environment through the batched vector view (``fedbandit_env.make_vec``, no per-agent envs) and
+exposes every agent of every copy as one SB3 sub-env: ``num_envs = C * N``, sub-env
+``c * N + i`` is agent i of copy c. This is parameter sharing, the usual way to train one SB3
+policy on a multi-agent env (the shape of SuperSuit's ``pettingzoo_env_to_vec_env_v1`` +
+``concat_vec_envs_v1``), without SuperSuit.
+
+* Observations: (C * N, 4M + 1) float32 sufficient statistics (:mod:`fedbandit_env.rl.features`);
+  the adapter sends each agent's own statistics over the ``neighbors`` channel (dim 2M), which it
+  adds when ``channels`` is not given.
+* Actions: (C * N,) arms. Rewards: (C * N,) float32, the local reward (``reward="local"``) or the
+  negative pseudo-regret of the pull against the global best arm (``reward="regret"``). The
+  latter is training-time information from ``infos`` (privileged, like a centralized critic):
+  in the heterogeneous family the local reward points to the local best arm, not to the global
+  best arm that regret is measured against, so only the regret signal trains for the benchmark's
+  objective. The policy itself only ever sees its features.
+* ``dones``: (C * N,) bool, ``True`` for every sub-env at the horizon (all copies end together;
+  there is no termination, so infos carry ``TimeLimit.truncated = True``). **Autoreset**: on that
+  step the returned observations are the first observations of the next episode and each info
+  holds ``terminal_observation`` (SB3's convention).
+* **Seeding**: ``seed(s)`` makes the next reset use run seeds ``s, s+1, ..., s+C-1`` (all agents
+  of copy c share run seed s + c; the returned list has one entry per sub-env). Autoresets
+  continue deterministically with ``s + C, ..., s + 2C - 1`` and so on, so a whole training run
+  is reproducible from one seed. Unlike SuperSuit's ``SB3VecEnvWrapper.reset`` (which drops the
+  seed, ecosystem.md §1.3) the seed is forwarded, and an unseeded reset draws OS entropy
+  through ``SeedSequence``, never the global numpy RNG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.registration import make_vec
+from fedbandit_env.rl.features import StatisticsFeatures, statistics_channel
+
+REWARDS = ("local", "regret")
+
+
+def check_reward_mode(reward: str) -> str:
+    if reward not in REWARDS:
+        raise ConfigError(f"reward_mode: expected one of {REWARDS}, got {reward!r}")
+    return reward
+
+
+class AgentsVecEnv(VecEnv):
+    """Every agent of every copy of an environment as one SB3 sub-env (module doc)."""
+
+    def __init__(
+        self,
+        env_id: str,
+        num_copies: int = 1,
+        reward_mode: str = "local",
+        share: bool | None = None,
+        **env_kwargs: Any,
+    ):
+        self.reward_mode = check_reward_mode(reward_mode)
+        if "channels" not in env_kwargs:
+            probe = make_vec(env_id, num_runs=1, **env_kwargs)
+            env_kwargs["channels"] = statistics_channel(probe.num_arms)
+        self.venv = make_vec(env_id, num_runs=num_copies, **env_kwargs)
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs
+        self.num_copies = num_copies
+        self.num_agents = self.venv.num_agents
+        self.features = StatisticsFeatures(self.venv.facts, share)
+        self.render_mode = None  # read by VecEnv.__init__ through get_attr
+        super().__init__(
+            num_copies * self.num_agents,
+            self.features.observation_space(),
+            spaces.Discrete(self.venv.num_arms),
+        )
+        self._next_seed: int | None = None
+        self._actions: np.ndarray | None = None
+
+    # ---------------------------------------------------------------- seeding
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**32))
+        self._next_seed = int(seed)
+        return [int(seed) + c for c in range(self.num_copies) for _ in range(self.num_agents)]
+
+    @property
+    def run_seeds(self) -> list[int]:
+        """Run seeds of the current episode, one per copy."""
+        return list(self.venv.seeds)
+
+    def _start_episode(self) -> np.ndarray:
+        if self._next_seed is None:
+            self.seed(None)
+        seed = self._next_seed
+        self._next_seed = seed + self.num_copies
+        obs, _ = self.venv.reset(seed=seed)
+        self.features.reset()
+        self.features.update(obs)
+        return self._flat(self.features.features())
+
+    def _flat(self, x: np.ndarray) -> np.ndarray:
+        return x.reshape(self.num_envs, *x.shape[2:])
+
+    # ------------------------------------------------------------------- API
+    def reset(self) -> np.ndarray:
+        obs = self._start_episode()
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        if self._actions is None:
+            raise ConfigError("step_wait: call step_async(actions) first")
+        arms = self._actions.reshape(self.num_copies, self.num_agents).astype(np.int64)
+        self._actions = None
+        vobs, rewards, terminated, truncated, info = self.venv.step(arms, self.features.messages())
+        if self.reward_mode == "regret":
+            rewards = -info.instant_regret
+        self.features.update(vobs)
+        obs = self._flat(self.features.features())
+        dones = self._flat(terminated | truncated).astype(bool)
+        truncs = self._flat(truncated & ~terminated)
+        infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(tr)} for tr in truncs]
+        if dones.all():
+            for k, info_k in enumerate(infos):
+                info_k["terminal_observation"] = obs[k]
+            obs = self._start_episode()
+        return obs, self._flat(rewards).astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        self.venv.close()
+
+    # ------------------------------------------------- attribute plumbing
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        return list(self._get_indices(indices))
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs
+    ) -> list[Any]:
+        method = getattr(self, method_name)
+        return [method(*method_args, **method_kwargs) for _ in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._indices(indices)]

@@ -1,0 +1,154 @@
+"""A Gymnasium single-agent view: one learning agent among peers (issue 9, item 3).
+
+``gymnasium.make("FedBandit/OneLearner-v0", env_id=..., peers="ucb1_shared", learner=0,
+**env_kwargs)`` gives a ``gymnasium.Env`` in which agent ``learner`` of one run of ``env_id`` is
+controlled by the caller and every other agent by the registered team policy ``peers`` (any id of
+``fedbandit_env.list_agents()``, ``peer_kwargs`` passed to it).
+
+* Observation: the learner's ``Box(4M + 1, float32)`` sufficient statistics
+  (:mod:`fedbandit_env.rl.features`). Action: ``Discrete(M)``, the learner's arm.
+* Channels: when ``channels`` is not given the env gets the peers' ``channel_spec`` or, if they
+  name none, the statistics channel (``neighbors``, dim 2M). When that channel exists the learner
+  sends its own ``[counts, sums]`` on it (the protocol of the ``*_shared`` baselines, so such
+  peers and the learner understand each other); it sends nothing on other channels. The peers'
+  messages pass through unchanged.
+* Reward: the learner's local reward (``reward_mode="local"``) or minus its pseudo-regret
+  (``"regret"``, training-time information; see :mod:`fedbandit_env.rl.sb3_vec_env`).
+* Episodes truncate at the horizon; there is no termination. ``info`` holds the learner's
+  ``instant_regret`` and ``cumulative_regret``.
+* Seeding: ``reset(seed=s)`` plays run seed s (the same run the PettingZoo and vector views play
+  with s); a later ``reset()`` without a seed continues with s + 1, s + 2, ...; the first unseeded
+  reset draws the run seed from ``self.np_random``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.config import make_config
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import TeamPolicy
+from fedbandit_env.registration import make_vec, spec
+from fedbandit_env.rl.features import CHANNEL, StatisticsFeatures, statistics_channel
+
+REWARD_MODES = ("local", "regret")
+GYM_ID = "FedBandit/OneLearner-v0"
+
+
+class OneLearnerEnv(gym.Env):
+    """One learning agent among peers running a registered team policy (module doc)."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        env_id: str = "FedBandit/Heterogeneous-v0",
+        peers: str | TeamPolicy = "ucb1_shared",
+        learner: int = 0,
+        reward_mode: str = "local",
+        peer_kwargs: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+        **env_kwargs: Any,
+    ):
+        if reward_mode not in REWARD_MODES:
+            raise ConfigError(f"reward_mode: expected one of {REWARD_MODES}, got {reward_mode!r}")
+        if render_mode not in (None, "ansi"):
+            raise ConfigError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+        self.peers = make_agent(peers, **(peer_kwargs or {})) if isinstance(peers, str) else peers
+        if "channels" not in env_kwargs:
+            preview = make_config(**{**spec(env_id).kwargs, **env_kwargs})
+            wanted = self.peers.channel_spec(preview)
+            env_kwargs["channels"] = wanted or statistics_channel(preview.num_arms)
+        self.venv = make_vec(env_id, num_runs=1, **env_kwargs)
+        n = self.venv.num_agents
+        if isinstance(learner, bool) or not isinstance(learner, int) or not 0 <= learner < n:
+            raise ConfigError(f"learner: expected an agent index in [0, {n - 1}], got {learner!r}")
+        self.learner = learner
+        self.reward_mode = reward_mode
+        self.render_mode = render_mode
+        self.features = StatisticsFeatures(self.venv.facts)
+        self.observation_space = self.features.observation_space()
+        self.action_space = gym.spaces.Discrete(self.venv.num_arms)
+        self._run_seed: int | None = None
+        self._obs = None
+        self._info: dict[str, Any] = {}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._run_seed = int(seed)
+        elif self._run_seed is not None:
+            self._run_seed += 1
+        else:
+            self._run_seed = int(self.np_random.integers(2**31))
+        self._obs, _ = self.venv.reset(seed=self._run_seed)
+        self.peers.reset(self.venv.facts, self.venv.agent_rng())
+        self.features.reset()
+        self.features.update(self._obs)
+        self._info = {"instant_regret": 0.0, "cumulative_regret": 0.0, "run_seed": self._run_seed}
+        return self.features.features()[0, self.learner], dict(self._info)
+
+    def _messages(self, team_messages: dict) -> dict:
+        i = self.learner
+        out = {}
+        for name, (send, payload) in team_messages.items():
+            send, payload = send.copy(), payload.copy()
+            send[0, i] = False
+            out[name] = (send, payload)
+        own = self.features.messages()
+        if CHANNEL in own:
+            send, payload = out.get(CHANNEL, (np.zeros_like(own[CHANNEL][0]), own[CHANNEL][1]))
+            send[0, i] = True
+            payload[0, i] = own[CHANNEL][1][0, i]
+            out[CHANNEL] = (send, payload)
+        return out
+
+    def step(self, action: Any):
+        if self._obs is None:
+            raise ConfigError("step: call reset() before the first step")
+        if not self.action_space.contains(action):
+            raise ConfigError(
+                f"agent_{self.learner}: arm: expected an int in [0, {self.action_space.n - 1}], "
+                f"got {action!r}"
+            )
+        team = self.peers.act(self._obs)
+        arms = team.arms.copy()
+        arms[0, self.learner] = int(action)
+        obs, rewards, terminated, truncated, info = self.venv.step(
+            arms, self._messages(team.messages)
+        )
+        self._obs = obs
+        self.features.update(obs)
+        i = self.learner
+        reward = -info.instant_regret[0, i] if self.reward_mode == "regret" else rewards[0, i]
+        self._info = {
+            "instant_regret": float(info.instant_regret[0, i]),
+            "cumulative_regret": float(info.cumulative_regret[0, i]),
+            "run_seed": self._run_seed,
+        }
+        return (
+            self.features.features()[0, i],
+            float(reward),
+            bool(terminated[0, i]),
+            bool(truncated[0, i]),
+            dict(self._info),
+        )
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._obs is None:
+            return None
+        return (
+            f"step {self._obs.step}/{self.venv.horizon}  agent_{self.learner} "
+            f"arm {int(self._obs.last_arm[0, self.learner])}  "
+            f"regret {self._info['cumulative_regret']:.2f}"
+        )
+
+
+def register_gymnasium_envs() -> None:
+    """Register the single-agent view with Gymnasium (idempotent)."""
+    if GYM_ID not in gym.registry:
+        gym.register(id=GYM_ID, entry_point=f"{__name__}:OneLearnerEnv")

@@ -1,0 +1,118 @@
+"""RL views (fedbandit_env.rl): features, the PettingZoo observation wrapper and the Gymnasium
+single-agent view FedBandit/OneLearner-v0 (SB3's check_env, seeding, peers)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+
+import fedbandit_env
+from fedbandit_env import ConfigError
+from fedbandit_env.rl import StatisticsObservationWrapper, statistics_channel
+
+KW = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
+
+
+def _wrapped(**kw):
+    env = fedbandit_env.make(
+        "FedBandit/Heterogeneous-v0", **{**KW, "channels": statistics_channel(3), **kw}
+    )
+    return StatisticsObservationWrapper(env)
+
+
+def test_parallel_wrapper_passes_pettingzoo_api_test():
+    parallel_api_test(_wrapped(), num_cycles=40)
+
+
+def test_features_are_the_statistics():
+    env = _wrapped()
+    obs, _ = env.reset(seed=2)
+    assert all(o.shape == (13,) and o.dtype == np.float32 for o in obs.values())
+    assert not any(o.any() for o in obs.values())
+    arms = {"agent_0": 1, "agent_1": 2, "agent_2": 2, "agent_3": 0}
+    total = {a: 0.0 for a in arms}
+    for _ in range(5):
+        obs, rewards, *_ = env.step(arms)
+        total = {a: total[a] + rewards[a] for a in arms}
+    o = obs["agent_0"]
+    assert o[1] == pytest.approx(np.log1p(5) / np.log1p(30))  # own count of arm 1
+    assert o[0] == o[2] == 0.0
+    assert o[3 + 1] == pytest.approx(total["agent_0"] / 5)  # own mean of arm 1 (Bernoulli)
+    # neighbours of agent_0 on the ring are agents 1 and 3; their latest message is one step old
+    assert o[6 + 2] == pytest.approx(np.log1p(4) / np.log1p(2 * 30))
+    assert o[6 + 0] == pytest.approx(np.log1p(4) / np.log1p(2 * 30))
+    assert o[6 + 1] == 0.0
+    assert o[12] == pytest.approx(5 / 30)
+
+
+def test_without_channel_nothing_is_shared_and_sharing_requires_the_channel():
+    env = StatisticsObservationWrapper(
+        fedbandit_env.make("FedBandit/Heterogeneous-v0", **KW, channels=())
+    )
+    env.reset(seed=0)
+    for _ in range(5):
+        obs, *_ = env.step(dict.fromkeys(env.agents, 0))
+    assert not obs["agent_0"][6:12].any()
+    with pytest.raises(ConfigError, match="channels.neighbors"):
+        StatisticsObservationWrapper(
+            fedbandit_env.make("FedBandit/Heterogeneous-v0", **KW, channels=()), share=True
+        )
+
+
+def _one_learner(**kw):
+    return gym.make("FedBandit/OneLearner-v0", **{**KW, **kw})
+
+
+def test_single_agent_view_passes_sb3_check_env():
+    check_env = pytest.importorskip("stable_baselines3.common.env_checker").check_env
+    env = _one_learner()
+    check_env(env.unwrapped, warn=True)
+    check_env(env)  # through gymnasium.make's wrappers too
+
+
+def _episode(env, seed, arms):
+    obs, _ = env.reset(seed=seed)
+    out = [np.append(obs, [0.0, 0.0])]
+    for a in arms:
+        obs, r, term, trunc, info = env.step(a)
+        out.append(np.append(obs, [r, info["cumulative_regret"]]))
+    assert trunc and not term
+    return np.stack(out)
+
+
+def test_single_agent_view_is_seeded_and_matches_the_team_run():
+    arms = [t % 3 for t in range(30)]
+    a = _episode(_one_learner(), 5, arms)
+    b = _episode(_one_learner(), 5, arms)
+    c = _episode(_one_learner(), 6, arms)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    # peers are ucb1_shared and the learner speaks its protocol: if the learner plays exactly
+    # what ucb1_shared would have played, the run equals ucb1_shared on all agents
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0", num_runs=1, **KW, channels=statistics_channel(3)
+    )
+    team = fedbandit_env.make_agent("ucb1_shared")
+    obs, _ = venv.reset(seed=5)
+    team.reset(venv.facts, venv.agent_rng())
+    team_arms = []
+    for _ in range(30):
+        action = team.act(obs)
+        team_arms.append(int(action.arms[0, 0]))
+        obs, _, _, _, info = venv.step(action.arms, action.messages)
+    d = _episode(_one_learner(), 5, team_arms)
+    assert d[-1, -1] == pytest.approx(info.cumulative_regret[0, 0])
+
+
+def test_single_agent_view_regret_reward_and_errors():
+    env = _one_learner(reward_mode="regret", learner=2)
+    env.reset(seed=0)
+    _, r, _, _, info = env.step(0)
+    assert r == -info["instant_regret"]
+    with pytest.raises(ConfigError, match="learner"):
+        _one_learner(learner=4)
+    with pytest.raises(ConfigError, match="reward_mode"):
+        _one_learner(reward_mode="bonus")
+    with pytest.raises(ConfigError, match="agent_2: arm"):
+        env.step(7)
