@@ -135,6 +135,7 @@ class EliminationTeam(TeamPolicy):
         self.explored_last = np.zeros(shape, dtype=bool)
         self.upload_step = np.full(shape, -1, dtype=np.int64)
         self.rounds_done = np.zeros(B, dtype=np.int64)
+        self.uploads = np.zeros(B, dtype=np.int64)
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
         privacy = rng.child("privacy")
         self._laplace: list[BufferedStream] = [
@@ -239,6 +240,7 @@ class EliminationTeam(TeamPolicy):
             self.phase[done] = COMMUNICATE
             self.pos[done] = 0
             self.upload_step[done] = step
+            self.uploads += done[:, 0]
             upload = done
         ready = (self.phase == COMMUNICATE) & (self.pos > self.delay)
         if ready.any():

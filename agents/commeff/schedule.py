@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+S_INT_CAP = float(2**53)
+
 
 def resolution(r: np.ndarray, rounds: int | None, delta: float | None) -> np.ndarray:
     """``tilde_r = 2^-r`` (doubling) or ``delta^(r/R)`` (round budget R, §2.3a)."""
@@ -47,8 +49,11 @@ def sample_target(
 
 
 def integer_target(s_real: np.ndarray, s_prev: np.ndarray) -> np.ndarray:
-    """A2/A17: ``S_int(r) = max(ceil(S(r)), S_int(r-1) + 1)`` so every epoch has ``n_r >= 1``."""
-    return np.maximum(np.ceil(s_real).astype(np.int64), np.asarray(s_prev, dtype=np.int64) + 1)
+    """A2/A17: ``S_int(r) = max(ceil(S(r)), S_int(r-1) + 1)`` so every epoch has ``n_r >= 1``.
+
+    Capped at 2^53 (an epoch longer than any horizon) so the integer cast cannot overflow."""
+    s_cap = np.minimum(np.ceil(s_real), S_INT_CAP).astype(np.int64)
+    return np.maximum(s_cap, np.asarray(s_prev, dtype=np.int64) + 1)
 
 
 def widths(
