@@ -407,3 +407,13 @@ def test_bad_parameters_raise_at_construction(make, pattern):
 def test_registered_ids():
     assert {"cdp_mab", "ddp_mab", "hdp_mab"} <= set(fedbandit_env.list_agents())
     assert isinstance(fedbandit_env.make_agent("ddp_mab", epsilon=0.5), DDPMAB)
+
+
+def test_per_run_delta_equals_single_runs():
+    kw = dict(num_agents=6, num_arms=5, horizon=3000, instance_seed=None)
+    _, arms, _ = _play(CDPMAB(rounds=3, delta=(0.3, 0.1)), runs=2, seed=4, record=True, **kw)
+    for b, d in enumerate((0.3, 0.1)):
+        _, single, _ = _play(CDPMAB(rounds=3, delta=d), runs=1, seed=4 + b, record=True, **kw)
+        assert np.array_equal(single[:, 0], arms[:, b])
+    with pytest.raises(ConfigError, match=r"cdp_mab: delta: expected one number or 3"):
+        _play(CDPMAB(rounds=3, delta=(0.3, 0.1)), runs=3, **kw)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,7 @@ class EliminationTeam(TeamPolicy):
         epsilon: float = 1.0,
         privacy: str = "paper",
         rounds: int | None = None,
-        delta: float | None = None,
+        delta: float | Sequence[float] | None = None,
     ):
         self.config = EliminationConfig(self.agent_id, epsilon, privacy, rounds, delta)
 
@@ -142,6 +143,8 @@ class EliminationTeam(TeamPolicy):
             privacy.run(b).buffered("exponential", (2, N, K)) for b in range(B)
         ]
         self._bidx, self._iidx = np.indices(shape)
+        delta = self.config.delta_per_run(B)
+        self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
         self._reset_channel(facts)
         self._start_epoch(np.ones(shape, dtype=bool), step=0)
 
@@ -164,7 +167,7 @@ class EliminationTeam(TeamPolicy):
         if not go.any():
             return
         r, na = self.r[go], self.num_active[go]
-        tilde = schedule.resolution(r, cfg.rounds, cfg.delta)
+        tilde = schedule.resolution(r, cfg.rounds, None if self.delta is None else self.delta[go])
         kw = dict(
             num_arms=self.num_arms, horizon=self.horizon, n_eff=self.n_eff, eps_msg=self.eps_msg
         )

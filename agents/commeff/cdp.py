@@ -14,6 +14,7 @@ reproduction script passes the instance's oracle gap), commit to the best aggreg
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class CDPMAB(EliminationTeam):
         epsilon: float = 1.0,
         privacy: str = "paper",
         rounds: int | None = None,
-        delta: float | None = None,
+        delta: float | Sequence[float] | None = None,
         participation: float | None = None,
     ):
         super().__init__(epsilon, privacy, rounds, delta)

@@ -23,13 +23,14 @@ class EliminationConfig:
     """``epsilon`` (> 0, ``inf`` = no noise); ``privacy`` ``"paper"`` (input epsilon, each message
     is ``N_eff * epsilon``-DP, A1) or ``"per_message"`` (epsilon is the per-message level, §2.9);
     ``rounds`` R (None = doubling schedule) and ``delta`` (the minimum gap of the Delta^(r/R)
-    schedule, required with R, A6)."""
+    schedule, required with R, A6): one number, or one per run of the batch (so a sweep over
+    random instances can pass each run's oracle gap; the length is checked at reset)."""
 
     agent_id: str
     epsilon: float = 1.0
     privacy: str = "paper"
     rounds: int | None = None
-    delta: float | None = None
+    delta: float | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         aid = self.agent_id
@@ -53,12 +54,26 @@ class EliminationConfig:
                     "in (0, 1) (A6; pass the instance's oracle gap)"
                 )
         if self.delta is not None:
-            d = _number(aid, "delta", self.delta)
-            if not 0.0 < d < 1.0:
-                raise ConfigError(f"{aid}: delta: expected a number in (0, 1), got {d!r}")
+            many = isinstance(self.delta, list | tuple | np.ndarray)
+            values = [_number(aid, "delta", d) for d in (self.delta if many else [self.delta])]
+            if not values or not all(0.0 < d < 1.0 for d in values):
+                raise ConfigError(f"{aid}: delta: expected numbers in (0, 1), got {self.delta!r}")
             if self.rounds is None:
                 raise ConfigError(f"{aid}: delta: only used with a round budget; set rounds")
-            object.__setattr__(self, "delta", d)
+            object.__setattr__(self, "delta", tuple(values) if many else values[0])
+
+    def delta_per_run(self, num_runs: int) -> np.ndarray | None:
+        """``delta`` as a (num_runs,) array (None without a round budget)."""
+        if self.delta is None:
+            return None
+        if isinstance(self.delta, tuple):
+            if len(self.delta) != num_runs:
+                raise ConfigError(
+                    f"{self.agent_id}: delta: expected one number or {num_runs} (one per run), "
+                    f"got {len(self.delta)}"
+                )
+            return np.array(self.delta)
+        return np.full(num_runs, self.delta)
 
     def eps_msg(self, n_eff: int) -> float:
         """Per-message DP level: ``N_eff * epsilon`` (paper) or ``epsilon`` (per_message)."""

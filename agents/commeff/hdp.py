@@ -12,6 +12,8 @@ slot (see :mod:`agents.commeff.base`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from agents.commeff.base import EliminationTeam
@@ -35,7 +37,7 @@ class HDPMAB(EliminationTeam):
         epsilon: float = 1.0,
         privacy: str = "paper",
         rounds: int | None = None,
-        delta: float | None = None,
+        delta: float | Sequence[float] | None = None,
         aggregation: str = "weighted",
         cost_model: str = "edges",
     ):

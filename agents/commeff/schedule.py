@@ -21,12 +21,13 @@ import numpy as np
 S_INT_CAP = float(2**53)
 
 
-def resolution(r: np.ndarray, rounds: int | None, delta: float | None) -> np.ndarray:
-    """``tilde_r = 2^-r`` (doubling) or ``delta^(r/R)`` (round budget R, §2.3a)."""
+def resolution(r: np.ndarray, rounds: int | None, delta) -> np.ndarray:
+    """``tilde_r = 2^-r`` (doubling) or ``delta^(r/R)`` (round budget R, §2.3a); ``delta`` is a
+    number or an array broadcasting with ``r``."""
     r = np.asarray(r, dtype=np.float64)
     if rounds is None:
         return 2.0**-r
-    return float(delta) ** (r / rounds)
+    return np.asarray(delta, dtype=np.float64) ** (r / rounds)
 
 
 def _logs(r, num_active, num_arms: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
