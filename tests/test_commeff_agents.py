@@ -89,15 +89,30 @@ def test_cdp_cost_is_c1_n_rounds_with_participation():
         assert np.array_equal(venv.engine.ledger.total.cost[:, 1], 25.0 * pol.n_eff * pol.uploads)
 
 
-@pytest.mark.parametrize(("cost_model", "per_round"), [("edges", 345), ("path", 345)])
-def test_hdp_cost_star_components(cost_model, per_round):
-    """§4.5 case 5: five stars of 20, c1 = 50, c2 = 1: 345 per round under both models."""
-    hybrid = {
-        "topology": "hybrid",
-        "topology_kwargs": {"sizes": [20] * 5, "component_graph": "star"},
-    }
+@pytest.mark.parametrize(
+    ("graph", "cost_model", "per_round"),
+    [
+        ("star", "edges", 345),
+        ("star", "path", 345),
+        ("complete", "edges", 1200),
+        ("complete", "path", 345),
+    ],
+)
+def test_hdp_cost_models_match_spec(graph, cost_model, per_round):
+    """§4.5 cases 5 and 1 (five components of 20, c1 = 50, c2 = 1) under both A14 cost models."""
+    topo = {"sizes": [20] * 5, "component_graph": graph}
     pol = HDPMAB(cost_model=cost_model)
-    venv, _, _ = _play(pol, runs=2, num_agents=100, c1=50.0, c2=1.0, **hybrid, **EASY)
+    venv, _, _ = _play(
+        pol,
+        runs=2,
+        num_agents=100,
+        c1=50.0,
+        c2=1.0,
+        topology="hybrid",
+        topology_kwargs=topo,
+        **EASY,
+    )
+    assert np.all(pol.uploads >= 2)
     assert np.array_equal(venv.engine.ledger.total.cost.sum(axis=1), per_round * pol.uploads)
 
 
