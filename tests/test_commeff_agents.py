@@ -432,3 +432,17 @@ def test_per_run_delta_equals_single_runs():
         assert np.array_equal(single[:, 0], arms[:, b])
     with pytest.raises(ConfigError, match=r"cdp_mab: delta: expected one number or 3"):
         _play(CDPMAB(rounds=3, delta=(0.3, 0.1)), runs=3, **kw)
+
+
+def test_hdp_unweighted_aggregation_equals_weighted_for_equal_sizes():
+    """A10: with equal component sizes the mean of component means is the all-agent mean."""
+    topo = {
+        "topology": "hybrid",
+        "topology_kwargs": {"sizes": [4, 4, 4], "component_graph": "path"},
+    }
+    _, w_arms, _ = _play(HDPMAB(), record=True, **topo, **SMALL)
+    pol = HDPMAB(aggregation="unweighted")
+    venv, u_arms, _ = _play(pol, record=True, **topo, **SMALL)
+    assert venv.facts.channels["hierarchical"]["aggregate"] == "unweighted"
+    assert pol.delay == 1  # path of 4: sink eccentricity 2
+    assert np.array_equal(w_arms, u_arms)
