@@ -390,9 +390,10 @@ if 12 in FIGS:
 # ------------------------------------------------------------------ controlled delay checks
 # On random instances the delay regret of DDP/HDP (a few hundred) is far below the seed noise that
 # the shifted schedules bring (different reward draws per slot, borderline eliminations). A fixed
-# instance with evenly spaced means (gap 0.1, K = 6) makes the eliminations deterministic, so the
+# instance whose gaps (0.17, 0.35, ...) sit away from the 2C(r) thresholds (about 0.24 * 2^(1-r))
+# makes the eliminations deterministic (K = 6), so the
 # paired differences isolate the regret of the greedy delay slots (items 6, 7, 8 again).
-SPACED = np.round(np.linspace(0.9, 0.4, 6), 3)
+SPACED = np.array([0.9, 0.73, 0.55, 0.4, 0.25, 0.1])  # gaps away from the 2C(r) thresholds
 CTL = dict(num_arms=6, horizon=min(T, 3000), means=SPACED)
 
 
