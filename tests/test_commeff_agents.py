@@ -132,6 +132,11 @@ def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, n_eff_scale):
         obs, *_ = venv.step(action.arms, action.messages)
     scale = 1.0 / ((10 if n_eff_scale else 1) * epsilon * pol.n[0, 0])
     assert pol.epsilon_effective == pytest.approx(epsilon * (10 if n_eff_scale else 1))
+    while not (pol.rounds_done > 0).all():
+        action = pol.act(obs)
+        obs, *_ = venv.step(action.arms, action.messages)
+    for hist in pol.history:  # the mechanism's scale, b_r = 1/(N_eff eps n_r) in paper mode
+        assert hist[0].noise_scale == pytest.approx(scale, rel=1e-12)
     noise = pol.ybar - pol.own_sum / pol.own_count
     assert np.mean(np.abs(noise)) == pytest.approx(scale, rel=0.08)  # E|Lap(b)| = b
     assert np.mean(noise**2) == pytest.approx(2 * scale**2, rel=0.2)

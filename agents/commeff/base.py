@@ -18,9 +18,11 @@ HDP with singleton components equal CDP exactly under paired seeds.
 
 State is kept per (run, agent) and every agent decides from its own rewards and the messages
 delivered to it; agents of a run stay in lock step because they hold identical aggregates.
-Laplace noise comes from the agent stream's ``privacy`` child: one fixed-shape (N, K) block per
-run and round, so run b of a batch equals its seed run alone, and paired seeds share the noise
-across structures (standard Laplace draws scaled by ``b_r``).
+Laplace noise: the suite's :class:`~fedbandit_env.privacy.LaplaceMechanism` with L1 sensitivity
+``1 / n_r`` (one reward moves one arm's epoch mean by at most ``1 / n_r``) and level ``eps_msg``,
+drawn from the agent stream's ``privacy`` child: one fixed-shape (N, K) block per run and round
+from that run's own generator, so run b of a batch equals its seed run alone, and paired seeds
+share the noise across structures (the same standard draws, scaled by ``b_r``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from agents.commeff.config import EliminationConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
-from fedbandit_env.seeding import BatchedRNG, BufferedStream
+from fedbandit_env.privacy import LaplaceMechanism
+from fedbandit_env.seeding import BatchedRNG
 
 EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
 
@@ -138,10 +141,7 @@ class EliminationTeam(TeamPolicy):
         self.rounds_done = np.zeros(B, dtype=np.int64)
         self.uploads = np.zeros(B, dtype=np.int64)
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
-        privacy = rng.child("privacy")
-        self._laplace: list[BufferedStream] = [
-            privacy.run(b).buffered("exponential", (2, N, K)) for b in range(B)
-        ]
+        self._privacy_rng = rng.child("privacy").generators  # one Generator per run
         self._bidx, self._iidx = np.indices(shape)
         delta = self.config.delta_per_run(B)
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
@@ -188,11 +188,11 @@ class EliminationTeam(TeamPolicy):
         if math.isinf(self.eps_msg):
             yhat = xhat
         else:
-            std = np.zeros(self.ybar.shape)
+            noise = np.zeros(self.ybar.shape)
             for b in np.flatnonzero(done.any(axis=1)):
-                e = self._laplace[b].next()[0]
-                std[b] = e[0] - e[1]
-            yhat = xhat + std[done] / (self.eps_msg * n)
+                mechanism = LaplaceMechanism(self.eps_msg, sensitivity=1.0 / self.n[b, 0])
+                noise[b] = mechanism.noise(noise.shape[1:], self._privacy_rng[b])
+            yhat = xhat + noise[done]
         s_new = self.s_int[done][:, None].astype(np.float64)
         s_old = self.s_prev[done][:, None].astype(np.float64)
         ybar = (s_old / s_new) * self.ybar[done] + (n / s_new) * yhat
@@ -219,7 +219,7 @@ class EliminationTeam(TeamPolicy):
                     n=int(self.n[b, 0]),
                     c=float(self.c[b, 0]),
                     h=float(self.h[b, 0]),
-                    noise_scale=1.0 / (self.eps_msg * self.n[b, 0]),
+                    noise_scale=LaplaceMechanism(self.eps_msg, 1.0 / self.n[b, 0]).scale,
                     active_before=int(before[b, 0]),
                     active_after=int(self.num_active[b, 0]),
                 )
