@@ -163,7 +163,8 @@ class DPDecentralizedUCB(TeamPolicy):
         heard = obs.deliveries[CHANNEL]
         w = self.neighbor_weight * heard.mask  # (B, N, D)
         own = self.self_weight + (self.neighbor_weight - w).sum(axis=2)  # lost weight -> self
-        mixed = own[..., None] * self.outgoing + np.matmul(w[:, :, None, :], heard.payload)[:, :, 0]
+        received = (w[..., None] * heard.payload).sum(axis=2)  # not matmul: batch-size exact
+        mixed = own[..., None] * self.outgoing + received
         K = self.num_arms
         self.nhat, self.shat = mixed[..., :K], mixed[..., K:]
 

@@ -90,7 +90,7 @@ class DPMasterWorkerUCB(TeamPolicy):
             )
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        check_facts(AGENT_ID, facts, init_steps=facts.num_arms)
+        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + 1)
         self._check_channel(facts)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = K
@@ -144,7 +144,9 @@ class DPMasterWorkerUCB(TeamPolicy):
             self._fold_in_reply(obs)
             self.eta += 1
         decide = is_power_of_two(self.eta)
-        payload = self.index(t) if decide.any() else self._zeros
+        payload = self._zeros
+        if decide.any():
+            payload = np.where(decide[..., None], self.index(t), 0.0)
         self.uploaded = decide
         self.decision_rounds += decide.any(axis=1)
         return TeamAction(self.held.copy(), {CHANNEL: (decide, payload)})

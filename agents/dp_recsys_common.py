@@ -123,6 +123,7 @@ def check_facts(agent_id: str, facts: FederationFacts, init_steps: int) -> None:
     if facts.horizon <= init_steps:
         raise ConfigError(
             f"{agent_id}: horizon: expected more than {init_steps} steps (the initialisation: "
-            f"K = {facts.num_arms} round-robin steps plus one step of message latency), "
+            f"K = {facts.num_arms} round-robin steps plus one step of message latency, during "
+            f"which arm 0 is pulled again), "
             f"got {facts.horizon}"
         )
