@@ -14,7 +14,7 @@ and plays the argmax (uniform random tie-break from its own ``tiebreak`` stream,
     I_ij = shat_ij/nhat_ij + sigma sqrt(2 rho (nhat_ij + c_i)/(M nhat_ij) ln t / nhat_ij)
            + upsilon(nhat_ij)/nhat_ij,   upsilon(n) = (1/eps)(ln 2 + rho ln T) ln^{1.5} max(n, 1)
 
-(§4.4; ``delta = T^-rho / 2``; ``sigma = index_sigma``, default 1 = the paper's pseudocode, A11;
+(§4.4; ``delta = T^-rho / 2`` with T the environment's horizon or ``delta_horizon``, A7/A25; ``sigma = index_sigma``, default 1 = the paper's pseudocode, A11;
 ``c_i`` from :mod:`agents.graph_constants`, ``ci_mode`` per A13). ``epsilon = inf`` gives the
 non-private coop-UCB. Privacy: pure epsilon-DP per agent (A7, A22); counts travel in the clear.
 
@@ -39,6 +39,7 @@ import numpy as np
 
 from agents.dp_recsys_common import (
     check_clip,
+    check_delta_horizon,
     check_epsilon,
     check_facts,
     check_positive,
@@ -67,6 +68,7 @@ class DPDecentralizedConfig:
     index_sigma: float = 1.0
     clip: tuple[float, float] = (0.0, 1.0)
     ci_mode: str = "per_agent"
+    delta_horizon: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
@@ -91,6 +93,7 @@ class DPDecentralizedConfig:
             raise ConfigError(
                 f"{AGENT_ID}: ci_mode: expected one of {CI_MODES}, got {self.ci_mode!r}"
             )
+        object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
 
 
 def mixing_setup(
@@ -125,9 +128,12 @@ class DPDecentralizedUCB(TeamPolicy):
         index_sigma: float = 1.0,
         clip: tuple[float, float] = (0.0, 1.0),
         ci_mode: str = "per_agent",
+        delta_horizon: int | None = None,
     ):
         clip = tuple(clip) if isinstance(clip, list | tuple) else clip
-        self.config = DPDecentralizedConfig(epsilon, rho, kappa, index_sigma, clip, ci_mode)
+        self.config = DPDecentralizedConfig(
+            epsilon, rho, kappa, index_sigma, clip, ci_mode, delta_horizon
+        )
 
     def channel_spec(self, config: EnvConfig):
         return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
@@ -146,7 +152,8 @@ class DPDecentralizedUCB(TeamPolicy):
         self.neighbor_weight = np.where(valid, self.P[np.arange(N)[:, None], senders], 0.0)
         self.self_weight = self.P.diagonal().copy()
         self.num_agents, self.num_arms = N, K
-        self.ln_inv_delta = math.log(2.0) + cfg.rho * math.log(facts.horizon)  # delta = T^-rho/2
+        horizon = cfg.delta_horizon or facts.horizon
+        self.ln_inv_delta = math.log(2.0) + cfg.rho * math.log(horizon)  # delta = T^-rho/2
         self.sums = make_running_sums(
             cfg.epsilon, (B, N, K), cfg.clip, rng.child("privacy"), facts.horizon
         )

@@ -35,6 +35,7 @@ import numpy as np
 
 from agents.dp_recsys_common import (
     check_clip,
+    check_delta_horizon,
     check_epsilon,
     check_facts,
     make_running_sums,
@@ -52,14 +53,17 @@ CHANNEL = "server"
 
 @dataclass(frozen=True)
 class DPMasterWorkerConfig:
-    """``epsilon`` > 0 (``math.inf``: non-private); ``clip``: the counters' input range (A9)."""
+    """``epsilon`` > 0 (``math.inf``: non-private); ``clip``: the counters' input range (A9);
+    ``delta_horizon``: the T of ``delta = T^-4`` (None: the environment's horizon, A7/A25)."""
 
     epsilon: float = 2.0
     clip: tuple[float, float] = (0.0, 1.0)
+    delta_horizon: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
         object.__setattr__(self, "clip", check_clip(AGENT_ID, self.clip))
+        object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
 
 
 def is_power_of_two(x: np.ndarray) -> np.ndarray:
@@ -72,8 +76,14 @@ class DPMasterWorkerUCB(TeamPolicy):
 
     agent_id = AGENT_ID
 
-    def __init__(self, epsilon: float = 2.0, clip: tuple[float, float] = (0.0, 1.0)):
-        self.config = DPMasterWorkerConfig(epsilon, tuple(clip) if clip is not None else clip)
+    def __init__(
+        self,
+        epsilon: float = 2.0,
+        clip: tuple[float, float] = (0.0, 1.0),
+        delta_horizon: int | None = None,
+    ):
+        clip = tuple(clip) if isinstance(clip, list | tuple) else clip
+        self.config = DPMasterWorkerConfig(epsilon, clip, delta_horizon)
 
     def channel_spec(self, config: EnvConfig):
         return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
@@ -94,7 +104,8 @@ class DPMasterWorkerUCB(TeamPolicy):
         self._check_channel(facts)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = K
-        self.ln_inv_delta = 4.0 * math.log(facts.horizon)  # delta = T^-4 (§3.1)
+        horizon = self.config.delta_horizon or facts.horizon
+        self.ln_inv_delta = 4.0 * math.log(horizon)  # delta = T^-4 (§3.1)
         self.counts = np.zeros((B, N, K))
         self.sums = make_running_sums(
             self.config.epsilon, (B, N, K), self.config.clip, rng.child("privacy"), facts.horizon

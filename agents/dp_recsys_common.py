@@ -100,6 +100,18 @@ def check_positive(agent_id: str, name: str, value: Any) -> float:
     return float(value)
 
 
+def check_delta_horizon(agent_id: str, value: Any) -> int | None:
+    """``None`` (use the environment's horizon T) or an int >= 2: the T in delta (A7, A25)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
+        raise ConfigError(
+            f"{agent_id}: delta_horizon: expected None (the env's horizon) or an int >= 2, "
+            f"got {value!r}"
+        )
+    return int(value)
+
+
 def check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
     """``(lo, hi)`` with finite ``lo < hi``: the counters' input range (A9)."""
     ok = (

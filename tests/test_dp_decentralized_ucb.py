@@ -81,8 +81,12 @@ def test_complete_graph_with_uniform_weights_gives_the_exact_average():
     np.testing.assert_allclose(policy.P, np.full((5, 5), 0.2), atol=1e-15)
     np.testing.assert_allclose(policy.c, 0.0, atol=1e-9)
     for t in range(K + 2, 81):
-        np.testing.assert_allclose(rec.nhat[t], rec.nhat[t][:, :1], rtol=1e-12)
-        np.testing.assert_allclose(rec.index[t], rec.index[t][:, :1], rtol=1e-10)
+        np.testing.assert_allclose(
+            rec.nhat[t], np.broadcast_to(rec.nhat[t][:, :1], (3, 5, K)), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            rec.index[t], np.broadcast_to(rec.index[t][:, :1], (3, 5, K)), rtol=1e-10
+        )
     assert (out["arms"][K + 1 :] == out["arms"][K + 1 :, :, :1]).all()
 
 
@@ -226,6 +230,7 @@ def test_graph_constants_and_default_kappa_on_the_paper_cycle():
         ({"index_sigma": 0.0}, "index_sigma"),
         ({"clip": (1, 0)}, "clip"),
         ({"ci_mode": "value"}, "ci_mode"),
+        ({"delta_horizon": 1}, "delta_horizon"),
     ],
 )
 def test_bad_parameters(kwargs, field):
