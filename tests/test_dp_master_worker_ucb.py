@@ -202,3 +202,37 @@ def test_registered_id_and_non_private_variant():
     policy = fedbandit_env.make_agent("dp_mw_ucb", epsilon=math.inf)
     assert isinstance(policy, DPMasterWorkerUCB) and math.isinf(policy.config.epsilon)
     assert "dp_mw_ucb" in fedbandit_env.list_agents()
+
+
+def test_matches_a_plain_loop_reference_of_section_3_3_with_latency():
+    """A scalar re-implementation of §3.3 (non-private, M = 3) with the one-step latency, replayed
+    on the recorded rewards, plays exactly the same arms (run 0)."""
+    out = rollout(DPMasterWorkerUCB(epsilon=math.inf), runs=1, num_agents=3, horizon=200)
+    arms, rewards = out["arms"][:, 0], np.clip(out["rewards"][:, 0], 0, 1)
+    M, T = 3, arms.shape[0]
+    n = [[0] * K for _ in range(M)]
+    s = [[0.0] * K for _ in range(M)]
+    eta, prev, held, pending = 1, None, 0, None
+    for t in range(1, T + 1):
+        if t <= K:
+            arm = t - 1
+        else:
+            if pending is not None:  # the server's reply to the upload of step t - 1
+                if prev is None or pending != prev:
+                    eta = 1
+                prev = held = pending
+                pending = None
+            if t > K + 1:
+                eta += 1
+            if eta & (eta - 1) == 0:
+                index = [
+                    sum(s[i][j] / n[i][j] + math.sqrt(2 * math.log(t) / n[i][j]) for i in range(M))
+                    / M
+                    for j in range(K)
+                ]
+                pending = max(range(K), key=lambda j: (index[j], -j))  # lowest index on ties
+            arm = held
+        assert (arms[t - 1] == arm).all(), t
+        for i in range(M):
+            n[i][arm] += 1
+            s[i][arm] += rewards[t - 1, i]
