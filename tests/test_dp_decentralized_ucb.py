@@ -12,7 +12,7 @@ import fedbandit_env
 from agents import DPDecentralizedUCB
 from fedbandit_env import ConfigError
 from fedbandit_env.graphs import consensus_weights, default_kappa
-from tests.dp_recsys_helpers import GAUSSIAN, rollout
+from tests.dp_recsys_helpers import GAUSSIAN, MEANS, rollout
 
 K = 4
 EPSILONS = [2.0, math.inf]
@@ -283,3 +283,22 @@ def test_missing_or_wrong_channel(channels, pattern):
 def test_registered_id_and_non_private_variant():
     policy = fedbandit_env.make_agent("dp_dec_ucb", epsilon=math.inf, rho=1.2)
     assert isinstance(policy, DPDecentralizedUCB) and policy.config.rho == 1.2
+
+
+@pytest.mark.parametrize("policy_class", ["dp_mw_ucb", "dp_dec_ucb"])
+def test_pettingzoo_view_plays_the_same_arms_as_the_vector_view(policy_class):
+    """Both agents through the per-agent dict adapter equal run 0 of the vector view."""
+    policy = fedbandit_env.make_agent(policy_class, epsilon=2.0)
+    out = rollout(policy, runs=1, seed=4, horizon=60)
+    env = fedbandit_env.make(
+        "FedBandit/Homogeneous-v0",
+        num_agents=6,
+        means=MEANS[:4],
+        horizon=60,
+        topology="ring",
+        reward=GAUSSIAN,
+        channels=policy.channel_spec(out["venv"].config),
+    )
+    trajectory = fedbandit_env.run_episode(env, fedbandit_env.make_agent(policy_class), seed=4)
+    arms = np.array([[a[f"agent_{i}"]["arm"] for i in range(6)] for a, *_ in trajectory])
+    assert np.array_equal(arms, out["arms"][:, 0])
