@@ -96,3 +96,17 @@ def test_render_ansi_shows_agents_and_ledger():
     env.step({"agent_0": 1, "agent_1": {"arm": 0, "messages": {"neighbors": np.ones(5)}}})
     text = env.render()
     assert "step 1/3" in text and "agent_1" in text and "messages 1" in text
+
+
+def test_env_pickles_for_multiprocess_use():
+    import pickle
+
+    env = fedbandit_env.make("FedBandit/GossipTriangle-v0", horizon=10)
+    clone = pickle.loads(pickle.dumps(env))
+    a, _ = env.reset(seed=4)
+    b, _ = clone.reset(seed=4)
+    assert clone.config.num_agents == 3
+    assert np.array_equal(a["agent_1"]["last_reward"], b["agent_1"]["last_reward"])
+    ra = env.step(dict.fromkeys(env.agents, 2))[1]
+    rb = clone.step(dict.fromkeys(clone.agents, 2))[1]
+    assert ra == rb
