@@ -2,8 +2,11 @@
 
 * :class:`ExactSums` — the running reward sums of every (run, agent, arm), without noise: the
   ``epsilon = inf`` (non-private) stand-in for one hybrid counter per agent and arm (§2.5).
-* :func:`make_running_sums` — the private sums of every (run, agent, arm): one Chan–Shi–Song hybrid
-  counter per agent and arm (§2.3) for a finite ``epsilon``, :class:`ExactSums` otherwise.
+* :class:`HybridSums` — the private sums of every (run, agent, arm): one Chan–Shi–Song hybrid
+  counter per agent and arm (§2.3), :class:`fedbandit_env.privacy.HybridCounter` over (N, K),
+  fed with each agent's reward at the pulled arm (mask = one-hot of the arm);
+* :func:`make_running_sums` — :class:`HybridSums` for a finite ``epsilon``, :class:`ExactSums`
+  (same outputs as the counter at ``epsilon = inf``, faster) otherwise.
 * :func:`privacy_width` — the privacy width ``upsilon(n)/n`` with
   ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (§2.4, A5, A6).
 * validation helpers that raise :class:`fedbandit_env.ConfigError` naming the agent id and field.
@@ -21,6 +24,7 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.privacy import HybridCounter
 from fedbandit_env.seeding import BatchedRNG
 
 MULTI_ARMED_FAMILIES = ("homogeneous", "heterogeneous")
@@ -50,6 +54,33 @@ class ExactSums:
         return self.value[idx]
 
 
+class HybridSums:
+    """One hybrid counter per (run, agent, arm) (§2.3, §2.5); ``value`` is their latest release.
+
+    The counter draws one standard Laplace per counter per step (used only by the counter that
+    receives the item), from the agents' ``privacy`` stream, so a run's noise does not depend on
+    the other runs of its batch or on the arms pulled.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        shape: tuple[int, int, int],
+        clip: tuple[float, float],
+        rng: BatchedRNG,
+        horizon: int,
+    ):
+        self.counter = HybridCounter(shape[1:], horizon, epsilon, rng=rng, bounds=clip)
+        self.value = np.zeros(shape)
+        self._b, self._i = np.indices(shape[:2])
+        self._arms = np.arange(shape[2])
+
+    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
+        mask = arm[..., None] == self._arms
+        self.value = self.counter.insert(np.where(mask, reward[..., None], 0.0), mask)
+        return self.value[self._b, self._i, arm]
+
+
 def make_running_sums(
     epsilon: float,
     shape: tuple[int, int, int],
@@ -61,8 +92,6 @@ def make_running_sums(
     (dp-recsys.md §2.3) otherwise; their noise comes from ``rng`` (the agents' ``privacy`` child)."""
     if math.isinf(epsilon):
         return ExactSums(shape, clip)
-    from agents.dp_hybrid_sums import HybridSums
-
     return HybridSums(epsilon, shape, clip, rng, horizon)
 
 

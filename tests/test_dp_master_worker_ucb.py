@@ -14,6 +14,7 @@ from agents import DPMasterWorkerUCB
 from agents.dp_master_worker_ucb import is_power_of_two
 from fedbandit_env import ConfigError
 from fedbandit_env.network.ledger import AGENT_SERVER
+from fedbandit_env.privacy import hybrid_noise_variance
 from tests.dp_recsys_helpers import MEANS, rollout
 
 K = 4
@@ -105,7 +106,12 @@ def test_index_is_built_from_the_counter_outputs(epsilon):
     if math.isinf(epsilon):
         np.testing.assert_allclose(noise, 0.0, atol=1e-9)
     else:
-        assert np.abs(noise).max() > 0.1  # the counters do add noise
+        # the hybrid counters' releases, with noise of the closed-form size (§2.3)
+        counter = policy.sums.counter
+        np.testing.assert_array_equal(policy.sums.value, counter.release())
+        np.testing.assert_allclose(counter.exact(), exact, atol=1e-9)
+        z2 = noise**2 / hybrid_noise_variance(counter.counts, epsilon)
+        assert 0.3 < z2.mean() < 3.0
 
 
 def test_non_private_regret_is_far_below_uniform():
