@@ -40,40 +40,30 @@ def register_builtin_envs() -> None:
         description="Every agent sees the same arm distributions.",
         accepted_kwargs=ACCEPTED,
     )
-    gaussian = {"kind": "gaussian", "sigma": 1.0}
-    register(
-        "FedBandit/GossipTriangle-v0",
-        PARALLEL,
-        vector_entry_point=VECTOR,
-        kwargs={
-            "family": "heterogeneous",
-            "num_agents": 3,
-            "num_arms": 5,
-            "horizon": 1_000_000 + 5,
-            "topology": "complete",
-            "reward": gaussian,
-            "instance": "gossip",
-            "instance_seed": 0,
-            "channels": GOSSIP_CHANNELS,
-        },
-        description="Gossip paper Fig. 2(a): N=3, M=5, triangle, Gaussian(1) rewards.",
-        accepted_kwargs=ACCEPTED,
-    )
-    register(
-        "FedBandit/GossipPath10-v0",
-        PARALLEL,
-        vector_entry_point=VECTOR,
-        kwargs={
-            "family": "heterogeneous",
-            "num_agents": 10,
-            "num_arms": 10,
-            "horizon": 1_000_000 + 10,
-            "topology": "path",
-            "reward": gaussian,
-            "instance": "gossip",
-            "instance_seed": 0,
-            "channels": GOSSIP_CHANNELS,
-        },
-        description="Gossip paper Fig. 2(b): N=10, M=10, path P10, Gaussian(1) rewards.",
-        accepted_kwargs=ACCEPTED,
-    )
+    for env_id, n, m, topology, figure in (
+        ("FedBandit/GossipTriangle-v0", 3, 5, "complete", "Fig. 2(a): N=3, M=5, triangle"),
+        ("FedBandit/GossipPath10-v0", 10, 10, "path", "Fig. 2(b): N=10, M=10, path P10"),
+    ):
+        register(
+            env_id,
+            PARALLEL,
+            vector_entry_point=VECTOR,
+            kwargs=gossip_preset(n, m, topology),
+            description=f"Gossip paper {figure}, Gaussian(1) rewards.",
+            accepted_kwargs=ACCEPTED,
+        )
+
+
+def gossip_preset(num_agents: int, num_arms: int, topology: str) -> dict:
+    """gossip.md §4.2: fixed seeded instance (§6 item 15), Gaussian(1) noise, T = 10^6 + M."""
+    return {
+        "family": "heterogeneous",
+        "num_agents": num_agents,
+        "num_arms": num_arms,
+        "horizon": 1_000_000 + num_arms,
+        "topology": topology,
+        "reward": {"kind": "gaussian", "sigma": 1.0},
+        "instance": "gossip",
+        "instance_seed": 0,
+        "channels": GOSSIP_CHANNELS,
+    }
