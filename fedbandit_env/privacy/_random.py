@@ -58,21 +58,15 @@ class LaplaceStream:
 
 
 class MaskedStream:
-    """Per-event draws of a fixed shape where only some runs take part in each event.
+    """Per-event standard normal draws of a fixed shape where only some runs take part.
 
     ``next(active)`` draws one ``shape`` block for every active run (a per-run buffer, refilled a
     chunk at a time) and returns zeros for inactive runs. A run's generator is consumed only by its
     own events, so a run alone gives the same numbers as inside any batch.
     """
 
-    def __init__(
-        self,
-        generators: Sequence[np.random.Generator],
-        kind: Literal["normal", "exponential"],
-        shape: tuple[int, ...],
-    ):
+    def __init__(self, generators: Sequence[np.random.Generator], shape: tuple[int, ...]):
         self._generators = tuple(generators)
-        self._kind = kind
         self._shape = tuple(int(s) for s in shape)
         per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
@@ -80,12 +74,7 @@ class MaskedStream:
         self._pos = np.full(len(self._generators), self.chunk, dtype=np.int64)
 
     def _refill(self, b: int) -> None:
-        gen = self._generators[b]
-        size = (self.chunk, *self._shape)
-        if self._kind == "normal":
-            self._buffers[b] = gen.standard_normal(size)
-        else:
-            self._buffers[b] = gen.standard_exponential(size)
+        self._buffers[b] = self._generators[b].standard_normal((self.chunk, *self._shape))
         self._pos[b] = 0
 
     def next(self, active: np.ndarray) -> np.ndarray:

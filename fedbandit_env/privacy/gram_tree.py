@@ -249,7 +249,7 @@ class GramTreePrivatizer:
         self.capacity = 1 << (self.levels - 1)
         side = self.d + 1
         self._stream = (
-            MaskedStream(rng.generators, "normal", (*self.shape, upper_triangle_size(side)))
+            MaskedStream(rng.generators, (*self.shape, upper_triangle_size(side)))
             if self.sigma > 0 and rng is not None
             else None
         )

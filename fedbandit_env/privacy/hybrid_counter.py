@@ -153,9 +153,8 @@ class HybridCounter:
             raise PrivacyError(
                 "mask", f"at most {self.horizon} items per counter", int((self._count + mask).max())
             )
-        lap = (
-            self._stream.next() if self._stream is not None else np.zeros(full)
-        )  # standard Laplace, one per counter
+        # one standard Laplace draw per counter and call, used where an item arrives
+        lap = self._stream.next() if self._stream is not None else np.zeros(full)
         x = np.where(mask, np.clip(values, *self.bounds), 0.0)
         count = self._count + mask
         self._count = count

@@ -271,9 +271,10 @@ class TreeCounter:
     ) -> None:
         """Pull mode: each active counter closes a block at its own ``level``."""
         levels = np.arange(self.storage_levels)
-        lower = (levels < level[..., None]) & active[..., None]
-        here = (levels == level[..., None]) & active[..., None]
-        merged = values + np.where(lower, self._exact, 0.0).sum(axis=-1)
-        self._exact = np.where(lower, 0.0, np.where(here, merged[..., None], self._exact))
-        self._noise = np.where(lower, 0.0, np.where(here, noise[..., None], self._noise))
-        self._noised = np.where(lower, False, np.where(here, True, self._noised))
+        lvl = level[..., None]
+        keep = (levels > lvl) | ~active[..., None]  # levels above the new block, or no insert
+        here = levels == lvl
+        merged = values + np.where(levels < lvl, self._exact, 0.0).sum(axis=-1)
+        self._exact = np.where(keep, self._exact, np.where(here, merged[..., None], 0.0))
+        self._noise = np.where(keep, self._noise, np.where(here, noise[..., None], 0.0))
+        self._noised = np.where(keep, self._noised, here)
