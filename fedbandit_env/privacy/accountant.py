@@ -57,7 +57,7 @@ def advanced_composition(
     delta = check_delta(delta, allow_zero=True)
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
         raise PrivacyError("k", "a non-negative int", k)
-    eps = math.sqrt(2 * k * math.log(1 / delta_prime)) * epsilon + k * epsilon * math.expm1(epsilon)
+    eps = math.sqrt(2 * k * math.log(1 / delta_prime)) * epsilon + k * epsilon * _expm1(epsilon)
     return eps, k * delta + delta_prime
 
 
@@ -73,6 +73,11 @@ def zcdp_to_dp(rho: np.ndarray | float, delta: float) -> np.ndarray:
 def pure_dp_zcdp_rho(epsilon: float) -> float:
     """A pure epsilon-DP release is (epsilon^2 / 2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
     return check_epsilon(epsilon, allow_inf=False) ** 2 / 2.0
+
+
+def _expm1(epsilon: float) -> float:
+    """e^epsilon - 1, inf (not an OverflowError) for epsilon beyond float range."""
+    return math.expm1(epsilon) if epsilon < 709.0 else math.inf
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ class PrivacyAccountant:
         e["count"] += n
         e["eps"] += n * epsilon
         e["eps_sq"] += n * epsilon**2
-        e["eps_loss"] += n * epsilon * math.expm1(epsilon)
+        e["eps_loss"] += n * epsilon * _expm1(epsilon)
         e["delta"] += n * delta
         if rho is not None:
             e["rho"] += n * check_positive(rho, "rho", allow_zero=True)
