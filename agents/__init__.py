@@ -2,6 +2,7 @@
 
 # --- commeff (Li & Song, seed 004) ---
 from agents.commeff import CDPMAB, DDPMAB, HDPMAB
+
 # --- dp-recsys (Li, Song & Fragouli, seed 001) ---
 from agents.dp_decentralized_ucb import DPDecentralizedUCB
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB
