@@ -149,8 +149,8 @@ HORIZON = 70
 T_CHANGE = 25
 
 
-def _light_cone_run(topology, n, perturb_agent=None):
-    policy = DPDecentralizedUCB(epsilon=2.0)
+def _light_cone_run(topology, n, epsilon, perturb_agent=None):
+    policy = DPDecentralizedUCB(epsilon=epsilon)
 
     def perturb(t, venv):
         if perturb_agent is not None and t == T_CHANGE:
@@ -171,11 +171,12 @@ def _light_cone_run(topology, n, perturb_agent=None):
 
 @pytest.mark.parametrize(("topology", "n"), [("ring", 9), ("star", 7), ("path", 6)])
 @pytest.mark.parametrize("j", [0, 3])
-def test_light_cone(topology, n, j):
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_light_cone(topology, n, j, epsilon):
     """Agent j's rewards from step T_CHANGE on cannot change agent i's arms or messages at steps
     <= T_CHANGE + d(i, j) (DESIGN.md §6 invariant 2)."""
-    base_arms, base_msgs, dist = _light_cone_run(topology, n)
-    arms, msgs, _ = _light_cone_run(topology, n, perturb_agent=j)
+    base_arms, base_msgs, dist = _light_cone_run(topology, n, epsilon)
+    arms, msgs, _ = _light_cone_run(topology, n, epsilon, perturb_agent=j)
     for i in range(n):
         changed = np.nonzero(
             (arms[:, :, i] != base_arms[:, :, i]).any(axis=1)
