@@ -247,3 +247,28 @@ def test_bench_zoo_script_runs_at_tiny_scale():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n| ") == 12  # header + 11 learners
+
+
+@pytest.mark.parametrize("agent_id", SHARED)
+def test_shared_variants_stay_finite_on_noisy_received_statistics(agent_id):
+    """A privacy wrapper may add noise to the statistics; indices must stay well defined."""
+    policy = make_agent(agent_id)
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=2,
+        num_agents=4,
+        num_arms=3,
+        horizon=50,
+        topology="ring",
+        channels={"neighbors": {"kind": "neighbors", "dim": 6}},
+    )
+    obs, _ = venv.reset(seed=0)
+    policy.reset(venv.facts, venv.agent_rng())
+    noise = np.random.default_rng(0)
+    for _ in range(50):
+        with np.errstate(all="raise"):  # no NaN, no invalid sqrt/log/Gamma shape
+            action = policy.act(obs)
+        send, payload = action.messages["neighbors"]
+        noisy = payload + noise.normal(0.0, 20.0, payload.shape)
+        obs, *_ = venv.step(action.arms, {"neighbors": (send, noisy)})
+    assert np.all((action.arms >= 0) & (action.arms < 3))
