@@ -1,0 +1,7 @@
+"""Reference agents: the algorithms of the suite's papers as batched team policies."""
+
+from agents.commeff import CDPMAB, DDPMAB, HDPMAB  # Li & Song (seed 004)
+from agents.dp_decentralized_ucb import DPDecentralizedUCB  # Li, Song & Fragouli (seed 001)
+from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli (seed 001)
+
+__all__ = ["CDPMAB", "DDPMAB", "DPDecentralizedUCB", "DPMasterWorkerUCB", "HDPMAB"]

@@ -4,6 +4,7 @@
 PettingZoo ``ParallelEnv``; ``fedbandit_env.make_vec(id, num_runs=B)`` the batched vector view.
 """
 
+from fedbandit_env import privacy
 from fedbandit_env.agent_registry import list_agents, make_agent, register_agent
 from fedbandit_env.engine import VecInfo, VecObservation
 from fedbandit_env.envs import register_builtin_envs
@@ -22,6 +23,7 @@ from fedbandit_env.policy import (
     TeamPolicy,
     run_episode,
 )
+from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.registration import EnvSpec, list_envs, make, make_vec, register, spec
 from fedbandit_env.vector_env import FedBanditVectorEnv
 
@@ -45,6 +47,8 @@ __all__ = [
     "FederationFacts",
     "HorizonError",
     "ParallelPolicyAdapter",
+    "PrivacyBudgetWarning",
+    "PrivacyError",
     "TeamAction",
     "TeamPolicy",
     "UnknownIdError",
@@ -55,6 +59,7 @@ __all__ = [
     "make",
     "make_agent",
     "make_vec",
+    "privacy",
     "register",
     "register_agent",
     "run_episode",

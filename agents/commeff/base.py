@@ -1,0 +1,294 @@
+"""The lock-step epoch machine shared by CDP-, DDP- and HDP-MAB (commeff.md §2.1–§2.7).
+
+Every agent runs the same successive-elimination schedule. Epoch ``r``: explore every active arm
+``n_r`` times round-robin in index order (A3), privatise the per-epoch means with Laplace noise of
+scale ``1 / (eps_msg * n_r)`` and fold them into the running mean ``ybar`` (§2.1), communicate
+``ybar`` (subclasses: server, GIS flood, SAC + server), then drop every arm whose aggregate trails
+the best by at least ``2 C(r)``. With one arm left (or after the round budget R, A5: the best
+aggregate) everyone commits to it.
+
+Environment timing (docs/architecture.md): arms and messages are submitted together and a
+delivery reaches the decisions one step later. So a round is ``1 + delay`` slots here: the upload
+slot (the paper's "instantaneous" round, one slot in this env) plus the channel's relay delay
+(GIS ``d_G - 1``, SAC ``max ecc(sink) - 1``, A8/A9). In all of these slots every agent plays its
+local greedy arm (A7: argmax over the current active set of its own non-noisy exploration mean,
+lowest index on ties; these pulls are not fed into ``ybar``). **Deviation from the paper:** the
+extra upload slot per round, identical for the three structures, so DDP on a complete graph and
+HDP with singleton components equal CDP exactly under paired seeds.
+
+State is kept per (run, agent) and every agent decides from its own rewards and the messages
+delivered to it; agents of a run stay in lock step because they hold identical aggregates.
+Laplace noise: the suite's :class:`~fedbandit_env.privacy.LaplaceMechanism` with L1 sensitivity
+``1 / n_r`` (one reward moves one arm's epoch mean by at most ``1 / n_r``) and level ``eps_msg``,
+drawn from the agent stream's ``privacy`` child: one fixed-shape (N, K) block per run and round
+from that run's own generator, so run b of a batch equals its seed run alone, and paired seeds
+share the noise across structures (the same standard draws, scaled by ``b_r``).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agents.commeff import schedule
+from agents.commeff.config import EliminationConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.privacy import LaplaceMechanism
+from fedbandit_env.seeding import BatchedRNG
+
+EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One completed round of one run (agent 0's view; every agent of the run agrees)."""
+
+    r: int
+    step: int  # step whose arms were chosen right after the aggregate arrived
+    tilde: float
+    s_int: int
+    n: int
+    c: float
+    h: float
+    noise_scale: float
+    active_before: int
+    active_after: int
+
+
+class EliminationTeam(TeamPolicy):
+    """Base class: subclasses bind their channel (``_bind``), say what to send (``_messages``)
+    and how an agent's aggregate is formed from what it received (``_receive``/``_aggregate``)."""
+
+    channel_name: str = ""
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        privacy: str = "paper",
+        rounds: int | None = None,
+        delta: float | Sequence[float] | None = None,
+    ):
+        self.config = EliminationConfig(self.agent_id, epsilon, privacy, rounds, delta)
+
+    # ------------------------------------------------------------------ binding
+    @abstractmethod
+    def _bind(self, facts: FederationFacts) -> tuple[int, int]:
+        """Check the channel; return ``(N_eff, delay)`` (delay = slots after the upload slot)."""
+
+    def _check_facts(self, facts: FederationFacts) -> None:
+        lo, hi = facts.reward_bounds
+        if lo < 0.0 or hi > 1.0:
+            raise ConfigError(
+                f"{self.agent_id}: reward: expected rewards in [0, 1] (the Laplace sensitivity "
+                f"1/n_r needs them), got bounds {facts.reward_bounds}"
+            )
+
+    def _check_horizon(self, facts: FederationFacts) -> None:
+        """The first epoch of the doubling schedule plus its round must fit (initialisation)."""
+        k, t = facts.num_arms, facts.horizon
+        s1 = schedule.sample_target(
+            1, k, 0.5, num_arms=k, horizon=t, n_eff=self.n_eff, eps_msg=self.eps_msg
+        )
+        need = k * int(schedule.integer_target(s1, 0)) + 1 + self.delay
+        if t < need:
+            raise ConfigError(
+                f"{self.agent_id}: horizon: expected >= {need} (K * S_int(1) exploration slots "
+                f"of the first epoch + {1 + self.delay} round slots), got {t}"
+            )
+
+    @property
+    def epsilon_effective(self) -> float:
+        """The DP level of each released message (A1: ``N_eff * epsilon`` in paper mode)."""
+        return self.eps_msg
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        self._check_facts(facts)
+        self.n_eff, self.delay = self._bind(facts)
+        self.eps_msg = self.config.eps_msg(self.n_eff)
+        self._check_horizon(facts)
+        B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
+        self.num_arms, self.horizon = K, facts.horizon
+        shape = (B, N)
+        self.active = np.ones((B, N, K), dtype=bool)
+        self.num_active = np.full(shape, K, dtype=np.int64)
+        self.order = np.broadcast_to(np.arange(K), (B, N, K)).copy()
+        self.r = np.zeros(shape, dtype=np.int64)
+        self.s_prev = np.zeros(shape, dtype=np.int64)
+        self.s_int = np.zeros(shape, dtype=np.int64)
+        self.n = np.zeros(shape, dtype=np.int64)
+        self.tilde = np.zeros(shape)
+        self.c = np.zeros(shape)
+        self.h = np.zeros(shape)
+        self.phase = np.full(shape, EXPLORE, dtype=np.int64)
+        self.pos = np.zeros(shape, dtype=np.int64)
+        self.length = np.zeros(shape, dtype=np.int64)
+        self.committed = np.zeros(shape, dtype=np.int64)
+        self.epoch_sum = np.zeros((B, N, K))
+        self.own_sum = np.zeros((B, N, K))
+        self.own_count = np.zeros((B, N, K))
+        self.ybar = np.zeros((B, N, K))
+        self.aggregate = np.zeros((B, N, K))
+        self.explored_last = np.zeros(shape, dtype=bool)
+        self.upload_step = np.full(shape, -1, dtype=np.int64)
+        self.rounds_done = np.zeros(B, dtype=np.int64)
+        self.uploads = np.zeros(B, dtype=np.int64)
+        self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
+        self._privacy_rng = rng.child("privacy").generators  # one Generator per run
+        self._bidx, self._iidx = np.indices(shape)
+        delta = self.config.delta_per_run(B)
+        self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
+        self._reset_channel(facts)
+        self._start_epoch(np.ones(shape, dtype=bool), step=0)
+
+    def _reset_channel(self, facts: FederationFacts) -> None:
+        """Subclass hook for per-channel receive buffers."""
+
+    # ------------------------------------------------------------------ epochs
+    def _start_epoch(self, mask: np.ndarray, step: int) -> None:
+        """Next epoch for the (run, agent) pairs in ``mask``: schedule, order, or commit."""
+        cfg = self.config
+        self.s_prev[mask] = self.s_int[mask]
+        self.r[mask] += 1
+        budget_over = cfg.rounds is not None and self.r > cfg.rounds
+        commit = mask & ((self.num_active == 1) | budget_over)
+        if commit.any():
+            score = np.where(self.active, self.aggregate, -np.inf)
+            self.committed[commit] = np.argmax(score, axis=2)[commit]
+            self.phase[commit] = COMMIT
+        go = mask & ~commit
+        if not go.any():
+            return
+        r, na = self.r[go], self.num_active[go]
+        tilde = schedule.resolution(r, cfg.rounds, None if self.delta is None else self.delta[go])
+        kw = dict(
+            num_arms=self.num_arms, horizon=self.horizon, n_eff=self.n_eff, eps_msg=self.eps_msg
+        )
+        s_int = schedule.integer_target(schedule.sample_target(r, na, tilde, **kw), self.s_prev[go])
+        c, h = schedule.widths(r, na, s_int, **kw)
+        self.tilde[go], self.s_int[go], self.c[go], self.h[go] = tilde, s_int, c, h
+        self.n[go] = s_int - self.s_prev[go]
+        self.length[go] = na * self.n[go]
+        self.pos[go] = 0
+        self.phase[go] = EXPLORE
+        self.epoch_sum[go] = 0.0
+        self.order[go] = np.argsort(~self.active[go], axis=1, kind="stable")
+
+    def _privatise(self, done: np.ndarray) -> None:
+        """§2.1: ``yhat = epoch mean + Lap(1/(eps_msg n_r))``; fold into ``ybar``."""
+        n = self.n[done][:, None].astype(np.float64)
+        xhat = self.epoch_sum[done] / n
+        if math.isinf(self.eps_msg):
+            yhat = xhat
+        else:
+            noise = np.zeros(self.ybar.shape)
+            for b in np.flatnonzero(done.any(axis=1)):
+                mechanism = LaplaceMechanism(self.eps_msg, sensitivity=1.0 / self.n[b, 0])
+                noise[b] = mechanism.noise(noise.shape[1:], self._privacy_rng[b])
+            yhat = xhat + noise[done]
+        s_new = self.s_int[done][:, None].astype(np.float64)
+        s_old = self.s_prev[done][:, None].astype(np.float64)
+        ybar = (s_old / s_new) * self.ybar[done] + (n / s_new) * yhat
+        self.ybar[done] = np.where(self.active[done], ybar, 0.0)
+
+    def _eliminate(self, ready: np.ndarray, aggregate: np.ndarray, step: int) -> None:
+        """§2.1: keep ``k`` iff ``max_j ybar_j - ybar_k < 2 C(r)`` (all drops at once)."""
+        agg = np.where(self.active, aggregate, -np.inf)
+        best = agg.max(axis=2, keepdims=True)
+        width = (self.c + self.h)[..., None]
+        keep = self.active & (best - agg < 2.0 * width)
+        before = self.num_active.copy()
+        self.aggregate[ready] = aggregate[ready]
+        self.active[ready] = keep[ready]
+        self.num_active = self.active.sum(axis=2)
+        for b in np.flatnonzero(ready[:, 0]):
+            self.rounds_done[b] += 1
+            self.history[b].append(
+                RoundRecord(
+                    r=int(self.r[b, 0]),
+                    step=step,
+                    tilde=float(self.tilde[b, 0]),
+                    s_int=int(self.s_int[b, 0]),
+                    n=int(self.n[b, 0]),
+                    c=float(self.c[b, 0]),
+                    h=float(self.h[b, 0]),
+                    noise_scale=LaplaceMechanism(self.eps_msg, 1.0 / self.n[b, 0]).scale,
+                    active_before=int(before[b, 0]),
+                    active_after=int(self.num_active[b, 0]),
+                )
+            )
+
+    def _greedy(self) -> np.ndarray:
+        """A7: own non-noisy exploration mean, argmax over the active set, lowest index on ties."""
+        mean = np.where(self.own_count > 0, self.own_sum / np.maximum(self.own_count, 1), -np.inf)
+        return np.argmax(np.where(self.active, mean, -np.inf), axis=2)
+
+    # ------------------------------------------------------------------ step
+    def act(self, obs: VecObservation) -> TeamAction:
+        step = obs.step + 1  # the step these arms are for
+        if obs.step > 0:
+            self._fold(obs)
+        self._receive(obs)
+        done = (self.phase == EXPLORE) & (self.pos >= self.length)
+        upload = None
+        if done.any():
+            self._privatise(done)
+            self.phase[done] = COMMUNICATE
+            self.pos[done] = 0
+            self.upload_step[done] = step
+            self.uploads += done[:, 0]
+            upload = done
+        ready = (self.phase == COMMUNICATE) & (self.pos > self.delay)
+        if ready.any():
+            self._eliminate(ready, self._aggregate(obs, ready), step)
+            self._start_epoch(ready, step)
+        explore = self.phase == EXPLORE
+        communicate = self.phase == COMMUNICATE
+        slot = np.where(explore, self.pos % np.maximum(self.num_active, 1), 0)
+        arms = np.take_along_axis(self.order, slot[..., None], axis=2)[..., 0]
+        if communicate.any():
+            arms = np.where(communicate, self._greedy(), arms)
+        arms = np.where(self.phase == COMMIT, self.committed, arms)
+        self.pos[explore | communicate] += 1
+        self.explored_last = explore
+        messages = {} if upload is None else self._messages(upload)
+        return TeamAction(arms, messages)
+
+    def _fold(self, obs: VecObservation) -> None:
+        """Add last step's exploration reward to the epoch sums and the agent's own means."""
+        was = self.explored_last
+        if not was.any():
+            return
+        b, i = self._bidx[was], self._iidx[was]
+        arm = obs.last_arm[was]
+        reward = obs.last_reward[was]
+        self.epoch_sum[b, i, arm] += reward
+        self.own_sum[b, i, arm] += reward
+        self.own_count[b, i, arm] += 1
+
+    # ------------------------------------------------------------------ channel hooks
+    def _receive(self, obs: VecObservation) -> None:
+        """Per-step hook to collect multi-step deliveries (DDP)."""
+
+    @abstractmethod
+    def _aggregate(self, obs: VecObservation, ready: np.ndarray) -> np.ndarray:
+        """Each agent's aggregate ``ybar_k(r)`` (B, N, K), valid where ``ready``."""
+
+    @abstractmethod
+    def _messages(self, upload: np.ndarray) -> dict[str, Any]:
+        """Channel messages of an upload slot: ``{name: (send (B, N), payload (B, N, K))}``."""
+
+    def _check_channel_drop(self, facts: FederationFacts) -> None:
+        drop = facts.channels[self.channel_name].get("drop_prob", 0.0)
+        if drop:
+            raise ConfigError(
+                f"{self.agent_id}: channels.{self.channel_name}.drop_prob: expected 0 (the "
+                f"lock-step elimination needs every message), got {drop}"
+            )

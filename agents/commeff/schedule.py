@@ -1,0 +1,75 @@
+"""The shared elimination schedule of CDP/DDP/HDP-MAB (commeff.md §2.1, §2.3, §2.9).
+
+Pure functions of public quantities (epoch ``r``, active-set size, K, T, N_eff, the per-message
+privacy level), vectorised over arrays of epochs. All logs are natural logs (A21).
+
+* resolution target ``tilde_r``: ``2^-r`` (doubling, Alg. 1/3/5) or ``delta^(r/R)`` (budget R, §2.3a);
+* cumulative per-arm sample target ``S(r)`` and its integerisation ``S_int`` (A2/A17);
+* elimination width ``C(r) = c(r) + h(r)`` (Hoeffding part + Laplace part).
+
+With ``eps_msg`` the DP level of one message (§2.9), the paper's formulas are the case
+``eps_msg = N_eff * epsilon``: ``h = r sqrt(8 L_K) / (sqrt(N_eff) eps_msg S)`` and the privacy term
+of ``S`` is ``8 r sqrt(2 L_K) / (sqrt(N_eff) eps_msg tilde)``. ``eps_msg = inf`` means no noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+S_INT_CAP = float(2**53)
+
+
+def resolution(r: np.ndarray, rounds: int | None, delta) -> np.ndarray:
+    """``tilde_r = 2^-r`` (doubling) or ``delta^(r/R)`` (round budget R, §2.3a); ``delta`` is a
+    number or an array broadcasting with ``r``."""
+    r = np.asarray(r, dtype=np.float64)
+    if rounds is None:
+        return 2.0**-r
+    return np.asarray(delta, dtype=np.float64) ** (r / rounds)
+
+
+def _logs(r, num_active, num_arms: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    r = np.asarray(r, dtype=np.float64)
+    l_i = np.log(8.0 * np.asarray(num_active, dtype=np.float64) * r**2 * horizon)
+    l_k = np.log(8.0 * num_arms * r**2 * horizon)
+    return l_i, l_k
+
+
+def sample_target(
+    r, num_active, tilde, *, num_arms: int, horizon: int, n_eff: int, eps_msg: float
+) -> np.ndarray:
+    """Real-valued ``S(r) = max{8 L_I / (N tilde^2), 8 r sqrt(2 L_K) / (sqrt(N) eps_msg tilde)}``."""
+    l_i, l_k = _logs(r, num_active, num_arms, horizon)
+    hoeffding = 8.0 * l_i / (n_eff * tilde**2)
+    if math.isinf(eps_msg):
+        return hoeffding
+    privacy = 8.0 * np.asarray(r) * np.sqrt(2.0 * l_k) / (math.sqrt(n_eff) * eps_msg * tilde)
+    return np.maximum(hoeffding, privacy)
+
+
+def integer_target(s_real: np.ndarray, s_prev: np.ndarray) -> np.ndarray:
+    """A2/A17: ``S_int(r) = max(ceil(S(r)), S_int(r-1) + 1)`` so every epoch has ``n_r >= 1``.
+
+    Capped at 2^53 (an epoch longer than any horizon) so the integer cast cannot overflow."""
+    s_cap = np.minimum(np.ceil(s_real), S_INT_CAP).astype(np.int64)
+    return np.maximum(s_cap, np.asarray(s_prev, dtype=np.int64) + 1)
+
+
+def widths(
+    r, num_active, s_int, *, num_arms: int, horizon: int, n_eff: int, eps_msg: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(c(r), h(r))``: ``c = sqrt(L_I / (2 N S))`` and ``h = r sqrt(8 L_K)/(sqrt(N) eps_msg S)``."""
+    l_i, l_k = _logs(r, num_active, num_arms, horizon)
+    s = np.asarray(s_int, dtype=np.float64)
+    c = np.sqrt(l_i / (2.0 * n_eff * s))
+    if math.isinf(eps_msg):
+        return c, np.zeros_like(c)
+    h = np.asarray(r) * np.sqrt(8.0 * l_k) / (math.sqrt(n_eff) * eps_msg * s)
+    return c, h
+
+
+def max_rounds(min_gap: float) -> int:
+    """Thm. 1: the doubling schedule needs at most ``ceil(log2(1/Delta) + 1)`` rounds (A21)."""
+    return math.ceil(math.log2(1.0 / min_gap) + 1.0)

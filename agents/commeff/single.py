@@ -1,0 +1,41 @@
+"""Single-MAB baseline of Fig. 8 (commeff.md §2.10): every agent runs the elimination alone.
+
+``N_eff = 1`` in every formula, no communication, non-private by default (``epsilon = inf``:
+nothing is released). Each agent eliminates with its own running mean ``ybar_i``. For uniformity
+with the federated agents it keeps the one local-greedy slot per round (see
+:mod:`agents.commeff.base`). Not registered: a baseline for the reproduction script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.commeff.base import EliminationTeam
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.policy import FederationFacts
+
+
+class SingleMAB(EliminationTeam):
+    """Independent per-agent elimination (``N_eff = 1``, no messages)."""
+
+    agent_id = "single_mab"
+
+    def __init__(
+        self,
+        epsilon: float = float("inf"),
+        privacy: str = "paper",
+        rounds: int | None = None,
+        delta: float | Sequence[float] | None = None,
+    ):
+        super().__init__(epsilon, privacy, rounds, delta)
+
+    def _bind(self, facts: FederationFacts) -> tuple[int, int]:
+        return 1, 0
+
+    def _aggregate(self, obs: VecObservation, ready: np.ndarray) -> np.ndarray:
+        return self.ybar
+
+    def _messages(self, upload: np.ndarray):
+        return {}

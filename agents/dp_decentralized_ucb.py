@@ -1,0 +1,209 @@
+"""DP-Decentralized UCB (dp-recsys.md §4, the paper's Algorithm 2), registered as ``dp_dec_ucb``.
+
+Running consensus over the ``neighbors`` channel (dim 2K) with ``P = I - (kappa/d_max) L``
+(§4.1; ``kappa`` defaults to ``d_max/(d_max+1)``, A13). Agent i keeps, per arm j, the consensus
+count ``nhat_ij`` and the consensus private sum ``shat_ij`` and, each step, sends
+``(nhat_i + xi_i, shat_i + ds_i)`` to its neighbours, where ``xi_ij = 1[last arm = j]`` and
+``ds_ij`` is the increment of its hybrid counter of arm j (the repaired update A10). From what it
+receives it applies row i of ``P``:
+
+    nhat_i <- P_ii (nhat_i + xi_i) + sum_{k in N(i)} P_ik (nhat_k + xi_k)      (same for shat)
+
+and plays the argmax (uniform random tie-break from its own ``tiebreak`` stream, A15) of
+
+    I_ij = shat_ij/nhat_ij + sigma sqrt(2 rho (nhat_ij + c_i)/(M nhat_ij) ln t / nhat_ij)
+           + upsilon(nhat_ij)/nhat_ij,   upsilon(n) = (1/eps)(ln 2 + rho ln T) ln^{1.5} max(n, 1)
+
+(§4.4; ``delta = T^-rho / 2`` with T the environment's horizon or ``delta_horizon``, A7/A25; ``sigma = index_sigma``, default 1 = the paper's pseudocode, A11;
+``c_i`` from :mod:`agents.graph_constants`, ``ci_mode`` per A13). ``epsilon = inf`` gives the
+non-private coop-UCB. Privacy: pure epsilon-DP per agent (A7, A22); counts travel in the clear.
+
+Deviation (environment timing, docs/writing-agents.md): a message submitted with the arm of step t
+is delivered with the observation of step t, so the mixing done before choosing the arm of step
+t + 1 uses the values every agent sent at step t. The paper's recursion therefore runs exactly,
+one step late: the estimates used at step t are the paper's ``nhat(t-1)``, ``shat(t-1)`` (pulls
+of steps 1..t-2). Initialisation: steps 1..K pull arms 0..K-1 (A1, A18: consensus from step 1 with
+zero state) and step K+1 repeats arm 0 (the K-th pull has not been mixed yet); from step K+2 on
+``nhat >= 1`` and the index is used. Invariants (§4.5, shifted by that step): ``nhat == 1`` at step
+K+2; ``sum_i nhat_ij = sum_i n_ij`` and ``sum_i shat_ij = sum_i s_ij`` over the pulls of steps
+1..t-2. A dropped message (``drop_prob > 0``, not in the paper) gives its weight to the receiver's
+own value, so rows stay stochastic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.dp_recsys_common import (
+    check_clip,
+    check_delta_horizon,
+    check_epsilon,
+    check_facts,
+    check_positive,
+    make_running_sums,
+    privacy_width,
+)
+from agents.graph_constants import CI_MODES, GraphConstants, graph_constants
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.graphs import GraphError, consensus_weights, default_kappa
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.seeding import BatchedRNG
+
+AGENT_ID = "dp_dec_ucb"
+CHANNEL = "neighbors"
+
+
+@dataclass(frozen=True)
+class DPDecentralizedConfig:
+    """Validated parameters (dp-recsys.md §4.4, A11, A13, A14)."""
+
+    epsilon: float = 2.0
+    rho: float = 2.0
+    kappa: float | None = None
+    index_sigma: float = 1.0
+    clip: tuple[float, float] = (0.0, 1.0)
+    ci_mode: str = "per_agent"
+    delta_horizon: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
+        rho = self.rho
+        if isinstance(rho, bool) or not isinstance(rho, int | float) or not rho > 1:
+            raise ConfigError(f"{AGENT_ID}: rho: expected a number > 1 (A14), got {rho!r}")
+        if not math.isfinite(rho):
+            raise ConfigError(f"{AGENT_ID}: rho: expected a finite number > 1, got {rho!r}")
+        kappa = self.kappa
+        if kappa is not None and (
+            isinstance(kappa, bool)
+            or not isinstance(kappa, int | float)
+            or not (math.isfinite(kappa) and 0 < kappa <= 1)
+        ):
+            raise ConfigError(
+                f"{AGENT_ID}: kappa: expected a number in (0, 1] or None (d_max/(d_max+1)), "
+                f"got {kappa!r}"
+            )
+        check_positive(AGENT_ID, "index_sigma", self.index_sigma)
+        object.__setattr__(self, "clip", check_clip(AGENT_ID, self.clip))
+        if self.ci_mode not in CI_MODES:
+            raise ConfigError(
+                f"{AGENT_ID}: ci_mode: expected one of {CI_MODES}, got {self.ci_mode!r}"
+            )
+        object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
+
+
+def mixing_setup(
+    facts: FederationFacts, kappa: float | None
+) -> tuple[float, np.ndarray, GraphConstants]:
+    """``kappa``, ``P`` and the graph constants of the facts' topology; errors name the agent."""
+    topo = facts.topology
+    if topo.num_components != 1:
+        raise ConfigError(
+            f"{AGENT_ID}: topology: expected one connected graph, got {topo.num_components} "
+            f"components ({topo.kind!r})"
+        )
+    k = default_kappa(topo.graph) if kappa is None else float(kappa)
+    try:
+        P = consensus_weights(topo.graph, k)
+        constants = graph_constants(P, kappa=k)
+    except GraphError as err:
+        raise ConfigError(f"{AGENT_ID}: {err} (topology {topo.kind!r})") from None
+    return k, P, constants
+
+
+class DPDecentralizedUCB(TeamPolicy):
+    """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
+
+    agent_id = AGENT_ID
+
+    def __init__(
+        self,
+        epsilon: float = 2.0,
+        rho: float = 2.0,
+        kappa: float | None = None,
+        index_sigma: float = 1.0,
+        clip: tuple[float, float] = (0.0, 1.0),
+        ci_mode: str = "per_agent",
+        delta_horizon: int | None = None,
+    ):
+        clip = tuple(clip) if isinstance(clip, list | tuple) else clip
+        self.config = DPDecentralizedConfig(
+            epsilon, rho, kappa, index_sigma, clip, ci_mode, delta_horizon
+        )
+
+    def channel_spec(self, config: EnvConfig):
+        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
+
+    # ---------------------------------------------------------------------------- reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        cfg = self.config
+        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + 1)
+        self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
+        self.kappa, self.P, self.constants = mixing_setup(facts, cfg.kappa)
+        B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
+        c = self.constants.c
+        self.c = np.full(N, c.max()) if cfg.ci_mode == "max" else c.copy()
+        senders = facts.topology.neighbors  # (N, D), -1 padded: what the channel delivers
+        valid = senders >= 0
+        self.neighbor_weight = np.where(valid, self.P[np.arange(N)[:, None], senders], 0.0)
+        self.self_weight = self.P.diagonal().copy()
+        self.num_agents, self.num_arms = N, K
+        horizon = cfg.delta_horizon or facts.horizon
+        self.ln_inv_delta = math.log(2.0) + cfg.rho * math.log(horizon)  # delta = T^-rho/2
+        self.sums = make_running_sums(
+            cfg.epsilon, (B, N, K), cfg.clip, rng.child("privacy"), facts.horizon
+        )
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, K))
+        self._b, self._i = np.indices((B, N))
+        self.nhat = np.zeros((B, N, K))
+        self.shat = np.zeros((B, N, K))
+        self.outgoing = np.zeros((B, N, 2 * K))  # (nhat + xi, shat + ds) sent with the last arm
+        self._send = np.ones((B, N), dtype=bool)
+
+    # ------------------------------------------------------------------------------ act
+    def _mix(self, obs: VecObservation) -> None:
+        """Row i of P applied to agent i's own last message and its neighbours' (A10, A18)."""
+        heard = obs.deliveries[CHANNEL]
+        w = self.neighbor_weight * heard.mask  # (B, N, D)
+        own = self.self_weight + (self.neighbor_weight - w).sum(axis=2)  # lost weight -> self
+        received = (w[..., None] * heard.payload).sum(axis=2)  # not matmul: batch-size exact
+        mixed = own[..., None] * self.outgoing + received
+        K = self.num_arms
+        self.nhat, self.shat = mixed[..., :K], mixed[..., K:]
+
+    def _fold_in_reward(self, obs: VecObservation) -> None:
+        """Own pull of the last step: ``xi`` and the counter increment ``ds`` go out next."""
+        K = self.num_arms
+        increment = np.zeros_like(self.outgoing)
+        if obs.step > 0:
+            arm = obs.last_arm
+            before = self.sums.value[self._b, self._i, arm]
+            after = self.sums.insert(arm, obs.last_reward)
+            increment[self._b, self._i, arm] = 1.0
+            increment[self._b, self._i, K + arm] = after - before
+        self.outgoing = np.concatenate([self.nhat, self.shat], axis=2) + increment
+
+    def index(self, t: int) -> np.ndarray:
+        """The DP-Dec-UCB index (B, N, K) at step ``t`` from the consensus state (§4.4)."""
+        cfg = self.config
+        n = self.nhat
+        spread = (n + self.c[None, :, None]) / (self.num_agents * n)
+        width = cfg.index_sigma * np.sqrt(2.0 * cfg.rho * spread * math.log(t) / n)
+        return self.shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        t = obs.step + 1
+        K = self.num_arms
+        self._mix(obs)
+        self._fold_in_reward(obs)
+        if t <= K + 1:
+            arms = np.full(self._b.shape, (t - 1) % K, dtype=np.int64)
+        else:
+            index = self.index(t)
+            ties = index == index.max(axis=2, keepdims=True)
+            arms = np.argmax(np.where(ties, self._tiebreak.next(), -1.0), axis=2)
+        return TeamAction(arms, {CHANNEL: (self._send, self.outgoing.copy())})

@@ -1,0 +1,163 @@
+"""DP-Master-worker UCB (dp-recsys.md §3, the paper's Algorithm 1), registered as ``dp_mw_ucb``.
+
+Every agent keeps one hybrid counter per arm (§2.5) whose output ``s_ij`` is its private reward
+sum. In a *decision round* each agent uploads its index vector over the ``server`` channel
+(kind ``server``, aggregate ``"mean"``, dim K, full participation),
+
+    I_ij(t) = s_ij/n_ij + sqrt(2 ln t / n_ij) + upsilon(n_ij)/n_ij,
+    upsilon(n) = (1/eps) ln(1/delta) ln^{1.5} n,   delta = T^-4  (§3.1, A5-A7),
+
+the server averages the vectors and broadcasts ``I^avg``, and every agent plays
+``argmax_j I^avg_j`` with the common tie-break "lowest arm index" (A15), so all agents play the
+same arm (lock step, §3.4). Decisions happen only when ``eta`` — rounds since the last switch,
+1 in the first round after initialisation — is a power of two (A3, A4: no previous arm at the
+first decision, so it counts as a switch); agents send nothing in the other rounds, which the
+ledger shows. ``epsilon = inf`` gives the non-private variant (exact sums, no privacy width).
+Privacy: pure epsilon-DP per agent over the whole transcript (A7, A22): each reward enters one
+counter; the uploads are post-processing of counter outputs and public counts.
+
+Deviation (environment timing, docs/writing-agents.md): arms and messages are submitted together
+and the server's average reaches the agents one step later. A decision round t here means
+"upload the indices computed from the pulls of steps 1..t-1 together with the pull of step t, and
+play the argmax from step t+1": the arm of step t itself is the one held before (one step of
+latency). The ``eta`` schedule is the paper's, counted in upload steps; a switch detected from the
+reply to the upload of step t resets ``eta(t) = 1``, so the next upload is at t+1 (hold lengths
+1, 2, 4, ...). Initialisation: steps 1..K pull arms 0..K-1 (A1, A2); step K+1 (the first decision
+round, whose answer is not back yet) repeats arm 0. All agents play the same arm in every step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.dp_recsys_common import (
+    check_clip,
+    check_delta_horizon,
+    check_epsilon,
+    check_facts,
+    make_running_sums,
+    privacy_width,
+)
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.seeding import BatchedRNG
+
+AGENT_ID = "dp_mw_ucb"
+CHANNEL = "server"
+
+
+@dataclass(frozen=True)
+class DPMasterWorkerConfig:
+    """``epsilon`` > 0 (``math.inf``: non-private); ``clip``: the counters' input range (A9);
+    ``delta_horizon``: the T of ``delta = T^-4`` (None: the environment's horizon, A7/A25)."""
+
+    epsilon: float = 2.0
+    clip: tuple[float, float] = (0.0, 1.0)
+    delta_horizon: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
+        object.__setattr__(self, "clip", check_clip(AGENT_ID, self.clip))
+        object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
+
+
+def is_power_of_two(x: np.ndarray) -> np.ndarray:
+    """Element-wise ``x`` in {1, 2, 4, ...} for positive ints."""
+    return (x > 0) & ((x & (x - 1)) == 0)
+
+
+class DPMasterWorkerUCB(TeamPolicy):
+    """Batched DP-MW-UCB over B runs and N (the paper's M) agents; see the module docstring."""
+
+    agent_id = AGENT_ID
+
+    def __init__(
+        self,
+        epsilon: float = 2.0,
+        clip: tuple[float, float] = (0.0, 1.0),
+        delta_horizon: int | None = None,
+    ):
+        clip = tuple(clip) if isinstance(clip, list | tuple) else clip
+        self.config = DPMasterWorkerConfig(epsilon, clip, delta_horizon)
+
+    def channel_spec(self, config: EnvConfig):
+        return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
+
+    # ---------------------------------------------------------------------------- reset
+    def _check_channel(self, facts: FederationFacts) -> None:
+        self.require_channel(facts, CHANNEL, "server", facts.num_arms)
+        have = facts.channels[CHANNEL]
+        if have.get("aggregate") != "mean" or have.get("participation") != 1.0:
+            raise ConfigError(
+                f"{AGENT_ID}: channels.{CHANNEL}: expected aggregate 'mean' with participation "
+                f"1.0 (the server averages all M index vectors), got aggregate "
+                f"{have.get('aggregate')!r} with participation {have.get('participation')!r}"
+            )
+
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + 1)
+        self._check_channel(facts)
+        B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
+        self.num_arms = K
+        horizon = self.config.delta_horizon or facts.horizon
+        self.ln_inv_delta = 4.0 * math.log(horizon)  # delta = T^-4 (§3.1)
+        self.counts = np.zeros((B, N, K))
+        self.sums = make_running_sums(
+            self.config.epsilon, (B, N, K), self.config.clip, rng.child("privacy"), facts.horizon
+        )
+        self._b, self._i = np.indices((B, N))
+        self.held = np.zeros((B, N), dtype=np.int64)  # the arm played outside decision rounds
+        self.undecided = np.ones((B, N), dtype=bool)  # no decision yet (a_prev = None, A4)
+        self.eta = np.ones((B, N), dtype=np.int64)
+        self.uploaded = np.zeros((B, N), dtype=bool)  # sent an index vector with the last pull
+        self.decision_rounds = np.zeros(B, dtype=np.int64)
+        self._zeros = np.zeros((B, N, K))
+
+    # ------------------------------------------------------------------------------ act
+    def index(self, t: int) -> np.ndarray:
+        """Private UCB indices (B, N, K) at round ``t`` from the current sums and counts."""
+        n = self.counts
+        width = np.sqrt(2.0 * math.log(t) / n)
+        return (
+            self.sums.value / n + width + privacy_width(n, self.config.epsilon, self.ln_inv_delta)
+        )
+
+    def _fold_in_reward(self, obs: VecObservation) -> None:
+        arm = obs.last_arm
+        self.sums.insert(arm, obs.last_reward)
+        self.counts[self._b, self._i, arm] += 1.0
+
+    def _fold_in_reply(self, obs: VecObservation) -> None:
+        """The server's average of the uploads of the last step: the new decision."""
+        reply = obs.deliveries[CHANNEL]
+        got = self.uploaded & (reply.count > 0)[:, None]
+        new = np.argmax(reply.aggregate, axis=1)[:, None]  # lowest index on ties (A15)
+        switched = got & (self.undecided | (new != self.held))
+        self.held = np.where(got, new, self.held)
+        self.undecided &= ~got
+        self.eta = np.where(switched, 1, self.eta)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        t = obs.step + 1
+        K = self.num_arms
+        if obs.step > 0:
+            self._fold_in_reward(obs)
+        if t <= K:
+            arms = np.full(self.held.shape, t - 1, dtype=np.int64)
+            self.uploaded = np.zeros_like(self.uploaded)
+            return TeamAction(arms, {CHANNEL: (self.uploaded, self._zeros)})
+        if t > K + 1:
+            self._fold_in_reply(obs)
+            self.eta += 1
+        decide = is_power_of_two(self.eta)
+        payload = self._zeros
+        if decide.any():
+            payload = np.where(decide[..., None], self.index(t), 0.0)
+        self.uploaded = decide
+        self.decision_rounds += decide.any(axis=1)
+        return TeamAction(self.held.copy(), {CHANNEL: (decide, payload)})

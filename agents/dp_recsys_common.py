@@ -1,0 +1,170 @@
+"""What the two agents of the DP recommender paper share (dp-recsys.md §2.4-§2.5, §3.1, §4.4).
+
+* :class:`ExactSums` — the running reward sums of every (run, agent, arm), without noise: the
+  ``epsilon = inf`` (non-private) stand-in for one hybrid counter per agent and arm (§2.5).
+* :class:`HybridSums` — the private sums of every (run, agent, arm): one Chan–Shi–Song hybrid
+  counter per agent and arm (§2.3), :class:`fedbandit_env.privacy.HybridCounter` over (N, K),
+  fed with each agent's reward at the pulled arm (mask = one-hot of the arm);
+* :func:`make_running_sums` — :class:`HybridSums` for a finite ``epsilon``, :class:`ExactSums`
+  (same outputs as the counter at ``epsilon = inf``, faster) otherwise.
+* :func:`privacy_width` — the privacy width ``upsilon(n)/n`` with
+  ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (§2.4, A5, A6).
+* validation helpers that raise :class:`fedbandit_env.ConfigError` naming the agent id and field.
+
+Clipping (A9): rewards are clipped to ``clip = (lo, hi)`` (default ``[0, 1]``) only when they are
+inserted into the counters; the sensitivity of a counter is ``hi - lo``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import numpy as np
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.privacy import HybridCounter
+from fedbandit_env.seeding import BatchedRNG
+
+MULTI_ARMED_FAMILIES = ("homogeneous", "heterogeneous")
+
+
+class RunningSums(Protocol):
+    """Per (run, agent, arm) running sums; ``value`` (B, N, K) holds the latest outputs."""
+
+    value: np.ndarray
+
+    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
+        """Insert each agent's reward (B, N) into its counter of ``arm`` (B, N); return the
+        new outputs of those counters (B, N)."""
+
+
+class ExactSums:
+    """Exact running sums of the clipped rewards (the non-private counters, ``epsilon = inf``)."""
+
+    def __init__(self, shape: tuple[int, int, int], clip: tuple[float, float]):
+        self.value = np.zeros(shape)
+        self.lo, self.hi = clip
+        self._b, self._i = np.indices(shape[:2])
+
+    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
+        idx = (self._b, self._i, arm)
+        self.value[idx] += np.clip(reward, self.lo, self.hi)
+        return self.value[idx]
+
+
+class HybridSums:
+    """One hybrid counter per (run, agent, arm) (§2.3, §2.5); ``value`` is their latest release.
+
+    The counter draws one standard Laplace per counter per step (used only by the counter that
+    receives the item), from the agents' ``privacy`` stream, so a run's noise does not depend on
+    the other runs of its batch or on the arms pulled.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        shape: tuple[int, int, int],
+        clip: tuple[float, float],
+        rng: BatchedRNG,
+        horizon: int,
+    ):
+        self.counter = HybridCounter(shape[1:], horizon, epsilon, rng=rng, bounds=clip)
+        self.value = np.zeros(shape)
+        self._b, self._i = np.indices(shape[:2])
+        self._arms = np.arange(shape[2])
+
+    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
+        mask = arm[..., None] == self._arms
+        self.value = self.counter.insert(np.where(mask, reward[..., None], 0.0), mask)
+        return self.value[self._b, self._i, arm]
+
+
+def make_running_sums(
+    epsilon: float,
+    shape: tuple[int, int, int],
+    clip: tuple[float, float],
+    rng: BatchedRNG,
+    horizon: int,
+) -> RunningSums:
+    """One counter per (run, agent, arm): exact sums for ``epsilon = inf``, hybrid counters
+    (dp-recsys.md §2.3) otherwise; their noise comes from ``rng`` (the agents' ``privacy`` child)."""
+    if math.isinf(epsilon):
+        return ExactSums(shape, clip)
+    return HybridSums(epsilon, shape, clip, rng, horizon)
+
+
+def privacy_width(n: np.ndarray, epsilon: float, ln_inv_delta: float) -> np.ndarray:
+    """``upsilon(n)/n`` with ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (§2.4).
+
+    Zero at ``n = 1`` (A6, faithful) and for ``epsilon = inf``. ``n`` must be >= 1 where used.
+    """
+    if math.isinf(epsilon):
+        return np.zeros_like(n, dtype=np.float64)
+    upsilon = ln_inv_delta / epsilon * np.log(np.maximum(n, 1.0)) ** 1.5
+    return upsilon / n
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+
+
+def check_epsilon(agent_id: str, epsilon: Any) -> float:
+    """``epsilon > 0``; ``math.inf`` selects the non-private variant."""
+    if not _is_number(epsilon) or math.isnan(epsilon) or epsilon <= 0:
+        raise ConfigError(
+            f"{agent_id}: epsilon: expected a number > 0 (math.inf for the non-private "
+            f"variant), got {epsilon!r}"
+        )
+    return float(epsilon)
+
+
+def check_positive(agent_id: str, name: str, value: Any) -> float:
+    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{agent_id}: {name}: expected a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_delta_horizon(agent_id: str, value: Any) -> int | None:
+    """``None`` (use the environment's horizon T) or an int >= 2: the T in delta (A7, A25)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
+        raise ConfigError(
+            f"{agent_id}: delta_horizon: expected None (the env's horizon) or an int >= 2, "
+            f"got {value!r}"
+        )
+    return int(value)
+
+
+def check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
+    """``(lo, hi)`` with finite ``lo < hi``: the counters' input range (A9)."""
+    ok = (
+        isinstance(clip, tuple | list)
+        and len(clip) == 2
+        and all(_is_number(c) and math.isfinite(c) for c in clip)
+        and clip[0] < clip[1]
+    )
+    if not ok:
+        raise ConfigError(f"{agent_id}: clip: expected (lo, hi) with finite lo < hi, got {clip!r}")
+    return float(clip[0]), float(clip[1])
+
+
+def check_facts(agent_id: str, facts: FederationFacts, init_steps: int) -> None:
+    """A multi-armed family and a horizon longer than the initialisation (``init_steps``)."""
+    if facts.family not in MULTI_ARMED_FAMILIES:
+        raise ConfigError(
+            f"{agent_id}: family: expected one of {MULTI_ARMED_FAMILIES} (multi-armed bandit), "
+            f"got {facts.family!r}"
+        )
+    if facts.horizon <= init_steps:
+        raise ConfigError(
+            f"{agent_id}: horizon: expected more than {init_steps} steps (the initialisation: "
+            f"K = {facts.num_arms} round-robin steps plus one step of message latency, during "
+            f"which arm 0 is pulled again), "
+            f"got {facts.horizon}"
+        )

@@ -1,0 +1,95 @@
+"""Privacy mechanisms, vectorized over (runs B, agents N, arms M) where it applies (DESIGN.md §4).
+
+* :mod:`.calibration` — Laplace scale, Gaussian sigma (classic and analytic), validators.
+* :mod:`.mechanisms` — ``LaplaceMechanism``, ``GaussianMechanism``, symmetric Gaussian matrices.
+* :mod:`.dyadic` — dyadic block decompositions used by the tree counters.
+* :mod:`.tree_counter` — binary-tree continual counter (specs/gossip.md §2.4).
+* :mod:`.hybrid_counter` — Chan–Shi–Song hybrid counter (specs/dp-recsys.md §2.3).
+* :mod:`.gram_tree` — tree-based Gaussian mechanism over Gram matrices (specs/linear.md §2.3–2.4).
+* :mod:`.accountant` — per-agent, per-channel ledger; basic, advanced and zCDP composition.
+* :mod:`.audit` — empirical lower bound on epsilon from neighbouring inputs.
+"""
+
+from fedbandit_env.privacy.accountant import (
+    PrivacyAccountant,
+    PrivacySpent,
+    advanced_composition,
+    basic_composition,
+    pure_dp_zcdp_rho,
+    zcdp_to_dp,
+)
+from fedbandit_env.privacy.audit import (
+    AuditResult,
+    audit_epsilon,
+    audit_output_mechanism,
+    clopper_pearson,
+    neighbouring_stream,
+)
+from fedbandit_env.privacy.calibration import (
+    analytic_gaussian_sigma,
+    check_delta,
+    check_epsilon,
+    check_sensitivity,
+    classic_gaussian_sigma,
+    gaussian_delta,
+    gaussian_sigma,
+    gaussian_zcdp_rho,
+    laplace_scale,
+)
+from fedbandit_env.privacy.dyadic import blocks_containing, dyadic_blocks
+from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
+from fedbandit_env.privacy.gram_tree import (
+    GramRelease,
+    GramTreeConstants,
+    GramTreePrivatizer,
+    linear_privacy_constants,
+)
+from fedbandit_env.privacy.hybrid_counter import (
+    HybridCounter,
+    hybrid_noise_std,
+    hybrid_noise_variance,
+)
+from fedbandit_env.privacy.mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    symmetric_gaussian_noise,
+)
+from fedbandit_env.privacy.tree_counter import TreeCounter
+
+__all__ = [
+    "AuditResult",
+    "GaussianMechanism",
+    "GramRelease",
+    "GramTreeConstants",
+    "GramTreePrivatizer",
+    "HybridCounter",
+    "LaplaceMechanism",
+    "PrivacyAccountant",
+    "PrivacyBudgetWarning",
+    "PrivacyError",
+    "PrivacySpent",
+    "TreeCounter",
+    "advanced_composition",
+    "analytic_gaussian_sigma",
+    "audit_epsilon",
+    "audit_output_mechanism",
+    "basic_composition",
+    "blocks_containing",
+    "check_delta",
+    "check_epsilon",
+    "check_sensitivity",
+    "classic_gaussian_sigma",
+    "clopper_pearson",
+    "dyadic_blocks",
+    "gaussian_delta",
+    "gaussian_sigma",
+    "gaussian_zcdp_rho",
+    "hybrid_noise_std",
+    "hybrid_noise_variance",
+    "laplace_scale",
+    "linear_privacy_constants",
+    "neighbouring_stream",
+    "pure_dp_zcdp_rho",
+    "symmetric_gaussian_noise",
+    "zcdp_to_dp",
+]

@@ -1,0 +1,54 @@
+"""Validation of the shapes, horizons, bounds and run counts shared by the batched mechanisms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.seeding import BatchedRNG
+
+
+def check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        out = tuple(int(s) for s in shape)
+    except TypeError as exc:
+        raise PrivacyError("shape", "a tuple of positive ints", shape) from exc
+    if any(s < 1 for s in out):
+        raise PrivacyError("shape", "a tuple of positive ints", shape)
+    return out
+
+
+def check_horizon(horizon: int) -> int:
+    if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
+        raise PrivacyError("horizon", "an int >= 1", horizon)
+    return int(horizon)
+
+
+def check_bounds(bounds: tuple[float, float] | None) -> tuple[float, float] | None:
+    if bounds is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in bounds)
+    except (TypeError, ValueError) as exc:
+        raise PrivacyError("bounds", "a pair (lo, hi) with lo < hi", bounds) from exc
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise PrivacyError("bounds", "a pair (lo, hi) of finite numbers with lo < hi", bounds)
+    return lo, hi
+
+
+def resolve_runs(rng: BatchedRNG | None, num_runs: int | None, noisy: bool) -> int:
+    if rng is not None and not isinstance(rng, BatchedRNG):
+        raise PrivacyError("rng", "a BatchedRNG (or None when epsilon is inf)", rng)
+    if noisy and rng is None:
+        raise PrivacyError("rng", "a BatchedRNG when epsilon is finite", None)
+    if rng is not None:
+        if num_runs is not None and num_runs != rng.num_runs:
+            raise PrivacyError("num_runs", f"rng.num_runs = {rng.num_runs}", num_runs)
+        return rng.num_runs
+    if num_runs is None:
+        return 1
+    if isinstance(num_runs, bool) or not isinstance(num_runs, int | np.integer) or num_runs < 1:
+        raise PrivacyError("num_runs", "an int >= 1", num_runs)
+    return int(num_runs)

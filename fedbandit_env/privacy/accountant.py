@@ -1,0 +1,211 @@
+"""Privacy accountant: a per-agent, per-channel ledger of spent privacy, with composition.
+
+DESIGN.md §4 ("a privacy accountant (basic and advanced composition)"). Every release an agent
+makes about its own data is recorded on a channel (for example "gossip" or "server") as
+``(epsilon, delta)`` and, for Gaussian releases, as a zCDP ``rho``. Counts may differ per run and
+agent (arrays broadcastable to (B, N)), because whether an agent sends can depend on the run.
+
+Totals (over one channel or all channels of an agent):
+
+* ``"basic"`` — ``(sum eps_i, sum delta_i)`` (Dwork et al. 2006).
+* ``"advanced"`` — Dwork, Rothblum & Vadhan 2010 for heterogeneous releases:
+  ``eps = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``,
+  ``delta = sum delta_i + delta'``.
+* ``"zcdp"`` — Bun & Steinke 2016: pure eps-DP releases are ``eps^2/2``-zCDP, Gaussian releases
+  are ``Delta^2/(2 sigma^2)``-zCDP; rho adds up and converts with
+  ``eps = rho + 2 sqrt(rho ln(1/delta'))``. Releases that are only (eps, delta)-DP (no rho) are
+  added by basic composition on top.
+* ``"best"`` — the smallest epsilon of the three with the largest of their deltas (each
+  guarantee implies the weaker delta, so the pair is valid).
+
+Parallel composition (e.g. each reward enters only one arm's counter) is the mechanism's own
+argument: record what one observation can be exposed to, not one entry per counter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from fedbandit_env.privacy.calibration import check_delta, check_epsilon, check_positive
+from fedbandit_env.privacy.errors import PrivacyError
+
+Composition = Literal["basic", "advanced", "zcdp", "best"]
+
+_FIELDS = ("count", "eps", "eps_sq", "eps_loss", "delta", "rho", "approx_eps", "approx_delta")
+
+
+def basic_composition(
+    epsilons: np.ndarray, deltas: np.ndarray | float = 0.0
+) -> tuple[float, float]:
+    """Basic composition of releases with the given (epsilon_i, delta_i)."""
+    eps = np.asarray(epsilons, dtype=np.float64)
+    dl = np.broadcast_to(np.asarray(deltas, dtype=np.float64), eps.shape)
+    return float(eps.sum()), float(dl.sum())
+
+
+def advanced_composition(
+    epsilon: float, k: int, delta_prime: float, delta: float = 0.0
+) -> tuple[float, float]:
+    """Dwork–Rothblum–Vadhan: k adaptive (eps, delta)-DP releases are
+    ``(sqrt(2k ln(1/delta')) eps + k eps (e^eps - 1), k delta + delta')``-DP."""
+    epsilon = check_epsilon(epsilon, allow_inf=False)
+    delta_prime = check_delta(delta_prime, name="delta_prime")
+    delta = check_delta(delta, allow_zero=True)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+        raise PrivacyError("k", "a non-negative int", k)
+    eps = math.sqrt(2 * k * math.log(1 / delta_prime)) * epsilon + k * epsilon * _expm1(epsilon)
+    return eps, k * delta + delta_prime
+
+
+def zcdp_to_dp(rho: np.ndarray | float, delta: float) -> np.ndarray:
+    """rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP (Bun & Steinke 2016)."""
+    delta = check_delta(delta)
+    rho = np.asarray(rho, dtype=np.float64)
+    if np.any(rho < 0):
+        raise PrivacyError("rho", "non-negative values", "a negative rho")
+    return rho + 2.0 * np.sqrt(rho * math.log(1.0 / delta))
+
+
+def pure_dp_zcdp_rho(epsilon: float) -> float:
+    """A pure epsilon-DP release is (epsilon^2 / 2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    return check_epsilon(epsilon, allow_inf=False) ** 2 / 2.0
+
+
+def _expm1(epsilon: float) -> float:
+    """e^epsilon - 1, inf (not an OverflowError) for epsilon beyond float range."""
+    return math.expm1(epsilon) if epsilon < 709.0 else math.inf
+
+
+@dataclass(frozen=True)
+class PrivacySpent:
+    """Total privacy spent, arrays of shape (B, N): ``epsilon``, ``delta``, and ``releases``."""
+
+    epsilon: np.ndarray
+    delta: np.ndarray
+    releases: np.ndarray
+    composition: str
+
+
+class PrivacyAccountant:
+    """Ledger of releases per channel, run and agent (arrays of shape (num_runs, num_agents))."""
+
+    def __init__(self, num_agents: int, num_runs: int = 1):
+        for name, value in (("num_agents", num_agents), ("num_runs", num_runs)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise PrivacyError(name, "an int >= 1", value)
+        self.num_agents = int(num_agents)
+        self.num_runs = int(num_runs)
+        self._ledger: dict[str, dict[str, np.ndarray]] = {}
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        return tuple(self._ledger)
+
+    def _entry(self, channel: str) -> dict[str, np.ndarray]:
+        if not isinstance(channel, str) or not channel:
+            raise PrivacyError("channel", "a non-empty str", channel)
+        if channel not in self._ledger:
+            shape = (self.num_runs, self.num_agents)
+            self._ledger[channel] = {f: np.zeros(shape) for f in _FIELDS}
+        return self._ledger[channel]
+
+    def _counts(self, count: np.ndarray | int) -> np.ndarray:
+        shape = (self.num_runs, self.num_agents)
+        arr = np.asarray(count)
+        if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
+            raise PrivacyError("count", "non-negative integers (or a bool mask)", arr.dtype)
+        try:
+            arr = np.broadcast_to(arr.astype(np.float64), shape)
+        except ValueError as exc:
+            raise PrivacyError("count", f"an array broadcastable to {shape}", arr.shape) from exc
+        if np.any(arr < 0):
+            raise PrivacyError("count", "non-negative integers", "a negative count")
+        return arr
+
+    def record(
+        self,
+        channel: str,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        rho: float | None = None,
+        count: np.ndarray | int = 1,
+    ) -> None:
+        """Record ``count`` releases, each (epsilon, delta)-DP (and rho-zCDP if given), on
+        ``channel``; ``count`` is an int or an int/bool array broadcastable to (B, N)."""
+        epsilon = check_epsilon(epsilon, allow_inf=False)
+        delta = check_delta(delta, allow_zero=True)
+        n = self._counts(count)
+        e = self._entry(channel)
+        e["count"] += n
+        e["eps"] += n * epsilon
+        e["eps_sq"] += n * epsilon**2
+        e["eps_loss"] += n * epsilon * _expm1(epsilon)
+        e["delta"] += n * delta
+        if rho is not None:
+            e["rho"] += n * check_positive(rho, "rho", allow_zero=True)
+        elif delta == 0.0:
+            e["rho"] += n * pure_dp_zcdp_rho(epsilon)
+        else:
+            e["approx_eps"] += n * epsilon
+            e["approx_delta"] += n * delta
+
+    def record_mechanism(
+        self, channel: str, mechanism: object, count: np.ndarray | int = 1
+    ) -> None:
+        """Record releases of a mechanism with ``epsilon``, ``delta`` (and ``rho``) attributes,
+        e.g. :class:`~fedbandit_env.privacy.mechanisms.LaplaceMechanism`."""
+        epsilon = getattr(mechanism, "epsilon", None)
+        delta = getattr(mechanism, "delta", 0.0)
+        rho = getattr(mechanism, "rho", None)
+        if epsilon is None:
+            raise PrivacyError("mechanism", "an object with an epsilon attribute", mechanism)
+        if rho is not None and not math.isfinite(rho):
+            rho = None
+        self.record(channel, epsilon, delta, rho=rho if delta > 0 else None, count=count)
+
+    def spent(
+        self,
+        channel: str | None = None,
+        *,
+        composition: Composition = "basic",
+        delta_prime: float | None = None,
+    ) -> PrivacySpent:
+        """Total spent per run and agent on ``channel`` (None: all channels composed).
+        ``delta_prime`` is the slack of advanced composition and of the zCDP conversion."""
+        if composition not in ("basic", "advanced", "zcdp", "best"):
+            raise PrivacyError("composition", "'basic', 'advanced', 'zcdp' or 'best'", composition)
+        if channel is not None and channel not in self._ledger:
+            raise PrivacyError("channel", f"one of {self.channels}", channel)
+        shape = (self.num_runs, self.num_agents)
+        tot = {f: np.zeros(shape) for f in _FIELDS}
+        for name, e in self._ledger.items():
+            if channel is None or name == channel:
+                for f in _FIELDS:
+                    tot[f] += e[f]
+        if composition != "basic":
+            if delta_prime is None:
+                raise PrivacyError("delta_prime", f"a number in (0, 1) for {composition!r}", None)
+            delta_prime = check_delta(delta_prime, name="delta_prime")
+        basic = (tot["eps"], tot["delta"])
+        results = {"basic": basic}
+        if composition in ("advanced", "best"):
+            assert delta_prime is not None
+            adv = np.sqrt(2 * math.log(1 / delta_prime) * tot["eps_sq"]) + tot["eps_loss"]
+            adv_delta = np.where(tot["count"] > 0, tot["delta"] + delta_prime, 0.0)
+            results["advanced"] = (adv, adv_delta)
+        if composition in ("zcdp", "best"):
+            assert delta_prime is not None
+            z = zcdp_to_dp(tot["rho"], delta_prime) + tot["approx_eps"]
+            z_delta = np.where(tot["count"] > 0, tot["approx_delta"] + delta_prime, 0.0)
+            results["zcdp"] = (z, z_delta)
+        if composition == "best":
+            eps = np.minimum.reduce([r[0] for r in results.values()])
+            dl = np.maximum.reduce([r[1] for r in results.values()])
+        else:
+            eps, dl = results[composition]
+        return PrivacySpent(eps.copy(), dl.copy(), tot["count"].copy(), composition)

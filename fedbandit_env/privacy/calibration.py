@@ -1,0 +1,171 @@
+"""Noise calibration for the Laplace and Gaussian mechanisms, and parameter validators.
+
+* Laplace (Dwork et al. 2006): releasing ``f(D) + Lap(b)`` with ``b = sensitivity / epsilon``
+  (L1 sensitivity) is pure epsilon-DP.
+* Gaussian, classic (Dwork & Roth 2014, Thm A.1): ``sigma = sensitivity * sqrt(2 ln(1.25/delta))
+  / epsilon`` (L2 sensitivity) is (epsilon, delta)-DP for ``epsilon < 1`` only.
+* Gaussian, analytic (Balle & Wang 2018, Thm 8): the smallest sigma with
+  ``Phi(D/(2s) - e s/D) - exp(e) Phi(-D/(2s) - e s/D) <= delta``; exact for every epsilon > 0 and
+  never larger than the classic sigma. Computed here with ``math.erfc`` and a bisection on
+  ``log sigma`` (no scipy).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Literal
+
+import numpy as np
+
+from fedbandit_env.privacy.errors import PrivacyError
+
+GaussianCalibration = Literal["analytic", "classic"]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _is_real(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
+
+
+def check_epsilon(epsilon: float, *, allow_inf: bool = True, name: str = "epsilon") -> float:
+    """``epsilon`` as a float; it must be > 0 (``inf`` allowed when ``allow_inf``: no noise)."""
+    expected = "a positive number (or inf)" if allow_inf else "a positive finite number"
+    if not _is_real(epsilon):
+        raise PrivacyError(name, expected, epsilon)
+    value = float(epsilon)
+    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
+        raise PrivacyError(name, expected, epsilon)
+    return value
+
+
+def check_delta(delta: float, *, allow_zero: bool = False, name: str = "delta") -> float:
+    """``delta`` as a float in the open interval (0, 1) (or [0, 1) when ``allow_zero``)."""
+    expected = "a number in [0, 1)" if allow_zero else "a number in the open interval (0, 1)"
+    if not _is_real(delta):
+        raise PrivacyError(name, expected, delta)
+    value = float(delta)
+    low_ok = value >= 0 if allow_zero else value > 0
+    if math.isnan(value) or not low_ok or value >= 1:
+        raise PrivacyError(name, expected, delta)
+    return value
+
+
+def check_sensitivity(sensitivity: float, *, name: str = "sensitivity") -> float:
+    """``sensitivity`` as a float; it must be positive and finite."""
+    if not _is_real(sensitivity):
+        raise PrivacyError(name, "a positive finite number", sensitivity)
+    value = float(sensitivity)
+    if not math.isfinite(value) or value <= 0:
+        raise PrivacyError(name, "a positive finite number", sensitivity)
+    return value
+
+
+def check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+    """A finite positive (or non-negative) float parameter such as a noise scale."""
+    expected = "a non-negative finite number" if allow_zero else "a positive finite number"
+    if not _is_real(value):
+        raise PrivacyError(name, expected, value)
+    out = float(value)
+    if not math.isfinite(out) or out < 0 or (out == 0 and not allow_zero):
+        raise PrivacyError(name, expected, value)
+    return out
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """Laplace scale ``b = sensitivity / epsilon`` for pure epsilon-DP (0 when epsilon is inf)."""
+    sensitivity = check_sensitivity(sensitivity)
+    epsilon = check_epsilon(epsilon)
+    return 0.0 if math.isinf(epsilon) else sensitivity / epsilon
+
+
+def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """``sigma = sensitivity * sqrt(2 ln(1.25/delta)) / epsilon``; valid only for epsilon < 1."""
+    sensitivity = check_sensitivity(sensitivity)
+    epsilon = check_epsilon(epsilon, allow_inf=False)
+    delta = check_delta(delta)
+    if epsilon >= 1:
+        raise PrivacyError(
+            "epsilon", "a number in (0, 1) for the classic Gaussian calibration", epsilon
+        )
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+def log_normal_cdf(x: float) -> float:
+    """``log Phi(x)`` of the standard normal, accurate far into the lower tail."""
+    if x > -20.0:
+        return math.log(0.5 * math.erfc(-x / math.sqrt(2.0)))
+    # asymptotic (Mills ratio) series: Phi(x) = phi(x)/|x| * (1 - 1/x^2 + 3/x^4 - 15/x^6 + ...)
+    x2 = x * x
+    series = 1.0 - 1.0 / x2 + 3.0 / x2**2 - 15.0 / x2**3 + 105.0 / x2**4
+    return -0.5 * x2 - _LOG_SQRT_2PI - math.log(-x) + math.log(series)
+
+
+def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """The exact delta of the Gaussian mechanism with ``sigma`` at ``epsilon`` (Balle & Wang
+    2018, Thm 8): ``Phi(D/(2s) - e s/D) - exp(e) * Phi(-D/(2s) - e s/D)``."""
+    sigma = check_positive(sigma, "sigma")
+    sensitivity = check_sensitivity(sensitivity)
+    epsilon = check_epsilon(epsilon, allow_inf=False)
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    first = math.exp(log_normal_cdf(a - b))
+    second = math.exp(epsilon + log_normal_cdf(-a - b))
+    return max(0.0, first - second)
+
+
+def analytic_gaussian_sigma(
+    sensitivity: float, epsilon: float, delta: float, *, rtol: float = 1e-12
+) -> float:
+    """Smallest sigma with ``gaussian_delta(sigma) <= delta`` (Balle & Wang 2018), found by
+    bisection on ``log sigma``. The returned value is on the safe side of the bracket."""
+    sensitivity = check_sensitivity(sensitivity)
+    epsilon = check_epsilon(epsilon, allow_inf=False)
+    delta = check_delta(delta)
+    lo = hi = sensitivity
+    while gaussian_delta(hi, sensitivity, epsilon) > delta:
+        lo, hi = hi, hi * 2.0
+    while gaussian_delta(lo, sensitivity, epsilon) <= delta:
+        lo, hi = lo / 2.0, lo
+        if lo < sensitivity * 1e-300:  # pragma: no cover - delta(sigma) -> 1/2 as sigma -> 0
+            break
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if gaussian_delta(mid, sensitivity, epsilon) > delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rtol * hi:
+            break
+    return hi
+
+
+def gaussian_sigma(
+    sensitivity: float,
+    epsilon: float,
+    delta: float,
+    calibration: GaussianCalibration = "analytic",
+) -> float:
+    """Gaussian noise standard deviation for (epsilon, delta)-DP under L2 ``sensitivity``.
+
+    ``calibration="analytic"`` (default; exact, any epsilon) or ``"classic"`` (epsilon < 1).
+    ``epsilon = inf`` gives 0 (no noise).
+    """
+    if calibration not in ("analytic", "classic"):
+        raise PrivacyError("calibration", "'analytic' or 'classic'", calibration)
+    if math.isinf(check_epsilon(epsilon)):
+        check_sensitivity(sensitivity)
+        check_delta(delta)
+        return 0.0
+    if calibration == "classic":
+        return classic_gaussian_sigma(sensitivity, epsilon, delta)
+    return analytic_gaussian_sigma(sensitivity, epsilon, delta)
+
+
+def gaussian_zcdp_rho(sigma: float, sensitivity: float) -> float:
+    """zCDP parameter ``rho = sensitivity^2 / (2 sigma^2)`` of one Gaussian release
+    (Bun & Steinke 2016, Prop. 1.6)."""
+    sigma = check_positive(sigma, "sigma")
+    sensitivity = check_sensitivity(sensitivity)
+    return sensitivity**2 / (2.0 * sigma**2)

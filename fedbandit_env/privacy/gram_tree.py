@@ -1,0 +1,353 @@
+"""Tree-based Gaussian mechanism over sync releases of augmented Gram matrices (FedUCB).
+
+Implements specs/linear.md §2.3 (privacy constants) and §2.4 (PRIVATIZER) of Dubey & Pentland,
+"Differentially-Private Federated Linear Bandits" (NeurIPS 2020). Each agent owns one binary-tree
+aggregator whose leaves are its sync releases: leaf k is ``Q = sum z z^T``, ``z = [x; y]``, over
+the agent's observations since its previous release (choice A14: the window ``(t', t]``, so each
+observation enters exactly one leaf). The released prefix sum over leaves ``1..k`` carries
+``popcount(k)`` symmetric Gaussian node matrices, each drawn once and reused.
+
+Spec choices (specs/linear.md §5):
+
+* A6 — ``Lambda = sqrt(32) m Lt2 ln(4/delta) (4 sqrt(d) + 2 ln(2 n M/alpha)) / epsilon``
+  (``lambda_form="paper"``); ``lambda_form="sqrt2m"`` gives ``sqrt(2m) sigma_N (4 sqrt(d) +
+  2 ln(2nM/alpha))``, i.e. ln(2/delta) in place of ln(4/delta).
+* A7 — ``kappa = sqrt(m Lt2 (sqrt(d) + 2 ln(2nM/alpha)) / (sqrt(2) epsilon))``.
+* A8 — with an adaptive schedule ``n = T`` and ``m = 1 + ceil(log2 T)``; with a fixed schedule
+  of ``n_max`` releases, ``n = n_max`` and ``m = 1 + ceil(log2 n_max)``.
+* A13 — the tree holds at most ``2^(m-1)`` releases. A release beyond that is refused with a
+  :class:`~fedbandit_env.privacy.errors.PrivacyBudgetWarning` (the caller stops syncing); the
+  tree is never rebuilt, which would spend extra budget.
+* A23 — decentralized (``gamma > 1``): ``n = ceil(T/gamma)``, ``m = 1 + ceil(log2 n)`` and
+  ``ln(2 n M gamma/alpha)`` in Lambda and kappa; no epsilon split across the gamma slots.
+* A26 — ``Lt2 = L^2 + B^2`` wherever the paper writes ``L^2 + 1``.
+
+Node noise: ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma_N^2)``, drawn in the equivalent
+form "upper triangle i.i.d., diagonal times sqrt(2)" (off-diagonal variance ``sigma_N^2``,
+diagonal ``2 sigma_N^2``). Every release adds ``2 Lambda I`` to the top-left d x d block.
+A28 (eigenvalue clipping of an indefinite W) is post-processing done by the agent, not here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from fedbandit_env.privacy._random import MaskedStream
+from fedbandit_env.privacy._validation import check_shape
+from fedbandit_env.privacy.calibration import (
+    check_delta,
+    check_epsilon,
+    check_positive,
+)
+from fedbandit_env.privacy.dyadic import popcount, trailing_zeros
+from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
+from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
+from fedbandit_env.seeding import BatchedRNG
+
+LambdaForm = Literal["paper", "sqrt2m"]
+
+
+def _check_int(value: int, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise PrivacyError(name, f"an int >= {minimum}", value)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class GramTreeConstants:
+    """Privacy constants of specs/linear.md §2.3 (see :func:`linear_privacy_constants`)."""
+
+    epsilon: float
+    delta: float
+    alpha: float
+    d: int
+    num_agents: int
+    horizon: int
+    L: float
+    B: float
+    gamma: int
+    n: int  # releases per tree used in m and in the logs
+    m: int  # tree depth; capacity 2^(m-1) releases
+    L_tilde_sq: float  # L^2 + B^2
+    sigma_N: float
+    Lambda: float
+    rho_min: float
+    rho_max: float
+    kappa: float
+
+    @property
+    def capacity(self) -> int:
+        """Most releases one tree may make: 2^(m-1) (specs/linear.md §2.4)."""
+        return 1 << (self.m - 1)
+
+    @property
+    def shift(self) -> float:
+        """PSD shift added to the d x d block of every release: 2 Lambda."""
+        return 2.0 * self.Lambda
+
+    @property
+    def ell(self) -> float:
+        """``ln(rho_max/rho_min + T L^2/(d rho_min))`` (specs/linear.md §3.1)."""
+        return math.log(
+            self.rho_max / self.rho_min + self.horizon * self.L**2 / (self.d * self.rho_min)
+        )
+
+    @property
+    def sync_threshold(self) -> float:
+        """Theorem 1's ``D = 2 T d / (ell + 1)``; with ``gamma > 1`` T becomes T/gamma (A24)."""
+        return 2.0 * (self.horizon / self.gamma) * self.d / (self.ell + 1.0)
+
+    def sync_bound(self, threshold: float | None = None) -> float:
+        """Proposition 1: at most ``2 sqrt((d T/D) ell) + 4`` sync rounds (default D: Thm 1)."""
+        D = self.sync_threshold if threshold is None else threshold
+        return 2.0 * math.sqrt(self.d * self.horizon / D * self.ell) + 4.0
+
+    def beta(self, logdet_v: float, *, sigma: float = 0.5, S: float = 1.0) -> float:
+        """Proposition 2 radius with ``ln det V``, A5 form, radicand clamped at 0:
+        ``sigma sqrt(2 ln(2/alpha) + ln det V - d ln(M rho_min)) + S sqrt(M rho_max)
+        + kappa sqrt(M)``."""
+        M = self.num_agents
+        radicand = 2 * math.log(2 / self.alpha) + logdet_v - self.d * math.log(M * self.rho_min)
+        return (
+            sigma * math.sqrt(max(0.0, radicand))
+            + S * math.sqrt(M * self.rho_max)
+            + self.kappa * math.sqrt(M)
+        )
+
+    def initial_beta(self, *, sigma: float = 0.5, S: float = 1.0) -> float:
+        """beta at t = 1, where ``V = W = M rho_min I``."""
+        return self.beta(self.d * math.log(self.num_agents * self.rho_min), sigma=sigma, S=S)
+
+    @property
+    def zcdp_rho(self) -> float:
+        """zCDP of the whole released sequence for one observation: a node's difference
+        ``z z^T - z' z'^T`` has Frobenius norm <= 2 Lt2; with off-diagonal variance sigma_N^2
+        and diagonal variance 2 sigma_N^2 one node costs ``||.||_F^2 / (4 sigma_N^2) <=
+        Lt2^2 / sigma_N^2``, and an observation enters at most m nodes."""
+        return self.m * self.L_tilde_sq**2 / self.sigma_N**2
+
+
+def linear_privacy_constants(
+    epsilon: float,
+    delta: float,
+    d: int,
+    num_agents: int,
+    horizon: int,
+    *,
+    alpha: float = 0.1,
+    L: float = 1.0,
+    B: float = 1.0,
+    n_max: int | None = None,
+    gamma: int = 1,
+    lambda_form: LambdaForm = "paper",
+) -> GramTreeConstants:
+    """The constants m, sigma_N, Lambda = rho_min, rho_max = 3 Lambda, kappa of specs/linear.md
+    §2.3 (choices A6, A7, A8, A23, A26 as in the module docstring).
+
+    ``n_max`` is the number of releases of a fixed schedule (None: adaptive, n = T, or
+    ``ceil(T/gamma)`` for the decentralized variant with TTL ``gamma``).
+    """
+    epsilon = check_epsilon(epsilon, allow_inf=False)
+    delta = check_delta(delta)
+    alpha = check_delta(alpha, name="alpha")
+    d = _check_int(d, "d")
+    num_agents = _check_int(num_agents, "num_agents")
+    horizon = _check_int(horizon, "horizon")
+    gamma = _check_int(gamma, "gamma")
+    L = check_positive(L, "L")
+    B = check_positive(B, "B")
+    if lambda_form not in ("paper", "sqrt2m"):
+        raise PrivacyError("lambda_form", "'paper' or 'sqrt2m'", lambda_form)
+    n = -(-horizon // gamma) if n_max is None else _check_int(n_max, "n_max")
+    m = 1 + (n - 1).bit_length()  # 1 + ceil(log2 n)
+    lt2 = L**2 + B**2
+    sigma_N = 4.0 * math.sqrt(m) * lt2 * math.log(2.0 / delta) / epsilon
+    log_term = 2.0 * math.log(2.0 * n * num_agents * gamma / alpha)
+    if lambda_form == "paper":
+        Lambda = (
+            math.sqrt(32.0) * m * lt2 * math.log(4.0 / delta) * (4 * math.sqrt(d) + log_term)
+        ) / epsilon
+    else:
+        Lambda = math.sqrt(2.0 * m) * sigma_N * (4 * math.sqrt(d) + log_term)
+    kappa = math.sqrt(m * lt2 * (math.sqrt(d) + log_term) / (math.sqrt(2.0) * epsilon))
+    return GramTreeConstants(
+        epsilon=epsilon,
+        delta=delta,
+        alpha=alpha,
+        d=d,
+        num_agents=num_agents,
+        horizon=horizon,
+        L=L,
+        B=B,
+        gamma=gamma,
+        n=n,
+        m=m,
+        L_tilde_sq=lt2,
+        sigma_N=sigma_N,
+        Lambda=Lambda,
+        rho_min=Lambda,
+        rho_max=3.0 * Lambda,
+        kappa=kappa,
+    )
+
+
+@dataclass(frozen=True)
+class GramRelease:
+    """One call of :meth:`GramTreePrivatizer.release`.
+
+    ``U_hat`` (..., d, d) = noisy Gram block + ``shift * I``; ``u_hat`` (..., d) = noisy
+    ``sum y x``; ``released`` (...) marks the trees that released now (elsewhere the previous
+    release is repeated, zeros before the first); ``index`` (...) is each tree's release count.
+    """
+
+    U_hat: np.ndarray
+    u_hat: np.ndarray
+    released: np.ndarray
+    index: np.ndarray
+
+
+class GramTreePrivatizer:
+    """Binary-tree Gaussian aggregators over (B, *shape) trees of (d+1) x (d+1) leaves
+    (specs/linear.md §2.4); ``shape`` is e.g. (M,) agents or (M, gamma) agents and slots.
+
+    ``release(Q, mask)`` inserts leaf Q (B, *shape, d+1, d+1) into the trees where ``mask``
+    holds and returns their noisy prefix sums. Node noise is drawn per run only when that run
+    releases (:class:`~fedbandit_env.privacy._random.MaskedStream`), so data-dependent sync
+    times keep runs of a batch bit-identical to the runs alone. ``sigma = 0`` switches the noise
+    off (then ``shift = lambda`` gives ``U_hat = sum x x^T + lambda I`` exactly).
+    """
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        d: int,
+        *,
+        sigma: float,
+        shift: float,
+        levels: int,
+        rng: BatchedRNG | None = None,
+        num_runs: int | None = None,
+    ):
+        self.shape = check_shape(shape)
+        self.d = _check_int(d, "d")
+        self.sigma = check_positive(sigma, "sigma", allow_zero=True)
+        self.shift = check_positive(shift, "shift", allow_zero=True)
+        self.levels = _check_int(levels, "levels")
+        if self.sigma > 0 and not isinstance(rng, BatchedRNG):
+            raise PrivacyError("rng", "a BatchedRNG when sigma > 0", rng)
+        if rng is not None:
+            if num_runs is not None and num_runs != rng.num_runs:
+                raise PrivacyError("num_runs", f"rng.num_runs = {rng.num_runs}", num_runs)
+            self.num_runs = rng.num_runs
+        else:
+            self.num_runs = _check_int(1 if num_runs is None else num_runs, "num_runs")
+        self.capacity = 1 << (self.levels - 1)
+        side = self.d + 1
+        self._stream = (
+            MaskedStream(rng.generators, (*self.shape, upper_triangle_size(side)))
+            if self.sigma > 0 and rng is not None
+            else None
+        )
+        full = (self.num_runs, *self.shape)
+        self._exact = np.zeros((*full, self.levels, side, side))
+        self._noise = np.zeros((*full, self.levels, side, side))
+        self._k = np.zeros(full, dtype=np.int64)
+        self._U = np.zeros((*full, self.d, self.d))
+        self._u = np.zeros((*full, self.d))
+
+    @classmethod
+    def from_constants(
+        cls,
+        constants: GramTreeConstants,
+        shape: tuple[int, ...],
+        *,
+        rng: BatchedRNG | None = None,
+        num_runs: int | None = None,
+    ) -> GramTreePrivatizer:
+        """The paper's privatizer: ``sigma = sigma_N``, ``shift = 2 Lambda``, m levels."""
+        return cls(
+            shape,
+            constants.d,
+            sigma=constants.sigma_N,
+            shift=constants.shift,
+            levels=constants.m,
+            rng=rng,
+            num_runs=num_runs,
+        )
+
+    @property
+    def release_count(self) -> np.ndarray:
+        """Releases made by each tree (B, *shape)."""
+        return self._k.copy()
+
+    @property
+    def exhausted(self) -> np.ndarray:
+        """Trees that reached their capacity 2^(levels-1) (B, *shape)."""
+        return self._k >= self.capacity
+
+    def exact(self) -> np.ndarray:
+        """Exact part of the current prefix sums: the sum of all released leaves."""
+        return self._exact.sum(axis=-3)
+
+    def noise(self) -> np.ndarray:
+        """Noise part of the current prefix sums (popcount(k) node matrices)."""
+        return self._noise.sum(axis=-3)
+
+    def num_noise_terms(self) -> np.ndarray:
+        """Node matrices in each tree's current prefix sum: popcount(k) when sigma > 0."""
+        return popcount(self._k) if self.sigma > 0 else np.zeros_like(self._k)
+
+    def release(self, Q: np.ndarray, mask: np.ndarray | None = None) -> GramRelease:
+        """Insert leaf ``Q`` where ``mask`` holds and release the noisy prefix sums."""
+        full = (self.num_runs, *self.shape)
+        side = self.d + 1
+        Q = np.asarray(Q, dtype=np.float64)
+        if Q.shape != (*full, side, side):
+            raise PrivacyError("Q", f"an array of shape {(*full, side, side)}", f"shape {Q.shape}")
+        if not np.all(np.isfinite(Q)):
+            raise PrivacyError("Q", "finite numbers", "an array with NaN or inf")
+        if mask is None:
+            mask = np.ones(full, dtype=bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.shape != full or mask.dtype != np.bool_:
+                raise PrivacyError(
+                    "mask", f"a bool array of shape {full}", f"{mask.dtype} {mask.shape}"
+                )
+        refused = mask & self.exhausted
+        if np.any(refused):
+            warnings.warn(
+                f"{int(refused.sum())} tree(s) reached their capacity of {self.capacity} "
+                "releases; those releases were refused (stop syncing; specs/linear.md A13)",
+                PrivacyBudgetWarning,
+                stacklevel=2,
+            )
+        active = mask & ~refused
+        runs_active = active.reshape(self.num_runs, -1).any(axis=1)
+        if self._stream is not None:
+            upper = self._stream.next(runs_active)
+            node = symmetric_from_upper(upper, side, self.sigma, math.sqrt(2.0))
+        else:
+            node = np.zeros((*full, side, side))
+
+        k = self._k + active
+        level = trailing_zeros(np.where(active, k, 1))
+        levels = np.arange(self.levels)
+        lower = ((levels < level[..., None]) & active[..., None])[..., None, None]
+        here = ((levels == level[..., None]) & active[..., None])[..., None, None]
+        merged = Q + np.where(lower, self._exact, 0.0).sum(axis=-3)
+        self._exact = np.where(lower, 0.0, np.where(here, merged[..., None, :, :], self._exact))
+        self._noise = np.where(lower, 0.0, np.where(here, node[..., None, :, :], self._noise))
+        self._k = k
+
+        P = self.exact() + self.noise()
+        U = P[..., : self.d, : self.d] + self.shift * np.eye(self.d)
+        u = P[..., : self.d, self.d]
+        self._U = np.where(active[..., None, None], U, self._U)
+        self._u = np.where(active[..., None], u, self._u)
+        return GramRelease(self._U.copy(), self._u.copy(), active, self._k.copy())

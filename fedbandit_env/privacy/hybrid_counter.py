@@ -1,0 +1,179 @@
+"""Chan–Shi–Song hybrid continual counter (Laplace), batched over runs and counters.
+
+Implements specs/dp-recsys.md §2.3 (Chan, Shi & Song 2011, Algorithms 2–4), the counter of the DP
+recommender agents (Li, Song & Fragouli): one counter per (agent, arm), whose clock is its own
+insertion count (§2.5). The budget is split ``epsilon/2 + epsilon/2`` (choice A8: the exact
+construction; the paper's "Lap(1/epsilon) per node" is not epsilon-DP and is not offered):
+
+* logarithmic half: at every count ``c = 2^k`` a fresh ``Lap(2 D/epsilon)`` is added to an
+  accumulated noise Z and ``base = S + Z`` is released;
+* binary half: inside the block ``c in (2^k, 2^{k+1})`` a binary mechanism over the block's items
+  (offsets ``tau = c - 2^k`` in ``1..2^k-1``, k bits) whose p-sums each get ``Lap(2 D k/epsilon)``.
+
+``D = hi - lo`` is the sensitivity after clipping inputs to ``bounds = (lo, hi)`` (default
+(0, 1)). The private sum is not clipped (§2.3 [ours], A24). The noise at count
+``n = 2^k + tau`` is a sum of ``k+1`` i.i.d. ``Lap(2D/epsilon)`` and ``popcount(tau)`` i.i.d.
+``Lap(2Dk/epsilon)``: :func:`hybrid_noise_variance` is its closed-form variance.
+
+Seeding: every insertion needs exactly one Laplace draw (one logarithmic increment at a power of
+two, one new p-sum otherwise), so one fixed-shape standard Laplace draw per counter per
+``insert`` call covers it; it is used only where a counter receives an item. Runs of a batch are
+bit-identical to the same runs alone. ``epsilon = inf`` draws nothing and is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedbandit_env.privacy._random import LaplaceStream
+from fedbandit_env.privacy._validation import (
+    check_bounds,
+    check_horizon,
+    check_shape,
+    resolve_runs,
+)
+from fedbandit_env.privacy.calibration import check_epsilon
+from fedbandit_env.privacy.dyadic import bit_length, floor_levels, popcount, trailing_zeros
+from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.seeding import BatchedRNG
+
+
+def hybrid_noise_variance(
+    n: np.ndarray | int, epsilon: float, sensitivity: float = 1.0
+) -> np.ndarray:
+    """Closed-form noise variance of the hybrid counter after ``n`` insertions
+    (specs/dp-recsys.md §2.3): with ``n = 2^k + tau``, ``0 <= tau < 2^k``,
+    ``(8 D^2/epsilon^2) * ((k + 1) + k^2 * popcount(tau))``; 0 at n = 0 or epsilon = inf."""
+    epsilon = check_epsilon(epsilon)
+    n = np.asarray(n, dtype=np.int64)
+    if np.any(n < 0):
+        raise PrivacyError("n", "non-negative counts", "a negative count")
+    if math.isinf(epsilon):
+        return np.zeros(n.shape)
+    k = np.maximum(bit_length(n) - 1, 0)
+    tau = np.where(n > 0, n - (np.int64(1) << k), 0)
+    var = 8.0 * sensitivity**2 / epsilon**2 * ((k + 1) + k**2 * popcount(tau))
+    return np.where(n > 0, var, 0.0)
+
+
+def hybrid_noise_std(n: np.ndarray | int, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
+    """Square root of :func:`hybrid_noise_variance`."""
+    return np.sqrt(hybrid_noise_variance(n, epsilon, sensitivity))
+
+
+class HybridCounter:
+    """Hybrid continual counters over (B, *shape), e.g. (N agents, K arms).
+
+    ``insert(values, mask)`` adds one item to every counter where ``mask`` is True (default:
+    all); ``release()`` is the private running sum s(c) of each counter (0 before any item).
+    ``horizon`` is the most items one counter may receive. The whole output stream of a counter
+    is pure epsilon-DP with respect to its inputs (event level).
+    """
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        horizon: int,
+        epsilon: float,
+        *,
+        rng: BatchedRNG | None = None,
+        num_runs: int | None = None,
+        bounds: tuple[float, float] = (0.0, 1.0),
+    ):
+        self.shape = check_shape(shape)
+        self.horizon = check_horizon(horizon)
+        self.epsilon = check_epsilon(epsilon)
+        checked = check_bounds(bounds)
+        if checked is None:
+            raise PrivacyError("bounds", "a pair (lo, hi) with lo < hi", bounds)
+        self.bounds = checked
+        self.sensitivity = checked[1] - checked[0]
+        noisy = not math.isinf(self.epsilon)
+        self.num_runs = resolve_runs(rng, num_runs, noisy)
+        self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
+        # the binary half of block k has k levels; the largest block is k = floor(log2 horizon)
+        self.binary_levels = max(1, floor_levels(self.horizon) - 1)
+
+        full = (self.num_runs, *self.shape)
+        self._count = np.zeros(full, dtype=np.int64)
+        self._sum = np.zeros(full)  # S: the exact part of every release
+        self._log_noise = np.zeros(full)  # Z, the accumulated noise of the logarithmic half
+        # noise of the open p-sums of the binary half, one per level (their exact parts add up
+        # to S minus the sum at the last power of two, so only the noise is stored)
+        self._alpha_noise = np.zeros((*full, self.binary_levels))
+
+    @property
+    def log_scale(self) -> float:
+        """Laplace scale of the logarithmic half, 2 D / epsilon."""
+        return 0.0 if math.isinf(self.epsilon) else 2.0 * self.sensitivity / self.epsilon
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self._count.copy()
+
+    def exact(self) -> np.ndarray:
+        """The exact running sums S of the clipped inputs (B, *shape)."""
+        return self._sum.copy()
+
+    def noise(self) -> np.ndarray:
+        """The noise of the current release (B, *shape)."""
+        return self._log_noise + self._alpha_noise.sum(axis=-1)
+
+    def noise_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The noise of the logarithmic half and of the binary half (each (B, *shape))."""
+        return self._log_noise.copy(), self._alpha_noise.sum(axis=-1)
+
+    def release(self) -> np.ndarray:
+        """The private running sums (B, *shape); the same until the next insertion."""
+        return self._sum + self.noise()
+
+    def noise_variance(self) -> np.ndarray:
+        """Closed-form variance of each counter's current noise (B, *shape)."""
+        return hybrid_noise_variance(self._count, self.epsilon, self.sensitivity)
+
+    def insert(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """Insert one item into every counter where ``mask`` holds; returns :meth:`release`."""
+        full = (self.num_runs, *self.shape)
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != full:
+            raise PrivacyError("values", f"an array of shape {full}", f"shape {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
+        if mask is None:
+            mask = np.ones(full, dtype=bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.shape != full or mask.dtype != np.bool_:
+                raise PrivacyError(
+                    "mask", f"a bool array of shape {full}", f"{mask.dtype} {mask.shape}"
+                )
+        if np.any(self._count + mask > self.horizon):
+            raise PrivacyError(
+                "mask", f"at most {self.horizon} items per counter", int((self._count + mask).max())
+            )
+        # one standard Laplace draw per counter and call, used where an item arrives
+        lap = self._stream.next() if self._stream is not None else np.zeros(full)
+        x = np.where(mask, np.clip(values, *self.bounds), 0.0)
+        count = self._count + mask
+        self._count = count
+        self._sum = self._sum + x
+
+        k = bit_length(np.maximum(count, 1)) - 1
+        power = mask & ((count & (count - 1)) == 0)
+        inside = mask & ~power
+        # logarithmic half: a new Lap(2D/eps) at every power of two; the binary block restarts
+        self._log_noise = np.where(power, self._log_noise + self.log_scale * lap, self._log_noise)
+        # binary half: offset tau = c - 2^k closes the p-sum at level ctz(tau), absorbing the
+        # lower levels, with a fresh Lap(2Dk/eps)
+        tau = np.where(inside, count - (np.int64(1) << k), 1)
+        # at a power of two every level is cleared (no level is above binary_levels)
+        level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
+        levels = np.arange(self.binary_levels)
+        keep = (levels > level) | ~mask[..., None]
+        p_noise = (self.log_scale * k * lap)[..., None]
+        self._alpha_noise = np.where(
+            keep, self._alpha_noise, np.where(levels == level, p_noise, 0.0)
+        )
+        return self.release()

@@ -1,0 +1,171 @@
+"""Laplace and Gaussian output-perturbation mechanisms and symmetric Gaussian matrix noise.
+
+DESIGN.md §4; specs/dp-recsys.md §2.1 (Laplace: ``f(D) + Lap(s/epsilon)`` is epsilon-DP for L1
+sensitivity s, variance ``2 b^2``); specs/linear.md §2.3 (symmetric Gaussian node noise).
+Both mechanisms are immutable, validated configs (mabwiser style) whose ``privatize`` works on an
+array of any shape. ``rng`` is a ``numpy.random.Generator`` or a ``BatchedRNG`` (then the leading
+axis of ``values`` is the run axis and each run draws from its own generator).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedbandit_env.privacy._random import RNGLike, standard_noise
+from fedbandit_env.privacy.calibration import (
+    GaussianCalibration,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_sensitivity,
+    gaussian_sigma,
+    gaussian_zcdp_rho,
+    laplace_scale,
+)
+from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.seeding import BatchedRNG
+
+
+def _as_float_array(values: np.ndarray, name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise PrivacyError(name, "finite numbers", "an array with NaN or inf")
+    return arr
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism:
+    """Pure epsilon-DP: release ``values + Lap(b)`` i.i.d. per entry, ``b = sensitivity/epsilon``.
+
+    ``sensitivity`` is the L1 sensitivity of the whole released array to one neighbouring change.
+    ``epsilon = inf`` releases the values unchanged.
+    """
+
+    epsilon: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale ``b``."""
+        return laplace_scale(self.sensitivity, self.epsilon)
+
+    @property
+    def variance(self) -> float:
+        """Per-entry noise variance ``2 b^2``."""
+        return 2.0 * self.scale**2
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    def noise(self, shape: tuple[int, ...], rng: RNGLike) -> np.ndarray:
+        """Noise of ``shape`` (zeros, and no draws, when epsilon is inf)."""
+        if self.scale == 0.0:
+            return np.zeros(shape)
+        return self.scale * standard_noise(rng, "laplace", tuple(shape))
+
+    def privatize(self, values: np.ndarray, rng: RNGLike) -> np.ndarray:
+        arr = _as_float_array(values)
+        return arr + self.noise(arr.shape, rng)
+
+
+@dataclass(frozen=True)
+class GaussianMechanism:
+    """(epsilon, delta)-DP: release ``values + N(0, sigma^2)`` i.i.d. per entry.
+
+    ``sensitivity`` is the L2 sensitivity of the whole released array. ``calibration`` chooses
+    the sigma formula (:func:`~fedbandit_env.privacy.calibration.gaussian_sigma`): "analytic"
+    (Balle & Wang 2018, exact for any epsilon; default) or "classic" (epsilon < 1 only).
+    The release is also ``rho``-zCDP with ``rho = sensitivity^2 / (2 sigma^2)``.
+    """
+
+    epsilon: float
+    delta: float
+    sensitivity: float = 1.0
+    calibration: GaussianCalibration = "analytic"
+    sigma: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
+        sigma = gaussian_sigma(self.sensitivity, self.epsilon, self.delta, self.calibration)
+        object.__setattr__(self, "sigma", sigma)
+
+    @property
+    def variance(self) -> float:
+        return self.sigma**2
+
+    @property
+    def rho(self) -> float:
+        """zCDP parameter of one release, ``sensitivity^2 / (2 sigma^2)`` (inf when epsilon is
+        inf: no noise, no guarantee)."""
+        return math.inf if self.sigma == 0.0 else gaussian_zcdp_rho(self.sigma, self.sensitivity)
+
+    def noise(self, shape: tuple[int, ...], rng: RNGLike) -> np.ndarray:
+        if self.sigma == 0.0:
+            return np.zeros(shape)
+        return self.sigma * standard_noise(rng, "normal", tuple(shape))
+
+    def privatize(self, values: np.ndarray, rng: RNGLike) -> np.ndarray:
+        arr = _as_float_array(values)
+        return arr + self.noise(arr.shape, rng)
+
+
+def upper_triangle_size(d: int) -> int:
+    """Number of entries of a d x d upper triangle including the diagonal."""
+    return d * (d + 1) // 2
+
+
+def symmetric_from_upper(
+    upper: np.ndarray, d: int, sigma: float, diagonal_scale: float = 1.0
+) -> np.ndarray:
+    """Symmetric (..., d, d) matrices from standard-normal draws of shape (..., d(d+1)/2): the
+    upper triangle (row-major, diagonal included) is ``sigma * upper``, the diagonal is further
+    multiplied by ``diagonal_scale``, and the lower triangle mirrors the upper one."""
+    upper = np.asarray(upper, dtype=np.float64)
+    if upper.shape[-1] != upper_triangle_size(d):
+        raise PrivacyError(
+            "upper", f"a last axis of length {upper_triangle_size(d)}", f"shape {upper.shape}"
+        )
+    rows, cols = np.triu_indices(d)
+    out = np.zeros((*upper.shape[:-1], d, d))
+    out[..., rows, cols] = sigma * upper
+    out[..., cols, rows] = sigma * upper
+    diag = np.arange(d)
+    out[..., diag, diag] *= diagonal_scale
+    return out
+
+
+def symmetric_gaussian_noise(
+    d: int,
+    sigma: float,
+    size: tuple[int, ...],
+    rng: RNGLike,
+    *,
+    diagonal_scale: float = 1.0,
+) -> np.ndarray:
+    """Symmetric Gaussian matrices of shape (*size, d, d).
+
+    The upper triangle including the diagonal is i.i.d. ``N(0, sigma^2)`` (the diagonal is then
+    multiplied by ``diagonal_scale``) and the lower triangle mirrors it. ``diagonal_scale =
+    sqrt(2)`` gives exactly the law of ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma^2)``
+    (specs/linear.md §2.3): off-diagonal variance ``sigma^2``, diagonal variance ``2 sigma^2``,
+    from ``d(d+1)/2`` draws instead of ``d^2``. With a ``BatchedRNG``, ``size[0]`` is the run axis.
+    """
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+        raise PrivacyError("d", "a positive int", d)
+    sigma = check_positive(sigma, "sigma", allow_zero=True)
+    diagonal_scale = check_positive(diagonal_scale, "diagonal_scale", allow_zero=True)
+    size = tuple(int(s) for s in size)
+    if isinstance(rng, BatchedRNG) and (len(size) == 0 or size[0] != rng.num_runs):
+        raise PrivacyError("size", f"a leading run axis of length {rng.num_runs}", size)
+    upper = standard_noise(rng, "normal", (*size, upper_triangle_size(int(d))))
+    return symmetric_from_upper(upper, int(d), sigma, diagonal_scale)

@@ -1,0 +1,280 @@
+"""Binary-tree continual counter (Laplace), batched over runs and counters.
+
+Implements specs/gossip.md §2.4 (Fed_UCB, Algorithms 2–3 of Zhu et al. 2021) for B runs and any
+counter shape, typically (N agents, M arms): the private running sum of each counter's stream is
+the sum of its dyadic blocks (:mod:`~fedbandit_env.privacy.dyadic`), each block carrying one
+Laplace draw made once, when the block closes, and reused in every later decomposition.
+
+Spec choices (specs/gossip.md §6):
+
+* item 4 — ``levels=None`` (default) splits epsilon over ``floor(log2 T) + 1`` levels, which is
+  exactly the number of distinct blocks one round can enter, so every observation spends at most
+  epsilon. ``levels="paper"`` uses the paper's ``ceil(log2 T)``, which overspends by the factor
+  ``(log2 T + 1)/log2 T`` when T is a power of two (see :attr:`TreeCounter.effective_epsilon`).
+* item 6 — noise only on blocks that hold at least one pull (the text version, default);
+  ``noise_on_empty_blocks=True`` gives Algorithm 3 as printed (noise on every block).
+* item 7 — ``init_round=True`` accepts an insertion at round 0 (the initialization pull). With
+  ``tree_index="round"`` it is one extra leaf outside the tree with its own ``Lap(1/epsilon')``
+  draw (the spec's ``noisy_init=True``); with ``tree_index="pull"`` it is simply pull number 1.
+  An agent that reproduces the paper's un-noised init keeps that sample out of the counter.
+* §2.4 [REC] — ``tree_index="round"`` (paper: the tree is indexed by the global round, every
+  counter closes a block every round) or ``"pull"`` (indexed by the counter's own pull count; a
+  counter closes a block only when it is pulled). Both use the same epsilon accounting.
+* item 5 — no clipping by default (sensitivity 1, as the paper ran it); ``bounds=(lo, hi)`` clips
+  inserted values and sets the sensitivity to ``hi - lo``.
+
+Seeding: one fixed-shape standard Laplace draw per counter per round (``E1 - E2`` of buffered
+exponentials, :class:`~fedbandit_env.privacy._random.LaplaceStream`). Round t closes at most one
+block per counter, so this one draw covers every block that can close; it is used only where a
+noised block closes. The number of draws per round never depends on the data or on B, so run b of
+a batch is bit-identical to the same run alone. ``epsilon = inf`` draws nothing and is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+
+from fedbandit_env.privacy._random import LaplaceStream
+from fedbandit_env.privacy._validation import (
+    check_bounds,
+    check_horizon,
+    check_shape,
+    resolve_runs,
+)
+from fedbandit_env.privacy.calibration import check_epsilon, check_sensitivity
+from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
+from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.seeding import BatchedRNG
+
+TreeIndex = Literal["round", "pull"]
+
+
+class TreeCounter:
+    """Continual Laplace counters over (B, *shape), indexed by round or by pull count.
+
+    ``insert(t, values, pulled)`` adds round t (1..horizon; 0 if ``init_round``) for every run
+    and counter: ``values`` (B, *shape) are the increments, ``pulled`` (B, *shape) marks the
+    counters that received an observation (default: all). ``release()`` is the private running
+    sum of each counter. Each observation enters at most :attr:`storage_levels` blocks, each
+    released with ``Lap(sensitivity / epsilon_per_block)``, ``epsilon_per_block = epsilon /
+    budget_levels``; :attr:`effective_epsilon` is the resulting per-observation guarantee
+    (= epsilon with the default levels).
+    """
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        horizon: int,
+        epsilon: float,
+        *,
+        rng: BatchedRNG | None = None,
+        num_runs: int | None = None,
+        sensitivity: float = 1.0,
+        bounds: tuple[float, float] | None = None,
+        tree_index: TreeIndex = "round",
+        noise_on_empty_blocks: bool = False,
+        levels: int | Literal["paper"] | None = None,
+        init_round: bool = False,
+    ):
+        self.shape = check_shape(shape)
+        self.horizon = check_horizon(horizon)
+        self.epsilon = check_epsilon(epsilon)
+        self.bounds = check_bounds(bounds)
+        self.sensitivity = (
+            self.bounds[1] - self.bounds[0] if self.bounds else check_sensitivity(sensitivity)
+        )
+        if tree_index not in ("round", "pull"):
+            raise PrivacyError("tree_index", "'round' or 'pull'", tree_index)
+        self.tree_index: TreeIndex = tree_index
+        self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
+        self.init_round = bool(init_round)
+        # the largest tree index: the round (<= T) or the pull count (<= T, +1 with the init pull)
+        self.capacity = self.horizon + (1 if tree_index == "pull" and self.init_round else 0)
+        self.storage_levels = floor_levels(self.capacity)
+        if levels is None:
+            self.budget_levels = self.storage_levels
+        elif levels == "paper":
+            self.budget_levels = paper_levels(self.horizon)
+        elif isinstance(levels, int | np.integer) and not isinstance(levels, bool) and levels >= 1:
+            self.budget_levels = int(levels)
+        else:
+            raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
+        noisy = not math.isinf(self.epsilon)
+        self.num_runs = resolve_runs(rng, num_runs, noisy)
+        self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
+
+        full = (self.num_runs, *self.shape)
+        self._exact = np.zeros((*full, self.storage_levels))
+        self._noise = np.zeros((*full, self.storage_levels))
+        self._noised = np.zeros((*full, self.storage_levels), dtype=bool)
+        self._init_exact = np.zeros(full)
+        self._init_noise = np.zeros(full)
+        self._init_noised = np.zeros(full, dtype=bool)
+        self._counts = np.zeros(full, dtype=np.int64)
+        self._last_pull = np.zeros(full, dtype=np.int64)  # round of the latest pull (0: none)
+        self._t = -1 if self.init_round else 0
+
+    # -- budget ---------------------------------------------------------------------------
+    @property
+    def epsilon_per_block(self) -> float:
+        """epsilon' = epsilon / budget_levels, the budget of one block release."""
+        return self.epsilon / self.budget_levels
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale of one block: sensitivity / epsilon' (0 when epsilon is inf)."""
+        return 0.0 if math.isinf(self.epsilon) else self.sensitivity / self.epsilon_per_block
+
+    @property
+    def effective_epsilon(self) -> float:
+        """Per-observation guarantee by basic composition: (most blocks one observation enters)
+        x epsilon'. Equals epsilon unless ``levels`` undercounts the tree depth."""
+        return self.storage_levels * self.epsilon_per_block
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def t(self) -> int:
+        """The last inserted round (-1 before the init round, 0 before round 1)."""
+        return self._t
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Observations inserted per counter (B, *shape)."""
+        return self._counts.copy()
+
+    @property
+    def block_exact(self) -> np.ndarray:
+        """Exact sums of the open blocks, one per level (B, *shape, storage_levels); the blocks
+        of the current decomposition are the levels of the set bits of the tree index."""
+        return self._exact.copy()
+
+    @property
+    def block_noise(self) -> np.ndarray:
+        """Cached Laplace noise of the open blocks (B, *shape, storage_levels)."""
+        return self._noise.copy()
+
+    @property
+    def block_noised(self) -> np.ndarray:
+        """Which open blocks carry noise (B, *shape, storage_levels)."""
+        return self._noised.copy()
+
+    def exact(self) -> np.ndarray:
+        """The exact running sums (B, *shape): the noiseless part of :meth:`release`."""
+        return self._exact.sum(axis=-1) + self._init_exact
+
+    def noise(self) -> np.ndarray:
+        """The noise part of :meth:`release` (B, *shape)."""
+        return self._noise.sum(axis=-1) + self._init_noise
+
+    def release(self) -> np.ndarray:
+        """The private running sums (B, *shape). Releasing again without an insertion returns
+        the same values (the block noise is cached)."""
+        return self.exact() + self.noise()
+
+    def num_noise_terms(self) -> np.ndarray:
+        """Number of Laplace terms in each current release (B, *shape)."""
+        return self._noised.sum(axis=-1) + self._init_noised
+
+    # -- insertion ------------------------------------------------------------------------
+    def _prepare(self, values: np.ndarray, pulled: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        full = (self.num_runs, *self.shape)
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != full:
+            raise PrivacyError("values", f"an array of shape {full}", f"shape {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
+        if pulled is None:
+            pulled = np.ones(full, dtype=bool)
+        else:
+            pulled = np.asarray(pulled)
+            if pulled.shape != full or pulled.dtype != np.bool_:
+                raise PrivacyError(
+                    "pulled", f"a bool array of shape {full}", f"{pulled.dtype} {pulled.shape}"
+                )
+        if self.bounds is not None:
+            values = np.clip(values, *self.bounds)
+        return np.where(pulled, values, 0.0), pulled
+
+    def _draw(self) -> np.ndarray:
+        if self._stream is None:
+            return np.zeros((self.num_runs, *self.shape))
+        return self.scale * self._stream.next()
+
+    def insert(self, t: int, values: np.ndarray, pulled: np.ndarray | None = None) -> None:
+        """Insert round ``t`` (must be the next round) for every run and counter."""
+        expected = self._t + 1
+        if isinstance(t, bool) or not isinstance(t, int | np.integer) or t != expected:
+            raise PrivacyError("t", f"the next round {expected}", t)
+        if t > self.horizon:
+            raise PrivacyError("t", f"a round <= horizon {self.horizon}", t)
+        values, pulled = self._prepare(values, pulled)
+        noise = self._draw()
+        self._t = int(t)
+        if self.tree_index == "round":
+            if t == 0:
+                noised = pulled | self.noise_on_empty_blocks
+                self._init_exact = values
+                self._init_noise = np.where(noised, noise, 0.0)
+                self._init_noised = noised
+                self._counts += pulled
+                return
+            self._last_pull = np.where(pulled, self._t, self._last_pull)
+            self._counts += pulled
+            level = int(trailing_zeros(np.int64(self._t)))
+            block_start = self._t - (1 << level)
+            noised = (self._last_pull > block_start) | self.noise_on_empty_blocks
+            self._close_level_scalar(level, values, np.where(noised, noise, 0.0), noised)
+            return
+        # tree_index == "pull": only pulled counters advance their own clock
+        self._counts += pulled
+        if np.any(self._counts > self.capacity):
+            raise PrivacyError(
+                "pulled", f"at most {self.capacity} pulls per counter", int(self._counts.max())
+            )
+        clock = np.where(pulled, self._counts, 1)
+        level = trailing_zeros(clock)
+        self._close_level_array(level, pulled, values, np.where(pulled, noise, 0.0))
+
+    def insert_arms(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Insert round ``t`` given the pulled index on the last axis: ``arms`` and ``rewards``
+        of shape (B, *shape[:-1]) (e.g. one arm and one reward per run and agent)."""
+        lead = (self.num_runs, *self.shape[:-1])
+        arms = np.asarray(arms)
+        rewards = np.asarray(rewards, dtype=np.float64)
+        if arms.shape != lead or not np.issubdtype(arms.dtype, np.integer):
+            raise PrivacyError(
+                "arms", f"an int array of shape {lead}", f"{arms.dtype} {arms.shape}"
+            )
+        if np.any((arms < 0) | (arms >= self.shape[-1])):
+            raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
+        if rewards.shape != lead:
+            raise PrivacyError("rewards", f"an array of shape {lead}", f"shape {rewards.shape}")
+        pulled = arms[..., None] == np.arange(self.shape[-1])
+        self.insert(t, np.where(pulled, rewards[..., None], 0.0), pulled)
+
+    def _close_level_scalar(
+        self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
+    ) -> None:
+        """Round mode: every counter closes block ``(t - 2^level, t]`` at ``level``."""
+        self._exact[..., level] = values + self._exact[..., :level].sum(axis=-1)
+        self._exact[..., :level] = 0.0
+        self._noise[..., level] = noise
+        self._noise[..., :level] = 0.0
+        self._noised[..., level] = noised
+        self._noised[..., :level] = False
+
+    def _close_level_array(
+        self, level: np.ndarray, active: np.ndarray, values: np.ndarray, noise: np.ndarray
+    ) -> None:
+        """Pull mode: each active counter closes a block at its own ``level``."""
+        levels = np.arange(self.storage_levels)
+        lvl = level[..., None]
+        keep = (levels > lvl) | ~active[..., None]  # levels above the new block, or no insert
+        here = levels == lvl
+        merged = values + np.where(levels < lvl, self._exact, 0.0).sum(axis=-1)
+        self._exact = np.where(keep, self._exact, np.where(here, merged[..., None], 0.0))
+        self._noise = np.where(keep, self._noise, np.where(here, noise[..., None], 0.0))
+        self._noised = np.where(keep, self._noised, here)

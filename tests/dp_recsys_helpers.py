@@ -1,0 +1,68 @@
+"""Shared set-up of the DP recommender agents' tests (dp-recsys.md §6.4 instance)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import fedbandit_env
+from fedbandit_env.policy import TeamPolicy
+
+MEANS = np.linspace(0.9, 0.0, 10)  # dp-recsys.md §6.4: 0.9, 0.8, ..., 0.0
+GAUSSIAN = {"kind": "gaussian", "sigma": 0.1}
+
+
+def make_venv(policy: TeamPolicy, runs: int = 2, **kwargs: Any):
+    """A homogeneous vector env with the channels the policy asks for (unless given)."""
+    env_kwargs = {
+        "family": "homogeneous",
+        "num_agents": 6,
+        "means": MEANS[:4],
+        "horizon": 60,
+        "topology": "ring",
+        "reward": GAUSSIAN,
+        **kwargs,
+    }
+    if "channels" not in env_kwargs:
+        preview = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", num_runs=1, **env_kwargs)
+        env_kwargs["channels"] = policy.channel_spec(preview.config)
+    return fedbandit_env.make_vec("FedBandit/Homogeneous-v0", num_runs=runs, **env_kwargs)
+
+
+def rollout(
+    policy: TeamPolicy,
+    runs: int = 2,
+    seed: int = 0,
+    hook: Callable[[int, Any, Any], None] | None = None,
+    before_step: Callable[[int, Any], None] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Play a whole episode; returns arms (T, B, N), per-channel sends (T, B, N) and payloads
+    (T, B, N, dim), rewards (T, B, N), the env and the final info. ``hook(t, policy, action)`` runs
+    after each ``act`` (t = the step being chosen); ``before_step(t, venv)`` before ``act``."""
+    venv = make_venv(policy, runs, **kwargs)
+    obs, info = venv.reset(seed=seed)
+    policy.reset(venv.facts, venv.agent_rng())
+    arms, sends, payloads, rewards = [], {}, {}, []
+    for t in range(1, venv.horizon + 1):
+        if before_step is not None:
+            before_step(t, venv)
+        action = policy.act(obs)
+        if hook is not None:
+            hook(t, policy, action)
+        arms.append(action.arms.copy())
+        for name, (send, payload) in action.messages.items():
+            sends.setdefault(name, []).append(np.array(send, copy=True))
+            payloads.setdefault(name, []).append(np.array(payload, copy=True))
+        obs, reward, _, _, info = venv.step(action.arms, action.messages)
+        rewards.append(reward.copy())
+    return {
+        "arms": np.stack(arms),
+        "sends": {k: np.stack(v) for k, v in sends.items()},
+        "payloads": {k: np.stack(v) for k, v in payloads.items()},
+        "rewards": np.stack(rewards),
+        "venv": venv,
+        "info": info,
+    }

@@ -1,0 +1,118 @@
+"""Chan–Shi–Song hybrid counter (specs/dp-recsys.md §2.3, §6.6 item 5, §9 item 1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fedbandit_env.privacy import (
+    HybridCounter,
+    PrivacyError,
+    hybrid_noise_std,
+    hybrid_noise_variance,
+)
+from fedbandit_env.seeding import BatchedRNG
+
+PROPERTY = settings(max_examples=40, deadline=None)
+
+
+def rng(seeds=(0,), name="hybrid"):
+    return BatchedRNG.for_runs(list(seeds), "agents").child(name)
+
+
+def test_closed_form_matches_the_spec_table():
+    # specs/dp-recsys.md §2.3: std at eps = 1, D = 1
+    std = hybrid_noise_std(np.array([10, 100, 1000, 10**4]), 1.0)
+    assert np.round(std, 1).tolist() == [10.2, 25.1, 57.6, 74.3]
+    assert hybrid_noise_variance(0, 1.0) == 0.0
+    assert hybrid_noise_variance(1, 2.0, 0.5) == pytest.approx(8 * 0.25 / 4)  # one Lap(2D/eps)
+    assert hybrid_noise_variance(10, math.inf) == 0.0
+
+
+@pytest.mark.parametrize("n", [10, 100, 1000])
+def test_empirical_variance_matches_the_closed_form_within_5_percent(n):
+    eps = 2.0
+    c = HybridCounter((100, 100), n, eps, rng=rng(name=f"v{n}"))  # 10^4 independent counters
+    g = np.random.default_rng(n)
+    for _ in range(n):
+        c.insert(g.random((1, 100, 100)))
+    noise = (c.release() - c.exact()).ravel()
+    ratio = noise.var() / float(hybrid_noise_variance(n, eps))
+    assert abs(ratio - 1) < 0.05, ratio
+    assert np.allclose(c.noise_variance(), hybrid_noise_variance(n, eps))
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 300))
+def test_exact_part_is_the_clipped_running_sum_and_queries_are_stable(seed, n):
+    c = HybridCounter((3,), n, 1.0, rng=rng((seed % 1009,)), bounds=(0.0, 1.0))
+    g = np.random.default_rng(seed)
+    total = np.zeros((1, 3))
+    for _ in range(n):
+        x = g.normal(0.5, 1.0, (1, 3))
+        out = c.insert(x)
+        total += np.clip(x, 0, 1)
+        assert np.array_equal(out, c.release()) and np.array_equal(c.release(), c.release())
+    np.testing.assert_allclose(c.exact(), total)
+    np.testing.assert_allclose(c.release() - c.noise(), total)
+
+
+def test_noise_restarts_the_binary_half_at_powers_of_two():
+    eps = 1.0
+    c = HybridCounter((1,), 64, eps, rng=rng())
+    log_noise = []
+    for n in range(1, 65):
+        c.insert(np.full((1, 1), 0.3))
+        _, binary = c.noise_parts()
+        if n & (n - 1) == 0:
+            assert binary[0, 0] == 0.0  # only the logarithmic half at c = 2^k
+            log_noise.append(c.noise()[0, 0])
+        else:
+            assert binary[0, 0] != 0.0
+    assert len(set(log_noise)) == 7  # a new increment at 1, 2, 4, ..., 64
+
+
+def test_counters_not_inserted_are_unchanged():
+    c = HybridCounter((4,), 10, 1.0, rng=rng())
+    c.insert(np.full((1, 4), 0.5))
+    before = c.release()
+    c.insert(np.full((1, 4), 0.5), np.array([[True, False, True, False]]))
+    after = c.release()
+    assert after[0, 1] == before[0, 1] and after[0, 3] == before[0, 3]
+    assert after[0, 0] != before[0, 0]
+    assert c.counts.tolist() == [[2, 1, 2, 1]]
+
+
+def test_batch_equals_runs_alone():
+    g = np.random.default_rng(5)
+    xs = [g.random((3, 2, 5)) for _ in range(40)]
+    masks = [g.random((3, 2, 5)) < 0.4 for _ in range(40)]
+    batch = HybridCounter((2, 5), 40, 1.0, rng=rng((1, 2, 3)))
+    alone = HybridCounter((2, 5), 40, 1.0, rng=rng((1, 2, 3)).run(2))
+    for x, m in zip(xs, masks, strict=True):
+        batch.insert(x, m)
+        alone.insert(x[2:], m[2:])
+    assert np.array_equal(batch.release()[2], alone.release()[0])
+
+
+def test_infinite_epsilon_gives_exact_sums():
+    c = HybridCounter((2,), 20, math.inf, num_runs=1)
+    for _ in range(20):
+        c.insert(np.array([[0.25, 2.0]]))
+    np.testing.assert_allclose(c.release(), [[5.0, 20.0]])  # 2.0 is clipped to 1
+
+
+def test_insert_validation():
+    c = HybridCounter((2,), 2, 1.0, rng=rng())
+    with pytest.raises(PrivacyError, match=r"^values: expected an array of shape \(1, 2\)"):
+        c.insert(np.zeros(2))
+    with pytest.raises(PrivacyError, match="^mask: expected a bool array"):
+        c.insert(np.zeros((1, 2)), np.ones((1, 2)))
+    c.insert(np.zeros((1, 2)))
+    c.insert(np.zeros((1, 2)))
+    with pytest.raises(PrivacyError, match="^mask: expected at most 2 items per counter"):
+        c.insert(np.zeros((1, 2)))

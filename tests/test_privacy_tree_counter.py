@@ -1,0 +1,264 @@
+"""Binary-tree continual counter (specs/gossip.md §2.4): dyadic decomposition, exact part,
+block reuse, noise count, per-observation budget, noise law, batching."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from fedbandit_env.privacy import PrivacyError, TreeCounter, blocks_containing, dyadic_blocks
+from fedbandit_env.privacy.dyadic import block_level, floor_levels, paper_levels, popcount
+from fedbandit_env.seeding import BatchedRNG
+
+PROPERTY = settings(max_examples=50, deadline=None)
+
+
+def rng(seeds=(0,), name="privacy"):
+    return BatchedRNG.for_runs(list(seeds), "agents").child(name)
+
+
+# -- dyadic decomposition ---------------------------------------------------------------------
+@PROPERTY
+@given(t=st.integers(0, 10**9))
+def test_blocks_partition_the_prefix_and_number_popcount(t):
+    blocks = dyadic_blocks(t)
+    assert len(blocks) == bin(t).count("1")
+    covered = 0
+    for q, end in reversed(blocks):
+        assert q == covered  # contiguous, disjoint, in order
+        length = end - q
+        assert length & (length - 1) == 0 and q % length == 0  # aligned dyadic interval
+        covered = end
+    assert covered == t
+
+
+@PROPERTY
+@given(t=st.integers(1, 10**6))
+def test_round_t_closes_exactly_one_new_block_and_reuses_the_rest(t):
+    new = set(dyadic_blocks(t)) - set().union(*(dyadic_blocks(s) for s in range(max(0, t - 1), t)))
+    assert new == {(t & (t - 1), t)}
+    assert set(dyadic_blocks(t)) - {(t & (t - 1), t)} == set(dyadic_blocks(t & (t - 1)))
+
+
+@PROPERTY
+@given(horizon=st.integers(1, 5000), data=st.data())
+def test_each_round_enters_at_most_one_block_per_level(horizon, data):
+    tau = data.draw(st.integers(1, horizon))
+    blocks = blocks_containing(tau, horizon)
+    levels = [block_level(b) for b in blocks]
+    assert len(levels) == len(set(levels)) <= floor_levels(horizon)
+    seen = {b for t in range(tau, horizon + 1) for b in dyadic_blocks(t) if b[0] < tau <= b[1]}
+    assert seen == set(blocks)
+
+
+def test_level_counts():
+    assert floor_levels(10**6) == 20 and paper_levels(10**6) == 20
+    assert floor_levels(1024) == 11 and paper_levels(1024) == 10
+    assert floor_levels(1) == 1 and paper_levels(1) == 1
+    assert list(popcount(np.array([0, 1, 6, 7, 1023]))) == [0, 1, 2, 3, 10]
+
+
+# -- the counter ------------------------------------------------------------------------------
+def simulate(counter, arms_rewards):
+    """Insert rounds 1..T of (arms, rewards); return releases, exact parts and true sums."""
+    truth = np.zeros((counter.num_runs, *counter.shape))
+    out = []
+    for t, (arms, rewards) in enumerate(arms_rewards, start=1):
+        counter.insert_arms(t, arms, rewards)
+        b, i = np.indices(arms.shape)
+        truth[b, i, arms] += rewards
+        out.append((counter.release(), counter.exact(), truth.copy(), counter.block_noise))
+    return out
+
+
+def random_plays(seed, runs, agents, arms, horizon, integer=True):
+    g = np.random.default_rng(seed)
+    plays = []
+    for _ in range(horizon):
+        a = g.integers(0, arms, (runs, agents))
+        r = g.integers(0, 3, (runs, agents)).astype(float) if integer else g.random((runs, agents))
+        plays.append((a, r))
+    return plays
+
+
+@PROPERTY
+@given(
+    seed=st.integers(0, 2**31),
+    horizon=st.integers(1, 70),
+    arms=st.integers(1, 4),
+    tree_index=st.sampled_from(["round", "pull"]),
+)
+def test_exact_part_equals_the_true_prefix_sum(seed, horizon, arms, tree_index):
+    c = TreeCounter((2, arms), horizon, 1.0, rng=rng((seed % 1000, 5)), tree_index=tree_index)
+    for _, exact, truth, _ in simulate(c, random_plays(seed, 2, 2, arms, horizon)):
+        assert np.array_equal(exact, truth)  # integer rewards: exact arithmetic
+    assert np.array_equal(c.release(), c.exact() + c.noise())
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**31), horizon=st.integers(1, 200))
+def test_noise_terms_equal_popcount_when_every_block_holds_a_pull(seed, horizon):
+    c = TreeCounter((3,), horizon, 2.0, rng=rng((seed % 997,)))
+    g = np.random.default_rng(seed)
+    for t in range(1, horizon + 1):
+        c.insert(t, g.random((1, 3)))  # every counter observes every round
+        assert np.all(c.num_noise_terms() == bin(t).count("1"))
+        assert np.count_nonzero(c.noise()) == 3
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**31), horizon=st.integers(2, 150))
+def test_reused_blocks_carry_the_same_noise(seed, horizon):
+    c = TreeCounter((2, 3), horizon, 1.0, rng=rng((seed % 991,)), tree_index="round")
+    g = np.random.default_rng(seed)
+    previous = None
+    for t in range(1, horizon + 1):
+        c.insert_arms(t, g.integers(0, 3, (1, 2)), g.random((1, 2)))
+        noise, noised = c.block_noise, c.block_noised
+        new_level = (t & -t).bit_length() - 1
+        if previous is not None:
+            # levels above the new block are the same blocks as before: identical noise
+            assert np.array_equal(noise[..., new_level + 1 :], previous[..., new_level + 1 :])
+            # levels below were absorbed into the new block
+            assert not np.any(noise[..., :new_level]) and not np.any(noised[..., :new_level])
+        # a block carries noise iff it holds a pull
+        assert np.array_equal(noised, noise != 0)
+        previous = noise
+        first = c.release()
+        assert np.array_equal(first, c.release())  # releasing again reuses the cached noise
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**31), horizon=st.integers(2, 100))
+def test_pull_indexed_counter_counts_popcount_of_own_pulls(seed, horizon):
+    c = TreeCounter((2, 3), horizon, 1.0, rng=rng((seed % 983,)), tree_index="pull")
+    g = np.random.default_rng(seed)
+    for t in range(1, horizon + 1):
+        c.insert_arms(t, g.integers(0, 3, (1, 2)), g.random((1, 2)))
+        assert np.array_equal(c.num_noise_terms(), popcount(c.counts))
+
+
+def test_noise_only_on_blocks_that_hold_a_pull():
+    c = TreeCounter((2,), 8, 1.0, rng=rng())
+    pulled_at = {1, 2, 3}  # counter 0 is pulled in rounds 1..3 only; counter 1 never
+    for t in range(1, 9):
+        mask = np.array([[t in pulled_at, False]])
+        c.insert(t, np.ones((1, 2)), mask)
+    # t = 8: decomposition is the single block (0, 8], which holds pulls of counter 0 only
+    assert list(c.num_noise_terms()[0]) == [1, 0]
+    assert c.release()[0, 1] == 0.0 and c.exact()[0, 0] == 3.0
+    printed = TreeCounter((2,), 8, 1.0, rng=rng(), noise_on_empty_blocks=True)
+    for t in range(1, 8):
+        printed.insert(t, np.zeros((1, 2)), np.zeros((1, 2), dtype=bool))
+        assert np.all(printed.num_noise_terms() == bin(t).count("1"))
+
+
+def test_per_observation_budget_sums_to_epsilon():
+    horizon, eps = 100, 1.5
+    c = TreeCounter((1,), horizon, eps, rng=rng())
+    assert c.budget_levels == c.storage_levels == 7
+    spent = np.zeros(horizon + 1)  # epsilon spent on each round's observation
+    for t in range(1, horizon + 1):
+        c.insert(t, np.ones((1, 1)))
+        level = (t & -t).bit_length() - 1
+        assert c.block_noised[0, 0, level]
+        spent[t - (1 << level) + 1 : t + 1] += c.epsilon_per_block  # the closed block's rounds
+    assert spent[1:].max() == pytest.approx(eps)
+    assert spent[1] == pytest.approx(eps)  # round 1 enters a block at every level
+    assert np.all(spent[1:] <= eps + 1e-12)
+    assert c.effective_epsilon == pytest.approx(eps)
+    for tau in range(1, horizon + 1):  # the same figure from the decomposition alone
+        blocks = len(blocks_containing(tau, horizon))
+        assert spent[tau] == pytest.approx(blocks * c.epsilon_per_block)
+
+
+def test_paper_levels_overspend_when_horizon_is_a_power_of_two():
+    c = TreeCounter((1,), 1024, 1.0, rng=rng(), levels="paper")
+    assert c.budget_levels == 10 and c.storage_levels == 11
+    assert c.effective_epsilon == pytest.approx(1.1)
+    assert c.scale == pytest.approx(10.0)
+    d = TreeCounter((1,), 10**6, 1.0, rng=rng(), levels="paper")
+    assert d.effective_epsilon == pytest.approx(1.0) and d.scale == pytest.approx(20.0)
+
+
+def test_block_noise_is_laplace_with_the_calibrated_scale():
+    horizon, eps, sens = 16, 2.0, 0.5
+    c = TreeCounter((200, 50), horizon, eps, rng=rng(), sensitivity=sens)
+    scale = sens * floor_levels(horizon) / eps
+    assert c.scale == pytest.approx(scale)
+    for t in range(1, horizon + 1):
+        c.insert(t, np.zeros((1, 200, 50)))
+    # t = 16 is a single block: its noise is one Laplace draw per counter
+    noise = c.noise().ravel()
+    assert stats.kstest(noise, stats.laplace(scale=scale).cdf).pvalue > 0.01
+    # t = 15 would carry four blocks: check the release variance 2 b^2 popcount
+    d = TreeCounter((200, 50), 15, eps, rng=rng(name="other"), sensitivity=sens)
+    for t in range(1, 16):
+        d.insert(t, np.zeros((1, 200, 50)))
+    scale15 = sens * floor_levels(15) / eps
+    assert d.noise().var() == pytest.approx(2 * scale15**2 * 4, rel=0.05)
+
+
+def test_batch_run_equals_the_run_alone():
+    plays = random_plays(3, 3, 2, 4, 60, integer=False)
+    for mode in ("round", "pull"):
+        batch = TreeCounter((2, 4), 60, 1.0, rng=rng((7, 8, 9)), tree_index=mode)
+        alone = TreeCounter((2, 4), 60, 1.0, rng=rng((7, 8, 9)).run(1), tree_index=mode)
+        for t, (a, r) in enumerate(plays, start=1):
+            batch.insert_arms(t, a, r)
+            alone.insert_arms(t, a[1:2], r[1:2])
+            assert np.array_equal(batch.release()[1], alone.release()[0])
+        assert not np.array_equal(batch.noise()[0], batch.noise()[1])
+
+
+def test_infinite_epsilon_is_exact_and_needs_no_rng():
+    c = TreeCounter((2, 3), 30, math.inf, num_runs=2)
+    outs = simulate(c, random_plays(4, 2, 2, 3, 30, integer=False))
+    for release, _, truth, _ in outs:
+        np.testing.assert_allclose(release, truth)
+    assert not np.any(c.noise()) and c.scale == 0.0
+
+
+def test_init_round_is_one_extra_noised_leaf():
+    c = TreeCounter((1, 2), 8, 1.0, rng=rng(), init_round=True)
+    c.insert_arms(0, np.array([[1]]), np.array([[0.5]]))
+    assert list(c.num_noise_terms()[0, 0]) == [0, 1]
+    init_noise = c.noise()[0, 0, 1]
+    assert init_noise != 0
+    for t in range(1, 9):
+        c.insert_arms(t, np.array([[0]]), np.array([[1.0]]))
+    assert c.noise()[0, 0, 1] == init_noise  # the init leaf keeps its noise
+    assert list(c.exact()[0, 0]) == [8.0, 0.5]
+    assert list(c.counts[0, 0]) == [8, 1]
+    p = TreeCounter((1, 2), 8, 1.0, rng=rng(), init_round=True, tree_index="pull")
+    assert p.capacity == 9 and p.storage_levels == 4
+
+
+def test_bounds_clip_and_set_the_sensitivity():
+    c = TreeCounter((2,), 4, 1.0, rng=rng(), bounds=(0.0, 2.0))
+    assert c.sensitivity == 2.0
+    c.insert(1, np.array([[5.0, -3.0]]))
+    assert list(c.exact()[0]) == [2.0, 0.0]
+
+
+def test_insert_validation():
+    c = TreeCounter((2, 3), 3, 1.0, rng=rng())
+    with pytest.raises(PrivacyError, match="^t: expected the next round 1, got 2"):
+        c.insert(2, np.zeros((1, 2, 3)))
+    with pytest.raises(PrivacyError, match=r"^values: expected an array of shape \(1, 2, 3\)"):
+        c.insert(1, np.zeros((2, 3)))
+    with pytest.raises(PrivacyError, match="^pulled: expected a bool array"):
+        c.insert(1, np.zeros((1, 2, 3)), np.zeros((1, 2, 3)))
+    with pytest.raises(PrivacyError, match="^arms: expected indices in"):
+        c.insert_arms(1, np.array([[0, 3]]), np.zeros((1, 2)))
+    with pytest.raises(PrivacyError, match="^values: expected finite numbers"):
+        c.insert(1, np.full((1, 2, 3), np.inf))
+    for t in range(1, 4):
+        c.insert(t, np.zeros((1, 2, 3)))
+    with pytest.raises(PrivacyError, match="^t: expected a round <= horizon 3"):
+        c.insert(4, np.zeros((1, 2, 3)))
