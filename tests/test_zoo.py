@@ -272,3 +272,31 @@ def test_shared_variants_stay_finite_on_noisy_received_statistics(agent_id):
         noisy = payload + noise.normal(0.0, 20.0, payload.shape)
         obs, *_ = venv.step(action.arms, {"neighbors": (send, noisy)})
     assert np.all((action.arms >= 0) & (action.arms < 3))
+
+
+def test_shared_variant_can_be_made_private_by_the_privacy_wrapper():
+    """The statistics are running sums: an agent's own [counts, sums] change by at most 2 in L1
+    per step for rewards in [0, 1], so the tree-counter mode of the wrapper privatizes them."""
+    from fedbandit_env.wrappers import PrivacyVectorWrapper
+
+    regret = {}
+    for epsilon in (None, 1.0):
+        venv = fedbandit_env.make_vec(
+            "FedBandit/Heterogeneous-v0",
+            num_runs=4,
+            num_agents=5,
+            num_arms=5,
+            horizon=600,
+            channels={"neighbors": {"kind": "neighbors", "dim": 10}},
+        )
+        if epsilon is not None:
+            privacy = {"epsilon": epsilon, "sensitivity": 2.0, "running_sum": True, "clip": False}
+            venv = PrivacyVectorWrapper(venv, {"neighbors": privacy})
+        policy = make_agent("thompson_beta_shared")
+        obs, _ = venv.reset(seed=0)
+        policy.reset(venv.facts, venv.agent_rng())
+        for _ in range(600):
+            action = policy.act(obs)
+            obs, _, _, _, info = venv.step(action.arms, action.messages)
+        regret[epsilon] = info.cumulative_regret.mean()
+    assert np.isfinite(regret[1.0]) and regret[1.0] > 2 * regret[None], regret
