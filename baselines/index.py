@@ -27,6 +27,10 @@ a baseline the privacy wrappers can privatize).
 
 ``total`` passed to :meth:`IndexPolicy.index` is ``n_used.sum(-1)``: the number of samples the
 agent's index is built on (its "time" in UCB-style bonuses).
+
+Received statistics may be noisy (a privacy wrapper privatizing the channel): negative aggregated
+neighbour counts are treated as 0, and Beta Thompson sampling clips its success counts to
+[0, n], so every index stays well defined.
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ class IndexPolicy(TeamPolicy):
             heard = obs.deliveries[CHANNEL]
             self.latest = np.where(heard.mask[..., None], heard.payload, self.latest)
             received = self.latest.sum(axis=2)
-            n = n + received[..., : self.num_arms]
+            n = n + np.maximum(received[..., : self.num_arms], 0.0)
             s = s + received[..., self.num_arms :]
             payload = np.concatenate([self.counts, self.sums], axis=-1)
             messages[CHANNEL] = (self._send, payload)

@@ -74,6 +74,7 @@ class ThompsonBeta(IndexPolicy):
         return (self._trick.next() < p).astype(np.float64)
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
+        s = np.clip(s, 0.0, n)  # received statistics may be noisy (privatized)
         shapes = np.stack([1.0 + s, 1.0 + n - s], axis=-1)
         g = gamma_marsaglia_tsang(shapes, self._normal.next(), self._uniform.next())
         return g[..., 0] / (g[..., 0] + g[..., 1])

@@ -116,3 +116,17 @@ def test_single_agent_view_regret_reward_and_errors():
         _one_learner(reward_mode="bonus")
     with pytest.raises(ConfigError, match="agent_2: arm"):
         env.step(7)
+
+
+@pytest.mark.filterwarnings("ignore:.*render_mode='rgb_array'")  # SB3 tries it first
+def test_single_agent_view_works_with_sb3_make_vec_env():
+    env_util = pytest.importorskip("stable_baselines3.common.env_util")
+    venv = env_util.make_vec_env(
+        "FedBandit/OneLearner-v0", n_envs=2, seed=4, env_kwargs={**KW, "horizon": 5}
+    )
+    obs = venv.reset()
+    assert obs.shape == (2, 13) and obs.dtype == np.float32
+    for _ in range(5):
+        obs, rewards, dones, infos = venv.step(np.array([0, 1]))
+    assert dones.all() and "terminal_observation" in infos[0]
+    assert [e.unwrapped.run_seed for e in venv.envs] == [5, 6]  # seeds 4, 5, then autoreset

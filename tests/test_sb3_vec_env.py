@@ -88,3 +88,5 @@ def test_regret_reward_mode():
     assert (rewards <= 0).all() and (rewards < 0).any()
     with pytest.raises(fedbandit_env.ConfigError, match="reward_mode"):
         _env(reward_mode="bonus")
+    with pytest.raises(fedbandit_env.ConfigError, match="num_copies"):
+        AgentsVecEnv("FedBandit/Heterogeneous-v0", num_copies=0)

@@ -247,3 +247,57 @@ def test_bench_zoo_script_runs_at_tiny_scale():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n| ") == 12  # header + 11 learners
+
+
+@pytest.mark.parametrize("agent_id", SHARED)
+def test_shared_variants_stay_finite_on_noisy_received_statistics(agent_id):
+    """A privacy wrapper may add noise to the statistics; indices must stay well defined."""
+    policy = make_agent(agent_id)
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=2,
+        num_agents=4,
+        num_arms=3,
+        horizon=50,
+        topology="ring",
+        channels={"neighbors": {"kind": "neighbors", "dim": 6}},
+    )
+    obs, _ = venv.reset(seed=0)
+    policy.reset(venv.facts, venv.agent_rng())
+    noise = np.random.default_rng(0)
+    for _ in range(50):
+        with np.errstate(all="raise"):  # no NaN, no invalid sqrt/log/Gamma shape
+            action = policy.act(obs)
+        send, payload = action.messages["neighbors"]
+        noisy = payload + noise.normal(0.0, 20.0, payload.shape)
+        obs, *_ = venv.step(action.arms, {"neighbors": (send, noisy)})
+    assert np.all((action.arms >= 0) & (action.arms < 3))
+
+
+def test_shared_variant_can_be_made_private_by_the_privacy_wrapper():
+    """The statistics are running sums: each step an agent's own [counts, sums] grow by an
+    increment of L1 norm <= 2 (rewards in [0, 1]), so two increments differ by <= 4 and the
+    tree-counter mode of the wrapper privatizes them."""
+    from fedbandit_env.wrappers import PrivacyVectorWrapper
+
+    regret = {}
+    for epsilon in (None, 1.0):
+        venv = fedbandit_env.make_vec(
+            "FedBandit/Heterogeneous-v0",
+            num_runs=4,
+            num_agents=5,
+            num_arms=5,
+            horizon=600,
+            channels={"neighbors": {"kind": "neighbors", "dim": 10}},
+        )
+        if epsilon is not None:
+            privacy = {"epsilon": epsilon, "sensitivity": 4.0, "running_sum": True}
+            venv = PrivacyVectorWrapper(venv, {"neighbors": privacy})
+        policy = make_agent("thompson_beta_shared")
+        obs, _ = venv.reset(seed=0)
+        policy.reset(venv.facts, venv.agent_rng())
+        for _ in range(600):
+            action = policy.act(obs)
+            obs, _, _, _, info = venv.step(action.arms, action.messages)
+        regret[epsilon] = info.cumulative_regret.mean()
+    assert np.isfinite(regret[1.0]) and regret[1.0] > 2 * regret[None], regret

@@ -62,6 +62,8 @@ class AgentsVecEnv(VecEnv):
         **env_kwargs: Any,
     ):
         self.reward_mode = check_reward_mode(reward_mode)
+        if isinstance(num_copies, bool) or not isinstance(num_copies, int) or num_copies < 1:
+            raise ConfigError(f"num_copies: expected a positive int, got {num_copies!r}")
         if "channels" not in env_kwargs:
             probe = make_vec(env_id, num_runs=1, **env_kwargs)
             env_kwargs["channels"] = statistics_channel(probe.num_arms)

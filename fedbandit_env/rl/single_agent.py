@@ -36,6 +36,13 @@ from fedbandit_env.registration import make_vec, spec
 from fedbandit_env.rl.features import CHANNEL, StatisticsFeatures, statistics_channel
 
 REWARD_MODES = ("local", "regret")
+
+
+class RenderModeError(ConfigError, TypeError):
+    """An unsupported ``render_mode``. Also a ``TypeError``: SB3's ``make_vec_env`` first tries
+    ``render_mode="rgb_array"`` and retries without it on a TypeError."""
+
+
 GYM_ID = "FedBandit/OneLearner-v0"
 
 
@@ -57,7 +64,7 @@ class OneLearnerEnv(gym.Env):
         if reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode: expected one of {REWARD_MODES}, got {reward_mode!r}")
         if render_mode not in (None, "ansi"):
-            raise ConfigError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+            raise RenderModeError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
         self.peers = make_agent(peers, **(peer_kwargs or {})) if isinstance(peers, str) else peers
         if "channels" not in env_kwargs:
             preview = make_config(**{**spec(env_id).kwargs, **env_kwargs})
@@ -76,6 +83,11 @@ class OneLearnerEnv(gym.Env):
         self._run_seed: int | None = None
         self._obs = None
         self._info: dict[str, Any] = {}
+
+    @property
+    def run_seed(self) -> int | None:
+        """The run seed of the current episode."""
+        return self._run_seed
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
