@@ -73,12 +73,12 @@ class HybridSums:
         self.counter = HybridCounter(shape[1:], horizon, epsilon, rng=rng, bounds=clip)
         self.value = np.zeros(shape)
         self._b, self._i = np.indices(shape[:2])
-        self._arms = np.arange(shape[2])
 
     def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
-        mask = arm[..., None] == self._arms
-        self.value = self.counter.insert(np.where(mask, reward[..., None], 0.0), mask)
-        return self.value[self._b, self._i, arm]
+        index = (self._b, self._i, arm)
+        self.counter.insert_at(index, reward)
+        self.value[index] = self.counter.release_at(index)
+        return self.value[index]
 
 
 def make_running_sums(

@@ -116,3 +116,24 @@ def test_insert_validation():
     c.insert(np.zeros((1, 2)))
     with pytest.raises(PrivacyError, match="^mask: expected at most 2 items per counter"):
         c.insert(np.zeros((1, 2)))
+
+
+def test_insert_at_equals_masked_insert_and_draws():
+    """insert_at (work per item) gives exactly the masked insert's releases and noise."""
+    from fedbandit_env.privacy import HybridCounter
+    from fedbandit_env.seeding import BatchedRNG
+
+    runs, n, k, horizon = 3, 4, 5, 300
+    full = HybridCounter((n, k), horizon, 1.5, rng=BatchedRNG.for_runs([1, 2, 3], "agents"))
+    fast = HybridCounter((n, k), horizon, 1.5, rng=BatchedRNG.for_runs([1, 2, 3], "agents"))
+    gen = np.random.default_rng(0)
+    b, i = np.indices((runs, n))
+    for _ in range(horizon):
+        arms = gen.integers(k, size=(runs, n))
+        rewards = gen.random((runs, n)) * 1.4 - 0.2  # some values need clipping
+        mask = arms[..., None] == np.arange(k)
+        released = full.insert(np.where(mask, rewards[..., None], 0.0), mask)
+        fast.insert_at((b, i, arms), rewards)
+        assert np.array_equal(fast.release_at((b, i, arms)), released[b, i, arms])
+    assert np.array_equal(fast.release(), full.release())
+    assert np.array_equal(fast.counts, full.counts)

@@ -133,6 +133,38 @@ class HybridCounter:
         """Closed-form variance of each counter's current noise (B, *shape)."""
         return hybrid_noise_variance(self._count, self.epsilon, self.sensitivity)
 
+    def insert_at(self, index: tuple[np.ndarray, ...], values: np.ndarray) -> None:
+        """Insert one item into each counter at ``index`` (distinct positions of (B, *shape),
+        e.g. ``(b, i, pulled_arm)``): the same result and the same random draws as
+        :meth:`insert` with the matching one-hot mask, but the work is proportional to the
+        number of items, not of counters. Read the new values with :meth:`release_at`."""
+        values = np.asarray(values, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
+        lap = self._stream.next()[index] if self._stream is not None else np.zeros(values.shape)
+        count = self._count[index] + 1
+        if np.any(count > self.horizon):
+            raise PrivacyError(
+                "index", f"at most {self.horizon} items per counter", int(count.max())
+            )
+        self._count[index] = count
+        self._sum[index] += np.clip(values, *self.bounds)
+        k = bit_length(count) - 1
+        power = (count & (count - 1)) == 0
+        self._log_noise[index] += np.where(power, self.log_scale * lap, 0.0)
+        tau = np.where(power, 1, count - (np.int64(1) << k))
+        level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
+        levels = np.arange(self.binary_levels)
+        p_noise = (self.log_scale * k * lap)[..., None]
+        alpha = self._alpha_noise[index]
+        self._alpha_noise[index] = np.where(
+            levels > level, alpha, np.where(levels == level, p_noise, 0.0)
+        )
+
+    def release_at(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The private running sums of the counters at ``index``."""
+        return self._sum[index] + (self._log_noise[index] + self._alpha_noise[index].sum(axis=-1))
+
     def insert(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Insert one item into every counter where ``mask`` holds; returns :meth:`release`."""
         full = (self.num_runs, *self.shape)
