@@ -52,3 +52,23 @@ def resolve_runs(rng: BatchedRNG | None, num_runs: int | None, noisy: bool) -> i
     if isinstance(num_runs, bool) or not isinstance(num_runs, int | np.integer) or num_runs < 1:
         raise PrivacyError("num_runs", "an int >= 1", num_runs)
     return int(num_runs)
+
+
+def check_values(values: np.ndarray, shape: tuple[int, ...], name: str = "values") -> np.ndarray:
+    """``values`` as a float64 array of exactly ``shape`` with finite entries."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.shape != shape:
+        raise PrivacyError(name, f"an array of shape {shape}", f"shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise PrivacyError(name, "finite numbers", "an array with NaN or inf")
+    return arr
+
+
+def check_mask(mask: np.ndarray | None, shape: tuple[int, ...], name: str = "mask") -> np.ndarray:
+    """A bool mask of ``shape`` (all True when ``mask`` is None)."""
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    arr = np.asarray(mask)
+    if arr.shape != shape or arr.dtype != np.bool_:
+        raise PrivacyError(name, f"a bool array of shape {shape}", f"{arr.dtype} {arr.shape}")
+    return arr

@@ -38,7 +38,7 @@ from typing import Literal
 import numpy as np
 
 from fedbandit_env.privacy._random import MaskedStream
-from fedbandit_env.privacy._validation import check_shape
+from fedbandit_env.privacy._validation import check_mask, check_shape, check_values
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
@@ -306,19 +306,8 @@ class GramTreePrivatizer:
         """Insert leaf ``Q`` where ``mask`` holds and release the noisy prefix sums."""
         full = (self.num_runs, *self.shape)
         side = self.d + 1
-        Q = np.asarray(Q, dtype=np.float64)
-        if Q.shape != (*full, side, side):
-            raise PrivacyError("Q", f"an array of shape {(*full, side, side)}", f"shape {Q.shape}")
-        if not np.all(np.isfinite(Q)):
-            raise PrivacyError("Q", "finite numbers", "an array with NaN or inf")
-        if mask is None:
-            mask = np.ones(full, dtype=bool)
-        else:
-            mask = np.asarray(mask)
-            if mask.shape != full or mask.dtype != np.bool_:
-                raise PrivacyError(
-                    "mask", f"a bool array of shape {full}", f"{mask.dtype} {mask.shape}"
-                )
+        Q = check_values(Q, (*full, side, side), "Q")
+        mask = check_mask(mask, full)
         refused = mask & self.exhausted
         if np.any(refused):
             warnings.warn(

@@ -31,7 +31,9 @@ from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.privacy._validation import (
     check_bounds,
     check_horizon,
+    check_mask,
     check_shape,
+    check_values,
     resolve_runs,
 )
 from fedbandit_env.privacy.calibration import check_epsilon
@@ -168,19 +170,8 @@ class HybridCounter:
     def insert(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Insert one item into every counter where ``mask`` holds; returns :meth:`release`."""
         full = (self.num_runs, *self.shape)
-        values = np.asarray(values, dtype=np.float64)
-        if values.shape != full:
-            raise PrivacyError("values", f"an array of shape {full}", f"shape {values.shape}")
-        if not np.all(np.isfinite(values)):
-            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
-        if mask is None:
-            mask = np.ones(full, dtype=bool)
-        else:
-            mask = np.asarray(mask)
-            if mask.shape != full or mask.dtype != np.bool_:
-                raise PrivacyError(
-                    "mask", f"a bool array of shape {full}", f"{mask.dtype} {mask.shape}"
-                )
+        values = check_values(values, full)
+        mask = check_mask(mask, full)
         if np.any(self._count + mask > self.horizon):
             raise PrivacyError(
                 "mask", f"at most {self.horizon} items per counter", int((self._count + mask).max())

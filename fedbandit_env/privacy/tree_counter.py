@@ -41,7 +41,9 @@ from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.privacy._validation import (
     check_bounds,
     check_horizon,
+    check_mask,
     check_shape,
+    check_values,
     resolve_runs,
 )
 from fedbandit_env.privacy.calibration import check_epsilon, check_sensitivity
@@ -181,19 +183,8 @@ class TreeCounter:
     # -- insertion ------------------------------------------------------------------------
     def _prepare(self, values: np.ndarray, pulled: np.ndarray | None) -> tuple[np.ndarray, ...]:
         full = (self.num_runs, *self.shape)
-        values = np.asarray(values, dtype=np.float64)
-        if values.shape != full:
-            raise PrivacyError("values", f"an array of shape {full}", f"shape {values.shape}")
-        if not np.all(np.isfinite(values)):
-            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
-        if pulled is None:
-            pulled = np.ones(full, dtype=bool)
-        else:
-            pulled = np.asarray(pulled)
-            if pulled.shape != full or pulled.dtype != np.bool_:
-                raise PrivacyError(
-                    "pulled", f"a bool array of shape {full}", f"{pulled.dtype} {pulled.shape}"
-                )
+        values = check_values(values, full)
+        pulled = check_mask(pulled, full, "pulled")
         if self.bounds is not None:
             values = np.clip(values, *self.bounds)
         return np.where(pulled, values, 0.0), pulled
