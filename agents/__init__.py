@@ -3,5 +3,14 @@
 from agents.commeff import CDPMAB, DDPMAB, HDPMAB  # Li & Song (seed 004)
 from agents.dp_decentralized_ucb import DPDecentralizedUCB  # Li, Song & Fragouli (seed 001)
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli (seed 001)
+from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. (seeds 000/002)
 
-__all__ = ["CDPMAB", "DDPMAB", "DPDecentralizedUCB", "DPMasterWorkerUCB", "HDPMAB"]
+__all__ = [
+    "CDPMAB",
+    "DDPMAB",
+    "DPDecentralizedUCB",
+    "DPMasterWorkerUCB",
+    "GossipFedUCB",
+    "GossipUCB",
+    "HDPMAB",
+]

@@ -1,0 +1,280 @@
+"""Gossip_UCB and Fed_UCB (Zhu, Zhu, Liu & Liu, "Federated Bandit: A Gossiping Approach").
+
+specs/gossip.md. Both are batched team policies over two channels:
+
+* ``neighbors`` (kind neighbors, dim M): every step each agent sends its count estimate ñ_i to
+  every neighbour (the always-on max-consensus of Eq. (1), §1.4);
+* ``gossip`` (kind gossip, dim M): the environment activates one uniformly random edge per step;
+  its endpoints exchange their estimate vectors ϑ (§1.4).
+
+One round t follows the executable order of §2.3 with the §7 timing. In env step M + t an agent
+submits (arm a_i(t), neighbors = ñ_i(t), gossip = ϑ_i(t−1)); the observation of that step holds
+its reward X_i(t), the neighbours' ñ_j(t) and, if it is on the active edge, the partner's
+ϑ_j(t−1). The agent then updates n, X̄ (phase B), ϑ (phase C) and ñ(t+1) (phase D) before
+choosing round t+1. Initialization (§6 item 13): env steps 1..M pull arm k at step k+1, all agents
+at once, without messages; the bonus's t is the post-initialization round index, so the
+environment's horizon is T + M (the gossip presets already add M).
+
+Choices (gossip.md §6): the init sample is part of S (item 3); natural logs in the bonus and
+floor(log2 T) + 1 tree levels (item 4, ``privacy_levels="paper"`` for ceil(log2 T)); Fed_UCB noise
+only on non-empty blocks (item 6, ``noise_on_empty_blocks``); the init sample gets its own Laplace
+leaf by default (item 7, ``noisy_init=False`` reproduces the paper); argmax ties and lagging arms
+are chosen uniformly at random (item 9); alpha1 = 64 / N^17 (item 10); the agents know N
+(item 20). ``literal_line_order=True`` computes ñ(t+1) from the pre-pull count, as Algorithm 1's
+line 5 does (item 1). ``GossipFedUCB(epsilon=inf)`` takes the exact path and equals ``GossipUCB``
+step for step (P6).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from baselines.index import argmax_uniform_ties, check_number
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.privacy import TreeCounter
+from fedbandit_env.seeding import BatchedRNG
+
+NEIGHBORS, GOSSIP = "neighbors", "gossip"
+
+
+class GossipUCB(TeamPolicy):
+    """Gossip_UCB (gossip.md §2.2–2.3): UCB on gossiped estimates ϑ with the consistency rule."""
+
+    agent_id = "gossip_ucb"
+
+    def __init__(
+        self,
+        bonus_scale: float = 1.0,
+        alpha1: float | None = None,
+        literal_line_order: bool = False,
+    ):
+        self.bonus_scale = check_number(self.agent_id, "bonus_scale", bonus_scale, 0.0)
+        self.alpha1_override = (
+            None if alpha1 is None else check_number(self.agent_id, "alpha1", alpha1, 0.0)
+        )
+        self.literal_line_order = bool(literal_line_order)
+        self.epsilon = math.inf
+
+    def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
+        m = config.num_arms
+        return {
+            NEIGHBORS: {"kind": "neighbors", "dim": m},
+            GOSSIP: {"kind": "gossip", "dim": m},
+        }
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        n, m = facts.num_agents, facts.num_arms
+        self.require_channel(facts, NEIGHBORS, "neighbors", m)
+        self.require_channel(facts, GOSSIP, "gossip", m)
+        if facts.family not in ("heterogeneous", "homogeneous"):
+            raise ConfigError(f"{self.agent_id}: family: expected a multi-armed family")
+        if facts.horizon <= m:
+            raise ConfigError(
+                f"{self.agent_id}: horizon: expected more than M = {m} steps (the initialization "
+                f"pulls every arm once), got {facts.horizon}"
+            )
+        if len(facts.topology.components) != 1:
+            raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
+        self.N, self.M = n, m
+        self.T = facts.horizon - m  # rounds after the initialization
+        self.alpha1 = 64.0 / n**17 if self.alpha1_override is None else self.alpha1_override
+        shape = (facts.num_runs, n, m)
+        self.n = np.zeros(shape)  # own pulls, including the init pull
+        self.S = np.zeros(shape)  # own reward sums (exact)
+        self.xbar = np.zeros(shape)  # the mean the agent gossips: exact (Gossip_UCB) or noisy
+        self.theta = np.zeros(shape)
+        self.ntil = np.zeros(shape)
+        self._rows = np.indices(shape[:2])
+        self._init_rewards = np.zeros(shape)
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (n, m))
+        self._lagpick = rng.child("lagging").buffered("uniform", (n, m))
+        self._send = np.ones(shape[:2], dtype=bool)
+        self._reset_privacy(facts, rng)
+
+    def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Gossip_UCB releases exact means (no privacy)."""
+
+    # ------------------------------------------------------------- the round
+    @property
+    def round(self) -> int:
+        return self._round
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        s = obs.step
+        if s < self.M:  # initialization: arm s at env step s + 1
+            if s > 0:
+                self._record_init(obs, s - 1)
+            arms = np.full(self._send.shape, s, dtype=np.int64)
+            return TeamAction(arms)
+        if s == self.M:
+            self._record_init(obs, s - 1)
+            self._finish_init()
+        else:
+            self._observe(obs)
+        self._round = s - self.M + 1
+        arms = self._decide(self._round)
+        return TeamAction(
+            arms,
+            {
+                NEIGHBORS: (self._send, self.ntil.copy()),
+                GOSSIP: (self._send, self.theta.copy()),
+            },
+        )
+
+    def _record_init(self, obs: VecObservation, arm: int) -> None:
+        self._init_rewards[..., arm] = obs.last_reward
+
+    def _finish_init(self) -> None:
+        """t = 0: n = 1, S = X(0), X̄ = ϑ = X(0), ñ = n (gossip.md §2.2)."""
+        self.n[:] = 1.0
+        self.S[:] = self._init_rewards
+        self.xbar = self._initial_mean()
+        self.theta = self.xbar.copy()
+        self.ntil = self.n.copy()
+
+    def _initial_mean(self) -> np.ndarray:
+        return self._init_rewards.copy()
+
+    def bonus(self, t: int) -> np.ndarray:
+        """C_{i,k}(t) of Eq. (11), with n the count before this round's pull."""
+        return self.bonus_scale * np.sqrt(2.0 * self.N * math.log(t) / self.n) + self.alpha1
+
+    def _decide(self, t: int) -> np.ndarray:
+        """Phase A: lagging arms first (uniformly), else the UCB argmax (uniform ties)."""
+        lag = self.n < self.ntil - self.N
+        lag_arm = np.argmax(np.where(lag, self._lagpick.next(), -1.0), axis=-1)
+        ucb_arm = argmax_uniform_ties(self.theta + self.bonus(t), self._tiebreak.next())
+        return np.where(lag.any(axis=-1), lag_arm, ucb_arm).astype(np.int64)
+
+    def _observe(self, obs: VecObservation) -> None:
+        """Phases B–D of round t from the observation of its env step."""
+        t = self._round
+        b, i = self._rows
+        arm = obs.last_arm
+        pre_pull_n = self.n.copy() if self.literal_line_order else None
+        old_xbar = self.xbar.copy()
+        self.n[b, i, arm] += 1.0
+        self.S[b, i, arm] += obs.last_reward
+        self._update_mean(t, arm, obs.last_reward)
+        grad = self.xbar - old_xbar
+        gossip = obs.deliveries[GOSSIP]
+        averaged = 0.5 * (self.theta + gossip.payload) + grad
+        self.theta = np.where(gossip.received[..., None], averaged, self.theta + grad)
+        heard = obs.deliveries[NEIGHBORS]
+        best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        own = pre_pull_n if pre_pull_n is not None else self.n
+        self.ntil = np.maximum(own, best_heard)
+
+    def _update_mean(self, t: int, arm: np.ndarray, reward: np.ndarray) -> None:
+        b, i = self._rows
+        self.xbar[b, i, arm] = self.S[b, i, arm] / self.n[b, i, arm]
+
+
+class GossipFedUCB(GossipUCB):
+    """Fed_UCB (gossip.md §2.4): Gossip_UCB on noisy means from binary-tree counters.
+
+    Each agent privatizes its own running reward sums with a
+    :class:`~fedbandit_env.privacy.TreeCounter` over the round index (``tree_index="round"``) or
+    the arm's pull count (``"pull"``), per-level budget epsilon / levels; everything it sends is
+    post-processing of those noisy sums, so each agent is epsilon-DP (gossip.md §1.6, §3). The
+    bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor). As in the paper's
+    experiments, Gaussian rewards are not clipped (§6 item 5): the guarantee then holds only for
+    rewards in [0, 1] — use Bernoulli or clipped-Gaussian rewards for a formal guarantee.
+    """
+
+    agent_id = "gossip_fed_ucb"
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        bonus_scale: float = 1.0,
+        dp_bonus_scale: float = 1.0,
+        noisy_init: bool = True,
+        tree_index: str = "round",
+        privacy_levels: str | None = None,
+        noise_on_empty_blocks: bool = False,
+        alpha1: float | None = None,
+        literal_line_order: bool = False,
+    ):
+        super().__init__(bonus_scale, alpha1, literal_line_order)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
+            raise ConfigError(
+                f"{self.agent_id}: epsilon: expected a number > 0 (math.inf: no privacy), "
+                f"got {epsilon!r}"
+            )
+        if tree_index not in ("round", "pull"):
+            raise ConfigError(
+                f"{self.agent_id}: tree_index: expected 'round' or 'pull', got {tree_index!r}"
+            )
+        if privacy_levels not in (None, "paper"):
+            raise ConfigError(
+                f"{self.agent_id}: privacy_levels: expected None or 'paper', got {privacy_levels!r}"
+            )
+        self.epsilon = float(epsilon)
+        self.dp_bonus_scale = check_number(self.agent_id, "dp_bonus_scale", dp_bonus_scale, 0.0)
+        self.noisy_init = bool(noisy_init)
+        self.tree_index = tree_index
+        self.privacy_levels = privacy_levels
+        self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
+
+    @property
+    def private(self) -> bool:
+        return not math.isinf(self.epsilon)
+
+    def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        self.counter = None
+        if not self.private:
+            return
+        self.counter = TreeCounter(
+            (facts.num_agents, facts.num_arms),
+            self.T,
+            self.epsilon,
+            rng=rng.child("privacy"),
+            tree_index=self.tree_index,
+            noise_on_empty_blocks=self.noise_on_empty_blocks,
+            levels=self.privacy_levels,
+            init_round=self.noisy_init,
+        )
+
+    def _initial_mean(self) -> np.ndarray:
+        if self.counter is None:
+            return super()._initial_mean()
+        if self.noisy_init:  # item 7: the init sample is one more leaf with its own noise
+            self.counter.insert(0, self._init_rewards)
+            return self.counter.release()
+        return self._init_rewards.copy()  # the paper: X̄̃(0) = X(0), unprotected
+
+    def _update_mean(self, t: int, arm: np.ndarray, reward: np.ndarray) -> None:
+        if self.counter is None:
+            super()._update_mean(t, arm, reward)
+            return
+        self.counter.insert_arms(t, arm, reward)
+        noisy_sum = self.counter.release()
+        if not self.noisy_init:
+            noisy_sum = noisy_sum + self._init_rewards
+        b, i = self._rows
+        self.xbar[b, i, arm] = noisy_sum[b, i, arm] / self.n[b, i, arm]  # line 17: others keep
+
+    def bonus(self, t: int) -> np.ndarray:
+        """C_{i,k}(t) of Eq. (12); Eq. (11) when epsilon is inf."""
+        if not self.private:
+            return super().bonus(t)
+        ln_t, ln_big_t = math.log(t), math.log(self.T)
+        dp = (
+            self.dp_bonus_scale
+            * 128.0
+            * self.N
+            * ln_big_t**2
+            * ln_t
+            * np.log(self.n)
+            / (self.n * self.epsilon**2)
+        )
+        inner = (2.0 * self.N * ln_t / self.n) * (1.0 + dp)
+        return self.bonus_scale * np.sqrt(inner) + self.alpha1

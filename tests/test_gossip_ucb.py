@@ -1,0 +1,247 @@
+"""Gossip_UCB and Fed_UCB (specs/gossip.md): invariants P1–P6 at every step, light cone,
+regret behaviour, theory constants and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import fedbandit_env
+from agents.gossip_theory import alpha1, alpha2, constant_L, theorem1_bound
+from agents.gossip_ucb import GossipFedUCB, GossipUCB
+from fedbandit_env import ConfigError
+from fedbandit_env.bench import evaluate
+from fedbandit_env.graphs import gossip_lambda2
+
+ENV = "FedBandit/Heterogeneous-v0"
+
+
+def _venv(n=6, m=4, rounds=500, topology="path", runs=2, **kw):
+    return fedbandit_env.make_vec(
+        ENV,
+        num_runs=runs,
+        num_agents=n,
+        num_arms=m,
+        horizon=rounds + m,
+        topology=topology,
+        reward={"kind": "gaussian", "sigma": 1.0},
+        channels=("neighbors", "gossip"),
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    "policy", [GossipUCB(), GossipFedUCB(epsilon=1.0), GossipFedUCB(epsilon=2.0, noisy_init=False)]
+)
+def test_invariants_p1_to_p5_at_every_round(policy):
+    n, m, rounds = 6, 4, 500
+    venv = _venv(n, m, rounds)
+    obs, _ = venv.reset(seed=11)
+    policy.reset(venv.facts, venv.agent_rng())
+    dist = venv.config.topology.hop_distances
+    history = []  # history[t] = n(t), the counts after round t (history[0] = the init pulls)
+    for step in range(rounds + m):
+        action = policy.act(obs)
+        if step >= m:
+            t = step - m  # rounds completed; self.ntil is now ñ(t + 1)
+            history.append(policy.n.copy())
+            # P1 conservation: sum_i theta = sum_i xbar (noisy means for Fed_UCB)
+            assert np.allclose(policy.theta.sum(axis=1), policy.xbar.sum(axis=1), atol=1e-9)
+            # P2 Lemma 1: ñ_i(t+1) = max_j n_j(t - d(j, i)), n_j(s) = 0 for s < 0
+            expected = np.zeros_like(policy.ntil)
+            for i in range(n):
+                cands = [history[t - dist[i, j]][:, j] for j in range(n) if t - dist[i, j] >= 0]
+                expected[:, i] = np.max(cands, axis=0)
+            assert np.array_equal(policy.ntil, expected)
+            # P3 Lemma 2 and P4 Lemma 3
+            assert np.all(policy.n > policy.ntil - 3 * m * n)
+            spread = policy.n.max(axis=1) - policy.n.min(axis=1)
+            assert np.all(spread <= (3 * m + 1) * n)
+            # P5: one pull per round plus the M init pulls
+            assert np.all(policy.n.sum(axis=2) == t + m)
+        obs, *_ = venv.step(action.arms, action.messages)
+
+
+def test_fed_ucb_with_infinite_epsilon_equals_gossip_ucb():
+    """P6: same seeds, same trajectory (regret curves and ledger identical)."""
+    kwargs = {"horizon": 3005, "instance_seed": None}
+    plain = evaluate("FedBandit/GossipTriangle-v0", "gossip_ucb", runs=3, seed=4, env_kwargs=kwargs)
+    fed = evaluate(
+        "FedBandit/GossipTriangle-v0",
+        "gossip_fed_ucb",
+        runs=3,
+        seed=4,
+        env_kwargs=kwargs,
+        agent_kwargs={"epsilon": math.inf},
+    )
+    assert np.array_equal(plain.regret_network, fed.regret_network)
+    assert np.array_equal(plain.messages, fed.messages)
+    noisy = evaluate(
+        "FedBandit/GossipTriangle-v0",
+        "gossip_fed_ucb",
+        runs=3,
+        seed=4,
+        env_kwargs=kwargs,
+        agent_kwargs={"epsilon": 1.0},
+    )
+    assert not np.array_equal(plain.regret_network, noisy.regret_network)
+
+
+def test_noisy_mean_carries_the_tree_counter_noise():
+    policy = GossipFedUCB(epsilon=1.0, noisy_init=False)
+    venv = _venv(3, 3, 200, topology="complete", runs=1)
+    obs, _ = venv.reset(seed=0)
+    policy.reset(venv.facts, venv.agent_rng())
+    for _ in range(203):
+        action = policy.act(obs)
+        obs, *_ = venv.step(action.arms, action.messages)
+    policy.act(obs)  # fold in the last observation (no further step is taken)
+    noise = policy.counter.noise()
+    exact_sums = policy.counter.exact() + policy._init_rewards
+    assert np.allclose(exact_sums, policy.S)  # the counter's exact part is the true sum
+    b, i = np.indices(policy.n.shape[:2])
+    last = obs.last_arm
+    assert np.allclose(
+        policy.xbar[b, i, last], (policy.S + noise)[b, i, last] / policy.n[b, i, last]
+    )
+    # noise only on blocks holding a pull (gossip.md §6 item 6): arms never pulled after the
+    # (un-noised, noisy_init=False) init sample carry none
+    assert np.array_equal(noise != 0, policy.n > 1)
+
+
+def _light_cone_run(policy, topology, n, j=None, t_change=25, horizon=120, **topo):
+    venv = fedbandit_env.make_vec(
+        ENV,
+        num_runs=3,
+        num_agents=n,
+        num_arms=3,
+        horizon=horizon,
+        topology=topology,
+        topology_kwargs=topo,
+        reward={"kind": "gaussian", "sigma": 0.2},
+        channels=("neighbors", "gossip"),
+    )
+    obs, _ = venv.reset(seed=5)
+    policy.reset(venv.facts, venv.agent_rng())
+    arms, msgs = [], []
+    for t in range(1, horizon + 1):
+        if j is not None and t == t_change:
+            venv.engine.means[:, j, :] = 1.0 - venv.engine.means[:, j, :]
+            venv.engine.means[:, j, 0] += 5.0
+        action = policy.act(obs)
+        arms.append(action.arms.copy())
+        sent = [p for _, p in action.messages.values()]
+        msgs.append(np.concatenate(sent, axis=-1) if sent else np.zeros((3, n, 6)))
+        obs, *_ = venv.step(action.arms, action.messages)
+    return np.stack(arms), np.stack(msgs), venv.config.topology.hop_distances
+
+
+@pytest.mark.parametrize("make", [GossipUCB, lambda: GossipFedUCB(epsilon=2.0)])
+@pytest.mark.parametrize(
+    ("topology", "n", "topo"), [("ring", 7, {}), ("star", 6, {}), ("grid", 6, {})]
+)
+def test_light_cone(make, topology, n, topo):
+    j, t_change = 1, 25
+    base_arms, base_msgs, dist = _light_cone_run(make(), topology, n, **topo)
+    arms, msgs, _ = _light_cone_run(make(), topology, n, j=j, t_change=t_change, **topo)
+    for i in range(n):
+        changed = np.nonzero(
+            (arms[:, :, i] != base_arms[:, :, i]).any(axis=1)
+            | (msgs[:, :, i] != base_msgs[:, :, i]).any(axis=(1, 2))
+        )[0]
+        assert changed.size > 0, f"agent {i} never saw agent {j}'s change"
+        assert changed[0] + 1 > t_change + dist[i, j], (i, changed[0] + 1)
+
+
+def test_independent_ucb1_locks_on_local_best_while_gossip_ucb_learns_global_best():
+    """Agents 0 and 1 prefer arm 0 locally; the global best is arm 1 (gossip.md §1.2)."""
+    means = [[0.8, 0.6], [0.8, 0.6], [0.0, 0.9]]
+    kwargs = {"means": means, "horizon": 8002, "topology": "complete", "reward": "bernoulli"}
+    ucb = evaluate(ENV, "ucb1", runs=6, seed=0, env_kwargs=kwargs)
+    gossip = evaluate(ENV, "gossip_ucb", runs=6, seed=0, env_kwargs=kwargs)
+    steps = ucb.steps
+    half = np.searchsorted(steps, 4001)
+    ucb_growth = ucb.regret_per_agent[:, -1].mean() / ucb.regret_per_agent[:, half].mean()
+    gossip_growth = gossip.regret_per_agent[:, -1].mean() / gossip.regret_per_agent[:, half].mean()
+    assert ucb_growth > 1.8  # linear: doubling t doubles the regret
+    assert gossip_growth < 1.5  # sublinear (measured 1.38; 1.28 from 8e3 to 1.6e4)
+    assert gossip.regret_per_agent[:, -1].mean() < 0.3 * ucb.regret_per_agent[:, -1].mean()
+
+
+def test_setting_a_regret_far_below_theorem1_and_epsilon_ordering():
+    """Setting (a) (N=3, M=5, K3): eps = inf far below the Theorem 1 bound; at the end of a short
+    run the curves are ordered eps=1 > eps=5 > eps=inf (gossip.md §4.5)."""
+    rounds = 20_000
+    kwargs = {"horizon": rounds + 5}
+    finals = {}
+    for eps in (1.0, 5.0, math.inf):
+        res = evaluate(
+            "FedBandit/GossipTriangle-v0",
+            "gossip_fed_ucb",
+            runs=4,
+            seed=0,
+            env_kwargs=kwargs,
+            agent_kwargs={"epsilon": eps},
+        )
+        finals[eps] = res.final_regret_per_agent
+    env = fedbandit_env.make("FedBandit/GossipTriangle-v0")
+    env.reset(seed=0)
+    mu = env.unwrapped.engine.global_expected[0]
+    bound = theorem1_bound(rounds, mu, 0.5, 3)
+    assert finals[math.inf].max() < 0.3 * bound
+    assert finals[1.0].min() > finals[5.0].max() > finals[math.inf].max()
+
+
+def test_theory_constants_table():
+    """gossip.md §3 table: alpha1, L, alpha2 for the experiment settings."""
+    assert alpha1(3) == pytest.approx(4.96e-7, rel=1e-3)
+    assert alpha1(10) == pytest.approx(6.4e-16)
+    assert constant_L(0.5, 3) == 59 and alpha2(0.5, 3, 5) == pytest.approx(211.6, abs=0.05)
+    assert constant_L(0.99, 10) == 10294 and alpha2(0.99, 10, 10) == pytest.approx(7.14e5, rel=1e-3)
+    assert constant_L(0.9809, 10) == 4934 and alpha2(0.9809, 10, 10) == pytest.approx(
+        1.94e5, rel=1e-3
+    )
+    import networkx as nx
+
+    lam = gossip_lambda2(nx.path_graph(10))
+    assert lam == pytest.approx(0.99456, abs=1e-5)
+    mu = np.array([0.506, 0.378, 0.471, 0.580, 0.687])  # §4.6 instance 0
+    assert theorem1_bound(600_000, mu, 0.5, 3) == pytest.approx(7.4e3, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("make", "kwargs", "match"),
+    [
+        (GossipUCB, {"channels": ("neighbors",)}, r"gossip_ucb: channels\.gossip"),
+        (
+            GossipUCB,
+            {"channels": {"neighbors": {"kind": "neighbors", "dim": 2}, "gossip": "gossip"}},
+            r"gossip_ucb: channels\.neighbors: expected kind 'neighbors' with dim 4",
+        ),
+        (GossipUCB, {"horizon": 4}, r"gossip_ucb: horizon: expected more than M = 4"),
+        (lambda: GossipFedUCB(epsilon=1.0), {"horizon": 3}, r"gossip_fed_ucb: horizon"),
+    ],
+)
+def test_bad_environment_fails_before_the_first_step(make, kwargs, match):
+    base = {"num_agents": 3, "num_arms": 4, "horizon": 50, "channels": ("neighbors", "gossip")}
+    venv = fedbandit_env.make_vec(ENV, num_runs=1, **{**base, **kwargs})
+    venv.reset(seed=0)
+    with pytest.raises(ConfigError, match=match):
+        make().reset(venv.facts, venv.agent_rng())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0}, r"gossip_fed_ucb: epsilon: expected a number > 0"),
+        ({"epsilon": -2.0}, r"gossip_fed_ucb: epsilon"),
+        ({"tree_index": "leaf"}, r"gossip_fed_ucb: tree_index"),
+        ({"privacy_levels": "many"}, r"gossip_fed_ucb: privacy_levels"),
+        ({"bonus_scale": -1.0}, r"gossip_fed_ucb: bonus_scale"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        GossipFedUCB(**kwargs)
