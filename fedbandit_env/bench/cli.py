@@ -1,0 +1,198 @@
+"""The ``fedbandit`` command line (DESIGN.md §5).
+
+fedbandit envs | agents
+fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
+fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet]
+fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline ucb1] [--html DIR]
+fedbandit reproduce FIGURE [script args...]
+fedbandit audit (laplace|gaussian|AGENT) [--epsilon 1] [--kwargs JSON] [--trials N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from fedbandit_env.agent_registry import list_agents
+from fedbandit_env.bench.evaluate import evaluate
+from fedbandit_env.bench.executors import EXECUTORS, run_suite
+from fedbandit_env.bench.leaderboard import build, to_markdown
+from fedbandit_env.bench.store import ResultsStore
+from fedbandit_env.bench.suites import SUITES, get_suite
+from fedbandit_env.errors import FedBanditError
+from fedbandit_env.registration import list_envs, spec
+
+DEFAULT_STORE = "fedbandit_results.sqlite"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+FIGURES = {
+    "gossip-fig2": ("reproduce_gossip.py", "gossip paper, Fig. 2(a) and 2(b)"),
+    "dp-recsys": ("reproduce_dp_recsys.py", "DP recommender paper, Section IV experiment"),
+    "commeff": ("reproduce_commeff.py", "commeff paper, Figs. 4-12"),
+    "linear": ("reproduce_linear.py", "DP federated linear bandits, Fig. 1A-C"),
+}
+
+
+def _json(text: str, name: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise FedBanditError(f"{name}: expected a JSON object, got {text!r} ({err})") from None
+    if not isinstance(value, dict):
+        raise FedBanditError(f"{name}: expected a JSON object, got {text!r}")
+    return value
+
+
+def cmd_envs(args) -> None:
+    for env_id in list_envs():
+        print(f"{env_id:32s} {spec(env_id).description}")
+
+
+def cmd_agents(args) -> None:
+    print("\n".join(list_agents()))
+
+
+def cmd_run(args) -> None:
+    env_kwargs = _json(args.env_kwargs, "--env-kwargs")
+    if args.horizon:
+        env_kwargs["horizon"] = args.horizon
+    res = evaluate(
+        args.env,
+        args.agent,
+        runs=args.runs,
+        seed=args.seed,
+        env_kwargs=env_kwargs,
+        agent_kwargs=_json(args.agent_kwargs, "--agent-kwargs"),
+    )
+    print(json.dumps(res.summary(), indent=2))
+
+
+def cmd_suite(args) -> None:
+    suite = get_suite(args.name)
+    store = ResultsStore(args.store)
+    written = run_suite(
+        suite, store, args.executor, args.jobs, args.chunk, args.ray_address, args.quiet
+    )
+    if not args.quiet:
+        print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
+        print(to_markdown(build(store.rows(suite.name), suite.baseline), suite.baseline))
+
+
+def cmd_leaderboard(args) -> None:
+    store = ResultsStore(args.store)
+    rows = store.rows(args.suite)
+    if not rows:
+        raise FedBanditError(
+            f"leaderboard: no results in {args.store}; run `fedbandit suite` first"
+        )
+    entries = build(rows, args.baseline)
+    print(to_markdown(entries, args.baseline))
+    if args.html:
+        from fedbandit_env.bench.html import write_html
+
+        page = write_html(
+            entries, Path(args.html), f"fedbandit leaderboard ({args.store})", args.baseline
+        )
+        print(f"HTML: {page}")
+
+
+def cmd_reproduce(args, extra: list[str]) -> None:
+    if args.figure not in FIGURES:
+        known = ", ".join(f"{k} ({v[1]})" for k, v in FIGURES.items())
+        raise FedBanditError(f"reproduce: unknown figure {args.figure!r}; known: {known}")
+    script = BENCHMARKS / FIGURES[args.figure][0]
+    if not script.exists():
+        raise FedBanditError(
+            f"reproduce: {script} is not in this installation (a source "
+            "checkout of fedbandit has benchmarks/)"
+        )
+    raise SystemExit(subprocess.call([sys.executable, str(script), *extra]))
+
+
+def cmd_audit(args) -> None:
+    from fedbandit_env.privacy import GaussianMechanism, LaplaceMechanism, audit_output_mechanism
+
+    kwargs = _json(args.kwargs, "--kwargs")
+    if args.target in ("laplace", "gaussian"):
+        if args.target == "laplace":
+            mech = LaplaceMechanism(epsilon=args.epsilon, **kwargs)
+        else:
+            mech = GaussianMechanism(epsilon=args.epsilon, **{"delta": 1e-5, **kwargs})
+        result = audit_output_mechanism(mech, trials=args.trials, seed=args.seed)
+        claim = args.epsilon
+    else:
+        from fedbandit_env.bench.audit_agent import audit_agent
+
+        kwargs.setdefault("epsilon", args.epsilon)
+        result = audit_agent(args.target, kwargs, trials=args.trials, seed=args.seed)
+        claim = kwargs["epsilon"]
+    verdict = "EXCEEDS the claim" if result.epsilon_lower > claim else "consistent with the claim"
+    print(
+        f"{args.target} {kwargs}: claimed epsilon {claim}, empirical lower bound "
+        f"{result.epsilon_lower:.3f} (95% confidence): {verdict}"
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fedbandit", description="Federated bandit benchmark.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("envs", help="list registered environments")
+    sub.add_parser("agents", help="list registered learners")
+    run = sub.add_parser("run", help="evaluate one cell and print its summary")
+    run.add_argument("env")
+    run.add_argument("agent")
+    run.add_argument("--runs", type=int, default=10)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--horizon", type=int, default=None)
+    run.add_argument("--env-kwargs", default="{}")
+    run.add_argument("--agent-kwargs", default="{}")
+    suite = sub.add_parser("suite", help=f"run a suite into the store ({', '.join(SUITES)})")
+    suite.add_argument("name")
+    suite.add_argument("--store", default=DEFAULT_STORE)
+    suite.add_argument("--executor", choices=EXECUTORS, default="serial")
+    suite.add_argument("--jobs", type=int, default=2, help="workers for joblib / ray")
+    suite.add_argument("--chunk", type=int, default=10, help="seeds per work unit")
+    suite.add_argument("--ray-address", default=None, help="a Ray cluster (default: local)")
+    suite.add_argument("--quiet", action="store_true")
+    board = sub.add_parser("leaderboard", help="render the leaderboard from the store")
+    board.add_argument("--store", default=DEFAULT_STORE)
+    board.add_argument("--suite", default=None)
+    board.add_argument("--baseline", default="ucb1")
+    board.add_argument("--html", default=None, help="also write a static HTML page here")
+    rep = sub.add_parser("reproduce", help=f"reproduce a paper figure ({', '.join(FIGURES)})")
+    rep.add_argument("figure")
+    audit = sub.add_parser("audit", help="empirical privacy audit of a mechanism or a learner")
+    audit.add_argument("target", help="laplace, gaussian or a learner id")
+    audit.add_argument("--epsilon", type=float, default=1.0)
+    audit.add_argument("--kwargs", default="{}")
+    audit.add_argument("--trials", type=int, default=20000)
+    audit.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, extra = parser().parse_known_args(argv)
+    if extra and args.command != "reproduce":
+        parser().error(f"unrecognized arguments: {' '.join(extra)}")
+    commands = {
+        "envs": cmd_envs,
+        "agents": cmd_agents,
+        "run": cmd_run,
+        "suite": cmd_suite,
+        "leaderboard": cmd_leaderboard,
+        "audit": cmd_audit,
+    }
+    try:
+        if args.command == "reproduce":
+            cmd_reproduce(args, extra)
+        else:
+            commands[args.command](args)
+    except FedBanditError as err:
+        print(f"fedbandit: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Sweeps: split suites into work units and run them serially, in local processes or on Ray.
+
+DESIGN.md §5 and specs/ecosystem.md §5. A work unit is (cell, contiguous seeds); its result is a
+list of store rows. Every run of a batch is bit-identical to the same seed run alone, so any
+split of the seeds and any executor give identical numbers. The parent process writes each
+finished unit to the store in one transaction as soon as it arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from fedbandit_env.bench.evaluate import evaluate
+from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
+from fedbandit_env.bench.suites import Cell, Suite
+from fedbandit_env.errors import ConfigError
+
+EXECUTORS = ("serial", "joblib", "ray")
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    suite: str
+    cell: Cell
+    seeds: tuple[int, ...]  # contiguous
+
+
+def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
+    """Evaluate one unit (a batch of contiguous seeds of one cell) and return its rows."""
+    cell = unit.cell
+    result = evaluate(
+        cell.env_id,
+        cell.agent_id,
+        runs=len(unit.seeds),
+        seed=unit.seeds[0],
+        env_kwargs={**cell.env_kwargs, "horizon": cell.horizon},
+        agent_kwargs=dict(cell.agent_kwargs),
+        checkpoints=log_checkpoints(cell.horizon),
+    )
+    return rows_from_result(cell, unit.suite, result)
+
+
+def _contiguous(seeds: list[int], chunk: int) -> Iterator[tuple[int, ...]]:
+    run: list[int] = []
+    for s in sorted(seeds):
+        if run and (s != run[-1] + 1 or len(run) == chunk):
+            yield tuple(run)
+            run = []
+        run.append(s)
+    if run:
+        yield tuple(run)
+
+
+def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -> list[WorkUnit]:
+    """The units still to run: the seeds of each cell not yet in the store, in chunks."""
+    units = []
+    for cell in cells:
+        missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash))
+        units.extend(WorkUnit(suite.name, cell, seeds) for seeds in _contiguous(missing, chunk))
+    return units
+
+
+def execute(
+    units: list[WorkUnit],
+    executor: str = "serial",
+    n_jobs: int = 2,
+    ray_address: str | None = None,
+) -> Iterator[list[dict[str, Any]]]:
+    """Yield each unit's rows as it finishes (in completion order for parallel executors)."""
+    if executor == "serial":
+        for unit in units:
+            yield run_unit(unit)
+    elif executor == "joblib":
+        from joblib import Parallel, delayed
+
+        parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+        yield from parallel(delayed(run_unit)(u) for u in units)
+    elif executor == "ray":
+        import ray
+
+        if not ray.is_initialized():
+            if ray_address:
+                ray.init(address=ray_address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=n_jobs, include_dashboard=False, log_to_driver=False)
+        remote = ray.remote(run_unit)
+        pending = [remote.remote(u) for u in units]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    else:
+        raise ConfigError(f"executor: expected one of {EXECUTORS}, got {executor!r}")
+
+
+def run_suite(
+    suite: Suite,
+    store: ResultsStore,
+    executor: str = "serial",
+    n_jobs: int = 2,
+    chunk: int = 10,
+    ray_address: str | None = None,
+    quiet: bool = False,
+) -> int:
+    """Run every missing (cell, seed) of ``suite`` into ``store``; returns rows written."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor: expected one of {EXECUTORS}, got {executor!r}")
+    note = (lambda _msg: None) if quiet else print
+    units = plan(suite, suite.available(note), store, chunk)
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(units), desc=f"suite {suite.name}", unit="unit")
+    written = 0
+    for rows in execute(units, executor, n_jobs, ray_address):
+        written += store.append(rows)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return written

@@ -1,0 +1,107 @@
+"""Static HTML leaderboard: the ranked tables, regret-vs-t plots with bands, and a
+regret-vs-communication scatter (matplotlib PNGs next to ``index.html``)."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from fedbandit_env.bench.leaderboard import Entry, env_title
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #bbb; padding: 4px 10px; text-align: right; }
+th { background: #e8eef7; } td.name { text-align: left; }
+img { max-width: 900px; display: block; margin: 1em 0; }
+"""
+
+
+def _plot_curves(entries: list[Entry], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for e in sorted(entries, key=lambda x: x.rank):
+        mean = e.curves.mean(axis=0)
+        lo, hi = np.percentile(e.curves, [2.5, 97.5], axis=0)
+        ax.plot(e.steps, mean, label=e.label)
+        ax.fill_between(e.steps, lo, hi, alpha=0.2)
+    ax.set(xscale="log", xlabel="step t", ylabel="regret per agent", title=title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_scatter(entries: list[Entry], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for e in entries:
+        ax.scatter(e.messages + 1, e.mean)
+        ax.annotate(e.label, (e.messages + 1, e.mean), fontsize=7)
+    ax.set(
+        xscale="log",
+        xlabel="messages sent per run (+1)",
+        ylabel="final regret per agent",
+        title="Regret vs communication",
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _table(entries: list[Entry], baseline: str) -> str:
+    head = (
+        "<tr><th>rank</th><th>learner</th><th>runs</th><th>final regret / agent</th>"
+        f"<th>95% CI</th><th>vs {html.escape(baseline)}</th><th>messages</th>"
+        "<th>floats</th><th>epsilon</th></tr>"
+    )
+    body = []
+    for e in sorted(entries, key=lambda x: x.rank):
+        norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
+        eps = "—" if e.epsilon is None else f"{e.epsilon:g}"
+        body.append(
+            f"<tr class='entry'><td>{e.rank}</td><td class='name'>{html.escape(e.label)}</td>"
+            f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
+            f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td></tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def write_html(entries: list[Entry], out_dir: Path, title: str, baseline: str = "ucb1") -> Path:
+    """Write ``index.html`` and its PNGs into ``out_dir``; returns the page's path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    by_env: dict[str, list[Entry]] = defaultdict(list)
+    for e in entries:
+        by_env[e.env_key].append(e)
+    sections = []
+    for k, (env_key, env_entries) in enumerate(by_env.items()):
+        name = env_title(env_key)
+        png = f"regret_{k}.png"
+        _plot_curves(env_entries, out_dir / png, name)
+        sections.append(
+            f"<h2>{html.escape(name)}</h2>{_table(env_entries, baseline)}"
+            f"<img src='{png}' alt='regret vs t: {html.escape(name)}'>"
+        )
+    _plot_scatter(entries, out_dir / "scatter.png")
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+        f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        + "".join(sections)
+        + "<h2>Regret vs communication</h2><img src='scatter.png' alt='scatter'>"
+        "</body></html>"
+    )
+    path = out_dir / "index.html"
+    path.write_text(page)
+    return path
