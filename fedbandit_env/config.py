@@ -13,10 +13,12 @@ import numpy as np
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance
+from fedbandit_env.linear import LinearSpec
 from fedbandit_env.network import normalize_channels
 from fedbandit_env.rewards import RewardModel, make_reward_model
 
-FAMILIES = ("heterogeneous", "homogeneous")
+FAMILIES = ("heterogeneous", "homogeneous", "linear")
+LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets")
 DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
 
 
@@ -79,6 +81,7 @@ class EnvConfig:
     instance: str
     instance_seed: int | None
     fixed: Instance | None = None
+    linear: LinearSpec | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
@@ -90,6 +93,8 @@ class EnvConfig:
 
     def shared_instance(self) -> Instance | None:
         """The instance every run uses, or None when each run draws its own."""
+        if self.linear is not None:
+            return None
         if self.fixed is not None:
             return self.fixed
         if self.instance_seed is None:
@@ -112,10 +117,37 @@ def make_config(
     channels: Any = ("neighbors", "gossip"),
     c1: float = 1.0,
     c2: float = 1.0,
+    dim: int | None = None,
+    theta: str = "sphere",
+    shared_decision_sets: bool = False,
 ) -> EnvConfig:
-    """Validate the keyword arguments of a multi-armed family environment."""
+    """Validate the keyword arguments of an environment (multi-armed or linear family).
+
+    ``dim``, ``theta`` and ``shared_decision_sets`` belong to the linear family
+    (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
+    ``instance_seed`` fixes theta* (None: a new theta* per run seed)."""
     if family not in FAMILIES:
         raise ConfigError(f"family: expected one of {FAMILIES}, got {family!r}")
+    if family == "linear":
+        return _linear_config(
+            num_agents,
+            num_arms,
+            horizon,
+            reward,
+            topology,
+            topology_kwargs,
+            channels,
+            c1,
+            c2,
+            dim,
+            theta,
+            shared_decision_sets,
+            instance_seed,
+        )
+    if dim is not None or theta != "sphere" or shared_decision_sets:
+        raise ConfigError(
+            f"dim/theta/shared_decision_sets: only for the linear family, not {family!r}"
+        )
     if means is not None:
         arr = np.asarray(means, dtype=np.float64)
         num_arms = arr.shape[-1]
@@ -157,4 +189,53 @@ def make_config(
         instance=generator,
         instance_seed=instance_seed,
         fixed=fixed,
+    )
+
+
+def _linear_config(
+    num_agents,
+    num_arms,
+    horizon,
+    reward,
+    topology,
+    topology_kwargs,
+    channels,
+    c1,
+    c2,
+    dim,
+    theta,
+    shared,
+    instance_seed,
+) -> EnvConfig:
+    n = _positive_int("num_agents", num_agents)
+    k = _positive_int("num_arms", num_arms, minimum=2)
+    horizon = _positive_int("horizon", horizon)
+    model = make_reward_model(reward)
+    if model.name not in ("bernoulli", "gaussian"):
+        raise ConfigError(
+            f"reward: the linear family supports 'bernoulli' or 'gaussian', got {model.name!r}"
+        )
+    spec = LinearSpec(
+        dim=10 if dim is None else dim,
+        theta=theta,
+        shared_decision_sets=bool(shared),
+        reward=model.name,
+        sigma=getattr(model, "sigma", 0.5),
+    )
+    if instance_seed is not None:
+        instance_seed = _positive_int("instance_seed", instance_seed, minimum=0)
+    return EnvConfig(
+        num_agents=n,
+        num_arms=k,
+        horizon=horizon,
+        family="linear",
+        reward=model,
+        topology=make_topology(topology, n, topology_kwargs or {}),
+        channels=normalize_channels(channels, default_dim=k),
+        c1=_cost("c1", c1),
+        c2=_cost("c2", c2),
+        instance="linear",
+        instance_seed=instance_seed,
+        linear=spec,
+        extra={"dim": spec.dim},
     )

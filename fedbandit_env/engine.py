@@ -17,6 +17,7 @@ import numpy as np
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.errors import ActionError, HorizonError
 from fedbandit_env.instances import Instance
+from fedbandit_env.linear import LinearProcess
 from fedbandit_env.network import Charge, Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG
 
@@ -31,6 +32,9 @@ class VecObservation:
     last_arm: np.ndarray
     last_reward: np.ndarray
     deliveries: dict[str, Any]
+    context: np.ndarray | None = (
+        None  # linear family: the decision sets (B, N, K, d) of the next step
+    )
 
 
 @dataclass
@@ -70,6 +74,11 @@ class Engine:
         self._no_send = np.zeros(shape, dtype=bool)
         self._zeros = {n: np.zeros((*shape, ch.dim)) for n, ch in self.channels.items()}
         self._shared = config.shared_instance()
+        self.linear = (
+            LinearProcess(config.linear, self.num_runs, self.num_agents, self.num_arms)
+            if config.linear is not None
+            else None
+        )
         self.step_count = -1  # not reset yet
 
     # ------------------------------------------------------------------ reset
@@ -77,14 +86,18 @@ class Engine:
         if len(seeds) != self.num_runs:
             raise ValueError(f"seeds: expected {self.num_runs} run seeds, got {len(seeds)}")
         self.seeds = [int(s) for s in seeds]
-        if self._shared is not None:
-            self.instances = [self._shared] * self.num_runs
+        context = None
+        if self.linear is not None:
+            context = self.linear.reset(self.seeds, self.config.instance_seed)
         else:
-            rng = BatchedRNG.for_runs(self.seeds, "instance")
-            self.instances = [self.config.draw_instance(g) for g in rng.generators]
-        self._set_means(self.instances)
-        rewards = BatchedRNG.for_runs(self.seeds, "rewards")
-        self._noise = rewards.buffered(self.config.reward.noise, (self.num_agents,))
+            if self._shared is not None:
+                self.instances = [self._shared] * self.num_runs
+            else:
+                rng = BatchedRNG.for_runs(self.seeds, "instance")
+                self.instances = [self.config.draw_instance(g) for g in rng.generators]
+            self._set_means(self.instances)
+            rewards = BatchedRNG.for_runs(self.seeds, "rewards")
+            self._noise = rewards.buffered(self.config.reward.noise, (self.num_agents,))
         network = BatchedRNG.for_runs(self.seeds, "network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
@@ -97,6 +110,7 @@ class Engine:
             last_arm=np.full(shape, -1, dtype=np.int64),
             last_reward=np.zeros(shape),
             deliveries={n: ch.empty_delivery() for n, ch in self.channels.items()},
+            context=context,
         )
         info = VecInfo(np.zeros(shape), np.zeros(shape), self.cumulative_regret.copy(), self.ledger)
         return obs, info
@@ -123,11 +137,14 @@ class Engine:
         sends = self._check_messages(messages or {})
         self.step_count += 1
         t = self.step_count
-        noise = self._noise.next()
-        pulled = np.take_along_axis(self.means, arms[..., None], axis=2)[..., 0]
-        rewards = self.config.reward.sample(pulled, noise)
-        expected = np.take_along_axis(self.global_expected, arms, axis=1)
-        regret = self.best_expected[:, None] - expected
+        if self.linear is not None:
+            rewards, expected, regret = self.linear.pull(arms)
+        else:
+            noise = self._noise.next()
+            pulled = np.take_along_axis(self.means, arms[..., None], axis=2)[..., 0]
+            rewards = self.config.reward.sample(pulled, noise)
+            expected = np.take_along_axis(self.global_expected, arms, axis=1)
+            regret = self.best_expected[:, None] - expected
         self.cumulative_regret += regret
         charge = Charge.zeros(self.num_runs, self.num_agents)
         deliveries = {}
@@ -136,7 +153,8 @@ class Engine:
             deliveries[name], ch_charge = channel.transmit(t, send, payload)
             charge.add(ch_charge)
         self.ledger.record(charge)
-        obs = VecObservation(t, arms, rewards, deliveries)
+        context = self.linear.context if self.linear is not None else None
+        obs = VecObservation(t, arms, rewards, deliveries, context)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
         return obs, rewards, info
 

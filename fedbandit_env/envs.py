@@ -5,6 +5,8 @@
 | ``FedBandit/Heterogeneous-v0`` | local means per agent, regret on the global (average) means |
 | ``FedBandit/Homogeneous-v0`` | one mean vector shared by every agent |
 | ``FedBandit/GossipTriangle-v0`` | gossip.md §4.2 setting (a): N=3, M=5, complete graph K3 (lambda2 = 0.5), Gaussian rewards sigma=1, T = 10^6 + M |
+| ``FedBandit/LinearContextual-v0`` | linear contextual: K actions in R^d per agent and step, reward <x, theta*> + noise |
+| ``FedBandit/LinearPaper-v0`` | linear.md §4 preset: d=10, M=100 agents, K=10, T=10^7 |
 | ``FedBandit/GossipPath10-v0`` | gossip.md §4.2 setting (b): N=10, M=10, path P10 (lambda2 = 0.9946), Gaussian sigma=1, T = 10^6 + M |
 
 The presets add M steps to the paper's T = 10^6 because the reference agents spend the first M
@@ -13,12 +15,15 @@ steps on the initialization pulls (gossip.md §6 items 13 and 16).
 
 from __future__ import annotations
 
-from fedbandit_env.config import make_config
+from fedbandit_env.config import LINEAR_KWARGS, make_config
 from fedbandit_env.registration import register, signature_kwargs
 
 PARALLEL = "fedbandit_env.parallel_env:FedBanditParallelEnv"
 VECTOR = "fedbandit_env.vector_env:FedBanditVectorEnv"
-ACCEPTED = signature_kwargs(make_config)
+ACCEPTED = tuple(k for k in signature_kwargs(make_config) if k not in LINEAR_KWARGS)
+LINEAR_ACCEPTED = tuple(
+    k for k in signature_kwargs(make_config) if k not in ("means", "instance", "family")
+)
 
 GOSSIP_CHANNELS = ("neighbors", "gossip")
 
@@ -39,6 +44,38 @@ def register_builtin_envs() -> None:
         kwargs={"family": "homogeneous", "topology": "complete", "channels": ("neighbors",)},
         description="Every agent sees the same arm distributions.",
         accepted_kwargs=ACCEPTED,
+    )
+    register(
+        "FedBandit/LinearContextual-v0",
+        PARALLEL,
+        vector_entry_point=VECTOR,
+        kwargs={
+            "family": "linear",
+            "num_agents": 10,
+            "num_arms": 10,
+            "dim": 10,
+            "horizon": 1000,
+            "instance_seed": None,
+            "channels": (),
+        },
+        description="Linear contextual bandit: K actions in R^d per agent and step (linear.md §4.1).",
+        accepted_kwargs=LINEAR_ACCEPTED,
+    )
+    register(
+        "FedBandit/LinearPaper-v0",
+        PARALLEL,
+        vector_entry_point=VECTOR,
+        kwargs={
+            "family": "linear",
+            "num_agents": 100,
+            "num_arms": 10,
+            "dim": 10,
+            "horizon": 10_000_000,
+            "instance_seed": None,
+            "channels": (),
+        },
+        description="DP federated linear bandits preset: d=10, M=100, K=10, T=10^7, Bernoulli.",
+        accepted_kwargs=LINEAR_ACCEPTED,
     )
     for env_id, n, m, topology, figure in (
         ("FedBandit/GossipTriangle-v0", 3, 5, "complete", "Fig. 2(a): N=3, M=5, triangle"),

@@ -20,6 +20,8 @@ left out, or ``messages`` left out) is allowed and costs nothing.
 * ``step`` — Discrete(T + 1): steps completed, 0 after reset.
 * ``last_arm`` — Discrete(M + 1, start=-1): the arm pulled in the last step (-1 after reset).
 * ``last_reward`` — Box((), float64): the local reward of that pull (0 after reset).
+* ``decision_set`` (linear family only) — Box(K, d) in [-1, 1]: the K feature vectors the agent
+  chooses from in the next step (its ``arm`` is an index into them).
 * ``channels`` — one entry per channel, the messages delivered to this agent in the last step:
 
   * ``neighbors``: ``senders`` (D,) neighbour ids (-1 padding, D = max degree), ``mask`` (D,)
@@ -85,6 +87,9 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
         fields["channels"] = spaces.Dict(
             {name: ch.observation_space() for name, ch in engine.channels.items()}
         )
+    if config.linear is not None:
+        shape = (config.num_arms, config.linear.dim)
+        fields["decision_set"] = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float64)
     return spaces.Dict(fields)
 
 
@@ -111,6 +116,8 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
             name: ch.agent_observation(obs.deliveries[name], b, i)
             for name, ch in engine.channels.items()
         }
+    if obs.context is not None:
+        out["decision_set"] = obs.context[b, i].copy()
     return out
 
 

@@ -119,11 +119,15 @@ class ParallelPolicyAdapter:
             name: ch.delivery_from_observations([o["channels"][name] for o in per_agent])
             for name, ch in self.env.engine.channels.items()
         }
+        context = None
+        if "decision_set" in per_agent[0]:
+            context = np.stack([o["decision_set"] for o in per_agent])[None]
         return VecObservation(
             step=int(per_agent[0]["step"]),
             last_arm=np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64),
             last_reward=np.array([[float(o["last_reward"]) for o in per_agent]]),
             deliveries=deliveries,
+            context=context,
         )
 
     def __call__(self, observations: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

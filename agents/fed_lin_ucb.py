@@ -1,0 +1,266 @@
+"""Centralized FedUCB (Dubey & Pentland, "Differentially-Private Federated Linear Bandits").
+
+specs/linear.md §2.1–2.5 with the fixes of §5 A1–A4. Every agent runs LinUCB on
+``V = W + U``, ``u~ = w + u_own``: ``(W, w)`` are the last synchronized, privatized group statistics
+(the controller's sum of every agent's release), ``(U, u_own)`` the agent's own exact data since.
+The regularizer is the shifted privacy noise (``W`` starts at ``M rho_min I``), the radius is
+Proposition 2 (A5 form, radicand clamped), and syncs follow the rarely-switching log-det rule
+``(Delta + 1) [ln det(W + U + M (rho_max - rho_min) I) - ln det W] >= D`` (A3), with Theorem 1's D by
+default (``sync_threshold`` overrides it; 0 syncs every trial). Each agent privatizes its
+whole-history augmented Gram matrix with the tree-based Gaussian mechanism
+(:class:`~fedbandit_env.privacy.GramTreePrivatizer`, constants of §2.3 from
+:func:`~fedbandit_env.privacy.linear_privacy_constants`); ``private=False`` releases the exact
+``G_i + lambda I`` (non-private FedUCB, §2.7).
+
+Communication over two ``server`` channels (aggregate "sum"): ``sync`` (dim 1) carries sync
+requests, ``stats`` (dim d^2 + d) the releases (U_hat, u_hat). Timing (a deviation from A4's
+"sync at the end of trial t", forced by the environment's one-step message latency): an agent
+whose trigger fires after trial t requests a sync with its pull of trial t+1; everybody sees the
+request in that step's observation and uploads its release (data through trial t+1) with the pull
+of trial t+2; the sum reaches every agent's decisions from trial t+3. Data released but not yet in
+W stays in the agent's own statistics meanwhile, so nothing is lost or counted twice. With
+``sync_threshold=0`` every agent knows a sync follows every trial, so it uploads every step
+without requests (the trial-t data then reaches the decisions of trial t+2).
+``schedule="fixed"`` (A25, dp-safe) syncs at the data-independent trials ceil(k (T - 2) / n), k=1..n
+(T - 2 rather than T so the last sync completes within the horizon),
+with ``num_syncs = n`` and tree depth m = 1 + ceil(log2 n). When a tree is full (A13) the agent
+re-sends its last release (no new privacy spent) and reports it in ``capacity_refusals``.
+``beta_scale`` multiplies the radius (default 1 = theory, A9); report it with every result.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from baselines.index import check_number
+from baselines.linucb import check_linear, ucb_choice
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
+from fedbandit_env.seeding import BatchedRNG
+
+SYNC, STATS = "sync", "stats"
+
+
+class FedLinUCB(TeamPolicy):
+    """Centralized FedUCB (see the module docstring)."""
+
+    agent_id = "fed_lin_ucb"
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 0.1,
+        alpha: float = 0.1,
+        private: bool = True,
+        sync_threshold: float | None = None,
+        schedule: str = "adaptive",
+        num_syncs: int | None = None,
+        beta_scale: float = 1.0,
+        lam: float = 1.0,
+        sigma: float = 0.5,
+        S: float = 1.0,
+        L: float = 1.0,
+        B: float = 1.0,
+    ):
+        aid = self.agent_id
+        self.private = bool(private)
+        if self.private and not (isinstance(epsilon, int | float) and 0 < epsilon < math.inf):
+            raise ConfigError(
+                f"{aid}: epsilon: expected a finite number > 0 (private=False for no privacy), got {epsilon!r}"
+            )
+        self.epsilon = float(epsilon) if self.private else math.inf
+        self.delta = check_number(aid, "delta", delta, 1e-300, 1.0 - 1e-12)
+        self.alpha = check_number(aid, "alpha", alpha, 1e-300, 1.0 - 1e-12)
+        self.D = (
+            None
+            if sync_threshold is None
+            else check_number(aid, "sync_threshold", sync_threshold, 0.0)
+        )
+        if schedule not in ("adaptive", "fixed"):
+            raise ConfigError(f"{aid}: schedule: expected 'adaptive' or 'fixed', got {schedule!r}")
+        if schedule == "fixed" and (
+            isinstance(num_syncs, bool) or not isinstance(num_syncs, int) or num_syncs < 1
+        ):
+            raise ConfigError(
+                f"{aid}: num_syncs: expected an int >= 1 with schedule='fixed', got {num_syncs!r}"
+            )
+        self.schedule, self.num_syncs = schedule, num_syncs
+        self.beta_scale = check_number(aid, "beta_scale", beta_scale, 0.0)
+        self.lam = check_number(aid, "lam", lam, 1e-12)
+        self.sigma = check_number(aid, "sigma", sigma, 0.0)
+        self.S = check_number(aid, "S", S, 0.0)
+        self.L = check_number(aid, "L", L, 1e-12)
+        self.B = check_number(aid, "B", B, 1e-12)
+
+    def channel_spec(self, config: EnvConfig):
+        d = config.linear.dim if config.linear is not None else 1
+        return {
+            SYNC: {"kind": "server", "dim": 1, "aggregate": "sum"},
+            STATS: {"kind": "server", "dim": d * d + d, "aggregate": "sum"},
+        }
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        d = check_linear(self.agent_id, facts)
+        self.require_channel(facts, SYNC, "server", 1)
+        self.require_channel(facts, STATS, "server", d * d + d)
+        for name in (SYNC, STATS):
+            ch = facts.channels[name]
+            if ch.get("aggregate") != "sum" or ch.get("participation", 1.0) != 1.0:
+                raise ConfigError(
+                    f"{self.agent_id}: channels.{name}: expected aggregate 'sum' and participation 1"
+                )
+        n_agents, horizon = facts.num_agents, facts.horizon
+        if horizon < 3:
+            raise ConfigError(
+                f"{self.agent_id}: horizon: expected at least 3 trials, got {horizon}"
+            )
+        self.d, self.M, self.T = d, n_agents, horizon
+        self.tree = None
+        if self.private:
+            n_max = self.num_syncs if self.schedule == "fixed" else None
+            c = linear_privacy_constants(
+                self.epsilon,
+                self.delta,
+                d,
+                n_agents,
+                horizon,
+                alpha=self.alpha,
+                L=self.L,
+                B=self.B,
+                n_max=n_max,
+            )
+            self.constants = c
+            self.rho_min, self.rho_max, self.kappa = c.rho_min, c.rho_max, c.kappa
+            default_D = c.sync_threshold
+            self.tree = GramTreePrivatizer.from_constants(c, (n_agents,), rng=rng.child("privacy"))
+        else:
+            self.constants = None
+            self.rho_min = self.rho_max = self.lam
+            self.kappa = 0.0
+            ell = math.log(1.0 + horizon * self.L**2 / (d * self.lam))
+            default_D = 2.0 * horizon * d / (ell + 1.0)
+        self.threshold = default_D if self.D is None else self.D
+        runs = facts.num_runs
+        shape = (runs, n_agents)
+        eye = np.eye(d)
+        self.W = np.broadcast_to(n_agents * self.rho_min * eye, (*shape, d, d)).copy()
+        self.w = np.zeros((*shape, d))
+        self.U, self.u = np.zeros((*shape, d, d)), np.zeros((*shape, d))
+        self.flight_U, self.flight_u = np.zeros((*shape, d, d)), np.zeros((*shape, d))
+        self.Q = np.zeros((*shape, d + 1, d + 1))
+        self.G, self.g = np.zeros((*shape, d, d)), np.zeros((*shape, d))
+        self.since_sync = np.zeros(runs)  # Delta: trials since the last completed sync
+        self.n_sync = np.zeros(runs, dtype=np.int64)
+        self.capacity_refusals = np.zeros(shape, dtype=np.int64)
+        self._inflate = n_agents * (self.rho_max - self.rho_min) * eye
+        self._rows = np.indices(shape)
+        self._context = None
+        self._requested = np.zeros(runs, dtype=bool)
+        self._ones = np.ones((*shape, 1))
+        self._last_release = np.zeros((*shape, d * d + d))
+        if self.schedule == "fixed":
+            k = np.arange(1, self.num_syncs + 1)
+            # the release of trial t_k's data goes out with trial t_k + 1 and is in use from
+            # t_k + 2, so the schedule spreads over T - 2 trials to complete every sync
+            last = max(1, horizon - 2)
+            self._fixed = set(np.ceil(k * last / self.num_syncs).astype(int).tolist())
+
+    # ------------------------------------------------------------- the trial
+    def act(self, obs: VecObservation) -> TeamAction:
+        if obs.step > 0:
+            self._fold(obs)
+            self._receive(obs)
+        upload = self._upload_now(obs)
+        payload = self._release(upload) if upload.any() else self._last_release
+        request = self._request(upload)
+        V = self.W + self.flight_U + self.U
+        u = self.w + self.flight_u + self.u
+        arms = ucb_choice(obs.context, V, u, self._beta(V))
+        self._context = obs.context
+        send_stats = np.broadcast_to(upload[:, None], self._ones.shape[:2])
+        return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)})
+
+    def _fold(self, obs: VecObservation) -> None:
+        b, i = self._rows
+        x = self._context[b, i, obs.last_arm]
+        y = obs.last_reward
+        xx = np.einsum("bni,bnj->bnij", x, x)
+        z = np.concatenate([x, y[..., None]], axis=-1)
+        self.U += xx
+        self.u += y[..., None] * x
+        self.G += xx
+        self.g += y[..., None] * x
+        self.Q += np.einsum("bni,bnj->bnij", z, z)
+        self.since_sync += 1
+
+    def _receive(self, obs: VecObservation) -> None:
+        stats = obs.deliveries[STATS]
+        arrived = stats.count > 0
+        if arrived.any():
+            d = self.d
+            total = stats.aggregate[arrived]
+            self.W[arrived] = total[:, None, : d * d].reshape(-1, 1, d, d)
+            self.w[arrived] = total[:, None, d * d :]
+            self.flight_U[arrived] = 0.0
+            self.flight_u[arrived] = 0.0
+            self.since_sync[arrived] = 0
+            self.n_sync[arrived] += 1
+        self._requested = obs.deliveries[SYNC].count > 0
+
+    def _upload_now(self, obs: VecObservation) -> np.ndarray:
+        runs = self.W.shape[0]
+        if self.schedule == "fixed":
+            return np.full(runs, obs.step in self._fixed)
+        if obs.step == 0:
+            return np.zeros(runs, dtype=bool)
+        if self.threshold == 0.0:  # D = 0: everyone knows a sync follows every trial
+            return np.ones(runs, dtype=bool)
+        return self._requested
+
+    def _release(self, upload: np.ndarray) -> np.ndarray:
+        """Every agent of the uploading runs releases its whole-history statistics."""
+        d = self.d
+        mask = np.broadcast_to(upload[:, None], upload.shape + (self.M,))
+        if self.tree is not None:
+            rel = self.tree.release(self.Q, mask)
+            refused = mask & ~rel.released
+            self.capacity_refusals += refused
+            U_hat, u_hat = rel.U_hat, rel.u_hat
+        else:
+            U_hat, u_hat = self.G + self.lam * np.eye(d), self.g
+        fresh = np.concatenate([U_hat.reshape(*U_hat.shape[:2], d * d), u_hat], axis=-1)
+        self._last_release = np.where(mask[..., None], fresh, self._last_release)
+        up = mask[..., None, None]
+        self.flight_U = np.where(up, self.flight_U + self.U, self.flight_U)
+        self.flight_u = np.where(mask[..., None], self.flight_u + self.u, self.flight_u)
+        self.U = np.where(up, 0.0, self.U)
+        self.u = np.where(mask[..., None], 0.0, self.u)
+        self.Q = np.where(up, 0.0, self.Q)
+        return self._last_release
+
+    def _request(self, upload: np.ndarray) -> np.ndarray:
+        """Adaptive trigger (A3): (Delta + 1) * lhs >= D; no request while a sync is under way."""
+        if self.schedule == "fixed" or self.threshold == 0.0:
+            return np.zeros(self.W.shape[:2], dtype=bool)
+        total = self.W + self.flight_U + self.U + self._inflate
+        lhs = np.linalg.slogdet(total)[1] - np.linalg.slogdet(self.W)[1]
+        fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
+        return fire & ~upload[:, None]
+
+    def _beta(self, V: np.ndarray) -> np.ndarray:
+        """Proposition 2 (A5 form, radicand clamped), times ``beta_scale``."""
+        M, d = self.M, self.d
+        logdet = np.linalg.slogdet(V)[1]
+        radicand = 2.0 * math.log(2.0 / self.alpha) + logdet - d * math.log(M * self.rho_min)
+        beta = (
+            self.sigma * np.sqrt(np.maximum(radicand, 0.0))
+            + self.S * math.sqrt(M * self.rho_max)
+            + self.kappa * math.sqrt(M)
+        )
+        return self.beta_scale * beta

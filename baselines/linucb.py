@@ -1,0 +1,105 @@
+"""LinUCB / OFUL baselines for the linear contextual family (specs/linear.md §2.7).
+
+* :class:`LinUCB` (``linucb``): every agent runs OFUL alone on its own data, no communication:
+  ``V = lambda I + sum x x^T``, ``theta = V^-1 sum y x``, action
+  ``argmax <x, theta> + beta ||x||_{V^-1}`` with the Proposition-2 radius
+  ``beta = sigma sqrt(2 ln(2/alpha) + ln det V - d ln lambda) + S sqrt(lambda)`` (ties: lowest index,
+  A27).
+* :class:`CentralizedLinUCB` (``centralized_linucb``): one OFUL on the raw data of **every**
+  agent (``V = lambda I + sum over all agents``). An oracle upper reference: it reads every agent's
+  raw data from the batched observation, breaking privacy and the communication model by design
+  (excluded from light-cone tests).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from baselines.index import check_number
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.seeding import BatchedRNG
+
+
+def ucb_choice(context: np.ndarray, V: np.ndarray, b: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """argmax_k <x_k, V^-1 b> + beta ||x_k||_{V^-1} over a batch of decision sets (B, N, K, d)."""
+    V_inv = np.linalg.inv(V)
+    theta = np.einsum("bnij,bnj->bni", V_inv, b)
+    mean = np.einsum("bnkd,bnd->bnk", context, theta)
+    width = np.sqrt(np.maximum(np.einsum("bnkd,bnde,bnke->bnk", context, V_inv, context), 0.0))
+    return np.argmax(mean + beta[..., None] * width, axis=-1).astype(np.int64)
+
+
+def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -> np.ndarray:
+    """Proposition-2 radius with lambda I regularization (radicand clamped at 0, A5)."""
+    d = V.shape[-1]
+    logdet = np.linalg.slogdet(V)[1]
+    radicand = 2.0 * math.log(2.0 / alpha) + logdet - d * math.log(lam)
+    return sigma * np.sqrt(np.maximum(radicand, 0.0)) + S * math.sqrt(lam)
+
+
+def check_linear(agent_id: str, facts: FederationFacts) -> int:
+    if facts.family != "linear":
+        raise ConfigError(f"{agent_id}: family: expected 'linear', got {facts.family!r}")
+    return int(facts.extra["dim"])
+
+
+class LinUCB(TeamPolicy):
+    """Independent OFUL per agent (see the module docstring)."""
+
+    agent_id = "linucb"
+
+    def __init__(
+        self,
+        lam: float = 1.0,
+        sigma: float = 0.5,
+        alpha: float = 0.1,
+        S: float = 1.0,
+        beta_scale: float = 1.0,
+    ):
+        self.lam = check_number(self.agent_id, "lam", lam, 1e-12)
+        self.sigma = check_number(self.agent_id, "sigma", sigma, 0.0)
+        self.alpha = check_number(self.agent_id, "alpha", alpha, 1e-12, 1.0 - 1e-12)
+        self.S = check_number(self.agent_id, "S", S, 0.0)
+        self.beta_scale = check_number(self.agent_id, "beta_scale", beta_scale, 0.0)
+
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        d = check_linear(self.agent_id, facts)
+        shape = (facts.num_runs, facts.num_agents)
+        self.V = np.broadcast_to(self.lam * np.eye(d), (*shape, d, d)).copy()
+        self.b = np.zeros((*shape, d))
+        self._rows = np.indices(shape)
+        self._context: np.ndarray | None = None
+
+    def _fold(self, obs: VecObservation) -> tuple[np.ndarray, np.ndarray] | None:
+        """The (x, y) of the last pull of every agent (None before the first pull)."""
+        if obs.step == 0 or self._context is None:
+            return None
+        b, i = self._rows
+        return self._context[b, i, obs.last_arm], obs.last_reward
+
+    def _update(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.V += np.einsum("bni,bnj->bnij", x, x)
+        self.b += y[..., None] * x
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        pulled = self._fold(obs)
+        if pulled is not None:
+            self._update(*pulled)
+        self._context = obs.context
+        beta = self.beta_scale * oful_beta(self.V, self.lam, self.sigma, self.alpha, self.S)
+        return TeamAction(ucb_choice(obs.context, self.V, self.b, beta))
+
+
+class CentralizedLinUCB(LinUCB):
+    """One OFUL on every agent's pooled raw data (an oracle; see the module docstring)."""
+
+    agent_id = "centralized_linucb"
+
+    def _update(self, x: np.ndarray, y: np.ndarray) -> None:
+        gram = np.einsum("bni,bnj->bij", x, x)
+        self.V += gram[:, None]
+        self.b += (y[..., None] * x).sum(axis=1)[:, None]

@@ -1,0 +1,123 @@
+"""The linear contextual family (specs/linear.md §1.1, §4.1): decision sets, rewards, regret.
+
+Each step every agent gets a decision set of K feature vectors in R^d; pulling action k pays
+``y = <x_k, theta*> + noise`` (Bernoulli with mean <x, theta*> by default, or Gaussian), and the
+instant pseudo-regret is ``max_x <x, theta*> - <x_chosen, theta*>`` over the agent's own set.
+
+Generator (§4.1 [O]): theta* uniform on the unit sphere (or in the unit ball with norm >= 0.8, A15),
+per run; each set has K - 1 actions with mean in [0.5, 0.6] and one with mean in [0.7, 0.8]:
+``x = c theta_hat + sqrt(1 - c^2) w`` with w a random unit vector orthogonal to theta_hat
+(``c`` divided by ``|theta*|`` for the ball), shuffled. Sets are fresh per agent and step
+(``shared_decision_sets=True``: one set per step for every agent). Draws come from the run's
+``rewards`` stream (sets) and ``instance`` stream (theta*), fixed shapes per step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.seeding import BatchedRNG
+
+THETA_DISTRIBUTIONS = ("sphere", "ball")
+BALL_MIN_NORM = 0.8
+
+
+@dataclass(frozen=True)
+class LinearSpec:
+    """The linear part of an environment configuration."""
+
+    dim: int = 10
+    theta: str = "sphere"
+    shared_decision_sets: bool = False
+    reward: str = "bernoulli"
+    sigma: float = 0.5
+
+    def __post_init__(self) -> None:
+        if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 2:
+            raise ConfigError(f"dim: expected an int >= 2, got {self.dim!r}")
+        if self.theta not in THETA_DISTRIBUTIONS:
+            raise ConfigError(f"theta: expected one of {THETA_DISTRIBUTIONS}, got {self.theta!r}")
+        if self.reward not in ("bernoulli", "gaussian"):
+            raise ConfigError(f"reward: expected 'bernoulli' or 'gaussian', got {self.reward!r}")
+        if not (math.isfinite(self.sigma) and self.sigma > 0):
+            raise ConfigError(f"reward.sigma: expected a positive number, got {self.sigma!r}")
+
+
+def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
+    """theta* of one run: uniform on the sphere, or in the ball with norm >= 0.8."""
+    while True:
+        v = gen.standard_normal(spec.dim)
+        v /= np.linalg.norm(v)
+        if spec.theta == "sphere":
+            return v
+        r = gen.random() ** (1.0 / spec.dim)
+        if r >= BALL_MIN_NORM:
+            return r * v
+
+
+class LinearProcess:
+    """Decision sets, rewards and regret of B runs (batched over runs, agents and actions)."""
+
+    def __init__(self, spec: LinearSpec, num_runs: int, num_agents: int, num_actions: int):
+        self.spec = spec
+        self.num_runs, self.num_agents, self.num_actions = num_runs, num_agents, num_actions
+        self._sets_per_step = 1 if spec.shared_decision_sets else num_agents
+
+    def reset(self, seeds: list[int], theta_seed: int | None) -> np.ndarray:
+        """Draw theta* (per run, or one shared when ``theta_seed`` is an int) and D_1."""
+        if theta_seed is None:
+            inst = BatchedRNG.for_runs(seeds, "instance")
+            self.theta = np.stack([draw_theta(self.spec, g) for g in inst.generators])
+        else:
+            one = draw_theta(self.spec, np.random.default_rng(theta_seed))
+            self.theta = np.broadcast_to(one, (self.num_runs, self.spec.dim)).copy()
+        norm = np.linalg.norm(self.theta, axis=1, keepdims=True)
+        self._theta_hat = self.theta / norm
+        self._inv_norm = 1.0 / norm[:, 0]
+        rng = BatchedRNG.for_runs(seeds, "rewards")
+        s, k, d = self._sets_per_step, self.num_actions, self.spec.dim
+        self._w = rng.child("directions").buffered("normal", (s, k, d))
+        self._c = rng.child("means").buffered("uniform", (s, k, 2))
+        self._noise = rng.child("noise").buffered(
+            "uniform" if self.spec.reward == "bernoulli" else "normal", (self.num_agents,)
+        )
+        self.context = self._draw_sets()
+        return self.context
+
+    def _draw_sets(self) -> np.ndarray:
+        """A (B, N, K, d) batch of decision sets per linear.md §4.1."""
+        w = self._w.next()
+        u = self._c.next()
+        c = 0.5 + 0.1 * u[..., 0]
+        c[..., 0] += 0.2  # slot 0 is the optimal action before shuffling
+        c = c * self._inv_norm[:, None, None]
+        th = self._theta_hat[:, None, None, :]
+        w = w - (w * th).sum(-1, keepdims=True) * th
+        w /= np.linalg.norm(w, axis=-1, keepdims=True)
+        x = c[..., None] * th + np.sqrt(1.0 - c**2)[..., None] * w
+        order = np.argsort(u[..., 1], axis=-1)
+        x = np.take_along_axis(x, order[..., None], axis=-2)
+        if self.spec.shared_decision_sets:
+            x = np.broadcast_to(x, (self.num_runs, self.num_agents, *x.shape[2:])).copy()
+        return x
+
+    def expected(self) -> np.ndarray:
+        """Expected reward <x, theta*> of every action of the current sets (B, N, K)."""
+        return np.einsum("bnkd,bd->bnk", self.context, self.theta)
+
+    def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rewards, expected rewards and instant regret of the pulls; then the next sets."""
+        means = self.expected()
+        chosen = np.take_along_axis(means, arms[..., None], axis=2)[..., 0]
+        regret = means.max(axis=2) - chosen
+        noise = self._noise.next()
+        if self.spec.reward == "bernoulli":
+            rewards = (noise < chosen).astype(np.float64)
+        else:
+            rewards = chosen + self.spec.sigma * noise
+        self.context = self._draw_sets()
+        return rewards, chosen, regret

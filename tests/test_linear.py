@@ -1,0 +1,204 @@
+"""Linear contextual family (specs/linear.md): environment, FedLinUCB, LinUCB baselines."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import fedbandit_env
+from agents.fed_lin_ucb import FedLinUCB
+from baselines.linucb import LinUCB
+from fedbandit_env import ConfigError
+from fedbandit_env.bench import evaluate
+from fedbandit_env.policy import run_episode
+
+ENV = "FedBandit/LinearContextual-v0"
+
+
+def venv(runs=2, **kw):
+    v = fedbandit_env.make_vec(ENV, num_runs=runs, **{"num_agents": 4, "horizon": 300, **kw})
+    obs, _ = v.reset(seed=3)
+    return v, obs
+
+
+def test_decision_sets_follow_the_generator():
+    v, obs = venv(runs=5, dim=6, num_arms=8)
+    x, theta = obs.context, v.engine.linear.theta
+    assert x.shape == (5, 4, 8, 6)
+    assert np.allclose(np.linalg.norm(x, axis=-1), 1.0) and np.allclose(
+        np.linalg.norm(theta, axis=1), 1.0
+    )
+    means = np.einsum("bnkd,bd->bnk", x, theta)
+    top = np.sort(means, axis=-1)
+    assert np.all((top[..., -1] >= 0.7) & (top[..., -1] <= 0.8))
+    assert np.all((top[..., :-1] >= 0.5) & (top[..., :-1] <= 0.6))
+    assert not np.all(np.argmax(means, axis=-1) == 0)  # shuffled
+
+
+def test_best_action_has_zero_regret_and_rewards_have_the_right_mean():
+    v, obs = venv(runs=50, horizon=100)
+    total, pays, means = 0.0, [], []
+    for _ in range(100):
+        m = np.einsum("bnkd,bd->bnk", obs.context, v.engine.linear.theta)
+        best = np.argmax(m, axis=-1)
+        obs, rewards, _, _, info = v.step(best)
+        total += np.abs(info.instant_regret).sum()
+        pays.append(rewards)
+        means.append(np.take_along_axis(m, best[..., None], -1)[..., 0])
+    assert total == 0.0
+    assert np.mean(pays) == pytest.approx(np.mean(means), abs=0.02)
+
+
+def test_shared_decision_sets_and_ball_theta():
+    v, obs = venv(shared_decision_sets=True, theta="ball")
+    assert np.array_equal(obs.context[:, 0], obs.context[:, 3])
+    norms = np.linalg.norm(v.engine.linear.theta, axis=1)
+    assert np.all((norms >= 0.8) & (norms <= 1.0))
+    assert np.allclose(
+        np.einsum("bnkd,bd->bnk", obs.context, v.engine.linear.theta).max(-1) <= 0.8, True
+    )
+
+
+def test_parallel_view_equals_vector_view_with_a_learner():
+    kwargs = {
+        "num_agents": 3,
+        "horizon": 60,
+        "channels": FedLinUCB().channel_spec(fedbandit_env.make_vec(ENV, num_agents=3).config),
+    }
+    env = fedbandit_env.make(ENV, **kwargs)
+    trajectory = run_episode(env, FedLinUCB(epsilon=1.0, sync_threshold=50.0), seed=4)
+    res = evaluate(
+        ENV,
+        FedLinUCB,
+        runs=2,
+        seed=3,
+        env_kwargs=kwargs,
+        agent_kwargs={"epsilon": 1.0, "sync_threshold": 50.0},
+    )
+    regret = np.cumsum(
+        [sum(i["instant_regret"] for i in infos.values()) for *_, infos in trajectory]
+    )
+    assert np.allclose(regret, res.regret_network[1])
+
+
+def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
+    """§7 item 3, shifted by the message latency: at trial s, W = M lambda I + the pooled Gram
+    matrix of all agents' trials <= s - 2."""
+    policy = FedLinUCB(private=False, sync_threshold=0.0)
+    v = fedbandit_env.make_vec(
+        ENV,
+        num_runs=2,
+        num_agents=3,
+        dim=4,
+        num_arms=5,
+        horizon=40,
+        channels=policy.channel_spec(fedbandit_env.make_vec(ENV, dim=4).config),
+    )
+    obs, _ = v.reset(seed=0)
+    policy.reset(v.facts, v.agent_rng())
+    grams = [np.zeros((2, 4, 4))]
+    for s in range(1, 41):
+        action = policy.act(obs)
+        if s >= 3:
+            expected = 3 * np.eye(4) + grams[s - 2]
+            assert np.allclose(policy.W, expected[:, None]), s
+        x = np.take_along_axis(obs.context, action.arms[..., None, None], axis=2)[:, :, 0]
+        grams.append(grams[-1] + np.einsum("bni,bnj->bij", x, x))
+        obs, *_ = v.step(action.arms, action.messages)
+    assert np.all(policy.n_sync == 38)  # uploads at trials 2..40; the last arrives after the end
+
+
+def test_single_agent_nonprivate_equals_oful():
+    """§7 item 4: M = 1, private=False, D = 0 plays like OFUL (up to float rounding)."""
+    kw = {"num_agents": 1, "horizon": 400}
+    fed = evaluate(
+        ENV,
+        "fed_lin_ucb",
+        runs=3,
+        seed=1,
+        env_kwargs=kw,
+        agent_kwargs={"private": False, "sync_threshold": 0.0},
+    )
+    oful = evaluate(ENV, "linucb", runs=3, seed=1, env_kwargs=kw)
+    assert np.allclose(fed.regret_network, oful.regret_network)
+
+
+def test_sync_counts_fall_as_D_grows_and_private_costs_regret():
+    kw = {"num_agents": 5, "horizon": 600}
+    syncs = []
+    for D in (0.0, 5.0, 200.0):
+        policy = FedLinUCB(private=False, sync_threshold=D)
+        evaluate(ENV, policy, runs=3, seed=0, env_kwargs=kw)
+        syncs.append(policy.n_sync.mean())
+    assert syncs[0] > syncs[1] > syncs[2] >= 1
+    private = evaluate(
+        ENV,
+        "fed_lin_ucb",
+        runs=4,
+        seed=0,
+        env_kwargs=kw,
+        agent_kwargs={"epsilon": 1.0, "beta_scale": 0.01},
+    )
+    plain = evaluate(
+        ENV,
+        "fed_lin_ucb",
+        runs=4,
+        seed=0,
+        env_kwargs=kw,
+        agent_kwargs={"private": False, "beta_scale": 0.01},
+    )
+    assert private.final_regret_per_agent.mean() > 1.5 * plain.final_regret_per_agent.mean()
+
+
+def test_fixed_schedule_syncs_exactly_n_times_and_batch_independence():
+    kw = {"num_agents": 3, "horizon": 200}
+    policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=5)
+    both = evaluate(ENV, policy, runs=2, seed=7, env_kwargs=kw)
+    assert np.all(policy.n_sync == 5)
+    assert policy.constants.m == 1 + math.ceil(math.log2(5))
+    alone = evaluate(
+        ENV, FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=5), runs=1, seed=8, env_kwargs=kw
+    )
+    assert np.array_equal(both.regret_network[1], alone.regret_network[0])
+
+
+def test_centralized_oracle_beats_independent_agents():
+    kw = {"num_agents": 6, "horizon": 800}
+    oracle = evaluate(ENV, "centralized_linucb", runs=3, seed=0, env_kwargs=kw)
+    alone = evaluate(ENV, "linucb", runs=3, seed=0, env_kwargs=kw)
+    assert oracle.final_regret_per_agent.max() < 0.5 * alone.final_regret_per_agent.min()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0}, r"fed_lin_ucb: epsilon: expected a finite number > 0"),
+        ({"epsilon": -1.0}, r"fed_lin_ucb: epsilon"),
+        ({"delta": 1.5}, r"fed_lin_ucb: delta"),
+        ({"schedule": "fixed"}, r"fed_lin_ucb: num_syncs"),
+        ({"schedule": "weekly"}, r"fed_lin_ucb: schedule"),
+        ({"beta_scale": -1}, r"fed_lin_ucb: beta_scale"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        FedLinUCB(**kwargs)
+
+
+def test_wrong_environment_fails_before_the_first_step():
+    mab = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", num_runs=1)
+    mab.reset(seed=0)
+    with pytest.raises(ConfigError, match=r"fed_lin_ucb: family: expected 'linear'"):
+        FedLinUCB().reset(mab.facts, mab.agent_rng())
+    lin, _ = venv(channels=())
+    with pytest.raises(ConfigError, match=r"fed_lin_ucb: channels\.sync"):
+        FedLinUCB().reset(lin.facts, lin.agent_rng())
+    with pytest.raises(ConfigError, match=r"linucb: family"):
+        LinUCB().reset(mab.facts, mab.agent_rng())
+
+
+def test_linear_kwargs_are_rejected_on_mab_ids():
+    with pytest.raises(ConfigError, match=r"unknown keyword argument\(s\) \['dim'\]"):
+        fedbandit_env.make("FedBandit/Heterogeneous-v0", dim=4)
