@@ -7,6 +7,7 @@
 | ``FedBandit/GossipTriangle-v0`` | gossip.md §4.2 setting (a): N=3, M=5, complete graph K3 (lambda2 = 0.5), Gaussian rewards sigma=1, T = 10^6 + M |
 | ``FedBandit/LinearContextual-v0`` | linear contextual: K actions in R^d per agent and step, reward <x, theta*> + noise |
 | ``FedBandit/LinearPaper-v0`` | linear.md §4 preset: d=10, M=100 agents, K=10, T=10^7 |
+| ``FedBandit/DiabetesHospitals-v0`` | gossip.md §4.3: 3 hospitals, 5 medication arms, Bernoulli pools from a user-supplied diabetic_data.csv |
 | ``FedBandit/GossipPath10-v0`` | gossip.md §4.2 setting (b): N=10, M=10, path P10 (lambda2 = 0.9946), Gaussian sigma=1, T = 10^6 + M |
 
 The presets add M steps to the paper's T = 10^6 because the reference agents spend the first M
@@ -76,6 +77,28 @@ def register_builtin_envs() -> None:
         },
         description="DP federated linear bandits preset: d=10, M=100, K=10, T=10^7, Bernoulli.",
         accepted_kwargs=LINEAR_ACCEPTED,
+    )
+    register(
+        "FedBandit/DiabetesHospitals-v0",
+        "fedbandit_env.datasets.diabetes:diabetes_parallel_env",
+        vector_entry_point="fedbandit_env.datasets.diabetes:diabetes_vector_env",
+        description="Gossip paper Fig. 2(c): 3 hospitals x 5 medication arms from a user-supplied "
+        "diabetic_data.csv (data_path=...; never downloaded).",
+        accepted_kwargs=tuple(
+            k
+            for k in ACCEPTED
+            if k
+            not in (
+                "means",
+                "instance",
+                "family",
+                "reward",
+                "num_agents",
+                "num_arms",
+                "instance_seed",
+            )
+        )
+        + ("data_path", "split", "exclusive_arms", "seed"),
     )
     for env_id, n, m, topology, figure in (
         ("FedBandit/GossipTriangle-v0", 3, 5, "complete", "Fig. 2(a): N=3, M=5, triangle"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
@@ -10,11 +12,13 @@ import fedbandit_env
 from fedbandit_env import ConfigError, UnknownIdError
 
 SMALL = {"horizon": 60}
+SAMPLE_CSV = str(Path(__file__).parent / "data" / "diabetic_data_sample.csv")
+EXTRA = {"FedBandit/DiabetesHospitals-v0": {"data_path": SAMPLE_CSV}}
 
 
 @pytest.mark.parametrize("env_id", fedbandit_env.list_envs())
 def test_parallel_api_every_registered_id(env_id):
-    env = fedbandit_env.make(env_id, **SMALL)
+    env = fedbandit_env.make(env_id, **SMALL, **EXTRA.get(env_id, {}))
     parallel_api_test(env, num_cycles=100)
     assert env.agents == []  # truncated at the horizon
 

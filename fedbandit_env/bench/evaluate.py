@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
-from fedbandit_env.config import make_config
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.network import LINK_TYPES
 from fedbandit_env.policy import TeamPolicy
-from fedbandit_env.registration import make_vec, spec
+from fedbandit_env.registration import make_vec
 
 FULL_CURVE_MAX = 10_000
 
@@ -103,7 +102,7 @@ def evaluate(
     agent_kwargs = dict(agent_kwargs or {})
     policy, agent_id = _policy(agent, agent_kwargs)
     if "channels" not in env_kwargs:
-        preview = make_config(**{**spec(env_id).kwargs, **env_kwargs})
+        preview = make_vec(env_id, num_runs=1, **env_kwargs).config
         wanted = policy.channel_spec(preview)
         if wanted is not None:
             env_kwargs["channels"] = wanted

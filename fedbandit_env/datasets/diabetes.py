@@ -1,0 +1,167 @@
+"""The gossip paper's real-data environment: UCI "Diabetes 130-US hospitals" (specs/gossip.md §4.3).
+
+The data are never downloaded: pass the path of ``diabetic_data.csv`` (``data_path=`` or the
+``FEDBANDIT_DIABETES_CSV`` environment variable). Processing follows gossip.md §6 item 18:
+
+* reward 1 iff ``readmitted == ">30"``; records with any medication ``Up``/``Down`` are dropped;
+* arms 1-4: records in which some medication of group g is ``Steady`` (pools may overlap;
+  tolazamide in group 4, citoglipton ignored — both flagged by the spec); arm 5: records in which
+  every medication column is ``No``; ``exclusive_arms=True`` keeps only records whose steady
+  medications all fall in one group;
+* three hospitals: contiguous thirds in file order (``split="contiguous"``, the paper's bias) or
+  a seeded random split (``split="random"``);
+* agent i pulling arm k draws a record with replacement from its own pool, which is exactly a
+  Bernoulli reward with the pool's mean label, so the environment is the heterogeneous family with
+  ``means`` = the 3 x 5 matrix of pool means; the global mean is their unweighted average.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.errors import ConfigError
+
+ENV_VAR = "FEDBANDIT_DIABETES_CSV"
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("insulin",),
+    ("metformin",),
+    ("repaglinide", "glipizide", "rosiglitazone", "acarbose", "miglitol", "troglitazone"),
+    (
+        "nateglinide",
+        "chlorpropamide",
+        "glyburide",
+        "examide",
+        "glimepiride",
+        "acetohexamide",
+        "tolbutamide",
+        "pioglitazone",
+        "sitagliptin",
+        "glyburide-metformin",
+        "glipizide-metformin",
+        "glimepiride-pioglitazone",
+        "metformin-rosiglitazone",
+        "metformin-pioglitazone",
+        "tolazamide",
+    ),
+)
+IGNORED = ("citoglipton",)
+ALL_MEDICATIONS = (
+    "metformin",
+    "repaglinide",
+    "nateglinide",
+    "chlorpropamide",
+    "glimepiride",
+    "acetohexamide",
+    "glipizide",
+    "glyburide",
+    "tolbutamide",
+    "pioglitazone",
+    "rosiglitazone",
+    "acarbose",
+    "miglitol",
+    "troglitazone",
+    "tolazamide",
+    "examide",
+    "citoglipton",
+    "insulin",
+    "glyburide-metformin",
+    "glipizide-metformin",
+    "glimepiride-pioglitazone",
+    "metformin-rosiglitazone",
+    "metformin-pioglitazone",
+)
+NUM_HOSPITALS, NUM_ARMS = 3, 5
+
+
+def resolve_path(data_path: str | os.PathLike | None) -> Path:
+    path = data_path or os.environ.get(ENV_VAR)
+    if not path or not Path(path).is_file():
+        raise ConfigError(
+            f"data_path: expected the path of diabetic_data.csv, got {path!r} (file not found). "
+            "Download 'Diabetes 130-US hospitals for years 1999-2008' from the UCI Machine "
+            f"Learning Repository and pass data_path=... or set {ENV_VAR}; nothing is downloaded."
+        )
+    return Path(path)
+
+
+def _arm_labels(rows: list[dict[str, str]], exclusive: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(records x arms) membership and the 0/1 labels of the usable records."""
+    meds = [m for m in ALL_MEDICATIONS if m not in IGNORED and m in rows[0]]
+    member, labels = [], []
+    for row in rows:
+        values = [row[m] for m in meds]
+        if any(v in ("Up", "Down") for v in values):
+            continue
+        steady = [any(row.get(m) == "Steady" for m in group if m in row) for group in GROUPS]
+        none = all(v == "No" for v in values)
+        if exclusive and sum(steady) > 1:
+            continue
+        member.append([*steady, none])
+        labels.append(1.0 if row["readmitted"] == ">30" else 0.0)
+    return np.array(member, dtype=bool).reshape(-1, NUM_ARMS), np.array(labels)
+
+
+def load_diabetes_means(
+    data_path: str | os.PathLike | None = None,
+    split: str = "contiguous",
+    exclusive_arms: bool = False,
+    seed: int = 0,
+) -> np.ndarray:
+    """The 3 x 5 matrix of pool means (hospital i, arm k) of gossip.md §6 item 18."""
+    if split not in ("contiguous", "random"):
+        raise ConfigError(f"split: expected 'contiguous' or 'random', got {split!r}")
+    path = resolve_path(data_path)
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    required = {"readmitted", "insulin", "metformin"}
+    if not rows or not required <= set(rows[0]):
+        raise ConfigError(
+            f"data_path: {path} lacks the columns {sorted(required)} of diabetic_data.csv"
+        )
+    order = np.arange(len(rows))
+    if split == "random":
+        order = np.random.default_rng(seed).permutation(len(rows))
+    means = np.zeros((NUM_HOSPITALS, NUM_ARMS))
+    for h, part in enumerate(np.array_split(order, NUM_HOSPITALS)):
+        member, labels = _arm_labels([rows[i] for i in part], exclusive_arms)
+        counts = member.sum(axis=0)
+        if np.any(counts == 0):
+            empty = [k + 1 for k in np.nonzero(counts == 0)[0]]
+            raise ConfigError(f"data_path: hospital {h} has no record for arm(s) {empty}")
+        means[h] = (member * labels[:, None]).sum(axis=0) / counts
+    return means
+
+
+def _env_kwargs(data_path, split, exclusive_arms, seed, kwargs) -> dict[str, Any]:
+    means = load_diabetes_means(data_path, split, exclusive_arms, seed)
+    defaults = {
+        "horizon": 1_000_000 + NUM_ARMS,
+        "topology": "complete",
+        "channels": ("neighbors", "gossip"),
+    }
+    return {**defaults, **kwargs, "family": "heterogeneous", "means": means, "reward": "bernoulli"}
+
+
+def diabetes_parallel_env(
+    data_path=None, split="contiguous", exclusive_arms=False, seed=0, render_mode=None, **kwargs
+):
+    from fedbandit_env.parallel_env import FedBanditParallelEnv
+
+    return FedBanditParallelEnv(
+        render_mode=render_mode, **_env_kwargs(data_path, split, exclusive_arms, seed, kwargs)
+    )
+
+
+def diabetes_vector_env(
+    num_runs=1, data_path=None, split="contiguous", exclusive_arms=False, seed=0, **kwargs
+):
+    from fedbandit_env.vector_env import FedBanditVectorEnv
+
+    return FedBanditVectorEnv(
+        num_runs, **_env_kwargs(data_path, split, exclusive_arms, seed, kwargs)
+    )

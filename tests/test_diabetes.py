@@ -1,0 +1,81 @@
+"""The gossip paper's real-data environment (gossip.md §4.3, §6 item 18) on a shipped synthetic
+CSV with the real schema."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fedbandit_env
+from fedbandit_env import ConfigError
+from fedbandit_env.bench import evaluate
+from fedbandit_env.datasets.diabetes import load_diabetes_means
+
+SAMPLE = Path(__file__).parent / "data" / "diabetic_data_sample.csv"
+ENV = "FedBandit/DiabetesHospitals-v0"
+
+
+def _expected_means(exclusive: bool) -> np.ndarray:
+    """The pool means recomputed by hand from the CSV (contiguous thirds)."""
+    rows = list(csv.DictReader(SAMPLE.open()))
+    groups = [
+        {"insulin"},
+        {"metformin"},
+        {"glipizide", "repaglinide"},
+        {"glyburide", "pioglitazone", "tolazamide"},
+    ]
+    meds = [c for c in rows[0] if c in set().union(*groups) | {"nateglinide", "acarbose"}]
+    out = np.zeros((3, 5))
+    for h, part in enumerate(np.array_split(np.arange(len(rows)), 3)):
+        pools = [[] for _ in range(5)]
+        for i in part:
+            r = rows[i]
+            if any(r[c] in ("Up", "Down") for c in r if c in meds or c == "insulin"):
+                continue
+            steady = [any(r[m] == "Steady" for m in g) for g in groups]
+            if exclusive and sum(steady) > 1:
+                continue
+            label = 1.0 if r["readmitted"] == ">30" else 0.0
+            for k in range(4):
+                if steady[k]:
+                    pools[k].append(label)
+            if not any(steady) and all(r[c] == "No" for c in meds):
+                pools[4].append(label)
+        out[h] = [np.mean(p) for p in pools]
+    return out
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_pool_means_match_a_hand_computation(exclusive):
+    means = load_diabetes_means(SAMPLE, exclusive_arms=exclusive)
+    assert means.shape == (3, 5)
+    assert np.allclose(means, _expected_means(exclusive))
+
+
+def test_env_uses_the_pool_means_and_local_best_arms_differ():
+    env = fedbandit_env.make(ENV, data_path=str(SAMPLE), horizon=20)
+    env.reset(seed=0)
+    engine = env.unwrapped.engine
+    assert np.allclose(engine.means[0], load_diabetes_means(SAMPLE))
+    assert np.allclose(engine.global_expected[0], load_diabetes_means(SAMPLE).mean(axis=0))
+    res = evaluate(ENV, "gossip_ucb", runs=2, env_kwargs={"data_path": str(SAMPLE), "horizon": 400})
+    assert res.regret_per_agent.shape[0] == 2
+
+
+def test_random_split_differs_and_is_seeded():
+    a = load_diabetes_means(SAMPLE, split="random", seed=1)
+    b = load_diabetes_means(SAMPLE, split="random", seed=1)
+    assert np.array_equal(a, b) and not np.array_equal(a, load_diabetes_means(SAMPLE))
+
+
+def test_missing_file_gives_a_clear_error(monkeypatch):
+    monkeypatch.delenv("FEDBANDIT_DIABETES_CSV", raising=False)
+    with pytest.raises(
+        ConfigError, match=r"data_path: expected the path of diabetic_data.csv.*UCI"
+    ):
+        fedbandit_env.make(ENV)
+    with pytest.raises(ConfigError, match=r"split: expected 'contiguous' or 'random'"):
+        fedbandit_env.make(ENV, data_path=str(SAMPLE), split="shuffled")
