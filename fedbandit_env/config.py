@@ -18,7 +18,7 @@ from fedbandit_env.network import normalize_channels
 from fedbandit_env.rewards import RewardModel, make_reward_model
 
 FAMILIES = ("heterogeneous", "homogeneous", "linear")
-LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets")
+LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets", "dataset")
 DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
 
 
@@ -120,10 +120,11 @@ def make_config(
     dim: int | None = None,
     theta: str = "sphere",
     shared_decision_sets: bool = False,
+    dataset: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
-    ``dim``, ``theta`` and ``shared_decision_sets`` belong to the linear family
+    ``dim``, ``theta``, ``shared_decision_sets`` and ``dataset`` belong to the linear family
     (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
     ``instance_seed`` fixes theta* (None: a new theta* per run seed)."""
     if family not in FAMILIES:
@@ -143,8 +144,9 @@ def make_config(
             theta,
             shared_decision_sets,
             instance_seed,
+            dataset,
         )
-    if dim is not None or theta != "sphere" or shared_decision_sets:
+    if dim is not None or theta != "sphere" or shared_decision_sets or dataset is not None:
         raise ConfigError(
             f"dim/theta/shared_decision_sets: only for the linear family, not {family!r}"
         )
@@ -206,6 +208,7 @@ def _linear_config(
     theta,
     shared,
     instance_seed,
+    dataset=None,
 ) -> EnvConfig:
     n = _positive_int("num_agents", num_agents)
     k = _positive_int("num_arms", num_arms, minimum=2)
@@ -221,6 +224,7 @@ def _linear_config(
         shared_decision_sets=bool(shared),
         reward=model.name,
         sigma=getattr(model, "sigma", 0.5),
+        dataset=dataset,
     )
     if instance_seed is not None:
         instance_seed = _positive_int("instance_seed", instance_seed, minimum=0)

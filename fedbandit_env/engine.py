@@ -74,11 +74,17 @@ class Engine:
         self._no_send = np.zeros(shape, dtype=bool)
         self._zeros = {n: np.zeros((*shape, ch.dim)) for n, ch in self.channels.items()}
         self._shared = config.shared_instance()
-        self.linear = (
-            LinearProcess(config.linear, self.num_runs, self.num_agents, self.num_arms)
-            if config.linear is not None
-            else None
-        )
+        self.linear = None
+        if config.linear is not None and config.linear.dataset is not None:
+            from fedbandit_env.datasets.classification import DatasetProcess
+
+            self.linear = DatasetProcess(
+                config.linear.dataset, self.num_runs, self.num_agents, self.num_arms
+            )
+        elif config.linear is not None:
+            self.linear = LinearProcess(
+                config.linear, self.num_runs, self.num_agents, self.num_arms
+            )
         self.step_count = -1  # not reset yet
 
     # ------------------------------------------------------------------ reset

@@ -7,6 +7,7 @@
 | ``FedBandit/GossipTriangle-v0`` | gossip.md §4.2 setting (a): N=3, M=5, complete graph K3 (lambda2 = 0.5), Gaussian rewards sigma=1, T = 10^6 + M |
 | ``FedBandit/LinearContextual-v0`` | linear contextual: K actions in R^d per agent and step, reward <x, theta*> + noise |
 | ``FedBandit/LinearPaper-v0`` | linear.md §4 preset: d=10, M=100 agents, K=10, T=10^7 |
+| ``FedBandit/ClassificationContextual-v0`` | real-data contextual bandit (one arm per class of a scikit-learn bundled data set) |
 | ``FedBandit/DiabetesHospitals-v0`` | gossip.md §4.3: 3 hospitals, 5 medication arms, Bernoulli pools from a user-supplied diabetic_data.csv |
 | ``FedBandit/GossipPath10-v0`` | gossip.md §4.2 setting (b): N=10, M=10, path P10 (lambda2 = 0.9946), Gaussian sigma=1, T = 10^6 + M |
 
@@ -77,6 +78,20 @@ def register_builtin_envs() -> None:
         },
         description="DP federated linear bandits preset: d=10, M=100, K=10, T=10^7, Bernoulli.",
         accepted_kwargs=LINEAR_ACCEPTED,
+    )
+    register(
+        "FedBandit/ClassificationContextual-v0",
+        "fedbandit_env.datasets.classification:classification_parallel_env",
+        vector_entry_point="fedbandit_env.datasets.classification:classification_vector_env",
+        description="Real-data contextual bandit from a scikit-learn bundled classification data "
+        "set (wine, iris, digits, breast_cancer), IID or Dirichlet split across agents.",
+        accepted_kwargs=tuple(
+            k
+            for k in LINEAR_ACCEPTED
+            if k
+            not in ("num_arms", "dim", "theta", "dataset", "shared_decision_sets", "instance_seed")
+        )
+        + ("dataset", "features", "split", "dirichlet_alpha", "split_seed"),
     )
     register(
         "FedBandit/DiabetesHospitals-v0",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,7 @@ class LinearSpec:
     shared_decision_sets: bool = False
     reward: str = "bernoulli"
     sigma: float = 0.5
+    dataset: Any = None  # a DatasetSpec: decision sets from real data instead of the generator
 
     def __post_init__(self) -> None:
         if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 2:
