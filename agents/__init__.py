@@ -4,6 +4,7 @@ from agents.commeff import CDPMAB, DDPMAB, HDPMAB  # Li & Song (seed 004)
 from agents.dp_decentralized_ucb import DPDecentralizedUCB  # Li, Song & Fragouli (seed 001)
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli (seed 001)
 from agents.fed_lin_ucb import FedLinUCB  # Dubey & Pentland (seed 003)
+from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # (seed 003, §2.8)
 from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. (seeds 000/002)
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "DPDecentralizedUCB",
     "DPMasterWorkerUCB",
     "FedLinUCB",
+    "FedLinUCBDecentralized",
     "GossipFedUCB",
     "GossipUCB",
     "HDPMAB",

@@ -1,0 +1,258 @@
+"""Decentralized FedUCB (specs/linear.md §2.8, the spec's reconstruction; A20–A24).
+
+Agents talk only through the ``flood`` channel (LOCAL protocol with TTL gamma): a message sent
+with the pull of trial s from d <= gamma hops arrives in the observation of trial s + d - 1 and
+is used from trial s + d. The agents are partitioned into cliques of the power graph G^gamma
+(``fedbandit_env.graphs.clique_cover``); an agent pools only its clique's data. Each agent keeps
+gamma round-robin estimators (slot g is used in trials t with (t - 1) mod gamma = g), each with
+its own privatizer tree (``GramTreePrivatizer`` over (N, gamma) trees, m = 1 + ceil(log2 ceil(T /
+gamma)), the extra log gamma term of A23) and its own sync state:
+
+* after using slot g, an agent whose trigger ``Delta (ln det(W + U + c (rho_max - rho_min) I)
+  - ln det W) >= D_dec`` fires broadcasts a request for g together with its own release of g
+  (D_dec: Theorem 1's D with T -> T/gamma, A24);
+* a clique member receiving a request for g releases its own statistics of g (if it has unreleased
+  data); the releases (privatized cumulative (U_hat, u_hat), A22) replace the sender's entry in
+  every receiver's table, so ``W_{i,g}`` is the sum of the latest releases of i's clique members,
+  updated member by member as they arrive (never atomically).
+
+The group size in beta, in the trigger inflation and in the initial W is the clique size c_i
+(A21). Each message carries [request flag, slot, release number, U_hat (d^2), u_hat (d)]; an agent
+sends at most one message per trial (a trigger first, then pending answers in slot order: a
+deviation of this implementation, documented). Memory: the table of members' releases is
+(B, N, gamma, c_max, d, d).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from baselines.index import check_number
+from baselines.linucb import check_linear, ucb_choice
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.graphs import clique_cover, power_graph
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
+from fedbandit_env.seeding import BatchedRNG
+
+FLOOD = "flood"
+HEADER = 3  # request flag, slot, release number
+
+
+class FedLinUCBDecentralized(TeamPolicy):
+    """Decentralized FedUCB over the flood channel (see the module docstring)."""
+
+    agent_id = "fed_lin_ucb_decentralized"
+
+    def __init__(
+        self,
+        gamma: int = 1,
+        epsilon: float = 1.0,
+        delta: float = 0.1,
+        alpha: float = 0.1,
+        private: bool = True,
+        sync_threshold: float | None = None,
+        beta_scale: float = 1.0,
+        lam: float = 1.0,
+        sigma: float = 0.5,
+        S: float = 1.0,
+    ):
+        aid = self.agent_id
+        if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
+            raise ConfigError(f"{aid}: gamma: expected an int >= 1, got {gamma!r}")
+        self.gamma = gamma
+        self.private = bool(private)
+        if self.private and not (isinstance(epsilon, int | float) and 0 < epsilon < math.inf):
+            raise ConfigError(
+                f"{aid}: epsilon: expected a finite number > 0 (private=False for no privacy), got {epsilon!r}"
+            )
+        self.epsilon = float(epsilon) if self.private else math.inf
+        self.delta = check_number(aid, "delta", delta, 1e-300, 1.0 - 1e-12)
+        self.alpha = check_number(aid, "alpha", alpha, 1e-300, 1.0 - 1e-12)
+        self.D = (
+            None
+            if sync_threshold is None
+            else check_number(aid, "sync_threshold", sync_threshold, 0.0)
+        )
+        self.beta_scale = check_number(aid, "beta_scale", beta_scale, 0.0)
+        self.lam = check_number(aid, "lam", lam, 1e-12)
+        self.sigma = check_number(aid, "sigma", sigma, 0.0)
+        self.S = check_number(aid, "S", S, 0.0)
+
+    def channel_spec(self, config: EnvConfig):
+        d = config.linear.dim if config.linear is not None else 1
+        return {FLOOD: {"kind": "flood", "dim": HEADER + d * d + d, "ttl": self.gamma}}
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        d = check_linear(self.agent_id, facts)
+        self.require_channel(facts, FLOOD, "flood", HEADER + d * d + d)
+        if facts.channels[FLOOD].get("ttl", 0) < self.gamma:
+            raise ConfigError(
+                f"{self.agent_id}: channels.flood.ttl: expected >= gamma = {self.gamma}"
+            )
+        if len(facts.topology.components) != 1:
+            raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
+        n, runs, g = facts.num_agents, facts.num_runs, self.gamma
+        self.d, self.N, self.T = d, n, facts.horizon
+        cliques = clique_cover(power_graph(facts.topology.graph, g))
+        self.cliques = cliques
+        self.clique_of = np.zeros(n, dtype=np.int64)
+        self.pos = np.zeros(n, dtype=np.int64)
+        for c, members in enumerate(cliques):
+            for p, member in enumerate(members):
+                self.clique_of[member], self.pos[member] = c, p
+        self.size = np.array([len(cliques[c]) for c in self.clique_of], dtype=np.float64)
+        c_max = max(len(c) for c in cliques)
+        valid = np.zeros((n, c_max), dtype=bool)
+        for i in range(n):
+            valid[i, : len(cliques[self.clique_of[i]])] = True
+        if self.private:
+            c = linear_privacy_constants(
+                self.epsilon, self.delta, d, n, facts.horizon, alpha=self.alpha, gamma=g
+            )
+            self.constants = c
+            self.rho_min, self.rho_max, self.kappa = c.rho_min, c.rho_max, c.kappa
+            default_D = c.sync_threshold
+            self.tree = GramTreePrivatizer.from_constants(c, (n, g), rng=rng.child("privacy"))
+        else:
+            self.constants, self.tree = None, None
+            self.rho_min = self.rho_max = self.lam
+            self.kappa = 0.0
+            t_slot = facts.horizon / g
+            default_D = 2.0 * t_slot * d / (math.log(1.0 + t_slot / (d * self.lam)) + 1.0)
+        self.threshold = default_D if self.D is None else self.D
+        eye = np.eye(d)
+        self.R_U = np.where(valid[None, :, None, :, None, None], self.rho_min * eye, 0.0)
+        self.R_U = np.broadcast_to(self.R_U, (runs, n, g, c_max, d, d)).copy()
+        self.R_u = np.zeros((runs, n, g, c_max, d))
+        self.seen = np.zeros((runs, n, g, c_max), dtype=np.int64)
+        self.U = np.zeros((runs, n, g, d, d))
+        self.u = np.zeros((runs, n, g, d))
+        self.G = np.zeros((runs, n, g, d, d))
+        self.g_vec = np.zeros((runs, n, g, d))
+        self.Q = np.zeros((runs, n, g, d + 1, d + 1))
+        self.since = np.zeros((runs, n, g))
+        self.releases = np.zeros((runs, n, g), dtype=np.int64)
+        self.pending = np.zeros((runs, n, g), dtype=bool)
+        self.n_requests = np.zeros(runs, dtype=np.int64)
+        self._rows = np.indices((runs, n))
+        self._context = None
+        self._dim = HEADER + d * d + d
+
+    # ------------------------------------------------------------- the trial
+    def W(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.R_U[:, :, slot].sum(axis=2), self.R_u[:, :, slot].sum(axis=2)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        runs, n = self._rows[0].shape
+        trigger = np.zeros((runs, n), dtype=bool)
+        used = None
+        if obs.step > 0:
+            used = (obs.step - 1) % self.gamma
+            self._fold(obs, used)
+            trigger = self._trigger(used)
+            self._receive(obs.deliveries[FLOOD])
+        send, payload = self._outgoing(trigger, used)
+        slot = obs.step % self.gamma
+        W, w = self.W(slot)
+        V = W + self.U[:, :, slot]
+        arms = ucb_choice(obs.context, V, w + self.u[:, :, slot], self._beta(V))
+        self._context = obs.context
+        return TeamAction(arms, {FLOOD: (send, payload)})
+
+    def _fold(self, obs: VecObservation, slot: int) -> None:
+        b, i = self._rows
+        x = self._context[b, i, obs.last_arm]
+        y = obs.last_reward
+        xx = np.einsum("bni,bnj->bnij", x, x)
+        z = np.concatenate([x, y[..., None]], axis=-1)
+        self.U[:, :, slot] += xx
+        self.u[:, :, slot] += y[..., None] * x
+        self.G[:, :, slot] += xx
+        self.g_vec[:, :, slot] += y[..., None] * x
+        self.Q[:, :, slot] += np.einsum("bni,bnj->bnij", z, z)
+        self.since[:, :, slot] += 1
+
+    def _trigger(self, slot: int) -> np.ndarray:
+        W, _ = self.W(slot)
+        inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
+        lhs = np.linalg.slogdet(W + self.U[:, :, slot] + inflate)[1] - np.linalg.slogdet(W)[1]
+        return self.since[:, :, slot] * lhs >= self.threshold
+
+    def _receive(self, delivery) -> None:
+        same = self.clique_of[delivery.receiver] == self.clique_of[delivery.origin]
+        run, recv, orig = delivery.run[same], delivery.receiver[same], delivery.origin[same]
+        pay = delivery.payload[same]
+        if len(run) == 0:
+            return
+        req, slot, seq = pay[:, 0] > 0.5, pay[:, 1].astype(np.int64), pay[:, 2].astype(np.int64)
+        self.pending[run[req], recv[req], slot[req]] = True
+        pos = self.pos[orig]
+        data = (seq > 0) & (seq > self.seen[run, recv, slot, pos])
+        r, v, s, p = run[data], recv[data], slot[data], pos[data]
+        d = self.d
+        self.R_U[r, v, s, p] = pay[data, HEADER : HEADER + d * d].reshape(-1, d, d)
+        self.R_u[r, v, s, p] = pay[data, HEADER + d * d :]
+        self.seen[r, v, s, p] = seq[data]
+
+    def _outgoing(self, trigger: np.ndarray, used: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """At most one message per agent: a trigger (request + own release of the slot just
+        used), else the answer to the lowest pending slot that has unreleased data."""
+        runs, n = trigger.shape
+        payload = np.zeros((runs, n, self._dim))
+        answerable = self.pending & (self.since > 0)
+        self.pending &= self.since > 0  # nothing new to release: the request is moot
+        slot = np.argmax(answerable, axis=2)
+        answer = answerable.any(axis=2) & ~trigger
+        if used is not None:
+            slot = np.where(trigger, used, slot)
+        send = trigger | answer
+        if not send.any():
+            return send, payload
+        b, i = self._rows
+        mask = np.zeros((runs, n, self.gamma), dtype=bool)
+        mask[b[send], i[send], slot[send]] = True
+        U_hat, u_hat = self._release(mask)
+        d = self.d
+        payload[..., 0] = trigger
+        payload[..., 1] = slot
+        payload[..., 2] = np.where(send, self.releases[b, i, slot], 0)
+        payload[..., HEADER : HEADER + d * d] = U_hat[b, i, slot].reshape(runs, n, d * d)
+        payload[..., HEADER + d * d :] = u_hat[b, i, slot]
+        self.pending[mask] = False
+        self.n_requests += trigger.sum(axis=1)
+        return send, payload
+
+    def _release(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.tree is not None:
+            rel = self.tree.release(self.Q, mask)
+            U_hat, u_hat = rel.U_hat, rel.u_hat
+        else:
+            U_hat, u_hat = self.G + self.lam * np.eye(self.d), self.g_vec
+        b, i, s = np.nonzero(mask)
+        p = self.pos[i]
+        self.R_U[b, i, s, p] = U_hat[b, i, s]  # one's own release counts at once
+        self.R_u[b, i, s, p] = u_hat[b, i, s]
+        self.releases[mask] += 1
+        self.seen[b, i, s, p] = self.releases[b, i, s]
+        for arr in (self.U, self.u, self.Q):
+            arr[mask] = 0.0
+        self.since[mask] = 0
+        return U_hat, u_hat
+
+    def _beta(self, V: np.ndarray) -> np.ndarray:
+        """Proposition 2 with the clique size c_i in place of M (A21), times ``beta_scale``."""
+        c = self.size[None, :]
+        logdet = np.linalg.slogdet(V)[1]
+        radicand = 2.0 * math.log(2.0 / self.alpha) + logdet - self.d * np.log(c * self.rho_min)
+        beta = (
+            self.sigma * np.sqrt(np.maximum(radicand, 0.0))
+            + self.S * np.sqrt(c * self.rho_max)
+            + self.kappa * np.sqrt(c)
+        )
+        return self.beta_scale * beta
