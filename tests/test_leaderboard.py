@@ -256,5 +256,5 @@ def test_cli_audit_of_a_mechanism(capsys):
 def test_suites_are_well_formed():
     quick = get_suite("quick")
     assert len({c.config_hash for c in quick.cells}) == len(quick.cells)
-    for name in ("standard", "gossip", "dp_recsys", "commeff"):
+    for name in ("standard", "gossip", "dp_recsys", "commeff", "linear"):
         assert get_suite(name).cells

@@ -175,7 +175,13 @@ MAB_REFERENCE = (
     ("cdp_mab", {"epsilon": 1.0}, ""),
     ("ddp_mab", {"epsilon": 1.0}, ""),
 )
-LINEAR_AGENTS = ("linucb", "centralized_linucb", "fed_lin_ucb")
+LINEAR_AGENTS = (
+    "linucb",
+    "centralized_linucb",
+    ("fed_lin_ucb", {"epsilon": 1.0}, ""),
+    ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
+    ("fed_lin_ucb_decentralized", {"epsilon": 1.0, "gamma": 1}, ""),
+)
 
 SUITES: dict[str, Suite] = {
     "quick": Suite(
@@ -237,6 +243,33 @@ SUITES: dict[str, Suite] = {
             10,
         ),
         description="DP recommender paper: M=20, K=10, cycle C20.",
+    ),
+    "linear": Suite(
+        "linear",
+        _grid(
+            "FedBandit/LinearContextual-v0",
+            {"num_agents": 20, "dim": 10, "num_arms": 10},
+            ("linucb", "centralized_linucb")
+            + tuple(
+                (
+                    "fed_lin_ucb",
+                    {"epsilon": e, "beta_scale": 0.01},
+                    f"fed_lin_ucb eps={e:g} beta_scale=0.01",
+                )
+                for e in (0.1, 1.0, 10.0)
+            )
+            + (
+                (
+                    "fed_lin_ucb",
+                    {"private": False, "beta_scale": 0.01},
+                    "fed_lin_ucb non-private beta_scale=0.01",
+                ),
+            ),
+            5000,
+            10,
+        ),
+        baseline="linucb",
+        description="DP federated linear bandits: M=20, d=10, K=10, T=5000, beta_scale=0.01.",
     ),
     "commeff": Suite(
         "commeff",
