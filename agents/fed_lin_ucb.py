@@ -34,19 +34,20 @@ import math
 
 import numpy as np
 
+from agents.fed_ucb_common import FedUCBBase
 from baselines.index import check_number
 from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import FederationFacts, TeamAction
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
 
 SYNC, STATS = "sync", "stats"
 
 
-class FedLinUCB(TeamPolicy):
+class FedLinUCB(FedUCBBase):
     """Centralized FedUCB (see the module docstring)."""
 
     agent_id = "fed_lin_ucb"
@@ -67,20 +68,8 @@ class FedLinUCB(TeamPolicy):
         L: float = 1.0,
         B: float = 1.0,
     ):
+        super().__init__(epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S)
         aid = self.agent_id
-        self.private = bool(private)
-        if self.private and not (isinstance(epsilon, int | float) and 0 < epsilon < math.inf):
-            raise ConfigError(
-                f"{aid}: epsilon: expected a finite number > 0 (private=False for no privacy), got {epsilon!r}"
-            )
-        self.epsilon = float(epsilon) if self.private else math.inf
-        self.delta = check_number(aid, "delta", delta, 1e-300, 1.0 - 1e-12)
-        self.alpha = check_number(aid, "alpha", alpha, 1e-300, 1.0 - 1e-12)
-        self.D = (
-            None
-            if sync_threshold is None
-            else check_number(aid, "sync_threshold", sync_threshold, 0.0)
-        )
         if schedule not in ("adaptive", "fixed"):
             raise ConfigError(f"{aid}: schedule: expected 'adaptive' or 'fixed', got {schedule!r}")
         if schedule == "fixed" and (
@@ -90,10 +79,6 @@ class FedLinUCB(TeamPolicy):
                 f"{aid}: num_syncs: expected an int >= 1 with schedule='fixed', got {num_syncs!r}"
             )
         self.schedule, self.num_syncs = schedule, num_syncs
-        self.beta_scale = check_number(aid, "beta_scale", beta_scale, 0.0)
-        self.lam = check_number(aid, "lam", lam, 1e-12)
-        self.sigma = check_number(aid, "sigma", sigma, 0.0)
-        self.S = check_number(aid, "S", S, 0.0)
         self.L = check_number(aid, "L", L, 1e-12)
         self.B = check_number(aid, "B", B, 1e-12)
 
@@ -181,22 +166,13 @@ class FedLinUCB(TeamPolicy):
         request = self._request(upload)
         V = self.W + self.flight_U + self.U
         u = self.w + self.flight_u + self.u
-        arms = ucb_choice(obs.context, V, u, self._beta(V))
+        arms = ucb_choice(obs.context, V, u, self.radius(V, self.M))
         self._context = obs.context
         send_stats = np.broadcast_to(upload[:, None], self._ones.shape[:2])
         return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)})
 
     def _fold(self, obs: VecObservation) -> None:
-        b, i = self._rows
-        x = self._context[b, i, obs.last_arm]
-        y = obs.last_reward
-        xx = np.einsum("bni,bnj->bnij", x, x)
-        z = np.concatenate([x, y[..., None]], axis=-1)
-        self.U += xx
-        self.u += y[..., None] * x
-        self.G += xx
-        self.g += y[..., None] * x
-        self.Q += np.einsum("bni,bnj->bnij", z, z)
+        self.fold(obs, self._context, self._rows, (self.U, self.u, self.G, self.g, self.Q))
         self.since_sync += 1
 
     def _receive(self, obs: VecObservation) -> None:
@@ -252,15 +228,3 @@ class FedLinUCB(TeamPolicy):
         lhs = np.linalg.slogdet(total)[1] - np.linalg.slogdet(self.W)[1]
         fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
         return fire & ~upload[:, None]
-
-    def _beta(self, V: np.ndarray) -> np.ndarray:
-        """Proposition 2 (A5 form, radicand clamped), times ``beta_scale``."""
-        M, d = self.M, self.d
-        logdet = np.linalg.slogdet(V)[1]
-        radicand = 2.0 * math.log(2.0 / self.alpha) + logdet - d * math.log(M * self.rho_min)
-        beta = (
-            self.sigma * np.sqrt(np.maximum(radicand, 0.0))
-            + self.S * math.sqrt(M * self.rho_max)
-            + self.kappa * math.sqrt(M)
-        )
-        return self.beta_scale * beta

@@ -29,13 +29,13 @@ import math
 
 import numpy as np
 
-from baselines.index import check_number
+from agents.fed_ucb_common import FedUCBBase
 from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import clique_cover, power_graph
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import FederationFacts, TeamAction
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
 
@@ -43,7 +43,7 @@ FLOOD = "flood"
 HEADER = 3  # request flag, slot, release number
 
 
-class FedLinUCBDecentralized(TeamPolicy):
+class FedLinUCBDecentralized(FedUCBBase):
     """Decentralized FedUCB over the flood channel (see the module docstring)."""
 
     agent_id = "fed_lin_ucb_decentralized"
@@ -65,23 +65,7 @@ class FedLinUCBDecentralized(TeamPolicy):
         if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
             raise ConfigError(f"{aid}: gamma: expected an int >= 1, got {gamma!r}")
         self.gamma = gamma
-        self.private = bool(private)
-        if self.private and not (isinstance(epsilon, int | float) and 0 < epsilon < math.inf):
-            raise ConfigError(
-                f"{aid}: epsilon: expected a finite number > 0 (private=False for no privacy), got {epsilon!r}"
-            )
-        self.epsilon = float(epsilon) if self.private else math.inf
-        self.delta = check_number(aid, "delta", delta, 1e-300, 1.0 - 1e-12)
-        self.alpha = check_number(aid, "alpha", alpha, 1e-300, 1.0 - 1e-12)
-        self.D = (
-            None
-            if sync_threshold is None
-            else check_number(aid, "sync_threshold", sync_threshold, 0.0)
-        )
-        self.beta_scale = check_number(aid, "beta_scale", beta_scale, 0.0)
-        self.lam = check_number(aid, "lam", lam, 1e-12)
-        self.sigma = check_number(aid, "sigma", sigma, 0.0)
-        self.S = check_number(aid, "S", S, 0.0)
+        super().__init__(epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S)
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
@@ -161,21 +145,15 @@ class FedLinUCBDecentralized(TeamPolicy):
         slot = obs.step % self.gamma
         W, w = self.W(slot)
         V = W + self.U[:, :, slot]
-        arms = ucb_choice(obs.context, V, w + self.u[:, :, slot], self._beta(V))
+        arms = ucb_choice(
+            obs.context, V, w + self.u[:, :, slot], self.radius(V, self.size[None, :])
+        )
         self._context = obs.context
         return TeamAction(arms, {FLOOD: (send, payload)})
 
     def _fold(self, obs: VecObservation, slot: int) -> None:
-        b, i = self._rows
-        x = self._context[b, i, obs.last_arm]
-        y = obs.last_reward
-        xx = np.einsum("bni,bnj->bnij", x, x)
-        z = np.concatenate([x, y[..., None]], axis=-1)
-        self.U[:, :, slot] += xx
-        self.u[:, :, slot] += y[..., None] * x
-        self.G[:, :, slot] += xx
-        self.g_vec[:, :, slot] += y[..., None] * x
-        self.Q[:, :, slot] += np.einsum("bni,bnj->bnij", z, z)
+        views = tuple(a[:, :, slot] for a in (self.U, self.u, self.G, self.g_vec, self.Q))
+        self.fold(obs, self._context, self._rows, views)
         self.since[:, :, slot] += 1
 
     def _trigger(self, slot: int) -> np.ndarray:
@@ -244,15 +222,3 @@ class FedLinUCBDecentralized(TeamPolicy):
             arr[mask] = 0.0
         self.since[mask] = 0
         return U_hat, u_hat
-
-    def _beta(self, V: np.ndarray) -> np.ndarray:
-        """Proposition 2 with the clique size c_i in place of M (A21), times ``beta_scale``."""
-        c = self.size[None, :]
-        logdet = np.linalg.slogdet(V)[1]
-        radicand = 2.0 * math.log(2.0 / self.alpha) + logdet - self.d * np.log(c * self.rho_min)
-        beta = (
-            self.sigma * np.sqrt(np.maximum(radicand, 0.0))
-            + self.S * np.sqrt(c * self.rho_max)
-            + self.kappa * np.sqrt(c)
-        )
-        return self.beta_scale * beta
