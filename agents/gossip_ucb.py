@@ -256,11 +256,11 @@ class GossipFedUCB(GossipUCB):
             super()._update_mean(t, arm, reward)
             return
         self.counter.insert_arms(t, arm, reward)
-        noisy_sum = self.counter.release()
-        if not self.noisy_init:
-            noisy_sum = noisy_sum + self._init_rewards
         b, i = self._rows
-        self.xbar[b, i, arm] = noisy_sum[b, i, arm] / self.n[b, i, arm]  # line 17: others keep
+        noisy_sum = self.counter.release_at(arm)  # the pulled arm's release only
+        if not self.noisy_init:
+            noisy_sum = noisy_sum + self._init_rewards[b, i, arm]
+        self.xbar[b, i, arm] = noisy_sum / self.n[b, i, arm]  # line 17: others keep
 
     def bonus(self, t: int) -> np.ndarray:
         """C_{i,k}(t) of Eq. (12); Eq. (11) when epsilon is inf."""

@@ -72,6 +72,8 @@ class Engine:
         self.ledger = Ledger(self.num_runs, self.num_agents)
         shape = (self.num_runs, self.num_agents)
         self._no_send = np.zeros(shape, dtype=bool)
+        self._run_index = np.arange(shape[0])[:, None]  # (B, 1) and (1, N): gathers by arm
+        self._agent_index = np.arange(shape[1])[None, :]
         self._zeros = {n: np.zeros((*shape, ch.dim)) for n, ch in self.channels.items()}
         self._shared = config.shared_instance()
         self.linear = None
@@ -147,9 +149,9 @@ class Engine:
             rewards, expected, regret = self.linear.pull(arms)
         else:
             noise = self._noise.next()
-            pulled = np.take_along_axis(self.means, arms[..., None], axis=2)[..., 0]
+            pulled = self.means[self._run_index, self._agent_index, arms]
             rewards = self.config.reward.sample(pulled, noise)
-            expected = np.take_along_axis(self.global_expected, arms, axis=1)
+            expected = self.global_expected[self._run_index, arms]
             regret = self.best_expected[:, None] - expected
         self.cumulative_regret += regret
         charge = Charge.zeros(self.num_runs, self.num_agents)

@@ -101,6 +101,45 @@ def test_exact_part_equals_the_true_prefix_sum(seed, horizon, arms, tree_index):
 
 
 @PROPERTY
+@given(
+    seed=st.integers(0, 2**31),
+    horizon=st.integers(1, 40),
+    arms=st.integers(1, 4),
+    tree_index=st.sampled_from(["round", "pull"]),
+    init_round=st.booleans(),
+)
+def test_release_at_reads_the_release_at_the_given_arms(
+    seed, horizon, arms, tree_index, init_round
+):
+    c = TreeCounter(
+        (3, arms),
+        horizon,
+        0.5,
+        rng=rng((seed % 1000, 7)),
+        tree_index=tree_index,
+        init_round=init_round,
+    )
+    g = np.random.default_rng(seed)
+    if init_round:
+        c.insert(0, g.random((2, 3, arms)))
+    for t, (a, r) in enumerate(random_plays(seed, 2, 3, arms, horizon, integer=False), start=1):
+        c.insert_arms(t, a, r)
+        probe = g.integers(0, arms, (2, 3))
+        expected = np.take_along_axis(c.release(), probe[..., None], axis=-1)[..., 0]
+        assert np.array_equal(c.release_at(probe), expected)  # same sums, bit for bit
+
+
+def test_release_at_rejects_bad_arms():
+    c = TreeCounter((2, 3), 10, 1.0, rng=rng())
+    with pytest.raises(PrivacyError, match="arms"):
+        c.release_at(np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(PrivacyError, match="arms"):
+        c.release_at(np.zeros((1, 2)))
+    with pytest.raises(PrivacyError, match="out-of-range"):
+        c.release_at(np.array([[0, -1]]))
+
+
+@PROPERTY
 @given(seed=st.integers(0, 2**31), horizon=st.integers(1, 200))
 def test_noise_terms_equal_popcount_when_every_block_holds_a_pull(seed, horizon):
     c = TreeCounter((3,), horizon, 2.0, rng=rng((seed % 997,)))

@@ -118,6 +118,7 @@ class TreeCounter:
         self._counts = np.zeros(full, dtype=np.int64)
         self._last_pull = np.zeros(full, dtype=np.int64)  # round of the latest pull (0: none)
         self._t = -1 if self.init_round else 0
+        self._lead_index = np.indices(full[:-1], sparse=True)  # for release_at
 
     # -- budget ---------------------------------------------------------------------------
     @property
@@ -194,14 +195,22 @@ class TreeCounter:
             return np.zeros((self.num_runs, *self.shape))
         return self.scale * self._stream.next()
 
-    def insert(self, t: int, values: np.ndarray, pulled: np.ndarray | None = None) -> None:
-        """Insert round ``t`` (must be the next round) for every run and counter."""
+    def _check_round(self, t: int) -> None:
         expected = self._t + 1
         if isinstance(t, bool) or not isinstance(t, int | np.integer) or t != expected:
             raise PrivacyError("t", f"the next round {expected}", t)
         if t > self.horizon:
             raise PrivacyError("t", f"a round <= horizon {self.horizon}", t)
+
+    def insert(self, t: int, values: np.ndarray, pulled: np.ndarray | None = None) -> None:
+        """Insert round ``t`` (must be the next round) for every run and counter."""
+        self._check_round(t)
         values, pulled = self._prepare(values, pulled)
+        self._insert_checked(values, pulled)
+
+    def _insert_checked(self, values: np.ndarray, pulled: np.ndarray) -> None:
+        """The insertion of the next round from validated (B, *shape) values and mask."""
+        t = self._t + 1
         noise = self._draw()
         self._t = int(t)
         if self.tree_index == "round":
@@ -243,8 +252,28 @@ class TreeCounter:
             raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
         if rewards.shape != lead:
             raise PrivacyError("rewards", f"an array of shape {lead}", f"shape {rewards.shape}")
+        self._check_round(t)
+        if self.bounds is not None:
+            rewards = np.clip(rewards, *self.bounds)
         pulled = arms[..., None] == np.arange(self.shape[-1])
-        self.insert(t, np.where(pulled, rewards[..., None], 0.0), pulled)
+        self._insert_checked(np.where(pulled, rewards[..., None], 0.0), pulled)
+
+    def release_at(self, arms: np.ndarray) -> np.ndarray:
+        """``release()`` read at one index of the last axis per leading position: ``arms``
+        (B, *shape[:-1]) ints, result (B, *shape[:-1]); equal to ``np.take_along_axis(
+        release(), arms[..., None], -1)[..., 0]`` but only sums the blocks of those counters."""
+        arms = np.asarray(arms)
+        lead = (self.num_runs, *self.shape[:-1])
+        if arms.shape != lead or not np.issubdtype(arms.dtype, np.integer):
+            raise PrivacyError(
+                "arms", f"an int array of shape {lead}", f"{arms.dtype} {arms.shape}"
+            )
+        if np.any((arms < 0) | (arms >= self.shape[-1])):
+            raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
+        at = (*self._lead_index, arms)
+        exact = self._exact[at].sum(axis=-1)
+        noise = self._noise[at].sum(axis=-1)
+        return (exact + self._init_exact[at]) + (noise + self._init_noise[at])
 
     def _close_level_scalar(
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
