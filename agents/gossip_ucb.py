@@ -149,8 +149,11 @@ class GossipUCB(TeamPolicy):
     def _decide(self, t: int) -> np.ndarray:
         """Phase A: lagging arms first (uniformly), else the UCB argmax (uniform ties)."""
         lag = self.n < self.ntil - self.N
-        lag_arm = np.argmax(np.where(lag, self._lagpick.next(), -1.0), axis=-1)
+        lag_u = self._lagpick.next()  # drawn every round (fixed stream use), used if lagging
         ucb_arm = argmax_uniform_ties(self.theta + self.bonus(t), self._tiebreak.next())
+        if not lag.any():
+            return ucb_arm.astype(np.int64)
+        lag_arm = np.argmax(np.where(lag, lag_u, -1.0), axis=-1)
         return np.where(lag.any(axis=-1), lag_arm, ucb_arm).astype(np.int64)
 
     def _observe(self, obs: VecObservation) -> None:

@@ -154,13 +154,16 @@ class Engine:
             expected = self.global_expected[self._run_index, arms]
             regret = self.best_expected[:, None] - expected
         self.cumulative_regret += regret
-        charge = Charge.zeros(self.num_runs, self.num_agents)
+        charge = None
         deliveries = {}
         for name, channel in self.channels.items():
             send, payload = sends.get(name, (self._no_send, self._zeros[name]))
             deliveries[name], ch_charge = channel.transmit(t, send, payload)
-            charge.add(ch_charge)
-        self.ledger.record(charge)
+            if charge is None:
+                charge = ch_charge  # a fresh Charge per channel and step: safe to add into
+            else:
+                charge.add(ch_charge)
+        self.ledger.record(charge or Charge.zeros(self.num_runs, self.num_agents))
         context = self.linear.context if self.linear is not None else None
         obs = VecObservation(t, arms, rewards, deliveries, context)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
@@ -232,6 +235,9 @@ class Engine:
                     f"expected numbers, got {payload.dtype}",
                 )
             payload = payload.astype(np.float64, copy=False)
+            if np.isfinite(payload.sum()):  # fast path: no NaN/inf anywhere
+                out[name] = (send, payload)
+                continue
             bad = send & ~np.isfinite(payload).all(axis=2)
             if bad.any():
                 raise ActionError(

@@ -78,7 +78,7 @@ class BufferedStream:
         self._shape = tuple(int(s) for s in shape)
         per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
-        self._buffer = np.empty((len(self._generators), 0, *self._shape))
+        self._buffer = np.empty((0, len(self._generators), *self._shape))  # step-major
         self._pos = 0
 
     def _draw(self, gen: np.random.Generator) -> np.ndarray:
@@ -90,10 +90,10 @@ class BufferedStream:
         return gen.standard_exponential(size)
 
     def next(self) -> np.ndarray:
-        if self._pos >= self._buffer.shape[1]:
-            self._buffer = np.stack([self._draw(g) for g in self._generators])
+        if self._pos >= self._buffer.shape[0]:
+            self._buffer = np.stack([self._draw(g) for g in self._generators], axis=1)
             self._pos = 0
-        out = self._buffer[:, self._pos]
+        out = self._buffer[self._pos]  # contiguous (B, *shape)
         self._pos += 1
         return out
 

@@ -223,7 +223,7 @@ class TreeCounter:
                 return
             self._last_pull = np.where(pulled, self._t, self._last_pull)
             self._counts += pulled
-            level = int(trailing_zeros(np.int64(self._t)))
+            level = (self._t & -self._t).bit_length() - 1  # trailing zeros of t
             block_start = self._t - (1 << level)
             noised = (self._last_pull > block_start) | self.noise_on_empty_blocks
             self._close_level_scalar(level, values, np.where(noised, noise, 0.0), noised)
