@@ -181,8 +181,8 @@ def clip_norm(payload: np.ndarray, bound: float, order: int) -> np.ndarray:
 def clip_to_ball(
     payload: np.ndarray, center: np.ndarray | None, bound: float, order: int
 ) -> np.ndarray:
-    """Project each payload row onto the L1/L2 ball of radius ``bound`` around ``center``
-    (None: around 0) by scaling its offset from the center."""
+    """Bring each payload row into the L1/L2 ball of radius ``bound`` around ``center`` (None:
+    around 0) by scaling its offset from the center down if it is longer than ``bound``."""
     if center is None:
         return clip_norm(payload, bound, order)
     return center + clip_norm(payload - center, bound, order)
@@ -259,7 +259,7 @@ class MessagePrivatizer:
 
     def __init__(
         self,
-        channels: Mapping[str, ChannelPrivacy],
+        channels: Mapping[str, ChannelPrivacy | Mapping[str, Any]],
         dims: Mapping[str, int],
         num_agents: int,
         horizon: int,
