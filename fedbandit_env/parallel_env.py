@@ -193,6 +193,11 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
                 "call reset() to start a new one"
             )
         arms, messages = self._parse_actions(actions)
+        return self._step_parsed(arms, messages)
+
+    def _step_parsed(self, arms: np.ndarray, messages: dict[str, tuple[np.ndarray, np.ndarray]]):
+        """``step`` after ``_parse_actions``: arms (1, N), per channel (send, payload) arrays
+        (the privacy wrapper steps its noisy messages through here without re-parsing)."""
         obs, rewards, info = self.engine.step(arms, messages)
         self._last = (obs, info)
         truncated = self.engine.truncated

@@ -103,3 +103,48 @@ def test_accountant_validation():
         acc.spent("nope")
     with pytest.raises(PrivacyError, match="^num_agents: expected an int >= 1"):
         PrivacyAccountant(0)
+
+
+@pytest.mark.parametrize("epsilon", [709.0, 800.0, 1e200])
+def test_huge_epsilon_with_zero_counts_is_not_nan(epsilon):
+    """e^eps - 1 (and eps^2 for 1e200) overflow to inf; an agent that recorded 0 releases must
+    still have spent exactly 0 under every composition, never 0 * inf = NaN."""
+    acc = PrivacyAccountant(num_agents=2)
+    with np.errstate(all="raise"):
+        acc.record("c", epsilon, count=np.array([[1, 0]]))
+        acc.record("c", epsilon, count=np.array([[0, 0]]))
+    for composition in ("basic", "advanced", "zcdp", "best"):
+        s = acc.spent(composition=composition, delta_prime=1e-6)
+        assert not np.any(np.isnan(s.epsilon)), composition
+        assert s.epsilon[0, 1] == 0.0 and s.delta[0, 1] == 0.0, composition
+    assert acc.spent(composition="advanced", delta_prime=1e-6).epsilon[0, 0] == math.inf
+    assert acc.spent(composition="best", delta_prime=1e-6).epsilon[0, 0] == epsilon  # basic
+
+
+def test_spent_if_recorded_is_bit_identical_to_recording():
+    """The budget check's preview equals copy + record + spent exactly, for a channel already
+    in the ledger and for a new one, under every composition."""
+    import copy
+
+    rng = np.random.default_rng(0)
+    acc = PrivacyAccountant(num_agents=4, num_runs=3)
+    acc.record("a", 0.3, count=rng.integers(0, 5, (3, 4)))
+    acc.record("b", 0.7, 1e-6, rho=0.05, count=rng.integers(0, 5, (3, 4)))
+    acc.record("c", 0.11, 1e-7, count=rng.integers(0, 5, (3, 4)))
+    for channel, args, kw in [
+        ("a", (0.3,), {}),
+        ("b", (0.7, 1e-6), {"rho": 0.05}),
+        ("c", (0.11, 1e-7), {}),
+        ("new", (0.9,), {}),
+    ]:
+        count = rng.random((3, 4)) < 0.5
+        trial = copy.deepcopy(acc)
+        trial.record(channel, *args, **kw, count=count)
+        for composition in ("basic", "advanced", "zcdp", "best"):
+            opts = {"composition": composition, "delta_prime": 1e-5}
+            preview = acc.spent_if_recorded(channel, *args, **kw, count=count, **opts)
+            expected = trial.spent(**opts)
+            assert np.array_equal(preview.epsilon, expected.epsilon), (channel, composition)
+            assert np.array_equal(preview.delta, expected.delta), (channel, composition)
+            assert np.array_equal(preview.releases, expected.releases)
+    assert acc.channels == ("a", "b", "c")  # nothing was recorded

@@ -37,7 +37,11 @@ from fedbandit_env.privacy.calibration import (
     laplace_scale,
 )
 from fedbandit_env.privacy.dyadic import blocks_containing, dyadic_blocks
-from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
+from fedbandit_env.privacy.errors import (
+    PrivacyBudgetWarning,
+    PrivacyConfigError,
+    PrivacyError,
+)
 from fedbandit_env.privacy.gram_tree import (
     GramRelease,
     GramTreeConstants,
@@ -66,6 +70,7 @@ __all__ = [
     "LaplaceMechanism",
     "PrivacyAccountant",
     "PrivacyBudgetWarning",
+    "PrivacyConfigError",
     "PrivacyError",
     "PrivacySpent",
     "TreeCounter",

@@ -20,6 +20,9 @@ Totals (over one channel or all channels of an agent):
 
 Parallel composition (e.g. each reward enters only one arm's counter) is the mechanism's own
 argument: record what one observation can be exposed to, not one entry per counter.
+
+Huge epsilons are exact, not NaN: for epsilon >= 709, ``e^eps - 1`` is inf, so a release costs
+inf under advanced composition, but a count of 0 costs 0 (never ``0 * inf``).
 """
 
 from __future__ import annotations
@@ -72,12 +75,26 @@ def zcdp_to_dp(rho: np.ndarray | float, delta: float) -> np.ndarray:
 
 def pure_dp_zcdp_rho(epsilon: float) -> float:
     """A pure epsilon-DP release is (epsilon^2 / 2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
-    return check_epsilon(epsilon, allow_inf=False) ** 2 / 2.0
+    return _square(check_epsilon(epsilon, allow_inf=False)) / 2.0
 
 
 def _expm1(epsilon: float) -> float:
     """e^epsilon - 1, inf (not an OverflowError) for epsilon beyond float range."""
     return math.expm1(epsilon) if epsilon < 709.0 else math.inf
+
+
+def _square(epsilon: float) -> float:
+    """epsilon^2, inf (not an OverflowError) for epsilon beyond sqrt of the float range."""
+    return epsilon**2 if epsilon < 1e154 else math.inf
+
+
+def _times(count: np.ndarray, per_release: float) -> np.ndarray:
+    """``count * per_release``, with 0 where the count is 0 even when ``per_release`` is inf
+    (no release costs nothing; ``0 * inf`` would be NaN)."""
+    if math.isinf(per_release):
+        return np.where(count > 0, per_release, 0.0)
+    with np.errstate(over="ignore"):  # a finite cost times a count may overflow to inf
+        return count * per_release
 
 
 @dataclass(frozen=True)
@@ -137,22 +154,40 @@ class PrivacyAccountant:
     ) -> None:
         """Record ``count`` releases, each (epsilon, delta)-DP (and rho-zCDP if given), on
         ``channel``; ``count`` is an int or an int/bool array broadcastable to (B, N)."""
+        increments = self._increments(epsilon, delta, rho, count)
+        e = self._entry(channel)
+        for field, increment in increments.items():
+            e[field] += increment
+
+    def _increments(
+        self, epsilon: float, delta: float, rho: float | None, count: np.ndarray | int
+    ) -> dict[str, np.ndarray]:
+        """What ``count`` releases add to the ledger fields (those they change), arrays of
+        shape (B, N)."""
         epsilon = check_epsilon(epsilon, allow_inf=False)
         delta = check_delta(delta, allow_zero=True)
         n = self._counts(count)
-        e = self._entry(channel)
-        e["count"] += n
-        e["eps"] += n * epsilon
-        e["eps_sq"] += n * epsilon**2
-        e["eps_loss"] += n * epsilon * _expm1(epsilon)
-        e["delta"] += n * delta
-        if rho is not None:
-            e["rho"] += n * check_positive(rho, "rho", allow_zero=True)
-        elif delta == 0.0:
-            e["rho"] += n * pure_dp_zcdp_rho(epsilon)
+        expm1 = _expm1(epsilon)
+        if math.isinf(expm1):
+            loss = _times(n, expm1)
         else:
-            e["approx_eps"] += n * epsilon
-            e["approx_delta"] += n * delta
+            with np.errstate(over="ignore"):
+                loss = n * epsilon * expm1
+        inc = {
+            "count": n,
+            "eps": _times(n, epsilon),
+            "eps_sq": _times(n, _square(epsilon)),
+            "eps_loss": loss,
+            "delta": n * delta,
+        }
+        if rho is not None:
+            inc["rho"] = n * check_positive(rho, "rho", allow_zero=True)
+        elif delta == 0.0:
+            inc["rho"] = _times(n, pure_dp_zcdp_rho(epsilon))
+        else:
+            inc["approx_eps"] = _times(n, epsilon)
+            inc["approx_delta"] = n * delta
+        return inc
 
     def record_mechanism(
         self, channel: str, mechanism: object, count: np.ndarray | int = 1
@@ -177,20 +212,55 @@ class PrivacyAccountant:
     ) -> PrivacySpent:
         """Total spent per run and agent on ``channel`` (None: all channels composed).
         ``delta_prime`` is the slack of advanced composition and of the zCDP conversion."""
-        if composition not in ("basic", "advanced", "zcdp", "best"):
-            raise PrivacyError("composition", "'basic', 'advanced', 'zcdp' or 'best'", composition)
+        _check_composition(composition, delta_prime)
         if channel is not None and channel not in self._ledger:
             raise PrivacyError("channel", f"one of {self.channels}", channel)
+        return self._compose(self._totals(channel), composition, delta_prime)
+
+    def spent_if_recorded(
+        self,
+        channel: str,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        rho: float | None = None,
+        count: np.ndarray | int = 1,
+        composition: Composition = "basic",
+        delta_prime: float | None = None,
+    ) -> PrivacySpent:
+        """``spent(composition=..., delta_prime=...)`` over all channels as it would be after
+        ``record(channel, epsilon, delta, rho=rho, count=count)``, without recording anything
+        (the numbers are bit-identical to recording and asking). Budget checks use it."""
+        _check_composition(composition, delta_prime)
+        pending = (channel, self._increments(epsilon, delta, rho, count))
+        return self._compose(self._totals(None, pending), composition, delta_prime)
+
+    def _totals(
+        self,
+        channel: str | None,
+        pending: tuple[str, dict[str, np.ndarray]] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Ledger fields summed over ``channel`` (None: all channels), in ledger order; with
+        ``pending = (name, increments)`` as if the increments were recorded on ``name``."""
         shape = (self.num_runs, self.num_agents)
         tot = {f: np.zeros(shape) for f in _FIELDS}
+        extra_channel, extra = pending if pending is not None else (None, {})
         for name, e in self._ledger.items():
             if channel is None or name == channel:
                 for f in _FIELDS:
-                    tot[f] += e[f]
-        if composition != "basic":
-            if delta_prime is None:
-                raise PrivacyError("delta_prime", f"a number in (0, 1) for {composition!r}", None)
-            delta_prime = check_delta(delta_prime, name="delta_prime")
+                    if name == extra_channel and f in extra:
+                        tot[f] += e[f] + extra[f]
+                    else:
+                        tot[f] += e[f]
+        if extra_channel is not None and extra_channel not in self._ledger:
+            for f, increment in extra.items():
+                tot[f] += increment
+        return tot
+
+    @staticmethod
+    def _compose(
+        tot: dict[str, np.ndarray], composition: Composition, delta_prime: float | None
+    ) -> PrivacySpent:
         basic = (tot["eps"], tot["delta"])
         results = {"basic": basic}
         if composition in ("advanced", "best"):
@@ -209,3 +279,13 @@ class PrivacyAccountant:
         else:
             eps, dl = results[composition]
         return PrivacySpent(eps.copy(), dl.copy(), tot["count"].copy(), composition)
+
+
+def _check_composition(composition: str, delta_prime: float | None) -> None:
+    """``composition`` is known and, unless basic, comes with a ``delta_prime`` in (0, 1)."""
+    if composition not in ("basic", "advanced", "zcdp", "best"):
+        raise PrivacyError("composition", "'basic', 'advanced', 'zcdp' or 'best'", composition)
+    if composition != "basic":
+        if delta_prime is None:
+            raise PrivacyError("delta_prime", f"a number in (0, 1) for {composition!r}", None)
+        check_delta(delta_prime, name="delta_prime")

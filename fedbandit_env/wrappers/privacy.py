@@ -1,49 +1,59 @@
 """Privacy wrappers: make any learner's messages differentially private (DESIGN.md §4).
 
 A wrapper privatizes every outgoing message of the chosen channels before the environment
-delivers it, accounts the privacy each agent spends, reports it in ``infos[agent]["privacy"]``,
-and (optionally) stops an agent's sending — never crashing — once its budget is spent.
+delivers it, accounts the privacy each agent spends, reports it (``infos[agent]["privacy"]`` in
+the PettingZoo view, ``info.privacy`` arrays in the vector view), and (optionally) stops an
+agent's sending, never crashing, once a message would exceed its budget.
 
 Per channel (:class:`ChannelPrivacy`):
 
-* ``mechanism="laplace"``: each payload is clipped to L1 norm ``sensitivity / 2`` (so any two
-  payloads differ by at most ``sensitivity`` in L1, whatever the learner computed) and released
-  with i.i.d. Laplace noise of scale ``sensitivity / epsilon`` per coordinate: every message is
-  pure ``epsilon``-DP with respect to everything the agent knows (message-level local DP), and an
-  agent's messages compose by basic composition (``k`` messages cost ``k * epsilon``).
-* ``mechanism="gaussian"``: L2 clipping to ``sensitivity / 2`` and Gaussian noise calibrated for
-  ``(epsilon, delta)`` per message (analytic Gaussian mechanism), also recorded as
-  ``rho = sensitivity^2 / (2 sigma^2)``-zCDP.
+* ``mechanism="laplace"``: each payload is clipped to the L1 ball of radius ``sensitivity / 2``
+  around ``center`` (default 0), so any two payloads differ by at most ``sensitivity`` in L1,
+  whatever the learner computed, and released with i.i.d. Laplace noise of scale
+  ``sensitivity / epsilon`` per coordinate: every message is pure ``epsilon``-DP with respect to
+  everything the agent knows (message-level local DP), and an agent's messages compose by basic
+  composition (``k`` messages cost ``k * epsilon``).
+* ``mechanism="gaussian"``: L2 clipping to the ball of radius ``sensitivity / 2`` around
+  ``center`` and Gaussian noise calibrated for ``(epsilon, delta)`` per message (analytic
+  Gaussian mechanism), also recorded as ``rho = sensitivity^2 / (2 sigma^2)``-zCDP.
+* ``running_sum=True`` (Laplace only): the payloads are running sums (e.g. per-arm reward sums).
+  The wrapper feeds the increments (clipped to the L1 ball of radius ``sensitivity / 2`` around
+  ``center`` each) to the binary-tree continual counter
+  :class:`~fedbandit_env.privacy.tree_counter.TreeCounter` (gossip.md §2.4) indexed by the step,
+  with per-level budget ``epsilon / levels``, and sends the noisy prefix sums. The whole stream
+  is ``epsilon``-DP at every horizon, instead of ``epsilon`` per message.
+
+``center`` is a public constant, so it does not change the guarantee: two points of a ball of
+radius ``sensitivity / 2`` are at most ``sensitivity`` apart (triangle inequality), wherever the
+ball is. A center at the middle of the payloads' range (0.5 for payloads in [0, 1]) lets them
+through unchanged at sensitivity 1, where a ball around 0 would need sensitivity 2 (twice the
+noise). ``clip=False`` trusts the learner's declared sensitivity instead of clipping (``center``
+is then unused); the guarantee holds only if the declaration is true.
 
 Accounting uses :class:`~fedbandit_env.privacy.accountant.PrivacyAccountant` per agent and
-channel; ``composition`` chooses how the totals (and the budget) compose: ``"basic"`` (default),
-``"advanced"``, ``"zcdp"`` or ``"best"`` (the last three need ``delta_prime``).
-* ``running_sum=True`` (Laplace only): the payloads are running sums (e.g. per-arm reward sums).
-  The wrapper feeds the increments (clipped to L1 norm ``sensitivity / 2`` each) to the
-  binary-tree continual counter :class:`~fedbandit_env.privacy.tree_counter.TreeCounter`
-  (gossip.md §2.4) indexed by the step, with per-level budget ``epsilon / levels``, and sends the
-  noisy prefix sums. The whole stream is ``epsilon``-DP at
-  every horizon, instead of ``epsilon`` per message.
-
-``clip=False`` trusts the learner's declared sensitivity instead of clipping; the guarantee then
-holds only if the declaration is true.
+channel; ``composition`` chooses how the totals (and the budgets) compose: ``"basic"``
+(default), ``"advanced"``, ``"zcdp"`` or ``"best"`` (the last three need ``delta_prime``).
+``budget`` (epsilon) and ``delta_budget`` cap an agent's totals under that composition: a
+message that would take either total above its cap is not sent (see :class:`MessagePrivatizer`).
 
 Noise comes from the run's ``network`` stream (a named child per channel), so the wrapper is
 deterministic for a given run seed and never touches the learner's own random stream.
+
+Bad options raise :class:`~fedbandit_env.privacy.errors.PrivacyConfigError` (a ``PrivacyError``
+and a ``ConfigError``) naming the option's path, e.g. ``privacy.channels.neighbors.epsilon``.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
-from dataclasses import dataclass
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-from fedbandit_env.engine import agent_name
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.engine import VecInfo, agent_name
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.privacy.accountant import Composition, PrivacyAccountant
 from fedbandit_env.privacy.calibration import (
@@ -53,15 +63,48 @@ from fedbandit_env.privacy.calibration import (
     gaussian_sigma,
     gaussian_zcdp_rho,
 )
+from fedbandit_env.privacy.errors import PrivacyConfigError, PrivacyError
 from fedbandit_env.privacy.tree_counter import TreeCounter
 from fedbandit_env.seeding import BatchedRNG, named_child, run_seed_sequence
 
 Mechanism = Literal["laplace", "gaussian"]
 
+_COMPOSITIONS = ("basic", "advanced", "zcdp", "best")
+_EPSILON_SLACK = 1e-12  # absolute float slack of the epsilon budget check
+_DELTA_SLACK = 1e-9  # relative float slack of the delta budget check
+
+
+def _checked(where: str, name: str, check: Callable[..., float], value: Any, **kw: Any) -> float:
+    """``check(value, name=name, **kw)``, its PrivacyError located at ``where.name``."""
+    try:
+        return check(value, name=name, **kw)
+    except PrivacyError as err:
+        raise PrivacyConfigError(where, name, err.expected, err.got) from None
+
+
+def _check_center(where: str, center: Any) -> float | tuple[float, ...]:
+    """``center`` as a float (scalar) or a tuple of floats (one per payload coordinate)."""
+    expected = "a finite number or a 1-d sequence of finite numbers (one per coordinate)"
+    try:
+        arr = np.asarray(center, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise PrivacyConfigError(where, "center", expected, center) from None
+    if isinstance(center, bool | np.bool_) or arr.ndim > 1 or arr.size == 0:
+        raise PrivacyConfigError(where, "center", expected, center)
+    if not np.all(np.isfinite(arr)):
+        raise PrivacyConfigError(where, "center", expected, center)
+    return float(arr) if arr.ndim == 0 else tuple(arr.tolist())
+
 
 @dataclass(frozen=True)
 class ChannelPrivacy:
-    """How one channel's outgoing messages are privatized (see the module docstring)."""
+    """How one channel's outgoing messages are privatized (see the module docstring).
+
+    Validated on construction: a bad value raises :class:`PrivacyConfigError` located at
+    ``ChannelPrivacy.<field>`` (at ``privacy.channels.<channel>.<field>`` when the options come
+    as a dict to a wrapper). The noise scale and the zCDP ``rho`` of one message are computed
+    once, here.
+    """
 
     epsilon: float = 1.0
     mechanism: Mechanism = "laplace"
@@ -69,36 +112,64 @@ class ChannelPrivacy:
     delta: float = 0.0
     clip: bool = True
     running_sum: bool = False
+    center: float | tuple[float, ...] = 0.0
+    _noise_scale: float = field(init=False, repr=False, compare=False)
+    _rho: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        where = "ChannelPrivacy"
         if self.mechanism not in ("laplace", "gaussian"):
-            raise ConfigError(
-                f"privacy.mechanism: expected 'laplace' or 'gaussian', got {self.mechanism!r}"
-            )
-        check_epsilon(self.epsilon, allow_inf=False)
-        check_sensitivity(self.sensitivity)
+            raise PrivacyConfigError(where, "mechanism", "'laplace' or 'gaussian'", self.mechanism)
+        epsilon = _checked(where, "epsilon", check_epsilon, self.epsilon, allow_inf=False)
+        sensitivity = _checked(where, "sensitivity", check_sensitivity, self.sensitivity)
+        for name in ("clip", "running_sum"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise PrivacyConfigError(where, name, "True or False", getattr(self, name))
         if self.mechanism == "gaussian":
-            check_delta(self.delta)
+            delta = _checked(where, "delta", check_delta, self.delta)
             if self.running_sum:
-                raise ConfigError(
-                    "privacy.running_sum: expected mechanism 'laplace' (the tree counter is Laplace)"
+                raise PrivacyConfigError(
+                    where,
+                    "running_sum",
+                    "False for the Gaussian mechanism (the tree counter is Laplace)",
+                    self.running_sum,
                 )
-        elif self.delta != 0.0:
-            raise ConfigError(
-                f"privacy.delta: expected 0 for the Laplace mechanism, got {self.delta}"
-            )
+            scale = gaussian_sigma(sensitivity, epsilon, delta)
+        else:
+            if not isinstance(self.delta, numbers.Real) or self.delta != 0.0:
+                raise PrivacyConfigError(where, "delta", "0 for the Laplace mechanism", self.delta)
+            scale = sensitivity / epsilon
+        object.__setattr__(self, "center", _check_center(where, self.center))
+        object.__setattr__(self, "_noise_scale", scale)
+        object.__setattr__(self, "_rho", gaussian_zcdp_rho(scale, sensitivity))
 
     @property
     def noise_scale(self) -> float:
-        """Laplace scale or Gaussian sigma of one message."""
-        if self.mechanism == "laplace":
-            return self.sensitivity / self.epsilon
-        return gaussian_sigma(self.sensitivity, self.epsilon, self.delta)
+        """Laplace scale or Gaussian sigma of one message (computed once, at construction)."""
+        return self._noise_scale
 
     @property
     def rho(self) -> float:
-        """zCDP cost of one Gaussian message."""
-        return gaussian_zcdp_rho(self.noise_scale, self.sensitivity)
+        """zCDP cost of one message, ``sensitivity^2 / (2 noise_scale^2)`` (computed once)."""
+        return self._rho
+
+    @classmethod
+    def from_options(cls, channel: str, options: Any) -> ChannelPrivacy:
+        """A channel's config from a ``ChannelPrivacy`` or a dict of its fields; errors are
+        located at ``privacy.channels.<channel>``."""
+        where = f"privacy.channels.{channel}"
+        if isinstance(options, ChannelPrivacy):
+            return options
+        if not isinstance(options, Mapping):
+            raise PrivacyConfigError(where, "", "a ChannelPrivacy or a dict of options", options)
+        known = [f.name for f in fields(cls) if f.init]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise PrivacyConfigError(where, "", f"options among {known}", unknown)
+        try:
+            return cls(**options)
+        except PrivacyConfigError as err:
+            raise err.at(where) from None
 
 
 def clip_norm(payload: np.ndarray, bound: float, order: int) -> np.ndarray:
@@ -107,36 +178,158 @@ def clip_norm(payload: np.ndarray, bound: float, order: int) -> np.ndarray:
     return payload * np.minimum(1.0, bound / np.maximum(norm, 1e-300))
 
 
+def clip_to_ball(
+    payload: np.ndarray, center: np.ndarray | None, bound: float, order: int
+) -> np.ndarray:
+    """Bring each payload row into the L1/L2 ball of radius ``bound`` around ``center`` (None:
+    around 0) by scaling its offset from the center down if it is longer than ``bound``."""
+    if center is None:
+        return clip_norm(payload, bound, order)
+    return center + clip_norm(payload - center, bound, order)
+
+
+@dataclass(frozen=True)
+class PrivacyInfo:
+    """Privacy spent per run and agent after a step: arrays of shape (B, N).
+
+    ``epsilon_spent`` and ``delta_spent`` are the totals over the wrapped channels under
+    ``composition``; ``per_channel[name]`` holds ``"messages"`` (sent so far) and ``"epsilon"``
+    (that channel alone, same composition); ``budget_exhausted`` is True once a message of the
+    agent was suppressed for a budget, ``messages_suppressed`` counts them. The PettingZoo
+    wrapper reports row ``b = 0`` as one dict per agent (:meth:`agent_reports`)."""
+
+    epsilon_spent: np.ndarray
+    delta_spent: np.ndarray
+    composition: str
+    per_channel: dict[str, dict[str, np.ndarray]]
+    budget: float | None
+    delta_budget: float | None
+    budget_exhausted: np.ndarray
+    messages_suppressed: np.ndarray
+
+    def agent_reports(self, b: int = 0) -> list[dict[str, Any]]:
+        """One report dict per agent of run ``b`` (Python scalars, agent order)."""
+        eps = self.epsilon_spent[b].tolist()
+        dl = self.delta_spent[b].tolist()
+        exhausted = self.budget_exhausted[b].tolist()
+        suppressed = self.messages_suppressed[b].tolist()
+        channels = [
+            (name, c["messages"][b].tolist(), c["epsilon"][b].tolist())
+            for name, c in self.per_channel.items()
+        ]
+        return [
+            {
+                "epsilon_spent": eps[i],
+                "delta_spent": dl[i],
+                "composition": self.composition,
+                "per_channel": {
+                    name: {"messages": msgs[i], "epsilon": ch_eps[i]}
+                    for name, msgs, ch_eps in channels
+                },
+                "budget": self.budget,
+                "delta_budget": self.delta_budget,
+                "budget_exhausted": exhausted[i],
+                "messages_suppressed": suppressed[i],
+            }
+            for i in range(len(eps))
+        ]
+
+
+@dataclass
+class PrivateVecInfo(VecInfo):
+    """The vector view's :class:`~fedbandit_env.engine.VecInfo` plus ``privacy``."""
+
+    privacy: PrivacyInfo | None = None
+
+
 class MessagePrivatizer:
     """The batched core: privatizes (B, N, dim) payloads of the wrapped channels each step and
     keeps per-agent accounts in a :class:`PrivacyAccountant` (one ledger channel per wrapped
-    channel). Shared by the PettingZoo wrapper and the vector wrapper."""
+    channel). Shared by the PettingZoo wrapper and the vector wrapper.
+
+    Budgets: before a channel's messages go out, each sending agent's totals are computed as
+    they would be after the message (``PrivacyAccountant.spent_if_recorded``, under
+    ``composition``). If the epsilon total would exceed ``budget`` or the delta total would
+    exceed ``delta_budget``, the message is suppressed: not delivered, not charged to the
+    ledger, not accounted; ``budget_exhausted`` turns (and stays) True and
+    ``messages_suppressed`` counts it. The agent's arm pull and its other channels go on as
+    usual, and nothing raises. Channels are checked in the order given, so a cheaper channel
+    can still send after a costlier one was blocked.
+    """
 
     def __init__(
         self,
-        channels: Mapping[str, ChannelPrivacy],
+        channels: Mapping[str, ChannelPrivacy | Mapping[str, Any]],
         dims: Mapping[str, int],
         num_agents: int,
         horizon: int,
         budget: float | None = None,
         composition: Composition = "basic",
         delta_prime: float | None = None,
+        delta_budget: float | None = None,
     ):
         for name in channels:
             if name not in dims:
-                raise ConfigError(
-                    f"privacy.channels.{name}: unknown channel; the environment has {sorted(dims)}"
+                raise PrivacyConfigError(
+                    "privacy.channels", name, f"a channel of the environment {sorted(dims)}", name
                 )
-        if budget is not None:
-            check_epsilon(budget, allow_inf=False, name="budget")
-        self.channels = dict(channels)
+        self.channels = {
+            name: ChannelPrivacy.from_options(name, cfg) for name, cfg in channels.items()
+        }
+        self._centers = {
+            name: self._center_array(name, cfg, dims[name]) for name, cfg in self.channels.items()
+        }
         self.dims = dict(dims)
         self.num_agents = num_agents
         self.horizon = horizon
+        self.composition, self.delta_prime = self._check_composition(composition, delta_prime)
+        if budget is not None:
+            budget = _checked("privacy", "budget", check_epsilon, budget, allow_inf=False)
+        if delta_budget is not None:
+            delta_budget = _checked(
+                "privacy", "delta_budget", check_delta, delta_budget, allow_zero=True
+            )
+            if self.composition != "basic" and delta_budget < self.delta_prime:
+                raise PrivacyConfigError(
+                    "privacy",
+                    "delta_budget",
+                    f"at least delta_prime = {self.delta_prime} (composition "
+                    f"{self.composition!r} spends delta_prime with the first message)",
+                    delta_budget,
+                )
         self.budget = budget
-        self.composition = composition
-        self.delta_prime = delta_prime
-        PrivacyAccountant(num_agents).spent(composition=composition, delta_prime=delta_prime)
+        self.delta_budget = delta_budget
+
+    @staticmethod
+    def _check_composition(composition: Any, delta_prime: Any) -> tuple[Composition, float | None]:
+        if composition not in _COMPOSITIONS:
+            raise PrivacyConfigError(
+                "privacy", "composition", "'basic', 'advanced', 'zcdp' or 'best'", composition
+            )
+        if composition == "basic":
+            return composition, delta_prime
+        if delta_prime is None:
+            raise PrivacyConfigError(
+                "privacy", "delta_prime", f"a number in (0, 1) for {composition!r}", None
+            )
+        return composition, _checked("privacy", "delta_prime", check_delta, delta_prime)
+
+    @staticmethod
+    def _center_array(name: str, cfg: ChannelPrivacy, dim: int) -> np.ndarray | None:
+        """The clip center of a channel as an array broadcastable to (B, N, dim), None for 0."""
+        center = np.asarray(cfg.center, dtype=np.float64)
+        if center.ndim == 1 and center.shape != (dim,):
+            raise PrivacyConfigError(
+                f"privacy.channels.{name}",
+                "center",
+                f"a number or a vector of length {dim} (the channel's dim)",
+                cfg.center,
+            )
+        return None if not np.any(center) else center
+
+    @property
+    def _budgeted(self) -> bool:
+        return self.budget is not None or self.delta_budget is not None
 
     def reset(self, seeds: list[int]) -> None:
         b, n = len(seeds), self.num_agents
@@ -168,20 +361,56 @@ class MessagePrivatizer:
             channel, composition=self.composition, delta_prime=self.delta_prime
         )
 
-    def _record(self, accountant: PrivacyAccountant, name: str, send: np.ndarray) -> None:
+    def info(self) -> PrivacyInfo:
+        """The privacy report of every run and agent: totals and per-channel figures computed
+        once, as (B, N) arrays (C + 1 composed totals for C wrapped channels)."""
+        total = self.spent()
+        shape = (self.num_runs, self.num_agents)
+        per_channel = {
+            name: {
+                "messages": self.messages[name].copy(),
+                "epsilon": (
+                    self.spent(name).epsilon
+                    if name in self.accountant.channels
+                    else np.zeros(shape)
+                ),
+            }
+            for name in self.channels
+        }
+        return PrivacyInfo(
+            epsilon_spent=total.epsilon,
+            delta_spent=total.delta,
+            composition=self.composition,
+            per_channel=per_channel,
+            budget=self.budget,
+            delta_budget=self.delta_budget,
+            budget_exhausted=self.exhausted.copy(),
+            messages_suppressed=self.suppressed.copy(),
+        )
+
+    def _release(self, name: str, send: np.ndarray) -> dict[str, Any]:
+        """The accountant record of one step's messages on channel ``name``."""
         cfg = self.channels[name]
         if cfg.running_sum:  # the whole stream costs epsilon once, at the first message
-            accountant.record(name, cfg.epsilon, count=send & (self.messages[name] == 0))
-        elif cfg.mechanism == "laplace":
-            accountant.record(name, cfg.epsilon, count=send)
-        else:
-            accountant.record(name, cfg.epsilon, cfg.delta, rho=cfg.rho, count=send)
+            return {"epsilon": cfg.epsilon, "count": send & (self.messages[name] == 0)}
+        if cfg.mechanism == "laplace":
+            return {"epsilon": cfg.epsilon, "count": send}
+        return {"epsilon": cfg.epsilon, "delta": cfg.delta, "rho": cfg.rho, "count": send}
 
     def _within_budget(self, name: str, send: np.ndarray) -> np.ndarray:
-        trial = copy.deepcopy(self.accountant)
-        self._record(trial, name, send)
-        eps = trial.spent(composition=self.composition, delta_prime=self.delta_prime).epsilon
-        return eps <= self.budget + 1e-12
+        """Which agents stay within the budgets if ``send`` goes out on ``name`` (B, N)."""
+        after = self.accountant.spent_if_recorded(
+            name,
+            **self._release(name, send),
+            composition=self.composition,
+            delta_prime=self.delta_prime,
+        )
+        ok = np.ones(send.shape, dtype=bool)
+        if self.budget is not None:
+            ok &= after.epsilon <= self.budget + _EPSILON_SLACK
+        if self.delta_budget is not None:
+            ok &= after.delta <= self.delta_budget * (1.0 + _DELTA_SLACK)
+        return ok
 
     def privatize(
         self, step: int, messages: Mapping[str, tuple[np.ndarray, np.ndarray]]
@@ -194,65 +423,42 @@ class MessagePrivatizer:
                 send = np.zeros((self.num_runs, self.num_agents), dtype=bool)
                 payload = np.zeros((self.num_runs, self.num_agents, self.dims[name]))
             send = send.copy()
-            if self.budget is not None and send.any():
+            if self._budgeted and send.any():
                 blocked = send & ~self._within_budget(name, send)
                 self.suppressed += blocked
                 self.exhausted |= blocked
                 send &= ~blocked
             out[name] = (send, self._noisy(name, cfg, step, send, payload))
-            self._record(self.accountant, name, send)
+            self.accountant.record(name, **self._release(name, send))
             self.messages[name] += send
         return out
 
     def _noisy(self, name, cfg: ChannelPrivacy, step, send, payload) -> np.ndarray:
+        center = self._centers[name]
         if cfg.running_sum:
             increment = payload - self._last_sum[name]
             if cfg.clip:
-                increment = clip_norm(increment, cfg.sensitivity / 2, 1)
+                increment = clip_to_ball(increment, center, cfg.sensitivity / 2, 1)
             self._last_sum[name] = np.where(send[..., None], payload, self._last_sum[name])
             pulled = np.broadcast_to(send[..., None], increment.shape)
             self._trees[name].insert(step, increment, pulled)
             return self._trees[name].release()
         order = 1 if cfg.mechanism == "laplace" else 2
-        clipped = clip_norm(payload, cfg.sensitivity / 2, order) if cfg.clip else payload
+        clipped = clip_to_ball(payload, center, cfg.sensitivity / 2, order) if cfg.clip else payload
         return clipped + cfg.noise_scale * self._noise[name].next()
 
     def report(self, b: int, i: int) -> dict[str, Any]:
-        total = self.spent()
-        per_channel = {}
-        for name in self.channels:
-            eps = self.spent(name).epsilon if self.messages[name].any() else None
-            per_channel[name] = {
-                "messages": int(self.messages[name][b, i]),
-                "epsilon": 0.0 if eps is None else float(eps[b, i]),
-            }
-        return {
-            "epsilon_spent": float(total.epsilon[b, i]),
-            "delta_spent": float(total.delta[b, i]),
-            "composition": self.composition,
-            "per_channel": per_channel,
-            "budget": self.budget,
-            "budget_exhausted": bool(self.exhausted[b, i]),
-            "messages_suppressed": int(self.suppressed[b, i]),
-        }
-
-
-def _as_config(value: ChannelPrivacy | Mapping[str, Any]) -> ChannelPrivacy:
-    if isinstance(value, ChannelPrivacy):
-        return value
-    if isinstance(value, Mapping):
-        try:
-            return ChannelPrivacy(**value)
-        except TypeError as err:
-            raise ConfigError(f"privacy: bad channel options {sorted(value)}: {err}") from None
-    raise ConfigError(f"privacy: expected a ChannelPrivacy or a dict per channel, got {value!r}")
+        """The report dict of agent ``i`` of run ``b`` (one agent; the wrappers use
+        :meth:`info` once per step instead)."""
+        return self.info().agent_reports(b)[i]
 
 
 class PrivacyWrapper(BaseParallelWrapper):
     """PettingZoo wrapper privatizing the outgoing messages of chosen channels.
 
     ``PrivacyWrapper(env, {"neighbors": {"epsilon": 0.5, "sensitivity": 2.0}}, budget=20)``.
-    Infos gain ``infos[agent]["privacy"]`` (epsilon spent, per channel, budget state).
+    Infos gain ``infos[agent]["privacy"]`` (epsilon and delta spent, per channel, budget state),
+    computed once per step for all agents (:meth:`MessagePrivatizer.info`).
     """
 
     def __init__(
@@ -262,19 +468,20 @@ class PrivacyWrapper(BaseParallelWrapper):
         budget: float | None = None,
         composition: Composition = "basic",
         delta_prime: float | None = None,
+        delta_budget: float | None = None,
     ):
         super().__init__(env)
         base = env.unwrapped
         dims = {name: ch.dim for name, ch in base.engine.channels.items()}
-        configs = {name: _as_config(v) for name, v in channels.items()}
         self.privatizer = MessagePrivatizer(
-            configs,
+            _channel_options(channels),
             dims,
             base.num_agents_total,
             base.config.horizon,
             budget,
             composition,
             delta_prime,
+            delta_budget,
         )
 
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -284,50 +491,90 @@ class PrivacyWrapper(BaseParallelWrapper):
 
     def step(self, actions: Mapping[str, Any]):
         base = self.env.unwrapped
+        if not base.agents:  # the episode is over: the environment raises its HorizonError
+            return self.env.step(actions)
         arms, messages = base._parse_actions(actions)
         noisy = self.privatizer.privatize(base.engine.step_count + 1, messages)
-        rebuilt = {}
-        for agent, i in base._index.items():
-            rebuilt[agent] = {
-                "arm": int(arms[0, i]),
-                "messages": {
-                    name: {"send": int(send[0, i]), "payload": payload[0, i]}
-                    for name, (send, payload) in noisy.items()
-                },
-            }
-        obs, rewards, terms, truncs, infos = self.env.step(rebuilt)
+        if self.env is base:  # no wrapper in between: step the parsed arrays directly
+            out = base._step_parsed(arms, noisy)
+        else:
+            out = self.env.step(_as_actions(base, arms, noisy))
+        obs, rewards, terms, truncs, infos = out
         return obs, rewards, terms, truncs, self._with_privacy(infos)
 
     def _with_privacy(self, infos: dict) -> dict:
-        for i in range(self.privatizer.num_agents):
-            infos[agent_name(i)]["privacy"] = self.privatizer.report(0, i)
+        for i, report in enumerate(self.privatizer.info().agent_reports(0)):
+            infos[agent_name(i)]["privacy"] = report
         return infos
 
 
 class PrivacyVectorWrapper:
-    """The same privatization for the vector view (B runs as arrays)."""
+    """The same privatization for the vector view (B runs as arrays), with the same options.
+
+    ``reset`` and ``step`` return a :class:`PrivateVecInfo`: the view's info plus ``privacy``,
+    a :class:`PrivacyInfo` of (B, N) arrays holding the figures the PettingZoo wrapper reports
+    per agent (run b of a batch gives the same numbers as that run seed in the PettingZoo view).
+    """
 
     def __init__(
         self,
         venv: Any,
         channels: Mapping[str, ChannelPrivacy | Mapping[str, Any]],
         budget: float | None = None,
+        composition: Composition = "basic",
+        delta_prime: float | None = None,
+        delta_budget: float | None = None,
     ):
         self.venv = venv
         dims = {name: ch.dim for name, ch in venv.engine.channels.items()}
-        configs = {name: _as_config(v) for name, v in channels.items()}
-        self.privatizer = MessagePrivatizer(configs, dims, venv.num_agents, venv.horizon, budget)
+        self.privatizer = MessagePrivatizer(
+            _channel_options(channels),
+            dims,
+            venv.num_agents,
+            venv.horizon,
+            budget,
+            composition,
+            delta_prime,
+            delta_budget,
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.venv, name)
 
     def reset(self, seed=None, options=None):
-        out = self.venv.reset(seed=seed, options=options)
+        obs, info = self.venv.reset(seed=seed, options=options)
         self.privatizer.reset(self.venv.seeds)
-        return out
+        return obs, self._with_privacy(info)
 
     def step(self, arms: np.ndarray, messages=None):
         engine = self.venv.engine
         checked = engine._check_messages(messages or {})
         noisy = self.privatizer.privatize(engine.step_count + 1, checked)
-        return self.venv.step(arms, noisy)
+        obs, rewards, terminated, truncated, info = self.venv.step(arms, noisy)
+        return obs, rewards, terminated, truncated, self._with_privacy(info)
+
+    def _with_privacy(self, info: VecInfo) -> PrivateVecInfo:
+        base = {f.name: getattr(info, f.name) for f in fields(VecInfo)}
+        return PrivateVecInfo(**base, privacy=self.privatizer.info())
+
+
+def _as_actions(base: Any, arms: np.ndarray, messages: Mapping[str, tuple]) -> dict[str, Any]:
+    """Per-agent action dicts of parsed arms (1, N) and (send, payload) arrays."""
+    return {
+        agent: {
+            "arm": int(arms[0, i]),
+            "messages": {
+                name: {"send": int(send[0, i]), "payload": payload[0, i]}
+                for name, (send, payload) in messages.items()
+            },
+        }
+        for agent, i in base._index.items()
+    }
+
+
+def _channel_options(channels: Any) -> dict[str, Any]:
+    if not isinstance(channels, Mapping):
+        raise PrivacyConfigError(
+            "privacy", "channels", "a dict of options (or ChannelPrivacy) by channel", channels
+        )
+    return dict(channels)
