@@ -10,7 +10,12 @@ from pettingzoo.test import parallel_api_test
 
 import fedbandit_env
 from fedbandit_env import ConfigError
-from fedbandit_env.rl import StatisticsObservationWrapper, statistics_channel
+from fedbandit_env.rl import (
+    STATISTICS_PROTOCOL,
+    StatisticsObservationWrapper,
+    declared_protocol,
+    statistics_channel,
+)
 
 KW = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
 
@@ -116,6 +121,35 @@ def test_single_agent_view_regret_reward_and_errors():
         _one_learner(reward_mode="bonus")
     with pytest.raises(ConfigError, match="agent_2: arm"):
         env.step(7)
+
+
+def test_single_agent_view_does_not_mix_statistics_into_another_protocol():
+    # dp_dec_ucb sends consensus estimates over a 'neighbors' channel of dim 2M: the statistics
+    # channel's name, kind and dim, but not its protocol
+    kw = {**KW, "env_id": "FedBandit/Homogeneous-v0", "peers": "dp_dec_ucb"}
+    assert declared_protocol(fedbandit_env.make_agent("dp_dec_ucb")) is None
+    assert declared_protocol(fedbandit_env.make_agent("ucb1_shared")) == STATISTICS_PROTOCOL
+    env = _one_learner(**kw).unwrapped
+    assert env.venv.facts.channels["neighbors"]["dim"] == 6 and not env.features.share
+    obs, _ = env.reset(seed=1)
+    senders = env.venv.facts.topology.neighbors  # (N, D), -1 padded
+    heard_by_learner = 0
+    for t in range(12):
+        obs, *_ = env.step(t % 3)
+        delivered = env._obs.deliveries["neighbors"]
+        # the learner is silent: no neighbour ever gets a message from agent 0 ...
+        assert not delivered.mask[0][senders == 0].any()
+        heard_by_learner += int(delivered.mask[0, 0].sum())
+        # ... and it does not read the peers' consensus estimates as counts and sums
+        assert not obs[6:12].any()
+    assert heard_by_learner == 2 * 12  # its two ring neighbours did talk to it every step
+    with pytest.raises(ConfigError, match="agent_0: channels.neighbors: the peers 'dp_dec_ucb'"):
+        _one_learner(**kw, share=True)
+    with pytest.raises(ConfigError, match="share: expected None, True or False"):
+        _one_learner(share=1)
+    # peers that declare the statistics protocol (or use no channel) are shared with
+    assert _one_learner().unwrapped.features.share
+    assert _one_learner(peers="ucb1").unwrapped.features.share
 
 
 @pytest.mark.filterwarnings("ignore:.*render_mode='rgb_array'")  # SB3 tries it first
