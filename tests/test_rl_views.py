@@ -3,6 +3,9 @@ single-agent view FedBandit/OneLearner-v0 (SB3's check_env, seeding, peers)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -164,3 +167,30 @@ def test_single_agent_view_works_with_sb3_make_vec_env():
         obs, rewards, dones, infos = venv.step(np.array([0, 1]))
     assert dones.all() and "terminal_observation" in infos[0]
     assert [e.unwrapped.run_seed for e in venv.envs] == [5, 6]  # seeds 4, 5, then autoreset
+
+
+def _fresh_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_gymnasium_id_is_registered_by_importing_fedbandit_env_or_the_module_prefix():
+    # Gymnasium >= 1.0 loads no env plugins from entry points; an id is known once the package
+    # that registers it is imported, or when gymnasium.make gets the "module:id" form
+    make = "gymnasium.make({!r}, num_agents=3, num_arms=3, horizon=5).reset(seed=0)"
+    done = _fresh_python(
+        "import gymnasium\n"
+        "assert 'FedBandit/OneLearner-v0' not in gymnasium.registry\n"
+        + make.format("fedbandit_env:FedBandit/OneLearner-v0")
+        + "\nassert 'FedBandit/OneLearner-v0' in gymnasium.registry\n"
+        + make.format("FedBandit/OneLearner-v0")
+    )
+    assert done.returncode == 0, done.stderr
+    done = _fresh_python(
+        "import gymnasium, fedbandit_env\n"
+        "assert gymnasium.spec('FedBandit/OneLearner-v0').entry_point == "
+        "'fedbandit_env.rl.single_agent:OneLearnerEnv'\n" + make.format("FedBandit/OneLearner-v0")
+    )
+    assert done.returncode == 0, done.stderr
+    # without either, Gymnasium's own error names the namespace (documented in docs/rl.md)
+    done = _fresh_python("import gymnasium\n" + make.format("FedBandit/OneLearner-v0"))
+    assert done.returncode == 1 and "Namespace FedBandit not found" in done.stderr

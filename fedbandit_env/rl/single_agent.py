@@ -22,6 +22,9 @@ controlled by the caller and every other agent by the registered team policy ``p
   (``"regret"``, training-time information; see :mod:`fedbandit_env.rl.sb3_vec_env`).
 * Episodes truncate at the horizon; there is no termination. ``info`` holds the learner's
   ``instant_regret`` and ``cumulative_regret``.
+* Registration: ``import fedbandit_env`` registers the id (Gymnasium 1.x loads no plugins on
+  ``import gymnasium``); ``gymnasium.make("fedbandit_env:FedBandit/OneLearner-v0", ...)`` imports
+  the package itself.
 * Seeding: ``reset(seed=s)`` plays run seed s (the same run the PettingZoo and vector views play
   with s); a later ``reset()`` without a seed continues with s + 1, s + 2, ...; the first unseeded
   reset draws the run seed from ``self.np_random``.
