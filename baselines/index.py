@@ -11,7 +11,9 @@ stream; among the arms of exactly maximal index the one with the largest uniform
 
 **Share-statistics** variants (``shared = True``) talk over a channel named ``neighbors`` of kind
 ``neighbors`` and dimension 2M. Every step each agent sends its OWN local statistics
-``[counts (M), sums (M)]`` (never anything it received). Each agent keeps, per neighbour slot, the
+``[counts (M), sums (M)]`` (never anything it received): the statistics protocol of
+:mod:`fedbandit_env.rl.features`, declared in ``message_protocols`` so that an RL learner of the
+single-agent view shares with these peers (and only with peers that declare it). Each agent keeps, per neighbour slot, the
 latest statistics it received from that neighbour (a dropped message keeps the previous one), and
 uses
 
@@ -44,6 +46,7 @@ from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.rl.features import STATISTICS_PROTOCOL
 from fedbandit_env.seeding import BatchedRNG
 
 CHANNEL = "neighbors"
@@ -74,6 +77,11 @@ class IndexPolicy(TeamPolicy):
     shared: ClassVar[bool] = False
 
     # ----------------------------------------------------------- protocol
+    @property
+    def message_protocols(self) -> dict[str, str]:
+        """What this learner sends on which channel (``fedbandit_env.rl.declared_protocol``)."""
+        return {CHANNEL: STATISTICS_PROTOCOL} if self.shared else {}
+
     def channel_spec(self, config: EnvConfig):
         if not self.shared:
             return None

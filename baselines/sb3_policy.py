@@ -1,95 +1,150 @@
-"""``SB3Policy``: a trained stable-baselines3 model as a batched team policy
-(issue 9, item 4).
+"""``SB3Policy``: a trained stable-baselines3 model as a batched team policy, registered as
+``sb3_policy`` (issue 9, item 4).
 
 Every agent of every run feeds its sufficient-statistics features
 (:mod:`fedbandit_env.rl.features`, the observation the adapter trained on) to ONE shared model
 (parameter sharing); the B x N observations go through the network in a single batched
 ``predict`` call per step. Like the training adapter, the policy sends each agent's own
 ``[counts, sums]`` over the ``neighbors`` channel (dim 2M) when the environment has it
-(``channel_spec`` asks for it).
+(``channel_spec`` asks for it) and declares that statistics protocol in ``message_protocols``.
 
-* ``deterministic=True`` (default): the model's greedy action (``model.predict(...,
-  deterministic=True)``), no randomness at all.
-* ``deterministic=False``: the arm is sampled from the model's categorical action distribution
-  with an inverse-CDF draw from the ``policy`` child of the agents' stream (never torch's
-  global RNG), so runs stay reproducible and batch-independent. Needs a policy with a
-  categorical distribution (PPO, A2C).
+* ``deterministic=False`` (default, as in SB3's ``predict``): the arm is sampled from the model's
+  categorical action distribution with an inverse-CDF draw from the ``policy`` child of the
+  agents' stream (never torch's global RNG), so runs stay reproducible and batch-independent.
+  Needs a policy with a categorical distribution (PPO, A2C). Sampling is the default because a
+  bandit policy trained with PPO explores through it (docs/rl.md, "Greedy play does not explore").
+* ``deterministic=True``: the model's greedy action (``model.predict(..., deterministic=True)``).
 
-Load with ``SB3Policy(path="model.zip", algo="PPO")`` or pass a model object
-(``SB3Policy(model=model)``); through the bench:
-``evaluate(env_id, SB3Policy, agent_kwargs={"path": "model.zip"})``. It is deliberately not an
-entry point of ``fedbandit.agents``: it cannot be built without a model, and the quick comparison
-builds every registered id without arguments. Register it for a session with
-``fedbandit_env.register_agent("sb3", SB3Policy)`` to refer to it by id.
+By id, through the bench or the CLI (the saved model's path is the one required kwarg):
+``evaluate(env_id, "sb3_policy", agent_kwargs={"model_path": "ppo.zip"})`` or
+``fedbandit run ENV sb3_policy --agent-kwargs '{"model_path": "ppo.zip"}'``; a suite cell names
+``"sb3_policy"`` with the same ``agent_kwargs``. In code a model object works too:
+``SB3Policy(model=model)``. Errors are raised before the first step and name ``sb3_policy`` and
+the field: a missing or unreadable ``model_path`` at construction; a model whose observation
+space is not the features' ``Box(4M + 1)`` or whose action space is not ``Discrete(M)`` for the
+environment at :meth:`reset`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
-from fedbandit_env.rl.features import StatisticsFeatures, statistics_channel
+from fedbandit_env.rl.features import (
+    CHANNEL,
+    STATISTICS_PROTOCOL,
+    StatisticsFeatures,
+    statistics_channel,
+)
 from fedbandit_env.seeding import BatchedRNG
 
+AGENT_ID = "sb3_policy"
 ALGOS = ("PPO", "A2C", "DQN")
 
 
-def load_model(path: str, algo: str) -> Any:
-    """Load a saved SB3 model on the CPU."""
+def load_model(model_path: str | os.PathLike, algo: str) -> Any:
+    """Load a saved SB3 model on the CPU; a clear :class:`ConfigError` if it cannot be read."""
     if algo not in ALGOS:
-        raise ConfigError(f"sb3: algo: expected one of {ALGOS}, got {algo!r}")
+        raise ConfigError(f"{AGENT_ID}: algo: expected one of {ALGOS}, got {algo!r}")
+    if not isinstance(model_path, str | os.PathLike):
+        raise ConfigError(
+            f"{AGENT_ID}: model_path: expected the path of a saved SB3 model (.zip), "
+            f"got {model_path!r}"
+        )
     try:
         import stable_baselines3
     except ImportError:
         raise ConfigError(
-            "sb3: stable-baselines3 is not installed; install the 'rl' extra (docs/rl.md)"
+            f"{AGENT_ID}: stable-baselines3 is not installed; install the 'rl' extra (docs/rl.md)"
         ) from None
-    return getattr(stable_baselines3, algo).load(path, device="cpu")
+    try:
+        return getattr(stable_baselines3, algo).load(model_path, device="cpu")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{AGENT_ID}: model_path: no saved model at {os.fspath(model_path)!r} "
+            "(nor with '.zip' appended)"
+        ) from None
+    except Exception as err:  # SB3 raises ValueError, KeyError, zipfile errors, ...
+        raise ConfigError(
+            f"{AGENT_ID}: model_path: could not load {os.fspath(model_path)!r} as a saved "
+            f"{algo} model: {err}"
+        ) from err
 
 
 class SB3Policy(TeamPolicy):
     """A shared SB3 model driving every agent (module doc)."""
 
-    agent_id = "sb3"
+    agent_id = AGENT_ID
 
     def __init__(
         self,
-        path: str | None = None,
+        model_path: str | os.PathLike | None = None,
         model: Any = None,
         algo: str = "PPO",
-        deterministic: bool = True,
+        deterministic: bool = False,
         share: bool | None = None,
     ):
-        if (path is None) == (model is None):
-            raise ConfigError("sb3: path/model: expected exactly one of a saved path or a model")
+        if model_path is None and model is None:
+            raise ConfigError(
+                f"{AGENT_ID}: model_path: required, the path of a saved SB3 model "
+                '(agent_kwargs={"model_path": "ppo.zip"}), or pass model=<a loaded model>'
+            )
+        if model_path is not None and model is not None:
+            raise ConfigError(f"{AGENT_ID}: model_path/model: expected one of them, got both")
         if not isinstance(deterministic, bool):
-            raise ConfigError(f"sb3: deterministic: expected a bool, got {deterministic!r}")
-        self.model = load_model(path, algo) if model is None else model
+            raise ConfigError(f"{AGENT_ID}: deterministic: expected a bool, got {deterministic!r}")
+        if share is not None and not isinstance(share, bool):
+            raise ConfigError(f"{AGENT_ID}: share: expected None, True or False, got {share!r}")
+        self.model = load_model(model_path, algo) if model is None else model
+        self.source = repr(os.fspath(model_path)) if model_path is not None else "model object"
         self.deterministic = deterministic
         self.share = share
 
+    @property
+    def message_protocols(self) -> dict[str, str]:
+        """It sends the features' statistics (``fedbandit_env.rl.declared_protocol``)."""
+        return {} if self.share is False else {CHANNEL: STATISTICS_PROTOCOL}
+
     def channel_spec(self, config: EnvConfig):
-        return statistics_channel(config.num_arms)
+        return None if self.share is False else statistics_channel(config.num_arms)
+
+    def _check_spaces(self, facts: FederationFacts) -> None:
+        """The model must observe exactly the features' Box and act with Discrete(num_arms)."""
+        want = self.features.observation_space()
+        have = self.model.observation_space
+        if not isinstance(have, spaces.Box) or have.shape != want.shape:
+            raise ConfigError(
+                f"{AGENT_ID}: model.observation_space: expected a Box of shape {want.shape} "
+                f"(4 * num_arms + 1 features for num_arms={facts.num_arms}), got {have} "
+                f"(model from {self.source})"
+            )
+        if not (np.array_equal(have.low, want.low) and np.array_equal(have.high, want.high)):
+            raise ConfigError(
+                f"{AGENT_ID}: model.observation_space: expected bounds {want} for reward bounds "
+                f"{facts.reward_bounds} (bounded rewards give features in [0, 1]), got {have} "
+                f"(model from {self.source})"
+            )
+        act = self.model.action_space
+        if not isinstance(act, spaces.Discrete) or act.n != facts.num_arms or act.start != 0:
+            raise ConfigError(
+                f"{AGENT_ID}: model.action_space: expected Discrete({facts.num_arms}), got "
+                f"{act} (model from {self.source})"
+            )
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self.features = StatisticsFeatures(facts, self.share)
-        want = (self.features.dim,)
-        have = tuple(self.model.observation_space.shape)
-        if have != want:
+        self.features = StatisticsFeatures(facts, self.share, owner=AGENT_ID)
+        self._check_spaces(facts)
+        if not self.deterministic and not hasattr(self.model.policy, "get_distribution"):
             raise ConfigError(
-                f"sb3: model.observation_space: expected shape {want} (4 * num_arms + 1 "
-                f"features for {facts.num_arms} arms), got {have}"
-            )
-        n_actions = getattr(self.model.action_space, "n", None)
-        if n_actions != facts.num_arms:
-            raise ConfigError(
-                f"sb3: model.action_space: expected Discrete({facts.num_arms}), got "
-                f"{self.model.action_space}"
+                f"{AGENT_ID}: deterministic: False samples from the action distribution and "
+                f"needs a PPO/A2C model, got {type(self.model).__name__}"
             )
         self.shape = (facts.num_runs, facts.num_agents)
         self._u = rng.child("policy").buffered("uniform", (facts.num_agents,))
@@ -98,8 +153,6 @@ class SB3Policy(TeamPolicy):
         import torch
 
         policy = self.model.policy
-        if not hasattr(policy, "get_distribution"):
-            raise ConfigError("sb3: deterministic: False needs a PPO/A2C model")
         with torch.no_grad():
             obs_t, _ = policy.obs_to_tensor(x)
             probs = policy.get_distribution(obs_t).distribution.probs.cpu().numpy()

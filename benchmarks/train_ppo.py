@@ -9,11 +9,11 @@ CleanRL-style, top to bottom (issue 9, item 4):
    ``[counts, sums]`` over ``neighbors``); the training reward is minus the pseudo-regret of the
    pull against the global best arm (``reward_mode="regret"``, training-time information only);
 3. PPO (stable-baselines3) trains; the script prints the training throughput in agent-steps/s;
-4. the saved model runs as a batched team policy (``baselines.SB3Policy``), sampled from its
-   action distribution with the agents' RNG and greedily (``deterministic=True``), through
-   ``fedbandit_env.bench.evaluate`` on fresh seeds of the same distribution, next to UCB1, the
-   statistics-sharing UCB1 and any other registered comparison id (``gossip_ucb`` when that
-   learner is installed); ids that are not registered are reported as skipped.
+4. the saved model runs as the registered learner ``sb3_policy`` (``baselines.SB3Policy``),
+   sampled from its action distribution with the agents' RNG and greedily
+   (``deterministic=True``), through ``fedbandit_env.bench.evaluate`` on fresh seeds of the same
+   distribution, next to UCB1, the statistics-sharing UCB1, GossipUCB (``--compare``; every id
+   must be registered, checked before training) and uniform play.
 
 Writes ``ppo_regret.png``, ``ppo_results.md`` and the model ``ppo_fedbandit.zip`` into
 ``--out`` (git-ignored) and prints the Markdown table. Default scale runs in about a minute;
@@ -38,7 +38,6 @@ import torch  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 
 import fedbandit_env  # noqa: E402
-from baselines import SB3Policy  # noqa: E402
 from fedbandit_env.bench import evaluate  # noqa: E402
 from fedbandit_env.rl.sb3_vec_env import AgentsVecEnv  # noqa: E402
 
@@ -68,6 +67,9 @@ parser.add_argument("--full", action="store_true", help="train 20x longer")
 args = parser.parse_args()
 if args.full:
     args.total_timesteps *= 20
+unknown = sorted(set(args.compare) - set(fedbandit_env.list_agents()))
+if unknown:
+    parser.error(f"--compare: {unknown} not registered; registered: {fedbandit_env.list_agents()}")
 
 torch.set_num_threads(args.threads)
 out = Path(args.out)
@@ -116,15 +118,11 @@ common = {"runs": args.eval_runs, "seed": args.eval_seed, "env_kwargs": env_kwar
 for mode, deterministic in (("sampled", False), ("greedy", True)):
     results[f"ppo ({mode})"] = evaluate(
         args.env_id,
-        SB3Policy,
-        agent_kwargs={"path": str(model_path), "deterministic": deterministic},
+        "sb3_policy",
+        agent_kwargs={"model_path": str(model_path), "deterministic": deterministic},
         **common,
     )
-skipped = []
 for agent_id in args.compare:
-    if agent_id not in fedbandit_env.list_agents():
-        skipped.append(agent_id)
-        continue
     results[agent_id] = evaluate(args.env_id, agent_id, **common)
 results["uniform"] = evaluate(args.env_id, "uniform", **common)
 
@@ -142,8 +140,6 @@ for name, res in sorted(results.items(), key=lambda kv: kv[1].final_regret_per_a
     half = 1.96 * final.std(ddof=1) / np.sqrt(len(final))
     msgs = res.messages.sum(axis=1).mean()
     lines.append(f"| {name} | {final.mean():.2f} | ±{half:.2f} | {msgs:.0f} |")
-if skipped:
-    lines += ["", f"Skipped (not registered in this install): {', '.join(skipped)}."]
 table = "\n".join(lines)
 (out / "ppo_results.md").write_text(table + "\n")
 print(table)

@@ -3,6 +3,9 @@ single-agent view FedBandit/OneLearner-v0 (SB3's check_env, seeding, peers)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -10,7 +13,12 @@ from pettingzoo.test import parallel_api_test
 
 import fedbandit_env
 from fedbandit_env import ConfigError
-from fedbandit_env.rl import StatisticsObservationWrapper, statistics_channel
+from fedbandit_env.rl import (
+    STATISTICS_PROTOCOL,
+    StatisticsObservationWrapper,
+    declared_protocol,
+    statistics_channel,
+)
 
 KW = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
 
@@ -118,6 +126,35 @@ def test_single_agent_view_regret_reward_and_errors():
         env.step(7)
 
 
+def test_single_agent_view_does_not_mix_statistics_into_another_protocol():
+    # dp_dec_ucb sends consensus estimates over a 'neighbors' channel of dim 2M: the statistics
+    # channel's name, kind and dim, but not its protocol
+    kw = {**KW, "env_id": "FedBandit/Homogeneous-v0", "peers": "dp_dec_ucb"}
+    assert declared_protocol(fedbandit_env.make_agent("dp_dec_ucb")) is None
+    assert declared_protocol(fedbandit_env.make_agent("ucb1_shared")) == STATISTICS_PROTOCOL
+    env = _one_learner(**kw).unwrapped
+    assert env.venv.facts.channels["neighbors"]["dim"] == 6 and not env.features.share
+    obs, _ = env.reset(seed=1)
+    senders = env.venv.facts.topology.neighbors  # (N, D), -1 padded
+    heard_by_learner = 0
+    for t in range(12):
+        obs, *_ = env.step(t % 3)
+        delivered = env._obs.deliveries["neighbors"]
+        # the learner is silent: no neighbour ever gets a message from agent 0 ...
+        assert not delivered.mask[0][senders == 0].any()
+        heard_by_learner += int(delivered.mask[0, 0].sum())
+        # ... and it does not read the peers' consensus estimates as counts and sums
+        assert not obs[6:12].any()
+    assert heard_by_learner == 2 * 12  # its two ring neighbours did talk to it every step
+    with pytest.raises(ConfigError, match="agent_0: channels.neighbors: the peers 'dp_dec_ucb'"):
+        _one_learner(**kw, share=True)
+    with pytest.raises(ConfigError, match="share: expected None, True or False"):
+        _one_learner(share=1)
+    # peers that declare the statistics protocol (or use no channel) are shared with
+    assert _one_learner().unwrapped.features.share
+    assert _one_learner(peers="ucb1").unwrapped.features.share
+
+
 @pytest.mark.filterwarnings("ignore:.*render_mode='rgb_array'")  # SB3 tries it first
 def test_single_agent_view_works_with_sb3_make_vec_env():
     env_util = pytest.importorskip("stable_baselines3.common.env_util")
@@ -130,3 +167,30 @@ def test_single_agent_view_works_with_sb3_make_vec_env():
         obs, rewards, dones, infos = venv.step(np.array([0, 1]))
     assert dones.all() and "terminal_observation" in infos[0]
     assert [e.unwrapped.run_seed for e in venv.envs] == [5, 6]  # seeds 4, 5, then autoreset
+
+
+def _fresh_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_gymnasium_id_is_registered_by_importing_fedbandit_env_or_the_module_prefix():
+    # Gymnasium >= 1.0 loads no env plugins from entry points; an id is known once the package
+    # that registers it is imported, or when gymnasium.make gets the "module:id" form
+    make = "gymnasium.make({!r}, num_agents=3, num_arms=3, horizon=5).reset(seed=0)"
+    done = _fresh_python(
+        "import gymnasium\n"
+        "assert 'FedBandit/OneLearner-v0' not in gymnasium.registry\n"
+        + make.format("fedbandit_env:FedBandit/OneLearner-v0")
+        + "\nassert 'FedBandit/OneLearner-v0' in gymnasium.registry\n"
+        + make.format("FedBandit/OneLearner-v0")
+    )
+    assert done.returncode == 0, done.stderr
+    done = _fresh_python(
+        "import gymnasium, fedbandit_env\n"
+        "assert gymnasium.spec('FedBandit/OneLearner-v0').entry_point == "
+        "'fedbandit_env.rl.single_agent:OneLearnerEnv'\n" + make.format("FedBandit/OneLearner-v0")
+    )
+    assert done.returncode == 0, done.stderr
+    # without either, Gymnasium's own error names the namespace (documented in docs/rl.md)
+    done = _fresh_python("import gymnasium\n" + make.format("FedBandit/OneLearner-v0"))
+    assert done.returncode == 1 and "Namespace FedBandit not found" in done.stderr

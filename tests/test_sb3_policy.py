@@ -1,8 +1,12 @@
 """baselines.SB3Policy and the PPO path: PPO trains through the adapter, the saved model runs in
-the bench, and the policy passes the light-cone and determinism tests."""
+the bench (as a class and as the registered id ``sb3_policy``, through evaluate, a suite and the
+CLI), bad models fail before the first step, and the policy passes the light-cone and determinism
+tests."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,12 +17,18 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 import torch  # noqa: E402
+from gymnasium import spaces as gym_spaces  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 
 import fedbandit_env  # noqa: E402
 from baselines import SB3Policy  # noqa: E402
 from fedbandit_env import ConfigError  # noqa: E402
 from fedbandit_env.bench import evaluate  # noqa: E402
+from fedbandit_env.bench.cli import main as cli_main  # noqa: E402
+from fedbandit_env.bench.executors import run_suite  # noqa: E402
+from fedbandit_env.bench.leaderboard import build  # noqa: E402
+from fedbandit_env.bench.store import ResultsStore  # noqa: E402
+from fedbandit_env.bench.suites import Cell, Suite  # noqa: E402
 from fedbandit_env.rl import statistics_channel  # noqa: E402
 from fedbandit_env.rl.sb3_vec_env import AgentsVecEnv  # noqa: E402
 
@@ -46,9 +56,15 @@ def model():
     return ppo
 
 
-def test_saved_ppo_model_runs_in_the_bench(model, tmp_path):
-    path = tmp_path / "ppo.zip"
+@pytest.fixture(scope="module")
+def saved(model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("sb3") / "ppo.zip"
     model.save(path)
+    return str(path)
+
+
+def test_saved_ppo_model_runs_in_the_bench(saved):
+    path = saved
     for deterministic in (True, False):
         res = evaluate(
             "FedBandit/Heterogeneous-v0",
@@ -56,7 +72,7 @@ def test_saved_ppo_model_runs_in_the_bench(model, tmp_path):
             runs=3,
             seed=0,
             env_kwargs=KW,
-            agent_kwargs={"path": str(path), "deterministic": deterministic},
+            agent_kwargs={"model_path": path, "deterministic": deterministic},
         )
         assert res.regret_per_agent.shape == (3, 40)
         assert np.all(res.final_regret_per_agent >= 0)
@@ -67,7 +83,7 @@ def test_saved_ppo_model_runs_in_the_bench(model, tmp_path):
         runs=3,
         seed=0,
         env_kwargs=KW,
-        agent_kwargs={"path": str(path), "deterministic": False},
+        agent_kwargs={"model_path": path, "deterministic": False},
     )
     assert np.array_equal(again.regret_network, res.regret_network)
 
@@ -133,16 +149,105 @@ def test_light_cone_and_batch_independence(sharp_model):
     assert np.array_equal(again, base) and np.array_equal(alone[:, 0], base[:, 1])
 
 
-def test_model_must_match_the_env(model):
-    with pytest.raises(ConfigError, match="sb3: model.observation_space"):
-        evaluate(
+def test_registered_id_runs_in_the_bench_and_is_deterministic(model, saved):
+    assert "sb3_policy" in fedbandit_env.list_agents()
+    kwargs = {"runs": 3, "env_kwargs": KW, "agent_kwargs": {"model_path": saved}}
+    res = evaluate("FedBandit/Heterogeneous-v0", "sb3_policy", seed=0, **kwargs)
+    again = evaluate("FedBandit/Heterogeneous-v0", "sb3_policy", seed=0, **kwargs)
+    other = evaluate("FedBandit/Heterogeneous-v0", "sb3_policy", seed=3, **kwargs)
+    assert res.agent_id == "sb3_policy" and res.regret_per_agent.shape == (3, 40)
+    assert np.array_equal(res.regret_network, again.regret_network)
+    assert np.array_equal(res.messages, again.messages)
+    assert not np.array_equal(res.regret_network, other.regret_network)
+    # the saved file plays exactly like the in-memory model it was saved from (sampled: default)
+    direct = evaluate(
+        "FedBandit/Heterogeneous-v0", SB3Policy(model=model), runs=3, seed=0, env_kwargs=KW
+    )
+    assert np.array_equal(res.regret_network, direct.regret_network)
+
+
+def test_registered_id_reaches_the_leaderboard_through_a_suite_and_the_cli(saved, tmp_path, capsys):
+    cells = tuple(
+        Cell("FedBandit/Heterogeneous-v0", agent, 40, 3, KW, kwargs, label=agent)
+        for agent, kwargs in (("sb3_policy", {"model_path": saved}), ("ucb1", {}))
+    )
+    store = ResultsStore(tmp_path / "r.sqlite")
+    assert run_suite(Suite("ppo", cells, baseline="ucb1"), store, quiet=True) == 6
+    entries = {e.label: e for e in build(store.rows("ppo"), "ucb1")}
+    assert set(entries) == {"sb3_policy", "ucb1"}
+    direct = evaluate(
+        "FedBandit/Heterogeneous-v0",
+        "sb3_policy",
+        runs=3,
+        env_kwargs=KW,
+        agent_kwargs={"model_path": saved},
+    )
+    assert entries["sb3_policy"].mean == pytest.approx(direct.final_regret_per_agent.mean())
+    cli_main(
+        [
+            "run",
             "FedBandit/Heterogeneous-v0",
-            SB3Policy(model=model),
+            "sb3_policy",
+            "--runs",
+            "3",
+            "--env-kwargs",
+            json.dumps(KW),
+            "--agent-kwargs",
+            json.dumps({"model_path": saved}),
+        ]
+    )
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["agent_id"] == "sb3_policy"
+    assert summary["final_regret_per_agent_mean"] == pytest.approx(
+        direct.final_regret_per_agent.mean()
+    )
+
+
+def test_bad_path_or_mismatched_model_fails_before_the_first_step(model, saved, tmp_path):
+    env = "FedBandit/Heterogeneous-v0"
+    with pytest.raises(ConfigError, match="sb3_policy: model_path: required"):
+        evaluate(env, "sb3_policy", runs=1, env_kwargs=KW)
+    with pytest.raises(ConfigError, match="sb3_policy: model_path: no saved model at .*nope"):
+        evaluate(
+            env,
+            "sb3_policy",
+            runs=1,
+            env_kwargs=KW,
+            agent_kwargs={"model_path": str(tmp_path / "nope.zip")},
+        )
+    junk = tmp_path / "junk.zip"
+    junk.write_text("not a model")
+    with pytest.raises(ConfigError, match="sb3_policy: model_path: could not load .*junk.zip"):
+        evaluate(env, "sb3_policy", runs=1, env_kwargs=KW, agent_kwargs={"model_path": str(junk)})
+    with pytest.raises(ConfigError, match="sb3_policy: model_path/model"):
+        SB3Policy(model_path=saved, model=model)
+
+    class NoStep(SB3Policy):
+        def act(self, obs):
+            raise AssertionError("stepped with a mismatched model")
+
+    with pytest.raises(ConfigError, match=r"sb3_policy: model.observation_space: .*\(25,\)"):
+        evaluate(
+            env,
+            NoStep,
             runs=1,
             env_kwargs={**KW, "num_arms": 6},
+            agent_kwargs={"model_path": saved},
         )
-    with pytest.raises(ConfigError, match="sb3: path/model"):
-        SB3Policy()
+    with pytest.raises(ConfigError, match="sb3_policy: model.observation_space: expected bounds"):
+        evaluate(
+            env,
+            NoStep,
+            runs=1,
+            env_kwargs={**KW, "reward": {"kind": "gaussian"}},
+            agent_kwargs={"model_path": saved},
+        )
+    wrong_actions = PPO("MlpPolicy", model.get_env(), device="cpu")
+    wrong_actions.action_space = gym_spaces.Discrete(M + 1)
+    with pytest.raises(
+        ConfigError, match=r"sb3_policy: model.action_space: expected Discrete\(4\)"
+    ):
+        evaluate(env, NoStep(model=wrong_actions), runs=1, env_kwargs=KW)
 
 
 def test_train_ppo_script_runs_at_tiny_scale(tmp_path):
@@ -162,6 +267,29 @@ def test_train_ppo_script_runs_at_tiny_scale(tmp_path):
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert "agent-steps/s" in done.stdout and "| ucb1 |" in done.stdout
+    assert re.search(r"PPO: \d+ agent-steps in [\d.]+ s = \d+ agent-steps/s", done.stdout)
+    rows = re.findall(r"^\| ([^|]+) \| ([\d.]+) \| ±([\d.]+) \| (\d+) \|$", done.stdout, re.M)
+    table = {name: (float(mean), int(msgs)) for name, mean, _, msgs in rows}
+    # issue 9: the trained policy against UCB1 and GossipUCB on the training distribution
+    expected = {"ppo (sampled)", "ppo (greedy)", "ucb1", "ucb1_shared", "gossip_ucb", "uniform"}
+    assert set(table) == expected and len(rows) == len(expected)
+    means = [float(mean) for _, mean, _, _ in rows]
+    assert means == sorted(means) and all(np.isfinite(means))
+    assert table["ucb1"][1] == 0 and table["gossip_ucb"][1] > 0 and table["ucb1_shared"][1] > 0
+    assert (tmp_path / "ppo_results.md").read_text().count("| gossip_ucb |") == 1
     for name in ("ppo_regret.png", "ppo_results.md", "ppo_fedbandit.zip"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_train_ppo_script_rejects_an_unregistered_comparison_before_training(tmp_path):
+    cmd = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "train_ppo.py"),
+        "--compare",
+        "ucb1",
+        "gossip_ucbb",
+        f"--out={tmp_path}",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and "--compare: ['gossip_ucbb'] not registered" in done.stderr
+    assert not (tmp_path / "ppo_fedbandit.zip").exists()

@@ -1,5 +1,6 @@
-"""The agents-as-VecEnv adapter (fedbandit_env.rl.sb3_vec_env): SB3 VecEnv contract, shapes,
-dtypes, autoreset and seeding."""
+"""The agents-as-VecEnv adapter (fedbandit_env.rl.sb3_vec_env): SB3 VecEnv contract (reset and
+reset infos, step/autoreset infos, seeding, attribute plumbing, render, SB3's VecMonitor),
+shapes and dtypes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from stable_baselines3.common.vec_env import VecEnv  # noqa: E402
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor  # noqa: E402
 
 import fedbandit_env  # noqa: E402
 from fedbandit_env.rl import statistics_channel  # noqa: E402
@@ -90,3 +92,62 @@ def test_regret_reward_mode():
         _env(reward_mode="bonus")
     with pytest.raises(fedbandit_env.ConfigError, match="num_copies"):
         AgentsVecEnv("FedBandit/Heterogeneous-v0", num_copies=0)
+
+
+def test_reset_returns_only_obs_and_stores_reset_infos():
+    env = _env()
+    env.seed(5)
+    obs = env.reset()
+    assert isinstance(obs, np.ndarray) and obs.shape == (C * N, 4 * M + 1)
+    assert env.reset_infos == [{"run_seed": 5 + k // N} for k in range(C * N)]
+    for t in range(T):  # the last step autoresets: the reset infos are the next episode's
+        env.step(np.full(C * N, t % M))
+    assert env.reset_infos == [{"run_seed": 5 + C + k // N} for k in range(C * N)]
+    # reset cancels a pending step_async
+    env.step_async(np.zeros(C * N, dtype=np.int64))
+    env.reset()
+    with pytest.raises(fedbandit_env.ConfigError, match="call step_async"):
+        env.step_wait()
+    # reset options are not supported: a clear error, and they are consumed
+    env.set_options({"instance": 3})
+    with pytest.raises(fedbandit_env.ConfigError, match="reset: options: .*'instance': 3"):
+        env.reset()
+    assert env.reset().shape == (C * N, 4 * M + 1)
+    with pytest.raises(fedbandit_env.ConfigError, match=f"actions: expected {C * N} integer"):
+        env.step(np.zeros(C * N - 1, dtype=np.int64))
+    with pytest.raises(fedbandit_env.ConfigError, match="actions: expected"):
+        env.step(np.zeros(C * N))  # floats are not arms
+
+
+def test_attribute_plumbing_acts_once_on_the_shared_engine():
+    env = _env()
+    env.seed(20)
+    out = env.env_method("reset", indices=[0, 1, 2])
+    assert len(out) == 3 and all(np.array_equal(o, out[0]) for o in out)
+    assert env.run_seeds == [20 + c for c in range(C)]  # one reset, not three
+    assert env.get_attr("num_copies", indices=[1, 2]) == [C, C]
+    assert env.has_attr("num_agents") and not env.has_attr("no_such_attribute")
+    with pytest.raises(fedbandit_env.ConfigError, match=r"indices: expected .* got \[12\]"):
+        env.get_attr("num_copies", indices=[C * N])
+    env.set_attr("reward_mode", "regret")
+    assert env.get_attr("reward_mode", indices=0) == ["regret"]
+    with pytest.raises(fedbandit_env.ConfigError, match="set_attr: indices"):
+        env.set_attr("reward_mode", "local", indices=[0])
+    assert env.reward_mode == "regret"
+    assert env.env_is_wrapped(Monitor, indices=3) == [False]
+    with pytest.warns(UserWarning, match="no `render_mode`"):
+        assert env.render() is None
+
+
+def test_sb3_vec_monitor_sees_whole_episodes():
+    env = VecMonitor(_env(reward_mode="regret"))
+    env.seed(0)
+    env.reset()
+    total = np.zeros(C * N)
+    for t in range(T):
+        _, rewards, dones, infos = env.step((np.arange(C * N) + t) % M)
+        total += rewards
+    assert dones.all()
+    episodes = [i["episode"] for i in infos]
+    assert all(e["l"] == T for e in episodes)
+    assert np.allclose([e["r"] for e in episodes], total, atol=1e-4)

@@ -19,11 +19,18 @@ is unbounded in those slices.
 
 **Communication protocol.** The learner's action is only an arm; the features layer does the
 talking for it, exactly like the ``*_shared`` baselines (:mod:`baselines.index`): every agent
-sends its own ``[counts, sums]`` (2M floats) each step over the channel named ``neighbors`` (kind
-``neighbors``, dim 2M), and the neighbour features aggregate the latest message of each
-neighbour. Without such a channel (``share=False``) nothing is sent and the neighbour slices stay
-0. Agent i's features use only row i of what it observed, so learners built on them respect the
-light cone.
+sends its own ``[counts, sums]`` (2M floats) each step over the **statistics channel**, the
+channel named ``neighbors`` (kind ``neighbors``, dim 2M), and the neighbour features aggregate the
+latest message of each neighbour. The protocol has a name, :data:`STATISTICS_PROTOCOL`
+(``"counts_sums"``); a team policy that sends ``[counts, sums]`` on a channel declares it in its
+``message_protocols`` mapping (``{"neighbors": "counts_sums"}``, see :func:`declared_protocol`).
+A channel's kind and dim alone do not say what it carries (``dp_dec_ucb`` sends consensus
+estimates over a ``neighbors`` channel of dim 2M too), so views that mix the features layer with
+other learners (the single-agent view) share only with peers that declare the protocol. Where the
+features layer drives every agent (the PettingZoo wrapper, the SB3 adapter, ``SB3Policy``) it is
+the only sender, and a matching channel carries the protocol by construction. Without such a
+channel (or with ``share=False``) nothing is sent and the neighbour slices stay 0. Agent i's
+features use only row i of what it observed, so learners built on them respect the light cone.
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts
 
 CHANNEL = "neighbors"
+"""Name of the statistics channel."""
+STATISTICS_PROTOCOL = "counts_sums"
+"""Name of the protocol: each agent sends its own ``[counts (M), sums (M)]`` every step."""
 
 
 def statistics_channel(num_arms: int) -> dict[str, dict[str, Any]]:
@@ -47,20 +57,31 @@ def statistics_channel(num_arms: int) -> dict[str, dict[str, Any]]:
 
 
 def has_statistics_channel(facts: FederationFacts) -> bool:
+    """The environment has a channel of the statistics channel's name, kind and dim (it says
+    nothing about what other learners send on it: see :func:`declared_protocol`)."""
     have = facts.channels.get(CHANNEL)
     return have is not None and have["kind"] == "neighbors" and have["dim"] == 2 * facts.num_arms
+
+
+def declared_protocol(policy: Any, channel: str = CHANNEL) -> str | None:
+    """The protocol ``policy`` declares for its messages on ``channel`` (its
+    ``message_protocols`` mapping from channel name to protocol name), or None."""
+    protocols = getattr(policy, "message_protocols", None) or {}
+    return protocols.get(channel)
 
 
 class StatisticsFeatures:
     """Batched per-agent sufficient statistics and their flat features (module doc)."""
 
-    def __init__(self, facts: FederationFacts, share: bool | None = None):
+    def __init__(self, facts: FederationFacts, share: bool | None = None, owner: str = "features"):
+        """``share``: send and read statistics (None: iff the env has the statistics channel);
+        ``owner`` names the learner in error messages."""
         available = has_statistics_channel(facts)
         if share is None:
             share = available
         if share and not available:
             raise ConfigError(
-                f"features: channels.{CHANNEL}: expected a 'neighbors' channel of dim "
+                f"{owner}: channels.{CHANNEL}: expected a 'neighbors' channel of dim "
                 f"{2 * facts.num_arms} to share statistics, got {facts.channels.get(CHANNEL)}"
             )
         self.share = bool(share)

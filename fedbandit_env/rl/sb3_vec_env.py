@@ -26,6 +26,15 @@ policy on a multi-agent env (the shape of SuperSuit's ``pettingzoo_env_to_vec_en
   is reproducible from one seed. Unlike SuperSuit's ``SB3VecEnvWrapper.reset`` (which drops the
   seed, ecosystem.md §1.3) the seed is forwarded, and an unseeded reset draws OS entropy
   through ``SeedSequence``, never the global numpy RNG.
+* ``reset()`` returns the observations only and stores ``reset_infos`` (``{"run_seed": s + c}``
+  for every sub-env of copy c; autoresets update them too). Reset options are not supported
+  (``set_options`` with a non-empty dict makes the next ``reset`` raise).
+* VecEnv plumbing: the sub-envs are agents of one batched engine, not separate objects, so
+  ``get_attr`` returns the adapter's attribute for each index, ``env_method`` calls the
+  adapter's method once and repeats its result per index, ``set_attr`` applies to all sub-envs
+  (a strict subset of indices raises), ``env_is_wrapped`` is False (no Gymnasium wrappers), and
+  out-of-range indices raise. ``render_mode`` is None: SB3's ``render()`` warns and returns
+  None.
 """
 
 from __future__ import annotations
@@ -102,6 +111,7 @@ class AgentsVecEnv(VecEnv):
         obs, _ = self.venv.reset(seed=seed)
         self.features.reset()
         self.features.update(obs)
+        self.reset_infos = [{"run_seed": seed + k // self.num_agents} for k in range(self.num_envs)]
         return self._flat(self.features.features())
 
     def _flat(self, x: np.ndarray) -> np.ndarray:
@@ -109,12 +119,27 @@ class AgentsVecEnv(VecEnv):
 
     # ------------------------------------------------------------------- API
     def reset(self) -> np.ndarray:
-        obs = self._start_episode()
-        self.reset_infos = [{} for _ in range(self.num_envs)]
-        return obs
+        """Start an episode in every copy; returns the observations only, the reset infos
+        (``{"run_seed": ...}`` per sub-env) are in ``reset_infos``. Cancels a pending
+        ``step_async``. The environments take no reset options: options set with
+        ``set_options`` raise here."""
+        options, self._options = self._options, [{} for _ in range(self.num_envs)]
+        if any(options):
+            raise ConfigError(
+                "reset: options: the fedbandit environments take no reset options, got "
+                f"{next(o for o in options if o)!r} (set_options)"
+            )
+        self._actions = None
+        return self._start_episode()
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions)
+        actions = np.array(actions)  # a copy: the caller may reuse its buffer
+        if actions.size != self.num_envs or not np.issubdtype(actions.dtype, np.integer):
+            raise ConfigError(
+                f"step_async: actions: expected {self.num_envs} integer arms (one per sub-env), "
+                f"got shape {actions.shape} dtype {actions.dtype}"
+            )
+        self._actions = actions
 
     def step_wait(self):
         if self._actions is None:
@@ -129,7 +154,7 @@ class AgentsVecEnv(VecEnv):
         dones = self._flat(terminated | truncated).astype(bool)
         truncs = self._flat(truncated & ~terminated)
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(tr)} for tr in truncs]
-        if dones.all():
+        if dones.all():  # every copy ends at the same horizon
             for k, info_k in enumerate(infos):
                 info_k["terminal_observation"] = obs[k]
             obs = self._start_episode()
@@ -139,21 +164,41 @@ class AgentsVecEnv(VecEnv):
         self.venv.close()
 
     # ------------------------------------------------- attribute plumbing
+    # The sub-envs are the agents of one batched engine, not separate objects: attributes and
+    # methods are the adapter's own, the same for every index.
     def _indices(self, indices: VecEnvIndices) -> list[int]:
-        return list(self._get_indices(indices))
+        out = [int(k) for k in self._get_indices(indices)]
+        bad = [k for k in out if not 0 <= k < self.num_envs]
+        if bad:
+            raise ConfigError(
+                f"indices: expected sub-env indices in [0, {self.num_envs}), got {bad}"
+            )
+        return out
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The adapter's attribute, once per requested sub-env (AttributeError if missing)."""
         value = getattr(self, attr_name)
         return [value for _ in self._indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute of the adapter; only for all sub-envs at once (they share it)."""
+        if sorted(set(self._indices(indices))) != list(range(self.num_envs)):
+            raise ConfigError(
+                f"set_attr: indices: the {self.num_envs} sub-envs are agents of one batched "
+                f"engine and share their attributes; set {attr_name!r} for all of them "
+                "(indices=None)"
+            )
         setattr(self, attr_name, value)
 
     def env_method(
         self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs
     ) -> list[Any]:
-        method = getattr(self, method_name)
-        return [method(*method_args, **method_kwargs) for _ in self._indices(indices)]
+        """Call the adapter's method ONCE (the sub-envs share it) and return its result once
+        per requested sub-env."""
+        ks = self._indices(indices)
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result for _ in ks]
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """No Gymnasium wrapper sits between SB3 and the agents: False for every sub-env."""
         return [False for _ in self._indices(indices)]

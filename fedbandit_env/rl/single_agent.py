@@ -8,14 +8,23 @@ controlled by the caller and every other agent by the registered team policy ``p
 * Observation: the learner's ``Box(4M + 1, float32)`` sufficient statistics
   (:mod:`fedbandit_env.rl.features`). Action: ``Discrete(M)``, the learner's arm.
 * Channels: when ``channels`` is not given the env gets the peers' ``channel_spec`` or, if they
-  name none, the statistics channel (``neighbors``, dim 2M). When that channel exists the learner
-  sends its own ``[counts, sums]`` on it (the protocol of the ``*_shared`` baselines, so such
-  peers and the learner understand each other); it sends nothing on other channels. The peers'
-  messages pass through unchanged.
+  name none, the statistics channel (``neighbors``, dim 2M). The learner sends its own
+  ``[counts, sums]`` on that channel, and reads its neighbours' statistics from it, only if the
+  peers speak the same protocol (they declare ``message_protocols = {"neighbors":
+  "counts_sums"}``, as the ``*_shared`` baselines and ``sb3_policy`` do) or do not use the
+  channel at all. Peers that use a ``neighbors`` channel of dim 2M for their own protocol
+  (``dp_dec_ucb`` sends consensus estimates on it) are not mixed with statistics: by default
+  (``share=None``) the learner is then **silent** (it sends nothing, its neighbour features stay
+  0, and the peers see it as a neighbour whose messages never arrive); ``share=True`` raises a
+  :class:`~fedbandit_env.ConfigError` naming the learner, the channel and the peers. The learner
+  sends nothing on other channels; the peers' messages pass through unchanged.
 * Reward: the learner's local reward (``reward_mode="local"``) or minus its pseudo-regret
   (``"regret"``, training-time information; see :mod:`fedbandit_env.rl.sb3_vec_env`).
 * Episodes truncate at the horizon; there is no termination. ``info`` holds the learner's
   ``instant_regret`` and ``cumulative_regret``.
+* Registration: ``import fedbandit_env`` registers the id (Gymnasium 1.x loads no plugins on
+  ``import gymnasium``); ``gymnasium.make("fedbandit_env:FedBandit/OneLearner-v0", ...)`` imports
+  the package itself.
 * Seeding: ``reset(seed=s)`` plays run seed s (the same run the PettingZoo and vector views play
   with s); a later ``reset()`` without a seed continues with s + 1, s + 2, ...; the first unseeded
   reset draws the run seed from ``self.np_random``.
@@ -33,7 +42,14 @@ from fedbandit_env.config import make_config
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec, spec
-from fedbandit_env.rl.features import CHANNEL, StatisticsFeatures, statistics_channel
+from fedbandit_env.rl.features import (
+    CHANNEL,
+    STATISTICS_PROTOCOL,
+    StatisticsFeatures,
+    declared_protocol,
+    has_statistics_channel,
+    statistics_channel,
+)
 
 REWARD_MODES = ("local", "regret")
 
@@ -59,16 +75,19 @@ class OneLearnerEnv(gym.Env):
         reward_mode: str = "local",
         peer_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
+        share: bool | None = None,
         **env_kwargs: Any,
     ):
         if reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode: expected one of {REWARD_MODES}, got {reward_mode!r}")
         if render_mode not in (None, "ansi"):
             raise RenderModeError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+        if share is not None and not isinstance(share, bool):
+            raise ConfigError(f"share: expected None, True or False, got {share!r}")
         self.peers = make_agent(peers, **(peer_kwargs or {})) if isinstance(peers, str) else peers
+        preview = make_config(**{**spec(env_id).kwargs, **env_kwargs})
+        wanted = self.peers.channel_spec(preview) or {}
         if "channels" not in env_kwargs:
-            preview = make_config(**{**spec(env_id).kwargs, **env_kwargs})
-            wanted = self.peers.channel_spec(preview)
             env_kwargs["channels"] = wanted or statistics_channel(preview.num_arms)
         self.venv = make_vec(env_id, num_runs=1, **env_kwargs)
         n = self.venv.num_agents
@@ -77,12 +96,32 @@ class OneLearnerEnv(gym.Env):
         self.learner = learner
         self.reward_mode = reward_mode
         self.render_mode = render_mode
-        self.features = StatisticsFeatures(self.venv.facts)
+        share = self._statistics_sharing(share, wanted, peers)
+        self.features = StatisticsFeatures(self.venv.facts, share, owner=f"agent_{learner}")
         self.observation_space = self.features.observation_space()
         self.action_space = gym.spaces.Discrete(self.venv.num_arms)
         self._run_seed: int | None = None
         self._obs = None
         self._info: dict[str, Any] = {}
+
+    def _statistics_sharing(self, share: bool | None, wanted: dict, peers: Any) -> bool | None:
+        """Whether the learner may share statistics with these peers (module doc, Channels)."""
+        clash = (
+            has_statistics_channel(self.venv.facts)
+            and CHANNEL in wanted
+            and declared_protocol(self.peers, CHANNEL) != STATISTICS_PROTOCOL
+        )
+        if not clash:
+            return share
+        if share:
+            name = peers if isinstance(peers, str) else type(peers).__name__
+            raise ConfigError(
+                f"agent_{self.learner}: channels.{CHANNEL}: the peers {name!r} use this channel "
+                f"for their own messages, not the {STATISTICS_PROTOCOL!r} statistics protocol "
+                "([counts, sums]); pass share=False (or leave share=None) to let the learner "
+                "play silently among them"
+            )
+        return False
 
     @property
     def run_seed(self) -> int | None:
