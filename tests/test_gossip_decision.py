@@ -73,7 +73,14 @@ def check_decisions(policy, num_agents=6, num_arms=4, rounds=400, topology="path
     )
     obs, _ = venv.reset(seed=seed)
     policy.reset(venv.facts, venv.agent_rng())
-    branches = {"lag": 0, "ucb": 0, "ties": 0, "tie_not_lowest": 0, "multi_lag": 0, "lag_not_lowest": 0}
+    branches = {
+        "lag": 0,
+        "ucb": 0,
+        "ties": 0,
+        "tie_not_lowest": 0,
+        "multi_lag": 0,
+        "lag_not_lowest": 0,
+    }
     for step in range(rounds + num_arms):
         action = policy.act(obs)
         if step >= num_arms:
