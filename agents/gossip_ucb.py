@@ -101,6 +101,11 @@ class GossipUCB(TeamPolicy):
                 f"{self.agent_id}: family: expected 'heterogeneous' or 'homogeneous' "
                 f"(multi-armed), got {facts.family!r}"
             )
+        if n < 3:
+            raise ConfigError(
+                f"{self.agent_id}: num_agents: expected N >= 3 (the paper's assumption, "
+                f"gossip.md §1.1: N = 2 collapses to a centralized problem), got {n}"
+            )
         if facts.horizon <= m:
             raise ConfigError(
                 f"{self.agent_id}: horizon: expected more than M = {m} steps (the initialization "

@@ -3,6 +3,7 @@ regret behaviour, theory constants and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -222,6 +223,8 @@ def test_theory_constants_table():
         ),
         (GossipUCB, {"horizon": 4}, r"gossip_ucb: horizon: expected more than M = 4"),
         (lambda: GossipFedUCB(epsilon=1.0), {"horizon": 3}, r"gossip_fed_ucb: horizon"),
+        (GossipUCB, {"num_agents": 2}, r"gossip_ucb: num_agents: expected N >= 3 .*got 2"),
+        (lambda: GossipFedUCB(epsilon=1.0), {"num_agents": 2}, r"gossip_fed_ucb: num_agents"),
     ],
 )
 def test_bad_environment_fails_before_the_first_step(make, kwargs, match):
@@ -230,6 +233,21 @@ def test_bad_environment_fails_before_the_first_step(make, kwargs, match):
     venv.reset(seed=0)
     with pytest.raises(ConfigError, match=match):
         make().reset(venv.facts, venv.agent_rng())
+
+
+@pytest.mark.parametrize("make", [GossipUCB, lambda: GossipFedUCB(epsilon=1.0)])
+def test_wrong_family_fails_before_the_first_step(make):
+    """A multi-armed family is required; the linear-contextual family is rejected by name."""
+    base = {"num_agents": 3, "num_arms": 4, "horizon": 50, "channels": ("neighbors", "gossip")}
+    venv = fedbandit_env.make_vec(ENV, num_runs=1, **base)
+    venv.reset(seed=0)
+    policy = make()
+    facts = dataclasses.replace(venv.facts, family="linear")
+    with pytest.raises(
+        ConfigError, match=rf"{policy.agent_id}: family: expected 'heterogeneous' or 'homogeneous'"
+    ):
+        policy.reset(facts, venv.agent_rng())
+    policy.reset(dataclasses.replace(venv.facts, family="homogeneous"), venv.agent_rng())
 
 
 @pytest.mark.parametrize(
