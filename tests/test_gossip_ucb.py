@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 import fedbandit_env
-from agents.gossip_theory import alpha1, alpha2, constant_L, theorem1_bound
+from agents.gossip_theory import (
+    alpha1,
+    alpha2,
+    alpha3,
+    constant_L,
+    theorem1_bound,
+    theorem2_bound,
+)
 from agents.gossip_ucb import GossipFedUCB, GossipUCB
 from fedbandit_env import ConfigError
 from fedbandit_env.bench import evaluate
@@ -210,6 +217,46 @@ def test_theory_constants_table():
     assert lam == pytest.approx(0.99456, abs=1e-5)
     mu = np.array([0.506, 0.378, 0.471, 0.580, 0.687])  # §4.6 instance 0
     assert theorem1_bound(600_000, mu, 0.5, 3) == pytest.approx(7.4e3, rel=0.01)
+
+
+def test_alpha3_by_hand():
+    """alpha3 = alpha2 + 4N (§3). alpha2(0.5, 3, 2) = (3*2-1)*3 + 2 pi^2/3 + 2 * 0.5^(1/12) /
+    ((1 - 0.5^(1/3)) (1 - 0.5^(1/12))) = 15 + 6.5797 + 1.88775 / (0.206299 * 0.0561257)
+    = 15 + 6.5797 + 163.036 = 184.616."""
+    assert alpha3(0.5, 3, 2) == pytest.approx(184.616 + 12, abs=1e-3)
+    assert alpha3(0.5, 3, 5) == pytest.approx(211.616 + 12, abs=1e-3)  # the §3 table's alpha2
+    assert alpha3(0.99, 10, 2) == pytest.approx(713_758.28 + 40, abs=0.01)
+
+
+def test_theorem2_bound_by_hand():
+    """Theorem 2 (§3): sum over gaps of Delta (max{N lnT (1 + sqrt(1 + (16 delta/eps)^2 ln^3 T))
+    / delta^2, L, (3M+1)N} + 4N lnT + alpha3), delta = Delta/2 - alpha1."""
+    # N=3, M=2, lambda2=0.5, mu=(0.7, 0.5), T=1e4, eps=1: Delta=0.2, delta=0.1 - 4.96e-7,
+    # lnT=9.21034, (16 delta)^2 ln^3 T = 2.56 * 781.33 = 2000.2, sqrt(2001.2) = 44.735,
+    # first = 27.631 * 45.735 / 0.01 = 126_370 (> L = 59, > 21); 4N lnT = 110.52;
+    # alpha3 = 196.616: 0.2 * (126_369.6 + 110.52 + 196.62) = 25_335.3
+    assert theorem2_bound(10_000, np.array([0.7, 0.5]), 0.5, 3, 1.0) == pytest.approx(
+        25_335.34, rel=1e-6
+    )
+    # N=10, M=2, lambda2=0.99, mu=(1, 0), T=1000, eps=1e6: delta = 0.5, the privacy term is
+    # negligible, first = 10 * 6.9078 * 2 / 0.25 = 552.6 < L = 10_294, so L wins:
+    # 1.0 * (10_294 + 40 * 6.9078 + 713_798.28) = 724_368.6
+    assert theorem2_bound(1000, np.array([1.0, 0.0]), 0.99, 10, 1e6) == pytest.approx(
+        724_368.59, rel=1e-7
+    )
+
+
+def test_theorem2_without_privacy_is_theorem1_plus_its_extra_terms():
+    """At eps = inf the first term of Theorem 2 is 2 N lnT / delta^2, Theorem 1's; what remains
+    is sum Delta (4 N lnT + 4 N) (alpha3 = alpha2 + 4N). The bound falls as eps grows."""
+    mu, t = np.array([0.506, 0.378, 0.471, 0.580, 0.687]), 600_000
+    gaps = (mu.max() - mu)[mu < mu.max()]
+    extra = gaps.sum() * (4 * 3 * math.log(t) + 4 * 3)
+    assert theorem2_bound(t, mu, 0.5, 3, math.inf) == pytest.approx(
+        theorem1_bound(t, mu, 0.5, 3) + extra, rel=1e-12
+    )
+    bounds = [theorem2_bound(t, mu, 0.5, 3, e) for e in (1.0, 2.0, 5.0, math.inf)]
+    assert bounds == sorted(bounds, reverse=True) and bounds[0] > 10 * bounds[-1]
 
 
 @pytest.mark.parametrize(
