@@ -179,11 +179,27 @@ def test_independent_ucb1_locks_on_local_best_while_gossip_ucb_learns_global_bes
 
 
 def test_setting_a_regret_far_below_theorem1_and_epsilon_ordering():
-    """Setting (a) (N=3, M=5, K3): eps = inf far below the Theorem 1 bound; at the end of a short
-    run the curves are ordered eps=1 > eps=5 > eps=inf (gossip.md §4.5)."""
+    """Setting (a) (N=3, M=5, K3), T = 2e4 rounds, seeds 0-3 (paired: the reward, edge and
+    tie-break streams do not depend on epsilon).
+
+    * eps = inf: every agent's own regret (Theorem 1 bounds each R_i(T), §3) far below the bound.
+    * Ordering eps=1 > eps=5 > eps=inf of the final regret, every run of eps=1 above every run of
+      eps=5 and so on (gossip.md §4.5).
+
+    eps = 2 is left out on purpose: at this scale eps = 1 and eps = 2 are not separated.
+    Measured at T = 2e4 over seeds 0-15 (agent-averaged final regret, mean / sd): eps=1 5330 /
+    1380, eps=2 5207 / 724, eps=5 4115 / 130, eps=inf 518 / 56; paired eps=1 - eps=2: mean 123,
+    sd 1221, negative for 4 of 16 seeds. Both private curves are still in their near-uniform
+    exploration phase; they separate only once eps=2 starts to flatten. With horizon T = 2e5
+    (seeds 0-7) eps=1 - eps=2 is 4790 +- 2240 at t = 1e5 and 11480 +- 3399 at t = 2e5 (all 8
+    seeds positive), but the four curves at 2e5 rounds take minutes on the 2-core CI machines;
+    the four-way ordering is checked by benchmarks/reproduce_gossip.py at its scales instead.
+    eps=1 > eps=5 is itself not seed-proof here: paired difference 1215 +- 1328 over seeds 0-15
+    (3 of 16 reversed); seeds 0-3 give eps=1 5394-5543 vs eps=5 4120-4171.
+    """
     rounds = 20_000
     kwargs = {"horizon": rounds + 5}
-    finals = {}
+    finals, by_agent = {}, {}
     for eps in (1.0, 5.0, math.inf):
         res = evaluate(
             "FedBandit/GossipTriangle-v0",
@@ -192,13 +208,15 @@ def test_setting_a_regret_far_below_theorem1_and_epsilon_ordering():
             seed=0,
             env_kwargs=kwargs,
             agent_kwargs={"epsilon": eps},
+            checkpoints=np.array([5, rounds + 5]),
         )
         finals[eps] = res.final_regret_per_agent
+        by_agent[eps] = res.regret_by_agent[:, -1] - res.regret_by_agent[:, 0]  # rounds 1..T
     env = fedbandit_env.make("FedBandit/GossipTriangle-v0")
     env.reset(seed=0)
     mu = env.unwrapped.engine.global_expected[0]
     bound = theorem1_bound(rounds, mu, 0.5, 3)
-    assert finals[math.inf].max() < 0.3 * bound
+    assert by_agent[math.inf].shape == (4, 3) and by_agent[math.inf].max() < 0.3 * bound
     assert finals[1.0].min() > finals[5.0].max() > finals[math.inf].max()
 
 
