@@ -3,8 +3,10 @@
 * :class:`ExactSums` — the running reward sums of every (run, agent, arm), without noise: the
   ``epsilon = inf`` (non-private) stand-in for one hybrid counter per agent and arm (§2.5).
 * :class:`HybridSums` — the private sums of every (run, agent, arm): one Chan–Shi–Song hybrid
-  counter per agent and arm (§2.3), :class:`fedbandit_env.privacy.HybridCounter` over (N, K),
-  fed with each agent's reward at the pulled arm (mask = one-hot of the arm);
+  counter per agent and arm (§2.3), :class:`fedbandit_env.privacy.HybridCounter` over (N, K);
+  each step inserts every agent's reward into its pulled arm's counter only
+  (``HybridCounter.insert_at`` at the (run, agent, arm) index) and reads those counters back
+  (``release_at``);
 * :func:`make_running_sums` — :class:`HybridSums` for a finite ``epsilon``, :class:`ExactSums`
   (same outputs as the counter at ``epsilon = inf``, faster) otherwise.
 * :func:`privacy_width` — the privacy width ``upsilon(n)/n`` with
@@ -57,9 +59,12 @@ class ExactSums:
 class HybridSums:
     """One hybrid counter per (run, agent, arm) (§2.3, §2.5); ``value`` is their latest release.
 
-    The counter draws one standard Laplace per counter per step (used only by the counter that
-    receives the item), from the agents' ``privacy`` stream, so a run's noise does not depend on
-    the other runs of its batch or on the arms pulled.
+    :meth:`insert` touches only the pulled counter of each (run, agent): ``insert_at`` adds the
+    reward there and ``release_at`` reads its new output into ``value`` (the other counters'
+    outputs are unchanged, since they received nothing). The counter still draws one standard
+    Laplace per counter per step (used only by the counter that receives the item), from the
+    agents' ``privacy`` stream, so a run's noise does not depend on the other runs of its batch or
+    on the arms pulled.
     """
 
     def __init__(

@@ -20,9 +20,11 @@ floor(log2 T) + 1 tree levels (item 4, ``privacy_levels="paper"`` for ceil(log2 
 only on non-empty blocks (item 6, ``noise_on_empty_blocks``); the init sample gets its own Laplace
 leaf by default (item 7, ``noisy_init=False`` reproduces the paper); argmax ties and lagging arms
 are chosen uniformly at random (item 9); alpha1 = 64 / N^17 (item 10); the agents know N
-(item 20). ``literal_line_order=True`` computes ñ(t+1) from the pre-pull count, as Algorithm 1's
-line 5 does (item 1). ``GossipFedUCB(epsilon=inf)`` takes the exact path and equals ``GossipUCB``
-step for step (P6).
+(item 20); Fed_UCB's Laplace scale follows ``reward_clip`` or the env's finite reward bounds and
+keeps the paper's 1/epsilon' for unbounded rewards, declaring that its guarantee then does not
+hold (item 5, ``dp_guarantee_holds``). ``literal_line_order=True`` computes ñ(t+1) from the
+pre-pull count, as Algorithm 1's line 5 does (item 1). ``GossipFedUCB(epsilon=inf)`` takes the
+exact path and equals ``GossipUCB`` step for step (P6).
 """
 
 from __future__ import annotations
@@ -43,6 +45,25 @@ from fedbandit_env.seeding import BatchedRNG
 NEIGHBORS, GOSSIP = "neighbors", "gossip"
 
 
+def _check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
+    """``reward_clip``: (lo, hi) with finite lo < hi."""
+    ok = (
+        isinstance(clip, tuple | list)
+        and len(clip) == 2
+        and all(
+            isinstance(c, int | float | np.integer | np.floating) and not isinstance(c, bool)
+            for c in clip
+        )
+        and all(math.isfinite(c) for c in clip)
+        and clip[0] < clip[1]
+    )
+    if not ok:
+        raise ConfigError(
+            f"{agent_id}: reward_clip: expected None or (lo, hi) with finite lo < hi, got {clip!r}"
+        )
+    return float(clip[0]), float(clip[1])
+
+
 class GossipUCB(TeamPolicy):
     """Gossip_UCB (gossip.md §2.2–2.3): UCB on gossiped estimates ϑ with the consistency rule."""
 
@@ -60,6 +81,8 @@ class GossipUCB(TeamPolicy):
         )
         self.literal_line_order = bool(literal_line_order)
         self.epsilon = math.inf
+        self.dp_guarantee_holds: bool | None = None  # set by reset (see GossipFedUCB)
+        self.dp_caveats: tuple[str, ...] = ()
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         m = config.num_arms
@@ -74,7 +97,15 @@ class GossipUCB(TeamPolicy):
         self.require_channel(facts, NEIGHBORS, "neighbors", m)
         self.require_channel(facts, GOSSIP, "gossip", m)
         if facts.family not in ("heterogeneous", "homogeneous"):
-            raise ConfigError(f"{self.agent_id}: family: expected a multi-armed family")
+            raise ConfigError(
+                f"{self.agent_id}: family: expected 'heterogeneous' or 'homogeneous' "
+                f"(multi-armed), got {facts.family!r}"
+            )
+        if n < 3:
+            raise ConfigError(
+                f"{self.agent_id}: num_agents: expected N >= 3 (the paper's assumption, "
+                f"gossip.md §1.1: N = 2 collapses to a centralized problem), got {n}"
+            )
         if facts.horizon <= m:
             raise ConfigError(
                 f"{self.agent_id}: horizon: expected more than M = {m} steps (the initialization "
@@ -100,6 +131,12 @@ class GossipUCB(TeamPolicy):
 
     def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Gossip_UCB releases exact means (no privacy)."""
+        self.dp_guarantee_holds = False
+        self.dp_caveats = ("epsilon = inf: no privacy mechanism",)
+
+    def _clip(self, reward: np.ndarray) -> np.ndarray:
+        """The reward value the agent learns from (Fed_UCB may clip it, §6 item 5)."""
+        return reward
 
     # ------------------------------------------------------------- the round
     @property
@@ -129,7 +166,7 @@ class GossipUCB(TeamPolicy):
         )
 
     def _record_init(self, obs: VecObservation, arm: int) -> None:
-        self._init_rewards[..., arm] = obs.last_reward
+        self._init_rewards[..., arm] = self._clip(obs.last_reward)
 
     def _finish_init(self) -> None:
         """t = 0: n = 1, S = X(0), X̄ = ϑ = X(0), ñ = n (gossip.md §2.2)."""
@@ -163,9 +200,10 @@ class GossipUCB(TeamPolicy):
         arm = obs.last_arm
         pre_pull_n = self.n.copy() if self.literal_line_order else None
         old_xbar = self.xbar.copy()
+        reward = self._clip(obs.last_reward)
         self.n[b, i, arm] += 1.0
-        self.S[b, i, arm] += obs.last_reward
-        self._update_mean(t, arm, obs.last_reward)
+        self.S[b, i, arm] += reward
+        self._update_mean(t, arm, reward)
         grad = self.xbar - old_xbar
         gossip = obs.deliveries[GOSSIP]
         averaged = 0.5 * (self.theta + gossip.payload) + grad
@@ -185,11 +223,28 @@ class GossipFedUCB(GossipUCB):
 
     Each agent privatizes its own running reward sums with a
     :class:`~fedbandit_env.privacy.TreeCounter` over the round index (``tree_index="round"``) or
-    the arm's pull count (``"pull"``), per-level budget epsilon / levels; everything it sends is
-    post-processing of those noisy sums, so each agent is epsilon-DP (gossip.md §1.6, §3). The
-    bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor). As in the paper's
-    experiments, Gaussian rewards are not clipped (§6 item 5): the guarantee then holds only for
-    rewards in [0, 1] — use Bernoulli or clipped-Gaussian rewards for a formal guarantee.
+    the arm's pull count (``"pull"``), per-level budget epsilon' = epsilon / levels; everything it
+    sends is post-processing of those noisy sums, so each agent is epsilon-DP (gossip.md §1.6, §3).
+    The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor).
+
+    Reward range and Laplace scale (§6 item 5): each block gets ``Lap(sensitivity / epsilon')``.
+
+    * ``reward_clip=(lo, hi)``: rewards are clipped to [lo, hi] before the agent uses them (sums,
+      means and counter, also at ``epsilon = inf``); sensitivity ``hi - lo``.
+    * otherwise, when the environment's reward bounds are finite (Bernoulli, clipped Gaussian):
+      those bounds, sensitivity ``hi - lo`` (clipping is then a no-op);
+    * otherwise (unbounded Gaussian rewards, the paper's experiments): no clipping and the paper's
+      scale ``1 / epsilon'`` (sensitivity 1), for reproduction. The DP guarantee then does **not**
+      formally hold, and the agent says so.
+
+    After ``reset``, ``dp_guarantee_holds`` is True iff the agent is formally epsilon-DP per agent:
+    finite epsilon, bounded or clipped rewards, ``noisy_init=True`` (the paper's un-noised init
+    sample is unprotected) and a level split that does not overspend (``privacy_levels="paper"``
+    with T a power of two does, :attr:`TreeCounter.effective_epsilon`); ``dp_caveats`` lists what
+    breaks it. ``sensitivity`` and ``reward_bounds`` (None when unbounded and unclipped) are the
+    values in use. The bonus is kept literal (it assumes rewards in [0, 1], like the paper's
+    Gaussian experiments, §6 item 21); for a wider range, ``dp_bonus_scale = (hi - lo)**2``
+    widens its privacy term to the larger noise.
     """
 
     agent_id = "gossip_fed_ucb"
@@ -205,8 +260,12 @@ class GossipFedUCB(GossipUCB):
         noise_on_empty_blocks: bool = False,
         alpha1: float | None = None,
         literal_line_order: bool = False,
+        reward_clip: tuple[float, float] | None = None,
     ):
         super().__init__(bonus_scale, alpha1, literal_line_order)
+        self.reward_clip = None if reward_clip is None else _check_clip(self.agent_id, reward_clip)
+        self.reward_bounds: tuple[float, float] | None = None  # resolved by reset
+        self.sensitivity: float | None = None
         if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
             raise ConfigError(
                 f"{self.agent_id}: epsilon: expected a number > 0 (math.inf: no privacy), "
@@ -232,19 +291,51 @@ class GossipFedUCB(GossipUCB):
         return not math.isinf(self.epsilon)
 
     def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Resolve the reward range (class docstring), build the counter, state the guarantee."""
+        lo, hi = facts.reward_bounds
+        if self.reward_clip is not None:
+            self.reward_bounds = self.reward_clip
+        elif math.isfinite(lo) and math.isfinite(hi):
+            self.reward_bounds = (float(lo), float(hi))
+        else:
+            self.reward_bounds = None
+        bounds = self.reward_bounds
+        self.sensitivity = 1.0 if bounds is None else bounds[1] - bounds[0]
         self.counter = None
-        if not self.private:
-            return
-        self.counter = TreeCounter(
-            (facts.num_agents, facts.num_arms),
-            self.T,
-            self.epsilon,
-            rng=rng.child("privacy"),
-            tree_index=self.tree_index,
-            noise_on_empty_blocks=self.noise_on_empty_blocks,
-            levels=self.privacy_levels,
-            init_round=self.noisy_init,
-        )
+        caveats = []
+        if self.private:
+            self.counter = TreeCounter(
+                (facts.num_agents, facts.num_arms),
+                self.T,
+                self.epsilon,
+                rng=rng.child("privacy"),
+                bounds=bounds,
+                tree_index=self.tree_index,
+                noise_on_empty_blocks=self.noise_on_empty_blocks,
+                levels=self.privacy_levels,
+                init_round=self.noisy_init,
+            )
+            if bounds is None:
+                caveats.append(
+                    f"unbounded rewards {facts.reward_bounds} and no reward_clip: Laplace scale "
+                    "1/epsilon' assumes rewards in [0, 1] (paper reproduction)"
+                )
+            if not self.noisy_init:
+                caveats.append("noisy_init=False: the initialization sample is released unnoised")
+            if self.counter.effective_epsilon > self.epsilon * (1 + 1e-12):
+                caveats.append(
+                    f"privacy_levels='paper' overspends: effective epsilon "
+                    f"{self.counter.effective_epsilon:g} > {self.epsilon:g}"
+                )
+        else:
+            caveats.append("epsilon = inf: no privacy mechanism")
+        self.dp_caveats = tuple(caveats)
+        self.dp_guarantee_holds = not caveats
+
+    def _clip(self, reward: np.ndarray) -> np.ndarray:
+        if self.reward_clip is None:
+            return reward
+        return np.clip(reward, *self.reward_clip)
 
     def _initial_mean(self) -> np.ndarray:
         if self.counter is None:

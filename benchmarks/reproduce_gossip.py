@@ -7,8 +7,10 @@ Fed_UCB (`gossip_fed_ucb`) at epsilon in {1, 2, 5, inf} (inf = Gossip_UCB) on th
 settings: (a) N=3, M=5, complete graph K3 (lambda2 = 0.5) and (b) N=10, M=10, path P10
 (lambda2 = 0.9946), Gaussian(1) rewards, one fixed seeded instance per panel, the runs varying the
 noise, gossip edges and privacy noise (§6 item 15). Regret is the agent-averaged pseudo-regret of
-rounds 1..t (the M initialization pulls excluded, §6 item 12). Writes a figure with min-max bands
-and a Markdown table of the paper's claims next to the measured values into --out.
+rounds 1..t (the M initialization pulls excluded, §6 item 12), except in the Theorem 1 row: the
+theorem bounds every agent's own regret R_i(T), so that row shows the worst agent. Writes a figure
+with min-max bands and a Markdown table of the paper's claims next to the measured values into
+--out.
 """
 
 from __future__ import annotations
@@ -40,8 +42,11 @@ PANELS = {"a": ("FedBandit/GossipTriangle-v0", 5), "b": ("FedBandit/GossipPath10
 REPORT_AT = 0.6  # the paper reports ratios at t = 6e5 of T = 1e6
 
 
-def run_curve(panel: str, epsilon: float) -> tuple[str, float, np.ndarray, np.ndarray, float]:
-    """One curve: per-run agent-averaged regret of rounds 1..t at the checkpoints."""
+def run_curve(
+    panel: str, epsilon: float
+) -> tuple[str, float, np.ndarray, np.ndarray, np.ndarray, float]:
+    """One curve: per-run agent-averaged regret of rounds 1..t at the checkpoints, and each
+    agent's own regret of rounds 1..T (runs, N) for the per-agent Theorem 1."""
     from fedbandit_env.bench import evaluate
 
     env_id, m = PANELS[panel]
@@ -61,7 +66,8 @@ def run_curve(panel: str, epsilon: float) -> tuple[str, float, np.ndarray, np.nd
         },
     )
     curves = res.regret_per_agent[:, 1:] - res.regret_per_agent[:, :1]
-    return panel, epsilon, rounds_grid, curves, res.wall_time
+    by_agent = res.regret_by_agent[:, -1] - res.regret_by_agent[:, 0]
+    return panel, epsilon, rounds_grid, curves, by_agent, res.wall_time
 
 
 # ---------------------------------------------------------------- run every curve
@@ -72,7 +78,8 @@ if __name__ == "__main__":
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         results = list(pool.map(run_curve, *zip(*cells, strict=True)))
     wall = time.perf_counter() - start
-    curves = {(p, e): (t, c) for p, e, t, c, _ in results}
+    curves = {(p, e): (t, c) for p, e, t, c, _, _ in results}
+    by_agent = {(p, e): a for p, e, _, _, a, _ in results}
 
     # ------------------------------------------------------------ figure
     import matplotlib
@@ -138,14 +145,20 @@ if __name__ == "__main__":
             env.reset(seed=0)
             mu = env.unwrapped.engine.global_expected[0]
             bound = theorem1_bound(ROUNDS, mu, 0.5, 3)
-            worst = c_inf[:, -1].max()
+            # Theorem 1 bounds R_i(T), the expected regret of EVERY agent i (§3), not the
+            # agent average: compare the worst agent's mean over runs, and show the worst
+            # single (run, agent) too
+            final = by_agent[("a", math.inf)]  # (runs, N)
+            worst_agent = final.mean(axis=0).max()
+            worst_single = final.max()
             rows.append(
                 (
                     "a",
-                    f"eps=inf below the Theorem 1 bound at T={ROUNDS}",
+                    f"eps=inf below the Theorem 1 bound at T={ROUNDS} (per agent)",
                     f"{bound:.0f}",
-                    f"{worst:.0f} (max over runs)",
-                    "yes" if worst < bound else "NO",
+                    f"{worst_agent:.0f} (worst agent, mean over runs); "
+                    f"{worst_single:.0f} (worst run and agent)",
+                    "yes" if worst_single < bound else "NO",
                 )
             )
     table = [

@@ -22,6 +22,11 @@ def test_evaluate_shapes_and_totals():
     assert res.regret_per_agent.shape == (3, 50)
     assert np.allclose(res.regret_network, 4 * res.regret_per_agent)
     assert np.all(np.diff(res.regret_network, axis=1) >= 0)
+    # each agent's own curve: the per-agent average and the network total are built from it
+    assert res.regret_by_agent.shape == (3, 50, 4)
+    assert np.allclose(res.regret_by_agent.mean(axis=2), res.regret_per_agent)
+    assert np.allclose(res.regret_by_agent.sum(axis=2), res.regret_network)
+    assert np.any(res.regret_by_agent[:, -1, 0] != res.regret_by_agent[:, -1, 1])
     # flooding sends to both ring neighbours every step: 4 agents * 2 * 50 steps
     assert np.all(res.messages[:, 0] == 400) and np.all(res.floats[:, 0] == 1200)
     assert res.summary()["messages_mean"] == 400

@@ -61,6 +61,15 @@ def test_env_uses_the_pool_means_and_local_best_arms_differ():
     engine = env.unwrapped.engine
     assert np.allclose(engine.means[0], load_diabetes_means(SAMPLE))
     assert np.allclose(engine.global_expected[0], load_diabetes_means(SAMPLE).mean(axis=0))
+    # the local best arms differ across hospitals (gossip.md §6 item 18), and one hospital's local
+    # best is not the global best, so no hospital can find it alone. Sample means per hospital:
+    # best arm 2 (0.8), arms 2 and 3 tied (0.6), arm 3 (0.6); global best arm 3 (0.6 vs 0.533)
+    local = engine.means[0]
+    best_sets = [set(np.flatnonzero(row == row.max())) for row in local]
+    assert best_sets == [{2}, {2, 3}, {3}]
+    assert best_sets[0].isdisjoint(best_sets[2])
+    global_best = int(np.argmax(engine.global_expected[0]))
+    assert global_best == 3 and global_best not in best_sets[0]
     res = evaluate(ENV, "gossip_ucb", runs=2, env_kwargs={"data_path": str(SAMPLE), "horizon": 400})
     assert res.regret_per_agent.shape[0] == 2
 

@@ -3,6 +3,7 @@ the index fed by the counters, the light cone, determinism and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -268,6 +269,23 @@ def test_bipartite_graph_with_kappa_one_is_rejected():
 def test_graph_it_cannot_run_on():
     with pytest.raises(ConfigError, match=r"dp_dec_ucb: topology: expected one connected graph"):
         _reset(DPDecentralizedUCB(), topology="hybrid", topology_kwargs={"sizes": [3, 3]})
+
+
+def test_wrong_family():
+    """A multi-armed family is required: the linear-contextual family is rejected by name."""
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0",
+        num_runs=1,
+        num_agents=6,
+        num_arms=K,
+        topology="ring",
+        channels={"neighbors": {"kind": "neighbors", "dim": 2 * K}},
+    )
+    venv.reset(seed=0)
+    facts = dataclasses.replace(venv.facts, family="linear")
+    with pytest.raises(ConfigError, match=r"dp_dec_ucb: family: expected one of .*got 'linear'"):
+        DPDecentralizedUCB().reset(facts, venv.agent_rng())
+    DPDecentralizedUCB().reset(dataclasses.replace(facts, family="heterogeneous"), venv.agent_rng())
 
 
 def test_horizon_shorter_than_initialisation():

@@ -31,5 +31,6 @@ def test_reproduce_gossip_tiny(tmp_path):
     )
     table = (tmp_path / "claims.md").read_text()
     assert "ordering eps=1 > 2 > 5 > inf" in table and "Theorem 1 bound" in table
+    assert "(worst agent, mean over runs)" in table
     assert (tmp_path / "fig2.png").stat().st_size > 10_000
     assert "| a |" in out.stdout and "| b |" in out.stdout

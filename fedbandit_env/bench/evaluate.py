@@ -42,6 +42,7 @@ class EvalResult:
     steps: np.ndarray
     regret_per_agent: np.ndarray  # (runs, checkpoints): network regret / N
     regret_network: np.ndarray  # (runs, checkpoints): summed over agents
+    regret_by_agent: np.ndarray  # (runs, checkpoints, agents): each agent's own regret
     messages: np.ndarray  # (runs, link types)
     floats: np.ndarray
     cost: np.ndarray
@@ -130,6 +131,7 @@ def evaluate(
         steps=steps,
         regret_per_agent=curve.mean(axis=2),
         regret_network=curve.sum(axis=2),
+        regret_by_agent=curve,
         messages=total.messages.copy(),
         floats=total.floats.copy(),
         cost=total.cost.copy(),
