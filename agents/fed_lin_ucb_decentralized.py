@@ -21,6 +21,11 @@ The group size in beta, in the trigger inflation and in the initial W is the cli
 sends at most one message per trial (a trigger first, then pending answers in slot order: a
 deviation of this implementation, documented). Memory: the table of members' releases is
 (B, N, gamma, c_max, d, d).
+
+A private agent clips rewards to [-B, B] (``clipped_rewards``) and floors the spectrum of every
+``W_{i,g}`` at ``eig_floor`` when a member's release changes it (A28; ``eig_clip_events`` counts
+the floored matrices per run), see :mod:`agents.fed_ucb_common`. The horizon must allow one sync
+round: T >= 2 gamma + 1.
 """
 
 from __future__ import annotations
@@ -60,12 +65,17 @@ class FedLinUCBDecentralized(FedUCBBase):
         lam: float = 1.0,
         sigma: float = 0.5,
         S: float = 1.0,
+        L: float = 1.0,
+        B: float = 1.0,
+        eig_floor: float | None = None,
     ):
         aid = self.agent_id
         if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
             raise ConfigError(f"{aid}: gamma: expected an int >= 1, got {gamma!r}")
         self.gamma = gamma
-        super().__init__(epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S)
+        super().__init__(
+            epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S, L, B, eig_floor
+        )
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
@@ -82,6 +92,11 @@ class FedLinUCBDecentralized(FedUCBBase):
         if len(facts.topology.components) != 1:
             raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
         n, runs, g = facts.num_agents, facts.num_runs, self.gamma
+        if facts.horizon < 2 * g + 1:
+            raise ConfigError(
+                f"{self.agent_id}: horizon: expected at least 2 * gamma + 1 = {2 * g + 1} trials "
+                f"(a first use and one sync round of up to 2 gamma trials), got {facts.horizon}"
+            )
         self.d, self.N, self.T = d, n, facts.horizon
         cliques = clique_cover(power_graph(facts.topology.graph, g))
         self.cliques = cliques
@@ -97,7 +112,15 @@ class FedLinUCBDecentralized(FedUCBBase):
             valid[i, : len(cliques[self.clique_of[i]])] = True
         if self.private:
             c = linear_privacy_constants(
-                self.epsilon, self.delta, d, n, facts.horizon, alpha=self.alpha, gamma=g
+                self.epsilon,
+                self.delta,
+                d,
+                n,
+                facts.horizon,
+                alpha=self.alpha,
+                L=self.L,
+                B=self.B,
+                gamma=g,
             )
             self.constants = c
             self.rho_min, self.rho_max, self.kappa = c.rho_min, c.rho_max, c.kappa
@@ -114,6 +137,9 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_U = np.where(valid[None, :, None, :, None, None], self.rho_min * eye, 0.0)
         self.R_U = np.broadcast_to(self.R_U, (runs, n, g, c_max, d, d)).copy()
         self.R_u = np.zeros((runs, n, g, c_max, d))
+        self.init_safeguards(runs, n)
+        self._W = self.R_U.sum(axis=3)  # (B, N, gamma, d, d): W_{i,g}, floored (A28)
+        self._w = self.R_u.sum(axis=3)
         self.seen = np.zeros((runs, n, g, c_max), dtype=np.int64)
         self.U = np.zeros((runs, n, g, d, d))
         self.u = np.zeros((runs, n, g, d))
@@ -130,7 +156,17 @@ class FedLinUCBDecentralized(FedUCBBase):
 
     # ------------------------------------------------------------- the trial
     def W(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.R_U[:, :, slot].sum(axis=2), self.R_u[:, :, slot].sum(axis=2)
+        """``(W_{i,g}, w_{i,g})`` of every run and agent for slot ``g``: the sums of the clique
+        members' latest releases, with the spectrum of W floored (A28)."""
+        return self._W[:, :, slot], self._w[:, :, slot]
+
+    def _refresh(self, run: np.ndarray, agent: np.ndarray, slot: np.ndarray) -> None:
+        """Recompute ``W``, ``w`` where a member's release changed (A28 floor, counted once per
+        changed matrix)."""
+        key = np.unique(np.ravel_multi_index((run, agent, slot), self._W.shape[:3]))
+        r, v, s = np.unravel_index(key, self._W.shape[:3])
+        self._W[r, v, s] = self.floor_W(self.R_U[r, v, s].sum(axis=1), r)
+        self._w[r, v, s] = self.R_u[r, v, s].sum(axis=1)
 
     def act(self, obs: VecObservation) -> TeamAction:
         runs, n = self._rows[0].shape
@@ -159,7 +195,7 @@ class FedLinUCBDecentralized(FedUCBBase):
     def _trigger(self, slot: int) -> np.ndarray:
         W, _ = self.W(slot)
         inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
-        lhs = np.linalg.slogdet(W + self.U[:, :, slot] + inflate)[1] - np.linalg.slogdet(W)[1]
+        lhs = self.logdet(W + self.U[:, :, slot] + inflate) - self.logdet(W)
         return self.since[:, :, slot] * lhs >= self.threshold
 
     def _receive(self, delivery) -> None:
@@ -177,6 +213,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_U[r, v, s, p] = pay[data, HEADER : HEADER + d * d].reshape(-1, d, d)
         self.R_u[r, v, s, p] = pay[data, HEADER + d * d :]
         self.seen[r, v, s, p] = seq[data]
+        if len(r):
+            self._refresh(r, v, s)
 
     def _outgoing(self, trigger: np.ndarray, used: int | None) -> tuple[np.ndarray, np.ndarray]:
         """At most one message per agent: a trigger (request + own release of the slot just
@@ -218,6 +256,7 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_u[b, i, s, p] = u_hat[b, i, s]
         self.releases[mask] += 1
         self.seen[b, i, s, p] = self.releases[b, i, s]
+        self._refresh(b, i, s)
         for arr in (self.U, self.u, self.Q):
             arr[mask] = 0.0
         self.since[mask] = 0
