@@ -140,3 +140,37 @@ def test_bad_input():
     v.reset(seed=0)
     with pytest.raises(ConfigError, match=r"channels\.flood\.ttl: expected >= gamma = 2"):
         FedLinUCBDecentralized(gamma=2).reset(v.facts, v.agent_rng())
+
+
+def test_horizon_and_graph_checks():
+    """T >= 2 gamma + 1 (one sync round) and a connected graph, checked before the first step."""
+    policy = FedLinUCBDecentralized(gamma=2, private=False)
+    spec = policy.channel_spec(fedbandit_env.make_vec(ENV).config)
+    short = fedbandit_env.make_vec(ENV, num_runs=1, num_agents=4, horizon=4, channels=spec)
+    short.reset(seed=0)
+    with pytest.raises(
+        ConfigError,
+        match=r"fed_lin_ucb_decentralized: horizon: expected at least 2 \* gamma \+ 1 = 5 "
+        r"trials .*got 4",
+    ):
+        policy.reset(short.facts, short.agent_rng())
+    ok = evaluate(
+        ENV,
+        FedLinUCBDecentralized(gamma=2, private=False),
+        runs=1,
+        env_kwargs={"num_agents": 4, "horizon": 5},
+    )
+    assert ok.final_regret_per_agent.shape == (1,)
+    split = fedbandit_env.make_vec(
+        ENV,
+        num_runs=1,
+        num_agents=4,
+        topology="hybrid",
+        topology_kwargs={"sizes": [2, 2]},
+        channels=spec,
+    )
+    split.reset(seed=0)
+    with pytest.raises(
+        ConfigError, match=r"fed_lin_ucb_decentralized: topology: expected a connected graph"
+    ):
+        policy.reset(split.facts, split.agent_rng())

@@ -164,6 +164,30 @@ def test_fixed_schedule_syncs_exactly_n_times_and_batch_independence():
     assert np.array_equal(both.regret_network[1], alone.regret_network[0])
 
 
+def test_fixed_schedule_bounds_num_syncs_by_the_horizon():
+    """num_syncs = T - 2 gives T - 2 distinct sync trials (all complete); more raises."""
+    kw = {"num_agents": 3, "horizon": 12}
+    policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=10)
+    evaluate(ENV, policy, runs=2, seed=0, env_kwargs=kw)
+    assert np.all(policy.n_sync == 10)
+    with pytest.raises(
+        ConfigError, match=r"fed_lin_ucb: num_syncs: expected at most horizon - 2 = 10 .*got 11"
+    ):
+        evaluate(
+            ENV, FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=11), runs=1, env_kwargs=kw
+        )
+
+
+def test_horizon_shorter_than_one_sync_round_is_rejected():
+    with pytest.raises(
+        ConfigError, match=r"fed_lin_ucb: horizon: expected at least 3 trials, got 2"
+    ):
+        evaluate(ENV, FedLinUCB(), runs=1, env_kwargs={"num_agents": 2, "horizon": 2})
+    policy = FedLinUCB(private=False, sync_threshold=0.0)
+    evaluate(ENV, policy, runs=1, env_kwargs={"num_agents": 2, "horizon": 3})
+    assert policy.n_sync.tolist() == [1]
+
+
 def test_centralized_oracle_beats_independent_agents():
     kw = {"num_agents": 6, "horizon": 800}
     oracle = evaluate(ENV, "centralized_linucb", runs=3, seed=0, env_kwargs=kw)
