@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,14 @@ def test_reproduce_linear_tiny(tmp_path):
     # the communication ordering compares D = 0 with both other regimes, in both groups
     for group in ("private eps=1", "non-private"):
         assert f"({group}: D=0 <= DisLinUCB D and <= Theorem-1 D)" in table
+    for row in table.splitlines():
+        if "D=0 <= DisLinUCB D and <= Theorem-1 D" in row:
+            measured, values = (c.strip() for c in row.strip("|").split("|")[2:4])
+            regret = [float(v) for v in re.findall(r": (\d+) \(", values)]
+            assert len(regret) == 3  # D = 0, DisLinUCB D, Theorem-1 D
+            if min(abs(regret[0] - regret[1]), abs(regret[0] - regret[2])) >= 1:
+                lowest = regret[0] < min(regret[1:])
+                assert measured == ("yes" if lowest else "no"), row
     assert "| Prop. 1: realized sync rounds" in table and "non-private: 5 of 5" in table
     # one configuration row per run: 2 M x 4 epsilons, 3 regimes x 2, 3 dimensions
     configs = [line for line in table.splitlines() if line.startswith(("| 1 |", "| 2 |", "| 3 |"))]
