@@ -16,7 +16,9 @@ Two safeguards of the private agents live here:
   synchronized ``W`` indefinite. :func:`floor_spectrum` clips the eigenvalues of ``W`` from below
   at ``eig_floor`` (default rho_min: Lambda when private, lambda when not; post-processing, so the
   privacy guarantee is unaffected) and the agents count the events in ``eig_clip_events``; noise
-  is never redrawn. A ``W`` that is already above the floor is kept bit for bit.
+  is never redrawn. A ``W`` that is already above the floor is kept bit for bit. The spec asks
+  for "a small floor" without a value: rho_min is one agent's lower spectral bound, far below the
+  ``M rho_min`` (``c_i rho_min``) that an accurate W has, and keeps V well conditioned.
 """
 
 from __future__ import annotations
