@@ -26,6 +26,9 @@ without requests (the trial-t data then reaches the decisions of trial t+2).
 with ``num_syncs = n`` and tree depth m = 1 + ceil(log2 n). When a tree is full (A13) the agent
 re-sends its last release (no new privacy spent) and reports it in ``capacity_refusals``.
 ``beta_scale`` multiplies the radius (default 1 = theory, A9); report it with every result.
+A private agent clips rewards to [-B, B] (``B``, default 1; counted in ``clipped_rewards``) and
+floors the spectrum of every synchronized W at ``eig_floor`` (A28; counted in
+``eig_clip_events``), see :mod:`agents.fed_ucb_common`. ``n_sync`` counts completed syncs per run.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ import math
 import numpy as np
 
 from agents.fed_ucb_common import FedUCBBase
-from baselines.index import check_number
 from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
@@ -67,8 +69,11 @@ class FedLinUCB(FedUCBBase):
         S: float = 1.0,
         L: float = 1.0,
         B: float = 1.0,
+        eig_floor: float | None = None,
     ):
-        super().__init__(epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S)
+        super().__init__(
+            epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S, L, B, eig_floor
+        )
         aid = self.agent_id
         if schedule not in ("adaptive", "fixed"):
             raise ConfigError(f"{aid}: schedule: expected 'adaptive' or 'fixed', got {schedule!r}")
@@ -79,8 +84,6 @@ class FedLinUCB(FedUCBBase):
                 f"{aid}: num_syncs: expected an int >= 1 with schedule='fixed', got {num_syncs!r}"
             )
         self.schedule, self.num_syncs = schedule, num_syncs
-        self.L = check_number(aid, "L", L, 1e-12)
-        self.B = check_number(aid, "B", B, 1e-12)
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
@@ -104,6 +107,11 @@ class FedLinUCB(FedUCBBase):
         if horizon < 3:
             raise ConfigError(
                 f"{self.agent_id}: horizon: expected at least 3 trials, got {horizon}"
+            )
+        if self.schedule == "fixed" and self.num_syncs > horizon - 2:
+            raise ConfigError(
+                f"{self.agent_id}: num_syncs: expected at most horizon - 2 = {horizon - 2} "
+                f"(distinct sync trials of the fixed schedule), got {self.num_syncs}"
             )
         self.d, self.M, self.T = d, n_agents, horizon
         self.tree = None
@@ -143,6 +151,7 @@ class FedLinUCB(FedUCBBase):
         self.since_sync = np.zeros(runs)  # Delta: trials since the last completed sync
         self.n_sync = np.zeros(runs, dtype=np.int64)
         self.capacity_refusals = np.zeros(shape, dtype=np.int64)
+        self.init_safeguards(runs, n_agents)
         self._inflate = n_agents * (self.rho_max - self.rho_min) * eye
         self._rows = np.indices(shape)
         self._context = None
@@ -153,7 +162,7 @@ class FedLinUCB(FedUCBBase):
             k = np.arange(1, self.num_syncs + 1)
             # the release of trial t_k's data goes out with trial t_k + 1 and is in use from
             # t_k + 2, so the schedule spreads over T - 2 trials to complete every sync
-            last = max(1, horizon - 2)
+            last = horizon - 2
             self._fixed = set(np.ceil(k * last / self.num_syncs).astype(int).tolist())
 
     # ------------------------------------------------------------- the trial
@@ -181,7 +190,8 @@ class FedLinUCB(FedUCBBase):
         if arrived.any():
             d = self.d
             total = stats.aggregate[arrived]
-            self.W[arrived] = total[:, None, : d * d].reshape(-1, 1, d, d)
+            W = self.floor_W(total[:, : d * d].reshape(-1, d, d), np.flatnonzero(arrived))
+            self.W[arrived] = W[:, None]
             self.w[arrived] = total[:, None, d * d :]
             self.flight_U[arrived] = 0.0
             self.flight_u[arrived] = 0.0
@@ -225,6 +235,6 @@ class FedLinUCB(FedUCBBase):
         if self.schedule == "fixed" or self.threshold == 0.0:
             return np.zeros(self.W.shape[:2], dtype=bool)
         total = self.W + self.flight_U + self.U + self._inflate
-        lhs = np.linalg.slogdet(total)[1] - np.linalg.slogdet(self.W)[1]
+        lhs = self.logdet(total) - self.logdet(self.W)
         fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
         return fire & ~upload[:, None]

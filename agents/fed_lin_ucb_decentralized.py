@@ -1,8 +1,9 @@
 """Decentralized FedUCB (specs/linear.md §2.8, the spec's reconstruction; A20–A24).
 
-Agents talk only through the ``flood`` channel (LOCAL protocol with TTL gamma): a message sent
-with the pull of trial s from d <= gamma hops arrives in the observation of trial s + d - 1 and
-is used from trial s + d. The agents are partitioned into cliques of the power graph G^gamma
+Agents talk only through ``flood`` channels (LOCAL protocol with TTL gamma), one per slot:
+``flood`` carries slot 0 and ``flood_g`` slot g >= 1, so an agent can send one message per slot
+and trial (``slot_channel``). A message sent with the pull of trial s from d <= gamma hops
+arrives in the observation of trial s + d - 1 and is used from trial s + d. The agents are partitioned into cliques of the power graph G^gamma
 (``fedbandit_env.graphs.clique_cover``); an agent pools only its clique's data. Each agent keeps
 gamma round-robin estimators (slot g is used in trials t with (t - 1) mod gamma = g), each with
 its own privatizer tree (``GramTreePrivatizer`` over (N, gamma) trees, m = 1 + ceil(log2 ceil(T /
@@ -11,16 +12,21 @@ gamma)), the extra log gamma term of A23) and its own sync state:
 * after using slot g, an agent whose trigger ``Delta (ln det(W + U + c (rho_max - rho_min) I)
   - ln det W) >= D_dec`` fires broadcasts a request for g together with its own release of g
   (D_dec: Theorem 1's D with T -> T/gamma, A24);
-* a clique member receiving a request for g releases its own statistics of g (if it has unreleased
-  data); the releases (privatized cumulative (U_hat, u_hat), A22) replace the sender's entry in
+* a clique member receiving a request for g releases its own statistics of g in the same trial
+  (if it has unreleased data); so all members hold each other's new releases of g within 2 gamma
+  trials of the request (§2.8); the releases (privatized cumulative (U_hat, u_hat), A22) replace the sender's entry in
   every receiver's table, so ``W_{i,g}`` is the sum of the latest releases of i's clique members,
   updated member by member as they arrive (never atomically).
 
 The group size in beta, in the trigger inflation and in the initial W is the clique size c_i
-(A21). Each message carries [request flag, slot, release number, U_hat (d^2), u_hat (d)]; an agent
-sends at most one message per trial (a trigger first, then pending answers in slot order: a
-deviation of this implementation, documented). Memory: the table of members' releases is
-(B, N, gamma, c_max, d, d).
+(A21). Each message carries [request flag, slot, release number, U_hat (d^2), u_hat (d)]; a
+request and the requester's own release of the slot travel in one message. Memory: the table of
+members' releases is (B, N, gamma, c_max, d, d).
+
+A private agent clips rewards to [-B, B] (``clipped_rewards``) and floors the spectrum of every
+``W_{i,g}`` at ``eig_floor`` when a member's release changes it (A28; ``eig_clip_events`` counts
+the floored matrices per run), see :mod:`agents.fed_ucb_common`. The horizon must allow one sync
+round: T >= 2 gamma + 1.
 """
 
 from __future__ import annotations
@@ -60,28 +66,43 @@ class FedLinUCBDecentralized(FedUCBBase):
         lam: float = 1.0,
         sigma: float = 0.5,
         S: float = 1.0,
+        L: float = 1.0,
+        B: float = 1.0,
+        eig_floor: float | None = None,
     ):
         aid = self.agent_id
         if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
             raise ConfigError(f"{aid}: gamma: expected an int >= 1, got {gamma!r}")
         self.gamma = gamma
-        super().__init__(epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S)
+        super().__init__(
+            epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S, L, B, eig_floor
+        )
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
-        return {FLOOD: {"kind": "flood", "dim": HEADER + d * d + d, "ttl": self.gamma}}
+        return {
+            slot_channel(g): {"kind": "flood", "dim": HEADER + d * d + d, "ttl": self.gamma}
+            for g in range(self.gamma)
+        }
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         d = check_linear(self.agent_id, facts)
-        self.require_channel(facts, FLOOD, "flood", HEADER + d * d + d)
-        if facts.channels[FLOOD].get("ttl", 0) < self.gamma:
-            raise ConfigError(
-                f"{self.agent_id}: channels.flood.ttl: expected >= gamma = {self.gamma}"
-            )
+        self._channels = [slot_channel(g) for g in range(self.gamma)]
+        for name in self._channels:
+            self.require_channel(facts, name, "flood", HEADER + d * d + d)
+            if facts.channels[name].get("ttl", 0) < self.gamma:
+                raise ConfigError(
+                    f"{self.agent_id}: channels.{name}.ttl: expected >= gamma = {self.gamma}"
+                )
         if len(facts.topology.components) != 1:
             raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
         n, runs, g = facts.num_agents, facts.num_runs, self.gamma
+        if facts.horizon < 2 * g + 1:
+            raise ConfigError(
+                f"{self.agent_id}: horizon: expected at least 2 * gamma + 1 = {2 * g + 1} trials "
+                f"(a first use and one sync round of up to 2 gamma trials), got {facts.horizon}"
+            )
         self.d, self.N, self.T = d, n, facts.horizon
         cliques = clique_cover(power_graph(facts.topology.graph, g))
         self.cliques = cliques
@@ -97,7 +118,15 @@ class FedLinUCBDecentralized(FedUCBBase):
             valid[i, : len(cliques[self.clique_of[i]])] = True
         if self.private:
             c = linear_privacy_constants(
-                self.epsilon, self.delta, d, n, facts.horizon, alpha=self.alpha, gamma=g
+                self.epsilon,
+                self.delta,
+                d,
+                n,
+                facts.horizon,
+                alpha=self.alpha,
+                L=self.L,
+                B=self.B,
+                gamma=g,
             )
             self.constants = c
             self.rho_min, self.rho_max, self.kappa = c.rho_min, c.rho_max, c.kappa
@@ -114,6 +143,9 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_U = np.where(valid[None, :, None, :, None, None], self.rho_min * eye, 0.0)
         self.R_U = np.broadcast_to(self.R_U, (runs, n, g, c_max, d, d)).copy()
         self.R_u = np.zeros((runs, n, g, c_max, d))
+        self.init_safeguards(runs, n)
+        self._W = self.R_U.sum(axis=3)  # (B, N, gamma, d, d): W_{i,g}, floored (A28)
+        self._w = self.R_u.sum(axis=3)
         self.seen = np.zeros((runs, n, g, c_max), dtype=np.int64)
         self.U = np.zeros((runs, n, g, d, d))
         self.u = np.zeros((runs, n, g, d))
@@ -123,6 +155,7 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.since = np.zeros((runs, n, g))
         self.releases = np.zeros((runs, n, g), dtype=np.int64)
         self.pending = np.zeros((runs, n, g), dtype=bool)
+        self._silent = np.zeros((runs, n, HEADER + d * d + d))
         self.n_requests = np.zeros(runs, dtype=np.int64)
         self._rows = np.indices((runs, n))
         self._context = None
@@ -130,7 +163,17 @@ class FedLinUCBDecentralized(FedUCBBase):
 
     # ------------------------------------------------------------- the trial
     def W(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.R_U[:, :, slot].sum(axis=2), self.R_u[:, :, slot].sum(axis=2)
+        """``(W_{i,g}, w_{i,g})`` of every run and agent for slot ``g``: the sums of the clique
+        members' latest releases, with the spectrum of W floored (A28)."""
+        return self._W[:, :, slot], self._w[:, :, slot]
+
+    def _refresh(self, run: np.ndarray, agent: np.ndarray, slot: np.ndarray) -> None:
+        """Recompute ``W``, ``w`` where a member's release changed (A28 floor, counted once per
+        changed matrix)."""
+        key = np.unique(np.ravel_multi_index((run, agent, slot), self._W.shape[:3]))
+        r, v, s = np.unravel_index(key, self._W.shape[:3])
+        self._W[r, v, s] = self.floor_W(self.R_U[r, v, s].sum(axis=1), r)
+        self._w[r, v, s] = self.R_u[r, v, s].sum(axis=1)
 
     def act(self, obs: VecObservation) -> TeamAction:
         runs, n = self._rows[0].shape
@@ -140,8 +183,8 @@ class FedLinUCBDecentralized(FedUCBBase):
             used = (obs.step - 1) % self.gamma
             self._fold(obs, used)
             trigger = self._trigger(used)
-            self._receive(obs.deliveries[FLOOD])
-        send, payload = self._outgoing(trigger, used)
+            self._receive([obs.deliveries[name] for name in self._channels])
+        messages = self._outgoing(trigger, used)
         slot = obs.step % self.gamma
         W, w = self.W(slot)
         V = W + self.U[:, :, slot]
@@ -149,7 +192,7 @@ class FedLinUCBDecentralized(FedUCBBase):
             obs.context, V, w + self.u[:, :, slot], self.radius(V, self.size[None, :])
         )
         self._context = obs.context
-        return TeamAction(arms, {FLOOD: (send, payload)})
+        return TeamAction(arms, messages)
 
     def _fold(self, obs: VecObservation, slot: int) -> None:
         views = tuple(a[:, :, slot] for a in (self.U, self.u, self.G, self.g_vec, self.Q))
@@ -159,13 +202,18 @@ class FedLinUCBDecentralized(FedUCBBase):
     def _trigger(self, slot: int) -> np.ndarray:
         W, _ = self.W(slot)
         inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
-        lhs = np.linalg.slogdet(W + self.U[:, :, slot] + inflate)[1] - np.linalg.slogdet(W)[1]
+        lhs = self.logdet(W + self.U[:, :, slot] + inflate) - self.logdet(W)
         return self.since[:, :, slot] * lhs >= self.threshold
 
-    def _receive(self, delivery) -> None:
-        same = self.clique_of[delivery.receiver] == self.clique_of[delivery.origin]
-        run, recv, orig = delivery.run[same], delivery.receiver[same], delivery.origin[same]
-        pay = delivery.payload[same]
+    def _receive(self, deliveries: list) -> None:
+        """Requests mark the slot pending; newer releases of clique members replace their
+        entries (the slot travels in the payload; every slot's channel is read at once)."""
+        run, recv, orig, pay = (
+            np.concatenate([getattr(dv, k) for dv in deliveries])
+            for k in ("run", "receiver", "origin", "payload")
+        )
+        same = self.clique_of[recv] == self.clique_of[orig]
+        run, recv, orig, pay = run[same], recv[same], orig[same], pay[same]
         if len(run) == 0:
             return
         req, slot, seq = pay[:, 0] > 0.5, pay[:, 1].astype(np.int64), pay[:, 2].astype(np.int64)
@@ -177,34 +225,35 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_U[r, v, s, p] = pay[data, HEADER : HEADER + d * d].reshape(-1, d, d)
         self.R_u[r, v, s, p] = pay[data, HEADER + d * d :]
         self.seen[r, v, s, p] = seq[data]
+        if len(r):
+            self._refresh(r, v, s)
 
-    def _outgoing(self, trigger: np.ndarray, used: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """At most one message per agent: a trigger (request + own release of the slot just
-        used), else the answer to the lowest pending slot that has unreleased data."""
-        runs, n = trigger.shape
-        payload = np.zeros((runs, n, self._dim))
-        answerable = self.pending & (self.since > 0)
-        self.pending &= self.since > 0  # nothing new to release: the request is moot
-        slot = np.argmax(answerable, axis=2)
-        answer = answerable.any(axis=2) & ~trigger
+    def _outgoing(self, trigger: np.ndarray, used: int | None) -> dict:
+        """One message per slot channel: a trigger (request + own release of the slot just
+        used) and the answers to every pending request whose slot has unreleased data, all in
+        this trial; a request for a slot with nothing new to release is moot."""
+        answer = self.pending & (self.since > 0)
         if used is not None:
-            slot = np.where(trigger, used, slot)
-        send = trigger | answer
-        if not send.any():
-            return send, payload
-        b, i = self._rows
-        mask = np.zeros((runs, n, self.gamma), dtype=bool)
-        mask[b[send], i[send], slot[send]] = True
-        U_hat, u_hat = self._release(mask)
+            answer[:, :, used] |= trigger
+        self.pending[:] = False
+        if not answer.any():
+            silent = np.zeros(answer.shape[:2], dtype=bool)
+            return {name: (silent, self._silent) for name in self._channels}
+        U_hat, u_hat = self._release(answer)
+        runs, n, g = answer.shape
         d = self.d
-        payload[..., 0] = trigger
-        payload[..., 1] = slot
-        payload[..., 2] = np.where(send, self.releases[b, i, slot], 0)
-        payload[..., HEADER : HEADER + d * d] = U_hat[b, i, slot].reshape(runs, n, d * d)
-        payload[..., HEADER + d * d :] = u_hat[b, i, slot]
-        self.pending[mask] = False
+        payload = np.zeros((runs, n, g, self._dim))
+        if used is not None:
+            payload[:, :, used, 0] = trigger
+        payload[..., 1] = np.arange(g)
+        payload[..., 2] = np.where(answer, self.releases, 0)
+        payload[..., HEADER : HEADER + d * d] = U_hat.reshape(runs, n, g, d * d)
+        payload[..., HEADER + d * d :] = u_hat
         self.n_requests += trigger.sum(axis=1)
-        return send, payload
+        return {
+            name: (answer[:, :, slot], payload[:, :, slot])
+            for slot, name in enumerate(self._channels)
+        }
 
     def _release(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.tree is not None:
@@ -218,7 +267,13 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_u[b, i, s, p] = u_hat[b, i, s]
         self.releases[mask] += 1
         self.seen[b, i, s, p] = self.releases[b, i, s]
+        self._refresh(b, i, s)
         for arr in (self.U, self.u, self.Q):
             arr[mask] = 0.0
         self.since[mask] = 0
         return U_hat, u_hat
+
+
+def slot_channel(slot: int) -> str:
+    """Name of the flood channel of a slot: ``flood`` for slot 0, ``flood_g`` for slot g."""
+    return FLOOD if slot == 0 else f"{FLOOD}_{slot}"

@@ -1,9 +1,24 @@
 """What the centralized and decentralized FedUCB agents share (specs/linear.md §2.1–2.3).
 
 :class:`FedUCBBase` validates the common parameters (epsilon, delta, alpha, private, sync
-threshold, beta_scale, lambda, sigma, S), folds an observation into per-slot statistics and
-computes the Proposition-2 radius for a group size (M centrally, the clique size c_i in the
-decentralized variant, A21).
+threshold, beta_scale, lambda, sigma, S, L, B, eig_floor), folds an observation into per-slot
+statistics and computes the Proposition-2 radius for a group size (M centrally, the clique size
+c_i in the decentralized variant, A21).
+
+Two safeguards of the private agents live here:
+
+* **Reward clipping (§6, A26).** The privacy noise is calibrated for ``|y| <= B`` (sensitivity
+  through ``L^2 + B^2``). A private agent clips every reward to ``[-B, B]`` before it enters any
+  statistic (its own ``U, u`` and the privatized ``Q``), so Gaussian rewards keep the guarantee;
+  ``clipped_rewards`` counts the clipped rewards per run and agent. Bernoulli rewards with the
+  default ``B = 1`` are never clipped. Non-private agents use the rewards as they are.
+* **Eigenvalue floor (A28, §2.10).** A noise draw outside its high-probability bound can leave the
+  synchronized ``W`` indefinite. :func:`floor_spectrum` clips the eigenvalues of ``W`` from below
+  at ``eig_floor`` (default rho_min: Lambda when private, lambda when not; post-processing, so the
+  privacy guarantee is unaffected) and the agents count the events in ``eig_clip_events``; noise
+  is never redrawn. A ``W`` that is already above the floor is kept bit for bit. The spec asks
+  for "a small floor" without a value: rho_min is one agent's lower spectral bound, far below the
+  ``M rho_min`` (``c_i rho_min``) that an accurate W has, and keeps V well conditioned.
 """
 
 from __future__ import annotations
@@ -32,6 +47,9 @@ class FedUCBBase(TeamPolicy):
         lam: float,
         sigma: float,
         S: float,
+        L: float = 1.0,
+        B: float = 1.0,
+        eig_floor: float | None = None,
     ):
         aid = self.agent_id
         self.private = bool(private)
@@ -56,6 +74,37 @@ class FedUCBBase(TeamPolicy):
         self.lam = check_number(aid, "lam", lam, 1e-12)
         self.sigma = check_number(aid, "sigma", sigma, 0.0)
         self.S = check_number(aid, "S", S, 0.0)
+        self.L = check_number(aid, "L", L, 1e-12)
+        self.B = check_number(aid, "B", B, 1e-12)
+        self.eig_floor_arg = (
+            None if eig_floor is None else check_number(aid, "eig_floor", eig_floor, 1e-300)
+        )
+
+    def init_safeguards(self, runs: int, n_agents: int) -> None:
+        """Counters of the reward clipping and the A28 floor (call from ``reset`` once
+        ``rho_min`` is known): ``clipped_rewards`` (B, N), ``eig_clip_events`` (B,)."""
+        self.eig_floor = self.rho_min if self.eig_floor_arg is None else self.eig_floor_arg
+        self.clipped_rewards = np.zeros((runs, n_agents), dtype=np.int64)
+        self.eig_clip_events = np.zeros(runs, dtype=np.int64)
+
+    def floor_W(self, W: np.ndarray, run: np.ndarray) -> np.ndarray:
+        """A28: ``W`` (k, d, d) with its spectrum floored at ``eig_floor``; one event per
+        floored matrix is added to ``eig_clip_events`` of its run (``run`` (k,) run indices)."""
+        W, low = floor_spectrum(W, self.eig_floor)
+        if low.any():
+            self.eig_clip_events += np.bincount(run[low], minlength=len(self.eig_clip_events))
+        return W
+
+    def logdet(self, V: np.ndarray) -> np.ndarray:
+        """``ln det V`` of positive-definite matrices; an indefinite V (which the A28 floor
+        rules out) raises instead of silently dropping the sign."""
+        sign, logdet = np.linalg.slogdet(V)
+        if np.any(sign <= 0):
+            raise FloatingPointError(
+                f"{self.agent_id}: a Gram matrix V is not positive definite (the A28 floor "
+                f"eig_floor = {self.eig_floor} should prevent this)"
+            )
+        return logdet
 
     def fold(
         self, obs: VecObservation, context: np.ndarray, rows: tuple, into: tuple[np.ndarray, ...]
@@ -65,6 +114,10 @@ class FedUCBBase(TeamPolicy):
         b, i = rows
         x = context[b, i, obs.last_arm]
         y = obs.last_reward
+        if self.private:  # §6: the privacy calibration needs |y| <= B
+            clipped = np.clip(y, -self.B, self.B)
+            self.clipped_rewards += clipped != y
+            y = clipped
         xx = np.einsum("bni,bnj->bnij", x, x)
         z = np.concatenate([x, y[..., None]], axis=-1)
         U += xx
@@ -77,7 +130,7 @@ class FedUCBBase(TeamPolicy):
         """Proposition 2 (A5 form, radicand clamped at 0) for a group size, times beta_scale:
         sigma sqrt(2 ln(2/alpha) + ln det V - d ln(c rho_min)) + S sqrt(c rho_max) + kappa sqrt(c)."""
         d = V.shape[-1]
-        logdet = np.linalg.slogdet(V)[1]
+        logdet = self.logdet(V)
         radicand = 2.0 * math.log(2.0 / self.alpha) + logdet - d * np.log(group * self.rho_min)
         beta = (
             self.sigma * np.sqrt(np.maximum(radicand, 0.0))
@@ -85,3 +138,17 @@ class FedUCBBase(TeamPolicy):
             + self.kappa * np.sqrt(group)
         )
         return self.beta_scale * beta
+
+
+def floor_spectrum(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clip the eigenvalues of symmetric matrices ``W`` (..., d, d) from below at ``floor``
+    (specs/linear.md A28, §2.10). Returns the result and the mask of matrices that had an
+    eigenvalue below the floor; the others are returned unchanged, bit for bit."""
+    low = np.linalg.eigvalsh(W)[..., 0] < floor
+    if not low.any():
+        return W, low
+    out = W.copy()
+    vals, vecs = np.linalg.eigh(W[low])
+    fixed = (vecs * np.maximum(vals, floor)[..., None, :]) @ vecs.swapaxes(-1, -2)
+    out[low] = 0.5 * (fixed + fixed.swapaxes(-1, -2))
+    return out, low

@@ -22,6 +22,13 @@ def test_decision_sets_rewards_and_regret():
     for k in range(3):  # arm k is non-zero only in block k, with unit norm
         assert np.allclose(np.linalg.norm(blocks[:, :, k, k], axis=-1), 1.0)
         assert np.all(np.delete(blocks[:, :, k], k, axis=2) == 0)
+    # every arm carries the same sample's feature row, a row of the data with that label
+    diag = np.stack([blocks[:, :, k, k] for k in range(3)])
+    assert np.array_equal(diag, np.broadcast_to(diag[0], diag.shape))
+    data = v.engine.linear
+    hit = (diag[0][..., None, :] == data.features).all(axis=-1)  # (B, N, samples)
+    assert np.all(hit.any(axis=-1))
+    assert np.all((hit & (data.labels == data._label[..., None])).any(axis=-1))
     label = v.engine.linear._label.copy()
     obs, rewards, _, _, info = v.step(label)
     assert np.all(rewards == 1.0) and np.all(info.instant_regret == 0.0)

@@ -118,11 +118,14 @@ def test_hdp_cost_models_match_spec(graph, cost_model, per_round):
 
 # ------------------------------------------------------------------ privacy
 @pytest.mark.parametrize(
-    ("privacy", "epsilon", "n_eff_scale"), [("paper", 0.2, True), ("per_message", 3.0, False)]
+    ("privacy", "epsilon", "p"),
+    [("paper", 0.2, 1.0), ("per_message", 3.0, 1.0), ("paper", 0.2, 0.25), ("per_message", 3.0, 0.25)],
 )
-def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, n_eff_scale):
-    """§2.1/§2.9: after epoch 1, ybar - (own epoch mean) ~ Lap(1/(eps_msg n_1))."""
-    pol = CDPMAB(epsilon=epsilon, privacy=privacy)
+def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, p):
+    """§2.1/§2.9/§2.3: after epoch 1, ybar - (own epoch mean) ~ Lap(1/(eps_msg n_1)), with
+    eps_msg = N_eff eps in paper mode and N_eff = ceil(pM) under partial participation (M = 10,
+    p = 0.25: N_eff = 3, where round(pM) = floor(pM) = 2)."""
+    pol = CDPMAB(epsilon=epsilon, privacy=privacy, participation=p)
     kw = dict(num_agents=10, num_arms=8, horizon=3000, instance_seed=None)
     venv = fedbandit_env.make_vec(HOMOG, num_runs=8, channels=pol.channel_spec(_cfg(kw)), **kw)
     obs, _ = venv.reset(seed=1)
@@ -130,8 +133,11 @@ def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, n_eff_scale):
     while not (pol.uploads > 0).all():
         action = pol.act(obs)
         obs, *_ = venv.step(action.arms, action.messages)
-    scale = 1.0 / ((10 if n_eff_scale else 1) * epsilon * pol.n[0, 0])
-    assert pol.epsilon_effective == pytest.approx(epsilon * (10 if n_eff_scale else 1))
+    n_eff = math.ceil(p * 10)
+    assert pol.n_eff == n_eff
+    eps_msg = epsilon * (n_eff if privacy == "paper" else 1)
+    scale = 1.0 / (eps_msg * pol.n[0, 0])
+    assert pol.epsilon_effective == pytest.approx(eps_msg)
     while not (pol.rounds_done > 0).all():
         action = pol.act(obs)
         obs, *_ = venv.step(action.arms, action.messages)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fedbandit_env
-from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized
+from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized, slot_channel
 from fedbandit_env import ConfigError
 from fedbandit_env.bench import evaluate
 
@@ -82,7 +82,7 @@ def test_light_cone(private):
         for t in range(1, horizon + 1):
             action = policy.act(obs)
             arms.append(action.arms.copy())
-            msgs.append(action.messages["flood"][1].copy())
+            msgs.append(np.stack([pay for _, pay in action.messages.values()], axis=2))
             if perturb and t >= t_change:
                 action_arms = action.arms.copy()
                 obs, rewards, *_ = v.step(action_arms, action.messages)
@@ -97,7 +97,7 @@ def test_light_cone(private):
     for i in range(n):
         changed = np.nonzero(
             (arms[:, :, i] != base_arms[:, :, i]).any(axis=1)
-            | (msgs[:, :, i] != base_msgs[:, :, i]).any(axis=(1, 2))
+            | (msgs[:, :, i] != base_msgs[:, :, i]).any(axis=(1, 2, 3))
         )[0]
         if changed.size:
             reached += 1
@@ -140,3 +140,116 @@ def test_bad_input():
     v.reset(seed=0)
     with pytest.raises(ConfigError, match=r"channels\.flood\.ttl: expected >= gamma = 2"):
         FedLinUCBDecentralized(gamma=2).reset(v.facts, v.agent_rng())
+
+
+def test_horizon_and_graph_checks():
+    """T >= 2 gamma + 1 (one sync round) and a connected graph, checked before the first step."""
+    policy = FedLinUCBDecentralized(gamma=2, private=False)
+    spec = policy.channel_spec(fedbandit_env.make_vec(ENV).config)
+    short = fedbandit_env.make_vec(ENV, num_runs=1, num_agents=4, horizon=4, channels=spec)
+    short.reset(seed=0)
+    with pytest.raises(
+        ConfigError,
+        match=r"fed_lin_ucb_decentralized: horizon: expected at least 2 \* gamma \+ 1 = 5 "
+        r"trials .*got 4",
+    ):
+        policy.reset(short.facts, short.agent_rng())
+    ok = evaluate(
+        ENV,
+        FedLinUCBDecentralized(gamma=2, private=False),
+        runs=1,
+        env_kwargs={"num_agents": 4, "horizon": 5},
+    )
+    assert ok.final_regret_per_agent.shape == (1,)
+    split = fedbandit_env.make_vec(
+        ENV,
+        num_runs=1,
+        num_agents=4,
+        topology="hybrid",
+        topology_kwargs={"sizes": [2, 2]},
+        channels=spec,
+    )
+    split.reset(seed=0)
+    with pytest.raises(
+        ConfigError, match=r"fed_lin_ucb_decentralized: topology: expected a connected graph"
+    ):
+        policy.reset(split.facts, split.agent_rng())
+
+
+def play_recorded(gamma, n=7, horizon=90, threshold=0.5, topology="path", runs=2):
+    """Non-private decentralized FedUCB (d = 4): per act, the pulled x, each agent's number of
+    folded pulls per slot (trace of its own cumulative G, unit-norm actions), the pull counts
+    inside every table entry (trace of R_U - lambda I), and the requests (act, run, agent,
+    slot)."""
+    policy = FedLinUCBDecentralized(
+        gamma=gamma, private=False, sync_threshold=threshold, beta_scale=0.1
+    )
+    v = fedbandit_env.make_vec(
+        ENV,
+        num_runs=runs,
+        num_agents=n,
+        dim=4,
+        horizon=horizon,
+        topology=topology,
+        channels=policy.channel_spec(fedbandit_env.make_vec(ENV, dim=4).config),
+    )
+    obs, _ = v.reset(seed=2)
+    policy.reset(v.facts, v.agent_rng())
+    xs, own, table, requests = [], [], [], []
+    for k in range(horizon):
+        action = policy.act(obs)
+        xs.append(np.take_along_axis(obs.context, action.arms[..., None, None], axis=2)[:, :, 0])
+        own.append(np.trace(policy.G, axis1=-2, axis2=-1))
+        table.append(np.trace(policy.R_U, axis1=-2, axis2=-1) - 4 * policy.lam)
+        for g in range(gamma):
+            send, payload = action.messages[slot_channel(g)]
+            for b, i in zip(*np.nonzero(send & (payload[..., 0] > 0.5)), strict=True):
+                requests.append((k, b, i, g))
+        obs, *_ = v.step(action.arms, action.messages)
+    return policy, np.stack(xs), np.stack(own), np.stack(table), requests
+
+
+def test_round_robin_slots_are_isolated():
+    """§2.8: estimator g only ever holds data of the trials that used it, its own and its
+    clique members' (each table entry is lambda I + a prefix of that member's slot-g pulls)."""
+    gamma, horizon = 3, 90
+    policy, xs, _, _, requests = play_recorded(gamma, horizon=horizon)
+    assert len(requests) > 20
+    lam_eye = policy.lam * np.eye(4)
+    slot_of = np.arange(horizon) % gamma
+    folded = xs[:-1]  # the pull of the last act is never folded
+    for g in range(gamma):
+        x = folded[slot_of[:-1] == g]  # (uses, B, N, d)
+        prefix = np.concatenate(
+            [np.zeros((1, *x.shape[1:], 4)), np.cumsum(np.einsum("tbni,tbnj->tbnij", x, x), 0)]
+        )
+        assert np.allclose(policy.G[:, :, g], prefix[-1])
+        for b in range(2):
+            for i in range(7):
+                for p, j in enumerate(policy.cliques[policy.clique_of[i]]):
+                    entry = policy.R_U[b, i, g, p] - lam_eye
+                    assert np.isclose(entry, prefix[:, b, j]).all(axis=(1, 2)).any(), (b, i, g, j)
+
+
+@pytest.mark.parametrize("gamma", [2, 3])
+def test_a_sync_completes_within_two_gamma_trials(gamma):
+    """§2.8: once agent i requests slot g at trial t, every member of its clique holds every
+    member's slot-g data of trial t by trial t + 2 gamma (and the bound is tight on a path)."""
+    horizon = 90
+    policy, _, own, table, requests = play_recorded(gamma, horizon=horizon)
+    late = []
+    for k, b, i, g in requests:
+        if k + 2 * gamma >= horizon:
+            continue
+        members = policy.cliques[policy.clique_of[i]]
+        for j in members:
+            need = own[k, b, j, g]
+            for lag in range(2 * gamma + 1):
+                held = [table[k + lag, b, m, g, policy.pos[j]] for m in members]
+                if min(held) >= need - 1e-6:
+                    break
+            else:
+                lag = 2 * gamma + 1
+            late.append(lag)
+    assert len(late) > 50
+    assert max(late) == 2 * gamma

@@ -152,6 +152,85 @@ def test_sync_counts_fall_as_D_grows_and_private_costs_regret():
     assert private.final_regret_per_agent.mean() > 1.5 * plain.final_regret_per_agent.mean()
 
 
+@pytest.mark.parametrize(("num_agents", "dim", "horizon"), [(5, 10, 600), (3, 4, 400)])
+def test_nonprivate_sync_count_respects_proposition_1(num_agents, dim, horizon):
+    """§7 item 5 / §3.1: with private=False (rho_min = rho_max = lambda) at most
+    2 sqrt((d T / D) ln(1 + T L^2 / (d lambda))) + 4 sync rounds, for every run and D."""
+    ell = math.log(1.0 + horizon / dim)
+    kw = {"num_agents": num_agents, "dim": dim, "num_arms": min(10, dim * dim), "horizon": horizon}
+    for D in (0.5, 5.0, 50.0, None):
+        policy = FedLinUCB(private=False, sync_threshold=D)
+        evaluate(ENV, policy, runs=3, seed=0, env_kwargs=kw)
+        bound = 2.0 * math.sqrt(dim * horizon / policy.threshold * ell) + 4.0
+        assert np.all(policy.n_sync >= 1)
+        assert np.all(policy.n_sync <= bound), (D, policy.n_sync, bound)
+
+
+def test_privacy_does_not_change_the_environment_draws():
+    """§7 item 8: the decision sets and the reward noise are the same with privacy on (two
+    epsilons) and off under one seed, although the agents act differently; the privatizer's
+    noise does not depend on the environment's draws either."""
+    kw = {"num_agents": 3, "dim": 4, "horizon": 120, "reward": {"kind": "gaussian", "sigma": 0.3}}
+    traces = []
+    for agent_kwargs in ({"private": False}, {"epsilon": 1.0}, {"epsilon": 10.0}):
+        policy = FedLinUCB(sync_threshold=0.0, beta_scale=0.01, **agent_kwargs)
+        spec = policy.channel_spec(fedbandit_env.make_vec(ENV, dim=4).config)
+        v = fedbandit_env.make_vec(ENV, num_runs=2, channels=spec, **kw)
+        obs, _ = v.reset(seed=11)
+        policy.reset(v.facts, v.agent_rng())
+        contexts, noise, arms = [obs.context.copy()], [], []
+        for _ in range(120):
+            action = policy.act(obs)
+            obs, rewards, _, _, info = v.step(action.arms, action.messages)
+            contexts.append(obs.context.copy())
+            noise.append(rewards - info.expected_reward)
+            arms.append(action.arms)
+        traces.append((np.stack(contexts), np.stack(noise), np.stack(arms)))
+    (c0, n0, a0), *others = traces
+    for c, n, a in others:
+        assert np.array_equal(c, c0)
+        assert np.allclose(n, n0, rtol=0.0, atol=1e-12)
+        assert (a != a0).mean() > 0.2  # the learners did differ
+    trees = []
+    for reward in ("bernoulli", {"kind": "gaussian", "sigma": 0.3}):
+        policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=4)
+        evaluate(ENV, policy, runs=2, seed=11, env_kwargs={**kw, "reward": reward})
+        trees.append(policy.tree)
+    assert np.array_equal(trees[0].noise(), trees[1].noise())
+    assert not np.allclose(trees[0].exact(), trees[1].exact())
+
+
+def test_paper_preset():
+    """FedBandit/LinearPaper-v0 (§4.1, §4.4): d = 10, M = 100, K = 10, T = 10^7, Bernoulli; its
+    facts give FedLinUCB the constants of the §2.3 table row (eps = 1, M = 100, n = T)."""
+    policy = FedLinUCB(epsilon=1.0)
+    spec = policy.channel_spec(fedbandit_env.make_vec("FedBandit/LinearPaper-v0").config)
+    v = fedbandit_env.make_vec("FedBandit/LinearPaper-v0", num_runs=1, channels=spec)
+    obs, _ = v.reset(seed=0)
+    facts = v.facts
+    assert (facts.family, facts.num_agents, facts.num_arms, facts.horizon) == (
+        "linear",
+        100,
+        10,
+        10_000_000,
+    )
+    assert facts.extra["dim"] == 10 and facts.reward_bounds == (0.0, 1.0)
+    assert obs.context.shape == (1, 100, 10, 10)
+    policy.reset(facts, v.agent_rng())
+    c = policy.constants
+    assert c.m == 25
+    assert (c.sigma_N, c.Lambda, c.kappa, c.sync_threshold) == (
+        pytest.approx(119.8, rel=5e-4),
+        pytest.approx(6.269e4, rel=5e-4),
+        pytest.approx(42.3, rel=5e-3),
+        pytest.approx(5.07e7, rel=5e-3),
+    )
+    env = fedbandit_env.make("FedBandit/LinearPaper-v0")
+    assert len(env.possible_agents) == 100
+    assert env.observation_space("agent_0")["decision_set"].shape == (10, 10)
+    assert env.action_space("agent_0")["arm"].n == 10
+
+
 def test_fixed_schedule_syncs_exactly_n_times_and_batch_independence():
     kw = {"num_agents": 3, "horizon": 200}
     policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=5)
@@ -162,6 +241,30 @@ def test_fixed_schedule_syncs_exactly_n_times_and_batch_independence():
         ENV, FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=5), runs=1, seed=8, env_kwargs=kw
     )
     assert np.array_equal(both.regret_network[1], alone.regret_network[0])
+
+
+def test_fixed_schedule_bounds_num_syncs_by_the_horizon():
+    """num_syncs = T - 2 gives T - 2 distinct sync trials (all complete); more raises."""
+    kw = {"num_agents": 3, "horizon": 12}
+    policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=10)
+    evaluate(ENV, policy, runs=2, seed=0, env_kwargs=kw)
+    assert np.all(policy.n_sync == 10)
+    with pytest.raises(
+        ConfigError, match=r"fed_lin_ucb: num_syncs: expected at most horizon - 2 = 10 .*got 11"
+    ):
+        evaluate(
+            ENV, FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=11), runs=1, env_kwargs=kw
+        )
+
+
+def test_horizon_shorter_than_one_sync_round_is_rejected():
+    with pytest.raises(
+        ConfigError, match=r"fed_lin_ucb: horizon: expected at least 3 trials, got 2"
+    ):
+        evaluate(ENV, FedLinUCB(), runs=1, env_kwargs={"num_agents": 2, "horizon": 2})
+    policy = FedLinUCB(private=False, sync_threshold=0.0)
+    evaluate(ENV, policy, runs=1, env_kwargs={"num_agents": 2, "horizon": 3})
+    assert policy.n_sync.tolist() == [1]
 
 
 def test_centralized_oracle_beats_independent_agents():

@@ -130,10 +130,10 @@ class DatasetProcess:
         self._label = self.labels[sample]
         f = self.features[sample]  # (B, N, p)
         p, k = f.shape[-1], self.num_actions
-        sets = np.zeros((*f.shape[:2], k, p * k))
-        for arm in range(k):  # K blocks (a fixed, small number of classes)
-            sets[..., arm, arm * p : (arm + 1) * p] = f
-        return sets
+        sets = np.zeros((*f.shape[:2], k, k, p))  # (B, N, arm, block, p)
+        arm = np.arange(k)
+        sets[..., arm, arm, :] = f[..., None, :]  # arm k's features in block k
+        return sets.reshape(*f.shape[:2], k, k * p)
 
     def expected(self) -> np.ndarray:
         return (np.arange(self.num_actions) == self._label[..., None]).astype(np.float64)

@@ -25,7 +25,8 @@ Spec choices (specs/linear.md §5):
 Node noise: ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma_N^2)``, drawn in the equivalent
 form "upper triangle i.i.d., diagonal times sqrt(2)" (off-diagonal variance ``sigma_N^2``,
 diagonal ``2 sigma_N^2``). Every release adds ``2 Lambda I`` to the top-left d x d block.
-A28 (eigenvalue clipping of an indefinite W) is post-processing done by the agent, not here.
+A28 (eigenvalue floor of an indefinite W) is post-processing done by the agents, not here:
+``agents.fed_ucb_common.floor_spectrum``, counted in the agents' ``eig_clip_events``.
 """
 
 from __future__ import annotations
