@@ -72,8 +72,8 @@ class GossipChannel(Channel):
             to_a &= drop_u[:, 1] >= self.drop_prob
         delivery.received[rows, a] = to_a
         delivery.received[rows, c] = to_c
-        delivery.payload[rows, a] = payload[rows, c] * to_a[:, None]
-        delivery.payload[rows, c] = payload[rows, a] * to_c[:, None]
+        delivery.payload[rows, a] = np.where(to_a[:, None], payload[rows, c], 0.0)
+        delivery.payload[rows, c] = np.where(to_c[:, None], payload[rows, a], 0.0)
         charge = self._charge()
         count = a_sends.astype(np.int64) + c_sends
         charge.messages[:, AGENT_AGENT] = count

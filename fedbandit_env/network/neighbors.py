@@ -60,7 +60,8 @@ class NeighborsChannel(Channel):
             return self._empty, charge
         transmitted = self.valid & send[:, self._gather]  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
-        out = payload[:, self._gather] * mask[..., None]
+        out = payload[:, self._gather]
+        np.copyto(out, 0.0, where=~mask[..., None])  # a select, not 0 * x: no -0.0 from x < 0
         count = transmitted.sum(axis=(1, 2))
         charge.messages[:, AGENT_AGENT] = count
         charge.floats[:, AGENT_AGENT] = count * self.dim
