@@ -199,6 +199,52 @@ def test_bad_config_names_the_field(kwargs, match):
         fedbandit_env.make("FedBandit/Heterogeneous-v0", **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "match"),
+    [
+        (
+            "FedBandit/Heterogeneous-v0",
+            {"means": [[0.1, 0.2], [0.3, 0.4]], "num_agents": 3},
+            r"num_agents: means has shape \(2, 2\), so expected num_agents=2 .*got 3",
+        ),
+        (
+            "FedBandit/Heterogeneous-v0",
+            {"means": [[0.1, 0.2], [0.3, 0.4]], "num_arms": 5},
+            r"num_arms: means has shape \(2, 2\), so expected num_arms=2 .*got 5",
+        ),
+        (
+            "FedBandit/Homogeneous-v0",
+            {"means": [0.1, 0.2, 0.3], "num_arms": 4},
+            r"num_arms: means has shape \(3,\), so expected num_arms=3 .*got 4",
+        ),
+        (  # the preset fixes N=3, M=5
+            "FedBandit/GossipTriangle-v0",
+            {"means": [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]},
+            r"num_arms: means has shape \(3, 2\), so expected num_arms=2 .*got 5",
+        ),
+        ("FedBandit/Heterogeneous-v0", {"means": [[[0.5, 0.5]]]}, r"means: expected a vector"),
+    ],
+)
+def test_means_conflicting_with_sizes_names_the_field(env_id, kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        fedbandit_env.make(env_id, **kwargs)
+
+
+def test_means_set_the_sizes_and_agreeing_sizes_are_accepted():
+    means = [[0.1, 0.2, 0.9], [0.3, 0.4, 0.2]]
+    implied = fedbandit_env.make("FedBandit/Heterogeneous-v0", means=means).config
+    explicit = fedbandit_env.make(
+        "FedBandit/Heterogeneous-v0", means=means, num_agents=2, num_arms=np.int64(3)
+    ).config
+    for c in (implied, explicit):
+        assert (c.num_agents, c.num_arms) == (2, 3)
+        assert np.array_equal(c.fixed.means, means)
+    vec = fedbandit_env.make("FedBandit/Homogeneous-v0", means=[0.2, 0.7], num_agents=4).config
+    assert (vec.num_agents, vec.num_arms) == (4, 2) and vec.fixed.means.shape == (4, 2)
+    default = fedbandit_env.make("FedBandit/Heterogeneous-v0").config
+    assert (default.num_agents, default.num_arms) == (3, 5)
+
+
 def test_homogeneous_rejects_heterogeneous_means():
     with pytest.raises(ConfigError, match="homogeneous family expects one mean vector"):
         fedbandit_env.make("FedBandit/Homogeneous-v0", means=[[0.1, 0.2], [0.3, 0.4]])
