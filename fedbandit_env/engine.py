@@ -229,7 +229,9 @@ class Engine:
                     f"messages.{name}.payload",
                     f"expected numbers, got {payload.dtype}",
                 )
-            payload = payload.astype(np.float64, copy=False)
+            # C order: channels reduce over agents (server, hierarchical), and numpy's summation
+            # order follows the memory layout, so a strided payload could change the last bits
+            payload = np.ascontiguousarray(payload, dtype=np.float64)
             with np.errstate(over="ignore", invalid="ignore"):  # junk may overflow the sum
                 total = payload.sum()
             if np.isfinite(total):  # fast path: no NaN/inf anywhere

@@ -129,3 +129,30 @@ def test_unsent_junk_is_never_delivered(case, junk):
                 assert set(got) == set(want)
                 for key in want:
                     assert_bitwise_equal(got[key], want[key], f"run {b} step {t} agent_{i} {key}")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_payload_memory_layout_does_not_change_deliveries(case):
+    """A strided or Fortran-ordered payload delivers the same bits as a C-ordered copy (numpy's
+    summation order follows the memory layout; the engine makes payloads C-ordered)."""
+    actions = _actions("negative")
+    layouts = {
+        "c": lambda p: np.ascontiguousarray(p),
+        "fortran": lambda p: np.asfortranarray(p),
+        "strided": lambda p: np.repeat(p, 2, axis=2)[..., ::2],
+        "transposed": lambda p: np.ascontiguousarray(p.transpose(2, 0, 1)).transpose(1, 2, 0),
+    }
+    out = {}
+    for name, layout in layouts.items():
+        v = fedbandit_env.make_vec(ENV, num_runs=len(SEEDS), **_kwargs(case))
+        v.reset(seed=SEEDS)
+        out[name] = []
+        for arms, send, _, junky in actions:
+            payload = layout(junky)
+            assert np.array_equal(payload, junky)
+            obs, *_ = v.step(arms, {"c": (send, payload)})
+            out[name].append(obs.deliveries["c"])
+    for name in layouts:
+        for t, (d0, d1) in enumerate(zip(out["c"], out[name], strict=True)):
+            for f in dataclasses.fields(d0):
+                assert_bitwise_equal(getattr(d0, f.name), getattr(d1, f.name), f"{name} {t}")
