@@ -15,6 +15,12 @@ Cost models (per hop, charged at the step the hop happens, agent–agent links a
   once this gives the spec's per-round figures (M = 50: complete 1225, star 98, ring 1250).
 
 Deliveries are kept sparse (one row per delivered message), so rare senders cost little.
+
+Drops (``drop_prob``): each delivery (receiver, origin) is lost independently with that
+probability at the receiver. Relaying is not affected (a node whose own copy was lost still
+forwards it: the loss is modelled between the network and the receiving agent, not per link, to
+keep the arrival times exact), so the relay/GIS cost is charged in full; ``dropped`` counts the
+lost deliveries.
 """
 
 from __future__ import annotations

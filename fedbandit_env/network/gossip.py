@@ -3,6 +3,10 @@
 gossip.md §1.4 and §6 item 11: the edge is uniform over E, i.i.d. across steps, drawn from the
 run's network stream whether or not anyone sends. An endpoint receives its partner's payload if the
 partner sent (and the message was not dropped). Each transmission is one agent–agent message.
+
+Drops (``drop_prob``): each direction is lost independently with that probability; a lost message
+is still charged (c2) and counted in ``dropped``; its receiver still sees ``partner``, with
+``received`` 0 and a zero payload.
 """
 
 from __future__ import annotations

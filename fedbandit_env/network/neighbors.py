@@ -4,6 +4,9 @@ Used for the count max-consensus of Gossip_UCB (gossip.md §1.4, every edge ever
 consensus averaging of DP-Dec-UCB (dp-recsys.md §4). Each directed delivery is one agent–agent
 message of ``dim`` floats at cost ``c2``. Work per step is O(N * max degree * dim): no N x N
 arrays, so sparse graphs scale linearly in N.
+
+Drops (``drop_prob``): each directed message is lost independently with that probability; a lost
+message is still charged (c2) and counted in ``dropped``; its ``mask`` entry is 0.
 """
 
 from __future__ import annotations
