@@ -20,6 +20,7 @@ from fedbandit_env.rewards import RewardModel, make_reward_model
 FAMILIES = ("heterogeneous", "homogeneous", "linear")
 LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets", "dataset")
 DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
+DEFAULT_NUM_AGENTS, DEFAULT_NUM_ARMS = 3, 5
 
 
 def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -34,6 +35,32 @@ def _cost(name: str, value: Any) -> float:
     if value < 0:
         raise ConfigError(f"{name}: expected a finite non-negative number, got {value!r}")
     return float(value)
+
+
+def _sizes_from_means(means: Any, num_agents: Any, num_arms: Any) -> tuple[Any, Any]:
+    """(num_agents, num_arms) implied by a fixed instance; explicit values must agree."""
+    try:
+        shape = np.shape(np.asarray(means, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise ConfigError(
+            "means: expected a vector of M means or an N x M matrix of numbers"
+        ) from None
+    if len(shape) not in (1, 2):
+        raise ConfigError(f"means: expected a vector (M,) or a matrix (N, M), got shape {shape}")
+    implied = {"num_arms": shape[-1], "num_agents": shape[0] if len(shape) == 2 else None}
+    given = {"num_arms": num_arms, "num_agents": num_agents}
+    for name, want in implied.items():
+        have = given[name]
+        if want is None:
+            continue
+        if have is None:
+            given[name] = want
+        elif isinstance(have, bool) or not isinstance(have, int | np.integer) or have != want:
+            raise ConfigError(
+                f"{name}: means has shape {shape}, so expected {name}={want} (or leave it out), "
+                f"got {have!r}"
+            )
+    return given["num_agents"], given["num_arms"]
 
 
 def make_topology(topology: Any, num_agents: int, topology_kwargs: Mapping[str, Any]) -> Topology:
@@ -104,8 +131,8 @@ class EnvConfig:
 
 def make_config(
     *,
-    num_agents: int = 3,
-    num_arms: int = 5,
+    num_agents: int | None = None,
+    num_arms: int | None = None,
     horizon: int = 1000,
     family: str = "heterogeneous",
     means: Any = None,
@@ -124,11 +151,19 @@ def make_config(
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
+    ``num_agents`` and ``num_arms`` default to 3 and 5, or to the shape of ``means`` (an N x M
+    matrix gives both, a vector gives M); an explicit value that contradicts ``means`` raises.
     ``dim``, ``theta``, ``shared_decision_sets`` and ``dataset`` belong to the linear family
     (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
     ``instance_seed`` fixes theta* (None: a new theta* per run seed)."""
     if family not in FAMILIES:
         raise ConfigError(f"family: expected one of {FAMILIES}, got {family!r}")
+    if means is not None and family == "linear":
+        raise ConfigError("means: a fixed instance is for the multi-armed families, not 'linear'")
+    if means is not None:
+        num_agents, num_arms = _sizes_from_means(means, num_agents, num_arms)
+    num_agents = DEFAULT_NUM_AGENTS if num_agents is None else num_agents
+    num_arms = DEFAULT_NUM_ARMS if num_arms is None else num_arms
     if family == "linear":
         return _linear_config(
             num_agents,
@@ -150,11 +185,6 @@ def make_config(
         raise ConfigError(
             f"dim/theta/shared_decision_sets: only for the linear family, not {family!r}"
         )
-    if means is not None:
-        arr = np.asarray(means, dtype=np.float64)
-        num_arms = arr.shape[-1]
-        if arr.ndim == 2:
-            num_agents = arr.shape[0]
     n = _positive_int("num_agents", num_agents)
     m = _positive_int("num_arms", num_arms, minimum=2)
     horizon = _positive_int("horizon", horizon)

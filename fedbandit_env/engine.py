@@ -214,12 +214,7 @@ class Engine:
             else:
                 payload = np.asarray(value)
                 send = np.ones(shape, dtype=bool)
-            if send.shape != shape or send.dtype != bool:
-                raise ActionError(
-                    "all agents",
-                    f"messages.{name}.send",
-                    f"expected a bool array of shape {shape}, got {send.dtype} {send.shape}",
-                )
+            send = self._check_send(name, send)
             if payload.shape != (*shape, dim):
                 raise ActionError(
                     "all agents",
@@ -234,16 +229,45 @@ class Engine:
                     f"messages.{name}.payload",
                     f"expected numbers, got {payload.dtype}",
                 )
-            payload = payload.astype(np.float64, copy=False)
-            if np.isfinite(payload.sum()):  # fast path: no NaN/inf anywhere
+            # C order: channels reduce over agents (server, hierarchical), and numpy's summation
+            # order follows the memory layout, so a strided payload could change the last bits
+            payload = np.ascontiguousarray(payload, dtype=np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):  # junk may overflow the sum
+                total = payload.sum()
+            if np.isfinite(total):  # fast path: no NaN/inf anywhere
                 out[name] = (send, payload)
                 continue
-            bad = send & ~np.isfinite(payload).all(axis=2)
+            finite = np.isfinite(payload).all(axis=2)
+            bad = send & ~finite
             if bad.any():
                 raise ActionError(
                     self._where(bad),
                     f"messages.{name}.payload",
                     "expected finite numbers (NaN/inf)",
                 )
-            out[name] = (send, payload)
+            # Slots of agents that do not send may hold anything; channels mask them with
+            # arithmetic (0 * NaN = NaN), so zero them here, as the ParallelEnv view does.
+            out[name] = (send, np.where(send[..., None], payload, 0.0))
         return out
+
+    def _check_send(self, name: str, send: np.ndarray) -> np.ndarray:
+        """The send mask as bool (B, N); 0/1 integers are accepted like Discrete(2) values."""
+        shape = (self.num_runs, self.num_agents)
+        field = f"messages.{name}.send"
+        if send.shape != shape:
+            raise ActionError(
+                "all agents", field, f"expected a bool array of shape {shape}, got {send.shape}"
+            )
+        if send.dtype == bool:
+            return send
+        if not np.issubdtype(send.dtype, np.integer):
+            raise ActionError(
+                "all agents", field, f"expected bool (or 0/1 integers), got dtype {send.dtype}"
+            )
+        bad = (send != 0) & (send != 1)
+        if bad.any():
+            b, i = (int(x) for x in np.argwhere(bad)[0])
+            raise ActionError(
+                self._where(bad), field, f"expected 0 or 1 (or bool), got {send[b, i]}"
+            )
+        return send.astype(bool)

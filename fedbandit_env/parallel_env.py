@@ -13,7 +13,8 @@ FedBandit federated multi-armed bandit (PettingZoo parallel API)
 
 **Action.** ``arm`` is the arm to pull. For each configured channel an agent may send one
 payload of ``dim`` finite floats per step (``send = 1``); not sending (``send = 0``, the channel
-left out, or ``messages`` left out) is allowed and costs nothing.
+left out, or ``messages`` left out) is allowed and costs nothing. ``send`` must be a Discrete(2)
+value (0, 1 or a bool; anything else raises); the payload of a message not sent is never read.
 
 **Observation** (all fixed-shape, explicit dtypes):
 
@@ -303,12 +304,26 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
             raise ActionError(agent, "arm", f"expected an int in [0, {m - 1}], got {arm}")
         return int(arm)
 
+    @staticmethod
+    def _parse_send(agent: str, field: str, send: Any) -> bool:
+        """A ``Discrete(2)`` value: 0, 1, False, True (or a 0-d integer/bool array)."""
+        if isinstance(send, np.ndarray) and send.shape == () and send.dtype != object:
+            send = send.item()
+        if isinstance(send, bool | np.bool_):
+            return bool(send)
+        if isinstance(send, int | np.integer) and send in (0, 1):
+            return bool(send)
+        raise ActionError(agent, field, f"expected 0 or 1 (Discrete(2)), got {send!r}")
+
     def _parse_message(self, agent: str, name: str, msg: Any) -> tuple[bool, np.ndarray | None]:
         field = f"messages.{name}"
         if msg is None:
             return False, None
         if isinstance(msg, Mapping):
-            send = bool(msg.get("send", 1))
+            unknown = set(msg) - {"send", "payload"}
+            if unknown:
+                raise ActionError(agent, field, f"unknown keys {sorted(unknown)}")
+            send = self._parse_send(agent, f"{field}.send", msg.get("send", 1))
             payload = msg.get("payload")
         else:
             send, payload = True, msg

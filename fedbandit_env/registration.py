@@ -3,7 +3,11 @@
 Ids follow the PettingZoo/Gymnasium form ``Namespace/Name-vN`` (DESIGN.md §3). Entry points are
 callables or ``"module:attr"`` strings imported lazily. Unknown ids and keyword arguments raise
 errors that list what exists. Each id is also registered in PettingZoo's own registry when the
-installed PettingZoo has one (1.27+), so ``pettingzoo.make("parallel", id)`` works too.
+installed PettingZoo has one (1.27+), so ``pettingzoo.make("parallel", id)`` works too: that entry
+delegates to :func:`make`, so it applies our defaults and our keyword-argument check.
+
+Registering an id again replaces it in both registries with a ``UserWarning`` (Gymnasium's
+convention), so both always build the same environment.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import difflib
 import importlib
 import inspect
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,26 +59,44 @@ def register(
     description: str = "",
     accepted_kwargs: tuple[str, ...] | None = None,
 ) -> EnvSpec:
-    """Register an environment id (``Namespace/Name-vN``)."""
+    """Register an environment id (``Namespace/Name-vN``); an existing id is overridden with a
+    ``UserWarning``, here and in PettingZoo's registry."""
     if not ID_PATTERN.match(id) or "-v" not in id:
         raise ConfigError(f"id: expected 'Namespace/Name-vN', got {id!r}")
     spec_ = EnvSpec(
         id, entry_point, vector_entry_point, dict(kwargs or {}), description, accepted_kwargs
     )
+    overriding = id in _REGISTRY
+    if overriding:
+        warnings.warn(f"Overriding environment {id!r} already in the registry.", stacklevel=2)
     _REGISTRY[id] = spec_
-    _register_with_pettingzoo(spec_)
+    _register_with_pettingzoo(spec_, warned=overriding)
     return spec_
 
 
-def _register_with_pettingzoo(spec_: EnvSpec) -> None:
+class _PettingZooEntry:
+    """PettingZoo's entry point of one of our ids: builds it with :func:`make` (our defaults, our
+    unknown-kwarg error), so the two registries cannot disagree."""
+
+    def __init__(self, env_id: str):
+        self.env_id = env_id
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return make(self.env_id, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"fedbandit_env.make({self.env_id!r}, ...)"
+
+
+def _register_with_pettingzoo(spec_: EnvSpec, *, warned: bool) -> None:
     try:
-        from pettingzoo.env_registry.registration import parallel_registry
         from pettingzoo.env_registry.registration import register as pz_register
     except ImportError:  # pettingzoo < 1.27 has no registry
         return
-    if spec_.id in parallel_registry:
-        return
-    pz_register("parallel", spec_.id, entry_point=spec_.entry_point, kwargs=dict(spec_.kwargs))
+    with warnings.catch_warnings():
+        if warned:  # PettingZoo would repeat our override warning
+            warnings.filterwarnings("ignore", message="Overriding environment", category=UserWarning)
+        pz_register("parallel", spec_.id, entry_point=_PettingZooEntry(spec_.id), kwargs={})
 
 
 def list_envs() -> list[str]:

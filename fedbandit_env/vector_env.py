@@ -3,7 +3,8 @@
 ``reset(seed=s)`` starts runs with seeds s, s+1, ..., s+B-1 (or an explicit list); run b is
 bit-identical to a ``FedBanditParallelEnv`` reset with the same run seed. ``step(arms, messages)``
 takes arms (B, N) and per channel a payload array (B, N, dim) (everyone sends) or a tuple
-``(send (B, N) bool, payload (B, N, dim))``, and returns
+``(send (B, N) bool or 0/1 ints, payload (B, N, dim))`` (the payload rows of agents that do not
+send are ignored and may hold anything, even NaN), and returns
 ``(obs, rewards (B, N), terminated (B, N), truncated (B, N), info)`` with a
 :class:`~fedbandit_env.engine.VecObservation` and a :class:`~fedbandit_env.engine.VecInfo`.
 All runs share the horizon, so they end together; stepping past it raises.

@@ -65,12 +65,93 @@ def random_actions(env, rng: np.random.Generator, send_prob: float = 0.5) -> dic
 
 
 def assert_tree_equal(a, b, path: str = "") -> None:
-    """Exact equality of nested dicts / arrays / scalars."""
+    """Bit-exact equality of nested dicts / lists / arrays / scalars: same keys, same types and
+    dtypes, same shapes and the same bytes (so NaN == NaN and -0.0 != 0.0)."""
     if isinstance(a, dict):
         assert isinstance(b, dict) and set(a) == set(b), f"{path}: keys {set(a)} != {set(b)}"
         for k in a:
             assert_tree_equal(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        assert np.array_equal(np.asarray(a), np.asarray(b)), f"{path}: {a} != {b}"
+    elif isinstance(a, list | tuple):
+        assert type(a) is type(b) and len(a) == len(b), f"{path}: {a} != {b}"
+        for k, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_tree_equal(x, y, f"{path}[{k}]")
+    elif isinstance(a, np.ndarray | np.generic) or isinstance(b, np.ndarray | np.generic):
+        assert type(a) is type(b), f"{path}: {type(a)} != {type(b)}"
+        x, y = np.asarray(a), np.asarray(b)
+        assert x.dtype == y.dtype and x.shape == y.shape, f"{path}: {x.dtype}{x.shape} != {y.dtype}{y.shape}"
+        assert x.tobytes() == y.tobytes(), f"{path}: {a} != {b}"
+    elif isinstance(a, float):
+        assert type(b) is float and np.float64(a).tobytes() == np.float64(b).tobytes(), (
+            f"{path}: {a!r} != {b!r}"
+        )
     else:
-        assert a == b, f"{path}: {a} != {b}"
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+
+
+class Chatty(TeamPolicy):
+    """Talks on every channel of the environment and lets every delivery steer its arms.
+
+    Each agent sends on each channel with probability 0.6 (its own stream), a payload built from
+    its empirical means and what it heard; it plays the best of ``own means + heard`` with
+    epsilon = 0.25, where ``heard`` is a running average of everything delivered to it: neighbours'
+    payloads, the gossip partner's payload, flood payloads (weighted by hops and sent step), the
+    server and hierarchical aggregates (weighted by their counts). A difference in any delivery
+    therefore changes later arms and messages.
+    """
+
+    agent_id = "test_chatty"
+
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        self.facts = facts
+        b, n, m = facts.num_runs, facts.num_agents, facts.num_arms
+        self.m = m
+        self.sums = np.zeros((b, n, m))
+        self.counts = np.zeros((b, n, m))
+        self.heard = np.zeros((b, n, m))
+        self.names = sorted(facts.channels)
+        self._u = rng.child("chatty").buffered("uniform", (n, 2 + len(self.names)))
+
+    def _received(self, name: str, d) -> np.ndarray:
+        """What channel ``name`` delivered to each agent, as (B, N, dim)."""
+        kind = self.facts.channels[name]["kind"]
+        b, n = self.sums.shape[:2]
+        if kind == "neighbors":
+            return np.where(d.mask[..., None], d.payload, 0.0).sum(axis=2)
+        if kind == "gossip":
+            partner = (d.partner >= 0)[..., None] * 0.01
+            return np.where(d.received[..., None], d.payload, 0.0) + partner
+        if kind in ("server", "hierarchical"):
+            weight = np.log1p(d.count)[:, None, None]
+            out = np.broadcast_to(d.aggregate[:, None, :] * weight, (b, n, d.aggregate.shape[1]))
+            if kind == "server":
+                out = out * (1.0 + d.participating[..., None])
+            else:
+                out = out * (d.sent_step >= 0)[:, None, None]
+            return out
+        if kind == "flood":
+            out = np.zeros((b, n, self.facts.channels[name]["dim"]))
+            w = 1.0 / (d.hops + 1.0) + 1e-3 * d.sent_step
+            np.add.at(out, (d.run, d.receiver), d.payload * w[:, None])
+            return out
+        raise AssertionError(kind)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        if obs.step > 0:
+            b, i = np.indices(obs.last_arm.shape)
+            self.sums[b, i, obs.last_arm] += obs.last_reward
+            self.counts[b, i, obs.last_arm] += 1
+        own = self.sums / np.maximum(self.counts, 1)
+        for name in self.names:
+            got = self._received(name, obs.deliveries[name])
+            k = min(got.shape[2], self.m)
+            self.heard[..., :k] = 0.9 * self.heard[..., :k] + 0.1 * np.tanh(got[..., :k])
+        u = self._u.next()
+        score = own + self.heard
+        random_arm = np.minimum((u[..., 1] * self.m).astype(np.int64), self.m - 1)
+        arms = np.where(u[..., 0] < 0.25, random_arm, np.argmax(score, axis=2))
+        messages = {}
+        for c, name in enumerate(self.names):
+            dim = self.facts.channels[name]["dim"]
+            payload = score[..., np.arange(dim) % self.m]  # own row only, cycled to dim
+            messages[name] = (u[..., 2 + c] < 0.6, payload)
+        return TeamAction(arms, messages)

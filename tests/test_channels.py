@@ -265,3 +265,209 @@ def test_drop_probability_drops_about_that_fraction_deterministically():
 def test_bad_channel_config_names_the_field(channels, match):
     with pytest.raises(ConfigError, match=match):
         fedbandit_env.make("FedBandit/Heterogeneous-v0", channels=channels)
+
+
+# ---------------------------------------------------------------- drops and their ledger charges
+# Every channel charges a lost message as transmitted and counts it in ``dropped`` (README,
+# "Channels"); the payloads below are powers of two so a sum tells exactly which arrived.
+
+
+def test_gossip_drops_each_direction_and_charges_both():
+    v = venv_for({"g": {"kind": "gossip", "dim": 1, "drop_prob": 0.3}}, n=5, runs=200)
+    got = lost = 0
+    for _ in range(10):
+        obs, _, _, _, info = send_only(v, "g", list(range(5)), 1)
+        d, step = obs.deliveries["g"], info.ledger.step
+        on_edge = d.partner >= 0
+        assert np.all(on_edge.sum(axis=1) == 2)  # the edge is drawn whether or not it drops
+        assert not np.any(d.received & ~on_edge)
+        b, i = np.nonzero(on_edge)
+        arrived = d.received[b, i]
+        want = np.where(arrived, (d.partner[b, i] + 1) * 10.0, 0.0)
+        assert np.array_equal(d.payload[b, i, 0], want)
+        assert np.all(step.messages[:, AGENT_AGENT] == 2) and np.all(step.floats[:, 0] == 2)
+        assert np.all(step.cost[:, AGENT_AGENT] == 2 * 2.0)  # lost messages are paid for
+        assert np.array_equal(step.dropped, 2 - d.received.sum(axis=1))
+        got += int(arrived.sum())
+        lost += int((~arrived).sum())
+    assert abs(lost / (got + lost) - 0.3) < 0.04
+    assert v.engine.ledger.total.dropped.sum() == lost
+
+
+@pytest.mark.parametrize("charge_broadcast", [False, True])
+def test_server_drops_uploads_charges_them_and_broadcasts_only_what_arrived(charge_broadcast):
+    n, runs = 6, 300
+    v = venv_for(
+        {
+            "s": {
+                "kind": "server",
+                "dim": 1,
+                "aggregate": "sum",
+                "drop_prob": 0.6,
+                "charge_broadcast": charge_broadcast,
+            }
+        },
+        n=n,
+        topology="complete",
+        runs=runs,
+    )
+    senders = [0, 2, 3, 5]
+    send = np.zeros((runs, n), dtype=bool)
+    send[:, senders] = True
+    payload = np.broadcast_to(2.0 ** np.arange(n), (runs, n))[..., None].copy()
+    obs, _, _, _, info = v.step(np.zeros((runs, n), dtype=np.int64), {"s": (send, payload)})
+    d, step = obs.deliveries["s"], info.ledger.step
+    bits = d.aggregate[:, 0].astype(np.int64)
+    arrived = (bits[:, None] >> np.arange(n)) & 1
+    assert not np.any(arrived[:, [1, 4]])  # only senders arrive
+    assert np.array_equal(arrived.sum(axis=1), d.count)
+    assert 0 < (d.count == 0).sum() < runs  # some runs lose every upload
+    down = np.where(d.count > 0, n, 0)
+    assert np.array_equal(step.messages[:, AGENT_SERVER], 4 + down)  # lost uploads count
+    assert np.array_equal(step.floats[:, AGENT_SERVER], 4 + down)
+    links = 4 + np.where(d.count > 0, n - 4, 0) * charge_broadcast
+    assert np.array_equal(step.cost[:, AGENT_SERVER], 5.0 * links)
+    assert np.array_equal(step.dropped, 4 - d.count)
+    assert abs((4 - d.count).sum() / (4 * runs) - 0.6) < 0.05
+
+
+def test_flood_drops_deliveries_at_the_receiver_and_relays_regardless():
+    runs = 400
+    v = venv_for(
+        {"f": {"kind": "flood", "dim": 1, "ttl": 2, "drop_prob": 0.3}},
+        n=6,
+        topology="ring",
+        runs=runs,
+    )
+    obs1, _, _, _, info = send_only(v, "f", [0], 1)  # hop 1 (agents 1, 5) this step
+    step1 = info.ledger.step  # the ledger object is reused: keep this step's charge
+    obs2, _, _, _, info = v.step(np.zeros((runs, 6), dtype=np.int64))  # hop 2 (2, 4) next
+    step2 = info.ledger.step
+    got1 = np.zeros((runs, 6), dtype=bool)
+    got2 = np.zeros((runs, 6), dtype=bool)
+    for got, obs in ((got1, obs1), (got2, obs2)):
+        d = obs.deliveries["f"]
+        assert np.all(d.origin == 0) and np.all(d.payload[:, 0] == 10.0)
+        got[d.run, d.receiver] = True
+    assert not np.any(got1[:, [0, 2, 3, 4]]) and not np.any(got2[:, [0, 1, 3, 5]])
+    # relay cost in full: 0 forwards to its 2 neighbours, then 1 and 5 forward to theirs (2 + 2)
+    for step, msgs, got in ((step1, 2, got1), (step2, 4, got2)):
+        assert np.all(step.messages[:, AGENT_AGENT] == msgs)
+        assert np.all(step.cost[:, AGENT_AGENT] == 2.0 * msgs)
+        assert np.array_equal(step.dropped, 2 - got.sum(axis=1))
+    lost = 1 - np.concatenate([got1[:, [1, 5]], got2[:, [2, 4]]]).mean()
+    assert abs(lost - 0.3) < 0.04
+    # relaying does not depend on the relay's own copy: agent 2 hears agent 0 through agent 1
+    # in runs where agent 1's copy was lost about as often as otherwise
+    assert np.any(~got1[:, 1] & got2[:, 2])
+    assert abs(got2[~got1[:, 1], 2].mean() - got2[got1[:, 1], 2].mean()) < 0.12
+
+
+def test_hierarchical_drops_members_not_sinks_and_uploads_only_what_arrived():
+    runs, n = 300, 6
+    v = fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=runs,
+        num_agents=n,
+        num_arms=2,
+        horizon=10,
+        topology="hybrid",
+        topology_kwargs={"sizes": [3, 3], "component_graph": "path"},
+        channels={
+            "h": {
+                "kind": "hierarchical",
+                "dim": 1,
+                "aggregate": "sum",
+                "cost_model": "path",
+                "drop_prob": 0.5,
+            }
+        },
+        c1=5.0,
+        c2=2.0,
+    )
+    v.reset(seed=0)
+    assert v.config.topology.sinks == (1, 4)  # centres of the paths 0-1-2 and 3-4-5
+    send = np.zeros((runs, n), dtype=bool)
+    send[:, [0, 1, 2, 5]] = True  # component 1: sink 4 silent, only member 5 sends
+    payload = np.broadcast_to(2.0 ** np.arange(n), (runs, n))[..., None].copy()
+    obs, _, _, _, info = v.step(np.zeros((runs, n), dtype=np.int64), {"h": (send, payload)})
+    d, step = obs.deliveries["h"], info.ledger.step
+    arrived = (d.aggregate[:, 0].astype(np.int64)[:, None] >> np.arange(n)) & 1
+    assert np.all(arrived[:, 1] == 1)  # the sink's own payload never drops
+    assert not np.any(arrived[:, [3, 4]])
+    assert np.array_equal(arrived.sum(axis=1), d.count)
+    lost = 1 - arrived[:, [0, 2, 5]].mean()
+    assert abs(lost - 0.5) < 0.05
+    uploads = 1 + arrived[:, 5]  # component 0 always (its sink), component 1 iff 5 arrived
+    assert np.array_equal(step.messages[:, AGENT_SERVER], uploads + n)  # count >= 1 always
+    assert np.array_equal(step.cost[:, AGENT_SERVER], 5.0 * uploads)
+    # path model: every sender's hops are paid, lost or not (0, 2 and 5 are one hop away)
+    assert np.all(step.messages[:, AGENT_AGENT] == 3)
+    assert np.all(step.cost[:, AGENT_AGENT] == 2.0 * 3)
+    assert np.array_equal(step.dropped, 4 - d.count)
+
+
+@pytest.mark.parametrize(
+    ("topology", "n", "topology_kwargs", "opts"),
+    [
+        ("ring", 8, {}, {"ttl": 3}),
+        ("grid", 9, {}, {"cost_model": "gis"}),
+        ("hybrid", 7, {"sizes": [1, 2, 4], "component_graph": "path"}, {"cost_model": "gis"}),
+        ("star", 6, {}, {"ttl": 1}),
+    ],
+)
+def test_flood_matches_a_brute_force_reference(topology, n, topology_kwargs, opts):
+    """Every delivery, message count and cost of the vectorized flood equals a loop over the
+    messages sent in the last ttl steps (linear.md §1.4, commeff.md §2.4)."""
+    v = venv_for(
+        {"f": {"kind": "flood", "dim": 1, **opts}},
+        n=n,
+        topology=topology,
+        runs=2,
+        topology_kwargs=topology_kwargs,
+    )
+    ch = v.channels["f"]
+    topo = v.config.topology
+    dist, deg, ttl = topo.hop_distances, topo.degrees, ch.ttl
+    rng = np.random.default_rng(3)
+    history = []  # (step, run, origin, value)
+    for t in range(1, 25):
+        send = rng.random((2, n)) < 0.3
+        payload = rng.normal(size=(2, n, 1))
+        obs, _, _, _, info = v.step(np.zeros((2, n), dtype=np.int64), {"f": (send, payload)})
+        history += [(t, b, i, payload[b, i, 0]) for b, i in zip(*np.nonzero(send), strict=True)]
+        want, msgs, links = set(), np.zeros(2, dtype=np.int64), [set(), set()]
+        for s, b, origin, value in history:
+            h = t - s + 1
+            if h > ttl:
+                continue
+            for r in np.nonzero(dist[origin] == h)[0]:
+                slot = list(ch.senders[r]).index(origin)
+                want.add((b, int(r), origin, slot, h, s, value))
+            if ch.cost_model == "relay":
+                msgs[b] += deg[dist[origin] == h - 1].sum()
+            for e, (x, y) in enumerate(topo.edges):
+                dx, dy = dist[origin, x], dist[origin, y]
+                if dx != dy and max(dx, dy) == h:
+                    msgs[b] += ch.cost_model == "gis"
+                    links[b].add((h, e))
+        d = obs.deliveries["f"]
+        got = set(
+            zip(
+                d.run.tolist(),
+                d.receiver.tolist(),
+                d.origin.tolist(),
+                d.slot.tolist(),
+                d.hops.tolist(),
+                d.sent_step.tolist(),
+                d.payload[:, 0].tolist(),
+                strict=True,
+            )
+        )
+        assert got == want and len(d.run) == len(want), t
+        step = info.ledger.step
+        assert step.messages[:, AGENT_AGENT].tolist() == msgs.tolist(), t
+        if ch.cost_model == "relay":
+            assert step.cost[:, AGENT_AGENT].tolist() == (2.0 * msgs).tolist(), t
+        else:
+            assert step.cost[:, AGENT_AGENT].tolist() == [2.0 * len(x) for x in links], t

@@ -24,3 +24,21 @@ def test_readme_lists_every_registered_env():
     text = README.read_text()
     for env_id in fedbandit_env.list_envs():
         assert f"`{env_id}`" in text
+
+
+def test_readme_kwargs_table_matches_the_registry():
+    """Each row of the README's kwargs table lists exactly the accepted kwargs of its ids."""
+    import fedbandit_env
+
+    text = README.read_text()
+    table = text[text.index("<!-- kwargs-table") :].split("\n\n")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    covered = set()
+    for row in rows:
+        ids_cell, kwargs_cell = row.strip("|").split("|")
+        ids = re.findall(r"`([^`]+)`", ids_cell)
+        kwargs = set(re.findall(r"`([^`]+)`", kwargs_cell))
+        for env_id in ids:
+            assert kwargs == set(fedbandit_env.spec(env_id).accepted_kwargs), env_id
+        covered.update(ids)
+    assert covered == set(fedbandit_env.list_envs())

@@ -1,4 +1,9 @@
-"""The ParallelEnv view and the vector view give bit-identical trajectories (DESIGN.md §2)."""
+"""The ParallelEnv view and the vector view give bit-identical trajectories (DESIGN.md §2).
+
+Run b of a vector batch, turned into per-agent dicts, must equal the ParallelEnv episode with the
+same run seed in every observation entry (channel deliveries and senders included), every info
+entry (regret, ledger), every reward, and every action the team policy takes.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,12 @@ import pytest
 
 import fedbandit_env
 from baselines.trivial import Flooding, UniformRandom
-from fedbandit_env.policy import run_episode
-from tests.helpers import GreedyFlood
+from fedbandit_env.parallel_env import agent_info, agent_observation
+from fedbandit_env.policy import ParallelPolicyAdapter
+from tests.helpers import Chatty, GreedyFlood, assert_tree_equal
 
 ENV = "FedBandit/Heterogeneous-v0"
-KWARGS = {
+GRID = {
     "num_agents": 6,
     "num_arms": 4,
     "horizon": 120,
@@ -20,62 +26,128 @@ KWARGS = {
     "instance_seed": None,
     "channels": {
         "neighbors": {"kind": "neighbors", "dim": 4, "drop_prob": 0.1},
-        "g": {"kind": "gossip", "dim": 2},
-        "f": {"kind": "flood", "dim": 3, "ttl": 2},
+        "g": {"kind": "gossip", "dim": 2, "drop_prob": 0.2},
+        "f": {"kind": "flood", "dim": 3, "ttl": 2, "drop_prob": 0.1},
+        "s": {"kind": "server", "dim": 4, "participation": 0.5, "drop_prob": 0.1},
+        "h": {"kind": "hierarchical", "dim": 2, "drop_prob": 0.1},  # one component, sink
     },
 }
+HYBRID = {
+    "num_agents": 7,
+    "num_arms": 3,
+    "horizon": 80,
+    "topology": "hybrid",
+    "topology_kwargs": {"sizes": [2, 5], "component_graph": "path"},
+    "reward": "bernoulli",
+    "instance": "commeff",
+    "channels": {
+        "neighbors": {"kind": "neighbors", "dim": 3},
+        "g": {"kind": "gossip", "dim": 3},
+        "f": {"kind": "flood", "dim": 2, "cost_model": "gis"},
+        "s": {"kind": "server", "dim": 3, "aggregate": "sum", "charge_broadcast": True},
+        "h": {"kind": "hierarchical", "dim": 3, "aggregate": "unweighted", "cost_model": "path"},
+    },
+}
+CONFIGS = {"grid": GRID, "hybrid": HYBRID}
+POLICIES = {"uniform": UniformRandom, "flooding": Flooding, "greedy": GreedyFlood, "chatty": Chatty}
+SEEDS = [5, 6, 7]
 
 
-def _vector_trajectory(policy, seeds):
-    venv = fedbandit_env.make_vec(ENV, num_runs=len(seeds), **KWARGS)
-    obs, _ = venv.reset(seed=seeds)
+def _agent_dicts(engine, obs, info, b):
+    """Per-agent observation and info dicts of run b, as the ParallelEnv view builds them."""
+    n = engine.num_agents
+    ledger = engine.ledger.summary(b)
+    observations = {f"agent_{i}": agent_observation(engine, obs, b, i) for i in range(n)}
+    infos = {f"agent_{i}": agent_info(info, b, i, ledger) for i in range(n)}
+    return observations, infos
+
+
+def _vector_trajectory(policy, kwargs, seeds, b):
+    """Run b's reset dicts, then per step: (arms, sends, payloads, obs, rewards, infos)."""
+    venv = fedbandit_env.make_vec(ENV, num_runs=len(seeds), **kwargs)
+    obs, info = venv.reset(seed=seeds)
     policy.reset(venv.facts, venv.agent_rng())
+    start = _agent_dicts(venv.engine, obs, info, b)
     steps = []
     while True:
         action = policy.act(obs)
         obs, rewards, _, truncated, info = venv.step(action.arms, action.messages)
-        steps.append(
-            (
-                action.arms.copy(),
-                rewards.copy(),
-                info.instant_regret.copy(),
-                info.ledger.total.messages.sum(axis=1).copy(),
-            )
-        )
+        dicts = _agent_dicts(venv.engine, obs, info, b)
+        sends = {k: s[b].astype(np.int64) for k, (s, _) in action.messages.items()}
+        payloads = {k: p[b].copy() for k, (_, p) in action.messages.items()}
+        steps.append((action.arms[b].copy(), sends, payloads, *dicts, rewards[b].copy()))
         if truncated.all():
-            return steps
+            return start, steps
 
 
-@pytest.mark.parametrize("policy_cls", [UniformRandom, Flooding, GreedyFlood])
-def test_parallel_view_equals_vector_view(policy_cls):
-    seeds = [5, 6, 7]
-    vec = _vector_trajectory(policy_cls(), seeds)
-    env = fedbandit_env.make(ENV, **KWARGS)
-    trajectory = run_episode(env, policy_cls(), seed=6)
-    assert len(trajectory) == len(vec) == KWARGS["horizon"]
+def _parallel_trajectory(policy, kwargs, seed):
+    env = fedbandit_env.make(ENV, **kwargs)
+    adapter = ParallelPolicyAdapter(policy, env)
+    obs, infos = env.reset(seed=seed)
+    adapter.reset(seed)
+    start, steps = (obs, infos), []
+    while env.agents:
+        actions = adapter(obs)
+        obs, rewards, terms, truncs, infos = env.step(actions)
+        assert not any(terms.values())
+        steps.append((actions, obs, infos, rewards, truncs))
+    return env, start, steps
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_parallel_view_equals_vector_view(config, policy):
+    kwargs = CONFIGS[config]
+    b = 1
+    vec_start, vec = _vector_trajectory(POLICIES[policy](), kwargs, SEEDS, b)
+    env, par_start, par = _parallel_trajectory(POLICIES[policy](), kwargs, SEEDS[b])
+    assert len(par) == len(vec) == kwargs["horizon"]
+    assert_tree_equal(par_start[0], vec_start[0], "reset obs")
+    assert_tree_equal(par_start[1], vec_start[1], "reset infos")
     agents = env.possible_agents
-    for t, ((actions, _, rewards, infos), (arms, vrew, vreg, vmsg)) in enumerate(
-        zip(trajectory, vec, strict=True)
-    ):
-        assert [actions[a]["arm"] for a in agents] == list(arms[1]), t
-        assert np.array_equal([rewards[a] for a in agents], vrew[1]), t
-        assert np.array_equal([infos[a]["instant_regret"] for a in agents], vreg[1]), t
-        assert infos[agents[0]]["ledger"]["total"]["messages"] == vmsg[1], t
+    delivered = dict.fromkeys(kwargs["channels"], 0)
+    for t, (p, v) in enumerate(zip(par, vec, strict=True)):
+        actions, obs, infos, rewards, truncs = p
+        arms, sends, payloads, vobs, vinfos, vrewards = v
+        assert [actions[a]["arm"] for a in agents] == arms.tolist(), t
+        for name in sends:
+            assert [actions[a]["messages"][name]["send"] for a in agents] == sends[name].tolist()
+            assert np.array_equal(
+                np.stack([actions[a]["messages"][name]["payload"] for a in agents]), payloads[name]
+            ), (t, name)
+        assert_tree_equal(obs, vobs, f"step {t} obs")
+        assert_tree_equal(infos, vinfos, f"step {t} infos")
+        vrew = {a: float(r) for a, r in zip(agents, vrewards, strict=True)}
+        assert_tree_equal(rewards, vrew, f"step {t} rewards")
+        assert all(truncs.values()) == (t == kwargs["horizon"] - 1)
+        for name in delivered:
+            delivered[name] += infos[agents[0]]["ledger"]["step"]["messages"] > 0
+        if policy == "chatty":  # every channel delivered something in this episode
+            for name, ch in obs[agents[0]]["channels"].items():
+                delivered[name] += int(any(np.any(v) for v in ch.values() if v is not None))
+    if policy == "chatty":
+        assert all(delivered.values()), delivered
+
+
+def test_chatty_reads_every_channel():
+    """Chatty's arms depend on each channel's deliveries: dropping a channel changes them."""
+    arms = {}
+    for drop in [None, *sorted(HYBRID["channels"])]:
+        channels = {k: v for k, v in HYBRID["channels"].items() if k != drop}
+        _, steps = _vector_trajectory(Chatty(), {**HYBRID, "channels": channels}, [3], 0)
+        arms[drop] = np.stack([s[0] for s in steps])
+    for drop in HYBRID["channels"]:
+        assert not np.array_equal(arms[drop], arms[None]), drop
 
 
 def test_batch_member_equals_run_alone():
-    batch = _vector_trajectory(GreedyFlood(), [10, 11, 12, 13])
-    alone = _vector_trajectory(GreedyFlood(), [12])
-    for (arms_b, rew_b, reg_b, msg_b), (arms_a, rew_a, reg_a, msg_a) in zip(
-        batch, alone, strict=True
-    ):
-        assert np.array_equal(arms_b[2], arms_a[0])
-        assert np.array_equal(rew_b[2], rew_a[0])
-        assert np.array_equal(reg_b[2], reg_a[0])
-        assert msg_b[2] == msg_a[0]
+    _, batch = _vector_trajectory(Chatty(), GRID, [10, 11, 12, 13], 2)
+    _, alone = _vector_trajectory(Chatty(), GRID, [12], 0)
+    for t, (x, y) in enumerate(zip(batch, alone, strict=True)):
+        assert_tree_equal(list(x), list(y), f"step {t}")
 
 
 def test_runs_of_a_batch_differ():
-    batch = _vector_trajectory(UniformRandom(), [1, 2])
-    arms = np.stack([s[0] for s in batch])
-    assert not np.array_equal(arms[:, 0], arms[:, 1])
+    _, batch = _vector_trajectory(UniformRandom(), GRID, [1, 2], 0)
+    _, other = _vector_trajectory(UniformRandom(), GRID, [1, 2], 1)
+    assert not np.array_equal(np.stack([s[0] for s in batch]), np.stack([s[0] for s in other]))

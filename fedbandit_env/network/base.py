@@ -2,7 +2,10 @@
 
 A channel (DESIGN.md §3) takes, each step, the send mask (B, N) and the payloads (B, N, dim) that
 the agents submitted with their arms, and returns what is delivered to whom this step (a
-channel-specific delivery record of arrays) plus a ledger :class:`Charge`. Deliveries made at
+channel-specific delivery record of arrays) plus a ledger :class:`Charge`. The payload slots of
+agents that do not send are never delivered: the engine zeroes them when they hold NaN/inf, and
+otherwise passes them as they are (any finite value), so a channel masks by selection
+(``np.where``/``copyto``), not by multiplying with the mask (0 * x is -0.0 for x < 0). Deliveries made at
 step t appear in the observation returned by step t, so a message's content can influence its
 receivers' arms from step t + 1 on (one hop per step).
 

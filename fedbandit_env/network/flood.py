@@ -14,7 +14,18 @@ Cost models (per hop, charged at the step the hop happens, agent–agent links a
   directed edge x -> y at hop h iff d(v, x) = h - 1 and d(v, y) = h. With every agent sending at
   once this gives the spec's per-round figures (M = 50: complete 1225, star 98, ring 1250).
 
-Deliveries are kept sparse (one row per delivered message), so rare senders cost little.
+Deliveries are kept sparse (one row per delivered message), so rare senders cost little. The
+messages in flight (sent in the last ttl steps) are one set of arrays, and each step handles all
+of them, whatever their hop, in one vectorized pass over tables indexed by (hop, origin): there
+is no Python loop over hops, so a step costs O(messages in flight + deliveries), and building
+the tables O(N^2 + N |E|) whatever ttl. A cost in the ledger is c2 times the step's links (one
+rounding).
+
+Drops (``drop_prob``): each delivery (receiver, origin) is lost independently with that
+probability at the receiver. Relaying is not affected (a node whose own copy was lost still
+forwards it: the loss is modelled between the network and the receiving agent, not per link, to
+keep the arrival times exact), so the relay/GIS cost is charged in full; ``dropped`` counts the
+lost deliveries.
 """
 
 from __future__ import annotations
@@ -49,13 +60,18 @@ class FloodDelivery:
     payload: np.ndarray
 
 
-@dataclass
-class _Ragged:
-    """Receivers at exactly h hops from each origin, in CSR form."""
+def _ragged(keys: np.ndarray, num_keys: int) -> np.ndarray:
+    """CSR row pointers of rows already sorted by ``keys`` in ``[0, num_keys)``."""
+    return np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=num_keys))])
 
-    indptr: np.ndarray
-    receivers: np.ndarray
-    slots: np.ndarray
+
+def _expand(indptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each key, all its CSR positions: (owner index into ``keys``, position)."""
+    start = indptr[keys]
+    counts = indptr[keys + 1] - start
+    owner = np.repeat(np.arange(len(keys)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, start[owner] + offsets
 
 
 class FloodChannel(Channel):
@@ -77,6 +93,9 @@ class FloodChannel(Channel):
         self._build_slots(dist)
         self._build_costs(dist)
 
+    # Tables are indexed by key = (h - 1) * N + origin: what a message of that origin does at
+    # hop h. One vectorized pass per step handles every message in flight, whatever its hop.
+
     def _build_slots(self, dist: np.ndarray) -> None:
         n = self.num_agents
         recv, orig = np.nonzero((dist >= 1) & (dist <= self.ttl))
@@ -89,40 +108,38 @@ class FloodChannel(Channel):
         self.num_slots = max(1, int(counts.max(initial=0)))
         self.senders = np.full((n, self.num_slots), -1, dtype=np.int64)
         self.senders[recv, slot] = orig
-        self._by_hop: list[_Ragged] = []
-        for h in range(1, self.ttl + 1):
-            sel = hops == h
-            o, r, s = orig[sel], recv[sel], slot[sel]
-            by_origin = np.lexsort((r, o))
-            o, r, s = o[by_origin], r[by_origin], s[by_origin]
-            indptr = np.concatenate([[0], np.cumsum(np.bincount(o, minlength=n))])
-            self._by_hop.append(_Ragged(indptr, r, s))
+        key = (hops - 1) * n + orig
+        by_key = np.lexsort((recv, key))
+        self._recv_ptr = _ragged(key[by_key], self.ttl * n)
+        self._recv = recv[by_key]
+        self._recv_slot = slot[by_key]
 
     def _build_costs(self, dist: np.ndarray) -> None:
         deg = self.topology.degrees
-        n, edges = self.num_agents, self.topology.edges
+        n, edges, ttl = self.num_agents, self.topology.edges, self.ttl
         self.num_edges = len(edges)
-        # relay: forwards at hop h by nodes at distance h-1 from the origin
-        self._relay = np.stack(
-            [((dist == h - 1) * deg[None, :]).sum(axis=1) for h in range(1, self.ttl + 1)]
+        # relay: at hop h, every node at distance h - 1 from the origin forwards to its neighbours
+        origin, node = np.nonzero((dist >= 0) & (dist <= ttl - 1))
+        relay = np.bincount(
+            dist[origin, node] * n + origin, weights=deg[node], minlength=ttl * n
         )
-        # gis: for each hop and origin, the undirected edge ids and the DATA count on them
-        x, y = edges[:, 0], edges[:, 1]
-        self._gis_edges: list[tuple[np.ndarray, np.ndarray]] = []
-        self._gis_data = np.zeros((self.ttl, n), dtype=np.int64)
-        for h in range(1, self.ttl + 1):
-            fwd = (dist[:, x] == h - 1) & (dist[:, y] == h)
-            bwd = (dist[:, y] == h - 1) & (dist[:, x] == h)
-            self._gis_data[h - 1] = fwd.sum(axis=1) + bwd.sum(axis=1)
-            origin, edge = np.nonzero(fwd | bwd)
-            indptr = np.concatenate([[0], np.cumsum(np.bincount(origin, minlength=n))])
-            self._gis_edges.append((indptr, edge))
+        self._relay = relay.astype(np.int64)  # flat, by key
+        # gis: a DATA message for origin v crosses edge {x, y} at hop h = max(d(v, x), d(v, y))
+        # iff the two distances differ (then they differ by one)
+        dx, dy = dist[:, edges[:, 0]], dist[:, edges[:, 1]]
+        hop = np.maximum(dx, dy)
+        origin, edge = np.nonzero((dx != dy) & (hop <= ttl))
+        key = (hop[origin, edge] - 1) * n + origin
+        by_key = np.argsort(key, kind="stable")
+        self._gis_data = np.bincount(key, minlength=ttl * n)  # flat, by key
+        self._gis_ptr = _ragged(key[by_key], ttl * n)
+        self._gis_edge = edge[by_key]
 
     def _reset(self, rng: BatchedRNG) -> None:
         shape = (self.num_agents, self.num_slots)
         self._drops = rng.buffered("uniform", shape) if self.drop_prob > 0 else None
-        self._history: list[tuple[int, np.ndarray, np.ndarray, np.ndarray] | None]
-        self._history = [None] * self.ttl
+        z = np.zeros(0, dtype=np.int64)
+        self._flight = (z, z, z, np.zeros((0, self.dim)))  # sent_step, run, origin, payload
 
     def _rows(self, n: int = 0) -> dict[str, np.ndarray]:
         z = np.zeros(n, dtype=np.int64)
@@ -133,20 +150,32 @@ class FloodChannel(Channel):
 
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
-        b_idx, v_idx = np.nonzero(send)
-        self._history[step % self.ttl] = (step, b_idx, v_idx, payload[b_idx, v_idx])
+        b_new, v_new = np.nonzero(send)
         charge = self._charge()
-        charge.sent[b_idx, v_idx] = 1
-        parts = []
-        for h in range(1, self.ttl + 1):
-            entry = self._history[(step - h + 1) % self.ttl]
-            if entry is None or entry[0] != step - h + 1 or len(entry[1]) == 0:
-                continue
-            parts.append(self._hop(h, *entry))
-            self._charge_hop(h, entry[1], entry[2], charge)
-        if not parts:
+        charge.sent[b_new, v_new] = 1
+        sent, b_idx, v_idx, rows = self._flight
+        live = sent > step - self.ttl  # messages sent at s reach hop h = step - s + 1 <= ttl
+        if not live.all() or len(b_new):
+            sent = np.concatenate([sent[live], np.full(len(b_new), step, dtype=np.int64)])
+            b_idx = np.concatenate([b_idx[live], b_new])
+            v_idx = np.concatenate([v_idx[live], v_new])
+            rows = np.concatenate([rows[live], payload[b_new, v_new]])
+            self._flight = (sent, b_idx, v_idx, rows)
+        if len(sent) == 0:
             return self.empty_delivery(), charge
-        cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        hops = step - sent + 1
+        key = (hops - 1) * self.num_agents + v_idx
+        self._charge_hops(key, hops, b_idx, charge)
+        msg, pos = _expand(self._recv_ptr, key)
+        cols = {
+            "run": b_idx[msg],
+            "receiver": self._recv[pos],
+            "origin": v_idx[msg],
+            "slot": self._recv_slot[pos],
+            "hops": hops[msg],
+            "sent_step": sent[msg],
+            "payload": rows[msg],
+        }
         order = np.lexsort((cols["slot"], cols["receiver"], cols["run"]))
         cols = {k: v[order] for k, v in cols.items()}
         if drop_u is not None:
@@ -155,38 +184,19 @@ class FloodChannel(Channel):
             cols = {k: v[keep] for k, v in cols.items()}
         return FloodDelivery(self.senders, **cols), charge
 
-    def _hop(self, h, sent_step, b_idx, v_idx, rows) -> dict[str, np.ndarray]:
-        rag = self._by_hop[h - 1]
-        start, stop = rag.indptr[v_idx], rag.indptr[v_idx + 1]
-        counts = stop - start
-        msg = np.repeat(np.arange(len(v_idx)), counts)
-        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        pos = start[msg] + offsets
-        return {
-            "run": b_idx[msg],
-            "receiver": rag.receivers[pos],
-            "origin": v_idx[msg],
-            "slot": rag.slots[pos],
-            "hops": np.full(len(msg), h, dtype=np.int64),
-            "sent_step": np.full(len(msg), sent_step, dtype=np.int64),
-            "payload": rows[msg],
-        }
-
-    def _charge_hop(self, h: int, b_idx: np.ndarray, v_idx: np.ndarray, charge) -> None:
+    def _charge_hops(self, key, hops, b_idx, charge) -> None:
+        """Messages and cost of the hops made this step by the messages in flight."""
         if self.cost_model == "relay":
-            msgs = np.bincount(b_idx, weights=self._relay[h - 1, v_idx], minlength=self.num_runs)
+            msgs = np.bincount(b_idx, weights=self._relay[key], minlength=self.num_runs)
             msgs = msgs.astype(np.int64)
             links = msgs
         else:
-            msgs = np.bincount(b_idx, weights=self._gis_data[h - 1, v_idx], minlength=self.num_runs)
+            msgs = np.bincount(b_idx, weights=self._gis_data[key], minlength=self.num_runs)
             msgs = msgs.astype(np.int64)
-            indptr, edge = self._gis_edges[h - 1]
-            start, stop = indptr[v_idx], indptr[v_idx + 1]
-            counts = stop - start
-            owner = np.repeat(np.arange(len(v_idx)), counts)
-            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            keys = np.unique(b_idx[owner] * self.num_edges + edge[start[owner] + offsets])
-            links = np.bincount(keys // self.num_edges, minlength=self.num_runs)
+            owner, pos = _expand(self._gis_ptr, key)
+            edge_at_hop = (b_idx[owner] * self.ttl + hops[owner] - 1) * self.num_edges
+            used = np.unique(edge_at_hop + self._gis_edge[pos])  # each edge once per hop
+            links = np.bincount(used // (self.ttl * self.num_edges), minlength=self.num_runs)
         charge.messages[:, AGENT_AGENT] += msgs
         charge.floats[:, AGENT_AGENT] += msgs * self.dim
         charge.cost[:, AGENT_AGENT] += self.c2 * links

@@ -3,6 +3,10 @@
 gossip.md §1.4 and §6 item 11: the edge is uniform over E, i.i.d. across steps, drawn from the
 run's network stream whether or not anyone sends. An endpoint receives its partner's payload if the
 partner sent (and the message was not dropped). Each transmission is one agent–agent message.
+
+Drops (``drop_prob``): each direction is lost independently with that probability; a lost message
+is still charged (c2) and counted in ``dropped``; its receiver still sees ``partner``, with
+``received`` 0 and a zero payload.
 """
 
 from __future__ import annotations
@@ -72,8 +76,8 @@ class GossipChannel(Channel):
             to_a &= drop_u[:, 1] >= self.drop_prob
         delivery.received[rows, a] = to_a
         delivery.received[rows, c] = to_c
-        delivery.payload[rows, a] = payload[rows, c] * to_a[:, None]
-        delivery.payload[rows, c] = payload[rows, a] * to_c[:, None]
+        delivery.payload[rows, a] = np.where(to_a[:, None], payload[rows, c], 0.0)
+        delivery.payload[rows, c] = np.where(to_c[:, None], payload[rows, a], 0.0)
         charge = self._charge()
         count = a_sends.astype(np.int64) + c_sends
         charge.messages[:, AGENT_AGENT] = count

@@ -12,6 +12,12 @@ components weighted by their contributing members), ``"unweighted"`` (mean of co
 printed in Alg. 5) or ``"sum"``. Cost (A14): ``"edges"`` (default: c2 * ecc(sink_q) * |E_q| per
 component that sent) or ``"path"`` (c2 * sum of hop distances of the senders to their sink), plus
 c1 per component upload; the broadcast is free unless ``charge_broadcast`` (A13).
+
+Drops (``drop_prob``, not in the papers): each member's payload is lost on its way to the sink
+independently with that probability; the sink's own payload crosses no link and is never lost.
+The local relays are charged for every sender (the message travelled before it was lost) and
+counted in ``dropped``; a component uploads (c1) only if its sink holds at least one payload,
+and the broadcast happens only if the server received something.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class HierarchicalChannel(Channel):
         self._member[np.arange(self.num_agents), comp] = 1.0
         sinks = np.asarray(topology.sinks)
         self._to_sink = topology.hop_distances[np.arange(self.num_agents), sinks[comp]]
+        self._is_sink = self._to_sink == 0
         ecc = np.asarray(topology.sink_eccentricities, dtype=np.int64)
         comp_edges = np.bincount(comp[topology.edges[:, 0]], minlength=self.num_components)
         self._edges_cost = ecc * comp_edges
@@ -108,7 +115,8 @@ class HierarchicalChannel(Channel):
         drop_u = self._drops.next() if self._drops is not None else None
         charge = self._charge()
         if send.any():
-            arrived = send if drop_u is None else send & (drop_u >= self.drop_prob)
+            kept = None if drop_u is None else (drop_u >= self.drop_prob) | self._is_sink
+            arrived = send if kept is None else send & kept
             total, count = self._combine(arrived, payload)
             sent_step = np.where(count > 0, step, -1)
             self._pending.append((step + self.delay, HierarchicalDelivery(total, count, sent_step)))
@@ -120,7 +128,7 @@ class HierarchicalChannel(Channel):
     def _charge_round(self, send, arrived, count, charge) -> None:
         relays = (send * self._to_sink[None, :]).sum(axis=1)
         comp_active = (send.astype(np.float64) @ self._member) > 0
-        uploads = comp_active.sum(axis=1)
+        uploads = ((arrived.astype(np.float64) @ self._member) > 0).sum(axis=1)
         if self.cost_model == "path":
             local_cost = self.c2 * relays
         else:

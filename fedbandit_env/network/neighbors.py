@@ -4,6 +4,9 @@ Used for the count max-consensus of Gossip_UCB (gossip.md §1.4, every edge ever
 consensus averaging of DP-Dec-UCB (dp-recsys.md §4). Each directed delivery is one agent–agent
 message of ``dim`` floats at cost ``c2``. Work per step is O(N * max degree * dim): no N x N
 arrays, so sparse graphs scale linearly in N.
+
+Drops (``drop_prob``): each directed message is lost independently with that probability; a lost
+message is still charged (c2) and counted in ``dropped``; its ``mask`` entry is 0.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ class NeighborsChannel(Channel):
             return self._empty, charge
         transmitted = self.valid & send[:, self._gather]  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
-        out = payload[:, self._gather] * mask[..., None]
+        out = payload[:, self._gather]
+        np.copyto(out, 0.0, where=~mask[..., None])  # a select, not 0 * x: no -0.0 from x < 0
         count = transmitted.sum(axis=(1, 2))
         charge.messages[:, AGENT_AGENT] = count
         charge.floats[:, AGENT_AGENT] = count * self.dim

@@ -6,6 +6,10 @@ subset of ceil(p N) agents per step, commeff.md A12), sums or averages what arri
 the result to every agent in the same step. Cost: ``c1`` per agent–server link used; an upload and
 the reply on the same two-way link count once (commeff.md §1.5), and the broadcast to agents that
 did not upload is free unless ``charge_broadcast`` (A13). Messages count uploads and deliveries.
+
+Drops (``drop_prob``, not in the papers): each upload is lost independently with that
+probability. A lost upload is still charged (one message, its link's c1) and counted in
+``dropped``; the broadcast is never lost, and happens (N messages) only if an upload arrived.
 """
 
 from __future__ import annotations
