@@ -57,6 +57,11 @@ class FedUCBBase(TeamPolicy):
         self.sigma = check_number(aid, "sigma", sigma, 0.0)
         self.S = check_number(aid, "S", S, 0.0)
 
+    @property
+    def privacy_epsilon(self) -> float:
+        """Declared guarantee: (epsilon, delta)-DP per agent (``inf`` when ``private=False``)."""
+        return self.epsilon
+
     def fold(
         self, obs: VecObservation, context: np.ndarray, rows: tuple, into: tuple[np.ndarray, ...]
     ) -> None:

@@ -61,6 +61,11 @@ class GossipUCB(TeamPolicy):
         self.literal_line_order = bool(literal_line_order)
         self.epsilon = math.inf
 
+    @property
+    def privacy_epsilon(self) -> float:
+        """Declared per-agent epsilon-DP guarantee (``inf``: Gossip_UCB is not private)."""
+        return self.epsilon
+
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         m = config.num_arms
         return {
