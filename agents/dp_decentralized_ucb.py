@@ -135,6 +135,11 @@ class DPDecentralizedUCB(TeamPolicy):
             epsilon, rho, kappa, index_sigma, clip, ci_mode, delta_horizon
         )
 
+    @property
+    def privacy_epsilon(self) -> float:
+        """Declared guarantee: epsilon-DP per agent over its whole transcript (``inf``: none)."""
+        return self.config.epsilon
+
     def channel_spec(self, config: EnvConfig):
         return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
 

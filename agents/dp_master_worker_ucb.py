@@ -85,6 +85,11 @@ class DPMasterWorkerUCB(TeamPolicy):
         clip = tuple(clip) if isinstance(clip, list | tuple) else clip
         self.config = DPMasterWorkerConfig(epsilon, clip, delta_horizon)
 
+    @property
+    def privacy_epsilon(self) -> float:
+        """Declared guarantee: epsilon-DP per agent over its whole transcript (``inf``: none)."""
+        return self.config.epsilon
+
     def channel_spec(self, config: EnvConfig):
         return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
 

@@ -106,6 +106,11 @@ class FedUCBBase(TeamPolicy):
             )
         return logdet
 
+    @property
+    def privacy_epsilon(self) -> float:
+        """Declared guarantee: (epsilon, delta)-DP per agent (``inf`` when ``private=False``)."""
+        return self.epsilon
+
     def fold(
         self, obs: VecObservation, context: np.ndarray, rows: tuple, into: tuple[np.ndarray, ...]
     ) -> None:

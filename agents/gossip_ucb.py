@@ -84,6 +84,11 @@ class GossipUCB(TeamPolicy):
         self.dp_guarantee_holds: bool | None = None  # set by reset (see GossipFedUCB)
         self.dp_caveats: tuple[str, ...] = ()
 
+    @property
+    def privacy_epsilon(self) -> float:
+        """Declared per-agent epsilon-DP guarantee (``inf``: Gossip_UCB is not private)."""
+        return self.epsilon
+
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         m = config.num_arms
         return {

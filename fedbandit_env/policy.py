@@ -70,9 +70,18 @@ class TeamAction:
 
 class TeamPolicy(ABC):
     """Base class of batched team policies. Subclasses set ``agent_id`` and implement
-    :meth:`reset` and :meth:`act`; ``channel_spec`` says which channels they need."""
+    :meth:`reset` and :meth:`act`; ``channel_spec`` says which channels they need.
+
+    ``privacy_epsilon`` (optional) is the differential-privacy guarantee the learner declares for
+    what it sends, per agent: a float epsilon, ``math.inf`` for a learner that is explicitly not
+    private (e.g. a private algorithm run in its non-private mode), ``None`` (the default) for no
+    declaration. It may depend on the federation, so the bench and ``fedbandit audit`` read it
+    after :meth:`reset`. It is a claim about privacy only: hyperparameters that happen to be
+    called ``epsilon`` (an exploration rate) are not read.
+    """
 
     agent_id: ClassVar[str] = ""
+    privacy_epsilon: float | None = None
 
     def channel_spec(self, config: EnvConfig) -> ChannelsSpec:
         """Channels this learner talks over (used by the bench when the env names none)."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
 from baselines.trivial import Flooding
 from fedbandit_env import ConfigError, UnknownIdError
 from fedbandit_env.bench import default_checkpoints, evaluate
+from fedbandit_env.bench.evaluate import incompatibility
 
 
 def test_evaluate_shapes_and_totals():
@@ -68,3 +72,48 @@ def test_bad_agent_and_kwargs():
             env_kwargs={"horizon": 5},
             checkpoints=np.array([10]),
         )
+
+
+HOMO = {"num_agents": 5, "num_arms": 3, "horizon": 300, "topology": "ring"}
+
+
+@pytest.mark.parametrize(
+    ("env_id", "agent", "kwargs", "declared"),
+    [
+        # an exploration rate called epsilon is no privacy claim
+        ("FedBandit/Homogeneous-v0", "epsilon_greedy", {"epsilon": 0.3}, None),
+        ("FedBandit/Homogeneous-v0", "ucb1", {}, None),
+        # private agents left at their default epsilon still declare it
+        ("FedBandit/Homogeneous-v0", "dp_mw_ucb", {}, 2.0),
+        ("FedBandit/Homogeneous-v0", "dp_dec_ucb", {"epsilon": 1.5}, 1.5),
+        ("FedBandit/Homogeneous-v0", "gossip_fed_ucb", {"epsilon": 3}, 3.0),
+        ("FedBandit/Homogeneous-v0", "gossip_ucb", {}, math.inf),
+        # commeff paper mode: every message is N_eff * epsilon-DP, known after reset (A1)
+        ("FedBandit/Homogeneous-v0", "cdp_mab", {}, 5.0),
+        ("FedBandit/Homogeneous-v0", "ddp_mab", {"epsilon": 0.5}, 2.5),
+        ("FedBandit/Homogeneous-v0", "hdp_mab", {"privacy": "per_message", "epsilon": 0.5}, 0.5),
+        ("FedBandit/LinearContextual-v0", "fed_lin_ucb", {"private": False}, math.inf),
+        ("FedBandit/LinearContextual-v0", "fed_lin_ucb", {}, 1.0),
+        ("FedBandit/LinearContextual-v0", "fed_lin_ucb_decentralized", {"epsilon": 0.5}, 0.5),
+    ],
+)
+def test_evaluate_reports_the_declared_privacy_epsilon(env_id, agent, kwargs, declared):
+    env_kwargs = HOMO if "Homogeneous" in env_id else {"num_agents": 3, "horizon": 50}
+    res = evaluate(env_id, agent, runs=1, env_kwargs=env_kwargs, agent_kwargs=kwargs)
+    assert res.privacy_epsilon == declared
+    expected = "inf" if declared == math.inf else declared
+    assert json.loads(json.dumps(res.summary()))["privacy_epsilon"] == expected
+
+
+def test_incompatibility_is_decided_by_the_learner():
+    env, linear = "FedBandit/Heterogeneous-v0", "FedBandit/LinearContextual-v0"
+    assert incompatibility(env, "ucb1", {"num_agents": 4, "horizon": 20}) is None
+    assert incompatibility(linear, "linucb", {"num_agents": 4, "horizon": 20}) is None
+    reason = incompatibility(env, "linucb", {"num_agents": 4, "horizon": 20})
+    assert reason is not None and "family: expected 'linear'" in reason
+    # the learner's own horizon check, before any step
+    reason = incompatibility("FedBandit/Homogeneous-v0", "cdp_mab", {"horizon": 20})
+    assert reason is not None and "cdp_mab: horizon" in reason
+    # kwargs the learner does not take
+    reason = incompatibility(env, "uniform", {"horizon": 20}, {"epsilon": 1})
+    assert reason is not None and "uniform: bad keyword arguments" in reason

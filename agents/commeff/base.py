@@ -104,6 +104,17 @@ class EliminationTeam(TeamPolicy):
             )
 
     @property
+    def privacy_epsilon(self) -> float | None:
+        """Declared per-agent guarantee: each message, and by parallel composition over epochs
+        the whole transcript, is ``eps_msg``-DP (A1). In ``"paper"`` mode that is
+        ``N_eff * epsilon``, known after :meth:`reset` (None before); ``inf``: no noise."""
+        if hasattr(self, "eps_msg"):
+            return self.eps_msg
+        if self.config.privacy == "per_message" or math.isinf(self.config.epsilon):
+            return self.config.epsilon
+        return None
+
+    @property
     def epsilon_effective(self) -> float:
         """The DP level of each released message (A1: ``N_eff * epsilon`` in paper mode)."""
         return self.eps_msg

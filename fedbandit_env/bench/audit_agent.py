@@ -6,6 +6,11 @@ entry, the reward of agent 0's first pull of arm 0. The audited output is the fi
 0 sends after that reward (reduced to a scalar by ``feature``). Over many independent runs the
 audit of :func:`fedbandit_env.privacy.audit_epsilon` gives a high-confidence lower bound on the
 epsilon of that release, which must not exceed the learner's claim. A lower bound, not a proof.
+
+The claim is the learner's own declaration, ``TeamPolicy.privacy_epsilon``, read after ``reset``
+on the audit's federation (:func:`declared_claim`); a learner that declares nothing, or ``inf``,
+claims no privacy, and the audit just reports how much its first message leaks. A learner kwarg
+named ``epsilon`` is never taken for a claim (epsilon-greedy's is an exploration rate).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.bench.evaluate import declared_epsilon
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.privacy import AuditResult, audit_epsilon, neighbouring_stream
 from fedbandit_env.registration import make_vec
@@ -36,20 +42,7 @@ def first_message(
     """Agent 0's first message after its first pull of arm 0, over ``trials`` batched runs."""
     horizon, num_arms = stream.shape
     policy = make_agent(agent_id, **agent_kwargs)
-    preview = make_vec(ENV, num_runs=1, num_agents=3, num_arms=num_arms, horizon=horizon)
-    channels = policy.channel_spec(preview.config)
-    if not channels:
-        raise ConfigError(f"{agent_id}: audit: the learner sends no messages, nothing to audit")
-    venv = make_vec(
-        ENV,
-        num_runs=trials,
-        num_agents=3,
-        num_arms=num_arms,
-        horizon=horizon,
-        topology="ring",
-        reward="bernoulli",
-        channels=channels,
-    )
+    venv = _audit_env(agent_id, policy, trials, num_arms, horizon)
     obs, _ = venv.reset(seed=0)
     seeds = [int(s) for s in rng.integers(2**31, size=trials)]
     policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
@@ -65,6 +58,40 @@ def first_message(
         obs, *_ = venv.step(action.arms, action.messages)
         pulled |= obs.last_arm[:, 0] == 0
     raise ConfigError(f"{agent_id}: audit: agent 0 sent no message after pulling arm 0")
+
+
+def _audit_env(agent_id: str, policy: Any, num_runs: int, num_arms: int, horizon: int) -> Any:
+    """The audit's federation (3 agents on a ring, Bernoulli rewards) with the learner's
+    channels; a learner that asks for none has nothing to audit."""
+    preview = make_vec(ENV, num_runs=1, num_agents=3, num_arms=num_arms, horizon=horizon)
+    channels = policy.channel_spec(preview.config)
+    if not channels:
+        raise ConfigError(f"{agent_id}: audit: the learner sends no messages, nothing to audit")
+    return make_vec(
+        ENV,
+        num_runs=num_runs,
+        num_agents=3,
+        num_arms=num_arms,
+        horizon=horizon,
+        topology="ring",
+        reward="bernoulli",
+        channels=channels,
+    )
+
+
+def declared_claim(
+    agent_id: str,
+    agent_kwargs: dict[str, Any] | None = None,
+    *,
+    horizon: int = 40,
+    num_arms: int = 2,
+) -> float | None:
+    """The privacy epsilon the learner declares on the audit's federation (after ``reset``):
+    a number, ``inf`` (not private) or None (no declaration)."""
+    policy = make_agent(agent_id, **dict(agent_kwargs or {}))
+    venv = _audit_env(agent_id, policy, 1, num_arms, horizon)
+    policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+    return declared_epsilon(policy)
 
 
 def audit_agent(

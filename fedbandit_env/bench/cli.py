@@ -3,7 +3,7 @@
 fedbandit envs | agents
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
 fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet]
-fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline ucb1] [--html DIR]
+fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--html DIR]
 fedbandit reproduce FIGURE [script args...]
 fedbandit audit (laplace|gaussian|AGENT) [--epsilon 1] [--kwargs JSON] [--trials N]
 """
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 from fedbandit_env.agent_registry import list_agents
 from fedbandit_env.bench.evaluate import evaluate
-from fedbandit_env.bench.executors import EXECUTORS, run_suite
+from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
 from fedbandit_env.bench.leaderboard import build, to_markdown
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import SUITES, get_suite
@@ -71,30 +72,40 @@ def cmd_run(args) -> None:
 
 def cmd_suite(args) -> None:
     suite = get_suite(args.name)
+    require_executor(args.executor)  # a missing extra is an error before the store is created
     store = ResultsStore(args.store)
     written = run_suite(
         suite, store, args.executor, args.jobs, args.chunk, args.ray_address, args.quiet
     )
     if not args.quiet:
         print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
-        print(to_markdown(build(store.rows(suite.name), suite.baseline), suite.baseline))
+        cells = suite.available(lambda _msg: None)
+        print(to_markdown(build(store.rows_for(cells), suite.baseline_for)))
 
 
 def cmd_leaderboard(args) -> None:
-    store = ResultsStore(args.store)
-    rows = store.rows(args.suite)
+    if args.html:
+        from fedbandit_env.bench.html import pyplot
+
+        pyplot()  # a missing matplotlib is an error before any output
+    store = ResultsStore(args.store, create=False)
+    if args.suite:
+        suite = get_suite(args.suite)
+        rows = store.rows_for(suite.available(lambda _msg: None))
+        baseline = args.baseline or suite.baseline_for
+    else:
+        rows, baseline = store.rows(), args.baseline
     if not rows:
+        which = f" of suite {args.suite!r}" if args.suite else ""
         raise FedBanditError(
-            f"leaderboard: no results in {args.store}; run `fedbandit suite` first"
+            f"leaderboard: no results{which} in {args.store}; run `fedbandit suite` first"
         )
-    entries = build(rows, args.baseline)
-    print(to_markdown(entries, args.baseline))
+    entries = build(rows, baseline)
+    print(to_markdown(entries))
     if args.html:
         from fedbandit_env.bench.html import write_html
 
-        page = write_html(
-            entries, Path(args.html), f"fedbandit leaderboard ({args.store})", args.baseline
-        )
+        page = write_html(entries, Path(args.html), f"fedbandit leaderboard ({args.store})")
         print(f"HTML: {page}")
 
 
@@ -116,23 +127,26 @@ def cmd_audit(args) -> None:
 
     kwargs = _json(args.kwargs, "--kwargs")
     if args.target in ("laplace", "gaussian"):
+        epsilon = 1.0 if args.epsilon is None else args.epsilon
         if args.target == "laplace":
-            mech = LaplaceMechanism(epsilon=args.epsilon, **kwargs)
+            mech = LaplaceMechanism(epsilon=epsilon, **kwargs)
         else:
-            mech = GaussianMechanism(epsilon=args.epsilon, **{"delta": 1e-5, **kwargs})
+            mech = GaussianMechanism(epsilon=epsilon, **{"delta": 1e-5, **kwargs})
         result = audit_output_mechanism(mech, trials=args.trials, seed=args.seed)
-        claim = args.epsilon
+        claim: float | None = epsilon
     else:
-        from fedbandit_env.bench.audit_agent import audit_agent
+        from fedbandit_env.bench.audit_agent import audit_agent, declared_claim
 
-        kwargs.setdefault("epsilon", args.epsilon)
+        if args.epsilon is not None:  # shorthand for the learner's own epsilon kwarg
+            kwargs.setdefault("epsilon", args.epsilon)
+        claim = declared_claim(args.target, kwargs)
         result = audit_agent(args.target, kwargs, trials=args.trials, seed=args.seed)
-        claim = kwargs["epsilon"]
+    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
+    if claim is None or math.isinf(claim):
+        print(f"{args.target} {kwargs}: claims no privacy (not private); {bound}")
+        return
     verdict = "EXCEEDS the claim" if result.epsilon_lower > claim else "consistent with the claim"
-    print(
-        f"{args.target} {kwargs}: claimed epsilon {claim}, empirical lower bound "
-        f"{result.epsilon_lower:.3f} (95% confidence): {verdict}"
-    )
+    print(f"{args.target} {kwargs}: claimed epsilon {claim:g}, {bound}: {verdict}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -159,13 +173,30 @@ def parser() -> argparse.ArgumentParser:
     board = sub.add_parser("leaderboard", help="render the leaderboard from the store")
     board.add_argument("--store", default=DEFAULT_STORE)
     board.add_argument("--suite", default=None)
-    board.add_argument("--baseline", default="ucb1")
+    board.add_argument(
+        "--baseline",
+        default=None,
+        help="normalize every table to this learner (default: the suite's baseline; without "
+        "--suite, linucb on linear environments and ucb1 otherwise)",
+    )
     board.add_argument("--html", default=None, help="also write a static HTML page here")
-    rep = sub.add_parser("reproduce", help=f"reproduce a paper figure ({', '.join(FIGURES)})")
+    rep = sub.add_parser(
+        "reproduce",
+        help=f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
+        "included, go to the script",
+        add_help=False,
+    )
     rep.add_argument("figure")
+    rep.add_argument("script_args", nargs=argparse.REMAINDER)
     audit = sub.add_parser("audit", help="empirical privacy audit of a mechanism or a learner")
     audit.add_argument("target", help="laplace, gaussian or a learner id")
-    audit.add_argument("--epsilon", type=float, default=1.0)
+    audit.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="a mechanism's epsilon (default 1); for a learner, shorthand for its epsilon kwarg. "
+        "A learner's claim is its declared privacy_epsilon, read after reset",
+    )
     audit.add_argument("--kwargs", default="{}")
     audit.add_argument("--trials", type=int, default=20000)
     audit.add_argument("--seed", type=int, default=0)
@@ -173,9 +204,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args, extra = parser().parse_known_args(argv)
-    if extra and args.command != "reproduce":
-        parser().error(f"unrecognized arguments: {' '.join(extra)}")
+    args = parser().parse_args(argv)
     commands = {
         "envs": cmd_envs,
         "agents": cmd_agents,
@@ -186,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     try:
         if args.command == "reproduce":
-            cmd_reproduce(args, extra)
+            cmd_reproduce(args, args.script_args)
         else:
             commands[args.command](args)
     except FedBanditError as err:

@@ -7,6 +7,7 @@ floats per run.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.errors import ConfigError, FedBanditError
 from fedbandit_env.network import LINK_TYPES
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec
+from fedbandit_env.seeding import BatchedRNG
 
 FULL_CURVE_MAX = 10_000
 
@@ -49,6 +51,7 @@ class EvalResult:
     wall_time: float
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    privacy_epsilon: float | None = None  # the learner's declaration (TeamPolicy), read after reset
 
     @property
     def final_regret_per_agent(self) -> np.ndarray:
@@ -70,8 +73,16 @@ class EvalResult:
             "floats_mean": float(self.floats.sum(axis=1).mean()),
             "cost_mean": float(self.cost.sum(axis=1).mean()),
             "link_types": list(LINK_TYPES),
+            "privacy_epsilon": _json_epsilon(self.privacy_epsilon),
             "wall_time": self.wall_time,
         }
+
+
+def _json_epsilon(epsilon: float | None) -> float | str | None:
+    """JSON has no infinity: a non-private declaration is the string ``"inf"``."""
+    if epsilon is None:
+        return None
+    return "inf" if math.isinf(epsilon) else float(epsilon)
 
 
 def _policy(agent: Any, agent_kwargs: dict[str, Any]) -> tuple[TeamPolicy, str]:
@@ -83,6 +94,51 @@ def _policy(agent: Any, agent_kwargs: dict[str, Any]) -> tuple[TeamPolicy, str]:
     if agent_kwargs:
         raise ConfigError("agent_kwargs: only allowed with an agent id or class, not an instance")
     return agent, getattr(agent, "agent_id", type(agent).__name__)
+
+
+def env_kwargs_for(
+    policy: TeamPolicy, env_id: str, env_kwargs: dict[str, Any] | None
+) -> dict[str, Any]:
+    """``env_kwargs`` plus, when they name no channels, the learner's ``channel_spec``."""
+    env_kwargs = dict(env_kwargs or {})
+    if "channels" not in env_kwargs:
+        preview = make_vec(env_id, num_runs=1, **env_kwargs).config
+        wanted = policy.channel_spec(preview)
+        if wanted is not None:
+            env_kwargs["channels"] = wanted
+    return env_kwargs
+
+
+def declared_epsilon(policy: Any) -> float | None:
+    """The learner's ``privacy_epsilon`` declaration (None when it declares nothing)."""
+    value = getattr(policy, "privacy_epsilon", None)
+    return None if value is None else float(value)
+
+
+def incompatibility(
+    env_id: str,
+    agent: str,
+    env_kwargs: dict[str, Any] | None = None,
+    agent_kwargs: dict[str, Any] | None = None,
+) -> str | None:
+    """Why a registered learner cannot run on an environment, or None if it can.
+
+    Decided by the learner itself: it is built with ``agent_kwargs``, the environment is built
+    (one run) with the channels the learner asks for, and the learner's own ``reset`` validates
+    the federation's facts, as before the first step of a real run. A :class:`FedBanditError`
+    (e.g. "family: expected 'linear'") is an incompatibility; so is any other exception, which
+    the reason names with its type, so that one broken plug-in does not stop a suite.
+    """
+    try:
+        policy, _ = _policy(agent, dict(agent_kwargs or {}))
+        kwargs = env_kwargs_for(policy, env_id, env_kwargs)
+        venv = make_vec(env_id, num_runs=1, **kwargs)
+        policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+    except FedBanditError as err:
+        return str(err)
+    except Exception as err:  # a learner's bug or missing optional dependency
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 def evaluate(
@@ -99,14 +155,9 @@ def evaluate(
     ``agent`` is a registered id, a team-policy class or an instance. When ``env_kwargs`` names
     no channels, the learner's ``channel_spec`` decides which channels the environment gets.
     """
-    env_kwargs = dict(env_kwargs or {})
     agent_kwargs = dict(agent_kwargs or {})
     policy, agent_id = _policy(agent, agent_kwargs)
-    if "channels" not in env_kwargs:
-        preview = make_vec(env_id, num_runs=1, **env_kwargs).config
-        wanted = policy.channel_spec(preview)
-        if wanted is not None:
-            env_kwargs["channels"] = wanted
+    env_kwargs = env_kwargs_for(policy, env_id, env_kwargs)
     venv = make_vec(env_id, num_runs=runs, **env_kwargs)
     steps = default_checkpoints(venv.horizon) if checkpoints is None else np.asarray(checkpoints)
     if steps.size == 0 or steps.min() < 1 or steps.max() > venv.horizon:
@@ -138,4 +189,5 @@ def evaluate(
         wall_time=wall,
         env_kwargs=env_kwargs,
         agent_kwargs=agent_kwargs,
+        privacy_epsilon=declared_epsilon(policy),
     )

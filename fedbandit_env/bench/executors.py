@@ -4,14 +4,22 @@ DESIGN.md §5 and specs/ecosystem.md §5. A work unit is (cell, contiguous seeds
 list of store rows. Every run of a batch is bit-identical to the same seed run alone, so any
 split of the seeds and any executor give identical numbers. The parent process writes each
 finished unit to the store in one transaction as soon as it arrives.
+
+A unit also carries its learner's registry entry, which the worker re-registers before running
+(:func:`fedbandit_env.agent_registry.ensure_agent`), so learners registered at runtime in the
+parent are known in joblib and Ray workers too. joblib and Ray are optional dependencies (extras
+``bench`` and ``ray``); a missing one raises a :class:`ConfigError` naming the extra.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fedbandit_env.agent_registry import Entry, agent_entry, ensure_agent
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
@@ -25,11 +33,13 @@ class WorkUnit:
     suite: str
     cell: Cell
     seeds: tuple[int, ...]  # contiguous
+    agent_entry: Entry  # the planner's registry entry of cell.agent_id
 
 
 def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
     """Evaluate one unit (a batch of contiguous seeds of one cell) and return its rows."""
     cell = unit.cell
+    ensure_agent(cell.agent_id, unit.agent_entry)
     result = evaluate(
         cell.env_id,
         cell.agent_id,
@@ -58,8 +68,37 @@ def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -
     units = []
     for cell in cells:
         missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash))
-        units.extend(WorkUnit(suite.name, cell, seeds) for seeds in _contiguous(missing, chunk))
+        entry = agent_entry(cell.agent_id)
+        units.extend(
+            WorkUnit(suite.name, cell, seeds, entry) for seeds in _contiguous(missing, chunk)
+        )
     return units
+
+
+EXTRAS = {"joblib": ("joblib", "bench"), "ray": ("ray", "ray")}
+JOBLIB_MIN = (1, 4)  # Parallel(return_as="generator_unordered")
+
+
+def require_executor(executor: str) -> None:
+    """Raise a clear error if ``executor`` is unknown or its optional dependency is missing."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor: expected one of {EXECUTORS}, got {executor!r}")
+    if executor not in EXTRAS:
+        return
+    module, extra = EXTRAS[executor]
+    hint = f"pip install 'fedbandit[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(
+            f"executor: {executor!r} needs the {module} package, which is not installed; {hint}"
+        ) from None
+    if module == "joblib":
+        version = tuple(int(p) for p in re.findall(r"\d+", loaded.__version__)[:2])
+        if version < JOBLIB_MIN:
+            raise ConfigError(
+                f"executor: 'joblib' needs joblib >= 1.4, found {loaded.__version__}; {hint}"
+            )
 
 
 def execute(
@@ -69,6 +108,7 @@ def execute(
     ray_address: str | None = None,
 ) -> Iterator[list[dict[str, Any]]]:
     """Yield each unit's rows as it finishes (in completion order for parallel executors)."""
+    require_executor(executor)
     if executor == "serial":
         for unit in units:
             yield run_unit(unit)
@@ -90,8 +130,6 @@ def execute(
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
-    else:
-        raise ConfigError(f"executor: expected one of {EXECUTORS}, got {executor!r}")
 
 
 def run_suite(
@@ -104,8 +142,7 @@ def run_suite(
     quiet: bool = False,
 ) -> int:
     """Run every missing (cell, seed) of ``suite`` into ``store``; returns rows written."""
-    if executor not in EXECUTORS:
-        raise ConfigError(f"executor: expected one of {EXECUTORS}, got {executor!r}")
+    require_executor(executor)
     note = (lambda _msg: None) if quiet else print
     units = plan(suite, suite.available(note), store, chunk)
     bar = None

@@ -1,5 +1,7 @@
 """Static HTML leaderboard: the ranked tables, regret-vs-t plots with bands, and a
-regret-vs-communication scatter (matplotlib PNGs next to ``index.html``)."""
+regret-vs-communication scatter with one panel per environment (matplotlib PNGs next to
+``index.html``). matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
+:class:`ConfigError` naming the extra."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbandit_env.bench.leaderboard import Entry, env_title
+from fedbandit_env.bench.leaderboard import Entry, env_title, format_epsilon
+from fedbandit_env.errors import ConfigError
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
@@ -20,12 +23,23 @@ img { max-width: 900px; display: block; margin: 1em 0; }
 """
 
 
-def _plot_curves(entries: list[Entry], path: Path, title: str) -> None:
-    import matplotlib
-
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, or a clear error naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError(
+            "leaderboard --html: the plots need matplotlib, which is not installed; "
+            "pip install 'fedbandit[plots]' (in a checkout: pip install -e '.[plots]')"
+        ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _plot_curves(entries: list[Entry], path: Path, title: str) -> None:
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for e in sorted(entries, key=lambda x: x.rank):
         mean = e.curves.mean(axis=0)
@@ -39,37 +53,47 @@ def _plot_curves(entries: list[Entry], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _plot_scatter(entries: list[Entry], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+def scatter_figure(entries: list[Entry]):
+    """Regret vs messages: one panel per environment configuration (regrets of different
+    environments are not comparable), two panels per row."""
+    plt = pyplot()
+    by_env: dict[str, list[Entry]] = defaultdict(list)
     for e in entries:
-        ax.scatter(e.messages + 1, e.mean)
-        ax.annotate(e.label, (e.messages + 1, e.mean), fontsize=7)
-    ax.set(
-        xscale="log",
-        xlabel="messages sent per run (+1)",
-        ylabel="final regret per agent",
-        title="Regret vs communication",
-    )
+        by_env[e.env_key].append(e)
+    cols = min(2, len(by_env))
+    rows = -(-len(by_env) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.5 * rows), squeeze=False)
+    for ax, (env_key, env_entries) in zip(axes.flat, by_env.items(), strict=False):
+        x = np.array([e.messages + 1 for e in env_entries])
+        y = np.array([e.mean for e in env_entries])
+        ax.scatter(x, y)
+        for e, xi, yi in zip(env_entries, x, y, strict=True):
+            ax.annotate(e.label, (xi, yi), fontsize=6)
+        ax.set(xscale="log", xlabel="messages sent per run (+1)", ylabel="final regret / agent")
+        ax.set_title(env_title(env_key), fontsize=8)
+    for ax in axes.flat[len(by_env) :]:
+        ax.remove()
+    fig.suptitle("Regret vs communication")
     fig.tight_layout()
+    return fig
+
+
+def _plot_scatter(entries: list[Entry], path: Path) -> None:
+    fig = scatter_figure(entries)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
+    pyplot().close(fig)
 
 
-def _table(entries: list[Entry], baseline: str) -> str:
+def _table(entries: list[Entry]) -> str:
     head = (
         "<tr><th>rank</th><th>learner</th><th>runs</th><th>final regret / agent</th>"
-        f"<th>95% CI</th><th>vs {html.escape(baseline)}</th><th>messages</th>"
-        "<th>floats</th><th>epsilon</th></tr>"
+        f"<th>95% CI</th><th>vs {html.escape(entries[0].baseline)}</th><th>messages</th>"
+        "<th>floats</th><th>privacy ε</th></tr>"
     )
     body = []
     for e in sorted(entries, key=lambda x: x.rank):
         norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
-        eps = "—" if e.epsilon is None else f"{e.epsilon:g}"
+        eps = format_epsilon(e.epsilon)
         body.append(
             f"<tr class='entry'><td>{e.rank}</td><td class='name'>{html.escape(e.label)}</td>"
             f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
@@ -78,8 +102,9 @@ def _table(entries: list[Entry], baseline: str) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def write_html(entries: list[Entry], out_dir: Path, title: str, baseline: str = "ucb1") -> Path:
+def write_html(entries: list[Entry], out_dir: Path, title: str) -> Path:
     """Write ``index.html`` and its PNGs into ``out_dir``; returns the page's path."""
+    pyplot()  # fail before writing anything if matplotlib is missing
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     by_env: dict[str, list[Entry]] = defaultdict(list)
@@ -91,7 +116,7 @@ def write_html(entries: list[Entry], out_dir: Path, title: str, baseline: str = 
         png = f"regret_{k}.png"
         _plot_curves(env_entries, out_dir / png, name)
         sections.append(
-            f"<h2>{html.escape(name)}</h2>{_table(env_entries, baseline)}"
+            f"<h2>{html.escape(name)}</h2>{_table(env_entries)}"
             f"<img src='{png}' alt='regret vs t: {html.escape(name)}'>"
         )
     _plot_scatter(entries, out_dir / "scatter.png")

@@ -1,20 +1,28 @@
 """Leaderboard: rank the cells of each environment by final regret (DESIGN.md §5).
 
-Per cell: mean final per-agent regret with a 95% percentile-bootstrap CI (seeded Generator),
-regret normalized to a named baseline learner on the same environment, mean messages and floats
-sent, and epsilon (the learner's ``epsilon`` kwarg, "—" when it has none). Cells are ranked
-within their environment configuration.
+Per cell: mean final per-agent regret with a 95% percentile-bootstrap CI, regret normalized to a
+baseline learner on the same environment, mean messages and floats sent, and the privacy epsilon
+the learner declares (``TeamPolicy.privacy_epsilon``: a number, "∞" for explicitly non-private,
+"—" for no declaration). Cells are ranked within their environment configuration.
+
+The bootstrap of a cell draws from a generator seeded by (``seed``, the cell's hash), so a cell's
+CI does not depend on which other cells are in the store. The baseline is one agent id for every
+table, or per table: :func:`fedbandit_env.bench.suites.default_baseline` (``linucb`` on the linear
+family, ``ucb1`` otherwise) unless the caller names one.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from fedbandit_env.bench.store import Row
+from fedbandit_env.bench.suites import default_baseline
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -46,13 +54,32 @@ class Entry:
     floats: float
     epsilon: float | None
     rank: int
+    baseline: str
     steps: np.ndarray
     curves: np.ndarray  # (runs, checkpoints)
 
 
-def build(rows: list[Row], baseline: str = "ucb1", seed: int = 0) -> list[Entry]:
-    """Entries of every cell in ``rows``, ranked per environment."""
-    rng = np.random.default_rng(seed)
+Baseline = str | Callable[[str, dict], str] | None
+
+
+def cell_rng(cell_hash: str, seed: int = 0) -> np.random.Generator:
+    """The bootstrap generator of one cell: seeded by ``seed`` and the cell's hash."""
+    return np.random.default_rng([seed, int(cell_hash, 16)])
+
+
+def _baseline_of(baseline: Baseline, env_key: str) -> str:
+    if isinstance(baseline, str):
+        return baseline
+    env = json.loads(env_key)
+    return (baseline or default_baseline)(env["env_id"], env["env_kwargs"])
+
+
+def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Entry]:
+    """Entries of every cell in ``rows``, ranked per environment.
+
+    ``baseline``: an agent id for every table, or ``f(env_id, env_kwargs) -> agent id`` (e.g. a
+    suite's ``baseline_for``); None picks :func:`default_baseline` per table.
+    """
     cells: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         cells[row.cell_hash].append(row)
@@ -60,7 +87,7 @@ def build(rows: list[Row], baseline: str = "ucb1", seed: int = 0) -> list[Entry]
     for cell_rows in cells.values():
         first = cell_rows[0]
         finals = np.array([r.final_regret_per_agent for r in cell_rows])
-        lo, hi = bootstrap_ci(finals, rng)
+        lo, hi = bootstrap_ci(finals, cell_rng(first.cell_hash, seed))
         entries.append(
             Entry(
                 env_key=first.env_key,
@@ -76,6 +103,7 @@ def build(rows: list[Row], baseline: str = "ucb1", seed: int = 0) -> list[Entry]
                 floats=float(np.mean([r.floats for r in cell_rows])),
                 epsilon=first.epsilon,
                 rank=0,
+                baseline="",
                 steps=np.array(json.loads(first.steps)),
                 curves=np.array([json.loads(r.curve) for r in cell_rows]),
             )
@@ -84,11 +112,13 @@ def build(rows: list[Row], baseline: str = "ucb1", seed: int = 0) -> list[Entry]
     for e in entries:
         by_env[e.env_key].append(e)
     ranked = []
-    for env_entries in by_env.values():
+    for env_key, env_entries in by_env.items():
+        name = _baseline_of(baseline, env_key)
         env_entries.sort(key=lambda e: e.mean)
-        base = [e for e in env_entries if e.agent_id == baseline and e.label == baseline]
+        base = [e for e in env_entries if e.agent_id == name and e.label == name]
         for rank, e in enumerate(env_entries, start=1):
             e.rank = rank
+            e.baseline = name
             if base and base[0].mean > 0:
                 e.normalized = e.mean / base[0].mean
         ranked.extend(env_entries)
@@ -101,7 +131,14 @@ def env_title(env_key: str) -> str:
     return f"{env['env_id']} ({kwargs})"
 
 
-def to_markdown(entries: list[Entry], baseline: str = "ucb1") -> str:
+def format_epsilon(epsilon: float | None) -> str:
+    """The privacy column: the declared epsilon, "∞" (not private) or "—" (no declaration)."""
+    if epsilon is None:
+        return "—"
+    return "∞" if math.isinf(epsilon) else f"{epsilon:g}"
+
+
+def to_markdown(entries: list[Entry]) -> str:
     """Markdown tables, one per environment configuration, ranked by mean final regret."""
     out = []
     by_env: dict[str, list[Entry]] = defaultdict(list)
@@ -110,13 +147,13 @@ def to_markdown(entries: list[Entry], baseline: str = "ucb1") -> str:
     for env_key, env_entries in by_env.items():
         out.append(f"### {env_title(env_key)}\n")
         out.append(
-            f"| rank | learner | runs | final regret / agent | 95% CI | vs {baseline} | "
-            "messages | floats | epsilon |"
+            f"| rank | learner | runs | final regret / agent | 95% CI | "
+            f"vs {env_entries[0].baseline} | messages | floats | privacy ε |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
-            eps = "—" if e.epsilon is None else f"{e.epsilon:g}"
+            eps = format_epsilon(e.epsilon)
             out.append(
                 f"| {e.rank} | {e.label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "

@@ -3,11 +3,18 @@
 DESIGN.md §5. Append-only: rows are only ever inserted, each batch of finished runs in one
 transaction, so a process killed mid-sweep leaves every finished row and no partial one, and a
 re-run skips the (cell, seed) pairs already there. Regret curves are stored at log-spaced
-checkpoints (JSON arrays).
+checkpoints (JSON arrays). The ``epsilon`` column is the privacy guarantee the learner declares
+(``TeamPolicy.privacy_epsilon``: NULL for none, ``inf`` for explicitly non-private), not a
+kwarg of that name.
+
+A cell may belong to several suites (its hash does not include the suite); the ``suite`` column
+only records which suite wrote the row first, so a suite's rows are selected by its cells'
+(hash, seed) pairs (:meth:`ResultsStore.rows_for`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -20,6 +27,7 @@ import numpy as np
 
 from fedbandit_env.bench.evaluate import EvalResult
 from fedbandit_env.bench.suites import Cell
+from fedbandit_env.errors import ConfigError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -93,11 +101,6 @@ def log_checkpoints(horizon: int, points: int = 60) -> np.ndarray:
     return np.unique(np.geomspace(1, horizon, points).round().astype(np.int64))
 
 
-def cell_epsilon(cell: Cell) -> float | None:
-    eps = cell.agent_kwargs.get("epsilon")
-    return None if eps is None else float(eps)
-
-
 def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[str, Any]]:
     """One row per run of an :class:`EvalResult` (its steps are the log checkpoints)."""
     per_run_wall = result.wall_time / len(result.seeds)
@@ -119,7 +122,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
                 "messages": int(result.messages[r].sum()),
                 "floats": int(result.floats[r].sum()),
                 "cost": float(result.cost[r].sum()),
-                "epsilon": cell_epsilon(cell),
+                "epsilon": result.privacy_epsilon,
                 "wall_time": per_run_wall,
                 "steps": json.dumps(result.steps.tolist()),
                 "curve": json.dumps(result.regret_per_agent[r].tolist()),
@@ -130,10 +133,16 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
 
 
 class ResultsStore:
-    """Append-only SQLite store (``path`` ``":memory:"`` for a throwaway one)."""
+    """Append-only SQLite store (``path`` ``":memory:"`` for a throwaway one). With
+    ``create=False`` a missing file is an error instead of a new empty store."""
 
-    def __init__(self, path: str | Path = "fedbandit_results.sqlite"):
+    def __init__(self, path: str | Path = "fedbandit_results.sqlite", create: bool = True):
         self.path = str(path)
+        if not create and self.path != ":memory:" and not Path(self.path).is_file():
+            raise ConfigError(
+                f"store: {self.path} does not exist; run `fedbandit suite NAME --store "
+                f"{self.path}` first"
+            )
         self._conn = sqlite3.connect(self.path, timeout=60)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
@@ -158,11 +167,27 @@ class ResultsStore:
             self._conn.executemany(sql, [tuple(r[c] for c in cols) for r in rows])
         return len(rows)
 
-    def rows(self, suite: str | None = None) -> list[Row]:
-        sql = "SELECT * FROM runs" + (" WHERE suite = ?" if suite else "")
-        sql += " ORDER BY env_key, label, cell_hash, seed"
-        cur = self._conn.execute(sql, (suite,) if suite else ())
+    def rows(self) -> list[Row]:
+        """Every stored row."""
+        cur = self._conn.execute("SELECT * FROM runs ORDER BY env_key, label, cell_hash, seed")
         return [Row(*r) for r in cur.fetchall()]
+
+    def rows_for(self, cells: Iterable[Cell]) -> list[Row]:
+        """The stored rows of ``cells`` (a suite's cells): each cell's (hash, seed) pairs,
+        whichever suite wrote them, labelled with the cell's own label."""
+        wanted = {cell.config_hash: cell for cell in cells}
+        out = []
+        hashes = list(wanted)
+        for start in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
+            part = hashes[start : start + 500]
+            sql = f"SELECT * FROM runs WHERE cell_hash IN ({', '.join('?' for _ in part)})"
+            for r in self._conn.execute(sql, part).fetchall():
+                row = Row(*r)
+                cell = wanted[row.cell_hash]
+                if cell.seed <= row.seed < cell.seed + cell.runs:
+                    out.append(dataclasses.replace(row, label=cell.name))
+        out.sort(key=lambda r: (r.env_key, r.label, r.cell_hash, r.seed))
+        return out
 
     def count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])

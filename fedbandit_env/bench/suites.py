@@ -1,9 +1,16 @@
 """Suites: named sets of cells (environment + kwargs, learner + kwargs, runs, horizon).
 
 DESIGN.md §5. A cell's identity is the SHA-256 of its canonical JSON (env id and kwargs with the
-horizon, agent id and kwargs): the results store keys rows by (cell hash, seed). Suites are
-defined by ids, so learners added later by other packages are picked up by ``standard``; a cell
-whose env or agent id is not registered in this installation is skipped with a note.
+horizon, agent id and kwargs): the results store keys rows by (cell hash, seed).
+
+A suite lists explicit cells (learners with specific kwargs) and :class:`LearnerSweep` entries:
+"every registered learner, with its default kwargs, on this environment". Sweeps are expanded
+from the agent registry when the suite is run, so a learner installed later (an entry point of
+the ``fedbandit.agents`` group) or registered at runtime (``register_agent``) joins ``standard``
+and ``quick`` by itself. Whether a learner can run on an environment is decided by the learner:
+:meth:`Suite.available` builds it, builds the environment with the channels it asks for and calls
+its ``reset`` (its own validation of the federation's facts, before any step); a learner that
+raises there is skipped, and the note says which and why (``fedbandit suite`` prints it).
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedbandit_env.agent_registry import list_agents
+from fedbandit_env.bench.evaluate import incompatibility
 from fedbandit_env.errors import ConfigError, UnknownIdError
-from fedbandit_env.registration import list_envs
+from fedbandit_env.registration import list_envs, make_vec, spec
 
 
 def _canonical(value: Any) -> Any:
@@ -82,38 +90,95 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class LearnerSweep:
+    """Every registered learner, with its default kwargs, on one environment configuration,
+    except the ids in ``exclude`` (those the suite runs there with specific kwargs instead)."""
+
+    env_id: str
+    horizon: int
+    runs: int
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    exclude: tuple[str, ...] = ()
+
+    def cells(self) -> list[Cell]:
+        return [
+            Cell(self.env_id, agent_id, self.horizon, self.runs, dict(self.env_kwargs), {})
+            for agent_id in list_agents()
+            if agent_id not in self.exclude
+        ]
+
+
+FAMILY_BASELINES = {"linear": "linucb"}
+DEFAULT_BASELINE = "ucb1"
+
+
+def env_family(env_id: str, env_kwargs: dict[str, Any]) -> str | None:
+    """The family of an environment configuration (None if it cannot be told)."""
+    try:
+        kwargs = {**spec(env_id).kwargs, **env_kwargs}
+        if "family" in kwargs:
+            return str(kwargs["family"])
+        return str(make_vec(env_id, num_runs=1, **env_kwargs).config.family)
+    except Exception:  # an unregistered id or kwargs this installation cannot build
+        return None
+
+
+def default_baseline(env_id: str, env_kwargs: dict[str, Any]) -> str:
+    """The learner a table is normalized to by default: ``linucb`` on the linear family
+    (a multi-armed learner is no reference there), ``ucb1`` otherwise."""
+    return FAMILY_BASELINES.get(env_family(env_id, env_kwargs) or "", DEFAULT_BASELINE)
+
+
+@dataclass(frozen=True)
 class Suite:
-    """A named list of cells; ``baseline`` is the agent id regrets are normalized to."""
+    """A named set of cells: explicit ``cells`` plus ``sweeps`` over every registered learner.
+
+    ``baseline`` is the agent id regrets are normalized to; None (the default) picks it per
+    environment with :func:`default_baseline`.
+    """
 
     name: str
-    cells: tuple[Cell, ...]
-    baseline: str = "ucb1"
+    cells: tuple[Cell, ...] = ()
+    baseline: str | None = None
     description: str = ""
+    sweeps: tuple[LearnerSweep, ...] = ()
+
+    def baseline_for(self, env_id: str, env_kwargs: dict[str, Any]) -> str:
+        return self.baseline or default_baseline(env_id, env_kwargs)
+
+    def candidates(self) -> list[Cell]:
+        """The explicit cells and the sweeps expanded over the registry as it is now."""
+        out = list(self.cells)
+        for sweep in self.sweeps:
+            out.extend(sweep.cells())
+        return out
 
     def available(self, note: Callable[[str], None] = print) -> list[Cell]:
-        """The cells whose env and agent ids are registered here; the others are noted."""
+        """The candidate cells whose env and learner are registered here and whose learner
+        accepts the environment (:func:`incompatibility`); each skipped cell is noted with
+        the reason."""
         envs, agents = set(list_envs()), set(list_agents())
         out = []
-        for cell in self.cells:
-            missing = [
-                i
-                for i, ok in (
-                    (cell.env_id, cell.env_id in envs),
-                    (cell.agent_id, cell.agent_id in agents),
-                )
-                if not ok
-            ]
+        for cell in self.candidates():
+            missing = [cell.env_id] if cell.env_id not in envs else []
+            missing += [cell.agent_id] if cell.agent_id not in agents else []
             if missing:
-                note(
-                    f"suite {self.name}: skipping {cell.name} on {cell.env_id}: {missing} "
-                    "not registered in this installation"
-                )
+                reason = f"{missing} not registered in this installation"
             else:
+                reason = incompatibility(
+                    cell.env_id,
+                    cell.agent_id,
+                    {**cell.env_kwargs, "horizon": cell.horizon},
+                    cell.agent_kwargs,
+                )
+            if reason is None:
                 out.append(cell)
+            else:
+                note(f"suite {self.name}: skipping {cell.name} on {cell.env_id}: {reason}")
         return out
 
 
-def _grid(env_id, env_kwargs, agents, horizon, runs, env_label="") -> tuple[Cell, ...]:
+def _grid(env_id, env_kwargs, agents, horizon, runs) -> tuple[Cell, ...]:
     cells = []
     for agent in agents:
         agent_id, kwargs, label = agent if isinstance(agent, tuple) else (agent, {}, "")
@@ -131,83 +196,79 @@ def _grid(env_id, env_kwargs, agents, horizon, runs, env_label="") -> tuple[Cell
     return tuple(cells)
 
 
+def _every_learner(env_id, env_kwargs, horizon, runs, explicit=()) -> tuple[tuple, tuple]:
+    """Explicit cells and a sweep over every other registered learner, on one environment."""
+    cells = _grid(env_id, env_kwargs, explicit, horizon, runs)
+    exclude = tuple(sorted({c.agent_id for c in cells}))
+    return cells, (LearnerSweep(env_id, horizon, runs, dict(env_kwargs), exclude),)
+
+
 HETERO_SMALL = {"num_agents": 5, "num_arms": 5, "topology": "ring", "instance": "gossip"}
 HOMO_SMALL = {"num_agents": 5, "num_arms": 5, "topology": "ring"}
 
-QUICK_AGENTS = (
-    "uniform",
-    "ucb1",
-    "ucb1_shared",
-    "thompson_beta_shared",
-    "gossip_ucb",
-    ("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),
-    "centralized_ucb1",
-)
-QUICK_HOMO_AGENTS = (
-    "uniform",
-    "ucb1",
-    "kl_ucb_shared",
-    ("cdp_mab", {"epsilon": 1.0}, ""),
-    ("dp_mw_ucb", {"epsilon": 2.0}, ""),
-    ("dp_dec_ucb", {"epsilon": 2.0}, ""),
-)
+LINEAR_SMALL = {"num_agents": 5, "num_arms": 5, "dim": 5}
 
-BASELINES = (
-    "uniform",
-    "flooding",
-    "epsilon_greedy",
-    "ucb1",
-    "kl_ucb",
-    "thompson_beta",
-    "thompson_gaussian",
-    "epsilon_greedy_shared",
-    "ucb1_shared",
-    "kl_ucb_shared",
-    "thompson_beta_shared",
-    "thompson_gaussian_shared",
-    "centralized_ucb1",
-)
-MAB_REFERENCE = (
-    "gossip_ucb",
-    ("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"),
-    ("dp_mw_ucb", {"epsilon": 2.0}, ""),
-    ("dp_dec_ucb", {"epsilon": 2.0}, ""),
-    ("cdp_mab", {"epsilon": 1.0}, ""),
-    ("ddp_mab", {"epsilon": 1.0}, ""),
-)
-LINEAR_AGENTS = (
-    "linucb",
-    "centralized_linucb",
+
+def _open_suite(name: str, blocks: tuple, description: str) -> Suite:
+    """A suite of every registered learner on each block ``(env id, env kwargs, horizon, runs,
+    explicit cells)``; a learner with explicit cells on a block is not swept there."""
+    cells: tuple[Cell, ...] = ()
+    sweeps: tuple[LearnerSweep, ...] = ()
+    for env_id, env_kwargs, horizon, runs, explicit in blocks:
+        more_cells, more_sweeps = _every_learner(env_id, env_kwargs, horizon, runs, explicit)
+        cells += more_cells
+        sweeps += more_sweeps
+    return Suite(name, cells, None, description, sweeps)
+
+
+LINEAR_EXPLICIT = (
     ("fed_lin_ucb", {"epsilon": 1.0}, ""),
     ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
     ("fed_lin_ucb_decentralized", {"epsilon": 1.0, "gamma": 1}, ""),
 )
 
 SUITES: dict[str, Suite] = {
-    "quick": Suite(
+    "quick": _open_suite(
         "quick",
-        _grid("FedBandit/Heterogeneous-v0", HETERO_SMALL, QUICK_AGENTS, 2000, 10)
-        + _grid("FedBandit/Homogeneous-v0", HOMO_SMALL, QUICK_HOMO_AGENTS, 2000, 10),
-        description="Two small cells (heterogeneous ring, homogeneous ring), 10 seeds, T=2000.",
+        (
+            (
+                "FedBandit/Heterogeneous-v0",
+                HETERO_SMALL,
+                2000,
+                10,
+                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
+            ),
+            ("FedBandit/Homogeneous-v0", HOMO_SMALL, 2000, 10, ()),
+            ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, ()),
+        ),
+        "Every registered learner that accepts the environment (default kwargs; gossip_fed_ucb "
+        "at epsilon 5 on the heterogeneous ring) on three small environments: heterogeneous and "
+        "homogeneous rings of 5 agents with 5 arms, and a linear contextual one (5 agents, "
+        "K = 5, d = 5); 10 seeds, T = 2000.",
     ),
-    "standard": Suite(
+    "standard": _open_suite(
         "standard",
-        _grid(
-            "FedBandit/Heterogeneous-v0",
-            {**HETERO_SMALL, "num_agents": 10, "num_arms": 10},
-            BASELINES + MAB_REFERENCE,
-            10_000,
-            20,
-        )
-        + _grid(
-            "FedBandit/Homogeneous-v0",
-            {**HOMO_SMALL, "num_agents": 10, "num_arms": 10},
-            BASELINES + MAB_REFERENCE,
-            10_000,
-            20,
-        )
-        + _grid("FedBandit/LinearContextual-v0", {"num_agents": 10}, LINEAR_AGENTS, 10_000, 20),
-        description="All families, every reference agent and baseline, 20 seeds, T=10^4.",
+        (
+            (
+                "FedBandit/Heterogeneous-v0",
+                {**HETERO_SMALL, "num_agents": 10, "num_arms": 10},
+                10_000,
+                20,
+                (("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"),),
+            ),
+            (
+                "FedBandit/Homogeneous-v0",
+                {**HOMO_SMALL, "num_agents": 10, "num_arms": 10},
+                10_000,
+                20,
+                (("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"),),
+            ),
+            ("FedBandit/LinearContextual-v0", {"num_agents": 10}, 10_000, 20, LINEAR_EXPLICIT),
+        ),
+        "All three families (heterogeneous and homogeneous rings of 10 agents with 10 arms, "
+        "linear contextual with 10 agents), every registered learner that accepts the "
+        "environment (every reference agent and baseline, default kwargs; gossip_fed_ucb at "
+        "epsilon 2; fed_lin_ucb private and not), 20 seeds, T = 10^4.",
     ),
     "gossip": Suite(
         "gossip",
