@@ -25,11 +25,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts
+from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
 from fedbandit_env.privacy import HybridCounter
 from fedbandit_env.seeding import BatchedRNG
-
-MULTI_ARMED_FAMILIES = ("homogeneous", "heterogeneous")
 
 
 class RunningSums(Protocol):
@@ -161,11 +159,7 @@ def check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
 
 def check_facts(agent_id: str, facts: FederationFacts, init_steps: int) -> None:
     """A multi-armed family and a horizon longer than the initialisation (``init_steps``)."""
-    if facts.family not in MULTI_ARMED_FAMILIES:
-        raise ConfigError(
-            f"{agent_id}: family: expected one of {MULTI_ARMED_FAMILIES} (multi-armed bandit), "
-            f"got {facts.family!r}"
-        )
+    require_family(agent_id, facts, MULTI_ARMED)
     if facts.horizon <= init_steps:
         raise ConfigError(
             f"{agent_id}: horizon: expected more than {init_steps} steps (the initialisation: "

@@ -72,7 +72,18 @@ class FedLinUCB(FedUCBBase):
         eig_floor: float | None = None,
     ):
         super().__init__(
-            epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S, L, B, eig_floor
+            epsilon,
+            delta,
+            alpha,
+            private,
+            sync_threshold,
+            beta_scale,
+            lam,
+            sigma,
+            S,
+            L,
+            B,
+            eig_floor,
         )
         aid = self.agent_id
         if schedule not in ("adaptive", "fixed"):

@@ -38,7 +38,13 @@ from baselines.index import argmax_uniform_ties, check_number
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import (
+    MULTI_ARMED,
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
 from fedbandit_env.privacy import TreeCounter
 from fedbandit_env.seeding import BatchedRNG
 
@@ -101,11 +107,7 @@ class GossipUCB(TeamPolicy):
         n, m = facts.num_agents, facts.num_arms
         self.require_channel(facts, NEIGHBORS, "neighbors", m)
         self.require_channel(facts, GOSSIP, "gossip", m)
-        if facts.family not in ("heterogeneous", "homogeneous"):
-            raise ConfigError(
-                f"{self.agent_id}: family: expected 'heterogeneous' or 'homogeneous' "
-                f"(multi-armed), got {facts.family!r}"
-            )
+        require_family(self.agent_id, facts, MULTI_ARMED)
         if n < 3:
             raise ConfigError(
                 f"{self.agent_id}: num_agents: expected N >= 3 (the paper's assumption, "

@@ -45,7 +45,13 @@ import numpy as np
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import (
+    MULTI_ARMED,
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
 from fedbandit_env.rl.features import STATISTICS_PROTOCOL
 from fedbandit_env.seeding import BatchedRNG
 
@@ -88,6 +94,7 @@ class IndexPolicy(TeamPolicy):
         return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        require_family(self.agent_id, facts, MULTI_ARMED)
         if self.shared:
             self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms

@@ -19,8 +19,12 @@ import numpy as np
 
 from baselines.index import check_number
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import (
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -42,8 +46,7 @@ def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -
 
 
 def check_linear(agent_id: str, facts: FederationFacts) -> int:
-    if facts.family != "linear":
-        raise ConfigError(f"{agent_id}: family: expected 'linear', got {facts.family!r}")
+    require_family(agent_id, facts, ("linear",))
     return int(facts.extra["dim"])
 
 

@@ -17,7 +17,13 @@ import numpy as np
 
 from baselines.index import check_number
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import (
+    MULTI_ARMED,
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -30,6 +36,7 @@ class CentralizedUCB1(TeamPolicy):
         self.scale = check_number(self.agent_id, "scale", scale, 0.0)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        require_family(self.agent_id, facts, MULTI_ARMED)
         self.M, self.N = facts.num_arms, facts.num_agents
         self.counts = np.zeros((facts.num_runs, self.M))
         self.sums = np.zeros((facts.num_runs, self.M))

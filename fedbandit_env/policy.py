@@ -60,6 +60,19 @@ class FederationFacts:
         )
 
 
+MULTI_ARMED: tuple[str, ...] = ("heterogeneous", "homogeneous")
+"""The families with a fixed set of M arms (the linear family's arms are per-step feature vectors)."""
+
+
+def require_family(agent_id: str, facts: FederationFacts, families: tuple[str, ...]) -> None:
+    """Raise a clear error before the first step if the environment's family is not one of
+    ``families`` (a multi-armed learner on the linear family, say)."""
+    if facts.family not in families:
+        wanted = " or ".join(repr(f) for f in families)
+        kind = " (multi-armed)" if tuple(families) == MULTI_ARMED else ""
+        raise ConfigError(f"{agent_id}: family: expected {wanted}{kind}, got {facts.family!r}")
+
+
 @dataclass
 class TeamAction:
     """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``."""

@@ -95,7 +95,9 @@ def _register_with_pettingzoo(spec_: EnvSpec, *, warned: bool) -> None:
         return
     with warnings.catch_warnings():
         if warned:  # PettingZoo would repeat our override warning
-            warnings.filterwarnings("ignore", message="Overriding environment", category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message="Overriding environment", category=UserWarning
+            )
         pz_register("parallel", spec_.id, entry_point=_PettingZooEntry(spec_.id), kwargs={})
 
 

@@ -283,7 +283,7 @@ def test_wrong_family():
     )
     venv.reset(seed=0)
     facts = dataclasses.replace(venv.facts, family="linear")
-    with pytest.raises(ConfigError, match=r"dp_dec_ucb: family: expected one of .*got 'linear'"):
+    with pytest.raises(ConfigError, match=r"dp_dec_ucb: family: expected 'heterogeneous' or 'homogeneous' .*got 'linear'"):
         DPDecentralizedUCB().reset(facts, venv.agent_rng())
     DPDecentralizedUCB().reset(dataclasses.replace(facts, family="heterogeneous"), venv.agent_rng())
 

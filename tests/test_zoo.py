@@ -301,3 +301,31 @@ def test_shared_variant_can_be_made_private_by_the_privacy_wrapper():
             obs, _, _, _, info = venv.step(action.arms, action.messages)
         regret[epsilon] = info.cumulative_regret.mean()
     assert np.isfinite(regret[1.0]) and regret[1.0] > 2 * regret[None], regret
+
+
+MULTI_ARMED_LEARNERS = [
+    "ucb1",
+    "ucb1_shared",
+    "kl_ucb",
+    "thompson_beta",
+    "thompson_gaussian_shared",
+    "epsilon_greedy",
+    "centralized_ucb1",
+    "gossip_ucb",
+    "dp_mw_ucb",
+    "dp_dec_ucb",
+    "cdp_mab",
+    "ddp_mab",
+    "hdp_mab",
+]
+
+
+@pytest.mark.parametrize("agent_id", MULTI_ARMED_LEARNERS)
+def test_multi_armed_learners_reject_the_linear_family(agent_id):
+    # the linear family's "arms" are fresh feature vectors each step: an arm index means nothing
+    from fedbandit_env.bench.evaluate import incompatibility
+
+    env_kwargs = {"num_agents": 4, "num_arms": 5, "horizon": 500}
+    reason = incompatibility("FedBandit/LinearContextual-v0", agent_id, env_kwargs)
+    assert reason is not None and f"{agent_id}: family: expected 'heterogeneous' or" in reason
+    assert incompatibility("FedBandit/Homogeneous-v0", agent_id, env_kwargs) is None

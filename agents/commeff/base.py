@@ -39,7 +39,13 @@ from agents.commeff import schedule
 from agents.commeff.config import EliminationConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import (
+    MULTI_ARMED,
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
 from fedbandit_env.privacy import LaplaceMechanism
 from fedbandit_env.seeding import BatchedRNG
 
@@ -83,6 +89,7 @@ class EliminationTeam(TeamPolicy):
         """Check the channel; return ``(N_eff, delay)`` (delay = slots after the upload slot)."""
 
     def _check_facts(self, facts: FederationFacts) -> None:
+        require_family(self.agent_id, facts, MULTI_ARMED)
         lo, hi = facts.reward_bounds
         if lo < 0.0 or hi > 1.0:
             raise ConfigError(

@@ -155,10 +155,11 @@ class Suite:
 
     def available(self, note: Callable[[str], None] = print) -> list[Cell]:
         """The candidate cells whose env and learner are registered here and whose learner
-        accepts the environment (:func:`incompatibility`); each skipped cell is noted with
-        the reason."""
+        accepts the environment (:func:`incompatibility`). Skipped cells are noted with the
+        reason, one line per environment and reason (``skipping on ENV: a, b: family: ...``)."""
         envs, agents = set(list_envs()), set(list_agents())
         out = []
+        skipped: dict[tuple[str, str], list[str]] = {}
         for cell in self.candidates():
             missing = [cell.env_id] if cell.env_id not in envs else []
             missing += [cell.agent_id] if cell.agent_id not in agents else []
@@ -173,8 +174,11 @@ class Suite:
                 )
             if reason is None:
                 out.append(cell)
-            else:
-                note(f"suite {self.name}: skipping {cell.name} on {cell.env_id}: {reason}")
+                continue
+            reason = reason.removeprefix(f"{cell.agent_id}: ")
+            skipped.setdefault((cell.env_id, reason), []).append(cell.name)
+        for (env_id, reason), names in skipped.items():
+            note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
         return out
 
 

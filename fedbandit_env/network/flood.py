@@ -120,9 +120,7 @@ class FloodChannel(Channel):
         self.num_edges = len(edges)
         # relay: at hop h, every node at distance h - 1 from the origin forwards to its neighbours
         origin, node = np.nonzero((dist >= 0) & (dist <= ttl - 1))
-        relay = np.bincount(
-            dist[origin, node] * n + origin, weights=deg[node], minlength=ttl * n
-        )
+        relay = np.bincount(dist[origin, node] * n + origin, weights=deg[node], minlength=ttl * n)
         self._relay = relay.astype(np.int64)  # flat, by key
         # gis: a DATA message for origin v crosses edge {x, y} at hop h = max(d(v, x), d(v, y))
         # iff the two distances differ (then they differ by one)
