@@ -173,7 +173,7 @@ def test_registered_id_reaches_the_leaderboard_through_a_suite_and_the_cli(saved
     )
     store = ResultsStore(tmp_path / "r.sqlite")
     assert run_suite(Suite("ppo", cells, baseline="ucb1"), store, quiet=True) == 6
-    entries = {e.label: e for e in build(store.rows("ppo"), "ucb1")}
+    entries = {e.label: e for e in build(store.rows_for(cells), "ucb1")}
     assert set(entries) == {"sb3_policy", "ucb1"}
     direct = evaluate(
         "FedBandit/Heterogeneous-v0",
