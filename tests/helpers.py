@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import fedbandit_env
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
@@ -155,3 +156,19 @@ class Chatty(TeamPolicy):
             payload = score[..., np.arange(dim) % self.m]  # own row only, cycled to dim
             messages[name] = (u[..., 2 + c] < 0.6, payload)
         return TeamAction(arms, messages)
+
+
+def gossip_venv(n, m, rounds, topology, runs, reward=None, **kw):
+    """A heterogeneous vector env with the two channels of the gossip agents (gossip.md §2.3),
+    horizon ``rounds + m`` (the M initialization steps first) and Gaussian(1) rewards by default."""
+    return fedbandit_env.make_vec(
+        "FedBandit/Heterogeneous-v0",
+        num_runs=runs,
+        num_agents=n,
+        num_arms=m,
+        horizon=rounds + m,
+        topology=topology,
+        reward=reward or {"kind": "gaussian", "sigma": 1.0},
+        channels=("neighbors", "gossip"),
+        **kw,
+    )

@@ -9,26 +9,16 @@ import math
 import numpy as np
 import pytest
 
-import fedbandit_env
 from agents.gossip_ucb import GossipFedUCB, GossipUCB
 from fedbandit_env import ConfigError
+from tests.helpers import gossip_venv
 
 ENV = "FedBandit/Heterogeneous-v0"
 GAUSSIAN = {"kind": "gaussian", "sigma": 1.0}
 
 
 def _venv(n=4, m=3, rounds=200, topology="ring", runs=2, reward=GAUSSIAN, **kw):
-    return fedbandit_env.make_vec(
-        ENV,
-        num_runs=runs,
-        num_agents=n,
-        num_arms=m,
-        horizon=rounds + m,
-        topology=topology,
-        reward=reward,
-        channels=("neighbors", "gossip"),
-        **kw,
-    )
+    return gossip_venv(n, m, rounds, topology, runs, reward, **kw)
 
 
 def _play(policy, rounds=200, seed=2, hook=None, **venv_kw):

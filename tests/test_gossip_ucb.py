@@ -22,22 +22,13 @@ from agents.gossip_ucb import GossipFedUCB, GossipUCB
 from fedbandit_env import ConfigError
 from fedbandit_env.bench import evaluate
 from fedbandit_env.graphs import gossip_lambda2
+from tests.helpers import gossip_venv
 
 ENV = "FedBandit/Heterogeneous-v0"
 
 
 def _venv(n=6, m=4, rounds=500, topology="path", runs=2, **kw):
-    return fedbandit_env.make_vec(
-        ENV,
-        num_runs=runs,
-        num_agents=n,
-        num_arms=m,
-        horizon=rounds + m,
-        topology=topology,
-        reward={"kind": "gaussian", "sigma": 1.0},
-        channels=("neighbors", "gossip"),
-        **kw,
-    )
+    return gossip_venv(n, m, rounds, topology, runs, **kw)
 
 
 @pytest.mark.parametrize(
