@@ -72,18 +72,18 @@ class FedLinUCB(FedUCBBase):
         eig_floor: float | None = None,
     ):
         super().__init__(
-            epsilon,
-            delta,
-            alpha,
-            private,
-            sync_threshold,
-            beta_scale,
-            lam,
-            sigma,
-            S,
-            L,
-            B,
-            eig_floor,
+            epsilon=epsilon,
+            delta=delta,
+            alpha=alpha,
+            private=private,
+            sync_threshold=sync_threshold,
+            beta_scale=beta_scale,
+            lam=lam,
+            sigma=sigma,
+            S=S,
+            L=L,
+            B=B,
+            eig_floor=eig_floor,
         )
         aid = self.agent_id
         if schedule not in ("adaptive", "fixed"):

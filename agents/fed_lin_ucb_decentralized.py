@@ -75,18 +75,18 @@ class FedLinUCBDecentralized(FedUCBBase):
             raise ConfigError(f"{aid}: gamma: expected an int >= 1, got {gamma!r}")
         self.gamma = gamma
         super().__init__(
-            epsilon,
-            delta,
-            alpha,
-            private,
-            sync_threshold,
-            beta_scale,
-            lam,
-            sigma,
-            S,
-            L,
-            B,
-            eig_floor,
+            epsilon=epsilon,
+            delta=delta,
+            alpha=alpha,
+            private=private,
+            sync_threshold=sync_threshold,
+            beta_scale=beta_scale,
+            lam=lam,
+            sigma=sigma,
+            S=S,
+            L=L,
+            B=B,
+            eig_floor=eig_floor,
         )
 
     def channel_spec(self, config: EnvConfig):
