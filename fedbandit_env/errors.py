@@ -29,3 +29,12 @@ class UnknownIdError(FedBanditError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class StoreError(FedBanditError):
+    """A results-store path is not a usable store (docs/reliability.md, "Store files")."""
+
+
+class StoreConflictError(StoreError):
+    """A run is already in the store with different numbers (docs/reliability.md, "Concurrent
+    writers"): results never change silently."""

@@ -3,7 +3,8 @@
 DESIGN.md §5 and specs/ecosystem.md §5. A work unit is (cell, contiguous seeds); its result is a
 list of store rows. Every run of a batch is bit-identical to the same seed run alone, so any
 split of the seeds and any executor give identical numbers. The parent process writes each
-finished unit to the store in one transaction as soon as it arrives.
+finished unit to the store in one transaction as soon as it arrives; the serial executor claims
+each unit just before running it, so several processes running one suite on one store split it.
 
 A unit also carries its learner's registry entry, which the worker re-registers before running
 (:func:`fedbandit_env.agent_registry.ensure_agent`), so learners registered at runtime in the
@@ -14,7 +15,10 @@ parent are known in joblib and Ray workers too. joblib and Ray are optional depe
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import socket
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +106,7 @@ def require_executor(executor: str) -> None:
 
 
 def execute(
-    units: list[WorkUnit],
+    units: Iterable[WorkUnit],
     executor: str = "serial",
     n_jobs: int = 2,
     ray_address: str | None = None,
@@ -132,6 +136,30 @@ def execute(
             yield ray.get(done[0])
 
 
+def _missing(unit: WorkUnit, store: ResultsStore) -> bool:
+    return bool(set(unit.seeds) - store.done_seeds(unit.cell.config_hash))
+
+
+def claimed(units: list[WorkUnit], store: ResultsStore) -> Iterator[WorkUnit]:
+    """The units in order, each claimed in the store just before it runs; a unit finished or
+    claimed by another writer meanwhile is skipped, the claimed ones are re-checked at the end
+    and run if their rows are still missing (that writer may have been killed). Concurrent
+    serial writers thus split a suite between them (docs/reliability.md, "Concurrent
+    writers")."""
+    owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    deferred = []
+    for unit in units:
+        if not _missing(unit, store):
+            continue
+        if store.claim(unit.cell.config_hash, unit.seeds[0], owner):
+            yield unit
+        else:
+            deferred.append(unit)
+    for unit in deferred:
+        if _missing(unit, store):
+            yield unit
+
+
 def run_suite(
     suite: Suite,
     store: ResultsStore,
@@ -151,7 +179,8 @@ def run_suite(
 
         bar = tqdm(total=len(units), desc=f"suite {suite.name}", unit="unit")
     written = 0
-    for rows in execute(units, executor, n_jobs, ray_address):
+    todo = claimed(units, store) if executor == "serial" else units
+    for rows in execute(todo, executor, n_jobs, ray_address):
         written += store.append(rows)
         if bar is not None:
             bar.update(1)

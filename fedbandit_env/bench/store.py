@@ -10,14 +10,26 @@ kwarg of that name.
 A cell may belong to several suites (its hash does not include the suite); the ``suite`` column
 only records which suite wrote the row first, so a suite's rows are selected by its cells'
 (hash, seed) pairs (:meth:`ResultsStore.rows_for`).
+
+Any number of processes may write one store (docs/reliability.md, "Concurrent writers"): the
+store is in WAL mode (readers never block a writer), every write is one ``BEGIN IMMEDIATE``
+transaction under a long busy timeout, and inserts are idempotent: a run another process stored
+first is compared column by column and skipped if identical, a :class:`StoreConflictError` if
+not. Writers claim work units (table ``claims``) so that they split a suite instead of running
+it twice. Read-only users open the file read-only and create nothing beside it; a path that is
+not a store is refused before anything is written (docs/reliability.md, "Store files").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 import sqlite3
+import stat
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +39,7 @@ import numpy as np
 
 from fedbandit_env.bench.evaluate import EvalResult
 from fedbandit_env.bench.suites import Cell
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.errors import StoreConflictError, StoreError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -131,23 +143,223 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
         )
     return rows
 
+COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
+# Not compared when a run is stored twice: timings, and which suite / label wrote it first.
+UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
+
+# Work units a writer is running (a hint so that concurrent writers split the work; rows, not
+# claims, decide what is done: a stale claim of a killed process only defers that unit).
+CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    cell_hash TEXT NOT NULL,
+    first_seed INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    claimed REAL NOT NULL,
+    PRIMARY KEY (cell_hash, first_seed)
+)
+"""
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT = 600.0  # seconds a writer waits for another one's transaction
+CLAIM_TTL = 3600.0  # seconds after which a claim no longer defers its unit
+
+
+def _kind(head: bytes, size: int) -> str:
+    """What a file that is not an SQLite database looks like, for the error message."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\t\r\n" for c in text):
+        return f"a text file ({size} bytes)"
+    return f"a binary file ({size} bytes)"
+
+
+def check_store_path(path: Path, writable: bool) -> bool:
+    """Raise a :class:`StoreError` naming ``path`` and what it is unless it is an SQLite file
+    (or, for a writer, may become one: a missing file in an existing folder). Reads at most the
+    first 100 bytes, writes nothing. Returns whether the file exists."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if not writable:
+            raise StoreError(
+                f"store: {path} does not exist; run `fedbandit suite NAME --store {path}` first"
+            ) from None
+        if not path.parent.is_dir():
+            raise StoreError(f"store: {path}: the folder {path.parent} does not exist") from None
+        return False
+    except OSError as err:
+        raise StoreError(f"store: {path}: cannot look at it ({err.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"store: {path} is a directory, not a results store file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"store: {path} is not a regular file (a device, pipe or socket)")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as err:
+        raise StoreError(f"store: {path} is not readable ({err.strerror})") from None
+    if not head:
+        raise StoreError(
+            f"store: {path} is an empty file, not a results store (an SQLite database written "
+            "by `fedbandit suite`)"
+        )
+    if not head.startswith(SQLITE_MAGIC):
+        raise StoreError(
+            f"store: {path} is {_kind(head, st.st_size)}, not an SQLite results store"
+        )
+    if writable and not os.access(path, os.W_OK):
+        raise StoreError(f"store: {path} is read-only (no permission to write it)")
+    return True
+
+
+def _create_store(path: Path) -> None:
+    """Create an empty store at ``path`` atomically: it is built under a temporary name in the
+    same folder and linked into place, so a concurrent writer or reader never sees a
+    half-created file; if another process created it first, its store is kept."""
+    if not os.access(path.parent, os.W_OK):
+        raise StoreError(f"store: cannot create {path}: the folder {path.parent} is read-only")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(SCHEMA)
+            conn.execute(CLAIMS)
+            conn.commit()
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another writer created it first
+        except OSError:  # a filesystem without hard links: exclusive create, then copy
+            try:
+                with open(path, "xb") as dst, open(tmp, "rb") as src:
+                    dst.write(src.read())
+            except FileExistsError:
+                pass
+    except (OSError, sqlite3.Error) as err:
+        raise StoreError(f"store: cannot create {path} ({err})") from None
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+
+
+def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
+    """A writer: autocommit (transactions are explicit ``BEGIN IMMEDIATE``), a long busy
+    timeout (WAL mode and full sync are set once the file is known to be a store). A reader: ``mode=ro`` (and ``immutable`` when a WAL
+    store has no ``-wal`` file, i.e. no writer is active, so nothing is created beside it)."""
+    try:
+        if read_only:
+            uri = f"{path.absolute().as_uri()}?mode=ro"
+            with open(path, "rb") as f:
+                wal_format = f.read(20)[18:19] == b"\x02"
+            if wal_format and not Path(f"{path}-wal").exists():
+                uri += "&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+            conn.execute("PRAGMA query_only=1")
+        else:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+        conn.execute("PRAGMA trusted_schema=OFF")
+        return conn
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"store: {path} is not a readable SQLite database ({err})") from None
+    except OSError as err:
+        raise StoreError(f"store: {path} is not readable ({err.strerror})") from None
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+
+
+def _retry_busy(fn, timeout: float = BUSY_TIMEOUT):
+    """Run ``fn``, retrying while SQLite reports the database busy (the busy handler does not
+    cover every statement, e.g. changing the journal mode)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) and "busy" not in str(err):
+                raise
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
 
 class ResultsStore:
-    """Append-only SQLite store (``path`` ``":memory:"`` for a throwaway one). With
-    ``create=False`` a missing file is an error instead of a new empty store."""
+    """Append-only SQLite store (``path`` ``":memory:"`` for a throwaway one).
 
-    def __init__(self, path: str | Path = "fedbandit_results.sqlite", create: bool = True):
+    ``create=False`` opens an existing store for reading only (``read_only`` defaults to it): a
+    missing file is an error instead of a new empty store, the file is opened read-only and
+    nothing is created beside it. A path that is not a store (a directory, an empty, text or
+    binary file, an unreadable file, an SQLite database of something else) raises a
+    :class:`~fedbandit_env.errors.StoreError` naming the path and what it is, before anything
+    is written (docs/reliability.md, "Store files"). Any number of processes may write one
+    store at the same time (:meth:`append`).
+    """
+
+    def __init__(
+        self,
+        path: str | Path = "fedbandit_results.sqlite",
+        create: bool = True,
+        read_only: bool | None = None,
+    ):
         self.path = str(path)
-        if not create and self.path != ":memory:" and not Path(self.path).is_file():
-            raise ConfigError(
-                f"store: {self.path} does not exist; run `fedbandit suite NAME --store "
-                f"{self.path}` first"
+        self.read_only = (not create) if read_only is None else read_only
+        if self.path == ":memory:":
+            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._conn.execute(SCHEMA)
+            self._conn.execute(CLAIMS)
+            return
+        file = Path(self.path)
+        exists = check_store_path(file, create and not self.read_only)
+        if not exists:
+            _create_store(file)
+        self._conn = _connect(file, self.read_only)
+        try:
+            self._check_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """The file holds the ``runs`` table (a writer adds it to a database without tables)."""
+        try:
+            tables = {n for (n,) in self._conn.execute("SELECT name FROM sqlite_master")}
+            if "runs" not in tables and not tables and not self.read_only:
+                self._conn.execute(SCHEMA)
+                tables.add("runs")
+            if "runs" not in tables:
+                what = "an empty SQLite database" if not tables else "an SQLite database"
+                raise StoreError(
+                    f"store: {self.path} is {what} without a 'runs' table, not a fedbandit "
+                    "results store"
+                )
+            have = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"store: {self.path} is not a readable SQLite database ({err})") from None
+        missing = [c for c in COLUMNS if c not in have]
+        if missing:
+            raise StoreError(
+                f"store: {self.path} has a 'runs' table without the columns {missing}, not a "
+                "fedbandit results store"
             )
-        self._conn = sqlite3.connect(self.path, timeout=60)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute(SCHEMA)
-        self._conn.commit()
+        if not self.read_only:  # only now that the file is known to be a store
+            _retry_busy(lambda: _wal(self._conn))
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(CLAIMS)
 
     def close(self) -> None:
         self._conn.close()
@@ -156,16 +368,88 @@ class ResultsStore:
         cur = self._conn.execute("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
         return {int(s) for (s,) in cur.fetchall()}
 
+    def _write(self, fn):
+        """Run ``fn()`` in one ``BEGIN IMMEDIATE`` transaction: it takes the write lock up front
+        (waiting up to the busy timeout for another writer), commits, or rolls back on error."""
+        if self.read_only:
+            raise StoreError(f"store: {self.path} was opened read-only")
+        _retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+        try:
+            out = fn()
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        return out
+
     def append(self, rows: Iterable[dict[str, Any]]) -> int:
-        """Insert rows in one transaction (all or none); returns how many were inserted."""
+        """Insert rows in one transaction (all or none); returns how many were new.
+
+        Idempotent: a run (cell hash, seed) already stored, by this or another process, is
+        compared with the new one on every column but the timings, suite and label; equal, it is
+        skipped; different, a :class:`StoreConflictError` names the run and the columns and
+        nothing of the batch is written (results never change silently)."""
         rows = list(rows)
         if not rows:
             return 0
         cols = list(rows[0])
-        sql = f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
-        with self._conn:  # commits, or rolls back on error
-            self._conn.executemany(sql, [tuple(r[c] for c in cols) for r in rows])
-        return len(rows)
+        sql = (
+            f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+            "ON CONFLICT (cell_hash, seed) DO NOTHING"
+        )
+
+        def insert() -> int:
+            new = 0
+            for row in rows:
+                if self._conn.execute(sql, tuple(row[c] for c in cols)).rowcount == 1:
+                    new += 1
+                else:
+                    self._check_identical(row)
+            self._conn.execute(
+                "DELETE FROM claims WHERE cell_hash = ? AND first_seed = ?",
+                (rows[0]["cell_hash"], min(int(r["seed"]) for r in rows)),
+            )
+            return new
+
+        return self._write(insert)
+
+    def _check_identical(self, row: dict[str, Any]) -> None:
+        checked = [c for c in row if c not in UNCHECKED]
+        stored = self._conn.execute(
+            f"SELECT {', '.join(checked)} FROM runs WHERE cell_hash = ? AND seed = ?",
+            (row["cell_hash"], row["seed"]),
+        ).fetchone()
+        differ = [c for c, old in zip(checked, stored, strict=True) if not _same(old, row[c])]
+        if differ:
+            raise StoreConflictError(
+                f"store: {self.path}: run {row['label']!r} (cell {row['cell_hash']}, seed "
+                f"{row['seed']}) is already stored with different {', '.join(differ)}; the "
+                "learner or environment gives other results than when it was stored (use a new "
+                "store, or remove those rows); nothing of this batch was written"
+            )
+
+    def claim(self, cell_hash: str, first_seed: int, owner: str) -> bool:
+        """Claim the work unit (cell hash, first seed) for ``owner`` unless another owner
+        claimed it less than ``CLAIM_TTL`` seconds ago; returns whether ``owner`` holds it.
+        Claims only help concurrent writers split the work; :meth:`append` keeps rows exact
+        whatever happens to them."""
+
+        def take() -> bool:
+            held = self._conn.execute(
+                "SELECT owner, claimed FROM claims WHERE cell_hash = ? AND first_seed = ?",
+                (cell_hash, first_seed),
+            ).fetchone()
+            now = time.time()
+            if held is not None and held[0] != owner and now - held[1] < CLAIM_TTL:
+                return False
+            self._conn.execute(
+                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?)",
+                (cell_hash, first_seed, owner, now),
+            )
+            return True
+
+        return bool(self._write(take))
 
     def rows(self) -> list[Row]:
         """Every stored row."""
