@@ -26,8 +26,9 @@ Trust (DESIGN.md §6.6, docs/rl.md "Trusting a model file"): SB3's ``load`` unpi
 zip, and a crafted file runs arbitrary code when unpickled, so a ``model_path`` is refused,
 before the file is opened, unless ``trust_model=True``; every path that builds this learner
 (the class, ``make_agent``, ``evaluate``, suites, ``OneLearner-v0``'s ``peers``, ``fedbandit
-run`` and ``audit``) goes through this check. Errors are raised before the first step and name ``sb3_policy`` and
-the field: a missing or unreadable ``model_path`` at construction; a model whose observation
+run`` and ``audit``) goes through this check.
+
+Errors are raised before the first step and name ``sb3_policy`` and the field: a missing or unreadable ``model_path`` at construction; a model whose observation
 space is not the features' ``Box(4M + 1)`` or whose action space is not ``Discrete(M)`` for the
 environment at :meth:`reset`.
 """

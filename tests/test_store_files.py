@@ -124,7 +124,9 @@ def _as_user() -> list[str] | None:
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")
-    return None if setpriv is None else [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return (
+        None if setpriv is None else [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    )
 
 
 @pytest.fixture

@@ -69,9 +69,13 @@ def _paths(path: Path, tmp_path: Path):
     yield "class", lambda: SB3Policy(model_path=path)
     yield "load_model", lambda: load_model(path, "PPO")
     yield "make_agent", lambda: make_agent("sb3_policy", **kwargs)
-    yield "evaluate", lambda: evaluate(ENV, "sb3_policy", runs=1, env_kwargs=KW, agent_kwargs=kwargs)
-    yield "OneLearner-v0 peers", lambda: gymnasium.make(
-        GYM_ID, env_id=ENV, peers="sb3_policy", peer_kwargs=kwargs, **KW
+    yield (
+        "evaluate",
+        lambda: evaluate(ENV, "sb3_policy", runs=1, env_kwargs=KW, agent_kwargs=kwargs),
+    )
+    yield (
+        "OneLearner-v0 peers",
+        lambda: gymnasium.make(GYM_ID, env_id=ENV, peers="sb3_policy", peer_kwargs=kwargs, **KW),
     )
     yield "trust_model='yes'", lambda: SB3Policy(model_path=path, trust_model="yes")
 

@@ -256,9 +256,7 @@ def parser() -> argparse.ArgumentParser:
     fmt = _HelpFormatter
     p = _Parser(prog="fedbandit", description="Federated bandit benchmark.", formatter_class=fmt)
     p.add_argument("--version", action="version", version=f"fedbandit {_version()}")
-    p.add_argument(
-        "--debug", action="store_true", help="show the full traceback of an error"
-    )
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help: str, **kwargs) -> argparse.ArgumentParser:
@@ -378,14 +376,15 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:
         if args.debug:
             raise
+        what = "error"
         if isinstance(err, StoreConflictError):
-            status, what = 1, "error"
+            status = 1
         elif isinstance(err, FedBanditError):
-            status, what = 2, "error"
+            status = 2
         elif isinstance(err, OSError | sqlite3.Error):
-            status, what = 1, "error"
-        else:
-            status, what = 1, f"unexpected {type(err).__name__} (rerun with --debug for the traceback)"
+            status = 1
+        else:  # not an input error: a bug, or a library's error the project does not wrap
+            status, what = 1, f"unexpected {type(err).__name__} (--debug shows the traceback)"
         print(f"fedbandit: {what}: {_one_line(err)}", file=sys.stderr)
         raise SystemExit(status) from None
 

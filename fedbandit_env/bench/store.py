@@ -143,6 +143,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
         )
     return rows
 
+
 COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
 # Not compared when a run is stored twice: timings, and which suite / label wrote it first.
 UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
@@ -206,9 +207,7 @@ def check_store_path(path: Path, writable: bool) -> bool:
             "by `fedbandit suite`)"
         )
     if not head.startswith(SQLITE_MAGIC):
-        raise StoreError(
-            f"store: {path} is {_kind(head, st.st_size)}, not an SQLite results store"
-        )
+        raise StoreError(f"store: {path} is {_kind(head, st.st_size)}, not an SQLite results store")
     if writable and not os.access(path, os.W_OK):
         raise StoreError(f"store: {path} is read-only (no permission to write it)")
     return True
@@ -349,7 +348,9 @@ class ResultsStore:
                 )
             have = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
         except sqlite3.DatabaseError as err:
-            raise StoreError(f"store: {self.path} is not a readable SQLite database ({err})") from None
+            raise StoreError(
+                f"store: {self.path} is not a readable SQLite database ({err})"
+            ) from None
         missing = [c for c in COLUMNS if c not in have]
         if missing:
             raise StoreError(
