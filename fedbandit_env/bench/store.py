@@ -169,8 +169,8 @@ def _kind(head: bytes, size: int) -> str:
     """What a file that is not an SQLite database looks like, for the error message."""
     try:
         text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
+    except UnicodeDecodeError as err:  # a character cut by the 100-byte read is still text
+        text = head[: err.start].decode("utf-8") if err.start >= len(head) - 3 else None
     if text is not None and all(c.isprintable() or c in "\t\r\n" for c in text):
         return f"a text file ({size} bytes)"
     return f"a binary file ({size} bytes)"
