@@ -134,6 +134,23 @@ def test_a_unit_claimed_by_another_writer_is_deferred_then_run_if_still_missing(
     assert other.claim(units[0].cell.config_hash, units[0].seeds[0], "a third writer")
 
 
+def test_a_reader_of_an_idle_store_sees_a_writer_that_starts_later(tmp_path):
+    """A reader opens an idle store without creating -wal/-shm (immutable); a writer that
+    starts afterwards changes the file, and the reader's next query sees the new rows."""
+    path = tmp_path / "r.sqlite"
+    first, second = (Suite(f"s{k}", (cell,)) for k, cell in enumerate(RACE.cells[:2]))
+    writer = ResultsStore(path)
+    run_suite(first, writer, quiet=True)
+    writer.close()
+    reader = ResultsStore(path, create=False)
+    assert reader.count() == 6 and os.listdir(tmp_path) == ["r.sqlite"]
+    writer = ResultsStore(path)
+    run_suite(second, writer, quiet=True)
+    writer.close()  # the last connection of the writer: checkpoints into the main file
+    assert reader.count() == 12 and len(reader.rows()) == 12
+    reader.close()
+
+
 def test_a_read_only_store_refuses_writes(tmp_path, capsys):
     path = tmp_path / "r.sqlite"
     ResultsStore(path).close()

@@ -246,23 +246,42 @@ def _create_store(path: Path) -> None:
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
 
 
-def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
+def _file_state(path: Path) -> tuple:
+    """What changes when a writer touches a store: the main file's identity, size and
+    modification time, and whether a ``-wal`` file exists."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns, Path(f"{path}-wal").exists()
+
+
+def _connect(
+    path: Path, read_only: bool, immutable: bool = True
+) -> tuple[sqlite3.Connection, tuple | None]:
     """A writer: autocommit (transactions are explicit ``BEGIN IMMEDIATE``), a long busy
-    timeout (WAL mode and full sync are set once the file is known to be a store). A reader: ``mode=ro`` (and ``immutable`` when a WAL
-    store has no ``-wal`` file, i.e. no writer is active, so nothing is created beside it)."""
+    timeout (WAL mode and full sync are set once the file is known to be a store).
+
+    A reader: ``mode=ro``, and ``immutable=1`` when the store is in WAL format without a
+    ``-wal`` file (no writer is active), so that nothing is created beside it (a ``mode=ro``
+    connection to a WAL store creates ``-wal`` and ``-shm`` and cannot remove them). Returns the
+    connection and, for an immutable one, the file's state at opening (see
+    :meth:`ResultsStore._query`)."""
+    state = None
     try:
         if read_only:
             uri = f"{path.absolute().as_uri()}?mode=ro"
             with open(path, "rb") as f:
                 wal_format = f.read(20)[18:19] == b"\x02"
-            if wal_format and not Path(f"{path}-wal").exists():
-                uri += "&immutable=1"
+            if immutable and wal_format:
+                state = _file_state(path)
+                if state[-1]:  # a -wal file: a writer is active, or was killed
+                    state = None
+                else:
+                    uri += "&immutable=1"
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
             conn.execute("PRAGMA query_only=1")
         else:
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
         conn.execute("PRAGMA trusted_schema=OFF")
-        return conn
+        return conn, state
     except sqlite3.DatabaseError as err:
         raise StoreError(f"store: {path} is not a readable SQLite database ({err})") from None
     except OSError as err:
@@ -319,6 +338,7 @@ class ResultsStore:
         self.read_only = (not create) if read_only is None else read_only
         if self.path == ":memory:":
             self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._immutable_state = None
             self._conn.execute(SCHEMA)
             self._conn.execute(CLAIMS)
             return
@@ -326,7 +346,8 @@ class ResultsStore:
         exists = check_store_path(file, create and not self.read_only)
         if not exists:
             _create_store(file)
-        self._conn = _connect(file, self.read_only)
+        self._file = file
+        self._conn, self._immutable_state = _connect(file, self.read_only)
         try:
             self._check_schema()
         except BaseException:
@@ -336,7 +357,7 @@ class ResultsStore:
     def _check_schema(self) -> None:
         """The file holds the ``runs`` table (a writer adds it to a database without tables)."""
         try:
-            tables = {n for (n,) in self._conn.execute("SELECT name FROM sqlite_master")}
+            tables = {n for (n,) in self._query("SELECT name FROM sqlite_master")}
             if "runs" not in tables and not tables and not self.read_only:
                 self._conn.execute(SCHEMA)
                 tables.add("runs")
@@ -346,7 +367,7 @@ class ResultsStore:
                     f"store: {self.path} is {what} without a 'runs' table, not a fedbandit "
                     "results store"
                 )
-            have = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
+            have = {r[1] for r in self._query("PRAGMA table_info(runs)")}
         except sqlite3.DatabaseError as err:
             raise StoreError(
                 f"store: {self.path} is not a readable SQLite database ({err})"
@@ -365,9 +386,26 @@ class ResultsStore:
     def close(self) -> None:
         self._conn.close()
 
+    def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        """The rows of a read query. A reader that opened an idle store as immutable checks that
+        no writer has touched the file since it opened (a writer may start at any time); if
+        one has, it reopens the store as an ordinary read-only connection and reads again."""
+        if self._immutable_state is not None:
+            rows = None
+            if _file_state(self._file) == self._immutable_state:
+                try:
+                    rows = self._conn.execute(sql, params).fetchall()
+                except sqlite3.DatabaseError:
+                    rows = None
+            if rows is not None and _file_state(self._file) == self._immutable_state:
+                return rows
+            self._conn.close()
+            self._conn, self._immutable_state = _connect(self._file, True, immutable=False)
+        return self._conn.execute(sql, params).fetchall()
+
     def done_seeds(self, cell_hash: str) -> set[int]:
-        cur = self._conn.execute("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
-        return {int(s) for (s,) in cur.fetchall()}
+        rows = self._query("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
+        return {int(s) for (s,) in rows}
 
     def _write(self, fn):
         """Run ``fn()`` in one ``BEGIN IMMEDIATE`` transaction: it takes the write lock up front
@@ -454,8 +492,8 @@ class ResultsStore:
 
     def rows(self) -> list[Row]:
         """Every stored row."""
-        cur = self._conn.execute("SELECT * FROM runs ORDER BY env_key, label, cell_hash, seed")
-        return [Row(*r) for r in cur.fetchall()]
+        rows = self._query("SELECT * FROM runs ORDER BY env_key, label, cell_hash, seed")
+        return [Row(*r) for r in rows]
 
     def rows_for(self, cells: Iterable[Cell]) -> list[Row]:
         """The stored rows of ``cells`` (a suite's cells): each cell's (hash, seed) pairs,
@@ -466,7 +504,7 @@ class ResultsStore:
         for start in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
             part = hashes[start : start + 500]
             sql = f"SELECT * FROM runs WHERE cell_hash IN ({', '.join('?' for _ in part)})"
-            for r in self._conn.execute(sql, part).fetchall():
+            for r in self._query(sql, part):
                 row = Row(*r)
                 cell = wanted[row.cell_hash]
                 if cell.seed <= row.seed < cell.seed + cell.runs:
@@ -475,4 +513,4 @@ class ResultsStore:
         return out
 
     def count(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        return int(self._query("SELECT COUNT(*) FROM runs")[0][0])
