@@ -41,6 +41,7 @@ RUN = ["run", ENV, "ucb1"]
         (["suite", "nope"], "argument name: suite 'nope' is not defined"),
         (["leaderboard", "--format", "html"], "argument --format: invalid choice"),
         (["leaderboard", "--suite", "nope"], "argument --suite: suite 'nope'"),
+        (["leaderboard", "--html", str(ROOT / "README.md")], "argument --html: expected a folder"),
         (["audit", "laplace", "--epsilon", "0"], "argument --epsilon: expected a positive"),
         (["audit", "laplace", "--epsilon", "nan"], "argument --epsilon"),
         (["audit", "laplace", "--epsilon", "inf"], "argument --epsilon"),

@@ -226,6 +226,12 @@ def _suite_name(text: str) -> str:
     return text
 
 
+def _html_dir(text: str) -> str:
+    if Path(text).exists() and not Path(text).is_dir():
+        raise ValueError(f"expected a folder for the HTML page, {text!r} is a file")
+    return text
+
+
 def _figure(text: str) -> str:
     if text not in FIGURES:
         known = ", ".join(f"{k} ({v[1]})" for k, v in FIGURES.items())
@@ -315,7 +321,12 @@ def parser() -> argparse.ArgumentParser:
     board.add_argument(
         "--format", choices=("markdown", "latex"), default="markdown", help="table format"
     )
-    board.add_argument("--html", default=None, help="also write a static HTML page here")
+    board.add_argument(
+        "--html",
+        type=_arg_type("folder", _html_dir),
+        default=None,
+        help="also write a static HTML page (index.html and PNGs) into this folder",
+    )
     rep = command(
         "reproduce",
         f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
