@@ -172,6 +172,10 @@ def test_a_read_only_folder_serves_read_only_commands_and_refuses_writes(shared,
     folder, prefix = shared
     path = folder / "r.sqlite"
     path.write_bytes(store_bytes)
+    writable = folder / "w.sqlite"  # a store the user may write, in a folder it may not
+    writable.write_bytes(store_bytes)
+    if os.geteuid() == 0:
+        os.chown(writable, 65534, 65534)
     _lock(folder, path, 0o444)
     before = snapshot(folder)
     board = _cli(prefix, "leaderboard", "--store", str(path))
@@ -181,7 +185,7 @@ def test_a_read_only_folder_serves_read_only_commands_and_refuses_writes(shared,
         "TINY; suites.SUITES['tiny'] = TINY; from fedbandit_env.bench.cli import main; "
         "main(sys.argv[1:])"
     )
-    for store in (path, folder / "new.sqlite"):
+    for store in (path, writable, folder / "new.sqlite"):
         run = _cli(prefix, "suite", "tiny", "--store", str(store), "--quiet", script=tiny)
         assert run.returncode in (1, 2) and run.stdout == "", run.stderr
         assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr

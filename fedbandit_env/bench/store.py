@@ -210,6 +210,11 @@ def check_store_path(path: Path, writable: bool) -> bool:
         raise StoreError(f"store: {path} is {_kind(head, st.st_size)}, not an SQLite results store")
     if writable and not os.access(path, os.W_OK):
         raise StoreError(f"store: {path} is read-only (no permission to write it)")
+    if writable and not os.access(path.parent, os.W_OK):
+        raise StoreError(
+            f"store: {path}: its folder {path.parent} is read-only (a writer needs to create "
+            f"{path.name}-wal beside it; read-only commands work there)"
+        )
     return True
 
 
@@ -379,9 +384,12 @@ class ResultsStore:
                 "fedbandit results store"
             )
         if not self.read_only:  # only now that the file is known to be a store
-            _retry_busy(lambda: _wal(self._conn))
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(CLAIMS)
+            try:
+                _retry_busy(lambda: _wal(self._conn))
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute(CLAIMS)
+            except sqlite3.Error as err:
+                raise StoreError(f"store: {self.path}: cannot write to it ({err})") from None
 
     def close(self) -> None:
         self._conn.close()
