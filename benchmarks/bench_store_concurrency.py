@@ -107,7 +107,11 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=2, help="seeds per work unit")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp())
+    with tempfile.TemporaryDirectory() as tmp:
+        run(args, Path(tmp))
+
+
+def run(args: argparse.Namespace, tmp: Path) -> None:
     clean_path = tmp / "clean.sqlite"
     clean_store = ResultsStore(clean_path)
     run_suite(race_suite(args.horizon, args.runs), clean_store, quiet=True, chunk=args.chunk)
