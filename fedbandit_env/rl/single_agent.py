@@ -46,7 +46,6 @@ from fedbandit_env.config import make_config
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec, spec
-from fedbandit_env.seeding import SeedContinuation, check_reset_options, check_seed
 from fedbandit_env.rl.features import (
     CHANNEL,
     STATISTICS_PROTOCOL,
@@ -55,6 +54,7 @@ from fedbandit_env.rl.features import (
     has_statistics_channel,
     statistics_channel,
 )
+from fedbandit_env.seeding import SeedContinuation, check_reset_options, check_seed
 
 REWARD_MODES = ("local", "regret")
 
