@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import types
 import warnings
 import weakref
@@ -48,7 +49,11 @@ def test_pettingzoo_checkers_on_every_id(env_id):
     kw = _kwargs(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the checkers' style hints
-        parallel_seed_test(functools.partial(fedbandit_env.make, env_id, **kw), num_cycles=10)
+        make = functools.partial(fedbandit_env.make, env_id, **kw)
+        if "num_cycles" in inspect.signature(parallel_seed_test).parameters:
+            parallel_seed_test(make, num_cycles=10)
+        else:  # pettingzoo < 1.25
+            parallel_seed_test(make)
         api_test(fedbandit_env.make_aec(env_id, **kw), num_cycles=10)
         state_test(
             fedbandit_env.make_aec(env_id, **kw), fedbandit_env.make(env_id, **kw), num_cycles=10

@@ -121,7 +121,8 @@ def test_reset_returns_only_obs_and_stores_reset_infos():
         env.step_wait()
     # reset options are not supported: a clear error, and they are consumed
     env.set_options({"instance": 3})
-    with pytest.raises(fedbandit_env.ConfigError, match=r"reset \(set_options\): options: unknown key\(s\) \['instance'\]; accepted: none"):
+    unknown = r"reset \(set_options\): options: unknown key\(s\) \['instance'\]; accepted: none"
+    with pytest.raises(fedbandit_env.ConfigError, match=unknown):
         env.reset()
     assert env.reset().shape == (C * N, 4 * M + 1)
     with pytest.raises(fedbandit_env.ConfigError, match=f"actions: expected {C * N} integer"):
