@@ -69,8 +69,8 @@ draws from fresh OS entropy. The run seed played is in every info (``run_seed``)
 ``seed_used``. ``reset(options=...)``: these environments take no options; unknown keys raise
 nothing but a ``UserWarning`` naming them (PettingZoo's own API checkers pass
 ``options={"options": 1}`` and require it to work); a non-dict raises a ``TypeError``. The
-vector view, ``OneLearner-v0`` and ``AgentsVecEnv`` refuse unknown keys. Rewards, network randomness and the agents' streams are
-separate (DESIGN.md §2).
+vector view, ``OneLearner-v0`` and ``AgentsVecEnv`` refuse unknown keys. Rewards, network
+randomness and the agents' streams are separate (DESIGN.md §2).
 
 **AEC API.** :func:`env` (and :func:`raw_env`, without PettingZoo's order-enforcing wrapper)
 give the AEC view of the same environment through ``pettingzoo.utils.parallel_to_aec``;

@@ -48,7 +48,6 @@ def check_seed(seed: Any, owner: str = "reset") -> int:
     return int(seed)
 
 
-
 def check_reset_options(
     options: Any, accepted: Sequence[str] = (), owner: str = "reset", strict: bool = True
 ) -> dict:

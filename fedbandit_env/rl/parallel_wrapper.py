@@ -36,7 +36,7 @@ class StatisticsObservationWrapper(ParallelEnv):
         self.features = StatisticsFeatures(base.facts, share)
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
-        self.metadata = {**base.metadata, "name": "fedbandit_statistics_v0"}
+        self.metadata = {**base.metadata, "name": f"{base.metadata['name']}_statistics"}
         self.render_mode = base.render_mode
         self._obs_space = self.features.observation_space()
         self._act_space = spaces.Discrete(base.config.num_arms)
