@@ -134,8 +134,12 @@ def test_infos_are_flat_numbers_and_last_arm_is_non_negative():
 def test_policy_adapter_rebuilds_no_pull_as_minus_one():
     env = fedbandit_env.make("FedBandit/Heterogeneous-v0", horizon=2, num_agents=2)
     obs, _ = env.reset(seed=0)
+    assert (obs["agent_0"]["last_arm"], obs["agent_0"]["pulled"]) == (0, 0)
     decoded = fedbandit_env.ParallelPolicyAdapter(None, env).observation_from_dicts(obs)
     assert decoded.last_arm.tolist() == [[-1, -1]] and decoded.step == 0
+    obs, *_ = env.step({"agent_0": 0, "agent_1": 1})
+    decoded = fedbandit_env.ParallelPolicyAdapter(None, env).observation_from_dicts(obs)
+    assert decoded.last_arm.tolist() == [[0, 1]] and decoded.step == 1
 
 
 # ------------------------------------------------------------------ seeding
