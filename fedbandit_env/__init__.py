@@ -24,7 +24,15 @@ from fedbandit_env.policy import (
     run_episode,
 )
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
-from fedbandit_env.registration import EnvSpec, list_envs, make, make_vec, register, spec
+from fedbandit_env.registration import (
+    EnvSpec,
+    list_envs,
+    make,
+    make_aec,
+    make_vec,
+    register,
+    spec,
+)
 from fedbandit_env.vector_env import FedBanditVectorEnv
 
 register_builtin_envs()
@@ -57,6 +65,7 @@ __all__ = [
     "list_agents",
     "list_envs",
     "make",
+    "make_aec",
     "make_agent",
     "make_vec",
     "privacy",

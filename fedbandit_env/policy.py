@@ -144,9 +144,11 @@ class ParallelPolicyAdapter:
         context = None
         if "decision_set" in per_agent[0]:
             context = np.stack([o["decision_set"] for o in per_agent])[None]
+        last_arm = np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64)
+        pulled = np.array([[o["pulled"] for o in per_agent]], dtype=bool)
         return VecObservation(
             step=int(per_agent[0]["step"]),
-            last_arm=np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64),
+            last_arm=np.where(pulled, last_arm, -1),
             last_reward=np.array([[float(o["last_reward"]) for o in per_agent]]),
             deliveries=deliveries,
             context=context,
