@@ -73,7 +73,9 @@ class MABWiserLearner(PerAgentLearner):
         try:
             self._learning_policy = factory(**kwargs)
         except (TypeError, ValueError) as err:
-            raise ConfigError(f"{self.agent_id}: bad keyword arguments {sorted(kwargs)}: {err}")
+            raise ConfigError(
+                f"{self.agent_id}: bad keyword arguments {sorted(kwargs)}: {err}"
+            ) from None
         self._mab = mab
         self.init_each_arm = bool(init_each_arm)
         self.results_note = f"mabwiser {_library_version('mabwiser')}"
@@ -112,13 +114,15 @@ class SMPyBanditsLearner(PerAgentLearner):
         self.results_note = f"SMPyBandits {_library_version('SMPyBandits')}"
 
     def _call(self, method: Any, *args: Any) -> Any:
-        saved = np.random.get_state()
-        np.random.set_state(self._state)
+        """Call into SMPyBandits with this agent's own global-RNG state swapped in (module doc):
+        the only use of numpy's global state, confined to the library's calls."""
+        saved = np.random.get_state()  # noqa: NPY002
+        np.random.set_state(self._state)  # noqa: NPY002
         try:
             return method(*args)
         finally:
-            self._state = np.random.get_state()
-            np.random.set_state(saved)
+            self._state = np.random.get_state()  # noqa: NPY002
+            np.random.set_state(saved)  # noqa: NPY002
 
     def reset(self, agent: str, facts: FederationFacts, rng: np.random.Generator) -> None:
         require_family(self.agent_id, facts, MULTI_ARMED)
