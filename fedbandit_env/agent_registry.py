@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
@@ -176,6 +177,15 @@ def make_agent(agent_id: str, **kwargs: Any) -> Any:
         if prefix in LIBRARY_PREFIXES:
             return per_agent_team(cls, agent_id, {"policy": policy, **kwargs})
         if not isinstance(cls, type):  # a parallel-view policy callable
+            try:
+                inspect.signature(cls).bind({}, {}, **kwargs)
+            except TypeError as err:
+                raise ConfigError(
+                    f"{agent_id}: bad keyword arguments {sorted(kwargs)}: expected "
+                    f"policy(observations, infos, **kwargs): {err}"
+                ) from None
+            except ValueError:  # no signature to check (a builtin)
+                pass
             policy_fn = functools.partial(cls, **kwargs) if kwargs else cls
             return as_team_policy(policy_fn, agent_id)
     if isinstance(cls, type):

@@ -26,6 +26,11 @@ at once (that is the parallel API); whether it keeps them apart is its own busin
 
 **Infos.** The bench gives a policy callable empty per-agent ``infos``: the parallel view's infos
 carry evaluation data (regret, the ledger) that agents must not use.
+
+**State.** A policy callable is called once per run and step, the B runs interleaved. A plain
+function must therefore be stateless (a forward pass of a trained network is). A stateful policy
+is an object with ``__call__`` and optionally ``reset()`` (called before the first step): each
+run gets its own ``copy.deepcopy`` of it.
 """
 
 from __future__ import annotations
@@ -217,9 +222,14 @@ class PolicyCallableTeam(TeamPolicy):
         channels = channels_from_facts(facts)
         self._parser = _ActionParser(facts.num_arms, channels, facts.num_runs, facts.num_agents)
         self._names = [agent_name(i) for i in range(facts.num_agents)]
-        reset = getattr(self.policy, "reset", None)
-        if callable(reset):
-            reset()
+        self._runs = [copy.deepcopy(self.policy) for _ in range(facts.num_runs)]
+        for policy in self._runs:
+            reset = getattr(policy, "reset", None)
+            if callable(reset):
+                try:
+                    reset()
+                except Exception as err:
+                    raise _user_error(self.agent_id, "all agents", "reset", err) from err
 
     def act(self, obs: VecObservation) -> TeamAction:
         out = self._parser.new_action()
@@ -228,7 +238,7 @@ class PolicyCallableTeam(TeamPolicy):
             views = {a: agent_view(channels, obs, b, i) for i, a in enumerate(self._names)}
             infos: dict[str, dict] = {a: {} for a in self._names}
             try:
-                actions = self.policy(views, infos)
+                actions = self._runs[b](views, infos)
             except Exception as err:
                 raise _user_error(self.agent_id, "all agents", "the policy", err) from err
             if not isinstance(actions, Mapping):
