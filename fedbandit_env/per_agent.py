@@ -278,9 +278,7 @@ def per_agent_team(cls: type[PerAgentLearner], agent_id: str, kwargs: dict) -> P
         raise ConfigError(f"{agent_id}: bad keyword arguments {sorted(kwargs)}: {err}") from None
 
 
-def as_team_policy(
-    obj: Any, agent_id: str | None = None, kwargs: dict | None = None
-) -> TeamPolicy:
+def as_team_policy(obj: Any, agent_id: str | None = None, kwargs: dict | None = None) -> TeamPolicy:
     """Any learner shape as a team policy: a TeamPolicy (class or instance), a PerAgentLearner
     (class, or an instance copied per agent), or a parallel-view policy callable."""
     kwargs = dict(kwargs or {})
@@ -305,6 +303,5 @@ def as_team_policy(
     if callable(obj):
         return PolicyCallableTeam(obj, agent_id or callable_name(obj))
     raise ConfigError(
-        f"agent: expected an id, a TeamPolicy, a PerAgentLearner or a policy callable, "
-        f"got {obj!r}"
+        f"agent: expected an id, a TeamPolicy, a PerAgentLearner or a policy callable, got {obj!r}"
     )

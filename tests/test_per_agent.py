@@ -180,14 +180,18 @@ class Broken(PerAgentLearner):
     def act(self, observation):
         if self.agent != "agent_2":
             return 0
-        return {
-            "list": [0, 1],
-            "range": {"arm": 7},
-            "float": {"arm": 0.5},
-            "raise": None,
-            "payload": {"arm": 0, "messages": {"neighbors": {"send": 1, "payload": [1.0]}}},
-            "ok": 0,
-        }[self.mode] if self.mode != "raise" else 1 / 0
+        return (
+            {
+                "list": [0, 1],
+                "range": {"arm": 7},
+                "float": {"arm": 0.5},
+                "raise": None,
+                "payload": {"arm": 0, "messages": {"neighbors": {"send": 1, "payload": [1.0]}}},
+                "ok": 0,
+            }[self.mode]
+            if self.mode != "raise"
+            else 1 / 0
+        )
 
 
 @pytest.mark.parametrize(
@@ -263,7 +267,18 @@ def test_a_stateful_policy_object_gets_one_copy_per_run():
 
 def test_cli_run_accepts_module_class_and_module_function_ids(capsys):
     for agent in ("tests.per_agent_helpers:PlainUCB1", "tests.per_agent_helpers:first_arm"):
-        main(["run", HOMO, agent, "--runs", "2", "--horizon", "50", "--env-kwargs",
-              '{"num_agents": 2, "num_arms": 3}'])
+        main(
+            [
+                "run",
+                HOMO,
+                agent,
+                "--runs",
+                "2",
+                "--horizon",
+                "50",
+                "--env-kwargs",
+                '{"num_agents": 2, "num_arms": 3}',
+            ]
+        )
         out = capsys.readouterr().out
         assert f'"agent_id": "{agent}"' in out and '"runs": 2' in out
