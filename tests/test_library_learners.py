@@ -141,9 +141,13 @@ def test_smpybandits_adapter_wiring_and_global_rng_isolation(fake_smpybandits):
     a = evaluate(HOMO, "smpybandits:UCB", runs=3, env_kwargs=kwargs, agent_kwargs={"alpha": 2})
     assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002
     np.random.seed(7)  # noqa: NPY002 (the caller's global state changes nothing)
-    b = evaluate(HOMO, "smpybandits:UCB", runs=1, seed=1, env_kwargs=kwargs, agent_kwargs={})
+    b = evaluate(
+        HOMO, "smpybandits:UCB", runs=1, seed=1, env_kwargs=kwargs, agent_kwargs={"alpha": 2}
+    )
     np.random.seed(8)  # noqa: NPY002
-    c = evaluate(HOMO, "smpybandits:UCB", runs=1, seed=1, env_kwargs=kwargs, agent_kwargs={})
+    c = evaluate(
+        HOMO, "smpybandits:UCB", runs=1, seed=1, env_kwargs=kwargs, agent_kwargs={"alpha": 2}
+    )
     assert np.array_equal(b.regret_by_agent, c.regret_by_agent)
     assert np.array_equal(a.regret_by_agent[1], b.regret_by_agent[0])  # run b = seed alone
     assert (
