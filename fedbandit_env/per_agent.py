@@ -29,8 +29,9 @@ carry evaluation data (regret, the ledger) that agents must not use.
 
 **State.** A policy callable is called once per run and step, the B runs interleaved. A plain
 function must therefore be stateless (a forward pass of a trained network is). A stateful policy
-is an object with ``__call__`` and optionally ``reset()`` (called before the first step): each
-run gets its own ``copy.deepcopy`` of it.
+is an object with ``__call__`` and ``reset()``: each run gets its own shallow copy
+(``copy.copy``, so a large model is shared, not copied) and ``reset()`` is called on the copy
+before the first step, so per-run state belongs in attributes that ``reset()`` creates.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ class PolicyCallableTeam(TeamPolicy):
         channels = channels_from_facts(facts)
         self._parser = _ActionParser(facts.num_arms, channels, facts.num_runs, facts.num_agents)
         self._names = [agent_name(i) for i in range(facts.num_agents)]
-        self._runs = [copy.deepcopy(self.policy) for _ in range(facts.num_runs)]
+        self._runs = [copy.copy(self.policy) for _ in range(facts.num_runs)]
         for policy in self._runs:
             reset = getattr(policy, "reset", None)
             if callable(reset):
