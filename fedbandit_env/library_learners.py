@@ -62,14 +62,15 @@ class MABWiserLearner(PerAgentLearner):
         self.agent_id = f"mabwiser:{policy}"  # type: ignore[misc]
         mab = _require("mabwiser.mab", "mabwiser", self.agent_id)
         factory = getattr(mab.LearningPolicy, policy, None)
-        known = sorted(n for n in dir(mab.LearningPolicy) if n[0].isupper())
-        if factory is None or not inspect.isclass(factory):
-            raise ConfigError(f"mabwiser: policy: expected one of {known}, got {policy!r}")
+        known = sorted(
+            n for n in dir(mab.LearningPolicy) if n[0].isupper() and not n.startswith("Lin")
+        )
         if policy.startswith("Lin"):
             raise ConfigError(
-                f"{self.agent_id}: contextual policies need contexts; expected one of "
-                f"{[n for n in known if not n.startswith('Lin')]}"
+                f"{self.agent_id}: contextual policies need contexts; expected one of {known}"
             )
+        if factory is None or not inspect.isclass(factory):
+            raise ConfigError(f"mabwiser: policy: expected one of {known}, got {policy!r}")
         try:
             self._learning_policy = factory(**kwargs)
         except (TypeError, ValueError) as err:

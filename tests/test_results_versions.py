@@ -15,7 +15,7 @@ from fedbandit_env.agent_registry import _AGENTS
 from fedbandit_env.bench.cli import main
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import run_suite
-from fedbandit_env.bench.leaderboard import build, current_rows
+from fedbandit_env.bench.leaderboard import build, current_rows, to_markdown
 from fedbandit_env.bench.store import UNVERSIONED, ResultsStore, migrate
 from fedbandit_env.bench.suites import SUITES, Cell, Suite
 from fedbandit_env.registration import _REGISTRY
@@ -57,6 +57,9 @@ def test_a_learner_version_bump_reruns_and_never_pools(versioned, monkeypatch, t
     assert len(rows) == 6 and {r.results_version[-2:] for r in rows} == {"v1", "v2"}
     entries = build(rows)
     assert sorted((e.runs, e.results_version[-2:]) for e in entries) == [(3, "v1"), (3, "v2")]
+    table = to_markdown(entries)
+    for e in entries:
+        assert f"| test_versioned [{e.results_version}] | 3 |" in table
     notes: list[str] = []
     kept = current_rows(rows, notes.append)
     assert len(kept) == 3 and {r.results_version[-2:] for r in kept} == {"v2"}

@@ -191,11 +191,15 @@ def to_markdown(entries: list[Entry]) -> str:
             f"vs {env_entries[0].baseline} | messages | floats | privacy ε |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
+        labels = [e.label for e in env_entries]
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
+            label = e.label  # two results versions of one cell: say which row is which
+            if labels.count(e.label) > 1:
+                label = f"{e.label} [{e.results_version}]"
             out.append(
-                f"| {e.rank} | {e.label} | {e.runs} | {e.mean:.1f} | "
+                f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
                 f"{e.floats:,.0f} | {eps} |"
             )
