@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from types import SimpleNamespace
@@ -48,7 +49,7 @@ import numpy as np
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation, agent_name
 from fedbandit_env.errors import ActionError, ConfigError, FedBanditError, LearnerError
-from fedbandit_env.network import ChannelsSpec, make_channel
+from fedbandit_env.network import CHANNEL_KINDS, ChannelsSpec, make_channel
 from fedbandit_env.parallel_env import FedBanditParallelEnv, agent_observation
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
@@ -93,12 +94,24 @@ def last_pull(observation: Mapping[str, Any]) -> tuple[int, float] | None:
     return arm, float(observation["last_reward"])
 
 
+def _init_options(cls: type) -> set[str]:
+    """Keyword options a channel class takes (its ``__init__`` and its bases')."""
+    names = {"kind", "dim"}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            names.update(inspect.signature(init).parameters)
+    return names
+
+
 def channels_from_facts(facts: FederationFacts) -> dict[str, Any]:
-    """Channel objects equal to the environment's (rebuilt from the facts' descriptions), for
+    """Channel objects equal to the environment's (rebuilt from the facts' descriptions, whose
+    derived entries such as a hierarchical channel's ``sinks`` and ``delay`` are left out), for
     packing deliveries into per-agent dicts the way the parallel view does."""
     out = {}
     for name, described in facts.channels.items():
-        options = {k: v for k, v in described.items() if k != "sinks"}  # derived from topology
+        accepted = _init_options(CHANNEL_KINDS[described["kind"]])
+        options = {k: v for k, v in described.items() if k in accepted}
         out[name] = make_channel(name, options, facts.topology, facts.c1, facts.c2)
     return out
 

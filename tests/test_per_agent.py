@@ -36,10 +36,21 @@ def registered(monkeypatch):
     return "test_plain_ucb1"
 
 
-def test_each_instance_gets_exactly_the_parallel_views_observation():
+@pytest.mark.parametrize(
+    "channels",
+    [
+        ("neighbors", "gossip", "server"),
+        {"f": {"kind": "flood", "ttl": 2, "dim": 2}},
+        {"h": {"kind": "hierarchical", "dim": 3}},
+    ],
+)
+def test_each_instance_gets_exactly_the_parallel_views_observation(channels):
     """Record what every instance saw in a batched run and replay its actions through the
     PettingZoo parallel view: the observation dicts are bit-identical, channels included."""
-    kwargs = {**SMALL, "horizon": 12, "channels": ("neighbors", "gossip", "server")}
+    kwargs = {**SMALL, "horizon": 12, "channels": channels}
+    if "h" in channels:
+        kwargs.update(num_agents=4, topology="hybrid", topology_kwargs={"sizes": [2, 2]})
+    n = kwargs["num_agents"]
     made: list[Recorder] = []
 
     class Tracked(Recorder):
@@ -54,7 +65,7 @@ def test_each_instance_gets_exactly_the_parallel_views_observation():
     for _ in range(12):
         action = team.act(obs)
         obs, *_ = venv.step(action.arms, action.messages)
-    assert len(made) == 6
+    assert len(made) == 2 * n
     for b in range(2):
         env = fedbandit_env.make(HETERO, **kwargs)
         observations, _ = env.reset(seed=5 + b)
