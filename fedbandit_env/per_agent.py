@@ -314,6 +314,8 @@ def as_team_policy(obj: Any, agent_id: str | None = None, kwargs: dict | None = 
     if isinstance(obj, PerAgentLearner):
         name = agent_id or obj.agent_id or type(obj).__name__
         return PerAgentTeam(lambda: copy.deepcopy(obj), name)
+    if callable(getattr(obj, "act", None)) and callable(getattr(obj, "reset", None)):
+        return obj  # a team policy by duck typing (the protocol, without the base class)
     if callable(obj):
         return PolicyCallableTeam(obj, agent_id or callable_name(obj))
     raise ConfigError(

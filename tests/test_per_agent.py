@@ -293,3 +293,8 @@ def test_cli_run_accepts_module_class_and_module_function_ids(capsys):
         )
         out = capsys.readouterr().out
         assert f'"agent_id": "{agent}"' in out and '"runs": 2' in out
+
+
+def test_an_object_of_no_learner_shape_is_a_clear_error():
+    with pytest.raises(ConfigError, match="expected an id, a TeamPolicy, a PerAgentLearner or a"):
+        evaluate(HOMO, 42, runs=1, env_kwargs={**SMALL, "horizon": 5})
