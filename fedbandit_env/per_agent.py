@@ -155,8 +155,8 @@ class _ActionParser:
 
 
 def _user_error(learner_id: str, agent: str, method: str, err: Exception) -> FedBanditError:
-    if isinstance(err, FedBanditError) and method == "reset":
-        return ConfigError(f"{learner_id}: {agent}: {err}")  # e.g. "family: expected ..."
+    if isinstance(err, FedBanditError) and method == "reset":  # e.g. "family: expected ..."
+        return ConfigError(f"{learner_id}: {agent}: {str(err).removeprefix(f'{learner_id}: ')}")
     return LearnerError(f"{learner_id}: {agent}: {method} raised {type(err).__name__}: {err}")
 
 

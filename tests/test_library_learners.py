@@ -87,7 +87,9 @@ def test_mabwiser_errors_are_clear(monkeypatch):
         make_agent("mabwiser:LinUCB")
     with pytest.raises(ConfigError, match=r"mabwiser:UCB1: bad keyword arguments \['beta'\]"):
         make_agent("mabwiser:UCB1", beta=1.0)
-    with pytest.raises(ConfigError, match="family: expected 'heterogeneous' or 'homogeneous'"):
+    with pytest.raises(
+        ConfigError, match="^mabwiser:UCB1: agent_0: family: expected 'heterogeneous' or"
+    ):
         evaluate("FedBandit/LinearContextual-v0", "mabwiser:UCB1", runs=1)
     with pytest.raises(LearnerError, match="mabwiser:UCB1: agent_0: reset raised ValueError"):
         evaluate(HOMO, "mabwiser:UCB1", runs=1, agent_kwargs={"alpha": -1.0})
