@@ -15,7 +15,7 @@ from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import run_suite
 from fedbandit_env.bench.leaderboard import build, to_markdown
 from fedbandit_env.bench.store import ResultsStore
-from fedbandit_env.bench.suites import Cell, Suite
+from fedbandit_env.bench.suites import Cell, Suite, get_suite
 from fedbandit_env.per_agent import PerAgentTeam, PolicyCallableTeam
 from tests import test_light_cone
 from tests.helpers import assert_tree_equal
@@ -107,6 +107,8 @@ def test_register_agent_accepts_a_per_agent_class(registered):
     assert result.agent_id == registered and result.final_regret_per_agent.shape == (2,)
     with pytest.raises(ConfigError, match="test_plain_ucb1: bad keyword arguments"):
         make_agent(registered, beta=1)
+    quick = get_suite("quick").available(lambda _m: None)  # swept like any registered learner
+    assert {c.env_id for c in quick if c.agent_id == registered} >= {HETERO, HOMO}
 
 
 def test_module_class_ids_resolve_without_registration():
