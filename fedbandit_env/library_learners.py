@@ -110,6 +110,14 @@ class SMPyBanditsLearner(PerAgentLearner):
         if cls is None or not inspect.isclass(cls):
             known = sorted(n for n in dir(policies) if n[0].isupper())
             raise ConfigError(f"smpybandits: policy: expected one of {known}, got {policy!r}")
+        try:
+            inspect.signature(cls).bind(2, **kwargs)  # nbArms and the kwargs, before any run
+        except TypeError as err:
+            raise ConfigError(
+                f"{self.agent_id}: bad keyword arguments {sorted(kwargs)}: {err}"
+            ) from None
+        except ValueError:  # no signature to check
+            pass
         self._cls = cls
         self.kwargs = kwargs
         self.results_note = f"SMPyBandits {_library_version('SMPyBandits')}"
