@@ -13,9 +13,11 @@ from fedbandit_env.errors import (
     ConfigError,
     FedBanditError,
     HorizonError,
+    LearnerError,
     UnknownIdError,
 )
 from fedbandit_env.parallel_env import FedBanditParallelEnv
+from fedbandit_env.per_agent import PerAgentLearner
 from fedbandit_env.policy import (
     FederationFacts,
     ParallelPolicyAdapter,
@@ -54,7 +56,9 @@ __all__ = [
     "FedBanditVectorEnv",
     "FederationFacts",
     "HorizonError",
+    "LearnerError",
     "ParallelPolicyAdapter",
+    "PerAgentLearner",
     "PrivacyBudgetWarning",
     "PrivacyError",
     "TeamAction",

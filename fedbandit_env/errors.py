@@ -29,3 +29,7 @@ class UnknownIdError(FedBanditError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class LearnerError(FedBanditError):
+    """A learner's own code raised, or returned something that is not a valid action."""

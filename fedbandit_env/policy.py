@@ -91,9 +91,14 @@ class TeamPolicy(ABC):
     declaration. It may depend on the federation, so the bench and ``fedbandit audit`` read it
     after :meth:`reset`. It is a claim about privacy only: hyperparameters that happen to be
     called ``epsilon`` (an exploration rate) are not read.
+
+    ``version`` is the learner's results version (docs/bench.md): bump it whenever a change
+    moves its results (trajectories or random streams), so stored rows of the old code are
+    never ranked together with new ones.
     """
 
     agent_id: ClassVar[str] = ""
+    version: ClassVar[int] = 1
     privacy_epsilon: float | None = None
 
     def channel_spec(self, config: EnvConfig) -> ChannelsSpec:

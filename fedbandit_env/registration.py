@@ -45,6 +45,9 @@ class EnvSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     accepted_kwargs: tuple[str, ...] | None = None
+    version: int = 1
+    """Results version: bump it when a change moves this environment's trajectories or random
+    streams (docs/bench.md); stored rows of another version are never pooled with new ones."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -65,13 +68,23 @@ def register(
     kwargs: dict[str, Any] | None = None,
     description: str = "",
     accepted_kwargs: tuple[str, ...] | None = None,
+    version: int = 1,
 ) -> EnvSpec:
     """Register an environment id (``Namespace/Name-vN``); an existing id is overridden with a
-    ``UserWarning``, here and in PettingZoo's registry."""
+    ``UserWarning``, here and in PettingZoo's registry. ``version`` is the environment's results
+    version (:attr:`EnvSpec.version`)."""
     if not ID_PATTERN.match(id) or "-v" not in id:
         raise ConfigError(f"id: expected 'Namespace/Name-vN', got {id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError(f"{id}: version: expected a positive int, got {version!r}")
     spec_ = EnvSpec(
-        id, entry_point, vector_entry_point, dict(kwargs or {}), description, accepted_kwargs
+        id,
+        entry_point,
+        vector_entry_point,
+        dict(kwargs or {}),
+        description,
+        accepted_kwargs,
+        version,
     )
     overriding = id in _REGISTRY
     if overriding:

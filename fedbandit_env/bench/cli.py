@@ -20,7 +20,7 @@ from pathlib import Path
 from fedbandit_env.agent_registry import list_agents
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
-from fedbandit_env.bench.leaderboard import build, to_markdown
+from fedbandit_env.bench.leaderboard import build, current_rows, to_markdown
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import SUITES, get_suite
 from fedbandit_env.errors import FedBanditError
@@ -44,6 +44,10 @@ def _json(text: str, name: str) -> dict:
     if not isinstance(value, dict):
         raise FedBanditError(f"{name}: expected a JSON object, got {text!r}")
     return value
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def cmd_envs(args) -> None:
@@ -80,7 +84,7 @@ def cmd_suite(args) -> None:
     if not args.quiet:
         print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
         cells = suite.available(lambda _msg: None)
-        print(to_markdown(build(store.rows_for(cells), suite.baseline_for)))
+        print(to_markdown(build(current_rows(store.rows_for(cells), _note), suite.baseline_for)))
 
 
 def cmd_leaderboard(args) -> None:
@@ -95,6 +99,7 @@ def cmd_leaderboard(args) -> None:
         baseline = args.baseline or suite.baseline_for
     else:
         rows, baseline = store.rows(), args.baseline
+    rows = current_rows(rows, _note)
     if not rows:
         which = f" of suite {args.suite!r}" if args.suite else ""
         raise FedBanditError(

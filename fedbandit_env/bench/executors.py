@@ -23,6 +23,7 @@ from fedbandit_env.agent_registry import Entry, agent_entry, ensure_agent
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
+from fedbandit_env.bench.versions import current_results_version
 from fedbandit_env.errors import ConfigError
 
 EXECUTORS = ("serial", "joblib", "ray")
@@ -64,10 +65,12 @@ def _contiguous(seeds: list[int], chunk: int) -> Iterator[tuple[int, ...]]:
 
 
 def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -> list[WorkUnit]:
-    """The units still to run: the seeds of each cell not yet in the store, in chunks."""
+    """The units still to run: the seeds of each cell not yet in the store at the current
+    results version (:mod:`fedbandit_env.bench.versions`), in chunks."""
     units = []
     for cell in cells:
-        missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash))
+        version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+        missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash, version))
         entry = agent_entry(cell.agent_id)
         units.extend(
             WorkUnit(suite.name, cell, seeds, entry) for seeds in _contiguous(missing, chunk)

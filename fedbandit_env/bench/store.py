@@ -7,6 +7,13 @@ checkpoints (JSON arrays). The ``epsilon`` column is the privacy guarantee the l
 (``TeamPolicy.privacy_epsilon``: NULL for none, ``inf`` for explicitly non-private), not a
 kwarg of that name.
 
+Each row records its results version (:mod:`fedbandit_env.bench.versions`: package,
+environment and learner versions) and a row's identity is (cell hash, results version, seed): a
+re-run after a version bump writes new rows beside the old ones, and the leaderboard ranks only
+the current version's (docs/bench.md). A store written before results versions existed (no
+``results_version`` column) is refused with a message, until :func:`migrate` keeps its rows
+under the version ``"unversioned"`` (never current, so never ranked with new rows).
+
 A cell may belong to several suites (its hash does not include the suite); the ``suite`` column
 only records which suite wrote the row first, so a suite's rows are selected by its cells'
 (hash, seed) pairs (:meth:`ResultsStore.rows_for`).
@@ -30,7 +37,7 @@ from fedbandit_env.bench.suites import Cell
 from fedbandit_env.errors import ConfigError
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+CREATE TABLE IF NOT EXISTS {table} (
     cell_hash TEXT NOT NULL,
     seed INTEGER NOT NULL,
     suite TEXT NOT NULL,
@@ -50,9 +57,37 @@ CREATE TABLE IF NOT EXISTS runs (
     steps TEXT NOT NULL,
     curve TEXT NOT NULL,
     created REAL NOT NULL,
-    PRIMARY KEY (cell_hash, seed)
+    results_version TEXT NOT NULL,
+    PRIMARY KEY (cell_hash, results_version, seed)
 )
 """
+
+UNVERSIONED = "unversioned"
+"""The results version :func:`migrate` gives the rows of a store older than results versions."""
+
+
+def _columns(conn: sqlite3.Connection, table: str = "runs") -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()]
+
+
+def migrate(path: str | Path) -> int:
+    """Add the ``results_version`` column to a store written before results versions, in one
+    transaction: its rows keep their numbers under the version ``"unversioned"`` (stale for
+    every learner, so the leaderboard never ranks them with new rows). Returns the rows kept."""
+    conn = sqlite3.connect(str(path), timeout=60)
+    try:
+        if "results_version" in _columns(conn):
+            return 0
+        with conn:
+            conn.execute(SCHEMA.format(table="runs_versioned"))
+            conn.execute(
+                "INSERT INTO runs_versioned SELECT *, ? FROM runs", (UNVERSIONED,)
+            )
+            conn.execute("DROP TABLE runs")
+            conn.execute("ALTER TABLE runs_versioned RENAME TO runs")
+        return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    finally:
+        conn.close()
 
 
 @dataclass(frozen=True)
@@ -78,6 +113,7 @@ class Row:
     steps: str
     curve: str
     created: float
+    results_version: str = UNVERSIONED
 
     @property
     def numbers(self) -> tuple:
@@ -85,6 +121,7 @@ class Row:
         return (
             self.cell_hash,
             self.seed,
+            self.results_version,
             self.final_regret_per_agent,
             self.final_regret_network,
             self.messages,
@@ -127,6 +164,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
                 "steps": json.dumps(result.steps.tolist()),
                 "curve": json.dumps(result.regret_per_agent[r].tolist()),
                 "created": time.time(),
+                "results_version": result.results_version,
             }
         )
     return rows
@@ -146,14 +184,31 @@ class ResultsStore:
         self._conn = sqlite3.connect(self.path, timeout=60)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute(SCHEMA)
+        self._conn.execute(SCHEMA.format(table="runs"))
         self._conn.commit()
+        if "results_version" not in _columns(self._conn):
+            self._conn.close()
+            raise ConfigError(
+                f"store: {self.path} was written before results versions (its rows do not say "
+                "which package, environment and learner versions produced them), so its rows "
+                "cannot be compared with new ones. Either move it aside and re-run your suites "
+                "into a new store, or keep its rows as 'unversioned' (never ranked with new "
+                "rows): python -c \"from fedbandit_env.bench.store import migrate; "
+                f"migrate({self.path!r})\""
+            )
 
     def close(self) -> None:
         self._conn.close()
 
-    def done_seeds(self, cell_hash: str) -> set[int]:
-        cur = self._conn.execute("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
+    def done_seeds(self, cell_hash: str, results_version: str | None = None) -> set[int]:
+        """Seeds of the cell already stored (of ``results_version`` only, when given)."""
+        if results_version is None:
+            cur = self._conn.execute("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
+        else:
+            cur = self._conn.execute(
+                "SELECT seed FROM runs WHERE cell_hash = ? AND results_version = ?",
+                (cell_hash, results_version),
+            )
         return {int(s) for (s,) in cur.fetchall()}
 
     def append(self, rows: Iterable[dict[str, Any]]) -> int:
