@@ -13,9 +13,11 @@ from fedbandit_env.errors import (
     ConfigError,
     FedBanditError,
     HorizonError,
+    LearnerError,
     UnknownIdError,
 )
 from fedbandit_env.parallel_env import FedBanditParallelEnv
+from fedbandit_env.per_agent import PerAgentLearner
 from fedbandit_env.policy import (
     FederationFacts,
     ParallelPolicyAdapter,
@@ -24,7 +26,15 @@ from fedbandit_env.policy import (
     run_episode,
 )
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
-from fedbandit_env.registration import EnvSpec, list_envs, make, make_vec, register, spec
+from fedbandit_env.registration import (
+    EnvSpec,
+    list_envs,
+    make,
+    make_aec,
+    make_vec,
+    register,
+    spec,
+)
 from fedbandit_env.vector_env import FedBanditVectorEnv
 
 register_builtin_envs()
@@ -46,7 +56,9 @@ __all__ = [
     "FedBanditVectorEnv",
     "FederationFacts",
     "HorizonError",
+    "LearnerError",
     "ParallelPolicyAdapter",
+    "PerAgentLearner",
     "PrivacyBudgetWarning",
     "PrivacyError",
     "TeamAction",
@@ -57,6 +69,7 @@ __all__ = [
     "list_agents",
     "list_envs",
     "make",
+    "make_aec",
     "make_agent",
     "make_vec",
     "privacy",

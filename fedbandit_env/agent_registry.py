@@ -9,12 +9,24 @@ and Ray executors because every work unit carries its learner's entry (:func:`ag
 the worker re-registers it (:func:`ensure_agent`) before running: an import path is imported in
 the worker, a class travels by pickle (by reference when its module is importable there, by
 value through cloudpickle otherwise).
+
+Three learner shapes are accepted (docs/writing-agents.md): a batched ``TeamPolicy`` class, a
+``PerAgentLearner`` class (one instance per agent, run through
+:class:`fedbandit_env.per_agent.PerAgentTeam`), and, through an unregistered ``"module:attr"``
+id, a PettingZoo parallel-view policy callable. Ids that are not registered also resolve without
+registration: ``"module:attr"`` imports the attribute (a learner class, or a policy callable
+whose ``agent_kwargs`` are bound as keyword arguments), and ``"mabwiser:<LearningPolicy>"`` /
+``"smpybandits:<Policy>"`` build the library adapters of :mod:`fedbandit_env.library_learners`.
+Such ids never enter the registry (``list_agents`` and the suites' sweeps do not see them), and
+workers resolve them the same way.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
+import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
@@ -25,6 +37,12 @@ ENTRY_POINT_GROUP = "fedbandit.agents"
 
 _AGENTS: dict[str, Callable[..., Any] | str] = {}
 _loaded_entry_points = False
+
+LIBRARY_PREFIXES = {
+    "mabwiser": "fedbandit_env.library_learners:MABWiserLearner",
+    "smpybandits": "fedbandit_env.library_learners:SMPyBanditsLearner",
+}
+"""Id prefixes of other bandit libraries' policies (``mabwiser:UCB1``) and their adapters."""
 
 
 def _discover() -> None:
@@ -40,8 +58,8 @@ Entry = Callable[..., Any] | str
 
 
 def register_agent(agent_id: str, entry_point: Entry) -> None:
-    """Register a team-policy class (or factory), or its import path ``"module:attr"``, under
-    ``agent_id`` (an import path is imported on first use)."""
+    """Register a learner class (``TeamPolicy`` or ``PerAgentLearner``) or factory, or its import
+    path ``"module:attr"``, under ``agent_id`` (an import path is imported on first use)."""
     if not agent_id or not isinstance(agent_id, str):
         raise ConfigError(f"agent_id: expected a non-empty string, got {agent_id!r}")
     if isinstance(entry_point, str):
@@ -58,10 +76,56 @@ def register_agent(agent_id: str, entry_point: Entry) -> None:
     _AGENTS[agent_id] = entry_point
 
 
+def _import(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def is_dynamic(agent_id: str) -> bool:
+    """Whether an unregistered id names a library policy or a ``module:attr`` import path."""
+    _discover()
+    if agent_id in _AGENTS or not isinstance(agent_id, str):
+        return False
+    prefix, sep, rest = agent_id.partition(":")
+    return bool(prefix and sep and rest)
+
+
+def _resolve_dynamic(agent_id: str) -> Any:
+    prefix, _, rest = agent_id.partition(":")
+    if prefix in LIBRARY_PREFIXES:
+        return _import(LIBRARY_PREFIXES[prefix])
+    try:
+        return _import(agent_id)
+    except (ImportError, AttributeError) as err:
+        raise UnknownIdError(
+            f"agent id {agent_id!r} is not registered and cannot be imported as 'module:attr' "
+            f"({type(err).__name__}: {err}); registered agents: {list_agents()}"
+        ) from None
+
+
+def is_known(agent_id: str) -> bool:
+    """Whether ``agent_id`` is registered or resolves as a library or ``module:attr`` id."""
+    if agent_id in list_agents():
+        return True
+    if not is_dynamic(agent_id):
+        return False
+    try:
+        _resolve_dynamic(agent_id)
+    except UnknownIdError:
+        return False
+    return True
+
+
 def agent_entry(agent_id: str) -> Entry:
     """The registered entry of ``agent_id`` (an import path or the loaded callable), to ship to
-    another process with the work that needs it."""
+    another process with the work that needs it (an unregistered library or ``module:attr`` id
+    is its own entry: the worker resolves it again)."""
     _discover()
+    if is_dynamic(agent_id):
+        return agent_id
     if agent_id not in _AGENTS:
         agent_class(agent_id)  # raises the UnknownIdError with suggestions
     return _AGENTS[agent_id]
@@ -71,6 +135,8 @@ def ensure_agent(agent_id: str, entry: Entry) -> None:
     """Make ``agent_id`` resolve to ``entry`` in this process (a worker), unless it already
     does; the entry comes from the registry of the process that planned the work."""
     _discover()
+    if entry == agent_id and is_dynamic(agent_id):
+        return
     current = _AGENTS.get(agent_id)
     if current is not entry and current != entry:
         register_agent(agent_id, entry)
@@ -84,6 +150,8 @@ def list_agents() -> list[str]:
 
 def agent_class(agent_id: str) -> Callable[..., Any]:
     _discover()
+    if is_dynamic(agent_id):
+        return _resolve_dynamic(agent_id)
     if agent_id not in _AGENTS:
         close = difflib.get_close_matches(agent_id, list(_AGENTS), n=3)
         hint = f" Did you mean {close}?" if close else ""
@@ -99,9 +167,31 @@ def agent_class(agent_id: str) -> Callable[..., Any]:
 
 
 def make_agent(agent_id: str, **kwargs: Any) -> Any:
-    """Instantiate a registered learner; unknown keyword arguments raise a clear error."""
+    """Build a learner by id, as a team policy (a per-agent learner or a policy callable comes
+    wrapped in its adapter); unknown keyword arguments raise a clear error."""
+    from fedbandit_env.per_agent import as_team_policy, per_agent_team
+
     cls = agent_class(agent_id)
+    if is_dynamic(agent_id):
+        prefix, _, policy = agent_id.partition(":")
+        if prefix in LIBRARY_PREFIXES:
+            return per_agent_team(cls, agent_id, {"policy": policy, **kwargs})
+        if not isinstance(cls, type):  # a parallel-view policy callable
+            try:
+                inspect.signature(cls).bind({}, {}, **kwargs)
+            except TypeError as err:
+                raise ConfigError(
+                    f"{agent_id}: bad keyword arguments {sorted(kwargs)}: expected "
+                    f"policy(observations, infos, **kwargs): {err}"
+                ) from None
+            except ValueError:  # no signature to check (a builtin)
+                pass
+            policy_fn = functools.partial(cls, **kwargs) if kwargs else cls
+            return as_team_policy(policy_fn, agent_id)
+    if isinstance(cls, type):
+        return as_team_policy(cls, agent_id, kwargs)
     try:
-        return cls(**kwargs)
+        made = cls(**kwargs)
     except TypeError as err:
         raise ConfigError(f"{agent_id}: bad keyword arguments {sorted(kwargs)}: {err}") from None
+    return as_team_policy(made, agent_id)

@@ -129,11 +129,26 @@ class EnvConfig:
         return self.draw_instance(np.random.default_rng(self.instance_seed))
 
 
+DEFAULT_HORIZON = 1000
+
+
+def resolve_max_cycles(horizon: Any, max_cycles: Any, default: Any = None) -> Any:
+    """``max_cycles`` is an alias of ``horizon`` (PettingZoo's name for the episode length)."""
+    if max_cycles is None:
+        return default if horizon is None else horizon
+    if horizon is not None and horizon != max_cycles:
+        raise ConfigError(
+            f"max_cycles: an alias of horizon; got horizon={horizon!r} and "
+            f"max_cycles={max_cycles!r}, give one of them (or equal values)"
+        )
+    return max_cycles
+
+
 def make_config(
     *,
     num_agents: int | None = None,
     num_arms: int | None = None,
-    horizon: int = 1000,
+    horizon: int | None = None,
     family: str = "heterogeneous",
     means: Any = None,
     instance: str | None = None,
@@ -148,6 +163,7 @@ def make_config(
     theta: str = "sphere",
     shared_decision_sets: bool = False,
     dataset: Any = None,
+    max_cycles: int | None = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -155,7 +171,9 @@ def make_config(
     matrix gives both, a vector gives M); an explicit value that contradicts ``means`` raises.
     ``dim``, ``theta``, ``shared_decision_sets`` and ``dataset`` belong to the linear family
     (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
-    ``instance_seed`` fixes theta* (None: a new theta* per run seed)."""
+    ``instance_seed`` fixes theta* (None: a new theta* per run seed). ``max_cycles`` is
+    PettingZoo's name for ``horizon`` (default 1000); both given with different values raise."""
+    horizon = resolve_max_cycles(horizon, max_cycles, default=DEFAULT_HORIZON)
     if family not in FAMILIES:
         raise ConfigError(f"family: expected one of {FAMILIES}, got {family!r}")
     if means is not None and family == "linear":

@@ -22,9 +22,14 @@ from fedbandit_env.registration import register, signature_kwargs
 
 PARALLEL = "fedbandit_env.parallel_env:FedBanditParallelEnv"
 VECTOR = "fedbandit_env.vector_env:FedBanditVectorEnv"
-ACCEPTED = tuple(k for k in signature_kwargs(make_config) if k not in LINEAR_KWARGS)
+# max_cycles is accepted by every id as the alias of horizon (registration.make), not listed
+ACCEPTED = tuple(
+    k for k in signature_kwargs(make_config) if k not in (*LINEAR_KWARGS, "max_cycles")
+)
 LINEAR_ACCEPTED = tuple(
-    k for k in signature_kwargs(make_config) if k not in ("means", "instance", "family")
+    k
+    for k in signature_kwargs(make_config)
+    if k not in ("means", "instance", "family", "max_cycles")
 )
 
 GOSSIP_CHANNELS = ("neighbors", "gossip")

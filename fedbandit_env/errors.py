@@ -38,3 +38,7 @@ class StoreError(FedBanditError):
 class StoreConflictError(StoreError):
     """A run is already in the store with different numbers (docs/reliability.md, "Concurrent
     writers"): results never change silently."""
+
+
+class LearnerError(FedBanditError):
+    """A learner's own code raised, or returned something that is not a valid action."""

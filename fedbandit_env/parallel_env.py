@@ -8,7 +8,7 @@ FedBandit federated multi-armed bandit (PettingZoo parallel API)
 | Parallel API | yes |
 | Agents | ``agent_0 ... agent_{N-1}`` (N = ``num_agents``) |
 | Action | ``Dict(arm: Discrete(M), messages: Dict(<channel>: Dict(send: Discrete(2), payload: Box(dim))))``; a bare int is accepted as "pull this arm, send nothing" |
-| Observation | ``Dict(step, last_arm, last_reward, channels: Dict(<channel>: ...))`` |
+| Observation | ``Dict(step, last_arm, pulled, last_reward, channels: Dict(<channel>: ...))`` |
 | Episode end | truncation after ``horizon`` steps; there is no termination |
 
 **Action.** ``arm`` is the arm to pull. For each configured channel an agent may send one
@@ -18,8 +18,10 @@ value (0, 1 or a bool; anything else raises); the payload of a message not sent 
 
 **Observation** (all fixed-shape, explicit dtypes):
 
-* ``step`` — Discrete(T + 1): steps completed, 0 after reset.
-* ``last_arm`` — Discrete(M + 1, start=-1): the arm pulled in the last step (-1 after reset).
+* ``step`` — Box((), int64) in [0, T]: steps completed, 0 after reset (a bounded Box, so
+  flatteners give it one dimension, not a one-hot of T + 1).
+* ``last_arm`` — Discrete(M): the arm pulled in the last step (0 after reset, see ``pulled``).
+* ``pulled`` — Discrete(2): 1 once the agent has pulled an arm, 0 after reset ("no pull yet").
 * ``last_reward`` — Box((), float64): the local reward of that pull (0 after reset).
 * ``decision_set`` (linear family only) — Box(K, d) in [-1, 1]: the K feature vectors the agent
   chooses from in the next step (its ``arm`` is an index into them).
@@ -37,10 +39,15 @@ value (0, 1 or a bool; anything else raises); the payload of a message not sent 
 
 **Rewards.** The local reward of the pull (Bernoulli, Gaussian or clipped Gaussian).
 
-**Infos** (evaluation only; agents must not use them): ``instant_regret`` (pseudo-regret of the
-pull against the global best arm), ``expected_reward``, ``cumulative_regret`` (this agent),
-``messages_sent`` (this agent, cumulative) and ``ledger`` (the run's communication ledger: step
-and cumulative messages, floats and cost per link type).
+**Infos** (evaluation only; agents must not use them), flat per agent (numbers only):
+``instant_regret`` (pseudo-regret of the pull against the global best arm), ``expected_reward``,
+``cumulative_regret`` (this agent), ``messages_sent`` (this agent, cumulative) and ``run_seed``
+(the run seed of the episode, the same for every agent). The run's communication ledger (step
+and cumulative messages, floats and cost per link type) is run-level, not per agent: read it
+with :attr:`FedBanditParallelEnv.ledger`.
+
+**State** (``state()``, ``state_space``): Box((2N,), float64), each agent's last arm (-1 after
+reset) followed by each agent's last reward.
 
 **Arguments.** ``num_agents``, ``num_arms``, ``horizon``, ``family`` ("heterogeneous" or
 "homogeneous"), ``means`` (fixed instance: a vector or an N x M matrix), ``instance``
@@ -50,17 +57,34 @@ and cumulative messages, floats and cost per link type).
 ``topology`` ("complete", "ring", "path", "star", "grid", "erdos_renyi", "random_regular",
 "hybrid" or a networkx graph), ``topology_kwargs``, ``channels`` (list of kinds or
 {name: {"kind": ..., "dim": ..., options}}), ``c1`` (agent–server link cost), ``c2``
-(agent–agent link cost), ``render_mode`` (None or "ansi").
+(agent–agent link cost), ``render_mode`` (None, "human": print, or "ansi": return the text),
+``max_cycles`` (PettingZoo's name for ``horizon``; giving both with different values raises).
 
-**Seeding.** ``reset(seed=s)`` makes run seed s; a later ``reset()`` without a seed uses s + 1,
-s + 2, ... Rewards, network randomness and the agents' streams are separate (DESIGN.md §2).
+**Seeding** (Gymnasium's convention). ``reset(seed=s)`` plays run seed s, a non-negative int
+(anything else raises a ``TypeError``/``ValueError`` naming ``seed``). A later ``reset()``
+without a seed continues the stream seeded by the last seeded reset: its run seed is drawn from
+a generator seeded at that reset (:class:`~fedbandit_env.seeding.SeedContinuation`), so
+environments seeded 0, 1, 2, ... never replay each other's episodes; with no seed ever given it
+draws from fresh OS entropy. The run seed played is in every info (``run_seed``) and in
+``seed_used``. ``reset(options=...)``: these environments take no options; unknown keys raise
+nothing but a ``UserWarning`` naming them (PettingZoo's own API checkers pass
+``options={"options": 1}`` and require it to work); a non-dict raises a ``TypeError``. The
+vector view, ``OneLearner-v0`` and ``AgentsVecEnv`` refuse unknown keys. Rewards, network
+randomness and the agents' streams are separate (DESIGN.md §2).
 
-**Version history.** v0: initial release.
+**AEC API.** :func:`env` (and :func:`raw_env`, without PettingZoo's order-enforcing wrapper)
+give the AEC view of the same environment through ``pettingzoo.utils.parallel_to_aec``;
+``fedbandit_env.make_aec(id)`` does the same for a registered id.
+
+**Version history.** v0: initial release. Later, within v0: the observation's ``step`` became a
+Box (was Discrete(T + 1)), ``last_arm`` became Discrete(M) with the ``pulled`` flag (was
+Discrete(M + 1, start=-1)), infos became flat (the ``ledger`` moved to
+:attr:`FedBanditParallelEnv.ledger`, ``run_seed`` added), and unseeded resets continue a seeded
+stream (were s + 1). Rewards, regret and every trajectory of a seeded run are unchanged.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,20 +92,22 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
 
 from fedbandit_env.config import EnvConfig, make_config
 from fedbandit_env.engine import Engine, VecInfo, VecObservation, agent_name
 from fedbandit_env.errors import ActionError, HorizonError
 from fedbandit_env.network.base import payload_space
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import BatchedRNG, SeedContinuation, check_reset_options
 
 
 def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
     lo, hi = config.reward.bounds
     fields: dict[str, spaces.Space] = {
-        "step": spaces.Discrete(config.horizon + 1),
-        "last_arm": spaces.Discrete(config.num_arms + 1, start=-1),
+        "step": spaces.Box(0, config.horizon, shape=(), dtype=np.int64),
+        "last_arm": spaces.Discrete(config.num_arms),
+        "pulled": spaces.Discrete(2),
         "last_reward": spaces.Box(lo, hi, shape=(), dtype=np.float64),
     }
     if engine.channels:
@@ -106,10 +132,20 @@ def action_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
     return spaces.Dict(fields)
 
 
+def state_space(config: EnvConfig) -> spaces.Box:
+    """Box((2N,), float64): each agent's last arm (-1 after reset), then its last reward."""
+    n, lo, hi = config.num_agents, *config.reward.bounds
+    low = np.concatenate([np.full(n, -1.0), np.full(n, min(lo, 0.0))])
+    high = np.concatenate([np.full(n, config.num_arms - 1.0), np.full(n, max(hi, 0.0))])
+    return spaces.Box(low, high, dtype=np.float64)
+
+
 def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> dict[str, Any]:
+    arm = int(obs.last_arm[b, i])
     out: dict[str, Any] = {
-        "step": np.int64(obs.step),
-        "last_arm": np.int64(obs.last_arm[b, i]),
+        "step": np.array(obs.step, dtype=np.int64),
+        "last_arm": np.int64(max(arm, 0)),
+        "pulled": np.int64(arm >= 0),
         "last_reward": np.array(obs.last_reward[b, i], dtype=np.float64),
     }
     if engine.channels:
@@ -122,27 +158,45 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
     return out
 
 
-def agent_info(info: VecInfo, b: int, i: int, ledger: dict) -> dict[str, Any]:
+def agent_info(info: VecInfo, b: int, i: int, run_seed: int) -> dict[str, Any]:
+    """Agent i's flat info dict in run b (numbers only; the ledger is run-level)."""
     return {
         "instant_regret": float(info.instant_regret[b, i]),
         "expected_reward": float(info.expected_reward[b, i]),
         "cumulative_regret": float(info.cumulative_regret[b, i]),
         "messages_sent": int(info.ledger.total.sent[b, i]),
-        "ledger": ledger,
+        "run_seed": int(run_seed),
     }
+
+
+def metadata_name(env_id: str) -> str:
+    """PettingZoo's ``metadata["name"]`` of an id: ``FedBandit/Heterogeneous-v0`` gives
+    ``fedbandit_heterogeneous_v0``."""
+    return env_id.lower().replace("/", "_").replace("-v", "_v").replace("-", "_")
 
 
 class FedBanditParallelEnv(ParallelEnv, EzPickle):
     """N agents on a communication topology pull arms and exchange messages (see module doc)."""
 
-    metadata = {"name": "fedbandit_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata = {
+        "name": "fedbandit_v0",
+        "render_modes": ["human", "ansi"],
+        "render_fps": 4,
+        "is_parallelizable": True,
+    }
 
-    def __init__(self, render_mode: str | None = None, **kwargs: Any):
-        EzPickle.__init__(self, render_mode=render_mode, **kwargs)
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
+    def __init__(self, render_mode: str | None = None, env_id: str | None = None, **kwargs: Any):
+        """``env_id``: the registered id this environment was made from (sets
+        ``metadata["name"]``; :func:`fedbandit_env.make` passes it)."""
+        EzPickle.__init__(self, render_mode=render_mode, env_id=env_id, **kwargs)
+        if render_mode not in (None, "human", "ansi"):
+            raise ValueError(
+                f"render_mode: expected None, 'human' or 'ansi', got {render_mode!r}"
+            )
         self.render_mode = render_mode
         self.config = make_config(**kwargs)
+        name = metadata_name(env_id) if env_id else f"fedbandit_{self.config.family}_v0"
+        self.metadata = {**type(self).metadata, "name": name}
         self.engine = Engine(self.config, 1)
         self.num_agents_total = self.config.num_agents
         self.possible_agents = [agent_name(i) for i in range(self.num_agents_total)]
@@ -150,19 +204,26 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         self.agents: list[str] = []
         self._obs_space = observation_space(self.config, self.engine)
         self._act_space = action_space(self.config, self.engine)
+        self.state_space = state_space(self.config)
+        self._seeds = SeedContinuation()
         self._seed: int | None = None
         self._last: tuple[VecObservation, VecInfo] | None = None
 
     # ------------------------------------------------------------- PettingZoo
-    @functools.cache  # noqa: B019 - one cached space object per agent
     def observation_space(self, agent: str) -> spaces.Dict:
+        """The same space object for every agent (no cache: a cache on a method would keep
+        every environment alive)."""
         self._agent_index(agent)
         return self._obs_space
 
-    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> spaces.Dict:
         self._agent_index(agent)
         return self._act_space
+
+    def name_from_id(self, env_id: str) -> None:
+        """Set ``metadata["name"]`` from the registered id (kept through pickling)."""
+        self.metadata = {**self.metadata, "name": metadata_name(env_id)}
+        self._ezpickle_kwargs["env_id"] = env_id
 
     @property
     def facts(self) -> FederationFacts:
@@ -170,16 +231,21 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
 
     @property
     def seed_used(self) -> int | None:
-        """The run seed of the current episode."""
+        """The run seed of the current episode (also in every info as ``run_seed``)."""
         return self._seed
 
+    @property
+    def ledger(self) -> dict[str, Any]:
+        """The run's communication ledger after the last step: ``{"step": ..., "total": ...}``,
+        each with messages, floats and cost per link type (run-level, so not in the per-agent
+        infos)."""
+        if self._last is None:
+            raise HorizonError("ledger: the environment must be reset() first")
+        return self.engine.ledger.summary(0)
+
     def reset(self, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self._seed = int(seed)
-        elif self._seed is not None:
-            self._seed += 1
-        else:
-            self._seed = int(np.random.SeedSequence().entropy)
+        check_reset_options(options, strict=False)  # PettingZoo's checkers pass dummy options
+        self._seed = self._seeds.next(seed)
         obs, info = self.engine.reset([self._seed])
         self._last = (obs, info)
         self.agents = list(self.possible_agents)
@@ -212,8 +278,16 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         return obs_d, rew_d, term_d, trunc_d, info_d
 
     def render(self) -> str | None:
+        """``"ansi"``: the text below; ``"human"``: the same text printed, returns None."""
         if self.render_mode is None or self._last is None:
             return None
+        text = self._render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def _render_text(self) -> str:
         obs, info = self._last
         total = self.engine.ledger.total
         lines = [
@@ -250,8 +324,7 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         return {a: agent_observation(self.engine, obs, 0, i) for a, i in self._index.items()}
 
     def _infos(self, info: VecInfo) -> dict[str, dict]:
-        ledger = self.engine.ledger.summary(0)
-        return {a: agent_info(info, 0, i, ledger) for a, i in self._index.items()}
+        return {a: agent_info(info, 0, i, self._seed) for a, i in self._index.items()}
 
     def _parse_actions(self, actions: Mapping[str, Any]):
         if not isinstance(actions, Mapping):
@@ -342,6 +415,22 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         if not np.all(np.isfinite(arr)):
             raise ActionError(agent, f"{field}.payload", "expected finite numbers, got NaN/inf")
         return True, arr.astype(np.float64)
+
+
+def parallel_env(**kwargs: Any) -> FedBanditParallelEnv:
+    """PettingZoo's family-module factory: the parallel environment (module doc)."""
+    return FedBanditParallelEnv(**kwargs)
+
+
+def raw_env(**kwargs: Any) -> Any:
+    """The AEC view without PettingZoo's order-enforcing wrapper (``parallel_to_aec_wrapper``)."""
+    return parallel_to_aec_wrapper(FedBanditParallelEnv(**kwargs))
+
+
+def env(**kwargs: Any) -> Any:
+    """The AEC view (``pettingzoo.utils.parallel_to_aec``): agents act in turn, a round of the
+    parallel environment is played once every agent has acted."""
+    return parallel_to_aec(FedBanditParallelEnv(**kwargs))
 
 
 def run_seed_rng(seed: int) -> BatchedRNG:

@@ -91,9 +91,14 @@ class TeamPolicy(ABC):
     declaration. It may depend on the federation, so the bench and ``fedbandit audit`` read it
     after :meth:`reset`. It is a claim about privacy only: hyperparameters that happen to be
     called ``epsilon`` (an exploration rate) are not read.
+
+    ``version`` is the learner's results version (docs/bench.md): bump it whenever a change
+    moves its results (trajectories or random streams), so stored rows of the old code are
+    never ranked together with new ones.
     """
 
     agent_id: ClassVar[str] = ""
+    version: ClassVar[int] = 1
     privacy_epsilon: float | None = None
 
     def channel_spec(self, config: EnvConfig) -> ChannelsSpec:
@@ -144,9 +149,11 @@ class ParallelPolicyAdapter:
         context = None
         if "decision_set" in per_agent[0]:
             context = np.stack([o["decision_set"] for o in per_agent])[None]
+        last_arm = np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64)
+        pulled = np.array([[o["pulled"] for o in per_agent]], dtype=bool)
         return VecObservation(
             step=int(per_agent[0]["step"]),
-            last_arm=np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64),
+            last_arm=np.where(pulled, last_arm, -1),
             last_reward=np.array([[float(o["last_reward"]) for o in per_agent]]),
             deliveries=deliveries,
             context=context,

@@ -6,6 +6,12 @@ errors that list what exists. Each id is also registered in PettingZoo's own reg
 installed PettingZoo has one (1.27+), so ``pettingzoo.make("parallel", id)`` works too: that entry
 delegates to :func:`make`, so it applies our defaults and our keyword-argument check.
 
+Every id has an AEC view too (:func:`make_aec`, ``pettingzoo.make("aec", id)``), derived with
+``pettingzoo.utils.parallel_to_aec`` as PettingZoo's own parallel families do. ``max_cycles``
+(PettingZoo's name for the episode length) is accepted wherever ``horizon`` is, as its alias: a
+call's ``max_cycles`` overrides the id's default horizon; a call giving both with different
+values raises.
+
 Registering an id again replaces it in both registries with a ``UserWarning`` (Gymnasium's
 convention), so both always build the same environment.
 """
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbandit_env.config import resolve_max_cycles
 from fedbandit_env.errors import ConfigError, UnknownIdError
 
 ID_PATTERN = re.compile(
@@ -38,6 +45,9 @@ class EnvSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     accepted_kwargs: tuple[str, ...] | None = None
+    version: int = 1
+    """Results version: bump it when a change moves this environment's trajectories or random
+    streams (docs/bench.md); stored rows of another version are never pooled with new ones."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -58,13 +68,23 @@ def register(
     kwargs: dict[str, Any] | None = None,
     description: str = "",
     accepted_kwargs: tuple[str, ...] | None = None,
+    version: int = 1,
 ) -> EnvSpec:
     """Register an environment id (``Namespace/Name-vN``); an existing id is overridden with a
-    ``UserWarning``, here and in PettingZoo's registry."""
+    ``UserWarning``, here and in PettingZoo's registry. ``version`` is the environment's results
+    version (:attr:`EnvSpec.version`)."""
     if not ID_PATTERN.match(id) or "-v" not in id:
         raise ConfigError(f"id: expected 'Namespace/Name-vN', got {id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError(f"{id}: version: expected a positive int, got {version!r}")
     spec_ = EnvSpec(
-        id, entry_point, vector_entry_point, dict(kwargs or {}), description, accepted_kwargs
+        id,
+        entry_point,
+        vector_entry_point,
+        dict(kwargs or {}),
+        description,
+        accepted_kwargs,
+        version,
     )
     overriding = id in _REGISTRY
     if overriding:
@@ -75,17 +95,19 @@ def register(
 
 
 class _PettingZooEntry:
-    """PettingZoo's entry point of one of our ids: builds it with :func:`make` (our defaults, our
-    unknown-kwarg error), so the two registries cannot disagree."""
+    """PettingZoo's entry point of one of our ids: builds it with :func:`make` or
+    :func:`make_aec` (our defaults, our unknown-kwarg error), so the registries cannot
+    disagree."""
 
-    def __init__(self, env_id: str):
+    def __init__(self, env_id: str, aec: bool = False):
         self.env_id = env_id
+        self.aec = aec
 
     def __call__(self, **kwargs: Any) -> Any:
-        return make(self.env_id, **kwargs)
+        return (make_aec if self.aec else make)(self.env_id, **kwargs)
 
     def __repr__(self) -> str:
-        return f"fedbandit_env.make({self.env_id!r}, ...)"
+        return f"fedbandit_env.{'make_aec' if self.aec else 'make'}({self.env_id!r}, ...)"
 
 
 def _register_with_pettingzoo(spec_: EnvSpec, *, warned: bool) -> None:
@@ -99,6 +121,7 @@ def _register_with_pettingzoo(spec_: EnvSpec, *, warned: bool) -> None:
                 "ignore", message="Overriding environment", category=UserWarning
             )
         pz_register("parallel", spec_.id, entry_point=_PettingZooEntry(spec_.id), kwargs={})
+        pz_register("aec", spec_.id, entry_point=_PettingZooEntry(spec_.id, aec=True), kwargs={})
 
 
 def list_envs() -> list[str]:
@@ -126,11 +149,35 @@ def _check_kwargs(spec_: EnvSpec, kwargs: dict[str, Any], extra: tuple[str, ...]
         )
 
 
+def _max_cycles_alias(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A call's ``max_cycles`` as its ``horizon`` (so it overrides the id's default horizon)."""
+    if kwargs.get("max_cycles") is None:
+        kwargs.pop("max_cycles", None)
+        return kwargs
+    kwargs = dict(kwargs)
+    kwargs["horizon"] = resolve_max_cycles(kwargs.get("horizon"), kwargs.pop("max_cycles"))
+    return kwargs
+
+
 def make(id: str, **kwargs: Any) -> Any:
-    """A PettingZoo ``ParallelEnv`` for a registered id (spec defaults overridden by kwargs)."""
+    """A PettingZoo ``ParallelEnv`` for a registered id (spec defaults overridden by kwargs;
+    its ``metadata["name"]`` is derived from the id)."""
     spec_ = spec(id)
-    _check_kwargs(spec_, kwargs, ("render_mode",))
-    return _load(spec_.entry_point)(**{**spec_.kwargs, **kwargs})
+    _check_kwargs(spec_, kwargs, ("render_mode", "max_cycles"))
+    kwargs = _max_cycles_alias(kwargs)
+    env = _load(spec_.entry_point)(**{**spec_.kwargs, **kwargs})
+    from fedbandit_env.parallel_env import FedBanditParallelEnv
+
+    if isinstance(env, FedBanditParallelEnv):
+        env.name_from_id(id)
+    return env
+
+
+def make_aec(id: str, **kwargs: Any) -> Any:
+    """The AEC view of a registered id: ``pettingzoo.utils.parallel_to_aec(make(id, ...))``."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(make(id, **kwargs))
 
 
 def make_vec(id: str, num_runs: int = 1, **kwargs: Any) -> Any:
@@ -138,7 +185,8 @@ def make_vec(id: str, num_runs: int = 1, **kwargs: Any) -> Any:
     spec_ = spec(id)
     if spec_.vector_entry_point is None:
         raise ConfigError(f"{id}: has no vector view registered")
-    _check_kwargs(spec_, kwargs, ())
+    _check_kwargs(spec_, kwargs, ("max_cycles",))
+    kwargs = _max_cycles_alias(kwargs)
     return _load(spec_.vector_entry_point)(num_runs=num_runs, **{**spec_.kwargs, **kwargs})
 
 

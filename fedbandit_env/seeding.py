@@ -15,11 +15,15 @@ time (one Generator call per run per chunk instead of per step).
 
 from __future__ import annotations
 
+import numbers
+import warnings
 import zlib
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
+
+from fedbandit_env.errors import ConfigError
 
 STREAMS: tuple[str, ...] = ("instance", "rewards", "network", "agents")
 
@@ -29,17 +33,88 @@ _CHUNK_FLOATS = 1 << 14  # per run and buffer: at most 16k doubles (128 KiB)
 _MAX_CHUNK_STEPS = 1024
 
 
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
+MAX_RUN_SEED = 2**63 - 1
+"""Run seeds drawn by an unseeded reset are below this bound (they fit an int64 everywhere)."""
+
+
+def check_seed(seed: Any, owner: str = "reset") -> int:
+    """A run seed: a non-negative integer (any ``numbers.Integral``, numpy integers included,
+    bools excluded). Anything else raises a ``TypeError`` (wrong type) or ``ValueError``
+    (negative) naming ``seed``."""
+    if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{owner}: seed: expected None or a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ConfigError(f"{owner}: seed: expected None or a non-negative int, got {seed!r}")
     return int(seed)
+
+
+def check_reset_options(
+    options: Any, accepted: Sequence[str] = (), owner: str = "reset", strict: bool = True
+) -> dict:
+    """``reset(options=...)``: None or a mapping whose keys are all in ``accepted``; unknown
+    keys raise a :class:`~fedbandit_env.errors.ConfigError` (a ``ValueError``) listing the
+    accepted ones, or with ``strict=False`` warn (``UserWarning``) and are ignored: PettingZoo's
+    own API checkers call ``reset(seed=0, options={"options": 1})`` to check the signature, so
+    the PettingZoo views cannot refuse unknown keys. A non-mapping always raises."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"{owner}: options: expected None or a dict, got {options!r}")
+    unknown = sorted(str(k) for k in options if k not in accepted)
+    if unknown:
+        ok = sorted(accepted) if accepted else "none (this environment takes no reset options)"
+        message = f"{owner}: options: unknown key(s) {unknown}; accepted: {ok}"
+        if strict:
+            raise ConfigError(message)
+        warnings.warn(f"{message}; ignored", UserWarning, stacklevel=3)
+        return {k: v for k, v in options.items() if k in accepted}
+    return dict(options)
+
+
+class SeedContinuation:
+    """Run seeds of successive resets, following Gymnasium's convention.
+
+    ``next(seed)`` with a seed returns it (validated) and re-seeds the continuation stream, a
+    ``numpy.random.Generator`` on the named child ``"continuation"`` of ``SeedSequence(seed)``;
+    ``next(None)`` draws the next run seed from that stream, so unseeded resets continue the
+    stream of the last seeded reset (sub-environments seeded 0, 1, 2, ... never replay each
+    other's episodes). With no seed ever given the stream starts from fresh OS entropy, as
+    Gymnasium's ``np_random`` does. ``batch(seed, B)`` is the same for B runs: a seeded call
+    gives ``seed, ..., seed + B - 1`` (or the given list); an unseeded one draws B run seeds.
+    """
+
+    def __init__(self) -> None:
+        self._stream: np.random.Generator | None = None
+
+    def _reseed(self, entropy: int | list[int] | None) -> None:
+        root = np.random.SeedSequence(entropy)
+        self._stream = np.random.Generator(np.random.PCG64(named_child(root, "continuation")))
+
+    def _draw(self, count: int) -> list[int]:
+        if self._stream is None:
+            self._reseed(None)
+        return [int(s) for s in self._stream.integers(0, MAX_RUN_SEED, size=count)]
+
+    def next(self, seed: Any = None, owner: str = "reset") -> int:
+        if seed is None:
+            return self._draw(1)[0]
+        run_seed = check_seed(seed, owner)
+        self._reseed(run_seed)
+        return run_seed
+
+    def batch(self, seed: Any, num_runs: int, owner: str = "reset") -> list[int]:
+        if seed is None:
+            return self._draw(num_runs)
+        seeds = run_seeds(seed, num_runs, owner)
+        self._reseed(seeds if len(seeds) > 1 else seeds[0])
+        return seeds
 
 
 def run_seed_sequence(seed: int, stream: str) -> np.random.SeedSequence:
     """The SeedSequence of one named stream (one of :data:`STREAMS`) of the run with ``seed``."""
     if stream not in STREAMS:
         raise ValueError(f"stream: expected one of {STREAMS}, got {stream!r}")
-    root = np.random.SeedSequence(_check_seed(seed))
+    root = np.random.SeedSequence(check_seed(seed, "run_seed_sequence"))
     return root.spawn(len(STREAMS))[STREAMS.index(stream)]
 
 
@@ -49,14 +124,19 @@ def named_child(seq: np.random.SeedSequence, name: str) -> np.random.SeedSequenc
     return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, key))
 
 
-def run_seeds(seed: int | Sequence[int], num_runs: int) -> list[int]:
+def run_seeds(seed: int | Sequence[int], num_runs: int, owner: str = "reset") -> list[int]:
     """Run seeds of a batch: ``seed, seed+1, ...`` for an int, or the given list."""
-    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-        base = _check_seed(seed)
+    if isinstance(seed, numbers.Integral):
+        base = check_seed(seed, owner)
         return [base + b for b in range(num_runs)]
-    seeds = [_check_seed(s) for s in seed]
+    if isinstance(seed, str | bytes) or not isinstance(seed, Sequence | np.ndarray):
+        raise TypeError(
+            f"{owner}: seed: expected None, a non-negative int or a list of {num_runs}, "
+            f"got {seed!r}"
+        )
+    seeds = [check_seed(s, owner) for s in seed]
     if len(seeds) != num_runs:
-        raise ValueError(f"seed: expected {num_runs} run seeds, got {len(seeds)}")
+        raise ConfigError(f"{owner}: seed: expected {num_runs} run seeds, got {len(seeds)}")
     return seeds
 
 

@@ -1,7 +1,11 @@
 """The vector view: B independent runs as arrays, for fast runners (DESIGN.md §2).
 
-``reset(seed=s)`` starts runs with seeds s, s+1, ..., s+B-1 (or an explicit list); run b is
-bit-identical to a ``FedBanditParallelEnv`` reset with the same run seed. ``step(arms, messages)``
+``reset(seed=s)`` starts runs with seeds s, s+1, ..., s+B-1 (or an explicit list of B
+non-negative ints); run b is bit-identical to a ``FedBanditParallelEnv`` reset with the same run
+seed. An unseeded ``reset()`` continues the stream of the last seeded reset (Gymnasium's
+convention, :class:`~fedbandit_env.seeding.SeedContinuation`): it draws B new run seeds from a
+generator seeded at that reset (fresh OS entropy if no seed was ever given). The run seeds
+played are in ``seeds``. ``options`` must be None or empty (no reset options). ``step(arms, messages)``
 takes arms (B, N) and per channel a payload array (B, N, dim) (everyone sends) or a tuple
 ``(send (B, N) bool or 0/1 ints, payload (B, N, dim))`` (the payload rows of agents that do not
 send are ignored and may hold anything, even NaN), and returns
@@ -21,7 +25,7 @@ from fedbandit_env.config import make_config
 from fedbandit_env.engine import Engine, Messages, VecInfo, VecObservation, agent_name
 from fedbandit_env.parallel_env import action_space, observation_space
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG, run_seeds
+from fedbandit_env.seeding import BatchedRNG, SeedContinuation, check_reset_options
 
 
 class FedBanditVectorEnv:
@@ -42,6 +46,7 @@ class FedBanditVectorEnv:
         self.single_observation_space = observation_space(self.config, self.engine)
         self.single_action_space = action_space(self.config, self.engine)
         self.seeds: list[int] = []
+        self._seeds = SeedContinuation()
 
     @property
     def facts(self) -> FederationFacts:
@@ -58,9 +63,8 @@ class FedBanditVectorEnv:
     def reset(
         self, seed: int | Sequence[int] | None = None, options: dict | None = None
     ) -> tuple[VecObservation, VecInfo]:
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy)
-        self.seeds = run_seeds(seed, self.num_runs)
+        check_reset_options(options)
+        self.seeds = self._seeds.batch(seed, self.num_runs)
         return self.engine.reset(self.seeds)
 
     def step(self, arms: np.ndarray, messages: Messages | None = None):

@@ -105,6 +105,7 @@ def scratch_ids():
     for env_id in ids:
         registration._REGISTRY.pop(env_id, None)
         pz.parallel_registry.pop(env_id, None)
+        pz.aec_registry.pop(env_id, None)
 
 
 def _register_scratch(env_id, num_agents):
@@ -135,6 +136,8 @@ def test_register_adds_an_id_to_both_registries(scratch_ids):
         assert (env.config.num_agents, env.config.num_arms, env.config.horizon) == (2, 4, 7)
     assert (vec.num_runs, vec.num_agents) == (3, 2)
     assert pz.make("parallel", "FedBanditTest/Scratch-v0", horizon=3).config.horizon == 3
+    aec = pz.make("aec", "FedBanditTest/Scratch-v0", max_cycles=3)
+    assert aec.unwrapped.config.horizon == 3 and aec.possible_agents == ["agent_0", "agent_1"]
 
 
 def test_reregistering_overrides_in_both_registries_with_one_warning(scratch_ids):

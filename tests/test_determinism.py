@@ -50,10 +50,16 @@ def test_different_seeds_differ():
 
 
 def test_reset_without_seed_continues_deterministically():
+    """Gymnasium's convention: an unseeded reset continues the stream of the last seeded one."""
     env = fedbandit_env.make("FedBandit/Heterogeneous-v0", horizon=3)
     env.reset(seed=10)
-    env.reset()
-    assert env.seed_used == 11
+    _, infos = env.reset()
+    again = fedbandit_env.make("FedBandit/Heterogeneous-v0", horizon=3)
+    again.reset(seed=10)
+    _, infos_again = again.reset()
+    assert env.seed_used == again.seed_used == infos["agent_0"]["run_seed"]
+    assert infos_again["agent_2"]["run_seed"] == env.seed_used
+    assert env.seed_used not in (10, 11)  # not s + 1: that is the next copy's seeded episode
 
 
 @pytest.mark.parametrize("kind", ["uniform", "normal", "exponential"])

@@ -68,7 +68,7 @@ def test_send_zero_ignores_payload(env, payload):
     assert n0["mask"].tolist() == [0, 0] and not n0["payload"].any()
     assert infos["agent_1"]["messages_sent"] == 0
     assert infos["agent_0"]["messages_sent"] == 2
-    step = infos["agent_1"]["ledger"]["step"]
+    step = env.ledger["step"]
     assert step["messages"] == 2 and step["floats"] == 4 and step["cost"] == 2.0
 
 

@@ -15,7 +15,8 @@ def test_readme_python_examples_run():
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
     assert namespace["res"].regret_per_agent.shape[0] == 20
-    assert namespace["infos"]["agent_0"]["ledger"]["total"]["messages"] > 0
+    assert namespace["ledger"]["total"]["messages"] > 0
+    assert "ledger" not in namespace["infos"]["agent_0"]  # flat per-agent infos
 
 
 def test_readme_lists_every_registered_env():

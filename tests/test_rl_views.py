@@ -19,6 +19,7 @@ from fedbandit_env.rl import (
     declared_protocol,
     statistics_channel,
 )
+from fedbandit_env.seeding import SeedContinuation
 
 KW = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
 
@@ -166,7 +167,14 @@ def test_single_agent_view_works_with_sb3_make_vec_env():
     for _ in range(5):
         obs, rewards, dones, infos = venv.step(np.array([0, 1]))
     assert dones.all() and "terminal_observation" in infos[0]
-    assert [e.unwrapped.run_seed for e in venv.envs] == [5, 6]  # seeds 4, 5, then autoreset
+    # seeds 4, 5, then the autoreset continues each sub-env's seeded stream (not 4 + 1, 5 + 1)
+    expected = []
+    for seed in (4, 5):
+        stream = SeedContinuation()
+        stream.next(seed)
+        expected.append(stream.next())
+    assert [e.unwrapped.run_seed for e in venv.envs] == expected
+    assert [i["run_seed"] for i in venv.reset_infos] == expected
 
 
 def _fresh_python(code: str) -> subprocess.CompletedProcess:

@@ -15,6 +15,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecMonitor  # noqa: E402
 import fedbandit_env  # noqa: E402
 from fedbandit_env.rl import statistics_channel  # noqa: E402
 from fedbandit_env.rl.sb3_vec_env import AgentsVecEnv  # noqa: E402
+from fedbandit_env.seeding import SeedContinuation  # noqa: E402
 
 C, N, M, T = 3, 4, 5, 12
 KW = {"num_agents": N, "num_arms": M, "horizon": T, "instance_seed": None, "topology": "ring"}
@@ -22,6 +23,16 @@ KW = {"num_agents": N, "num_arms": M, "horizon": T, "instance_seed": None, "topo
 
 def _env(**kw):
     return AgentsVecEnv("FedBandit/Heterogeneous-v0", num_copies=C, **{**KW, **kw})
+
+
+def _continued(seed, autoresets=1):
+    """Run seeds of the copies after ``autoresets`` autoresets: the stream seeded by ``seed``
+    continues (Gymnasium's convention), so they are drawn, not ``seed + C``."""
+    stream = SeedContinuation()
+    seeds = stream.batch(seed, C)
+    for _ in range(autoresets):
+        seeds = stream.batch(None, C)
+    return seeds
 
 
 def _play(env, seed, episodes=2):
@@ -61,7 +72,7 @@ def test_autoreset_at_the_horizon():
     terminal = np.stack([i["terminal_observation"] for i in last])
     assert np.allclose(terminal[:, -1], 1.0)  # time fraction t / T = 1 at the end
     assert not obs[T].any()  # the returned observation is the next episode's first
-    assert env.run_seeds == [7 + 2 * C + c for c in range(C)]  # two autoresets: s + C, s + 2C
+    assert env.run_seeds == _continued(7, autoresets=2)
 
 
 def test_seeding_is_forwarded_and_reproducible():
@@ -102,7 +113,7 @@ def test_reset_returns_only_obs_and_stores_reset_infos():
     assert env.reset_infos == [{"run_seed": 5 + k // N} for k in range(C * N)]
     for t in range(T):  # the last step autoresets: the reset infos are the next episode's
         env.step(np.full(C * N, t % M))
-    assert env.reset_infos == [{"run_seed": 5 + C + k // N} for k in range(C * N)]
+    assert env.reset_infos == [{"run_seed": _continued(5)[k // N]} for k in range(C * N)]
     # reset cancels a pending step_async
     env.step_async(np.zeros(C * N, dtype=np.int64))
     env.reset()
@@ -110,7 +121,8 @@ def test_reset_returns_only_obs_and_stores_reset_infos():
         env.step_wait()
     # reset options are not supported: a clear error, and they are consumed
     env.set_options({"instance": 3})
-    with pytest.raises(fedbandit_env.ConfigError, match="reset: options: .*'instance': 3"):
+    unknown = r"reset \(set_options\): options: unknown key\(s\) \['instance'\]; accepted: none"
+    with pytest.raises(fedbandit_env.ConfigError, match=unknown):
         env.reset()
     assert env.reset().shape == (C * N, 4 * M + 1)
     with pytest.raises(fedbandit_env.ConfigError, match=f"actions: expected {C * N} integer"):

@@ -115,23 +115,46 @@ def test_an_identical_run_is_skipped_and_a_different_one_is_refused(tmp_path):
     assert store.append(timings) == 0
 
 
+def claim_key(unit):
+    return unit.cell.config_hash, unit.seeds[0]
+
+
 def test_a_unit_claimed_by_another_writer_is_deferred_then_run_if_still_missing(tmp_path):
     other, mine = ResultsStore(tmp_path / "a.sqlite"), ResultsStore(tmp_path / "a.sqlite")
     units = plan(RACE, RACE.cells, mine, chunk=3)
     key = (units[0].cell.agent_id, units[0].seeds)
-    assert other.claim(units[0].cell.config_hash, units[0].seeds[0], "other writer")
+    assert other.claim(*claim_key(units[0]), "other writer", units[0].results_version)
     order = [(u.cell.agent_id, u.seeds) for u in claimed(units, mine)]
     assert order[-1] == key and len(order) == len(units)  # deferred, then run: still missing
     # a unit the other writer claimed and finished meanwhile is not run again
     other, mine = ResultsStore(tmp_path / "b.sqlite"), ResultsStore(tmp_path / "b.sqlite")
-    assert other.claim(units[0].cell.config_hash, units[0].seeds[0], "other writer")
+    assert other.claim(*claim_key(units[0]), "other writer", units[0].results_version)
     order = []
     for unit in claimed(units, mine):
         if not order:  # the other writer finishes its unit while this one runs its first
             assert other.append(run_unit(units[0])) == 3
         order.append((unit.cell.agent_id, unit.seeds))
     assert key not in order and len(order) == len(units) - 1
-    assert other.claim(units[0].cell.config_hash, units[0].seeds[0], "a third writer")
+    assert other.claim(*claim_key(units[0]), "a third writer", units[0].results_version)
+
+
+def test_a_claim_holds_one_results_version_only(tmp_path):
+    """A unit is (cell, results version, first seed): a claim at an old version (a writer of the
+    code before a version bump) does not defer the unit at the new one, and rows of another
+    version are a new run, not a conflict."""
+    other, mine = ResultsStore(tmp_path / "v.sqlite"), ResultsStore(tmp_path / "v.sqlite")
+    units = plan(RACE, RACE.cells, mine, chunk=3)
+    unit = units[0]
+    assert unit.results_version.startswith("fedbandit ")
+    assert other.claim(*claim_key(unit), "old writer", "an older version")
+    assert not other.claim(*claim_key(unit), "another", "an older version")
+    order = [(u.cell.agent_id, u.seeds) for u in claimed(units, mine)]
+    assert order[0] == (unit.cell.agent_id, unit.seeds)  # not deferred
+    rows = run_unit(unit)
+    assert mine.append(rows) == 3
+    older = [{**r, "results_version": "an older version", "curve": "[]"} for r in rows]
+    assert other.append(older) == 3 and mine.count() == 6
+    assert mine.done_seeds(unit.cell.config_hash, unit.results_version) == set(unit.seeds)
 
 
 def test_a_reader_of_an_idle_store_sees_a_writer_that_starts_later(tmp_path):

@@ -2,7 +2,8 @@
 
 Run b of a vector batch, turned into per-agent dicts, must equal the ParallelEnv episode with the
 same run seed in every observation entry (channel deliveries and senders included), every info
-entry (regret, ledger), every reward, and every action the team policy takes.
+entry (regret, run seed), the run-level ledger, every reward, and every action the team policy
+takes.
 """
 
 from __future__ import annotations
@@ -54,11 +55,12 @@ SEEDS = [5, 6, 7]
 
 
 def _agent_dicts(engine, obs, info, b):
-    """Per-agent observation and info dicts of run b, as the ParallelEnv view builds them."""
+    """Per-agent observation and info dicts of run b, as the ParallelEnv view builds them, with
+    the run's ledger summary (the ParallelEnv's ``ledger``) in the infos under ``None``."""
     n = engine.num_agents
-    ledger = engine.ledger.summary(b)
     observations = {f"agent_{i}": agent_observation(engine, obs, b, i) for i in range(n)}
-    infos = {f"agent_{i}": agent_info(info, b, i, ledger) for i in range(n)}
+    infos = {f"agent_{i}": agent_info(info, b, i, engine.seeds[b]) for i in range(n)}
+    infos[None] = engine.ledger.summary(b)
     return observations, infos
 
 
@@ -85,12 +87,12 @@ def _parallel_trajectory(policy, kwargs, seed):
     adapter = ParallelPolicyAdapter(policy, env)
     obs, infos = env.reset(seed=seed)
     adapter.reset(seed)
-    start, steps = (obs, infos), []
+    start, steps = (obs, {**infos, None: env.ledger}), []
     while env.agents:
         actions = adapter(obs)
         obs, rewards, terms, truncs, infos = env.step(actions)
         assert not any(terms.values())
-        steps.append((actions, obs, infos, rewards, truncs))
+        steps.append((actions, obs, {**infos, None: env.ledger}, rewards, truncs))
     return env, start, steps
 
 
@@ -121,7 +123,7 @@ def test_parallel_view_equals_vector_view(config, policy):
         assert_tree_equal(rewards, vrew, f"step {t} rewards")
         assert all(truncs.values()) == (t == kwargs["horizon"] - 1)
         for name in delivered:
-            delivered[name] += infos[agents[0]]["ledger"]["step"]["messages"] > 0
+            delivered[name] += infos[None]["step"]["messages"] > 0
         if policy == "chatty":  # every channel delivered something in this episode
             for name, ch in obs[agents[0]]["channels"].items():
                 delivered[name] += int(any(np.any(v) for v in ch.values() if v is not None))

@@ -28,7 +28,7 @@ from pathlib import Path
 from fedbandit_env.agent_registry import agent_class, list_agents
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
-from fedbandit_env.bench.leaderboard import build, to_latex, to_markdown
+from fedbandit_env.bench.leaderboard import build, current_rows, to_latex, to_markdown
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import SUITES, get_suite
 from fedbandit_env.errors import FedBanditError, StoreConflictError
@@ -42,6 +42,10 @@ FIGURES = {
     "commeff": ("reproduce_commeff.py", "commeff paper, Figs. 4-12"),
     "linear": ("reproduce_linear.py", "DP federated linear bandits, Fig. 1A-C"),
 }
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def cmd_envs(args) -> None:
@@ -78,7 +82,7 @@ def cmd_suite(args) -> None:
     if not args.quiet:
         print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
         cells = suite.available(lambda _msg: None)
-        print(to_markdown(build(store.rows_for(cells), suite.baseline_for)))
+        print(to_markdown(build(current_rows(store.rows_for(cells), _note), suite.baseline_for)))
 
 
 def cmd_leaderboard(args) -> None:
@@ -93,6 +97,7 @@ def cmd_leaderboard(args) -> None:
         baseline = args.baseline or suite.baseline_for
     else:
         rows, baseline = store.rows(), args.baseline
+    rows = current_rows(rows, _note)
     if not rows:
         which = f" of suite {args.suite!r}" if args.suite else ""
         raise FedBanditError(

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.bench.versions import results_version
 from fedbandit_env.errors import ConfigError, FedBanditError
 from fedbandit_env.network import LINK_TYPES
+from fedbandit_env.per_agent import as_team_policy
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec
 from fedbandit_env.seeding import BatchedRNG
@@ -52,6 +54,7 @@ class EvalResult:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     privacy_epsilon: float | None = None  # the learner's declaration (TeamPolicy), read after reset
+    results_version: str = ""  # package / environment / learner versions (docs/bench.md)
 
     @property
     def final_regret_per_agent(self) -> np.ndarray:
@@ -74,6 +77,7 @@ class EvalResult:
             "cost_mean": float(self.cost.sum(axis=1).mean()),
             "link_types": list(LINK_TYPES),
             "privacy_epsilon": _json_epsilon(self.privacy_epsilon),
+            "results_version": self.results_version,
             "wall_time": self.wall_time,
         }
 
@@ -85,15 +89,18 @@ def _json_epsilon(epsilon: float | None) -> float | str | None:
     return "inf" if math.isinf(epsilon) else float(epsilon)
 
 
-def _policy(agent: Any, agent_kwargs: dict[str, Any]) -> tuple[TeamPolicy, str]:
+def _policy(
+    agent: Any, agent_kwargs: dict[str, Any], name: str | None = None
+) -> tuple[TeamPolicy, str]:
+    """The learner as a team policy and its row label: ``name``, else the id, the learner's
+    ``agent_id``, its class name, or a policy callable's ``module:qualname``."""
     if isinstance(agent, str):
-        return make_agent(agent, **agent_kwargs), agent
-    if isinstance(agent, type):
-        obj = agent(**agent_kwargs)
-        return obj, getattr(obj, "agent_id", agent.__name__)
-    if agent_kwargs:
-        raise ConfigError("agent_kwargs: only allowed with an agent id or class, not an instance")
-    return agent, getattr(agent, "agent_id", type(agent).__name__)
+        return make_agent(agent, **agent_kwargs), name or agent
+    policy = as_team_policy(agent, name, agent_kwargs)
+    label = name or policy.agent_id
+    if not label:
+        label = agent.__name__ if isinstance(agent, type) else type(agent).__name__
+    return policy, label
 
 
 def env_kwargs_for(
@@ -149,14 +156,19 @@ def evaluate(
     env_kwargs: dict[str, Any] | None = None,
     agent_kwargs: dict[str, Any] | None = None,
     checkpoints: np.ndarray | None = None,
+    name: str | None = None,
 ) -> EvalResult:
     """Run ``runs`` seeds (``seed``, ``seed+1``, ...) of a learner on an environment.
 
-    ``agent`` is a registered id, a team-policy class or an instance. When ``env_kwargs`` names
-    no channels, the learner's ``channel_spec`` decides which channels the environment gets.
+    ``agent`` is an id (registered, ``module:attr``, ``mabwiser:<LearningPolicy>``,
+    ``smpybandits:<Policy>``), a ``TeamPolicy`` or ``PerAgentLearner`` class or instance, or a
+    PettingZoo parallel-view policy callable ``policy(observations, infos) -> actions``
+    (:mod:`fedbandit_env.per_agent`); ``name`` labels the result (default: the id, the
+    learner's ``agent_id`` or the callable's ``module:qualname``). When ``env_kwargs`` names no
+    channels, the learner's ``channel_spec`` decides which channels the environment gets.
     """
     agent_kwargs = dict(agent_kwargs or {})
-    policy, agent_id = _policy(agent, agent_kwargs)
+    policy, agent_id = _policy(agent, agent_kwargs, name)
     env_kwargs = env_kwargs_for(policy, env_id, env_kwargs)
     venv = make_vec(env_id, num_runs=runs, **env_kwargs)
     steps = default_checkpoints(venv.horizon) if checkpoints is None else np.asarray(checkpoints)
@@ -190,4 +202,5 @@ def evaluate(
         env_kwargs=env_kwargs,
         agent_kwargs=agent_kwargs,
         privacy_epsilon=declared_epsilon(policy),
+        results_version=results_version(env_id, agent_id, policy),
     )

@@ -27,6 +27,7 @@ from fedbandit_env.agent_registry import Entry, agent_entry, ensure_agent
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
+from fedbandit_env.bench.versions import current_results_version
 from fedbandit_env.errors import ConfigError
 
 EXECUTORS = ("serial", "joblib", "ray")
@@ -38,6 +39,7 @@ class WorkUnit:
     cell: Cell
     seeds: tuple[int, ...]  # contiguous
     agent_entry: Entry  # the planner's registry entry of cell.agent_id
+    results_version: str = ""  # the current one when planned (fedbandit_env.bench.versions)
 
 
 def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
@@ -68,13 +70,16 @@ def _contiguous(seeds: list[int], chunk: int) -> Iterator[tuple[int, ...]]:
 
 
 def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -> list[WorkUnit]:
-    """The units still to run: the seeds of each cell not yet in the store, in chunks."""
+    """The units still to run: the seeds of each cell not yet in the store at the current
+    results version (:mod:`fedbandit_env.bench.versions`), in chunks."""
     units = []
     for cell in cells:
-        missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash))
+        version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+        missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash, version))
         entry = agent_entry(cell.agent_id)
         units.extend(
-            WorkUnit(suite.name, cell, seeds, entry) for seeds in _contiguous(missing, chunk)
+            WorkUnit(suite.name, cell, seeds, entry, version)
+            for seeds in _contiguous(missing, chunk)
         )
     return units
 
@@ -137,7 +142,8 @@ def execute(
 
 
 def _missing(unit: WorkUnit, store: ResultsStore) -> bool:
-    return bool(set(unit.seeds) - store.done_seeds(unit.cell.config_hash))
+    done = store.done_seeds(unit.cell.config_hash, unit.results_version or None)
+    return bool(set(unit.seeds) - done)
 
 
 def claimed(units: list[WorkUnit], store: ResultsStore) -> Iterator[WorkUnit]:
@@ -151,7 +157,7 @@ def claimed(units: list[WorkUnit], store: ResultsStore) -> Iterator[WorkUnit]:
     for unit in units:
         if not _missing(unit, store):
             continue
-        if store.claim(unit.cell.config_hash, unit.seeds[0], owner):
+        if store.claim(unit.cell.config_hash, unit.seeds[0], owner, unit.results_version):
             yield unit
         else:
             deferred.append(unit)

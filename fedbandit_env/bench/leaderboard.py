@@ -9,6 +9,10 @@ The bootstrap of a cell draws from a generator seeded by (``seed``, the cell's h
 CI does not depend on which other cells are in the store. The baseline is one agent id for every
 table, or per table: :func:`fedbandit_env.bench.suites.default_baseline` (``linucb`` on the linear
 family, ``ucb1`` otherwise) unless the caller names one.
+
+Rows of different results versions (:mod:`fedbandit_env.bench.versions`) are never pooled: an
+entry is one (cell, results version), and :func:`current_rows` keeps only the rows of each
+learner's current version, noting how many stale rows it left out and why.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class Entry:
     baseline: str
     steps: np.ndarray
     curves: np.ndarray  # (runs, checkpoints)
+    results_version: str = ""
 
 
 Baseline = str | Callable[[str, dict], str] | None
@@ -81,9 +86,9 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
     ``baseline``: an agent id for every table, or ``f(env_id, env_kwargs) -> agent id`` (e.g. a
     suite's ``baseline_for``); None picks :func:`default_baseline` per table.
     """
-    cells: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
-        cells[row.cell_hash].append(row)
+    cells: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for row in rows:  # one entry per (cell, results version): versions are never pooled
+        cells[(row.cell_hash, row.results_version)].append(row)
     entries = []
     for cell_rows in cells.values():
         first = cell_rows[0]
@@ -107,6 +112,7 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
                 baseline="",
                 steps=np.array(json.loads(first.steps)),
                 curves=np.array([json.loads(r.curve) for r in cell_rows]),
+                results_version=first.results_version,
             )
         )
     by_env: dict[str, list[Entry]] = defaultdict(list)
@@ -124,6 +130,40 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
                 e.normalized = e.mean / base[0].mean
         ranked.extend(env_entries)
     return ranked
+
+
+def _current_version(row: Row) -> str | None:
+    """The results version the row's learner would get now (None if it cannot be built here)."""
+    from fedbandit_env.bench.versions import current_results_version
+
+    config = json.loads(row.config)
+    try:
+        return current_results_version(row.env_id, row.agent_id, config["agent_kwargs"])
+    except Exception:  # an uninstalled plug-in or environment: its version is unknown here
+        return None
+
+
+def current_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[Row]:
+    """The rows whose results version is their learner's current one (rows whose learner
+    cannot be built here are kept: their version cannot be judged). Stale rows are left out
+    and ``note`` says how many, of which cells, and what to do."""
+    current: dict[tuple[str, str, str], str | None] = {}
+    kept, stale = [], []
+    for row in rows:
+        key = (row.env_id, row.agent_id, row.config)
+        if key not in current:
+            current[key] = _current_version(row)
+        want = current[key]
+        (kept if want is None or row.results_version == want else stale).append(row)
+    if stale:
+        labels = sorted({r.label for r in stale})
+        versions = sorted({r.results_version for r in stale})
+        note(
+            f"leaderboard: {len(stale)} stale row(s) of {', '.join(labels)} left out: their "
+            f"results version ({'; '.join(versions)}) is not the current one; re-run the "
+            "suite to replace them (docs/bench.md, results versions)"
+        )
+    return kept
 
 
 def env_title(env_key: str) -> str:
@@ -172,6 +212,17 @@ def escape_latex(text: str) -> str:
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], " ".join(str(text).split()))
 
 
+def display_label(
+    entry: Entry, table: list[Entry], escape: Callable[[str], str] = lambda text: text
+) -> str:
+    """The entry's label, followed by ``[its results version]`` when the table holds the same
+    label at two versions (so that each row says which it is); ``escape`` is applied to the
+    label and the version (the brackets are the table's own, so they stay literal)."""
+    if sum(e.label == entry.label for e in table) > 1:
+        return f"{escape(entry.label)} [{escape(entry.results_version)}]"
+    return escape(entry.label)
+
+
 def to_markdown(entries: list[Entry]) -> str:
     """Markdown tables, one per environment configuration, ranked by mean final regret."""
     out = []
@@ -188,8 +239,9 @@ def to_markdown(entries: list[Entry]) -> str:
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
+            label = display_label(e, env_entries, escape_markdown)
             out.append(
-                f"| {e.rank} | {escape_markdown(e.label)} | {e.runs} | {e.mean:.1f} | "
+                f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
                 f"{e.floats:,.0f} | {eps} |"
             )
@@ -217,8 +269,9 @@ def to_latex(entries: list[Entry]) -> str:
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "--" if e.normalized is None else f"{e.normalized:.2f}"
             eps = {"∞": r"$\infty$", "—": "--"}.get(format_epsilon(e.epsilon))
+            label = display_label(e, env_entries, escape_latex)
             out.append(
-                f"{e.rank} & {escape_latex(e.label)} & {e.runs} & {e.mean:.1f} & "
+                f"{e.rank} & {label} & {e.runs} & {e.mean:.1f} & "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] & {norm} & {e.messages:,.0f} & "
                 f"{e.floats:,.0f} & {eps or format_epsilon(e.epsilon)} \\\\"
             )

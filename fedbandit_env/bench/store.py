@@ -1,4 +1,5 @@
-"""Results store: an embedded SQLite database, one row per (cell config hash, seed).
+"""Results store: an embedded SQLite database, one row per (cell config hash, results version,
+seed).
 
 DESIGN.md §5. Append-only: rows are only ever inserted, each batch of finished runs in one
 transaction, so a process killed mid-sweep leaves every finished row and no partial one, and a
@@ -10,6 +11,13 @@ kwarg of that name.
 A cell may belong to several suites (its hash does not include the suite); the ``suite`` column
 only records which suite wrote the row first, so a suite's rows are selected by its cells'
 (hash, seed) pairs (:meth:`ResultsStore.rows_for`).
+
+Each row records its results version (:mod:`fedbandit_env.bench.versions`: package,
+environment and learner versions) and a row's identity is (cell hash, results version, seed): a
+re-run after a version bump writes new rows beside the old ones, and the leaderboard ranks only
+the current version's (docs/bench.md). A store written before results versions existed (no
+``results_version`` column) is refused with a message, until :func:`migrate` keeps its rows
+under the version ``"unversioned"`` (never current, so never ranked with new rows).
 
 Any number of processes may write one store (docs/reliability.md, "Concurrent writers"): the
 store is in WAL mode (readers never block a writer), every write is one ``BEGIN IMMEDIATE``
@@ -42,7 +50,7 @@ from fedbandit_env.bench.suites import Cell
 from fedbandit_env.errors import StoreConflictError, StoreError
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+CREATE TABLE IF NOT EXISTS {table} (
     cell_hash TEXT NOT NULL,
     seed INTEGER NOT NULL,
     suite TEXT NOT NULL,
@@ -62,9 +70,13 @@ CREATE TABLE IF NOT EXISTS runs (
     steps TEXT NOT NULL,
     curve TEXT NOT NULL,
     created REAL NOT NULL,
-    PRIMARY KEY (cell_hash, seed)
+    results_version TEXT NOT NULL,
+    PRIMARY KEY (cell_hash, results_version, seed)
 )
 """
+
+UNVERSIONED = "unversioned"
+"""The results version :func:`migrate` gives the rows of a store older than results versions."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,7 @@ class Row:
     steps: str
     curve: str
     created: float
+    results_version: str = UNVERSIONED
 
     @property
     def numbers(self) -> tuple:
@@ -105,6 +118,7 @@ class Row:
             self.epsilon,
             self.steps,
             self.curve,
+            self.results_version,
         )
 
 
@@ -139,6 +153,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
                 "steps": json.dumps(result.steps.tolist()),
                 "curve": json.dumps(result.regret_per_agent[r].tolist()),
                 "created": time.time(),
+                "results_version": result.results_version,
             }
         )
     return rows
@@ -149,14 +164,16 @@ COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
 UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
 
 # Work units a writer is running (a hint so that concurrent writers split the work; rows, not
-# claims, decide what is done: a stale claim of a killed process only defers that unit).
+# claims, decide what is done: a stale claim of a killed process only defers that unit). A
+# unit is (cell hash, results version, first seed): a version bump re-runs the cell.
 CLAIMS = """
 CREATE TABLE IF NOT EXISTS claims (
     cell_hash TEXT NOT NULL,
+    results_version TEXT NOT NULL,
     first_seed INTEGER NOT NULL,
     owner TEXT NOT NULL,
     claimed REAL NOT NULL,
-    PRIMARY KEY (cell_hash, first_seed)
+    PRIMARY KEY (cell_hash, results_version, first_seed)
 )
 """
 
@@ -229,7 +246,7 @@ def _create_store(path: Path) -> None:
         conn = sqlite3.connect(tmp)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(SCHEMA)
+            conn.execute(SCHEMA.format(table="runs"))
             conn.execute(CLAIMS)
             conn.commit()
         finally:
@@ -315,6 +332,79 @@ def _retry_busy(fn, timeout: float = BUSY_TIMEOUT):
             delay = min(delay * 2, 0.5)
 
 
+def _immediate(conn: sqlite3.Connection, fn):
+    """Run ``fn()`` in one ``BEGIN IMMEDIATE`` transaction on an autocommit connection: it takes
+    the write lock up front (waiting up to the busy timeout for another writer), commits, or
+    rolls back on error."""
+    _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        out = fn()
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return out
+
+
+def _new_claims(conn: sqlite3.Connection) -> None:
+    """Replace a ``claims`` table keyed without the results version (claims are only hints)."""
+    conn.execute("DROP TABLE IF EXISTS claims")
+    conn.execute(CLAIMS)
+
+
+def migrate(path: str | Path) -> int:
+    """Add the ``results_version`` column to a store written before results versions, in one
+    ``BEGIN IMMEDIATE`` transaction (safe beside other processes using the store): its rows keep
+    their numbers under the version ``"unversioned"`` (stale for every learner, so the
+    leaderboard never ranks them with new rows). Returns the rows kept (0 if the store already
+    has the column). The path is checked like a writer's (docs/reliability.md, "Store files")."""
+    file = Path(path)
+    if not check_store_path(file, writable=True):
+        raise StoreError(f"store: {file} does not exist; there is nothing to migrate")
+    conn, _ = _connect(file, read_only=False)
+    try:
+        old = [c for c in COLUMNS if c != "results_version"]
+
+        def columns() -> set[str]:
+            return {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
+
+        have = columns()
+        if "results_version" in have:
+            return 0
+        missing = [c for c in old if c not in have]
+        if not have:
+            raise StoreError(f"store: {file} has no 'runs' table, not a fedbandit results store")
+        if missing:
+            raise StoreError(
+                f"store: {file} has a 'runs' table without the columns {missing}, not a "
+                "fedbandit results store"
+            )
+
+        def copy() -> int:
+            if "results_version" in columns():  # another process migrated it meanwhile
+                return 0
+            names = ", ".join(old)
+            conn.execute("DROP TABLE IF EXISTS runs_versioned")
+            conn.execute(SCHEMA.format(table="runs_versioned"))
+            conn.execute(
+                f"INSERT INTO runs_versioned ({names}, results_version) "
+                f"SELECT {names}, ? FROM runs",
+                (UNVERSIONED,),
+            )
+            kept = int(conn.execute("SELECT COUNT(*) FROM runs_versioned").fetchone()[0])
+            conn.execute("DROP TABLE runs")
+            conn.execute("ALTER TABLE runs_versioned RENAME TO runs")
+            _new_claims(conn)
+            return kept
+
+        return int(_immediate(conn, copy))
+    except sqlite3.Error as err:
+        raise StoreError(f"store: {file}: cannot migrate it ({err})") from None
+    finally:
+        conn.close()
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
@@ -344,7 +434,7 @@ class ResultsStore:
         if self.path == ":memory:":
             self._conn = sqlite3.connect(self.path, isolation_level=None)
             self._immutable_state = None
-            self._conn.execute(SCHEMA)
+            self._conn.execute(SCHEMA.format(table="runs"))
             self._conn.execute(CLAIMS)
             return
         file = Path(self.path)
@@ -364,7 +454,7 @@ class ResultsStore:
         try:
             tables = {n for (n,) in self._query("SELECT name FROM sqlite_master")}
             if "runs" not in tables and not tables and not self.read_only:
-                self._conn.execute(SCHEMA)
+                self._conn.execute(SCHEMA.format(table="runs"))
                 tables.add("runs")
             if "runs" not in tables:
                 what = "an empty SQLite database" if not tables else "an SQLite database"
@@ -378,6 +468,15 @@ class ResultsStore:
                 f"store: {self.path} is not a readable SQLite database ({err})"
             ) from None
         missing = [c for c in COLUMNS if c not in have]
+        if missing == ["results_version"]:
+            raise StoreError(
+                f"store: {self.path} was written before results versions (its rows do not say "
+                "which package, environment and learner versions produced them), so its rows "
+                "cannot be compared with new ones. Either move it aside and re-run your suites "
+                "into a new store, or keep its rows as 'unversioned' (never ranked with new "
+                "rows): python -c \"from fedbandit_env.bench.store import migrate; "
+                f"migrate({self.path!r})\""
+            )
         if missing:
             raise StoreError(
                 f"store: {self.path} has a 'runs' table without the columns {missing}, not a "
@@ -388,6 +487,9 @@ class ResultsStore:
                 _retry_busy(lambda: _wal(self._conn))
                 self._conn.execute("PRAGMA synchronous=FULL")
                 self._conn.execute(CLAIMS)
+                claim_cols = {r[1] for r in self._query("PRAGMA table_info(claims)")}
+                if "results_version" not in claim_cols:  # claims are hints: rebuilt, not kept
+                    self._write(lambda: _new_claims(self._conn))
             except sqlite3.Error as err:
                 raise StoreError(f"store: {self.path}: cannot write to it ({err})") from None
 
@@ -411,8 +513,15 @@ class ResultsStore:
             self._conn, self._immutable_state = _connect(self._file, True, immutable=False)
         return self._conn.execute(sql, params).fetchall()
 
-    def done_seeds(self, cell_hash: str) -> set[int]:
-        rows = self._query("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
+    def done_seeds(self, cell_hash: str, results_version: str | None = None) -> set[int]:
+        """Seeds of the cell already stored (of ``results_version`` only, when given)."""
+        if results_version is None:
+            rows = self._query("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
+        else:
+            rows = self._query(
+                "SELECT seed FROM runs WHERE cell_hash = ? AND results_version = ?",
+                (cell_hash, results_version),
+            )
         return {int(s) for (s,) in rows}
 
     def _write(self, fn):
@@ -420,20 +529,13 @@ class ResultsStore:
         (waiting up to the busy timeout for another writer), commits, or rolls back on error."""
         if self.read_only:
             raise StoreError(f"store: {self.path} was opened read-only")
-        _retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"))
-        try:
-            out = fn()
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
-        return out
+        return _immediate(self._conn, fn)
 
     def append(self, rows: Iterable[dict[str, Any]]) -> int:
         """Insert rows in one transaction (all or none); returns how many were new.
 
-        Idempotent: a run (cell hash, seed) already stored, by this or another process, is
+        Idempotent: a run (cell hash, results version, seed) already stored, by this or another
+        process, is
         compared with the new one on every column but the timings, suite and label; equal, it is
         skipped; different, a :class:`StoreConflictError` names the run and the columns and
         nothing of the batch is written (results never change silently)."""
@@ -443,7 +545,7 @@ class ResultsStore:
         cols = list(rows[0])
         sql = (
             f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
-            "ON CONFLICT (cell_hash, seed) DO NOTHING"
+            "ON CONFLICT (cell_hash, results_version, seed) DO NOTHING"
         )
 
         def insert() -> int:
@@ -454,8 +556,13 @@ class ResultsStore:
                 else:
                     self._check_identical(row)
             self._conn.execute(
-                "DELETE FROM claims WHERE cell_hash = ? AND first_seed = ?",
-                (rows[0]["cell_hash"], min(int(r["seed"]) for r in rows)),
+                "DELETE FROM claims WHERE cell_hash = ? AND results_version = ? "
+                "AND first_seed = ?",
+                (
+                    rows[0]["cell_hash"],
+                    rows[0]["results_version"],
+                    min(int(r["seed"]) for r in rows),
+                ),
             )
             return new
 
@@ -464,35 +571,41 @@ class ResultsStore:
     def _check_identical(self, row: dict[str, Any]) -> None:
         checked = [c for c in row if c not in UNCHECKED]
         stored = self._conn.execute(
-            f"SELECT {', '.join(checked)} FROM runs WHERE cell_hash = ? AND seed = ?",
-            (row["cell_hash"], row["seed"]),
+            f"SELECT {', '.join(checked)} FROM runs "
+            "WHERE cell_hash = ? AND results_version = ? AND seed = ?",
+            (row["cell_hash"], row["results_version"], row["seed"]),
         ).fetchone()
         differ = [c for c, old in zip(checked, stored, strict=True) if not _same(old, row[c])]
         if differ:
             raise StoreConflictError(
                 f"store: {self.path}: run {row['label']!r} (cell {row['cell_hash']}, seed "
-                f"{row['seed']}) is already stored with different {', '.join(differ)}; the "
-                "learner or environment gives other results than when it was stored (use a new "
-                "store, or remove those rows); nothing of this batch was written"
+                f"{row['seed']}) is already stored with different {', '.join(differ)} at results "
+                f"version {row['results_version']!r}; the learner or environment gives other "
+                "results than when it was stored without a version bump (bump its version, use "
+                "a new store, or remove those rows); nothing of this batch was written"
             )
 
-    def claim(self, cell_hash: str, first_seed: int, owner: str) -> bool:
-        """Claim the work unit (cell hash, first seed) for ``owner`` unless another owner
-        claimed it less than ``CLAIM_TTL`` seconds ago; returns whether ``owner`` holds it.
-        Claims only help concurrent writers split the work; :meth:`append` keeps rows exact
-        whatever happens to them."""
+    def claim(
+        self, cell_hash: str, first_seed: int, owner: str, results_version: str = UNVERSIONED
+    ) -> bool:
+        """Claim the work unit (cell hash, results version, first seed) for ``owner`` unless
+        another owner claimed it less than ``CLAIM_TTL`` seconds ago; returns whether ``owner``
+        holds it. Claims only help concurrent writers split the work; :meth:`append` keeps rows
+        exact whatever happens to them."""
 
         def take() -> bool:
             held = self._conn.execute(
-                "SELECT owner, claimed FROM claims WHERE cell_hash = ? AND first_seed = ?",
-                (cell_hash, first_seed),
+                "SELECT owner, claimed FROM claims "
+                "WHERE cell_hash = ? AND results_version = ? AND first_seed = ?",
+                (cell_hash, results_version, first_seed),
             ).fetchone()
             now = time.time()
             if held is not None and held[0] != owner and now - held[1] < CLAIM_TTL:
                 return False
             self._conn.execute(
-                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?)",
-                (cell_hash, first_seed, owner, now),
+                "INSERT OR REPLACE INTO claims "
+                "(cell_hash, results_version, first_seed, owner, claimed) VALUES (?, ?, ?, ?, ?)",
+                (cell_hash, results_version, first_seed, owner, now),
             )
             return True
 
@@ -500,7 +613,7 @@ class ResultsStore:
 
     def rows(self) -> list[Row]:
         """Every stored row."""
-        rows = self._query("SELECT * FROM runs ORDER BY env_key, label, cell_hash, seed")
+        rows = self._query(f"SELECT {', '.join(COLUMNS)} FROM runs ORDER BY env_key, label, cell_hash, results_version, seed")
         return [Row(*r) for r in rows]
 
     def rows_for(self, cells: Iterable[Cell]) -> list[Row]:
@@ -511,13 +624,16 @@ class ResultsStore:
         hashes = list(wanted)
         for start in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
             part = hashes[start : start + 500]
-            sql = f"SELECT * FROM runs WHERE cell_hash IN ({', '.join('?' for _ in part)})"
+            sql = (
+                f"SELECT {', '.join(COLUMNS)} FROM runs "
+                f"WHERE cell_hash IN ({', '.join('?' for _ in part)})"
+            )
             for r in self._query(sql, part):
                 row = Row(*r)
                 cell = wanted[row.cell_hash]
                 if cell.seed <= row.seed < cell.seed + cell.runs:
                     out.append(dataclasses.replace(row, label=cell.name))
-        out.sort(key=lambda r: (r.env_key, r.label, r.cell_hash, r.seed))
+        out.sort(key=lambda r: (r.env_key, r.label, r.cell_hash, r.results_version, r.seed))
         return out
 
     def count(self) -> int:

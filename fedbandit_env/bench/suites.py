@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbandit_env.agent_registry import list_agents
+from fedbandit_env.agent_registry import is_known, list_agents
 from fedbandit_env.bench.evaluate import incompatibility
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.registration import list_envs, make_vec, spec
@@ -157,12 +157,12 @@ class Suite:
         """The candidate cells whose env and learner are registered here and whose learner
         accepts the environment (:func:`incompatibility`). Skipped cells are noted with the
         reason, one line per environment and reason (``skipping on ENV: a, b: family: ...``)."""
-        envs, agents = set(list_envs()), set(list_agents())
+        envs = set(list_envs())
         out = []
         skipped: dict[tuple[str, str], list[str]] = {}
         for cell in self.candidates():
             missing = [cell.env_id] if cell.env_id not in envs else []
-            missing += [cell.agent_id] if cell.agent_id not in agents else []
+            missing += [cell.agent_id] if not is_known(cell.agent_id) else []
             if missing:
                 reason = f"{missing} not registered in this installation"
             else:

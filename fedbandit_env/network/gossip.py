@@ -91,7 +91,9 @@ class GossipChannel(Channel):
     def observation_space(self) -> spaces.Dict:
         return spaces.Dict(
             {
-                "partner": spaces.Discrete(self.num_agents + 1, start=-1),
+                # a Box, not Discrete(N + 1, start=-1): -1 means "not on the edge", and
+                # discrete spaces with negative values break TorchRL's one-hot specs
+                "partner": spaces.Box(-1, self.num_agents - 1, shape=(), dtype=np.int64),
                 "received": spaces.Discrete(2),
                 "payload": payload_space((self.dim,)),
             }
@@ -99,7 +101,7 @@ class GossipChannel(Channel):
 
     def agent_observation(self, delivery: GossipDelivery, b: int, i: int) -> dict[str, Any]:
         return {
-            "partner": np.int64(delivery.partner[b, i]),
+            "partner": np.array(delivery.partner[b, i], dtype=np.int64),
             "received": np.int64(delivery.received[b, i]),
             "payload": delivery.payload[b, i].copy(),
         }

@@ -14,7 +14,11 @@ reward sums and the latest statistics each neighbour sent, and produces features
 | ``[3M, 4M)`` | neighbours' aggregated means ``sum_j s_jk / sum_j n_jk``, rescaled (0 when none) | [0, 1] (bounded rewards) |
 | ``4M`` | time fraction ``t / T`` | [0, 1] |
 
-with D the maximum degree. For unbounded rewards (Gaussian) means are not rescaled and the Box
+with D the maximum degree. The features are for the multi-armed families only: on the linear
+family (``LinearContextual-v0``, ``LinearPaper-v0``, ``ClassificationContextual-v0``) the arm
+index points into a decision set that changes every step, so per-arm statistics say nothing and
+the decision set is not in the features; every view built on them raises a ``ConfigError``
+naming the family there. For unbounded rewards (Gaussian) means are not rescaled and the Box
 is unbounded in those slices.
 
 **Communication protocol.** The learner's action is only an arm; the features layer does the
@@ -43,7 +47,7 @@ from gymnasium import spaces
 
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts
+from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
 
 CHANNEL = "neighbors"
 """Name of the statistics channel."""
@@ -76,6 +80,9 @@ class StatisticsFeatures:
     def __init__(self, facts: FederationFacts, share: bool | None = None, owner: str = "features"):
         """``share``: send and read statistics (None: iff the env has the statistics channel);
         ``owner`` names the learner in error messages."""
+        # per-arm statistics of a fixed arm set: meaningless where the arms are per-step feature
+        # vectors (the linear family), whose decision sets these features would not show
+        require_family(owner, facts, MULTI_ARMED)
         available = has_statistics_channel(facts)
         if share is None:
             share = available

@@ -13,7 +13,6 @@ other channel silent. Rewards, terminations, truncations and infos are the env's
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +36,7 @@ class StatisticsObservationWrapper(ParallelEnv):
         self.features = StatisticsFeatures(base.facts, share)
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
-        self.metadata = {**base.metadata, "name": "fedbandit_statistics_v0"}
+        self.metadata = {**base.metadata, "name": f"{base.metadata['name']}_statistics"}
         self.render_mode = base.render_mode
         self._obs_space = self.features.observation_space()
         self._act_space = spaces.Discrete(base.config.num_arms)
@@ -46,12 +45,13 @@ class StatisticsObservationWrapper(ParallelEnv):
     def unwrapped(self) -> Any:
         return self._base
 
-    @functools.cache  # noqa: B019 - one cached space object per agent
     def observation_space(self, agent: str) -> spaces.Box:
+        """The same space object for every agent (no method cache: it would pin the env)."""
+        self._base.observation_space(agent)  # unknown agents raise
         return self._obs_space
 
-    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> spaces.Discrete:
+        self._base.action_space(agent)
         return self._act_space
 
     def _observe(self, observations: Mapping[str, Any]) -> dict[str, np.ndarray]:

@@ -20,15 +20,18 @@ policy on a multi-agent env (the shape of SuperSuit's ``pettingzoo_env_to_vec_en
   there is no termination, so infos carry ``TimeLimit.truncated = True``). **Autoreset**: on that
   step the returned observations are the first observations of the next episode and each info
   holds ``terminal_observation`` (SB3's convention).
-* **Seeding**: ``seed(s)`` makes the next reset use run seeds ``s, s+1, ..., s+C-1`` (all agents
-  of copy c share run seed s + c; the returned list has one entry per sub-env). Autoresets
-  continue deterministically with ``s + C, ..., s + 2C - 1`` and so on, so a whole training run
-  is reproducible from one seed. Unlike SuperSuit's ``SB3VecEnvWrapper.reset`` (which drops the
-  seed, ecosystem.md §1.3) the seed is forwarded, and an unseeded reset draws OS entropy
-  through ``SeedSequence``, never the global numpy RNG.
-* ``reset()`` returns the observations only and stores ``reset_infos`` (``{"run_seed": s + c}``
-  for every sub-env of copy c; autoresets update them too). Reset options are not supported
-  (``set_options`` with a non-empty dict makes the next ``reset`` raise).
+* **Seeding**: ``seed(s)`` (a non-negative int) makes the next reset use run seeds
+  ``s, s+1, ..., s+C-1`` (all agents of copy c share run seed s + c; the returned list has one
+  entry per sub-env). Autoresets and later unseeded resets continue the stream seeded there
+  (Gymnasium's convention, :class:`~fedbandit_env.seeding.SeedContinuation`: C new run seeds
+  drawn from a generator seeded by s), so a whole training run is reproducible from one seed and
+  adapters seeded differently never replay each other's episodes. Unlike SuperSuit's
+  ``SB3VecEnvWrapper.reset`` (which drops the seed, ecosystem.md §1.3) the seed is forwarded;
+  with no seed ever given the stream starts from OS entropy, never the global numpy RNG.
+* ``reset()`` returns the observations only and stores ``reset_infos`` (``{"run_seed": r}``
+  for every sub-env, r the run seed of its copy; autoresets update them too); step infos carry
+  the ``run_seed`` of the episode the step belongs to. Reset options are not supported
+  (``set_options`` with a non-empty dict makes the next ``reset`` raise, listing the keys).
 * VecEnv plumbing: the sub-envs are agents of one batched engine, not separate objects, so
   ``get_attr`` returns the adapter's attribute for each index, ``env_method`` calls the
   adapter's method once and repeats its result per index, ``set_attr`` applies to all sub-envs
@@ -49,6 +52,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.registration import make_vec
 from fedbandit_env.rl.features import StatisticsFeatures, statistics_channel
+from fedbandit_env.seeding import check_reset_options, check_seed
 
 REWARDS = ("local", "regret")
 
@@ -93,10 +97,11 @@ class AgentsVecEnv(VecEnv):
 
     # ---------------------------------------------------------------- seeding
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed the next reset (None: a seed drawn from OS entropy); one run seed per sub-env."""
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**32))
-        self._next_seed = int(seed)
-        return [int(seed) + c for c in range(self.num_copies) for _ in range(self.num_agents)]
+        self._next_seed = check_seed(seed, "seed")
+        return [self._next_seed + c for c in range(self.num_copies) for _ in range(self.num_agents)]
 
     @property
     def run_seeds(self) -> list[int]:
@@ -104,14 +109,12 @@ class AgentsVecEnv(VecEnv):
         return list(self.venv.seeds)
 
     def _start_episode(self) -> np.ndarray:
-        if self._next_seed is None:
-            self.seed(None)
-        seed = self._next_seed
-        self._next_seed = seed + self.num_copies
-        obs, _ = self.venv.reset(seed=seed)
+        seed, self._next_seed = self._next_seed, None
+        obs, _ = self.venv.reset(seed=seed)  # None: continue the stream of the last seed
         self.features.reset()
         self.features.update(obs)
-        self.reset_infos = [{"run_seed": seed + k // self.num_agents} for k in range(self.num_envs)]
+        self._episode_seeds = [self.venv.seeds[k // self.num_agents] for k in range(self.num_envs)]
+        self.reset_infos = [{"run_seed": s} for s in self._episode_seeds]
         return self._flat(self.features.features())
 
     def _flat(self, x: np.ndarray) -> np.ndarray:
@@ -124,11 +127,8 @@ class AgentsVecEnv(VecEnv):
         ``step_async``. The environments take no reset options: options set with
         ``set_options`` raise here."""
         options, self._options = self._options, [{} for _ in range(self.num_envs)]
-        if any(options):
-            raise ConfigError(
-                "reset: options: the fedbandit environments take no reset options, got "
-                f"{next(o for o in options if o)!r} (set_options)"
-            )
+        for opts in options:
+            check_reset_options(opts, owner="reset (set_options)")
         self._actions = None
         return self._start_episode()
 
@@ -153,7 +153,10 @@ class AgentsVecEnv(VecEnv):
         obs = self._flat(self.features.features())
         dones = self._flat(terminated | truncated).astype(bool)
         truncs = self._flat(truncated & ~terminated)
-        infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(tr)} for tr in truncs]
+        infos: list[dict[str, Any]] = [
+            {"TimeLimit.truncated": bool(tr), "run_seed": s}
+            for tr, s in zip(truncs, self._episode_seeds, strict=True)
+        ]
         if dones.all():  # every copy ends at the same horizon
             for k, info_k in enumerate(infos):
                 info_k["terminal_observation"] = obs[k]

@@ -25,9 +25,13 @@ controlled by the caller and every other agent by the registered team policy ``p
 * Registration: ``import fedbandit_env`` registers the id (Gymnasium 1.x loads no plugins on
   ``import gymnasium``); ``gymnasium.make("fedbandit_env:FedBandit/OneLearner-v0", ...)`` imports
   the package itself.
-* Seeding: ``reset(seed=s)`` plays run seed s (the same run the PettingZoo and vector views play
-  with s); a later ``reset()`` without a seed continues with s + 1, s + 2, ...; the first unseeded
-  reset draws the run seed from ``self.np_random``.
+* Seeding: ``reset(seed=s)`` (a non-negative int) plays run seed s (the same run the PettingZoo
+  and vector views play with s); a later ``reset()`` without a seed continues the stream seeded
+  by the last seeded reset (Gymnasium's convention, :class:`~fedbandit_env.seeding.
+  SeedContinuation`), so the sub-envs of ``SyncVectorEnv.reset(seed=0)`` or SB3's
+  ``make_vec_env(seed=0)`` never replay each other's episodes; with no seed ever given the
+  stream starts from OS entropy. ``info["run_seed"]`` is the run seed played. ``options`` must
+  be None or empty.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from fedbandit_env.rl.features import (
     has_statistics_channel,
     statistics_channel,
 )
+from fedbandit_env.seeding import SeedContinuation, check_reset_options, check_seed
 
 REWARD_MODES = ("local", "regret")
 
@@ -101,6 +106,7 @@ class OneLearnerEnv(gym.Env):
         self.observation_space = self.features.observation_space()
         self.action_space = gym.spaces.Discrete(self.venv.num_arms)
         self._run_seed: int | None = None
+        self._seeds = SeedContinuation()
         self._obs = None
         self._info: dict[str, Any] = {}
 
@@ -129,13 +135,11 @@ class OneLearnerEnv(gym.Env):
         return self._run_seed
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        check_reset_options(options)
         if seed is not None:
-            self._run_seed = int(seed)
-        elif self._run_seed is not None:
-            self._run_seed += 1
-        else:
-            self._run_seed = int(self.np_random.integers(2**31))
+            seed = check_seed(seed)
+        super().reset(seed=seed)
+        self._run_seed = self._seeds.next(seed)
         self._obs, _ = self.venv.reset(seed=self._run_seed)
         self.peers.reset(self.venv.facts, self.venv.agent_rng())
         self.features.reset()
