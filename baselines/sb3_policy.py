@@ -1,5 +1,5 @@
 """``SB3Policy``: a trained stable-baselines3 model as a batched team policy, registered as
-``sb3_policy`` (issue 9, item 4).
+``sb3_policy`` (docs/rl.md).
 
 Every agent of every run feeds its sufficient-statistics features
 (:mod:`fedbandit_env.rl.features`, the observation the adapter trained on) to ONE shared model
@@ -15,12 +15,20 @@ Every agent of every run feeds its sufficient-statistics features
   bandit policy trained with PPO explores through it (docs/rl.md, "Greedy play does not explore").
 * ``deterministic=True``: the model's greedy action (``model.predict(..., deterministic=True)``).
 
-By id, through the bench or the CLI (the saved model's path is the one required kwarg):
-``evaluate(env_id, "sb3_policy", agent_kwargs={"model_path": "ppo.zip"})`` or
-``fedbandit run ENV sb3_policy --agent-kwargs '{"model_path": "ppo.zip"}'``; a suite cell names
-``"sb3_policy"`` with the same ``agent_kwargs``. In code a model object works too:
-``SB3Policy(model=model)``. Errors are raised before the first step and name ``sb3_policy`` and
-the field: a missing or unreadable ``model_path`` at construction; a model whose observation
+By id, through the bench or the CLI (the saved model's path is the one required kwarg, and
+``trust_model=True`` says the file may be unpickled):
+``evaluate(env_id, "sb3_policy", agent_kwargs={"model_path": "ppo.zip", "trust_model": True})``
+or ``fedbandit run ENV sb3_policy --agent-kwargs '{"model_path": "ppo.zip", "trust_model":
+true}'``; a suite cell names ``"sb3_policy"`` with the same ``agent_kwargs``. In code a model
+object works too: ``SB3Policy(model=model)``.
+
+Trust (DESIGN.md §6.6, docs/rl.md "Trusting a model file"): SB3's ``load`` unpickles parts of the
+zip, and a crafted file runs arbitrary code when unpickled, so a ``model_path`` is refused,
+before the file is opened, unless ``trust_model=True``; every path that builds this learner
+(the class, ``make_agent``, ``evaluate``, suites, ``OneLearner-v0``'s ``peers``, ``fedbandit
+run`` and ``audit``) goes through this check.
+
+Errors are raised before the first step and name ``sb3_policy`` and the field: a missing or unreadable ``model_path`` at construction; a model whose observation
 space is not the features' ``Box(4M + 1)`` or whose action space is not ``Discrete(M)`` for the
 environment at :meth:`reset`.
 """
@@ -49,8 +57,25 @@ AGENT_ID = "sb3_policy"
 ALGOS = ("PPO", "A2C", "DQN")
 
 
-def load_model(model_path: str | os.PathLike, algo: str) -> Any:
-    """Load a saved SB3 model on the CPU; a clear :class:`ConfigError` if it cannot be read."""
+def untrusted_model_error(model_path: Any) -> ConfigError:
+    """The refusal to load a model file the user has not marked trusted (docs/rl.md, "Trusting
+    a model file")."""
+    return ConfigError(
+        f"{AGENT_ID}: model_path: loading {os.fspath(model_path)!r} would unpickle it, and "
+        "unpickling a file can run any code it contains; pass trust_model=True (agent_kwargs "
+        '{"model_path": ..., "trust_model": true}) only for a file you trust, or pass '
+        "model=<a loaded model>"
+    )
+
+
+def load_model(model_path: str | os.PathLike, algo: str, trust_model: bool = False) -> Any:
+    """Load a saved SB3 model on the CPU; a clear :class:`ConfigError` if it cannot be read.
+    SB3 unpickles parts of the file, so it is refused unless ``trust_model`` is True (the file
+    is not even opened)."""
+    if trust_model is not True:
+        if not isinstance(trust_model, bool):
+            raise ConfigError(f"{AGENT_ID}: trust_model: expected a bool, got {trust_model!r}")
+        raise untrusted_model_error(model_path)
     if algo not in ALGOS:
         raise ConfigError(f"{AGENT_ID}: algo: expected one of {ALGOS}, got {algo!r}")
     if not isinstance(model_path, str | os.PathLike):
@@ -90,6 +115,7 @@ class SB3Policy(TeamPolicy):
         algo: str = "PPO",
         deterministic: bool = False,
         share: bool | None = None,
+        trust_model: bool = False,
     ):
         if model_path is None and model is None:
             raise ConfigError(
@@ -102,7 +128,16 @@ class SB3Policy(TeamPolicy):
             raise ConfigError(f"{AGENT_ID}: deterministic: expected a bool, got {deterministic!r}")
         if share is not None and not isinstance(share, bool):
             raise ConfigError(f"{AGENT_ID}: share: expected None, True or False, got {share!r}")
-        self.model = load_model(model_path, algo) if model is None else model
+        if not isinstance(trust_model, bool):
+            raise ConfigError(f"{AGENT_ID}: trust_model: expected a bool, got {trust_model!r}")
+        if model is None and not isinstance(model_path, str | os.PathLike):
+            raise ConfigError(
+                f"{AGENT_ID}: model_path: expected the path of a saved SB3 model (.zip), "
+                f"got {model_path!r}"
+            )
+        if model is None and not trust_model:
+            raise untrusted_model_error(model_path)
+        self.model = load_model(model_path, algo, trust_model) if model is None else model
         self.source = repr(os.fspath(model_path)) if model_path is not None else "model object"
         self.deterministic = deterministic
         self.share = share

@@ -119,7 +119,11 @@ for mode, deterministic in (("sampled", False), ("greedy", True)):
     results[f"ppo ({mode})"] = evaluate(
         args.env_id,
         "sb3_policy",
-        agent_kwargs={"model_path": str(model_path), "deterministic": deterministic},
+        agent_kwargs={
+            "model_path": str(model_path),
+            "trust_model": True,  # our own file, just written
+            "deterministic": deterministic,
+        },
         **common,
     )
 for agent_id in args.compare:

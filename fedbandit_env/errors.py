@@ -31,5 +31,14 @@ class UnknownIdError(FedBanditError, KeyError):
         return str(self.args[0])
 
 
+class StoreError(FedBanditError):
+    """A results-store path is not a usable store (docs/reliability.md, "Store files")."""
+
+
+class StoreConflictError(StoreError):
+    """A run is already in the store with different numbers (docs/reliability.md, "Concurrent
+    writers"): results never change silently."""
+
+
 class LearnerError(FedBanditError):
     """A learner's own code raised, or returned something that is not a valid action."""

@@ -18,6 +18,7 @@ from fedbandit_env.bench.executors import run_suite
 from fedbandit_env.bench.leaderboard import build, current_rows, to_markdown
 from fedbandit_env.bench.store import UNVERSIONED, ResultsStore, migrate
 from fedbandit_env.bench.suites import SUITES, Cell, Suite
+from fedbandit_env.errors import StoreError
 from fedbandit_env.registration import _REGISTRY
 
 ENV = "FedBandit/Homogeneous-v0"
@@ -108,7 +109,7 @@ def old_store(path, versioned: Suite) -> None:
 def test_an_old_store_is_refused_until_migrated(versioned, tmp_path, capsys):
     path = tmp_path / "old.sqlite"
     old_store(path, versioned)
-    with pytest.raises(ConfigError, match="written before results versions.*migrate"):
+    with pytest.raises(StoreError, match="written before results versions.*migrate"):
         ResultsStore(path)
     with pytest.raises(SystemExit):
         main(["leaderboard", "--store", str(path)])
@@ -121,6 +122,52 @@ def test_an_old_store_is_refused_until_migrated(versioned, tmp_path, capsys):
     notes: list[str] = []
     assert len(current_rows(store.rows(), notes.append)) == 3
     assert "3 stale row(s)" in notes[0] and UNVERSIONED in notes[0]
+
+
+def _listing(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_a_read_only_open_of_an_old_store_never_migrates(versioned, tmp_path, capsys):
+    path = tmp_path / "old.sqlite"
+    old_store(path, versioned)
+    before = _listing(tmp_path)
+    with pytest.raises(StoreError, match=r"written before results versions.*migrate\("):
+        ResultsStore(path, create=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["leaderboard", "--store", str(path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "migrate(" in err
+    assert "not a fedbandit results store" not in err
+    with pytest.raises(SystemExit) as exit_:  # a writer refuses it too, before writing anything
+        main(["suite", "versioned", "--store", str(path), "--quiet"])
+    assert exit_.value.code == 2 and "written before results versions" in capsys.readouterr().err
+    assert _listing(tmp_path) == before
+
+
+def test_migrate_rebuilds_claims_keyed_by_results_version(versioned, tmp_path):
+    path = tmp_path / "old.sqlite"
+    old_store(path, versioned)
+    conn = sqlite3.connect(path)  # the claims table of a store written before results versions
+    conn.execute(
+        "CREATE TABLE claims (cell_hash TEXT NOT NULL, first_seed INTEGER NOT NULL, "
+        "owner TEXT NOT NULL, claimed REAL NOT NULL, PRIMARY KEY (cell_hash, first_seed))"
+    )
+    conn.execute("INSERT INTO claims VALUES ('abc', 0, 'gone', 0.0)")
+    conn.commit()
+    conn.close()
+    assert migrate(path) == 3
+    store = ResultsStore(path)
+    assert store.claim("abc", 0, "me", "v2") and not store.claim("abc", 0, "other", "v2")
+    assert store.claim("abc", 0, "other", "v3")
+
+
+def test_migrate_refuses_what_is_not_a_store(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        migrate(tmp_path / "missing.sqlite")
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(StoreError, match="notes.txt is a text file"):
+        migrate(tmp_path / "notes.txt")
 
 
 def test_register_validates_the_environment_version():

@@ -72,7 +72,7 @@ def test_saved_ppo_model_runs_in_the_bench(saved):
             runs=3,
             seed=0,
             env_kwargs=KW,
-            agent_kwargs={"model_path": path, "deterministic": deterministic},
+            agent_kwargs={"model_path": path, "trust_model": True, "deterministic": deterministic},
         )
         assert res.regret_per_agent.shape == (3, 40)
         assert np.all(res.final_regret_per_agent >= 0)
@@ -83,7 +83,7 @@ def test_saved_ppo_model_runs_in_the_bench(saved):
         runs=3,
         seed=0,
         env_kwargs=KW,
-        agent_kwargs={"model_path": path, "deterministic": False},
+        agent_kwargs={"model_path": path, "trust_model": True, "deterministic": False},
     )
     assert np.array_equal(again.regret_network, res.regret_network)
 
@@ -151,7 +151,7 @@ def test_light_cone_and_batch_independence(sharp_model):
 
 def test_registered_id_runs_in_the_bench_and_is_deterministic(model, saved):
     assert "sb3_policy" in fedbandit_env.list_agents()
-    kwargs = {"runs": 3, "env_kwargs": KW, "agent_kwargs": {"model_path": saved}}
+    kwargs = {"runs": 3, "env_kwargs": KW, "agent_kwargs": {"model_path": saved, "trust_model": True}}
     res = evaluate("FedBandit/Heterogeneous-v0", "sb3_policy", seed=0, **kwargs)
     again = evaluate("FedBandit/Heterogeneous-v0", "sb3_policy", seed=0, **kwargs)
     other = evaluate("FedBandit/Heterogeneous-v0", "sb3_policy", seed=3, **kwargs)
@@ -169,7 +169,7 @@ def test_registered_id_runs_in_the_bench_and_is_deterministic(model, saved):
 def test_registered_id_reaches_the_leaderboard_through_a_suite_and_the_cli(saved, tmp_path, capsys):
     cells = tuple(
         Cell("FedBandit/Heterogeneous-v0", agent, 40, 3, KW, kwargs, label=agent)
-        for agent, kwargs in (("sb3_policy", {"model_path": saved}), ("ucb1", {}))
+        for agent, kwargs in (("sb3_policy", {"model_path": saved, "trust_model": True}), ("ucb1", {}))
     )
     store = ResultsStore(tmp_path / "r.sqlite")
     assert run_suite(Suite("ppo", cells, baseline="ucb1"), store, quiet=True) == 6
@@ -180,7 +180,7 @@ def test_registered_id_reaches_the_leaderboard_through_a_suite_and_the_cli(saved
         "sb3_policy",
         runs=3,
         env_kwargs=KW,
-        agent_kwargs={"model_path": saved},
+        agent_kwargs={"model_path": saved, "trust_model": True},
     )
     assert entries["sb3_policy"].mean == pytest.approx(direct.final_regret_per_agent.mean())
     cli_main(
@@ -193,7 +193,7 @@ def test_registered_id_reaches_the_leaderboard_through_a_suite_and_the_cli(saved
             "--env-kwargs",
             json.dumps(KW),
             "--agent-kwargs",
-            json.dumps({"model_path": saved}),
+            json.dumps({"model_path": saved, "trust_model": True}),
         ]
     )
     summary = json.loads(capsys.readouterr().out)
@@ -213,12 +213,18 @@ def test_bad_path_or_mismatched_model_fails_before_the_first_step(model, saved, 
             "sb3_policy",
             runs=1,
             env_kwargs=KW,
-            agent_kwargs={"model_path": str(tmp_path / "nope.zip")},
+            agent_kwargs={"model_path": str(tmp_path / "nope.zip"), "trust_model": True},
         )
     junk = tmp_path / "junk.zip"
     junk.write_text("not a model")
     with pytest.raises(ConfigError, match="sb3_policy: model_path: could not load .*junk.zip"):
-        evaluate(env, "sb3_policy", runs=1, env_kwargs=KW, agent_kwargs={"model_path": str(junk)})
+        evaluate(
+            env,
+            "sb3_policy",
+            runs=1,
+            env_kwargs=KW,
+            agent_kwargs={"model_path": str(junk), "trust_model": True},
+        )
     with pytest.raises(ConfigError, match="sb3_policy: model_path/model"):
         SB3Policy(model_path=saved, model=model)
 
@@ -232,7 +238,7 @@ def test_bad_path_or_mismatched_model_fails_before_the_first_step(model, saved, 
             NoStep,
             runs=1,
             env_kwargs={**KW, "num_arms": 6},
-            agent_kwargs={"model_path": saved},
+            agent_kwargs={"model_path": saved, "trust_model": True},
         )
     with pytest.raises(ConfigError, match="sb3_policy: model.observation_space: expected bounds"):
         evaluate(
@@ -240,7 +246,7 @@ def test_bad_path_or_mismatched_model_fails_before_the_first_step(model, saved, 
             NoStep,
             runs=1,
             env_kwargs={**KW, "reward": {"kind": "gaussian"}},
-            agent_kwargs={"model_path": saved},
+            agent_kwargs={"model_path": saved, "trust_model": True},
         )
     wrong_actions = PPO("MlpPolicy", model.get_env(), device="cpu")
     wrong_actions.action_space = gym_spaces.Discrete(M + 1)

@@ -3,9 +3,16 @@
 fedbandit envs | agents
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
 fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet]
-fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--html DIR]
+fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--format markdown|latex]
+                      [--html DIR]
 fedbandit reproduce FIGURE [script args...]
 fedbandit audit (laplace|gaussian|AGENT) [--epsilon 1] [--kwargs JSON] [--trials N]
+fedbandit --version | [--debug] COMMAND ...
+
+Every option is checked where it is parsed: a bad value exits with status 2 and one line naming
+the option, before anything runs or is printed on stdout. Errors while running are one line on
+stderr (status 2 for the project's input errors, 1 for store conflicts and I/O errors); --debug
+shows the traceback instead (docs/reliability.md, "Errors").
 """
 
 from __future__ import annotations
@@ -13,17 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from fedbandit_env.agent_registry import list_agents
+from fedbandit_env.agent_registry import agent_class, list_agents
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
-from fedbandit_env.bench.leaderboard import build, current_rows, to_markdown
+from fedbandit_env.bench.leaderboard import build, current_rows, to_latex, to_markdown
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import SUITES, get_suite
-from fedbandit_env.errors import FedBanditError
+from fedbandit_env.errors import FedBanditError, StoreConflictError
 from fedbandit_env.registration import list_envs, spec
 
 DEFAULT_STORE = "fedbandit_results.sqlite"
@@ -34,16 +42,6 @@ FIGURES = {
     "commeff": ("reproduce_commeff.py", "commeff paper, Figs. 4-12"),
     "linear": ("reproduce_linear.py", "DP federated linear bandits, Fig. 1A-C"),
 }
-
-
-def _json(text: str, name: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise FedBanditError(f"{name}: expected a JSON object, got {text!r} ({err})") from None
-    if not isinstance(value, dict):
-        raise FedBanditError(f"{name}: expected a JSON object, got {text!r}")
-    return value
 
 
 def _note(message: str) -> None:
@@ -60,8 +58,8 @@ def cmd_agents(args) -> None:
 
 
 def cmd_run(args) -> None:
-    env_kwargs = _json(args.env_kwargs, "--env-kwargs")
-    if args.horizon:
+    env_kwargs = dict(args.env_kwargs)
+    if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
     res = evaluate(
         args.env,
@@ -69,7 +67,7 @@ def cmd_run(args) -> None:
         runs=args.runs,
         seed=args.seed,
         env_kwargs=env_kwargs,
-        agent_kwargs=_json(args.agent_kwargs, "--agent-kwargs"),
+        agent_kwargs=dict(args.agent_kwargs),
     )
     print(json.dumps(res.summary(), indent=2))
 
@@ -106,7 +104,7 @@ def cmd_leaderboard(args) -> None:
             f"leaderboard: no results{which} in {args.store}; run `fedbandit suite` first"
         )
     entries = build(rows, baseline)
-    print(to_markdown(entries))
+    print(to_latex(entries) if args.format == "latex" else to_markdown(entries))
     if args.html:
         from fedbandit_env.bench.html import write_html
 
@@ -115,9 +113,6 @@ def cmd_leaderboard(args) -> None:
 
 
 def cmd_reproduce(args, extra: list[str]) -> None:
-    if args.figure not in FIGURES:
-        known = ", ".join(f"{k} ({v[1]})" for k, v in FIGURES.items())
-        raise FedBanditError(f"reproduce: unknown figure {args.figure!r}; known: {known}")
     script = BENCHMARKS / FIGURES[args.figure][0]
     if not script.exists():
         raise FedBanditError(
@@ -130,7 +125,7 @@ def cmd_reproduce(args, extra: list[str]) -> None:
 def cmd_audit(args) -> None:
     from fedbandit_env.privacy import GaussianMechanism, LaplaceMechanism, audit_output_mechanism
 
-    kwargs = _json(args.kwargs, "--kwargs")
+    kwargs = dict(args.kwargs)
     if args.target in ("laplace", "gaussian"):
         epsilon = 1.0 if args.epsilon is None else args.epsilon
         if args.target == "laplace":
@@ -154,61 +149,227 @@ def cmd_audit(args) -> None:
     print(f"{args.target} {kwargs}: claimed epsilon {claim:g}, {bound}: {verdict}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit status 2 (argparse's convention)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless the help already says it or there is none."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or action.default is False or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def _arg_type(name: str, check):
+    """An argparse ``type`` from ``check(text) -> value`` that raises ValueError / KeyError
+    with the message the user sees (``argument --opt: <message>``)."""
+
+    def convert(text: str):
+        try:
+            return check(text)
+        except (ValueError, KeyError) as err:
+            msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+            raise argparse.ArgumentTypeError(str(msg)) from None
+
+    convert.__name__ = name  # argparse names the type in some messages
+    return convert
+
+
+def _integer(text: str, low: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"expected {what}, got {text!r}") from None
+    if value < low:
+        raise ValueError(f"expected {what}, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"expected a positive finite number, got {text!r}")
+    return value
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"expected a JSON object, got {text!r} ({err})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object such as '{{\"epsilon\": 1}}', got {text!r}")
+    return value
+
+
+def _env_id(text: str) -> str:
+    spec(text)  # raises UnknownIdError with suggestions
+    return text
+
+
+def _agent_id(text: str) -> str:
+    if text not in list_agents():
+        agent_class(text)  # raises UnknownIdError with suggestions
+    return text
+
+
+def _audit_target(text: str) -> str:
+    return text if text in ("laplace", "gaussian") else _agent_id(text)
+
+
+def _suite_name(text: str) -> str:
+    get_suite(text)
+    return text
+
+
+def _html_dir(text: str) -> str:
+    if Path(text).exists() and not Path(text).is_dir():
+        raise ValueError(f"expected a folder for the HTML page, {text!r} is a file")
+    return text
+
+
+def _figure(text: str) -> str:
+    if text not in FIGURES:
+        known = ", ".join(f"{k} ({v[1]})" for k, v in FIGURES.items())
+        raise ValueError(f"unknown figure {text!r}; known: {known}")
+    return text
+
+
+POSITIVE = _arg_type("positive int", lambda t: _integer(t, 1, "a positive integer"))
+NON_NEGATIVE = _arg_type("non-negative int", lambda t: _integer(t, 0, "an integer >= 0"))
+EPSILON = _arg_type("epsilon", _positive_float)
+JSON_OBJECT = _arg_type("JSON object", _json_object)
+ENV_ID = _arg_type("environment id", _env_id)
+AGENT_ID = _arg_type("learner id", _agent_id)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("fedbandit")
+    except Exception:  # not installed as a distribution (a bare checkout on the path)
+        from fedbandit_env import __version__
+
+        return __version__
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fedbandit", description="Federated bandit benchmark.")
-    sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("envs", help="list registered environments")
-    sub.add_parser("agents", help="list registered learners")
-    run = sub.add_parser("run", help="evaluate one cell and print its summary")
-    run.add_argument("env")
-    run.add_argument("agent")
-    run.add_argument("--runs", type=int, default=10)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--horizon", type=int, default=None)
-    run.add_argument("--env-kwargs", default="{}")
-    run.add_argument("--agent-kwargs", default="{}")
-    suite = sub.add_parser("suite", help=f"run a suite into the store ({', '.join(SUITES)})")
-    suite.add_argument("name")
-    suite.add_argument("--store", default=DEFAULT_STORE)
-    suite.add_argument("--executor", choices=EXECUTORS, default="serial")
-    suite.add_argument("--jobs", type=int, default=2, help="workers for joblib / ray")
-    suite.add_argument("--chunk", type=int, default=10, help="seeds per work unit")
+    fmt = _HelpFormatter
+    p = _Parser(prog="fedbandit", description="Federated bandit benchmark.", formatter_class=fmt)
+    p.add_argument("--version", action="version", version=f"fedbandit {_version()}")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help, description=help, formatter_class=fmt, **kwargs)
+        if kwargs.get("add_help", True):
+            cmd.add_argument(
+                "--debug",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="show the full traceback of an error",
+            )
+        return cmd
+
+    command("envs", "list registered environments")
+    command("agents", "list registered learners")
+    run = command("run", "evaluate one cell and print its summary (JSON)")
+    run.add_argument("env", type=ENV_ID, help="a registered environment id (`fedbandit envs`)")
+    run.add_argument("agent", type=AGENT_ID, help="a registered learner id (`fedbandit agents`)")
+    run.add_argument("--runs", type=POSITIVE, default=10, help="number of seeds (runs)")
+    run.add_argument("--seed", type=NON_NEGATIVE, default=0, help="first seed")
+    run.add_argument(
+        "--horizon", type=POSITIVE, default=None, help="rounds T (default: the environment's)"
+    )
+    run.add_argument(
+        "--env-kwargs", type=JSON_OBJECT, default={}, help="environment kwargs, a JSON object"
+    )
+    run.add_argument(
+        "--agent-kwargs",
+        type=JSON_OBJECT,
+        default={},
+        help='learner kwargs, a JSON object (a saved model needs {"trust_model": true}, '
+        "docs/rl.md)",
+    )
+    suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
+    suite.add_argument("name", type=_arg_type("suite", _suite_name), help="the suite's name")
+    suite.add_argument("--store", default=DEFAULT_STORE, help="results store (SQLite file)")
+    suite.add_argument("--executor", choices=EXECUTORS, default="serial", help="where units run")
+    suite.add_argument("--jobs", type=POSITIVE, default=2, help="workers for joblib / ray")
+    suite.add_argument("--chunk", type=POSITIVE, default=10, help="seeds per work unit")
     suite.add_argument("--ray-address", default=None, help="a Ray cluster (default: local)")
-    suite.add_argument("--quiet", action="store_true")
-    board = sub.add_parser("leaderboard", help="render the leaderboard from the store")
-    board.add_argument("--store", default=DEFAULT_STORE)
-    board.add_argument("--suite", default=None)
+    suite.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    board = command("leaderboard", "render the leaderboard from the store (read-only)")
+    board.add_argument("--store", default=DEFAULT_STORE, help="results store (SQLite file)")
+    board.add_argument(
+        "--suite",
+        type=_arg_type("suite", _suite_name),
+        default=None,
+        help="only this suite's cells (default: every row in the store)",
+    )
     board.add_argument(
         "--baseline",
         default=None,
         help="normalize every table to this learner (default: the suite's baseline; without "
         "--suite, linucb on linear environments and ucb1 otherwise)",
     )
-    board.add_argument("--html", default=None, help="also write a static HTML page here")
-    rep = sub.add_parser(
+    board.add_argument(
+        "--format", choices=("markdown", "latex"), default="markdown", help="table format"
+    )
+    board.add_argument(
+        "--html",
+        type=_arg_type("folder", _html_dir),
+        default=None,
+        help="also write a static HTML page (index.html and PNGs) into this folder",
+    )
+    rep = command(
         "reproduce",
-        help=f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
+        f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
         "included, go to the script",
         add_help=False,
     )
-    rep.add_argument("figure")
-    rep.add_argument("script_args", nargs=argparse.REMAINDER)
-    audit = sub.add_parser("audit", help="empirical privacy audit of a mechanism or a learner")
-    audit.add_argument("target", help="laplace, gaussian or a learner id")
+    rep.add_argument("figure", type=_arg_type("figure", _figure), help="the figure's name")
+    rep.add_argument("script_args", nargs=argparse.REMAINDER, help="the script's arguments")
+    audit = command("audit", "empirical privacy audit of a mechanism or a learner")
+    audit.add_argument(
+        "target",
+        type=_arg_type("audit target", _audit_target),
+        help="laplace, gaussian or a learner id",
+    )
     audit.add_argument(
         "--epsilon",
-        type=float,
+        type=EPSILON,
         default=None,
         help="a mechanism's epsilon (default 1); for a learner, shorthand for its epsilon kwarg. "
         "A learner's claim is its declared privacy_epsilon, read after reset",
     )
-    audit.add_argument("--kwargs", default="{}")
-    audit.add_argument("--trials", type=int, default=20000)
-    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument(
+        "--kwargs", type=JSON_OBJECT, default={}, help="mechanism or learner kwargs (JSON object)"
+    )
+    audit.add_argument("--trials", type=POSITIVE, default=20000, help="audit trials")
+    audit.add_argument("--seed", type=NON_NEGATIVE, default=0, help="the audit's seed")
     return p
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Run a command. A usage error exits with status 2 and one line on stderr; an input error
+    of the project (:class:`FedBanditError`) with status 2, a store conflict or an I/O error
+    with status 1, each as one line; ``--debug`` shows the traceback instead
+    (docs/reliability.md, "Errors")."""
     args = parser().parse_args(argv)
     commands = {
         "envs": cmd_envs,
@@ -223,9 +384,25 @@ def main(argv: list[str] | None = None) -> None:
             cmd_reproduce(args, args.script_args)
         else:
             commands[args.command](args)
-    except FedBanditError as err:
-        print(f"fedbandit: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("fedbandit: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except Exception as err:
+        if args.debug:
+            raise
+        what = "error"
+        if isinstance(err, StoreConflictError):
+            status = 1
+        elif isinstance(err, FedBanditError):
+            status = 2
+        elif isinstance(err, OSError | sqlite3.Error):
+            status = 1
+        else:  # not an input error: a bug, or a library's error the project does not wrap
+            status, what = 1, f"unexpected {type(err).__name__} (--debug shows the traceback)"
+        print(f"fedbandit: {what}: {_one_line(err)}", file=sys.stderr)
+        raise SystemExit(status) from None
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 DESIGN.md §5 and specs/ecosystem.md §5. A work unit is (cell, contiguous seeds); its result is a
 list of store rows. Every run of a batch is bit-identical to the same seed run alone, so any
 split of the seeds and any executor give identical numbers. The parent process writes each
-finished unit to the store in one transaction as soon as it arrives.
+finished unit to the store in one transaction as soon as it arrives; the serial executor claims
+each unit just before running it, so several processes running one suite on one store split it.
 
 A unit also carries its learner's registry entry, which the worker re-registers before running
 (:func:`fedbandit_env.agent_registry.ensure_agent`), so learners registered at runtime in the
@@ -14,7 +15,10 @@ parent are known in joblib and Ray workers too. joblib and Ray are optional depe
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import socket
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +39,7 @@ class WorkUnit:
     cell: Cell
     seeds: tuple[int, ...]  # contiguous
     agent_entry: Entry  # the planner's registry entry of cell.agent_id
+    results_version: str = ""  # the current one when planned (fedbandit_env.bench.versions)
 
 
 def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
@@ -73,7 +78,8 @@ def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -
         missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash, version))
         entry = agent_entry(cell.agent_id)
         units.extend(
-            WorkUnit(suite.name, cell, seeds, entry) for seeds in _contiguous(missing, chunk)
+            WorkUnit(suite.name, cell, seeds, entry, version)
+            for seeds in _contiguous(missing, chunk)
         )
     return units
 
@@ -105,7 +111,7 @@ def require_executor(executor: str) -> None:
 
 
 def execute(
-    units: list[WorkUnit],
+    units: Iterable[WorkUnit],
     executor: str = "serial",
     n_jobs: int = 2,
     ray_address: str | None = None,
@@ -135,6 +141,31 @@ def execute(
             yield ray.get(done[0])
 
 
+def _missing(unit: WorkUnit, store: ResultsStore) -> bool:
+    done = store.done_seeds(unit.cell.config_hash, unit.results_version or None)
+    return bool(set(unit.seeds) - done)
+
+
+def claimed(units: list[WorkUnit], store: ResultsStore) -> Iterator[WorkUnit]:
+    """The units in order, each claimed in the store just before it runs; a unit finished or
+    claimed by another writer meanwhile is skipped, the claimed ones are re-checked at the end
+    and run if their rows are still missing (that writer may have been killed). Concurrent
+    serial writers thus split a suite between them (docs/reliability.md, "Concurrent
+    writers")."""
+    owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    deferred = []
+    for unit in units:
+        if not _missing(unit, store):
+            continue
+        if store.claim(unit.cell.config_hash, unit.seeds[0], owner, unit.results_version):
+            yield unit
+        else:
+            deferred.append(unit)
+    for unit in deferred:
+        if _missing(unit, store):
+            yield unit
+
+
 def run_suite(
     suite: Suite,
     store: ResultsStore,
@@ -154,7 +185,8 @@ def run_suite(
 
         bar = tqdm(total=len(units), desc=f"suite {suite.name}", unit="unit")
     written = 0
-    for rows in execute(units, executor, n_jobs, ray_address):
+    todo = claimed(units, store) if executor == "serial" else units
+    for rows in execute(todo, executor, n_jobs, ray_address):
         written += store.append(rows)
         if bar is not None:
             bar.update(1)

@@ -1,6 +1,7 @@
 """Static HTML leaderboard: the ranked tables, regret-vs-t plots with bands, and a
 regret-vs-communication scatter with one panel per environment (matplotlib PNGs next to
-``index.html``). matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
+``index.html``). Every label is escaped for its output: HTML text and attributes, matplotlib text
+(:func:`mpl_text`). matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
 :class:`ConfigError` naming the extra."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbandit_env.bench.leaderboard import Entry, env_title, format_epsilon
+from fedbandit_env.bench.leaderboard import Entry, display_label, env_title, format_epsilon
 from fedbandit_env.errors import ConfigError
 
 STYLE = """
@@ -38,15 +39,23 @@ def pyplot():
     return plt
 
 
+def mpl_text(text: str) -> str:
+    """``text`` shown literally by matplotlib: a ``$`` is escaped (two of them would start
+    mathtext, which mangles the label or fails to parse), and a leading underscore, which hides
+    a legend entry, is preceded by a space."""
+    text = " ".join(str(text).split()).replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def _plot_curves(entries: list[Entry], path: Path, title: str) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for e in sorted(entries, key=lambda x: x.rank):
         mean = e.curves.mean(axis=0)
         lo, hi = np.percentile(e.curves, [2.5, 97.5], axis=0)
-        ax.plot(e.steps, mean, label=e.label)
+        ax.plot(e.steps, mean, label=display_label(e, entries, mpl_text))
         ax.fill_between(e.steps, lo, hi, alpha=0.2)
-    ax.set(xscale="log", xlabel="step t", ylabel="regret per agent", title=title)
+    ax.set(xscale="log", xlabel="step t", ylabel="regret per agent", title=mpl_text(title))
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -68,9 +77,9 @@ def scatter_figure(entries: list[Entry]):
         y = np.array([e.mean for e in env_entries])
         ax.scatter(x, y)
         for e, xi, yi in zip(env_entries, x, y, strict=True):
-            ax.annotate(e.label, (xi, yi), fontsize=6)
+            ax.annotate(display_label(e, env_entries, mpl_text), (xi, yi), fontsize=6)
         ax.set(xscale="log", xlabel="messages sent per run (+1)", ylabel="final regret / agent")
-        ax.set_title(env_title(env_key), fontsize=8)
+        ax.set_title(mpl_text(env_title(env_key)), fontsize=8)
     for ax in axes.flat[len(by_env) :]:
         ax.remove()
     fig.suptitle("Regret vs communication")
@@ -94,8 +103,9 @@ def _table(entries: list[Entry]) -> str:
     for e in sorted(entries, key=lambda x: x.rank):
         norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
         eps = format_epsilon(e.epsilon)
+        name = display_label(e, entries, html.escape)
         body.append(
-            f"<tr class='entry'><td>{e.rank}</td><td class='name'>{html.escape(e.label)}</td>"
+            f"<tr class='entry'><td>{e.rank}</td><td class='name'>{name}</td>"
             f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
             f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td></tr>"
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -178,6 +179,50 @@ def format_epsilon(epsilon: float | None) -> str:
     return "∞" if math.isinf(epsilon) else f"{epsilon:g}"
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>#+!|$&~])")
+_LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal Markdown inline text (a table cell or a heading): one line, and every
+    character Markdown, GitHub's tables or its math would interpret (``| $ * ` < & [ ...``)
+    backslash-escaped; an underscore inside a word (``dp_dec_ucb``) is left as it is."""
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _LONE_UNDERSCORE.sub(r"\\_", text)
+
+
+def escape_latex(text: str) -> str:
+    """``text`` as literal LaTeX text (one line, every special character escaped)."""
+    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], " ".join(str(text).split()))
+
+
+def display_label(
+    entry: Entry, table: list[Entry], escape: Callable[[str], str] = lambda text: text
+) -> str:
+    """The entry's label, followed by ``[its results version]`` when the table holds the same
+    label at two versions (so that each row says which it is); ``escape`` is applied to the
+    label and the version (the brackets are the table's own, so they stay literal)."""
+    if sum(e.label == entry.label for e in table) > 1:
+        return f"{escape(entry.label)} [{escape(entry.results_version)}]"
+    return escape(entry.label)
+
+
 def to_markdown(entries: list[Entry]) -> str:
     """Markdown tables, one per environment configuration, ranked by mean final regret."""
     out = []
@@ -185,23 +230,50 @@ def to_markdown(entries: list[Entry]) -> str:
     for e in entries:
         by_env[e.env_key].append(e)
     for env_key, env_entries in by_env.items():
-        out.append(f"### {env_title(env_key)}\n")
+        out.append(f"### {escape_markdown(env_title(env_key))}\n")
         out.append(
             f"| rank | learner | runs | final regret / agent | 95% CI | "
-            f"vs {env_entries[0].baseline} | messages | floats | privacy ε |"
+            f"vs {escape_markdown(env_entries[0].baseline)} | messages | floats | privacy ε |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
-        labels = [e.label for e in env_entries]
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
-            label = e.label  # two results versions of one cell: say which row is which
-            if labels.count(e.label) > 1:
-                label = f"{e.label} [{e.results_version}]"
+            label = display_label(e, env_entries, escape_markdown)
             out.append(
                 f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
                 f"{e.floats:,.0f} | {eps} |"
             )
         out.append("")
+    return "\n".join(out)
+
+
+def to_latex(entries: list[Entry]) -> str:
+    """LaTeX ``tabular`` blocks, one per environment configuration (same columns as
+    :func:`to_markdown`); labels and titles are escaped, so any label compiles as plain text."""
+    out = []
+    by_env: dict[str, list[Entry]] = defaultdict(list)
+    for e in entries:
+        by_env[e.env_key].append(e)
+    for env_key, env_entries in by_env.items():
+        base = escape_latex(env_entries[0].baseline)
+        out += [
+            f"% {escape_latex(env_title(env_key))}",
+            r"\begin{tabular}{rlrrlrrrl}",
+            r"\hline",
+            f"rank & learner & runs & final regret / agent & 95\\% CI & vs {base} & messages & "
+            r"floats & privacy $\varepsilon$ \\",
+            r"\hline",
+        ]
+        for e in sorted(env_entries, key=lambda x: x.rank):
+            norm = "--" if e.normalized is None else f"{e.normalized:.2f}"
+            eps = {"∞": r"$\infty$", "—": "--"}.get(format_epsilon(e.epsilon))
+            label = display_label(e, env_entries, escape_latex)
+            out.append(
+                f"{e.rank} & {label} & {e.runs} & {e.mean:.1f} & "
+                f"[{e.ci_low:.1f}, {e.ci_high:.1f}] & {norm} & {e.messages:,.0f} & "
+                f"{e.floats:,.0f} & {eps or format_epsilon(e.epsilon)} \\\\"
+            )
+        out += [r"\hline", r"\end{tabular}", ""]
     return "\n".join(out)

@@ -1,4 +1,5 @@
-"""Results store: an embedded SQLite database, one row per (cell config hash, seed).
+"""Results store: an embedded SQLite database, one row per (cell config hash, results version,
+seed).
 
 DESIGN.md §5. Append-only: rows are only ever inserted, each batch of finished runs in one
 transaction, so a process killed mid-sweep leaves every finished row and no partial one, and a
@@ -7,6 +8,10 @@ checkpoints (JSON arrays). The ``epsilon`` column is the privacy guarantee the l
 (``TeamPolicy.privacy_epsilon``: NULL for none, ``inf`` for explicitly non-private), not a
 kwarg of that name.
 
+A cell may belong to several suites (its hash does not include the suite); the ``suite`` column
+only records which suite wrote the row first, so a suite's rows are selected by its cells'
+(hash, seed) pairs (:meth:`ResultsStore.rows_for`).
+
 Each row records its results version (:mod:`fedbandit_env.bench.versions`: package,
 environment and learner versions) and a row's identity is (cell hash, results version, seed): a
 re-run after a version bump writes new rows beside the old ones, and the leaderboard ranks only
@@ -14,17 +19,25 @@ the current version's (docs/bench.md). A store written before results versions e
 ``results_version`` column) is refused with a message, until :func:`migrate` keeps its rows
 under the version ``"unversioned"`` (never current, so never ranked with new rows).
 
-A cell may belong to several suites (its hash does not include the suite); the ``suite`` column
-only records which suite wrote the row first, so a suite's rows are selected by its cells'
-(hash, seed) pairs (:meth:`ResultsStore.rows_for`).
+Any number of processes may write one store (docs/reliability.md, "Concurrent writers"): the
+store is in WAL mode (readers never block a writer), every write is one ``BEGIN IMMEDIATE``
+transaction under a long busy timeout, and inserts are idempotent: a run another process stored
+first is compared column by column and skipped if identical, a :class:`StoreConflictError` if
+not. Writers claim work units (table ``claims``) so that they split a suite instead of running
+it twice. Read-only users open the file read-only and create nothing beside it; a path that is
+not a store is refused before anything is written (docs/reliability.md, "Store files").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 import sqlite3
+import stat
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +47,7 @@ import numpy as np
 
 from fedbandit_env.bench.evaluate import EvalResult
 from fedbandit_env.bench.suites import Cell
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.errors import StoreConflictError, StoreError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -64,30 +77,6 @@ CREATE TABLE IF NOT EXISTS {table} (
 
 UNVERSIONED = "unversioned"
 """The results version :func:`migrate` gives the rows of a store older than results versions."""
-
-
-def _columns(conn: sqlite3.Connection, table: str = "runs") -> list[str]:
-    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()]
-
-
-def migrate(path: str | Path) -> int:
-    """Add the ``results_version`` column to a store written before results versions, in one
-    transaction: its rows keep their numbers under the version ``"unversioned"`` (stale for
-    every learner, so the leaderboard never ranks them with new rows). Returns the rows kept."""
-    conn = sqlite3.connect(str(path), timeout=60)
-    try:
-        if "results_version" in _columns(conn):
-            return 0
-        with conn:
-            conn.execute(SCHEMA.format(table="runs_versioned"))
-            conn.execute(
-                "INSERT INTO runs_versioned SELECT *, ? FROM runs", (UNVERSIONED,)
-            )
-            conn.execute("DROP TABLE runs")
-            conn.execute("ALTER TABLE runs_versioned RENAME TO runs")
-        return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
-    finally:
-        conn.close()
 
 
 @dataclass(frozen=True)
@@ -121,7 +110,6 @@ class Row:
         return (
             self.cell_hash,
             self.seed,
-            self.results_version,
             self.final_regret_per_agent,
             self.final_regret_network,
             self.messages,
@@ -130,6 +118,7 @@ class Row:
             self.epsilon,
             self.steps,
             self.curve,
+            self.results_version,
         )
 
 
@@ -170,25 +159,317 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
     return rows
 
 
-class ResultsStore:
-    """Append-only SQLite store (``path`` ``":memory:"`` for a throwaway one). With
-    ``create=False`` a missing file is an error instead of a new empty store."""
+COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
+# Not compared when a run is stored twice: timings, and which suite / label wrote it first.
+UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
 
-    def __init__(self, path: str | Path = "fedbandit_results.sqlite", create: bool = True):
-        self.path = str(path)
-        if not create and self.path != ":memory:" and not Path(self.path).is_file():
-            raise ConfigError(
-                f"store: {self.path} does not exist; run `fedbandit suite NAME --store "
-                f"{self.path}` first"
+# Work units a writer is running (a hint so that concurrent writers split the work; rows, not
+# claims, decide what is done: a stale claim of a killed process only defers that unit). A
+# unit is (cell hash, results version, first seed): a version bump re-runs the cell.
+CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    cell_hash TEXT NOT NULL,
+    results_version TEXT NOT NULL,
+    first_seed INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    claimed REAL NOT NULL,
+    PRIMARY KEY (cell_hash, results_version, first_seed)
+)
+"""
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT = 600.0  # seconds a writer waits for another one's transaction
+CLAIM_TTL = 3600.0  # seconds after which a claim no longer defers its unit
+
+
+def _kind(head: bytes, size: int) -> str:
+    """What a file that is not an SQLite database looks like, for the error message."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as err:  # a character cut by the 100-byte read is still text
+        text = head[: err.start].decode("utf-8") if err.start >= len(head) - 3 else None
+    if text is not None and all(c.isprintable() or c in "\t\r\n" for c in text):
+        return f"a text file ({size} bytes)"
+    return f"a binary file ({size} bytes)"
+
+
+def check_store_path(path: Path, writable: bool) -> bool:
+    """Raise a :class:`StoreError` naming ``path`` and what it is unless it is an SQLite file
+    (or, for a writer, may become one: a missing file in an existing folder). Reads at most the
+    first 100 bytes, writes nothing. Returns whether the file exists."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if not writable:
+            raise StoreError(
+                f"store: {path} does not exist; run `fedbandit suite NAME --store {path}` first"
+            ) from None
+        if not path.parent.is_dir():
+            raise StoreError(f"store: {path}: the folder {path.parent} does not exist") from None
+        return False
+    except OSError as err:
+        raise StoreError(f"store: {path}: cannot look at it ({err.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"store: {path} is a directory, not a results store file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"store: {path} is not a regular file (a device, pipe or socket)")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as err:
+        raise StoreError(f"store: {path} is not readable ({err.strerror})") from None
+    if not head:
+        raise StoreError(
+            f"store: {path} is an empty file, not a results store (an SQLite database written "
+            "by `fedbandit suite`)"
+        )
+    if not head.startswith(SQLITE_MAGIC):
+        raise StoreError(f"store: {path} is {_kind(head, st.st_size)}, not an SQLite results store")
+    if writable and not os.access(path, os.W_OK):
+        raise StoreError(f"store: {path} is read-only (no permission to write it)")
+    if writable and not os.access(path.parent, os.W_OK):
+        raise StoreError(
+            f"store: {path}: its folder {path.parent} is read-only (a writer needs to create "
+            f"{path.name}-wal beside it; read-only commands work there)"
+        )
+    return True
+
+
+def _create_store(path: Path) -> None:
+    """Create an empty store at ``path`` atomically: it is built under a temporary name in the
+    same folder and linked into place, so a concurrent writer or reader never sees a
+    half-created file; if another process created it first, its store is kept."""
+    if not os.access(path.parent, os.W_OK):
+        raise StoreError(f"store: cannot create {path}: the folder {path.parent} is read-only")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(SCHEMA.format(table="runs"))
+            conn.execute(CLAIMS)
+            conn.commit()
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another writer created it first
+        except OSError:  # a filesystem without hard links: exclusive create, then copy
+            try:
+                with open(path, "xb") as dst, open(tmp, "rb") as src:
+                    dst.write(src.read())
+            except FileExistsError:
+                pass
+    except (OSError, sqlite3.Error) as err:
+        raise StoreError(f"store: cannot create {path} ({err})") from None
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+
+
+def _file_state(path: Path) -> tuple:
+    """What changes when a writer touches a store: the main file's identity, size and
+    modification time, and whether a ``-wal`` file exists."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns, Path(f"{path}-wal").exists()
+
+
+def _connect(
+    path: Path, read_only: bool, immutable: bool = True
+) -> tuple[sqlite3.Connection, tuple | None]:
+    """A writer: autocommit (transactions are explicit ``BEGIN IMMEDIATE``), a long busy
+    timeout (WAL mode and full sync are set once the file is known to be a store).
+
+    A reader: ``mode=ro``, and ``immutable=1`` when the store is in WAL format without a
+    ``-wal`` file (no writer is active), so that nothing is created beside it (a ``mode=ro``
+    connection to a WAL store creates ``-wal`` and ``-shm`` and cannot remove them). Returns the
+    connection and, for an immutable one, the file's state at opening (see
+    :meth:`ResultsStore._query`)."""
+    state = None
+    try:
+        if read_only:
+            uri = f"{path.absolute().as_uri()}?mode=ro"
+            with open(path, "rb") as f:
+                wal_format = f.read(20)[18:19] == b"\x02"
+            if immutable and wal_format:
+                state = _file_state(path)
+                if state[-1]:  # a -wal file: a writer is active, or was killed
+                    state = None
+                else:
+                    uri += "&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+            conn.execute("PRAGMA query_only=1")
+        else:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+        conn.execute("PRAGMA trusted_schema=OFF")
+        return conn, state
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"store: {path} is not a readable SQLite database ({err})") from None
+    except OSError as err:
+        raise StoreError(f"store: {path} is not readable ({err.strerror})") from None
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+
+
+def _retry_busy(fn, timeout: float = BUSY_TIMEOUT):
+    """Run ``fn``, retrying while SQLite reports the database busy (the busy handler does not
+    cover every statement, e.g. changing the journal mode)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) and "busy" not in str(err):
+                raise
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+def _immediate(conn: sqlite3.Connection, fn):
+    """Run ``fn()`` in one ``BEGIN IMMEDIATE`` transaction on an autocommit connection: it takes
+    the write lock up front (waiting up to the busy timeout for another writer), commits, or
+    rolls back on error."""
+    _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        out = fn()
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return out
+
+
+def _new_claims(conn: sqlite3.Connection) -> None:
+    """Replace a ``claims`` table keyed without the results version (claims are only hints)."""
+    conn.execute("DROP TABLE IF EXISTS claims")
+    conn.execute(CLAIMS)
+
+
+def migrate(path: str | Path) -> int:
+    """Add the ``results_version`` column to a store written before results versions, in one
+    ``BEGIN IMMEDIATE`` transaction (safe beside other processes using the store): its rows keep
+    their numbers under the version ``"unversioned"`` (stale for every learner, so the
+    leaderboard never ranks them with new rows). Returns the rows kept (0 if the store already
+    has the column). The path is checked like a writer's (docs/reliability.md, "Store files")."""
+    file = Path(path)
+    if not check_store_path(file, writable=True):
+        raise StoreError(f"store: {file} does not exist; there is nothing to migrate")
+    conn, _ = _connect(file, read_only=False)
+    try:
+        old = [c for c in COLUMNS if c != "results_version"]
+
+        def columns() -> set[str]:
+            return {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
+
+        have = columns()
+        if "results_version" in have:
+            return 0
+        missing = [c for c in old if c not in have]
+        if not have:
+            raise StoreError(f"store: {file} has no 'runs' table, not a fedbandit results store")
+        if missing:
+            raise StoreError(
+                f"store: {file} has a 'runs' table without the columns {missing}, not a "
+                "fedbandit results store"
             )
-        self._conn = sqlite3.connect(self.path, timeout=60)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute(SCHEMA.format(table="runs"))
-        self._conn.commit()
-        if "results_version" not in _columns(self._conn):
+
+        def copy() -> int:
+            if "results_version" in columns():  # another process migrated it meanwhile
+                return 0
+            names = ", ".join(old)
+            conn.execute("DROP TABLE IF EXISTS runs_versioned")
+            conn.execute(SCHEMA.format(table="runs_versioned"))
+            conn.execute(
+                f"INSERT INTO runs_versioned ({names}, results_version) "
+                f"SELECT {names}, ? FROM runs",
+                (UNVERSIONED,),
+            )
+            kept = int(conn.execute("SELECT COUNT(*) FROM runs_versioned").fetchone()[0])
+            conn.execute("DROP TABLE runs")
+            conn.execute("ALTER TABLE runs_versioned RENAME TO runs")
+            _new_claims(conn)
+            return kept
+
+        return int(_immediate(conn, copy))
+    except sqlite3.Error as err:
+        raise StoreError(f"store: {file}: cannot migrate it ({err})") from None
+    finally:
+        conn.close()
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+class ResultsStore:
+    """Append-only SQLite store (``path`` ``":memory:"`` for a throwaway one).
+
+    ``create=False`` opens an existing store for reading only (``read_only`` defaults to it): a
+    missing file is an error instead of a new empty store, the file is opened read-only and
+    nothing is created beside it. A path that is not a store (a directory, an empty, text or
+    binary file, an unreadable file, an SQLite database of something else) raises a
+    :class:`~fedbandit_env.errors.StoreError` naming the path and what it is, before anything
+    is written (docs/reliability.md, "Store files"). Any number of processes may write one
+    store at the same time (:meth:`append`).
+    """
+
+    def __init__(
+        self,
+        path: str | Path = "fedbandit_results.sqlite",
+        create: bool = True,
+        read_only: bool | None = None,
+    ):
+        self.path = str(path)
+        self.read_only = (not create) if read_only is None else read_only
+        if self.path == ":memory:":
+            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._immutable_state = None
+            self._conn.execute(SCHEMA.format(table="runs"))
+            self._conn.execute(CLAIMS)
+            return
+        file = Path(self.path)
+        exists = check_store_path(file, create and not self.read_only)
+        if not exists:
+            _create_store(file)
+        self._file = file
+        self._conn, self._immutable_state = _connect(file, self.read_only)
+        try:
+            self._check_schema()
+        except BaseException:
             self._conn.close()
-            raise ConfigError(
+            raise
+
+    def _check_schema(self) -> None:
+        """The file holds the ``runs`` table (a writer adds it to a database without tables)."""
+        try:
+            tables = {n for (n,) in self._query("SELECT name FROM sqlite_master")}
+            if "runs" not in tables and not tables and not self.read_only:
+                self._conn.execute(SCHEMA.format(table="runs"))
+                tables.add("runs")
+            if "runs" not in tables:
+                what = "an empty SQLite database" if not tables else "an SQLite database"
+                raise StoreError(
+                    f"store: {self.path} is {what} without a 'runs' table, not a fedbandit "
+                    "results store"
+                )
+            have = {r[1] for r in self._query("PRAGMA table_info(runs)")}
+        except sqlite3.DatabaseError as err:
+            raise StoreError(
+                f"store: {self.path} is not a readable SQLite database ({err})"
+            ) from None
+        missing = [c for c in COLUMNS if c not in have]
+        if missing == ["results_version"]:
+            raise StoreError(
                 f"store: {self.path} was written before results versions (its rows do not say "
                 "which package, environment and learner versions produced them), so its rows "
                 "cannot be compared with new ones. Either move it aside and re-run your suites "
@@ -196,36 +477,144 @@ class ResultsStore:
                 "rows): python -c \"from fedbandit_env.bench.store import migrate; "
                 f"migrate({self.path!r})\""
             )
+        if missing:
+            raise StoreError(
+                f"store: {self.path} has a 'runs' table without the columns {missing}, not a "
+                "fedbandit results store"
+            )
+        if not self.read_only:  # only now that the file is known to be a store
+            try:
+                _retry_busy(lambda: _wal(self._conn))
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute(CLAIMS)
+                claim_cols = {r[1] for r in self._query("PRAGMA table_info(claims)")}
+                if "results_version" not in claim_cols:  # claims are hints: rebuilt, not kept
+                    self._write(lambda: _new_claims(self._conn))
+            except sqlite3.Error as err:
+                raise StoreError(f"store: {self.path}: cannot write to it ({err})") from None
 
     def close(self) -> None:
         self._conn.close()
 
+    def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        """The rows of a read query. A reader that opened an idle store as immutable checks that
+        no writer has touched the file since it opened (a writer may start at any time); if
+        one has, it reopens the store as an ordinary read-only connection and reads again."""
+        if self._immutable_state is not None:
+            rows = None
+            if _file_state(self._file) == self._immutable_state:
+                try:
+                    rows = self._conn.execute(sql, params).fetchall()
+                except sqlite3.DatabaseError:
+                    rows = None
+            if rows is not None and _file_state(self._file) == self._immutable_state:
+                return rows
+            self._conn.close()
+            self._conn, self._immutable_state = _connect(self._file, True, immutable=False)
+        return self._conn.execute(sql, params).fetchall()
+
     def done_seeds(self, cell_hash: str, results_version: str | None = None) -> set[int]:
         """Seeds of the cell already stored (of ``results_version`` only, when given)."""
         if results_version is None:
-            cur = self._conn.execute("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
+            rows = self._query("SELECT seed FROM runs WHERE cell_hash = ?", (cell_hash,))
         else:
-            cur = self._conn.execute(
+            rows = self._query(
                 "SELECT seed FROM runs WHERE cell_hash = ? AND results_version = ?",
                 (cell_hash, results_version),
             )
-        return {int(s) for (s,) in cur.fetchall()}
+        return {int(s) for (s,) in rows}
+
+    def _write(self, fn):
+        """Run ``fn()`` in one ``BEGIN IMMEDIATE`` transaction: it takes the write lock up front
+        (waiting up to the busy timeout for another writer), commits, or rolls back on error."""
+        if self.read_only:
+            raise StoreError(f"store: {self.path} was opened read-only")
+        return _immediate(self._conn, fn)
 
     def append(self, rows: Iterable[dict[str, Any]]) -> int:
-        """Insert rows in one transaction (all or none); returns how many were inserted."""
+        """Insert rows in one transaction (all or none); returns how many were new.
+
+        Idempotent: a run (cell hash, results version, seed) already stored, by this or another
+        process, is
+        compared with the new one on every column but the timings, suite and label; equal, it is
+        skipped; different, a :class:`StoreConflictError` names the run and the columns and
+        nothing of the batch is written (results never change silently)."""
         rows = list(rows)
         if not rows:
             return 0
         cols = list(rows[0])
-        sql = f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
-        with self._conn:  # commits, or rolls back on error
-            self._conn.executemany(sql, [tuple(r[c] for c in cols) for r in rows])
-        return len(rows)
+        sql = (
+            f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+            "ON CONFLICT (cell_hash, results_version, seed) DO NOTHING"
+        )
+
+        def insert() -> int:
+            new = 0
+            for row in rows:
+                if self._conn.execute(sql, tuple(row[c] for c in cols)).rowcount == 1:
+                    new += 1
+                else:
+                    self._check_identical(row)
+            self._conn.execute(
+                "DELETE FROM claims WHERE cell_hash = ? AND results_version = ? "
+                "AND first_seed = ?",
+                (
+                    rows[0]["cell_hash"],
+                    rows[0]["results_version"],
+                    min(int(r["seed"]) for r in rows),
+                ),
+            )
+            return new
+
+        return self._write(insert)
+
+    def _check_identical(self, row: dict[str, Any]) -> None:
+        checked = [c for c in row if c not in UNCHECKED]
+        stored = self._conn.execute(
+            f"SELECT {', '.join(checked)} FROM runs "
+            "WHERE cell_hash = ? AND results_version = ? AND seed = ?",
+            (row["cell_hash"], row["results_version"], row["seed"]),
+        ).fetchone()
+        differ = [c for c, old in zip(checked, stored, strict=True) if not _same(old, row[c])]
+        if differ:
+            raise StoreConflictError(
+                f"store: {self.path}: run {row['label']!r} (cell {row['cell_hash']}, seed "
+                f"{row['seed']}) is already stored with different {', '.join(differ)} at results "
+                f"version {row['results_version']!r}; the learner or environment gives other "
+                "results than when it was stored without a version bump (bump its version, use "
+                "a new store, or remove those rows); nothing of this batch was written"
+            )
+
+    def claim(
+        self, cell_hash: str, first_seed: int, owner: str, results_version: str = UNVERSIONED
+    ) -> bool:
+        """Claim the work unit (cell hash, results version, first seed) for ``owner`` unless
+        another owner claimed it less than ``CLAIM_TTL`` seconds ago; returns whether ``owner``
+        holds it. Claims only help concurrent writers split the work; :meth:`append` keeps rows
+        exact whatever happens to them."""
+
+        def take() -> bool:
+            held = self._conn.execute(
+                "SELECT owner, claimed FROM claims "
+                "WHERE cell_hash = ? AND results_version = ? AND first_seed = ?",
+                (cell_hash, results_version, first_seed),
+            ).fetchone()
+            now = time.time()
+            if held is not None and held[0] != owner and now - held[1] < CLAIM_TTL:
+                return False
+            self._conn.execute(
+                "INSERT OR REPLACE INTO claims "
+                "(cell_hash, results_version, first_seed, owner, claimed) VALUES (?, ?, ?, ?, ?)",
+                (cell_hash, results_version, first_seed, owner, now),
+            )
+            return True
+
+        return bool(self._write(take))
 
     def rows(self) -> list[Row]:
         """Every stored row."""
-        cur = self._conn.execute("SELECT * FROM runs ORDER BY env_key, label, cell_hash, seed")
-        return [Row(*r) for r in cur.fetchall()]
+        rows = self._query(f"SELECT {', '.join(COLUMNS)} FROM runs ORDER BY env_key, label, cell_hash, results_version, seed")
+        return [Row(*r) for r in rows]
 
     def rows_for(self, cells: Iterable[Cell]) -> list[Row]:
         """The stored rows of ``cells`` (a suite's cells): each cell's (hash, seed) pairs,
@@ -235,14 +624,17 @@ class ResultsStore:
         hashes = list(wanted)
         for start in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
             part = hashes[start : start + 500]
-            sql = f"SELECT * FROM runs WHERE cell_hash IN ({', '.join('?' for _ in part)})"
-            for r in self._conn.execute(sql, part).fetchall():
+            sql = (
+                f"SELECT {', '.join(COLUMNS)} FROM runs "
+                f"WHERE cell_hash IN ({', '.join('?' for _ in part)})"
+            )
+            for r in self._query(sql, part):
                 row = Row(*r)
                 cell = wanted[row.cell_hash]
                 if cell.seed <= row.seed < cell.seed + cell.runs:
                     out.append(dataclasses.replace(row, label=cell.name))
-        out.sort(key=lambda r: (r.env_key, r.label, r.cell_hash, r.seed))
+        out.sort(key=lambda r: (r.env_key, r.label, r.cell_hash, r.results_version, r.seed))
         return out
 
     def count(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        return int(self._query("SELECT COUNT(*) FROM runs")[0][0])
