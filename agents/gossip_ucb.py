@@ -47,6 +47,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.privacy import TreeCounter
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_real
 
 NEIGHBORS, GOSSIP = "neighbors", "gossip"
 
@@ -273,16 +274,17 @@ class GossipFedUCB(GossipUCB):
         self.reward_clip = None if reward_clip is None else _check_clip(self.agent_id, reward_clip)
         self.reward_bounds: tuple[float, float] | None = None  # resolved by reset
         self.sensitivity: float | None = None
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
-            raise ConfigError(
-                f"{self.agent_id}: epsilon: expected a number > 0 (math.inf: no privacy), "
-                f"got {epsilon!r}"
-            )
+        epsilon = check_real(
+            "epsilon", epsilon, hint="math.inf: no privacy", low=0.0, low_open=True, allow_inf=True,
+            where=self.agent_id,
+        )
         if tree_index not in ("round", "pull"):
             raise ConfigError(
                 f"{self.agent_id}: tree_index: expected 'round' or 'pull', got {tree_index!r}"
             )
-        if privacy_levels not in (None, "paper"):
+        if privacy_levels is not None and not (
+            isinstance(privacy_levels, str) and privacy_levels == "paper"
+        ):
             raise ConfigError(
                 f"{self.agent_id}: privacy_levels: expected None or 'paper', got {privacy_levels!r}"
             )

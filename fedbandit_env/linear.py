@@ -14,7 +14,6 @@ per run; each set has K - 1 actions with mean in [0.5, 0.6] and one with mean in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 

@@ -57,13 +57,27 @@ def _where(where: str, name: str) -> str:
     return f"{where}: {name}" if where else name
 
 
-def _bounds_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+def _num(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _bounds_text(low: Any, high: Any, low_open: bool, high_open: bool) -> str:
+    if low == 0 and not low_open and high is None:
+        return "non-negative"
     parts = []
     if low is not None:
-        parts.append(f"{'>' if low_open else '>='} {low}")
+        parts.append(f"{'>' if low_open else '>='} {_num(low)}")
     if high is not None:
-        parts.append(f"{'<' if high_open else '<='} {high}")
+        parts.append(f"{'<' if high_open else '<='} {_num(high)}")
     return " and ".join(parts)
+
+
+def _expected(kind: str, bounds: str, hint: str) -> str:
+    if bounds == "non-negative":
+        text = "a finite non-negative number" if kind == "finite number" else f"a {bounds} {kind}"
+    else:
+        text = f"{'an' if kind == 'int' else 'a'} {kind} {bounds}".rstrip()
+    return f"{text} ({hint})" if hint else text
 
 
 def check_int(
@@ -73,22 +87,25 @@ def check_int(
     minimum: int | None = None,
     maximum: int | None = None,
     where: str = "",
+    hint: str = "",
     error: type[Exception] = ConfigError,
     type_error: type[Exception] = ConfigTypeError,
 ) -> int:
     """``value`` as a Python ``int`` in ``[minimum, maximum]``.
 
-    ``where`` prefixes the message (an agent or learner id); ``error`` / ``type_error`` are the
-    classes raised for a bad value / a bad type (both must accept one message argument)."""
-    bounds = _bounds_text(minimum, maximum, False, False)
-    expected = f"an int {bounds}".rstrip()
+    ``where`` prefixes the message (an agent or learner id), ``hint`` follows the expectation;
+    ``error`` / ``type_error`` are the classes raised for a bad value / a bad type (both take one
+    message argument). A value error names the bound it violates."""
+    field = _where(where, name)
     if not is_integral(value):
-        raise type_error(
-            f"{_where(where, name)}: expected {expected}, got {type(value).__name__} {value!r}"
-        )
+        expected = _expected("int", _bounds_text(minimum, maximum, False, False), hint)
+        raise type_error(f"{field}: expected {expected}, got {type(value).__name__} {value!r}")
     out = int(value)
-    if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
-        raise error(f"{_where(where, name)}: expected {expected}, got {out}")
+    if minimum is not None and out < minimum:
+        raise error(f"{field}: expected {_expected('int', f'>= {minimum}', hint)}, got {out}")
+    if maximum is not None and out > maximum:
+        limit = f"<= {maximum} (docs/limits.md)"
+        raise error(f"{field}: expected {_expected('int', limit, hint)}, got {out}")
     return out
 
 
@@ -102,18 +119,17 @@ def check_real(
     high_open: bool = False,
     allow_inf: bool = False,
     where: str = "",
+    hint: str = "",
     error: type[Exception] = ConfigError,
     type_error: type[Exception] = ConfigTypeError,
 ) -> float:
     """``value`` as a Python ``float``: finite (or ``+-inf`` when ``allow_inf``), never NaN, in
     the interval given by ``low`` / ``high`` (open ends with ``low_open`` / ``high_open``)."""
-    bounds = _bounds_text(low, high, low_open, high_open)
+    field = _where(where, name)
     kind = "number" if allow_inf else "finite number"
-    expected = f"a {kind} {bounds}".rstrip()
+    expected = _expected(kind, _bounds_text(low, high, low_open, high_open), hint)
     if not is_real(value):
-        raise type_error(
-            f"{_where(where, name)}: expected {expected}, got {type(value).__name__} {value!r}"
-        )
+        raise type_error(f"{field}: expected {expected}, got {type(value).__name__} {value!r}")
     try:
         out = float(value)
     except OverflowError:  # an int beyond the float range
@@ -124,7 +140,7 @@ def check_real(
     if high is not None:
         bad = bad or (out >= high if high_open else out > high)
     if bad:
-        raise error(f"{_where(where, name)}: expected {expected}, got {value!r}")
+        raise error(f"{field}: expected {expected}, got {value!r}")
     return out
 
 

@@ -16,14 +16,12 @@ draws do not depend on the other runs of its batch.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.network.ledger import Charge
 from fedbandit_env.seeding import BatchedRNG

@@ -37,10 +37,10 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.validation import check_int
 from fedbandit_env.network.base import Channel, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_int
 
 COST_MODELS = ("relay", "gis")
 

@@ -283,7 +283,7 @@ class PrivacyAccountant:
 
 def _check_composition(composition: str, delta_prime: float | None) -> None:
     """``composition`` is known and, unless basic, comes with a ``delta_prime`` in (0, 1)."""
-    if composition not in ("basic", "advanced", "zcdp", "best"):
+    if not isinstance(composition, str) or composition not in ("basic", "advanced", "zcdp", "best"):
         raise PrivacyError("composition", "'basic', 'advanced', 'zcdp' or 'best'", composition)
     if composition != "basic":
         if delta_prime is None:

@@ -44,6 +44,7 @@ from gymnasium import spaces
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.validation import ConfigTypeError
 
 CHANNEL = "neighbors"
 """Name of the statistics channel."""
@@ -77,6 +78,8 @@ class StatisticsFeatures:
         """``share``: send and read statistics (None: iff the env has the statistics channel);
         ``owner`` names the learner in error messages."""
         available = has_statistics_channel(facts)
+        if share is not None and not isinstance(share, bool | np.bool_):
+            raise ConfigTypeError(f"{owner}: share: expected None, True or False, got {share!r}")
         if share is None:
             share = available
         if share and not available:

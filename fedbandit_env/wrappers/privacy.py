@@ -118,7 +118,7 @@ class ChannelPrivacy:
 
     def __post_init__(self) -> None:
         where = "ChannelPrivacy"
-        if self.mechanism not in ("laplace", "gaussian"):
+        if not isinstance(self.mechanism, str) or self.mechanism not in ("laplace", "gaussian"):
             raise PrivacyConfigError(where, "mechanism", "'laplace' or 'gaussian'", self.mechanism)
         epsilon = _checked(where, "epsilon", check_epsilon, self.epsilon, allow_inf=False)
         sensitivity = _checked(where, "sensitivity", check_sensitivity, self.sensitivity)
@@ -302,7 +302,7 @@ class MessagePrivatizer:
 
     @staticmethod
     def _check_composition(composition: Any, delta_prime: Any) -> tuple[Composition, float | None]:
-        if composition not in _COMPOSITIONS:
+        if not isinstance(composition, str) or composition not in _COMPOSITIONS:
             raise PrivacyConfigError(
                 "privacy", "composition", "'basic', 'advanced', 'zcdp' or 'best'", composition
             )
