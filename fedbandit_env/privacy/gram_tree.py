@@ -43,6 +43,7 @@ from fedbandit_env.privacy._validation import check_mask, check_shape, check_val
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
+    check_noise_scale,
     check_positive,
 )
 from fedbandit_env.privacy.dyadic import popcount, trailing_zeros
@@ -176,6 +177,9 @@ def linear_privacy_constants(
     else:
         Lambda = math.sqrt(2.0 * m) * sigma_N * (4 * math.sqrt(d) + log_term)
     kappa = math.sqrt(m * lt2 * (math.sqrt(d) + log_term) / (math.sqrt(2.0) * epsilon))
+    check_noise_scale(sigma_N, epsilon, what="node noise sigma_N")
+    check_noise_scale(Lambda, epsilon, what="regularizer Lambda")
+    check_noise_scale(kappa, epsilon, what="kappa")
     return GramTreeConstants(
         epsilon=epsilon,
         delta=delta,

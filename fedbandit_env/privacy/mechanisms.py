@@ -50,6 +50,7 @@ class LaplaceMechanism:
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
+        laplace_scale(self.sensitivity, self.epsilon)  # refuses a non-finite or zero scale
 
     @property
     def scale(self) -> float:

@@ -46,10 +46,15 @@ from fedbandit_env.privacy._validation import (
     check_values,
     resolve_runs,
 )
-from fedbandit_env.privacy.calibration import check_epsilon, check_sensitivity
+from fedbandit_env.privacy.calibration import (
+    check_epsilon,
+    check_noise_scale,
+    check_sensitivity,
+)
 from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_memory
 
 TreeIndex = Literal["round", "pull"]
 
@@ -105,7 +110,18 @@ class TreeCounter:
         else:
             raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
         noisy = not math.isinf(self.epsilon)
+        if noisy:
+            try:
+                scale = self.scale
+            except ZeroDivisionError:
+                scale = math.inf
+            check_noise_scale(scale, self.epsilon, what="Laplace scale per block")
         self.num_runs = resolve_runs(rng, num_runs, noisy)
+        check_memory(
+            "shape/num_runs",
+            8.0 * 2 * self.num_runs * math.prod(self.shape) * (self.storage_levels + 3),
+            "2 float64 arrays (B, *shape, levels)",
+        )
         self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
 
         full = (self.num_runs, *self.shape)

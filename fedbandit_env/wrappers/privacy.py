@@ -59,6 +59,7 @@ from fedbandit_env.privacy.accountant import Composition, PrivacyAccountant
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
+    check_noise_scale,
     check_sensitivity,
     gaussian_sigma,
     gaussian_zcdp_rho,
@@ -80,6 +81,15 @@ def _checked(where: str, name: str, check: Callable[..., float], value: Any, **k
         return check(value, name=name, **kw)
     except PrivacyError as err:
         raise PrivacyConfigError(where, name, err.expected, err.got) from None
+
+
+def _rho_of(scale: float, *, name: str, sensitivity: float, epsilon: float) -> float:
+    """The zCDP rho of one message, or a PrivacyError naming ``name`` (epsilon) when the
+    noise scale is too small for a finite rho."""
+    try:
+        return gaussian_zcdp_rho(scale, sensitivity)
+    except PrivacyError:
+        raise PrivacyError(name, "a value whose zCDP cost per message is finite", epsilon) from None
 
 
 def _check_center(where: str, center: Any) -> float | tuple[float, ...]:
@@ -139,9 +149,11 @@ class ChannelPrivacy:
             if not isinstance(self.delta, numbers.Real) or self.delta != 0.0:
                 raise PrivacyConfigError(where, "delta", "0 for the Laplace mechanism", self.delta)
             scale = sensitivity / epsilon
+        scale = _checked(where, "epsilon", check_noise_scale, scale, epsilon=epsilon)
+        rho = _checked(where, "epsilon", _rho_of, scale, sensitivity=sensitivity, epsilon=epsilon)
         object.__setattr__(self, "center", _check_center(where, self.center))
         object.__setattr__(self, "_noise_scale", scale)
-        object.__setattr__(self, "_rho", gaussian_zcdp_rho(scale, sensitivity))
+        object.__setattr__(self, "_rho", rho)
 
     @property
     def noise_scale(self) -> float:
