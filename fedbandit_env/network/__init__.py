@@ -14,6 +14,7 @@ from fedbandit_env.network.hierarchical import HierarchicalChannel, Hierarchical
 from fedbandit_env.network.ledger import LINK_TYPES, Charge, Ledger
 from fedbandit_env.network.neighbors import NeighborsChannel, NeighborsDelivery
 from fedbandit_env.network.server import ServerChannel, ServerDelivery
+from fedbandit_env.validation import ConfigTypeError
 
 CHANNEL_KINDS: dict[str, type[Channel]] = {
     "neighbors": NeighborsChannel,
@@ -39,7 +40,7 @@ def normalize_channels(spec: ChannelsSpec, default_dim: int) -> dict[str, dict[s
             f"channels: expected a list of kinds or a mapping, got the string {spec!r}"
         )
     if not isinstance(spec, Mapping | list | tuple):
-        raise ConfigError(
+        raise ConfigTypeError(
             f"channels: expected a list of kinds or a mapping {{name: kind or options}}, "
             f"got {spec!r}"
         )

@@ -144,7 +144,10 @@ class ChannelPrivacy:
                     "False for the Gaussian mechanism (the tree counter is Laplace)",
                     self.running_sum,
                 )
-            scale = gaussian_sigma(sensitivity, epsilon, delta)
+            try:
+                scale = gaussian_sigma(sensitivity, epsilon, delta)
+            except PrivacyError as err:
+                raise PrivacyConfigError(where, "epsilon", err.expected, err.got) from None
         else:
             if not isinstance(self.delta, numbers.Real) or self.delta != 0.0:
                 raise PrivacyConfigError(where, "delta", "0 for the Laplace mechanism", self.delta)
