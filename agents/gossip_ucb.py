@@ -47,7 +47,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.privacy import TreeCounter
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_real
+from fedbandit_env.validation import check_flag, check_real
 
 NEIGHBORS, GOSSIP = "neighbors", "gossip"
 
@@ -86,7 +86,9 @@ class GossipUCB(TeamPolicy):
         self.alpha1_override = (
             None if alpha1 is None else check_number(self.agent_id, "alpha1", alpha1, 0.0)
         )
-        self.literal_line_order = bool(literal_line_order)
+        self.literal_line_order = check_flag(
+            "literal_line_order", literal_line_order, where=self.agent_id
+        )
         self.epsilon = math.inf
         self.dp_guarantee_holds: bool | None = None  # set by reset (see GossipFedUCB)
         self.dp_caveats: tuple[str, ...] = ()
@@ -290,10 +292,12 @@ class GossipFedUCB(GossipUCB):
             )
         self.epsilon = float(epsilon)
         self.dp_bonus_scale = check_number(self.agent_id, "dp_bonus_scale", dp_bonus_scale, 0.0)
-        self.noisy_init = bool(noisy_init)
+        self.noisy_init = check_flag("noisy_init", noisy_init, where=self.agent_id)
         self.tree_index = tree_index
         self.privacy_levels = privacy_levels
-        self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
+        self.noise_on_empty_blocks = check_flag(
+            "noise_on_empty_blocks", noise_on_empty_blocks, where=self.agent_id
+        )
 
     @property
     def private(self) -> bool:

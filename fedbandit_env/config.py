@@ -55,7 +55,8 @@ def _choice(name: str, value: Any, choices: Any) -> Any:
 _NX_EDGE_BYTES = 400
 
 
-def _estimated_edges(topology: Any, n: int, kwargs: Mapping[str, Any]) -> float:
+def _estimated_edges(topology: Any, n: int, kwargs: Any) -> float:
+    kwargs = kwargs if isinstance(kwargs, Mapping) else {}
     if isinstance(topology, nx.Graph):
         return float(topology.number_of_edges())
     if topology == "complete":
@@ -75,7 +76,7 @@ def check_sizes(
     distances (N x N int64) and graph, and the engine's per-run arrays (B x N x (M + dims))."""
     n, m, b = num_agents, num_arms, num_runs
     if topology is not None and not isinstance(topology, Topology):
-        edges = _estimated_edges(topology, n, topology_kwargs or {})
+        edges = _estimated_edges(topology, n, topology_kwargs)
         check_memory(
             "num_agents",
             16.0 * n * n + _NX_EDGE_BYTES * edges,

@@ -48,6 +48,14 @@ class LinearSpec:
         if self.reward not in ("bernoulli", "gaussian"):
             raise ConfigError(f"reward: expected 'bernoulli' or 'gaussian', got {self.reward!r}")
         sigma = check_real("reward.sigma", self.sigma, low=0.0, low_open=True)
+        if self.dataset is not None:
+            from fedbandit_env.datasets.classification import DatasetSpec
+
+            if not isinstance(self.dataset, DatasetSpec):
+                raise ConfigError(
+                    "dataset: expected None (generated decision sets); real data sets are "
+                    f"the FedBandit/ClassificationContextual-v0 environment, got {self.dataset!r}"
+                )
         object.__setattr__(self, "sigma", sigma)
 
 

@@ -144,6 +144,13 @@ def check_real(
     return out
 
 
+def check_flag(name: str, value: Any, *, where: str = "") -> bool:
+    """``value`` as a ``bool`` (Python or numpy bool only; 0/1 and other objects are refused)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ConfigTypeError(f"{_where(where, name)}: expected True or False, got {value!r}")
+    return bool(value)
+
+
 def check_horizon(value: Any, *, name: str = "horizon", where: str = "") -> int:
     """A horizon ``1 <= T <= MAX_HORIZON`` (docs/limits.md)."""
     return check_int(name, value, minimum=1, maximum=MAX_HORIZON, where=where)
@@ -189,6 +196,7 @@ __all__ = [
     "MAX_HORIZON",
     "MEMORY_LIMIT_ENV",
     "ConfigTypeError",
+    "check_flag",
     "check_horizon",
     "check_int",
     "check_memory",

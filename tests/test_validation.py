@@ -87,7 +87,7 @@ def test_numpy_scalars_give_identical_environment_and_learner_results():
     ("agent_id", "kwargs", "env_kwargs"),
     [
         ("gossip_fed_ucb", {"epsilon": np.float32(2.0)}, {}),
-        ("dp_dec_ucb", {"epsilon": np.float32(2.0), "rho": np.float64(2.5)}, {}),
+        ("dp_dec_ucb", {"epsilon": np.float32(2.0), "rho": np.float32(2.5)}, {}),
         ("epsilon_greedy", {"epsilon": np.float32(0.25)}, {}),
         ("kl_ucb", {"c": np.int64(1)}, {}),
         (

@@ -39,7 +39,7 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.config import make_config
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec, spec
 from fedbandit_env.rl.features import (
@@ -81,6 +81,10 @@ class OneLearnerEnv(gym.Env):
     ):
         if not isinstance(env_id, str):
             raise ConfigTypeError(f"env_id: expected a registered id (str), got {env_id!r}")
+        try:
+            spec(env_id)
+        except UnknownIdError as err:
+            raise UnknownIdError(f"env_id: {err}") from None
         if not isinstance(peers, str | TeamPolicy):
             raise ConfigTypeError(
                 f"peers: expected a registered learner id or a TeamPolicy, got {peers!r}"
