@@ -98,7 +98,15 @@ def check_int(
     message argument). A value error names the bound it violates."""
     field = _where(where, name)
     if not is_integral(value):
-        expected = _expected("int", _bounds_text(minimum, maximum, False, False), hint)
+        bounds = " and ".join(
+            part
+            for part in (
+                f">= {minimum}" if minimum is not None else "",
+                f"<= {maximum}" if maximum is not None else "",
+            )
+            if part
+        )
+        expected = _expected("int", bounds, hint)
         raise type_error(f"{field}: expected {expected}, got {type(value).__name__} {value!r}")
     out = int(value)
     if minimum is not None and out < minimum:

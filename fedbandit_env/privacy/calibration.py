@@ -13,20 +13,17 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Literal
 
-import numpy as np
-
 from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.validation import is_real
 
 GaussianCalibration = Literal["analytic", "classic"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def _is_real(x: object) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
+_is_real = is_real  # one definition of a real number for every boundary (docs/limits.md)
 
 
 def check_epsilon(epsilon: float, *, allow_inf: bool = True, name: str = "epsilon") -> float:

@@ -50,12 +50,13 @@ from fedbandit_env.privacy.dyadic import popcount, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import is_integral
 
 LambdaForm = Literal["paper", "sqrt2m"]
 
 
 def _check_int(value: int, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+    if not is_integral(value) or value < minimum:
         raise PrivacyError(name, f"an int >= {minimum}", value)
     return int(value)
 
