@@ -415,7 +415,7 @@ def run_case(build: Callable[[dict], Any], kwargs: dict[str, Any],
             with time_limit(CASE_TIMEOUT):
                 build(dict(kwargs))
     except (ValueError, TypeError) as err:
-        kind = "ValueError" if isinstance(err, ValueError) else "TypeError"
+        kind = "TypeError" if isinstance(err, TypeError) else "ValueError"
         message = str(err)
         if not names_an_argument(message, kwargs, names or []):
             return "other", f"{type(err).__name__} names no argument: {message}"
@@ -459,5 +459,5 @@ def _names_of(name: str) -> list[str]:
     if group == "privacy":
         return PRIVACY_NAMES + PRIVACY_WRAPPER_NAMES
     if group == "rl":
-        return RL_NAMES[key]
-    return [*AGENT_PLAUSIBLE, "model_path"]
+        return [*RL_NAMES[key], "channels"]  # the env's default channels
+    return [*AGENT_PLAUSIBLE, "model_path", "horizon"]  # the small env's horizon

@@ -64,11 +64,11 @@ class HierarchicalChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if aggregate not in AGGREGATES:
+        if not isinstance(aggregate, str) or aggregate not in AGGREGATES:
             raise ConfigError(
                 f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
             )
-        if cost_model not in COST_MODELS:
+        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
             raise ConfigError(
                 f"channels.{name}.cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
             )

@@ -55,7 +55,7 @@ class ServerChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if aggregate not in AGGREGATES:
+        if not isinstance(aggregate, str) or aggregate not in AGGREGATES:
             raise ConfigError(
                 f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
             )
