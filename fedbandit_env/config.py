@@ -59,6 +59,8 @@ def _estimated_edges(topology: Any, n: int, kwargs: Any) -> float:
     kwargs = kwargs if isinstance(kwargs, Mapping) else {}
     if isinstance(topology, nx.Graph):
         return float(topology.number_of_edges())
+    if not isinstance(topology, str):
+        return 2.0 * n  # refused by make_topology
     if topology == "complete":
         return n * (n - 1) / 2
     if topology == "erdos_renyi" and is_real(kwargs.get("p")):
