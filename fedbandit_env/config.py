@@ -84,17 +84,21 @@ def check_sizes(
             16.0 * n * n + _NX_EDGE_BYTES * edges,
             f"num_agents={n}: N x N hop distances and {edges:.3g} graph edges",
         )
-    dims = sum(
-        int(o.get("dim", m)) if is_integral(o.get("dim", m)) else 0
-        for o in (channels or {}).values()
-    )
+    degree = 1
+    if isinstance(topology, Topology):
+        degree = int(topology.neighbors.shape[1])
+    dims = 0  # payload floats one agent may receive per step, over all channels
+    for o in (channels or {}).values():
+        d = int(o.get("dim", m)) if is_integral(o.get("dim", m)) else 0
+        slots = {"neighbors": degree, "flood": n}.get(o.get("kind"), 1)
+        dims += d * slots
     per_run = 8.0 * n * (8 * m + 4 * dims + (m * (dim + 2) if dim else 0))
     check_memory(
         "num_runs/num_agents/num_arms",
         b * per_run,
-        f"about 8 bytes x B={b} x N={n} x (8 M + 4 x channel dims"
+        f"about 8 bytes x B={b} x N={n} x (8 M + 4 x received payload floats"
         + (" + M (d + 2)" if dim else "")
-        + f") with M={m}, channel dims={dims}" + (f", d={dim}" if dim else ""),
+        + f") with M={m}, received payload floats={dims}" + (f", d={dim}" if dim else ""),
     )
 
 

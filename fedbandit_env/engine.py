@@ -67,6 +67,7 @@ class Engine:
             config.num_arms,
             self.num_runs,
             config.channels,
+            topology=config.topology,
             dim=config.linear.dim if config.linear is not None else 0,
         )
         self.num_agents = config.num_agents

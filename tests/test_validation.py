@@ -157,6 +157,23 @@ def test_sizes_that_cannot_fit_are_refused_up_front_with_the_estimate():
         make_vec(HET, num_agents=10**9, topology="ring")
 
 
+def test_received_payloads_count_in_the_estimate():
+    """A neighbors channel delivers (B, N, max degree, dim) payloads: a complete graph of 1000
+    agents with dim 20 and B = 100 is about 60 GiB, refused before the first step."""
+    with pytest.raises(ConfigError, match=r"received payload floats=19980"):
+        make_vec(HET, num_runs=100, num_agents=1000, num_arms=10,
+                 channels={"n": {"kind": "neighbors", "dim": 20}})
+
+
+def test_linear_learners_refuse_gram_matrices_that_cannot_fit():
+    venv = make_vec("FedBandit/LinearContextual-v0", num_runs=100, num_agents=100, dim=1000,
+                    num_arms=2, horizon=3)
+    venv.reset(seed=0)
+    for agent_id in ("linucb", "fed_lin_ucb", "fed_lin_ucb_decentralized"):
+        with pytest.raises(ConfigError, match=rf"^{agent_id}: num_runs/num_agents/dim: .*GiB"):
+            make_agent(agent_id).reset(venv.facts, venv.agent_rng())
+
+
 def test_the_memory_limit_is_configurable(monkeypatch):
     monkeypatch.setenv(MEMORY_LIMIT_ENV, str(10**6))
     with pytest.raises(ConfigError, match=rf"limit of .*{MEMORY_LIMIT_ENV}"):
