@@ -281,3 +281,27 @@ def test_numpy_epsilon_gives_the_same_noise_as_the_python_float():
     b = LaplaceMechanism(float(eps)).privatize(np.zeros(5), np.random.default_rng(1))
     np.testing.assert_array_equal(a, b)
     assert np.all(np.isfinite(a))
+
+
+@pytest.mark.parametrize("epsilon", [5e-324, 1e-200])
+def test_calibration_helpers_refuse_a_tiny_epsilon_instead_of_dividing_by_zero(epsilon):
+    from fedbandit_env.privacy.calibration import classic_gaussian_sigma, laplace_scale
+    from fedbandit_env.privacy.hybrid_counter import hybrid_noise_variance
+
+    with pytest.raises(PrivacyError, match="^epsilon: "):
+        hybrid_noise_variance(np.arange(5), epsilon)
+    if epsilon == 5e-324:
+        with pytest.raises(PrivacyError, match="^epsilon: "):
+            laplace_scale(1.0, epsilon)
+        with pytest.raises(PrivacyError, match="^epsilon: "):
+            classic_gaussian_sigma(1.0, epsilon, 1e-5)
+
+
+@pytest.mark.parametrize("epsilon", [1e200, 1e308])
+def test_calibration_helpers_take_a_huge_epsilon_without_overflow(epsilon):
+    from fedbandit_env.privacy.calibration import gaussian_sigma
+    from fedbandit_env.privacy.hybrid_counter import hybrid_noise_variance
+
+    np.testing.assert_array_equal(hybrid_noise_variance(np.arange(5), epsilon), np.zeros(5))
+    with pytest.raises(PrivacyError, match="^epsilon: expected a value whose Gaussian sigma"):
+        gaussian_sigma(1.0, epsilon, 1e-5)

@@ -57,7 +57,15 @@ def hybrid_noise_variance(
         return np.zeros(n.shape)
     k = np.maximum(bit_length(n) - 1, 0)
     tau = np.where(n > 0, n - (np.int64(1) << k), 0)
-    var = 8.0 * sensitivity**2 / epsilon**2 * ((k + 1) + k**2 * popcount(tau))
+    scale = check_noise_scale(
+        2.0 * float(sensitivity) / epsilon, epsilon, what="Laplace scale 2 D / epsilon"
+    )
+    del scale  # checked only; the variance keeps its closed form, bit for bit
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        d2, e2 = np.float64(sensitivity) ** 2, np.float64(epsilon) ** 2
+        var = 8.0 * d2 / e2 * ((k + 1) + k**2 * popcount(tau))
+    if not np.all(np.isfinite(var)):
+        raise PrivacyError("epsilon", "a value whose noise variance is a finite float", epsilon)
     return np.where(n > 0, var, 0.0)
 
 
