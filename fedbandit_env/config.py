@@ -112,7 +112,7 @@ def _sizes_from_means(means: Any, num_agents: Any, num_arms: Any) -> tuple[Any, 
     """(num_agents, num_arms) implied by a fixed instance; explicit values must agree."""
     try:
         shape = np.shape(np.asarray(means, dtype=np.float64))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(
             "means: expected a vector of M means or an N x M matrix of numbers"
         ) from None

@@ -97,7 +97,7 @@ ENV_PLAUSIBLE: dict[str, list[Any]] = {
     "num_arms": [2, 3, 5, np.int32(4)],
     "horizon": [1, 3, 10, np.int64(7)],
     "family": ["heterogeneous", "homogeneous", "linear"],
-    "means": [[0.1, 0.5, 0.9], [[0.1, 0.9], [0.4, 0.6], [0.3, 0.2]]],
+    "means": [[0.1, 0.5, 0.9], [[0.1, 0.9], [0.4, 0.6], [0.3, 0.2]], [10**400, 0.5]],
     "instance": ["gossip", "commeff", "uniform"],
     "instance_seed": [None, 0, 3, np.int64(1)],
     "reward": ["bernoulli", {"kind": "gaussian", "sigma": 1.0}, {"kind": "gaussian", "sigma": np.float32(0.5)}],
