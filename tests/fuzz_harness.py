@@ -28,8 +28,6 @@ from fedbandit_env.network import normalize_channels
 
 CASE_TIMEOUT = 20.0  # seconds; a case that takes longer counts as a hang
 
-SMALL_ENV = {"num_agents": 3, "num_arms": 4, "horizon": 5}
-
 # ------------------------------------------------------------------ values
 HUGE_INTS = [2**31, 2**53 + 1, 2**63, 2**64, 10**30, -(2**63)]
 SPECIAL_FLOATS = [math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, 0.0, -0.0, 1e-300]
@@ -136,7 +134,7 @@ def _small(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     for k, v in (("horizon", 5), ("num_agents", 3), ("num_arms", 4)):
         if k in names and k not in kwargs and (k != "num_arms" or "num_arms" in defaults):
             base[k] = v
-    if env_id.endswith("Diabetes" "Hospitals-v0") and "data_path" not in kwargs:
+    if env_id == "FedBandit/DiabetesHospitals-v0" and "data_path" not in kwargs:
         base["data_path"] = "/nonexistent/diabetic_data.csv"
     return {**base, **kwargs}
 
@@ -198,7 +196,7 @@ AGENT_PLAUSIBLE: dict[str, list[Any]] = {
 }
 
 
-def _agent(agent_id: str) -> Callable[[dict], Any]:
+def _agent(agent_id: str) -> tuple[Callable[[dict], Any], list[str]]:
     import inspect
 
     from fedbandit_env.agent_registry import agent_class
@@ -365,10 +363,9 @@ def targets() -> dict[str, tuple[Callable[[dict], Any], st.SearchStrategy]]:
                 kwargs_for([*names, "num_runs"], ENV_PLAUSIBLE),
             )
     for agent_id in list_agents():
-        if agent_id == "sb3_policy":
-            names = ["algo", "deterministic", "share"]  # no model file: nothing to load
-        build, names_ = _agent(agent_id)
-        names = names if agent_id == "sb3_policy" else names_
+        build, names = _agent(agent_id)
+        if agent_id == "sb3_policy":  # never a model file: nothing is loaded (docs/rl.md)
+            names = ["algo", "deterministic", "share"]
         out[f"make_agent:{agent_id}"] = (build, kwargs_for(names, AGENT_PLAUSIBLE))
     for kind, names in CHANNEL_OPTIONS.items():
         out[f"channel:{kind}"] = (_channel(kind), kwargs_for(names, CHANNEL_PLAUSIBLE))
