@@ -54,7 +54,7 @@ from fedbandit_env.privacy.calibration import (
 from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_memory
+from fedbandit_env.validation import check_memory, is_integral
 
 TreeIndex = Literal["round", "pull"]
 
@@ -105,7 +105,7 @@ class TreeCounter:
             self.budget_levels = self.storage_levels
         elif levels == "paper":
             self.budget_levels = paper_levels(self.horizon)
-        elif isinstance(levels, int | np.integer) and not isinstance(levels, bool) and levels >= 1:
+        elif is_integral(levels) and levels >= 1:
             self.budget_levels = int(levels)
         else:
             raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
