@@ -214,6 +214,7 @@ def audit_epsilon(
     """
     if not is_integral(trials) or trials < 20:
         raise PrivacyError("trials", "an int >= 20", trials)
+    trials = int(trials)
     if not 0.0 < float(confidence) < 1.0:
         raise PrivacyError("confidence", "a number in (0, 1)", confidence)
     if not 0.0 < float(selection_fraction) < 1.0:
@@ -221,6 +222,7 @@ def audit_epsilon(
     delta = check_delta(delta, allow_zero=True)
     if not is_integral(num_thresholds) or num_thresholds < 1:
         raise PrivacyError("num_thresholds", "an int >= 1", num_thresholds)
+    num_thresholds = int(num_thresholds)
     seq_a, seq_b = np.random.SeedSequence(int(seed)).spawn(2)
     fa = _sample(
         mechanism, stream, np.random.Generator(np.random.PCG64(seq_a)), trials, featurizer, batched
