@@ -83,7 +83,7 @@ class DPDecentralizedConfig:
             object.__setattr__(self, "kappa", kappa)
         check_positive(AGENT_ID, "index_sigma", self.index_sigma)
         object.__setattr__(self, "clip", check_clip(AGENT_ID, self.clip))
-        if self.ci_mode not in CI_MODES:
+        if not isinstance(self.ci_mode, str) or self.ci_mode not in CI_MODES:
             raise ConfigError(
                 f"{AGENT_ID}: ci_mode: expected one of {CI_MODES}, got {self.ci_mode!r}"
             )

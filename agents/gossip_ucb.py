@@ -280,7 +280,7 @@ class GossipFedUCB(GossipUCB):
             "epsilon", epsilon, hint="math.inf: no privacy", low=0.0, low_open=True, allow_inf=True,
             where=self.agent_id,
         )
-        if tree_index not in ("round", "pull"):
+        if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
             raise ConfigError(
                 f"{self.agent_id}: tree_index: expected 'round' or 'pull', got {tree_index!r}"
             )

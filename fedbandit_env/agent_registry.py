@@ -103,5 +103,7 @@ def make_agent(agent_id: str, **kwargs: Any) -> Any:
     cls = agent_class(agent_id)
     try:
         return cls(**kwargs)
+    except ConfigError:  # a checked argument (ConfigTypeError is also a TypeError): as raised
+        raise
     except TypeError as err:
         raise ConfigError(f"{agent_id}: bad keyword arguments {sorted(kwargs)}: {err}") from None

@@ -174,7 +174,7 @@ def gaussian_sigma(
     ``calibration="analytic"`` (default; exact, any epsilon) or ``"classic"`` (epsilon < 1).
     ``epsilon = inf`` gives 0 (no noise).
     """
-    if calibration not in ("analytic", "classic"):
+    if not isinstance(calibration, str) or calibration not in ("analytic", "classic"):
         raise PrivacyError("calibration", "'analytic' or 'classic'", calibration)
     if math.isinf(check_epsilon(epsilon)):
         check_sensitivity(sensitivity)

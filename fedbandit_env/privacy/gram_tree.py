@@ -164,7 +164,7 @@ def linear_privacy_constants(
     gamma = _check_int(gamma, "gamma")
     L = check_positive(L, "L")
     B = check_positive(B, "B")
-    if lambda_form not in ("paper", "sqrt2m"):
+    if not isinstance(lambda_form, str) or lambda_form not in ("paper", "sqrt2m"):
         raise PrivacyError("lambda_form", "'paper' or 'sqrt2m'", lambda_form)
     n = -(-horizon // gamma) if n_max is None else _check_int(n_max, "n_max")
     m = 1 + (n - 1).bit_length()  # 1 + ceil(log2 n)

@@ -93,7 +93,7 @@ class TreeCounter:
         self.sensitivity = (
             self.bounds[1] - self.bounds[0] if self.bounds else check_sensitivity(sensitivity)
         )
-        if tree_index not in ("round", "pull"):
+        if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
             raise PrivacyError("tree_index", "'round' or 'pull'", tree_index)
         self.tree_index: TreeIndex = tree_index
         self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
@@ -103,7 +103,7 @@ class TreeCounter:
         self.storage_levels = floor_levels(self.capacity)
         if levels is None:
             self.budget_levels = self.storage_levels
-        elif levels == "paper":
+        elif isinstance(levels, str) and levels == "paper":
             self.budget_levels = paper_levels(self.horizon)
         elif is_integral(levels) and levels >= 1:
             self.budget_levels = int(levels)
