@@ -53,6 +53,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GraphError, consensus_weights, default_kappa
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_real
 
 AGENT_ID = "dp_dec_ucb"
 CHANNEL = "neighbors"
@@ -72,24 +73,17 @@ class DPDecentralizedConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
-        rho = self.rho
-        if isinstance(rho, bool) or not isinstance(rho, int | float) or not rho > 1:
-            raise ConfigError(f"{AGENT_ID}: rho: expected a number > 1 (A14), got {rho!r}")
-        if not math.isfinite(rho):
-            raise ConfigError(f"{AGENT_ID}: rho: expected a finite number > 1, got {rho!r}")
-        kappa = self.kappa
-        if kappa is not None and (
-            isinstance(kappa, bool)
-            or not isinstance(kappa, int | float)
-            or not (math.isfinite(kappa) and 0 < kappa <= 1)
-        ):
-            raise ConfigError(
-                f"{AGENT_ID}: kappa: expected a number in (0, 1] or None (d_max/(d_max+1)), "
-                f"got {kappa!r}"
+        rho = check_real("rho", self.rho, hint="A14", low=1.0, low_open=True, where=AGENT_ID)
+        object.__setattr__(self, "rho", rho)
+        if self.kappa is not None:
+            kappa = check_real(
+                "kappa", self.kappa, hint="or None: d_max/(d_max+1)", low=0.0, low_open=True, high=1.0,
+                where=AGENT_ID,
             )
+            object.__setattr__(self, "kappa", kappa)
         check_positive(AGENT_ID, "index_sigma", self.index_sigma)
         object.__setattr__(self, "clip", check_clip(AGENT_ID, self.clip))
-        if self.ci_mode not in CI_MODES:
+        if not isinstance(self.ci_mode, str) or self.ci_mode not in CI_MODES:
             raise ConfigError(
                 f"{AGENT_ID}: ci_mode: expected one of {CI_MODES}, got {self.ci_mode!r}"
             )

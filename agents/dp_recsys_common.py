@@ -28,6 +28,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
 from fedbandit_env.privacy import HybridCounter
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import MAX_HORIZON, check_int, check_real, is_real
 
 
 class RunningSums(Protocol):
@@ -113,35 +114,29 @@ def privacy_width(n: np.ndarray, epsilon: float, ln_inv_delta: float) -> np.ndar
 
 
 def _is_number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+    return is_real(value)
 
 
 def check_epsilon(agent_id: str, epsilon: Any) -> float:
     """``epsilon > 0``; ``math.inf`` selects the non-private variant."""
-    if not _is_number(epsilon) or math.isnan(epsilon) or epsilon <= 0:
-        raise ConfigError(
-            f"{agent_id}: epsilon: expected a number > 0 (math.inf for the non-private "
-            f"variant), got {epsilon!r}"
-        )
-    return float(epsilon)
+    return check_real(
+        "epsilon", epsilon, hint="math.inf for the non-private variant", low=0.0, low_open=True,
+        allow_inf=True, where=agent_id,
+    )
 
 
 def check_positive(agent_id: str, name: str, value: Any) -> float:
-    if not _is_number(value) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{agent_id}: {name}: expected a finite number > 0, got {value!r}")
-    return float(value)
+    return check_real(name, value, low=0.0, low_open=True, where=agent_id)
 
 
 def check_delta_horizon(agent_id: str, value: Any) -> int | None:
     """``None`` (use the environment's horizon T) or an int >= 2: the T in delta (A7, A25)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
-        raise ConfigError(
-            f"{agent_id}: delta_horizon: expected None (the env's horizon) or an int >= 2, "
-            f"got {value!r}"
-        )
-    return int(value)
+    return check_int(
+        "delta_horizon", value, hint="or None: the env's horizon", minimum=2, maximum=MAX_HORIZON,
+        where=agent_id,
+    )
 
 
 def check_clip(agent_id: str, clip: Any) -> tuple[float, float]:

@@ -45,6 +45,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamAction
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import MAX_HORIZON, check_int
 
 SYNC, STATS = "sync", "stats"
 
@@ -86,13 +87,12 @@ class FedLinUCB(FedUCBBase):
             eig_floor=eig_floor,
         )
         aid = self.agent_id
-        if schedule not in ("adaptive", "fixed"):
+        if not isinstance(schedule, str) or schedule not in ("adaptive", "fixed"):
             raise ConfigError(f"{aid}: schedule: expected 'adaptive' or 'fixed', got {schedule!r}")
-        if schedule == "fixed" and (
-            isinstance(num_syncs, bool) or not isinstance(num_syncs, int) or num_syncs < 1
-        ):
-            raise ConfigError(
-                f"{aid}: num_syncs: expected an int >= 1 with schedule='fixed', got {num_syncs!r}"
+        if schedule == "fixed" or num_syncs is not None:
+            num_syncs = check_int(
+                "num_syncs", num_syncs, hint="with schedule='fixed'", minimum=1, maximum=MAX_HORIZON,
+                where=aid,
             )
         self.schedule, self.num_syncs = schedule, num_syncs
 

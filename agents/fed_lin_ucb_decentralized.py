@@ -44,6 +44,7 @@ from fedbandit_env.graphs import clique_cover, power_graph
 from fedbandit_env.policy import FederationFacts, TeamAction
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import MAX_AGENTS, check_int
 
 FLOOD = "flood"
 HEADER = 3  # request flag, slot, release number
@@ -71,9 +72,7 @@ class FedLinUCBDecentralized(FedUCBBase):
         eig_floor: float | None = None,
     ):
         aid = self.agent_id
-        if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
-            raise ConfigError(f"{aid}: gamma: expected an int >= 1, got {gamma!r}")
-        self.gamma = gamma
+        self.gamma = check_int("gamma", gamma, minimum=1, maximum=MAX_AGENTS, where=aid)
         super().__init__(
             epsilon=epsilon,
             delta=delta,

@@ -29,8 +29,8 @@ import numpy as np
 
 from baselines.index import check_number
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import TeamPolicy
+from fedbandit_env.validation import ConfigTypeError, check_real
 
 
 class FedUCBBase(TeamPolicy):
@@ -52,15 +52,13 @@ class FedUCBBase(TeamPolicy):
         eig_floor: float | None = None,
     ):
         aid = self.agent_id
+        if not isinstance(private, bool | np.bool_):
+            raise ConfigTypeError(f"{aid}: private: expected True or False, got {private!r}")
         self.private = bool(private)
-        if self.private and not (
-            isinstance(epsilon, int | float)
-            and not isinstance(epsilon, bool)
-            and 0 < epsilon < math.inf
-        ):
-            raise ConfigError(
-                f"{aid}: epsilon: expected a finite number > 0 (private=False for "
-                f"no privacy), got {epsilon!r}"
+        if self.private:
+            epsilon = check_real(
+                "epsilon", epsilon, hint="private=False for no privacy", low=0.0, low_open=True,
+                where=aid,
             )
         self.epsilon = float(epsilon) if self.private else math.inf
         self.delta = check_number(aid, "delta", delta, 1e-300, 1.0 - 1e-12)

@@ -47,6 +47,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.privacy import TreeCounter
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_flag, check_real
 
 NEIGHBORS, GOSSIP = "neighbors", "gossip"
 
@@ -85,7 +86,9 @@ class GossipUCB(TeamPolicy):
         self.alpha1_override = (
             None if alpha1 is None else check_number(self.agent_id, "alpha1", alpha1, 0.0)
         )
-        self.literal_line_order = bool(literal_line_order)
+        self.literal_line_order = check_flag(
+            "literal_line_order", literal_line_order, where=self.agent_id
+        )
         self.epsilon = math.inf
         self.dp_guarantee_holds: bool | None = None  # set by reset (see GossipFedUCB)
         self.dp_caveats: tuple[str, ...] = ()
@@ -273,25 +276,28 @@ class GossipFedUCB(GossipUCB):
         self.reward_clip = None if reward_clip is None else _check_clip(self.agent_id, reward_clip)
         self.reward_bounds: tuple[float, float] | None = None  # resolved by reset
         self.sensitivity: float | None = None
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
-            raise ConfigError(
-                f"{self.agent_id}: epsilon: expected a number > 0 (math.inf: no privacy), "
-                f"got {epsilon!r}"
-            )
-        if tree_index not in ("round", "pull"):
+        epsilon = check_real(
+            "epsilon", epsilon, hint="math.inf: no privacy", low=0.0, low_open=True, allow_inf=True,
+            where=self.agent_id,
+        )
+        if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
             raise ConfigError(
                 f"{self.agent_id}: tree_index: expected 'round' or 'pull', got {tree_index!r}"
             )
-        if privacy_levels not in (None, "paper"):
+        if privacy_levels is not None and not (
+            isinstance(privacy_levels, str) and privacy_levels == "paper"
+        ):
             raise ConfigError(
                 f"{self.agent_id}: privacy_levels: expected None or 'paper', got {privacy_levels!r}"
             )
         self.epsilon = float(epsilon)
         self.dp_bonus_scale = check_number(self.agent_id, "dp_bonus_scale", dp_bonus_scale, 0.0)
-        self.noisy_init = bool(noisy_init)
+        self.noisy_init = check_flag("noisy_init", noisy_init, where=self.agent_id)
         self.tree_index = tree_index
         self.privacy_levels = privacy_levels
-        self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
+        self.noise_on_empty_blocks = check_flag(
+            "noise_on_empty_blocks", noise_on_empty_blocks, where=self.agent_id
+        )
 
     @property
     def private(self) -> bool:

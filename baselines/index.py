@@ -54,6 +54,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.rl.features import STATISTICS_PROTOCOL
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_real
 
 CHANNEL = "neighbors"
 
@@ -67,11 +68,7 @@ def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def check_number(agent_id: str, name: str, value: Any, low: float, high: float = math.inf) -> float:
     """A finite float in [low, high] or a :class:`ConfigError` naming the agent and the field."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{agent_id}: {name}: expected a finite number, got {value!r}")
-    if not low <= value <= high:
-        raise ConfigError(f"{agent_id}: {name}: expected a number in [{low}, {high}], got {value}")
-    return float(value)
+    return check_real(name, value, low=low, high=None if math.isinf(high) else high, where=agent_id)
 
 
 class IndexPolicy(TeamPolicy):

@@ -26,6 +26,7 @@ from fedbandit_env.policy import (
     require_family,
 )
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_memory
 
 
 def ucb_choice(context: np.ndarray, V: np.ndarray, b: np.ndarray, beta: np.ndarray) -> np.ndarray:
@@ -47,7 +48,15 @@ def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -
 
 def check_linear(agent_id: str, facts: FederationFacts) -> int:
     require_family(agent_id, facts, ("linear",))
-    return int(facts.extra["dim"])
+    d = int(facts.extra["dim"])
+    # the linear learners keep a few d x d Gram matrices per agent and run (docs/limits.md)
+    check_memory(
+        f"{agent_id}: num_runs/num_agents/dim",
+        8.0 * 6 * facts.num_runs * facts.num_agents * d * d,
+        f"about 6 float64 d x d matrices per agent and run, B={facts.num_runs}, "
+        f"N={facts.num_agents}, d={d}",
+    )
+    return d
 
 
 class LinUCB(TeamPolicy):

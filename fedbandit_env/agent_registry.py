@@ -192,6 +192,8 @@ def make_agent(agent_id: str, **kwargs: Any) -> Any:
         return as_team_policy(cls, agent_id, kwargs)
     try:
         made = cls(**kwargs)
+    except ConfigError:  # a checked argument (ConfigTypeError is also a TypeError): as raised
+        raise
     except TypeError as err:
         raise ConfigError(f"{agent_id}: bad keyword arguments {sorted(kwargs)}: {err}") from None
     return as_team_policy(made, agent_id)

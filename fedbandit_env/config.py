@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,16 @@ from fedbandit_env.instances import GENERATORS, Instance, fixed_instance
 from fedbandit_env.linear import LinearSpec
 from fedbandit_env.network import normalize_channels
 from fedbandit_env.rewards import RewardModel, make_reward_model
+from fedbandit_env.validation import (
+    MAX_AGENTS,
+    ConfigTypeError,
+    check_horizon,
+    check_int,
+    check_memory,
+    check_real,
+    is_integral,
+    is_real,
+)
 
 FAMILIES = ("heterogeneous", "homogeneous", "linear")
 LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets", "dataset")
@@ -23,25 +32,87 @@ DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
 DEFAULT_NUM_AGENTS, DEFAULT_NUM_ARMS = 3, 5
 
 
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ConfigError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
+def _positive_int(name: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
+    return check_int(name, value, minimum=minimum, maximum=maximum)
 
 
 def _cost(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{name}: expected a finite non-negative number, got {value!r}")
-    if value < 0:
-        raise ConfigError(f"{name}: expected a finite non-negative number, got {value!r}")
-    return float(value)
+    return check_real(name, value, low=0.0)
+
+
+def _choice(name: str, value: Any, choices: Any) -> Any:
+    """``value`` if it is a str among ``choices``, else a ConfigError listing them."""
+    if not isinstance(value, str):
+        raise ConfigTypeError(
+            f"{name}: expected one of {tuple(choices)}, got {type(value).__name__} {value!r}"
+        )
+    if value not in choices:
+        raise ConfigError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+# Bytes per edge of a networkx graph (adjacency dicts both ways), for the size estimate.
+_NX_EDGE_BYTES = 400
+
+
+def _estimated_edges(topology: Any, n: int, kwargs: Any) -> float:
+    kwargs = kwargs if isinstance(kwargs, Mapping) else {}
+    if isinstance(topology, nx.Graph):
+        return float(topology.number_of_edges())
+    if not isinstance(topology, str):
+        return 2.0 * n  # refused by make_topology
+    if topology == "complete":
+        return n * (n - 1) / 2
+    if topology == "erdos_renyi" and is_real(kwargs.get("p")):
+        return max(0.0, min(1.0, float(kwargs["p"]))) * n * (n - 1) / 2 + n
+    if topology == "random_regular" and is_integral(kwargs.get("degree")):
+        return min(float(kwargs["degree"]), n) * n / 2
+    return 2.0 * n
+
+
+def check_sizes(
+    num_agents: int, num_arms: int, num_runs: int = 1, channels: Mapping[str, Any] | None = None,
+    topology: Any = None, topology_kwargs: Mapping[str, Any] | None = None, dim: int = 0,
+) -> None:
+    """Refuse sizes whose arrays would not fit (docs/limits.md): the topology's all-pairs hop
+    distances (N x N int64) and graph, and the engine's per-run arrays (B x N x (M + dims))."""
+    n, m, b = num_agents, num_arms, num_runs
+    if topology is not None and not isinstance(topology, Topology):
+        edges = _estimated_edges(topology, n, topology_kwargs)
+        check_memory(
+            "num_agents",
+            16.0 * n * n + _NX_EDGE_BYTES * edges,
+            f"num_agents={n}: N x N hop distances and {edges:.3g} graph edges",
+        )
+    degree = 1
+    if isinstance(topology, Topology):
+        degree = int(topology.neighbors.shape[1])
+    dims = 0  # payload floats one agent may receive per step, over all channels
+    for o in (channels or {}).values():
+        d = int(o.get("dim", m)) if is_integral(o.get("dim", m)) else 0
+        slots = {"neighbors": degree, "flood": n}.get(o.get("kind"), 1)
+        dims += d * slots
+    per_run = 8.0 * n * (8 * m + 4 * dims + (m * (dim + 2) if dim else 0))
+    check_memory(
+        "num_runs/num_agents/num_arms",
+        b * per_run,
+        f"about 8 bytes x B={b} x N={n} x (8 M + 4 x received payload floats"
+        + (" + M (d + 2)" if dim else "")
+        + f") with M={m}, received payload floats={dims}" + (f", d={dim}" if dim else ""),
+    )
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ConfigTypeError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
 
 
 def _sizes_from_means(means: Any, num_agents: Any, num_arms: Any) -> tuple[Any, Any]:
     """(num_agents, num_arms) implied by a fixed instance; explicit values must agree."""
     try:
         shape = np.shape(np.asarray(means, dtype=np.float64))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(
             "means: expected a vector of M means or an N x M matrix of numbers"
         ) from None
@@ -55,7 +126,7 @@ def _sizes_from_means(means: Any, num_agents: Any, num_arms: Any) -> tuple[Any, 
             continue
         if have is None:
             given[name] = want
-        elif isinstance(have, bool) or not isinstance(have, int | np.integer) or have != want:
+        elif not is_integral(have) or have != want:
             raise ConfigError(
                 f"{name}: means has shape {shape}, so expected {name}={want} (or leave it out), "
                 f"got {have!r}"
@@ -71,11 +142,19 @@ def make_topology(topology: Any, num_agents: int, topology_kwargs: Mapping[str, 
                 f"topology: has {topology.num_agents} agents, expected num_agents={num_agents}"
             )
         return topology
+    if not isinstance(topology_kwargs, Mapping):
+        raise ConfigTypeError(
+            f"topology_kwargs: expected a dict of graph parameters, got {topology_kwargs!r}"
+        )
     kwargs = dict(topology_kwargs)
     try:
         if topology == "hybrid":
             sizes = kwargs.pop("sizes", None)
-            if sizes is None or sum(sizes) != num_agents:
+            if (
+                not isinstance(sizes, list | tuple | np.ndarray)
+                or not all(is_integral(v) for v in np.ravel(sizes))
+                or sum(int(v) for v in np.ravel(sizes)) != num_agents
+            ):
                 raise ConfigError(
                     f"topology_kwargs.sizes: expected component sizes summing to "
                     f"num_agents={num_agents}, got {sizes!r}"
@@ -174,8 +253,7 @@ def make_config(
     ``instance_seed`` fixes theta* (None: a new theta* per run seed). ``max_cycles`` is
     PettingZoo's name for ``horizon`` (default 1000); both given with different values raise."""
     horizon = resolve_max_cycles(horizon, max_cycles, default=DEFAULT_HORIZON)
-    if family not in FAMILIES:
-        raise ConfigError(f"family: expected one of {FAMILIES}, got {family!r}")
+    _choice("family", family, FAMILIES)
     if means is not None and family == "linear":
         raise ConfigError("means: a fixed instance is for the multi-armed families, not 'linear'")
     if means is not None:
@@ -199,17 +277,21 @@ def make_config(
             instance_seed,
             dataset,
         )
-    if dim is not None or theta != "sphere" or shared_decision_sets or dataset is not None:
+    if (
+        dim is not None
+        or not (isinstance(theta, str) and theta == "sphere")
+        or shared_decision_sets is not False
+        or dataset is not None
+    ):
         raise ConfigError(
             f"dim/theta/shared_decision_sets: only for the linear family, not {family!r}"
         )
-    n = _positive_int("num_agents", num_agents)
+    n = _positive_int("num_agents", num_agents, maximum=MAX_AGENTS)
     m = _positive_int("num_arms", num_arms, minimum=2)
-    horizon = _positive_int("horizon", horizon)
+    horizon = check_horizon(horizon)
     reward_model = make_reward_model(reward)
-    generator = instance or DEFAULT_GENERATOR[family]
-    if generator not in GENERATORS:
-        raise ConfigError(f"instance: expected one of {sorted(GENERATORS)}, got {generator!r}")
+    generator = DEFAULT_GENERATOR[family] if instance is None else instance
+    _choice("instance", generator, sorted(GENERATORS))
     if family == "homogeneous" and generator != "uniform":
         raise ConfigError(f"instance: the homogeneous family uses 'uniform', got {generator!r}")
     if family == "heterogeneous" and generator == "uniform":
@@ -224,8 +306,9 @@ def make_config(
             raise ConfigError(
                 "means: the homogeneous family expects one mean vector for all agents"
             )
-    topo = make_topology(topology, n, topology_kwargs or {})
     chans = normalize_channels(channels, default_dim=m)
+    check_sizes(n, m, 1, chans, topology, topology_kwargs)
+    topo = make_topology(topology, n, {} if topology_kwargs is None else topology_kwargs)
     return EnvConfig(
         num_agents=n,
         num_arms=m,
@@ -258,9 +341,9 @@ def _linear_config(
     instance_seed,
     dataset=None,
 ) -> EnvConfig:
-    n = _positive_int("num_agents", num_agents)
+    n = _positive_int("num_agents", num_agents, maximum=MAX_AGENTS)
     k = _positive_int("num_arms", num_arms, minimum=2)
-    horizon = _positive_int("horizon", horizon)
+    horizon = check_horizon(horizon)
     model = make_reward_model(reward)
     if model.name not in ("bernoulli", "gaussian"):
         raise ConfigError(
@@ -269,21 +352,23 @@ def _linear_config(
     spec = LinearSpec(
         dim=10 if dim is None else dim,
         theta=theta,
-        shared_decision_sets=bool(shared),
+        shared_decision_sets=_flag("shared_decision_sets", shared),
         reward=model.name,
         sigma=getattr(model, "sigma", 0.5),
         dataset=dataset,
     )
     if instance_seed is not None:
         instance_seed = _positive_int("instance_seed", instance_seed, minimum=0)
+    chans = normalize_channels(channels, default_dim=k)
+    check_sizes(n, k, 1, chans, topology, topology_kwargs, dim=spec.dim)
     return EnvConfig(
         num_agents=n,
         num_arms=k,
         horizon=horizon,
         family="linear",
         reward=model,
-        topology=make_topology(topology, n, topology_kwargs or {}),
-        channels=normalize_channels(channels, default_dim=k),
+        topology=make_topology(topology, n, {} if topology_kwargs is None else topology_kwargs),
+        channels=chans,
         c1=_cost("c1", c1),
         c2=_cost("c2", c2),
         instance="linear",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_env.config import EnvConfig
+from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.errors import ActionError, HorizonError
 from fedbandit_env.instances import Instance
 from fedbandit_env.linear import LinearProcess
@@ -62,6 +62,14 @@ class Engine:
     def __init__(self, config: EnvConfig, num_runs: int):
         self.config = config
         self.num_runs = int(num_runs)
+        check_sizes(
+            config.num_agents,
+            config.num_arms,
+            self.num_runs,
+            config.channels,
+            topology=config.topology,
+            dim=config.linear.dim if config.linear is not None else 0,
+        )
         self.num_agents = config.num_agents
         self.num_arms = config.num_arms
         self.horizon = config.horizon

@@ -27,6 +27,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from fedbandit_env.validation import check_int, is_real
+
 __all__ = [
     "GRAPH_KINDS",
     "GraphError",
@@ -62,6 +64,10 @@ class GraphError(ValueError):
     """A graph, a graph parameter or a topology is invalid; the message names the field."""
 
 
+class GraphTypeError(GraphError, TypeError):
+    """A graph parameter has the wrong type (also a TypeError)."""
+
+
 # --------------------------------------------------------------------------------------------
 # small validation helpers
 # --------------------------------------------------------------------------------------------
@@ -69,11 +75,7 @@ class GraphError(ValueError):
 
 def _as_int(value: Any, field: str, minimum: int) -> int:
     """Return ``value`` as an ``int >= minimum`` or raise :class:`GraphError` naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise GraphError(f"{field}: expected an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise GraphError(f"{field}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
+    return check_int(field, value, minimum=minimum, error=GraphError, type_error=GraphTypeError)
 
 
 def _as_generator(seed: SeedLike) -> np.random.Generator:
@@ -201,8 +203,8 @@ def _erdos_renyi(n: int, rng: np.random.Generator, p: Any = None) -> nx.Graph:
     """G(n, p) resampled until connected (commeff.md §4.4); default ``p = min(1, 2 ln N / N)``."""
     if p is None:
         p = min(1.0, 2.0 * math.log(n) / n)
-    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
-        raise GraphError(f"p: expected a probability in [0, 1], got {p!r}")
+    if not is_real(p):
+        raise GraphTypeError(f"p: expected a probability in [0, 1], got {p!r}")
     p = float(p)
     if not 0.0 <= p <= 1.0:
         raise GraphError(f"p: expected a probability in [0, 1], got {p!r}")

@@ -14,7 +14,6 @@ per run; each set has K - 1 actions with mean in [0.5, 0.6] and one with mean in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +21,10 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_int, check_real
+
+#: Largest feature dimension d (learners keep d x d matrices per agent; docs/limits.md).
+MAX_DIM = 4096
 
 THETA_DISTRIBUTIONS = ("sphere", "ball")
 BALL_MIN_NORM = 0.8
@@ -39,14 +42,21 @@ class LinearSpec:
     dataset: Any = None  # a DatasetSpec: decision sets from real data instead of the generator
 
     def __post_init__(self) -> None:
-        if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 2:
-            raise ConfigError(f"dim: expected an int >= 2, got {self.dim!r}")
-        if self.theta not in THETA_DISTRIBUTIONS:
+        object.__setattr__(self, "dim", check_int("dim", self.dim, minimum=2, maximum=MAX_DIM))
+        if not isinstance(self.theta, str) or self.theta not in THETA_DISTRIBUTIONS:
             raise ConfigError(f"theta: expected one of {THETA_DISTRIBUTIONS}, got {self.theta!r}")
         if self.reward not in ("bernoulli", "gaussian"):
             raise ConfigError(f"reward: expected 'bernoulli' or 'gaussian', got {self.reward!r}")
-        if not (math.isfinite(self.sigma) and self.sigma > 0):
-            raise ConfigError(f"reward.sigma: expected a positive number, got {self.sigma!r}")
+        sigma = check_real("reward.sigma", self.sigma, low=0.0, low_open=True)
+        if self.dataset is not None:
+            from fedbandit_env.datasets.classification import DatasetSpec
+
+            if not isinstance(self.dataset, DatasetSpec):
+                raise ConfigError(
+                    "dataset: expected None (generated decision sets); real data sets are "
+                    f"the FedBandit/ClassificationContextual-v0 environment, got {self.dataset!r}"
+                )
+        object.__setattr__(self, "sigma", sigma)
 
 
 def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:

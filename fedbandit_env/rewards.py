@@ -14,6 +14,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.validation import check_real
 
 NoiseKind = Literal["uniform", "normal"]
 
@@ -49,8 +50,8 @@ class Gaussian:
     noise: ClassVar[NoiseKind] = "normal"
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.sigma) and self.sigma > 0):
-            raise ConfigError(f"reward.sigma: expected a positive finite number, got {self.sigma}")
+        sigma = check_real("reward.sigma", self.sigma, low=0.0, low_open=True)
+        object.__setattr__(self, "sigma", sigma)
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -96,9 +97,11 @@ class ClippedGaussian:
     noise: ClassVar[NoiseKind] = "normal"
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.sigma) and self.sigma > 0):
-            raise ConfigError(f"reward.sigma: expected a positive finite number, got {self.sigma}")
-        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+        sigma = check_real("reward.sigma", self.sigma, low=0.0, low_open=True)
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "low", check_real("reward.low", self.low))
+        object.__setattr__(self, "high", check_real("reward.high", self.high))
+        if not self.low < self.high:
             raise ConfigError(
                 f"reward.low/high: expected finite low < high, got {self.low}, {self.high}"
             )

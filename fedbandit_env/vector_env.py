@@ -26,6 +26,7 @@ from fedbandit_env.engine import Engine, Messages, VecInfo, VecObservation, agen
 from fedbandit_env.parallel_env import action_space, observation_space
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG, SeedContinuation, check_reset_options
+from fedbandit_env.validation import check_int
 
 
 class FedBanditVectorEnv:
@@ -34,8 +35,7 @@ class FedBanditVectorEnv:
     metadata = {"name": "fedbandit_vector_v0", "render_modes": []}
 
     def __init__(self, num_runs: int = 1, **kwargs: Any):
-        if isinstance(num_runs, bool) or not isinstance(num_runs, int) or num_runs < 1:
-            raise ValueError(f"num_runs: expected a positive int, got {num_runs!r}")
+        num_runs = check_int("num_runs", num_runs, minimum=1)
         self.config = make_config(**kwargs)
         self.engine = Engine(self.config, num_runs)
         self.num_runs = num_runs

@@ -56,7 +56,7 @@ def test_dirichlet_split_skews_labels_and_iid_does_not():
     [
         ({"dataset": "mnist"}, r"dataset: expected one of"),
         ({"split": "skewed"}, r"split: expected 'iid' or 'dirichlet'"),
-        ({"dirichlet_alpha": 0}, r"dirichlet_alpha: expected a number > 0"),
+        ({"dirichlet_alpha": 0}, r"dirichlet_alpha: expected a finite number > 0"),
     ],
 )
 def test_bad_dataset_kwargs(kwargs, match):

@@ -8,14 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.validation import MAX_HORIZON, check_int, check_real, is_real
 
 PRIVACY_MODES = ("paper", "per_message")
 
 
 def _number(agent_id: str, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ConfigError(f"{agent_id}: {name}: expected a number, got {value!r}")
-    return float(value)
+    return check_real(name, value, allow_inf=True, where=agent_id)
 
 
 @dataclass(frozen=True)
@@ -34,20 +33,21 @@ class EliminationConfig:
 
     def __post_init__(self) -> None:
         aid = self.agent_id
-        eps = _number(aid, "epsilon", self.epsilon)
+        if not is_real(self.epsilon):
+            _number(aid, "epsilon", self.epsilon)  # the type error
+        eps = float(self.epsilon)
         if math.isnan(eps) or eps <= 0:
             raise ConfigError(
                 f"{aid}: epsilon: expected a number > 0 (inf = no noise), got {eps!r}"
             )
         object.__setattr__(self, "epsilon", eps)
-        if self.privacy not in PRIVACY_MODES:
+        if not isinstance(self.privacy, str) or self.privacy not in PRIVACY_MODES:
             raise ConfigError(
                 f"{aid}: privacy: expected one of {PRIVACY_MODES}, got {self.privacy!r}"
             )
         if self.rounds is not None:
-            r = self.rounds
-            if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
-                raise ConfigError(f"{aid}: rounds: expected an int >= 1 or None, got {r!r}")
+            r = check_int("rounds", self.rounds, minimum=1, maximum=MAX_HORIZON, where=aid)
+            object.__setattr__(self, "rounds", r)
             if self.delta is None:
                 raise ConfigError(
                     f"{aid}: delta: the round budget rounds={r} needs the minimum gap delta "

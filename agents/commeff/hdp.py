@@ -42,11 +42,11 @@ class HDPMAB(EliminationTeam):
         cost_model: str = "edges",
     ):
         super().__init__(epsilon, privacy, rounds, delta)
-        if aggregation not in AGGREGATIONS:
+        if not isinstance(aggregation, str) or aggregation not in AGGREGATIONS:
             raise ConfigError(
                 f"{self.agent_id}: aggregation: expected one of {AGGREGATIONS}, got {aggregation!r}"
             )
-        if cost_model not in COST_MODELS:
+        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
             raise ConfigError(
                 f"{self.agent_id}: cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
             )

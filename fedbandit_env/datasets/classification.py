@@ -20,6 +20,7 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_int, check_real
 
 DATASETS = ("wine", "iris", "digits", "breast_cancer")
 
@@ -33,20 +34,14 @@ class DatasetSpec:
     split_seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.name not in DATASETS:
+        if not isinstance(self.name, str) or self.name not in DATASETS:
             raise ConfigError(f"dataset: expected one of {DATASETS}, got {self.name!r}")
-        if self.split not in ("iid", "dirichlet"):
+        if not isinstance(self.split, str) or self.split not in ("iid", "dirichlet"):
             raise ConfigError(f"split: expected 'iid' or 'dirichlet', got {self.split!r}")
-        if not self.dirichlet_alpha > 0:
-            raise ConfigError(
-                f"dirichlet_alpha: expected a number > 0, got {self.dirichlet_alpha!r}"
-            )
-        if (
-            isinstance(self.features, bool)
-            or not isinstance(self.features, int)
-            or self.features < 1
-        ):
-            raise ConfigError(f"features: expected a positive int, got {self.features!r}")
+        alpha = check_real("dirichlet_alpha", self.dirichlet_alpha, low=0.0, low_open=True)
+        object.__setattr__(self, "dirichlet_alpha", alpha)
+        object.__setattr__(self, "features", check_int("features", self.features, minimum=1))
+        object.__setattr__(self, "split_seed", check_int("split_seed", self.split_seed, minimum=0))
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -71,6 +66,11 @@ def featurize(x: np.ndarray, features: int) -> np.ndarray:
 
 def split_indices(labels: np.ndarray, num_agents: int, spec: DatasetSpec) -> list[np.ndarray]:
     """Each agent's sample indices: IID, or Dirichlet label skew per class."""
+    if num_agents > len(labels):
+        raise ConfigError(
+            f"num_agents: expected at most {len(labels)} (the samples of {spec.name!r}; every "
+            f"agent needs at least one sample of its own), got {num_agents}"
+        )
     rng = np.random.default_rng(spec.split_seed)
     if spec.split == "iid":
         return [np.sort(p) for p in np.array_split(rng.permutation(len(labels)), num_agents)]
@@ -86,7 +86,10 @@ def split_indices(labels: np.ndarray, num_agents: int, spec: DatasetSpec) -> lis
     empty = [a for a, s in enumerate(out) if len(s) == 0]
     if empty:
         raise ConfigError(
-            f"dirichlet_alpha: agents {empty} got no sample; use a larger alpha or seed"
+            f"num_agents: the Dirichlet split (dirichlet_alpha={spec.dirichlet_alpha}, "
+            f"split_seed={spec.split_seed}) of the {len(labels)} samples of {spec.name!r} leaves "
+            f"agents {empty[:10]}{' ...' if len(empty) > 10 else ''} of num_agents={num_agents} "
+            "without a sample; use fewer agents, a larger dirichlet_alpha or another split_seed"
         )
     return out
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.validation import ConfigTypeError, check_int
 
 ENV_VAR = "FEDBANDIT_DIABETES_CSV"
 GROUPS: tuple[tuple[str, ...], ...] = (
@@ -79,6 +80,11 @@ NUM_HOSPITALS, NUM_ARMS = 3, 5
 
 
 def resolve_path(data_path: str | os.PathLike | None) -> Path:
+    if data_path is not None and not isinstance(data_path, str | os.PathLike):
+        raise ConfigTypeError(
+            f"data_path: expected the path (str or os.PathLike) of diabetic_data.csv, "
+            f"got {type(data_path).__name__} {data_path!r}"
+        )
     path = data_path or os.environ.get(ENV_VAR)
     if not path or not Path(path).is_file():
         raise ConfigError(
@@ -113,8 +119,11 @@ def load_diabetes_means(
     seed: int = 0,
 ) -> np.ndarray:
     """The 3 x 5 matrix of pool means (hospital i, arm k) of gossip.md §6 item 18."""
-    if split not in ("contiguous", "random"):
+    if not isinstance(split, str) or split not in ("contiguous", "random"):
         raise ConfigError(f"split: expected 'contiguous' or 'random', got {split!r}")
+    if not isinstance(exclusive_arms, bool | np.bool_):
+        raise ConfigTypeError(f"exclusive_arms: expected True or False, got {exclusive_arms!r}")
+    seed = check_int("seed", seed, minimum=0)
     path = resolve_path(data_path)
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))

@@ -14,6 +14,7 @@ from fedbandit_env.network.hierarchical import HierarchicalChannel, Hierarchical
 from fedbandit_env.network.ledger import LINK_TYPES, Charge, Ledger
 from fedbandit_env.network.neighbors import NeighborsChannel, NeighborsDelivery
 from fedbandit_env.network.server import ServerChannel, ServerDelivery
+from fedbandit_env.validation import ConfigTypeError
 
 CHANNEL_KINDS: dict[str, type[Channel]] = {
     "neighbors": NeighborsChannel,
@@ -38,15 +39,25 @@ def normalize_channels(spec: ChannelsSpec, default_dim: int) -> dict[str, dict[s
         raise ConfigError(
             f"channels: expected a list of kinds or a mapping, got the string {spec!r}"
         )
-    items = spec.items() if isinstance(spec, Mapping) else ((kind, {"kind": kind}) for kind in spec)
+    if not isinstance(spec, Mapping | list | tuple):
+        raise ConfigTypeError(
+            f"channels: expected a list of kinds or a mapping {{name: kind or options}}, "
+            f"got {spec!r}"
+        )
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    else:
+        items = [(kind, {"kind": kind}) for kind in spec]
     out: dict[str, dict[str, Any]] = {}
     for name, options in items:
+        if not isinstance(name, str):
+            raise ConfigError(f"channels: expected channel names (str), got {name!r}")
         if isinstance(options, str):
             options = {"kind": options}
         if not isinstance(options, Mapping):
             raise ConfigError(f"channels.{name}: expected a kind or a dict of options")
         opts = {"kind": name, "dim": default_dim, **options}
-        if opts["kind"] not in CHANNEL_KINDS:
+        if not isinstance(opts["kind"], str) or opts["kind"] not in CHANNEL_KINDS:
             raise ConfigError(
                 f"channels.{name}.kind: expected one of {sorted(CHANNEL_KINDS)}, got {opts['kind']!r}"
             )

@@ -16,25 +16,20 @@ draws do not depend on the other runs of its batch.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.network.ledger import Charge
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_int, check_real
 
 
 def check_probability(name: str, value: float, *, allow_one: bool = True) -> float:
-    ok = math.isfinite(value) and 0.0 <= value <= 1.0 and (allow_one or value < 1.0)
-    if not ok:
-        upper = "1]" if allow_one else "1)"
-        raise ConfigError(f"{name}: expected a probability in [0, {upper}, got {value!r}")
-    return float(value)
+    return check_real(name, value, low=0.0, high=1.0, high_open=not allow_one)
 
 
 def payload_space(shape: tuple[int, ...]) -> spaces.Box:
@@ -56,8 +51,7 @@ class Channel(ABC):
         c2: float,
         drop_prob: float = 0.0,
     ):
-        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
-            raise ConfigError(f"channels.{name}.dim: expected a positive int, got {dim!r}")
+        dim = check_int(f"channels.{name}.dim", dim, minimum=1)
         self.name = name
         self.topology = topology
         self.num_agents = topology.num_agents

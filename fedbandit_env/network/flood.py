@@ -40,6 +40,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_int
 
 COST_MODELS = ("relay", "gis")
 
@@ -80,14 +81,16 @@ class FloodChannel(Channel):
     def __init__(self, name, topology, dim, *, ttl: int | None = None, cost_model="relay", **kw):
         super().__init__(name, topology, dim, **kw)
         diameter = int(topology.diameter)
-        ttl = diameter if ttl is None else ttl
-        if isinstance(ttl, bool) or not isinstance(ttl, int | np.integer) or ttl < 1:
-            raise ConfigError(f"channels.{name}.ttl: expected a positive int, got {ttl!r}")
-        if cost_model not in COST_MODELS:
+        ttl = max(diameter, 1) if ttl is None else ttl
+        self.requested_ttl = check_int(f"channels.{name}.ttl", ttl, minimum=1)
+        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
             raise ConfigError(
                 f"channels.{name}.cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
             )
-        self.ttl = int(ttl)
+        # No message travels more than the diameter and the last relays happen at hop
+        # diameter + 1, so a larger ttl delivers and charges exactly what diameter + 1 does
+        # (docs/channels.md): the tables are built for the effective ttl only.
+        self.ttl = min(self.requested_ttl, diameter + 1)
         self.cost_model = cost_model
         dist = topology.hop_distances
         self._build_slots(dist)
@@ -249,4 +252,4 @@ class FloodChannel(Channel):
         )
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "ttl": self.ttl, "cost_model": self.cost_model}
+        return {**super().describe(), "ttl": self.requested_ttl, "cost_model": self.cost_model}

@@ -33,6 +33,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT, AGENT_SERVER
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_flag
 
 AGGREGATES = ("weighted", "unweighted", "sum")
 COST_MODELS = ("edges", "path")
@@ -63,17 +64,17 @@ class HierarchicalChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if aggregate not in AGGREGATES:
+        if not isinstance(aggregate, str) or aggregate not in AGGREGATES:
             raise ConfigError(
                 f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
             )
-        if cost_model not in COST_MODELS:
+        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
             raise ConfigError(
                 f"channels.{name}.cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
             )
         self.aggregate = aggregate
         self.cost_model = cost_model
-        self.charge_broadcast = bool(charge_broadcast)
+        self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
         comp = topology.component_of
         self.num_components = len(topology.components)
         self._member = np.zeros((self.num_agents, self.num_components))

@@ -25,6 +25,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, check_probability, payload_space
 from fedbandit_env.network.ledger import AGENT_SERVER
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_flag
 
 AGGREGATES = ("mean", "sum")
 
@@ -54,7 +55,7 @@ class ServerChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if aggregate not in AGGREGATES:
+        if not isinstance(aggregate, str) or aggregate not in AGGREGATES:
             raise ConfigError(
                 f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
             )
@@ -64,7 +65,7 @@ class ServerChannel(Channel):
         self.aggregate = aggregate
         self.participation = p
         self.num_participants = math.ceil(p * self.num_agents)
-        self.charge_broadcast = bool(charge_broadcast)
+        self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
 
     def _reset(self, rng: BatchedRNG) -> None:
         n = self.num_agents

@@ -8,21 +8,20 @@ import numpy as np
 
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import MAX_HORIZON, is_integral
 
 
 def check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        out = tuple(int(s) for s in shape)
-    except TypeError as exc:
-        raise PrivacyError("shape", "a tuple of positive ints", shape) from exc
-    if any(s < 1 for s in out):
+    if isinstance(shape, str) or not isinstance(shape, tuple | list):
         raise PrivacyError("shape", "a tuple of positive ints", shape)
-    return out
+    if not all(is_integral(s) and s >= 1 for s in shape):
+        raise PrivacyError("shape", "a tuple of positive ints", shape)
+    return tuple(int(s) for s in shape)
 
 
 def check_horizon(horizon: int) -> int:
-    if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-        raise PrivacyError("horizon", "an int >= 1", horizon)
+    if not is_integral(horizon) or not 1 <= horizon <= MAX_HORIZON:
+        raise PrivacyError("horizon", f"an int in [1, {MAX_HORIZON}] (docs/limits.md)", horizon)
     return int(horizon)
 
 
@@ -49,7 +48,7 @@ def resolve_runs(rng: BatchedRNG | None, num_runs: int | None, noisy: bool) -> i
         return rng.num_runs
     if num_runs is None:
         return 1
-    if isinstance(num_runs, bool) or not isinstance(num_runs, int | np.integer) or num_runs < 1:
+    if not is_integral(num_runs) or num_runs < 1:
         raise PrivacyError("num_runs", "an int >= 1", num_runs)
     return int(num_runs)
 

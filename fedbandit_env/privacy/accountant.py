@@ -35,6 +35,7 @@ import numpy as np
 
 from fedbandit_env.privacy.calibration import check_delta, check_epsilon, check_positive
 from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.validation import is_integral
 
 Composition = Literal["basic", "advanced", "zcdp", "best"]
 
@@ -58,7 +59,7 @@ def advanced_composition(
     epsilon = check_epsilon(epsilon, allow_inf=False)
     delta_prime = check_delta(delta_prime, name="delta_prime")
     delta = check_delta(delta, allow_zero=True)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+    if not is_integral(k) or k < 0:
         raise PrivacyError("k", "a non-negative int", k)
     eps = math.sqrt(2 * k * math.log(1 / delta_prime)) * epsilon + k * epsilon * _expm1(epsilon)
     return eps, k * delta + delta_prime
@@ -112,7 +113,7 @@ class PrivacyAccountant:
 
     def __init__(self, num_agents: int, num_runs: int = 1):
         for name, value in (("num_agents", num_agents), ("num_runs", num_runs)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            if not is_integral(value) or value < 1:
                 raise PrivacyError(name, "an int >= 1", value)
         self.num_agents = int(num_agents)
         self.num_runs = int(num_runs)
@@ -283,7 +284,7 @@ class PrivacyAccountant:
 
 def _check_composition(composition: str, delta_prime: float | None) -> None:
     """``composition`` is known and, unless basic, comes with a ``delta_prime`` in (0, 1)."""
-    if composition not in ("basic", "advanced", "zcdp", "best"):
+    if not isinstance(composition, str) or composition not in ("basic", "advanced", "zcdp", "best"):
         raise PrivacyError("composition", "'basic', 'advanced', 'zcdp' or 'best'", composition)
     if composition != "basic":
         if delta_prime is None:

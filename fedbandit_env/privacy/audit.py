@@ -30,6 +30,7 @@ import numpy as np
 
 from fedbandit_env.privacy.calibration import check_delta
 from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.validation import is_integral
 
 Mechanism = Callable[..., Any]
 Featurizer = Callable[[Any], Any]
@@ -211,19 +212,17 @@ def audit_epsilon(
     an output (batched: all outputs) to a scalar (one scalar per output), e.g. the last release
     of a counter or an agent's count of pulls of one arm. ``delta`` is the claimed delta.
     """
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 20:
+    if not is_integral(trials) or trials < 20:
         raise PrivacyError("trials", "an int >= 20", trials)
+    trials = int(trials)
     if not 0.0 < float(confidence) < 1.0:
         raise PrivacyError("confidence", "a number in (0, 1)", confidence)
     if not 0.0 < float(selection_fraction) < 1.0:
         raise PrivacyError("selection_fraction", "a number in (0, 1)", selection_fraction)
     delta = check_delta(delta, allow_zero=True)
-    if (
-        isinstance(num_thresholds, bool)
-        or not isinstance(num_thresholds, int)
-        or num_thresholds < 1
-    ):
+    if not is_integral(num_thresholds) or num_thresholds < 1:
         raise PrivacyError("num_thresholds", "an int >= 1", num_thresholds)
+    num_thresholds = int(num_thresholds)
     seq_a, seq_b = np.random.SeedSequence(int(seed)).spawn(2)
     fa = _sample(
         mechanism, stream, np.random.Generator(np.random.PCG64(seq_a)), trials, featurizer, batched

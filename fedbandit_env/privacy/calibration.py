@@ -13,20 +13,17 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Literal
 
-import numpy as np
-
 from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.validation import is_real
 
 GaussianCalibration = Literal["analytic", "classic"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def _is_real(x: object) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
+_is_real = is_real  # one definition of a real number for every boundary (docs/limits.md)
 
 
 def check_epsilon(epsilon: float, *, allow_inf: bool = True, name: str = "epsilon") -> float:
@@ -73,11 +70,27 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> floa
     return out
 
 
+def check_noise_scale(scale: float, epsilon: float, *, name: str = "epsilon",
+                      what: str = "noise scale") -> float:
+    """``scale`` if it is a finite positive float, else a :class:`PrivacyError` naming
+    ``name`` (docs/limits.md): an epsilon so small that the noise overflows to inf, or so large
+    (for the sensitivity) that it underflows to 0, is refused instead of releasing a non-finite
+    value or no noise at all."""
+    # 1e4 x scale bounds every float64 Laplace or Gaussian draw times scale (|draw| < 40)
+    if not (math.isfinite(scale * 1e4) and scale > 0.0):
+        raise PrivacyError(
+            name, f"a value whose {what} is a finite positive float (it is {scale!r})", epsilon
+        )
+    return scale
+
+
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """Laplace scale ``b = sensitivity / epsilon`` for pure epsilon-DP (0 when epsilon is inf)."""
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon)
-    return 0.0 if math.isinf(epsilon) else sensitivity / epsilon
+    if math.isinf(epsilon):
+        return 0.0
+    return check_noise_scale(sensitivity / epsilon, epsilon, what="Laplace scale")
 
 
 def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
@@ -89,7 +102,8 @@ def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> 
         raise PrivacyError(
             "epsilon", "a number in (0, 1) for the classic Gaussian calibration", epsilon
         )
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    sigma = sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return check_noise_scale(sigma, epsilon, what="Gaussian sigma")
 
 
 def log_normal_cdf(x: float) -> float:
@@ -123,6 +137,14 @@ def analytic_gaussian_sigma(
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon, allow_inf=False)
     delta = check_delta(delta)
+    try:
+        sigma = _analytic_sigma(sensitivity, epsilon, delta, rtol)
+    except (OverflowError, ZeroDivisionError, PrivacyError):
+        sigma = math.nan
+    return check_noise_scale(sigma, epsilon, what="Gaussian sigma")
+
+
+def _analytic_sigma(sensitivity: float, epsilon: float, delta: float, rtol: float) -> float:
     lo = hi = sensitivity
     while gaussian_delta(hi, sensitivity, epsilon) > delta:
         lo, hi = hi, hi * 2.0
@@ -152,7 +174,7 @@ def gaussian_sigma(
     ``calibration="analytic"`` (default; exact, any epsilon) or ``"classic"`` (epsilon < 1).
     ``epsilon = inf`` gives 0 (no noise).
     """
-    if calibration not in ("analytic", "classic"):
+    if not isinstance(calibration, str) or calibration not in ("analytic", "classic"):
         raise PrivacyError("calibration", "'analytic' or 'classic'", calibration)
     if math.isinf(check_epsilon(epsilon)):
         check_sensitivity(sensitivity)
@@ -168,4 +190,10 @@ def gaussian_zcdp_rho(sigma: float, sensitivity: float) -> float:
     (Bun & Steinke 2016, Prop. 1.6)."""
     sigma = check_positive(sigma, "sigma")
     sensitivity = check_sensitivity(sensitivity)
-    return sensitivity**2 / (2.0 * sigma**2)
+    try:
+        rho = sensitivity**2 / (2.0 * sigma**2)
+    except (OverflowError, ZeroDivisionError):
+        rho = math.inf
+    if not math.isfinite(rho):
+        raise PrivacyError("sigma", "a noise scale whose zCDP rho is finite", sigma)
+    return rho

@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from fedbandit_env.privacy.errors import PrivacyError
+from fedbandit_env.validation import is_integral
 
 
 def _check_index(t: int, name: str = "t", minimum: int = 1) -> int:
-    if isinstance(t, bool) or not isinstance(t, int | np.integer) or t < minimum:
+    if not is_integral(t) or t < minimum:
         raise PrivacyError(name, f"an int >= {minimum}", t)
     return int(t)
 

@@ -43,18 +43,20 @@ from fedbandit_env.privacy._validation import check_mask, check_shape, check_val
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
+    check_noise_scale,
     check_positive,
 )
 from fedbandit_env.privacy.dyadic import popcount, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import is_integral
 
 LambdaForm = Literal["paper", "sqrt2m"]
 
 
 def _check_int(value: int, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+    if not is_integral(value) or value < minimum:
         raise PrivacyError(name, f"an int >= {minimum}", value)
     return int(value)
 
@@ -162,7 +164,7 @@ def linear_privacy_constants(
     gamma = _check_int(gamma, "gamma")
     L = check_positive(L, "L")
     B = check_positive(B, "B")
-    if lambda_form not in ("paper", "sqrt2m"):
+    if not isinstance(lambda_form, str) or lambda_form not in ("paper", "sqrt2m"):
         raise PrivacyError("lambda_form", "'paper' or 'sqrt2m'", lambda_form)
     n = -(-horizon // gamma) if n_max is None else _check_int(n_max, "n_max")
     m = 1 + (n - 1).bit_length()  # 1 + ceil(log2 n)
@@ -176,6 +178,9 @@ def linear_privacy_constants(
     else:
         Lambda = math.sqrt(2.0 * m) * sigma_N * (4 * math.sqrt(d) + log_term)
     kappa = math.sqrt(m * lt2 * (math.sqrt(d) + log_term) / (math.sqrt(2.0) * epsilon))
+    check_noise_scale(sigma_N, epsilon, what="node noise sigma_N")
+    check_noise_scale(Lambda, epsilon, what="regularizer Lambda")
+    check_noise_scale(kappa, epsilon, what="kappa")
     return GramTreeConstants(
         epsilon=epsilon,
         delta=delta,

@@ -36,10 +36,11 @@ from fedbandit_env.privacy._validation import (
     check_values,
     resolve_runs,
 )
-from fedbandit_env.privacy.calibration import check_epsilon
+from fedbandit_env.privacy.calibration import check_epsilon, check_noise_scale
 from fedbandit_env.privacy.dyadic import bit_length, floor_levels, popcount, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_memory
 
 
 def hybrid_noise_variance(
@@ -56,7 +57,15 @@ def hybrid_noise_variance(
         return np.zeros(n.shape)
     k = np.maximum(bit_length(n) - 1, 0)
     tau = np.where(n > 0, n - (np.int64(1) << k), 0)
-    var = 8.0 * sensitivity**2 / epsilon**2 * ((k + 1) + k**2 * popcount(tau))
+    scale = check_noise_scale(
+        2.0 * float(sensitivity) / epsilon, epsilon, what="Laplace scale 2 D / epsilon"
+    )
+    del scale  # checked only; the variance keeps its closed form, bit for bit
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        d2, e2 = np.float64(sensitivity) ** 2, np.float64(epsilon) ** 2
+        var = 8.0 * d2 / e2 * ((k + 1) + k**2 * popcount(tau))
+    if not np.all(np.isfinite(var)):
+        raise PrivacyError("epsilon", "a value whose noise variance is a finite float", epsilon)
     return np.where(n > 0, var, 0.0)
 
 
@@ -97,6 +106,16 @@ class HybridCounter:
         self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
         # the binary half of block k has k levels; the largest block is k = floor(log2 horizon)
         self.binary_levels = max(1, floor_levels(self.horizon) - 1)
+        if noisy:
+            check_noise_scale(self.log_scale, self.epsilon, what="Laplace scale 2 D / epsilon")
+            check_noise_scale(
+                self.log_scale * self.binary_levels, self.epsilon, what="binary-half Laplace scale"
+            )
+        check_memory(
+            "shape/num_runs",
+            8.0 * self.num_runs * math.prod(self.shape) * (self.binary_levels + 3),
+            "float64 arrays (B, *shape, levels + 3)",
+        )
 
         full = (self.num_runs, *self.shape)
         self._count = np.zeros(full, dtype=np.int64)

@@ -27,6 +27,7 @@ from fedbandit_env.privacy.calibration import (
 )
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import is_integral
 
 
 def _as_float_array(values: np.ndarray, name: str = "values") -> np.ndarray:
@@ -50,6 +51,7 @@ class LaplaceMechanism:
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
+        laplace_scale(self.sensitivity, self.epsilon)  # refuses a non-finite or zero scale
 
     @property
     def scale(self) -> float:
@@ -160,7 +162,7 @@ def symmetric_gaussian_noise(
     (specs/linear.md §2.3): off-diagonal variance ``sigma^2``, diagonal variance ``2 sigma^2``,
     from ``d(d+1)/2`` draws instead of ``d^2``. With a ``BatchedRNG``, ``size[0]`` is the run axis.
     """
-    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+    if not is_integral(d) or d < 1:
         raise PrivacyError("d", "a positive int", d)
     sigma = check_positive(sigma, "sigma", allow_zero=True)
     diagonal_scale = check_positive(diagonal_scale, "diagonal_scale", allow_zero=True)

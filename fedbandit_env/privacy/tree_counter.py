@@ -46,10 +46,15 @@ from fedbandit_env.privacy._validation import (
     check_values,
     resolve_runs,
 )
-from fedbandit_env.privacy.calibration import check_epsilon, check_sensitivity
+from fedbandit_env.privacy.calibration import (
+    check_epsilon,
+    check_noise_scale,
+    check_sensitivity,
+)
 from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_memory, is_integral
 
 TreeIndex = Literal["round", "pull"]
 
@@ -88,7 +93,7 @@ class TreeCounter:
         self.sensitivity = (
             self.bounds[1] - self.bounds[0] if self.bounds else check_sensitivity(sensitivity)
         )
-        if tree_index not in ("round", "pull"):
+        if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
             raise PrivacyError("tree_index", "'round' or 'pull'", tree_index)
         self.tree_index: TreeIndex = tree_index
         self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
@@ -98,14 +103,25 @@ class TreeCounter:
         self.storage_levels = floor_levels(self.capacity)
         if levels is None:
             self.budget_levels = self.storage_levels
-        elif levels == "paper":
+        elif isinstance(levels, str) and levels == "paper":
             self.budget_levels = paper_levels(self.horizon)
-        elif isinstance(levels, int | np.integer) and not isinstance(levels, bool) and levels >= 1:
+        elif is_integral(levels) and levels >= 1:
             self.budget_levels = int(levels)
         else:
             raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
         noisy = not math.isinf(self.epsilon)
+        if noisy:
+            try:
+                scale = self.scale
+            except ZeroDivisionError:
+                scale = math.inf
+            check_noise_scale(scale, self.epsilon, what="Laplace scale per block")
         self.num_runs = resolve_runs(rng, num_runs, noisy)
+        check_memory(
+            "shape/num_runs",
+            8.0 * 2 * self.num_runs * math.prod(self.shape) * (self.storage_levels + 3),
+            "2 float64 arrays (B, *shape, levels)",
+        )
         self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
 
         full = (self.num_runs, *self.shape)

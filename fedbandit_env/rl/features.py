@@ -48,6 +48,7 @@ from gymnasium import spaces
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
+from fedbandit_env.validation import ConfigTypeError
 
 CHANNEL = "neighbors"
 """Name of the statistics channel."""
@@ -84,6 +85,8 @@ class StatisticsFeatures:
         # vectors (the linear family), whose decision sets these features would not show
         require_family(owner, facts, MULTI_ARMED)
         available = has_statistics_channel(facts)
+        if share is not None and not isinstance(share, bool | np.bool_):
+            raise ConfigTypeError(f"{owner}: share: expected None, True or False, got {share!r}")
         if share is None:
             share = available
         if share and not available:

@@ -49,16 +49,17 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.registration import make_vec
+from fedbandit_env.errors import ConfigError, UnknownIdError
+from fedbandit_env.registration import make_vec, spec
 from fedbandit_env.rl.features import StatisticsFeatures, statistics_channel
 from fedbandit_env.seeding import check_reset_options, check_seed
+from fedbandit_env.validation import ConfigTypeError, check_int
 
 REWARDS = ("local", "regret")
 
 
 def check_reward_mode(reward: str) -> str:
-    if reward not in REWARDS:
+    if not isinstance(reward, str) or reward not in REWARDS:
         raise ConfigError(f"reward_mode: expected one of {REWARDS}, got {reward!r}")
     return reward
 
@@ -75,8 +76,13 @@ class AgentsVecEnv(VecEnv):
         **env_kwargs: Any,
     ):
         self.reward_mode = check_reward_mode(reward_mode)
-        if isinstance(num_copies, bool) or not isinstance(num_copies, int) or num_copies < 1:
-            raise ConfigError(f"num_copies: expected a positive int, got {num_copies!r}")
+        num_copies = check_int("num_copies", num_copies, minimum=1)
+        if not isinstance(env_id, str):
+            raise ConfigTypeError(f"env_id: expected a registered id (str), got {env_id!r}")
+        try:
+            spec(env_id)
+        except UnknownIdError as err:
+            raise UnknownIdError(f"env_id: {err}") from None
         if "channels" not in env_kwargs:
             probe = make_vec(env_id, num_runs=1, **env_kwargs)
             env_kwargs["channels"] = statistics_channel(probe.num_arms)

@@ -43,7 +43,7 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.config import make_config
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec, spec
 from fedbandit_env.rl.features import (
@@ -55,6 +55,7 @@ from fedbandit_env.rl.features import (
     statistics_channel,
 )
 from fedbandit_env.seeding import SeedContinuation, check_reset_options, check_seed
+from fedbandit_env.validation import ConfigTypeError, check_int
 
 REWARD_MODES = ("local", "regret")
 
@@ -83,9 +84,23 @@ class OneLearnerEnv(gym.Env):
         share: bool | None = None,
         **env_kwargs: Any,
     ):
-        if reward_mode not in REWARD_MODES:
+        if not isinstance(env_id, str):
+            raise ConfigTypeError(f"env_id: expected a registered id (str), got {env_id!r}")
+        try:
+            spec(env_id)
+        except UnknownIdError as err:
+            raise UnknownIdError(f"env_id: {err}") from None
+        if not isinstance(peers, str | TeamPolicy):
+            raise ConfigTypeError(
+                f"peers: expected a registered learner id or a TeamPolicy, got {peers!r}"
+            )
+        if peer_kwargs is not None and not isinstance(peer_kwargs, dict):
+            raise ConfigTypeError(f"peer_kwargs: expected a dict or None, got {peer_kwargs!r}")
+        if not isinstance(reward_mode, str) or reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode: expected one of {REWARD_MODES}, got {reward_mode!r}")
-        if render_mode not in (None, "ansi"):
+        if render_mode is not None and not (
+            isinstance(render_mode, str) and render_mode == "ansi"
+        ):
             raise RenderModeError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
         if share is not None and not isinstance(share, bool):
             raise ConfigError(f"share: expected None, True or False, got {share!r}")
@@ -96,8 +111,7 @@ class OneLearnerEnv(gym.Env):
             env_kwargs["channels"] = wanted or statistics_channel(preview.num_arms)
         self.venv = make_vec(env_id, num_runs=1, **env_kwargs)
         n = self.venv.num_agents
-        if isinstance(learner, bool) or not isinstance(learner, int) or not 0 <= learner < n:
-            raise ConfigError(f"learner: expected an agent index in [0, {n - 1}], got {learner!r}")
+        learner = check_int("learner", learner, minimum=0, maximum=n - 1)
         self.learner = learner
         self.reward_mode = reward_mode
         self.render_mode = render_mode

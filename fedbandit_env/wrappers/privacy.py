@@ -59,6 +59,7 @@ from fedbandit_env.privacy.accountant import Composition, PrivacyAccountant
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
+    check_noise_scale,
     check_sensitivity,
     gaussian_sigma,
     gaussian_zcdp_rho,
@@ -80,6 +81,15 @@ def _checked(where: str, name: str, check: Callable[..., float], value: Any, **k
         return check(value, name=name, **kw)
     except PrivacyError as err:
         raise PrivacyConfigError(where, name, err.expected, err.got) from None
+
+
+def _rho_of(scale: float, *, name: str, sensitivity: float, epsilon: float) -> float:
+    """The zCDP rho of one message, or a PrivacyError naming ``name`` (epsilon) when the
+    noise scale is too small for a finite rho."""
+    try:
+        return gaussian_zcdp_rho(scale, sensitivity)
+    except PrivacyError:
+        raise PrivacyError(name, "a value whose zCDP cost per message is finite", epsilon) from None
 
 
 def _check_center(where: str, center: Any) -> float | tuple[float, ...]:
@@ -118,7 +128,7 @@ class ChannelPrivacy:
 
     def __post_init__(self) -> None:
         where = "ChannelPrivacy"
-        if self.mechanism not in ("laplace", "gaussian"):
+        if not isinstance(self.mechanism, str) or self.mechanism not in ("laplace", "gaussian"):
             raise PrivacyConfigError(where, "mechanism", "'laplace' or 'gaussian'", self.mechanism)
         epsilon = _checked(where, "epsilon", check_epsilon, self.epsilon, allow_inf=False)
         sensitivity = _checked(where, "sensitivity", check_sensitivity, self.sensitivity)
@@ -134,14 +144,19 @@ class ChannelPrivacy:
                     "False for the Gaussian mechanism (the tree counter is Laplace)",
                     self.running_sum,
                 )
-            scale = gaussian_sigma(sensitivity, epsilon, delta)
+            try:
+                scale = gaussian_sigma(sensitivity, epsilon, delta)
+            except PrivacyError as err:
+                raise PrivacyConfigError(where, "epsilon", err.expected, err.got) from None
         else:
             if not isinstance(self.delta, numbers.Real) or self.delta != 0.0:
                 raise PrivacyConfigError(where, "delta", "0 for the Laplace mechanism", self.delta)
             scale = sensitivity / epsilon
+        scale = _checked(where, "epsilon", check_noise_scale, scale, epsilon=epsilon)
+        rho = _checked(where, "epsilon", _rho_of, scale, sensitivity=sensitivity, epsilon=epsilon)
         object.__setattr__(self, "center", _check_center(where, self.center))
         object.__setattr__(self, "_noise_scale", scale)
-        object.__setattr__(self, "_rho", gaussian_zcdp_rho(scale, sensitivity))
+        object.__setattr__(self, "_rho", rho)
 
     @property
     def noise_scale(self) -> float:
@@ -302,7 +317,7 @@ class MessagePrivatizer:
 
     @staticmethod
     def _check_composition(composition: Any, delta_prime: Any) -> tuple[Composition, float | None]:
-        if composition not in _COMPOSITIONS:
+        if not isinstance(composition, str) or composition not in _COMPOSITIONS:
             raise PrivacyConfigError(
                 "privacy", "composition", "'basic', 'advanced', 'zcdp' or 'best'", composition
             )
