@@ -21,6 +21,7 @@ from fedbandit_env.privacy.accountant import (
 from fedbandit_env.privacy.audit import (
     AuditResult,
     audit_epsilon,
+    audit_samples,
     audit_output_mechanism,
     clopper_pearson,
     neighbouring_stream,
@@ -78,6 +79,7 @@ __all__ = [
     "analytic_gaussian_sigma",
     "audit_epsilon",
     "audit_output_mechanism",
+    "audit_samples",
     "basic_composition",
     "blocks_containing",
     "check_delta",
