@@ -101,6 +101,8 @@ def _gaussian_epsilon(mu: float, delta: float) -> float:
     from fedbandit_env.privacy.calibration import gaussian_sigma
 
     lo, hi = 1e-9, 1e4
+    if gaussian_sigma(mu, lo, delta) <= 1.0:  # delta alone covers the release: it is (0, delta)
+        return 0.0
     for _ in range(200):  # sigma(eps) decreases in eps: find sigma(eps) = 1 for sensitivity mu
         mid = math.sqrt(lo * hi)
         if gaussian_sigma(mu, mid, delta) > 1.0:
@@ -482,6 +484,7 @@ def audit_learner(
     max_candidates: int = 24,
     confidence: float = 0.95,
     scope: str = "release",
+    require_claim: bool = False,
 ) -> LearnerAudit:
     """Audit a learner (see module): the bound on the epsilon of the releases that carry one
     changed reward, with the claim to compare it with.
@@ -496,7 +499,8 @@ def audit_learner(
     ``scope="transcript"`` audits up to ``max_candidates`` releases together, with a fitted
     likelihood-ratio feature, against the declared epsilon of the whole stream (under the
     wrapper: the per-message epsilon times the number of audited messages, basic
-    composition)."""
+    composition). ``require_claim`` (and ``broken``) refuse a learner that declares no finite
+    epsilon."""
     started = time.perf_counter()
     tgt = target(agent_id)
     if scope not in ("release", "transcript"):
@@ -514,6 +518,14 @@ def audit_learner(
             raise ConfigError(f"{agent_id}: audit: wrapper_epsilon: expected a positive finite "
                               f"number, got {wrapper_epsilon!r}")
     declared, per_release, delta = _claims(agent_id, kwargs, tgt, wrapper_epsilon)
+    if (broken or require_claim) and (declared is None or math.isinf(declared)):
+        wrapped = sorted(k for k, v in TARGETS.items() if v.wrapper)
+        raise ConfigError(
+            f"{agent_id}: audit: the learner is not private (privacy_epsilon = "
+            f"{'none declared' if declared is None else 'inf'}), so it has no claim to check"
+            + ("; audit it under the privacy wrapper with wrapper_epsilon"
+               if agent_id in wrapped else "")
+        )
     wrap = None
     if wrapper_epsilon is not None:
         wrap = tgt.wrapper(2.0 * wrapper_epsilon if broken else wrapper_epsilon, tgt.num_arms)
@@ -566,3 +578,29 @@ def audit_agent(
     return audit_learner(
         agent_id, agent_kwargs, trials=trials, seed=seed, confidence=confidence, **options
     ).result
+
+
+def leaderboard_audits(
+    rows: list[Any], *, trials: int = 3000, seed: int = 0, note: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Audits of the private learners among a store's rows, keyed by label, as the
+    leaderboard's :class:`~fedbandit_env.bench.leaderboard.AuditMark` (the bound and the
+    per-release claim it was checked against). A learner that cannot be audited here (no
+    message, a plug-in whose id is unknown) is skipped with a note."""
+    import json
+
+    from fedbandit_env.bench.leaderboard import AuditMark
+
+    marks: dict[str, Any] = {}
+    for row in rows:
+        if row.label in marks or row.epsilon is None or math.isinf(row.epsilon):
+            continue
+        kwargs = json.loads(row.config).get("agent_kwargs", {}) or {}
+        try:
+            audit = audit_learner(row.agent_id, kwargs, trials=trials, seed=seed)
+        except (ConfigError, UnknownIdError) as err:
+            note(f"leaderboard: {row.label} not audited: {err}")
+            marks[row.label] = None
+            continue
+        marks[row.label] = AuditMark(audit.epsilon_lower, audit.claim)
+    return {k: v for k, v in marks.items() if v is not None}

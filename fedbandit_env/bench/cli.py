@@ -106,6 +106,11 @@ def cmd_leaderboard(args) -> None:
             f"leaderboard: no results{which} in {args.store}; run `fedbandit suite` first"
         )
     entries = build(rows, baseline)
+    if args.audit:
+        from fedbandit_env.bench.audit_agent import leaderboard_audits
+        from fedbandit_env.bench.leaderboard import attach_audits
+
+        attach_audits(entries, leaderboard_audits(rows, trials=args.audit_trials, note=_note))
     print(to_markdown(entries))
     if args.html:
         from fedbandit_env.bench.html import write_html
@@ -140,18 +145,50 @@ def cmd_audit(args) -> None:
         result = audit_output_mechanism(mech, trials=args.trials, seed=args.seed)
         claim: float | None = epsilon
     else:
-        from fedbandit_env.bench.audit_agent import audit_agent, declared_claim
-
-        if args.epsilon is not None:  # shorthand for the learner's own epsilon kwarg
-            kwargs.setdefault("epsilon", args.epsilon)
-        claim = declared_claim(args.target, kwargs)
-        result = audit_agent(args.target, kwargs, trials=args.trials, seed=args.seed)
-    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
-    if claim is None or math.isinf(claim):
-        print(f"{args.target} {kwargs}: claims no privacy (not private); {bound}")
+        _audit_learner(args, kwargs)
         return
+    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
     verdict = "EXCEEDS the claim" if result.epsilon_lower > claim else "consistent with the claim"
     print(f"{args.target} {kwargs}: claimed epsilon {claim:g}, {bound}: {verdict}")
+
+
+def _audit_learner(args, kwargs: dict) -> None:
+    """``fedbandit audit AGENT``: the targeted audit of docs/privacy.md "Auditing learners"."""
+    from fedbandit_env.bench.audit_agent import TARGETS, audit_learner
+
+    wrapper_epsilon = args.wrapper_epsilon
+    tgt = TARGETS.get(args.target)
+    if args.epsilon is not None:
+        if tgt is not None and tgt.wrapper is not None and wrapper_epsilon is None:
+            wrapper_epsilon = args.epsilon  # a *_shared learner: the wrapper's epsilon
+        else:  # shorthand for the learner's own epsilon kwarg
+            kwargs.setdefault("epsilon", args.epsilon)
+    audit = audit_learner(
+        args.target,
+        kwargs,
+        trials=args.trials,
+        seed=args.seed,
+        broken=args.broken,
+        wrapper_epsilon=wrapper_epsilon,
+        scope=args.scope,
+        require_claim=args.epsilon is not None,
+    )
+    result = audit.result
+    name = args.target + (" (broken: noise scale reduced)" if args.broken else "")
+    if wrapper_epsilon is not None:
+        name += f" under the privacy wrapper (epsilon {wrapper_epsilon:g} per message)"
+    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
+    detail = f"{result.trials} trials per input, {audit.seconds:.1f} s; event {result.event}"
+    if audit.declared is None or math.isinf(audit.declared):
+        print(f"{name} {kwargs}: claims no privacy (not private); {bound}; {detail}")
+        return
+    claim = audit.claim
+    verdict = "EXCEEDS the claim" if audit.exceeds_claim() else "consistent with the claim"
+    what = "per-release epsilon" if args.scope == "release" else "transcript epsilon"
+    print(
+        f"{name} {kwargs}: declared epsilon {audit.declared:g}, {what} {claim:.4g}, {bound}: "
+        f"{verdict}; {detail}"
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -185,6 +222,13 @@ def parser() -> argparse.ArgumentParser:
         "--suite, linucb on linear environments and ucb1 otherwise)",
     )
     board.add_argument("--html", default=None, help="also write a static HTML page here")
+    board.add_argument(
+        "--audit",
+        action="store_true",
+        help="audit every private learner on the board and show the bound beside its claim "
+        "(flagged when the audit exceeds it)",
+    )
+    board.add_argument("--audit-trials", type=int, default=3000)
     rep = sub.add_parser(
         "reproduce",
         help=f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
@@ -199,10 +243,26 @@ def parser() -> argparse.ArgumentParser:
         "--epsilon",
         type=float,
         default=None,
-        help="a mechanism's epsilon (default 1); for a learner, shorthand for its epsilon kwarg. "
+        help="a mechanism's epsilon (default 1); for a learner, shorthand for its epsilon kwarg "
+        "(for a *_shared learner: --wrapper-epsilon). "
         "A learner's claim is its declared privacy_epsilon, read after reset",
     )
     audit.add_argument("--kwargs", default="{}")
+    audit.add_argument(
+        "--wrapper-epsilon",
+        type=float,
+        default=None,
+        help="audit a *_shared learner under the privacy wrapper at this per-message epsilon",
+    )
+    audit.add_argument(
+        "--scope",
+        choices=("release", "transcript"),
+        default="release",
+        help="the first release carrying the changed reward (default) or the whole transcript",
+    )
+    audit.add_argument(
+        "--broken", action="store_true", help="audit the broken variant (noise scale reduced)"
+    )
     audit.add_argument("--trials", type=int, default=20000)
     audit.add_argument("--seed", type=int, default=0)
     return p

@@ -21,8 +21,8 @@ from fedbandit_env.privacy.accountant import (
 from fedbandit_env.privacy.audit import (
     AuditResult,
     audit_epsilon,
-    audit_samples,
     audit_output_mechanism,
+    audit_samples,
     clopper_pearson,
     neighbouring_stream,
 )
