@@ -234,3 +234,25 @@ def test_leaderboard_audits_audit_private_rows_only():
     assert set(marks) == {"dp_mw_ucb"}
     assert marks["dp_mw_ucb"].claim == pytest.approx(0.5) and not marks["dp_mw_ucb"].exceeds
     assert notes and "ghost not audited" in notes[0]
+
+
+def test_cli_leaderboard_audit_column(tmp_path, capsys):
+    from fedbandit_env.bench.cli import main
+    from fedbandit_env.bench.executors import run_suite
+    from fedbandit_env.bench.store import ResultsStore
+    from fedbandit_env.bench.suites import Cell, Suite
+
+    env, small = "FedBandit/Homogeneous-v0", {"num_agents": 3, "num_arms": 2}
+    cells = (
+        Cell(env, "ucb1", 60, 2, small, {}, label="ucb1"),
+        Cell(env, "dp_mw_ucb", 60, 2, small, {"epsilon": 1.0}, label="dp_mw_ucb"),
+    )
+    store = tmp_path / "r.sqlite"
+    run_suite(Suite("tiny", cells, baseline="ucb1"), ResultsStore(store), quiet=True)
+    main(["leaderboard", "--store", str(store)])
+    assert "audited" not in capsys.readouterr().out
+    main(["leaderboard", "--store", str(store), "--audit", "--audit-trials", "300"])
+    out = capsys.readouterr().out
+    assert "| privacy ε | audited ε (95%) |" in out
+    line = next(x for x in out.splitlines() if "| dp_mw_ucb |" in x)
+    assert "(claim 0.5) |" in line and "EXCEEDS" not in line
