@@ -207,9 +207,12 @@ def test_cli_audits_every_private_learner_family(capsys):
     with pytest.raises(SystemExit):
         main(["audit", "gossip_fed_ucb", "--epsilon", "inf", "--trials", "200"])
     assert "gossip_fed_ucb: audit: the learner is not private" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["audit", "dp_mw_ucb", "--trials", "50"])
-    assert "trials: expected an int >= 100, got 50" in capsys.readouterr().err
+    for target in ("dp_mw_ucb", "laplace"):
+        with pytest.raises(SystemExit):
+            main(["audit", target, "--trials", "50"])
+        assert f"{target}: audit: trials: expected an int >= 100, got 50" in (
+            capsys.readouterr().err
+        )
 
 
 def test_leaderboard_audits_audit_private_rows_only():

@@ -23,7 +23,7 @@ from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
 from fedbandit_env.bench.leaderboard import build, current_rows, to_markdown
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import SUITES, get_suite
-from fedbandit_env.errors import FedBanditError
+from fedbandit_env.errors import ConfigError, FedBanditError
 from fedbandit_env.registration import list_envs, spec
 
 DEFAULT_STORE = "fedbandit_results.sqlite"
@@ -136,6 +136,10 @@ def cmd_audit(args) -> None:
     from fedbandit_env.privacy import GaussianMechanism, LaplaceMechanism, audit_output_mechanism
 
     kwargs = _json(args.kwargs, "--kwargs")
+    if args.trials < 100:
+        raise ConfigError(
+            f"{args.target}: audit: trials: expected an int >= 100, got {args.trials}"
+        )
     if args.target in ("laplace", "gaussian"):
         epsilon = 1.0 if args.epsilon is None else args.epsilon
         if args.target == "laplace":
