@@ -141,7 +141,8 @@ TARGETS: dict[str, AuditTarget] = {
     "gossip_fed_ucb": AuditTarget(
         horizon=16,
         per_release=_tree_per_release,
-        note="tree counter: a release at a power-of-two round is one block at epsilon/levels",
+        note="tree counter: the init pull's reward is one leaf at epsilon / levels, reused by "
+        "every release",
     ),
     "dp_mw_ucb": AuditTarget(
         horizon=16, per_release=_hybrid_per_release, note="hybrid counter: first release eps/2"
@@ -164,7 +165,8 @@ for _sid in ("ucb1_shared", "kl_ucb_shared", "epsilon_greedy_shared", "thompson_
 
 
 def target(agent_id: str) -> AuditTarget:
-    """The audit target of a learner id; unknown ids and learners with no target raise."""
+    """The audit target of a learner id (a learner with no target of its own gets the default
+    federation and no per-release figure); an unknown id raises :class:`UnknownIdError`."""
     if agent_id in TARGETS:
         return TARGETS[agent_id]
     if not is_known(agent_id):
