@@ -259,3 +259,16 @@ def test_cli_leaderboard_audit_column(tmp_path, capsys):
     assert "| privacy ε | audited ε (95%) |" in out
     line = next(x for x in out.splitlines() if "| dp_mw_ucb |" in x)
     assert "(claim 0.5) |" in line and "EXCEEDS" not in line
+
+
+def test_short_buffers_are_restored_even_on_error():
+    from fedbandit_env import seeding
+    from fedbandit_env.bench.audit_agent import _short_buffers
+    from fedbandit_env.privacy import _random
+
+    saved = seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
+    with pytest.raises(RuntimeError):
+        with _short_buffers(16):
+            assert seeding._MAX_CHUNK_STEPS == 17 and _random._MAX_CHUNK_STEPS == 17
+            raise RuntimeError("boom")
+    assert (seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS) == saved
