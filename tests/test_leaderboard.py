@@ -615,7 +615,8 @@ def test_audit_of_a_private_learner_is_within_its_declared_claim(capsys):
     assert 0.0 <= result.epsilon_lower <= 0.5
     main(["audit", "dp_dec_ucb", "--trials", "2000"])
     out = capsys.readouterr().out
-    assert "claimed epsilon 2, " in out and "consistent with the claim" in out
+    assert "declared epsilon 2, per-release epsilon 1, " in out
+    assert "consistent with the claim" in out
 
 
 def test_audit_of_a_non_private_learner_claims_nothing_and_shows_the_leak(capsys):

@@ -105,7 +105,7 @@ def test_a_suite_cell_with_an_untrusted_model_is_refused_and_runs_nothing(crafte
     "argv",
     [
         ["run", ENV, "sb3_policy", "--env-kwargs", json.dumps(KW), "--agent-kwargs", "{kw}"],
-        ["audit", "sb3_policy", "--trials", "10", "--kwargs", "{kw}"],
+        ["audit", "sb3_policy", "--trials", "100", "--kwargs", "{kw}"],
     ],
 )
 def test_the_cli_refuses_an_untrusted_model_file_in_one_line(crafted, argv, capsys):

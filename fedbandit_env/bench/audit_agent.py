@@ -1,97 +1,570 @@
-"""Empirical privacy audit of a whole learner (DESIGN.md §4: claims are checked, not trusted).
+"""Targeted empirical privacy audits of whole learners (DESIGN.md §4: claims are checked, not
+trusted; docs/privacy.md "Auditing learners").
 
-Agent 0 of a 3-agent ring is paid from a fixed 0/1 reward table (Bernoulli rewards with means 0
-or 1 are deterministic), the others from the base table; the neighbouring table differs in one
-entry, the reward of agent 0's first pull of arm 0. The audited output is the first message agent
-0 sends after that reward (reduced to a scalar by ``feature``). Over many independent runs the
-audit of :func:`fedbandit_env.privacy.audit_epsilon` gives a high-confidence lower bound on the
-epsilon of that release, which must not exceed the learner's claim. A lower bound, not a proof.
+The neighbouring pair. Agent 0 of a small federation (3 agents on a ring unless the learner's
+target says otherwise) is paid from a fixed 0/1 reward table in which every reward is 0 except,
+in the neighbouring table, the reward of its pull at step 0 (Bernoulli rewards with means 0 or 1
+are deterministic). That reward is the one record that differs.
 
-The claim is the learner's own declaration, ``TeamPolicy.privacy_epsilon``, read after ``reset``
-on the audit's federation (:func:`declared_claim`); a learner that declares nothing, or ``inf``,
-claims no privacy, and the audit just reports how much its first message leaks. A learner kwarg
-named ``epsilon`` is never taken for a claim (epsilon-greedy's is an exploration rate).
+The output. Every message of the federation (after the privacy wrapper when one is used) is a
+release. A pilot of a few runs on both inputs *with the same seeds* (common random numbers)
+locates the releases that carry the changed reward: exactly the (step, channel, agent,
+coordinate) entries whose values differ between the two inputs. Nothing is hard-coded about when
+a learner sends, so a learner whose message timing shifts is still audited on the right
+releases. The audit then records only those candidates (agent 0's first ``max_candidates``)
+over many independent batched runs (one vector environment of ``trials`` runs per input) and
+hands the (trials, K) feature matrix to :func:`fedbandit_env.privacy.audit_samples`: the first
+half selects the candidate release, a Laplace likelihood-ratio combination of all of them, the
+threshold and the direction; the held-out half gives exact Clopper–Pearson bounds.
+
+The claim. :data:`TARGETS` says, per private learner, the federation to audit on, the epsilon of
+the single most exposed release (``per_release``: the declared epsilon when one release carries
+the whole guarantee, the accountant's per-release share when the declaration covers a stream)
+and how to build a broken variant (noise scale halved). The learner's declaration is
+``TeamPolicy.privacy_epsilon`` read after ``reset`` (:func:`declared_claim`); a learner that
+declares nothing or ``inf`` claims no privacy, and the audit just reports how much it leaks.
+A lower bound, never a proof.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import inspect
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.agent_registry import agent_class, is_known, list_agents, make_agent
 from fedbandit_env.bench.evaluate import declared_epsilon
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.privacy import AuditResult, audit_epsilon, neighbouring_stream
+from fedbandit_env.errors import ConfigError, UnknownIdError
+from fedbandit_env.privacy import AuditResult, audit_samples
 from fedbandit_env.registration import make_vec
 from fedbandit_env.seeding import BatchedRNG
 
 ENV = "FedBandit/Homogeneous-v0"
+MIN_TRIALS = 100
+SENTINEL = -1.0e6  # feature value of a candidate release that was not sent in a run
 
 
-def first_message(
-    agent_id: str,
-    agent_kwargs: dict[str, Any],
-    stream: np.ndarray,
-    base: np.ndarray,
-    rng: np.random.Generator,
-    trials: int,
-    feature: Callable[[np.ndarray], np.ndarray],
-) -> np.ndarray:
-    """Agent 0's first message after its first pull of arm 0, over ``trials`` batched runs."""
-    horizon, num_arms = stream.shape
-    policy = make_agent(agent_id, **agent_kwargs)
-    venv = _audit_env(agent_id, policy, trials, num_arms, horizon)
-    obs, _ = venv.reset(seed=0)
-    seeds = [int(s) for s in rng.integers(2**31, size=trials)]
-    policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
-    pulled = np.zeros(trials, dtype=bool)
-    for t in range(horizon):
-        venv.engine.means[:, :, :] = base[t]
-        venv.engine.means[:, 0, :] = stream[t]
-        action = policy.act(obs)
-        for send, payload in action.messages.values():
-            ready = pulled & send[:, 0]
-            if ready.all():
-                return feature(payload[:, 0])
-        obs, *_ = venv.step(action.arms, action.messages)
-        pulled |= obs.last_arm[:, 0] == 0
-    raise ConfigError(f"{agent_id}: audit: agent 0 sent no message after pulling arm 0")
+# -- the audit's federations and targets -------------------------------------------------------
+@dataclass(frozen=True)
+class AuditTarget:
+    """How one private learner is audited (docs/privacy.md "Auditing learners").
+
+    ``horizon``, ``num_arms``, ``num_agents``, ``env`` and ``env_kwargs`` fix the federation;
+    ``per_release(policy)`` is the epsilon of the most exposed single release (policy after
+    ``reset``); ``wrapper(epsilon, num_arms)``, when set, gives the privacy wrapper's channel
+    options (the learner itself is not private); ``note`` explains the per-release figure."""
+
+    horizon: int = 16
+    num_arms: int = 2
+    num_agents: int = 3
+    env: str = ENV
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    per_release: Callable[[Any], float] | None = None
+    wrapper: Callable[[float, int], dict[str, Any]] | None = None
+    note: str = ""
+    align: bool = True
+    unit_context: bool = False
+    broken_factor: float = 2.0
+    audit_delta: Callable[[Any], float] | None = None
 
 
-def _audit_env(agent_id: str, policy: Any, num_runs: int, num_arms: int, horizon: int) -> Any:
-    """The audit's federation (3 agents on a ring, Bernoulli rewards) with the learner's
-    channels; a learner that asks for none has nothing to audit."""
-    preview = make_vec(ENV, num_runs=1, num_agents=3, num_arms=num_arms, horizon=horizon)
+def _tree_per_release(policy: Any) -> float:
+    return float(policy.counter.epsilon_per_block)
+
+
+def _hybrid_per_release(policy: Any) -> float:
+    # the first insertion into a hybrid counter is released with Lap(2D/epsilon): epsilon/2
+    return float(policy.privacy_epsilon) / 2.0
+
+
+def _declared(policy: Any) -> float:
+    return float(policy.privacy_epsilon)
+
+
+def shared_wrapper(epsilon: float, num_arms: int) -> dict[str, Any]:
+    """The privacy wrapper's options for a ``*_shared`` learner (payload ``[counts, sums]``):
+    Laplace per message at ``epsilon`` with the learner's own L1 sensitivity 1 (one reward in
+    [0, 1] moves one ``sums`` entry by at most 1; ``clip=False``: clipping to a ball would mix
+    the coordinates and weaken the audit without changing the guarantee)."""
+    return {"neighbors": {"epsilon": float(epsilon), "sensitivity": 1.0, "clip": False}}
+
+
+def _gaussian_epsilon(mu: float, delta: float) -> float:
+    """The exact (analytic, Balle & Wang 2018) epsilon at ``delta`` of a Gaussian mechanism
+    whose sensitivity is ``mu`` noise standard deviations."""
+    from fedbandit_env.privacy.calibration import gaussian_sigma
+
+    lo, hi = 1e-9, 1e4
+    if gaussian_sigma(mu, lo, delta) <= 1.0:  # delta alone covers the release: it is (0, delta)
+        return 0.0
+    for _ in range(200):  # sigma(eps) decreases in eps: find sigma(eps) = 1 for sensitivity mu
+        mid = math.sqrt(lo * hi)
+        if gaussian_sigma(mu, mid, delta) > 1.0:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def _gram_per_release(policy: Any) -> float:
+    # one tree node: Frobenius sensitivity 2 Lt2, off-diagonal sd sigma_N, diagonal sqrt(2) sigma_N,
+    # i.e. a Gaussian of sensitivity mu = sqrt(2) Lt2 / sigma_N sd (docs/privacy.md, zCDP check)
+    c = policy.constants
+    return _gaussian_epsilon(math.sqrt(2.0) * c.L_tilde_sq / c.sigma_N, float(policy.delta))
+
+
+def _learner_delta(policy: Any) -> float:
+    return float(policy.delta)
+
+
+LINEAR_ENV = "FedBandit/LinearContextual-v0"
+
+TARGETS: dict[str, AuditTarget] = {
+    "fed_lin_ucb": AuditTarget(
+        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3},
+        per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
+        audit_delta=_learner_delta, horizon=16,
+        note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
+    ),
+    "fed_lin_ucb_decentralized": AuditTarget(
+        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3},
+        per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
+        audit_delta=_learner_delta, horizon=16,
+        note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
+    ),
+    "gossip_fed_ucb": AuditTarget(
+        horizon=16,
+        per_release=_tree_per_release,
+        note="tree counter: the init pull's reward is one leaf at epsilon / levels, reused by "
+        "every release",
+    ),
+    "dp_mw_ucb": AuditTarget(
+        horizon=16, per_release=_hybrid_per_release, note="hybrid counter: first release eps/2"
+    ),
+    "dp_dec_ucb": AuditTarget(
+        horizon=16, per_release=_hybrid_per_release, note="hybrid counter: first release eps/2"
+    ),
+    "cdp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
+    "ddp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
+    "hdp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
+}
+for _sid in ("ucb1_shared", "kl_ucb_shared", "epsilon_greedy_shared", "thompson_beta_shared",
+             "thompson_gaussian_shared"):
+    TARGETS[_sid] = AuditTarget(
+        horizon=8,
+        per_release=None,
+        wrapper=shared_wrapper,
+        note="privacy wrapper: Laplace per message",
+    )
+
+
+def target(agent_id: str) -> AuditTarget:
+    """The audit target of a learner id (a learner with no target of its own gets the default
+    federation and no per-release figure); an unknown id raises :class:`UnknownIdError`."""
+    if agent_id in TARGETS:
+        return TARGETS[agent_id]
+    if not is_known(agent_id):
+        agent_class(agent_id)  # raises UnknownIdError with suggestions
+        raise UnknownIdError(f"audit: unknown learner {agent_id!r}; known: {list_agents()}")
+    return AuditTarget()
+
+
+# -- broken variants (mutation check) ----------------------------------------------------------
+def half_noise_variant(cls: type, factor: float = 2.0) -> type:
+    """A broken copy of a private learner class: it runs its mechanisms at ``factor`` times the
+    epsilon it is given (Laplace noise scale divided by ``factor``: halved by default) but
+    declares the epsilon it was given."""
+
+    default = inspect.signature(cls).parameters["epsilon"].default
+
+    class HalfNoise(cls):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, epsilon: float = default, **kwargs: Any):
+            super().__init__(*args, epsilon=factor * epsilon, **kwargs)
+
+        @property
+        def privacy_epsilon(self) -> float | None:
+            value = super().privacy_epsilon
+            return None if value is None else float(value) / factor
+
+    HalfNoise.__name__ = HalfNoise.__qualname__ = f"{cls.__name__}HalfNoise"
+    return HalfNoise
+
+
+# -- running the federation --------------------------------------------------------------------
+def _reward_tables(horizon: int, num_arms: int) -> tuple[np.ndarray, np.ndarray]:
+    base = np.zeros((horizon, num_arms))
+    neighbour = base.copy()
+    neighbour[0, :] = 1.0  # the reward of agent 0's pull at step 0, whichever arm it pulls
+    return base, neighbour
+
+
+def _build_env(tgt: AuditTarget, policy: Any, agent_id: str, num_runs: int) -> Any:
+    kwargs = {
+        "num_agents": tgt.num_agents,
+        "num_arms": tgt.num_arms,
+        "horizon": tgt.horizon,
+        **dict(tgt.env_kwargs),
+    }
+    if tgt.env == ENV:
+        kwargs.setdefault("topology", "ring")
+    kwargs.setdefault("reward", "bernoulli")
+    preview = make_vec(tgt.env, num_runs=1, **kwargs)
     channels = policy.channel_spec(preview.config)
     if not channels:
         raise ConfigError(f"{agent_id}: audit: the learner sends no messages, nothing to audit")
-    return make_vec(
-        ENV,
-        num_runs=num_runs,
-        num_agents=3,
-        num_arms=num_arms,
-        horizon=horizon,
-        topology="ring",
-        reward="bernoulli",
-        channels=channels,
-    )
+    return make_vec(tgt.env, num_runs=num_runs, channels=channels, **kwargs)
+
+
+@contextlib.contextmanager
+def _short_buffers(horizon: int) -> Iterator[None]:
+    """Per-step random buffers sized to the audit's short horizon instead of 1024 steps.
+
+    The per-run buffered streams (:class:`fedbandit_env.seeding.BufferedStream` and the privacy
+    streams) draw a chunk of up to 1024 steps per run at a time; with 10^4-10^5 audit runs of a
+    few steps that is most of the audit's time. The chunk is capped at the horizon while the
+    audit's federations are built and run. Each run's draws are still a deterministic function
+    of its seed (never of the batch size); they differ from a long-horizon run's draws, which the
+    audit does not need to reproduce."""
+    from fedbandit_env import seeding
+    from fedbandit_env.privacy import _random
+
+    saved = seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
+    cap = max(1, int(horizon) + 1)
+    seeding._MAX_CHUNK_STEPS = min(saved[0], cap)
+    _random._MAX_CHUNK_STEPS = min(saved[1], cap)
+    try:
+        yield
+    finally:
+        seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS = saved
+
+
+class _Recorder:
+    """Records the releases of each step: all of them (pilot) or only the candidates.
+
+    Per-arm payloads (a length that is a multiple of the number of arms ``num_arms``: blocks of
+    one entry per arm) are *aligned* on agent 0's first pull: in every block, entry 0 is the arm
+    agent 0 pulled at step 0, entry 1 the next arm, and so on. That pull happens before any
+    reward is seen, so it does not depend on the data; revealing it to the audit costs no
+    privacy, and it lets one candidate coordinate carry the changed reward in every run
+    whichever arm the learner's tie-break chose."""
+
+    def __init__(
+        self, candidates: list[tuple[int, str, int, int]] | None, num_runs: int, num_arms: int
+    ):
+        self.candidates = candidates
+        self.num_arms = num_arms if num_arms > 1 else 0
+        self.first_arm = np.zeros(num_runs, dtype=np.int64)
+        self.steps: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
+        if candidates is not None:
+            self.out = np.full((num_runs, len(candidates)), SENTINEL)
+            self.by_step: dict[int, list[tuple[int, str, int, int]]] = {}
+            for k, (t, ch, i, c) in enumerate(candidates):
+                self.by_step.setdefault(t, []).append((k, ch, i, c))
+
+    def _aligned(self, payload: np.ndarray) -> np.ndarray:
+        m = self.num_arms
+        dim = payload.shape[-1]
+        if not m or dim % m or not self.first_arm.any():
+            return payload
+        blocks = payload.reshape(*payload.shape[:-1], dim // m, m)
+        order = (np.arange(m)[None, :] + self.first_arm[:, None]) % m  # (B, M)
+        index = np.broadcast_to(order[:, None, None, :], blocks.shape)
+        return np.take_along_axis(blocks, index, axis=-1).reshape(payload.shape)
+
+    def record(self, step: int, messages: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        if self.candidates is None:
+            self.steps.append(
+                {n: (np.array(s, dtype=bool), self._aligned(np.asarray(p, dtype=float)))
+                 for n, (s, p) in messages.items()}
+            )
+            return
+        for k, ch, i, c in self.by_step.get(step, ()):
+            if ch in messages:
+                send, payload = messages[ch]
+                value = self._aligned(np.asarray(payload, dtype=float)[:, i : i + 1])[:, 0, c]
+                self.out[:, k] = np.where(send[:, i], value, SENTINEL)
+
+
+def _run(
+    make_policy: Callable[[], Any],
+    agent_id: str,
+    tgt: AuditTarget,
+    wrapper_options: dict[str, Any] | None,
+    stream: np.ndarray,
+    seeds: list[int],
+    recorder: _Recorder,
+) -> None:
+    with _short_buffers(tgt.horizon):
+        _run_federation(make_policy, agent_id, tgt, wrapper_options, stream, seeds, recorder)
+
+
+def _run_federation(
+    make_policy: Callable[[], Any],
+    agent_id: str,
+    tgt: AuditTarget,
+    wrapper_options: dict[str, Any] | None,
+    stream: np.ndarray,
+    seeds: list[int],
+    recorder: _Recorder,
+) -> None:
+    num_runs = len(seeds)
+    policy = make_policy()
+    venv = _build_env(tgt, policy, agent_id, num_runs)
+    env_seeds = [s ^ 0x5EED for s in seeds]
+    if wrapper_options is not None:
+        from fedbandit_env.wrappers import PrivacyVectorWrapper
+
+        venv = PrivacyVectorWrapper(venv, wrapper_options)
+        privatize = venv.privatizer.privatize
+
+        def capture(step: int, messages: Any) -> Any:
+            out = privatize(step, messages)
+            recorder.record(step - 1, out)
+            return out
+
+        venv.privatizer.privatize = capture
+    obs, _ = venv.reset(seed=env_seeds)
+    policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
+    engine = venv.engine
+    for t in range(tgt.horizon):
+        if tgt.unit_context and obs.context is not None:
+            # agent 0's actions are all e_1 (norm L = 1): the changed reward moves one
+            # coordinate of its reward-weighted sum by exactly the reward difference
+            context = np.array(obs.context, dtype=np.float64, copy=True)
+            context[:, 0] = 0.0
+            context[:, 0, ..., 0] = 1.0
+            obs.context = context
+        action = policy.act(obs)
+        if wrapper_options is None:
+            recorder.record(t, engine._check_messages(action.messages or {}))
+        obs, *_ = venv.step(action.arms, action.messages)
+        if t == 0 and tgt.align:
+            recorder.first_arm = np.asarray(obs.last_arm[:, 0], dtype=np.int64).copy()
+        # the rewards the learner observes: the table's for agent 0's pull at step t, else 0
+        reward = np.zeros_like(obs.last_reward)
+        reward[:, 0] = stream[t][obs.last_arm[:, 0]]
+        obs.last_reward = reward
+
+
+def locate(
+    make_policy: Callable[[], Any],
+    agent_id: str,
+    tgt: AuditTarget,
+    wrapper_options: dict[str, Any] | None,
+    *,
+    pilot: int = 64,
+    seed: int = 0,
+    max_candidates: int = 24,
+    agent: int | None = 0,
+) -> list[tuple[int, str, int, int]]:
+    """The releases that carry the changed reward: (step, channel, agent, coordinate) entries
+    that differ between the two inputs under the same seeds, in time order (agent ``agent``'s
+    only unless None), at most ``max_candidates``."""
+    base, neighbour = _reward_tables(tgt.horizon, tgt.num_arms)
+    seeds = [int(s) for s in np.random.default_rng([seed, 7]).integers(2**31, size=pilot)]
+    rec_a, rec_b = _Recorder(None, pilot, tgt.num_arms), _Recorder(None, pilot, tgt.num_arms)
+    _run(make_policy, agent_id, tgt, wrapper_options, base, seeds, rec_a)
+    _run(make_policy, agent_id, tgt, wrapper_options, neighbour, seeds, rec_b)
+    found: list[tuple[int, str, int, int]] = []
+    for t, (ma, mb) in enumerate(zip(rec_a.steps, rec_b.steps, strict=True)):
+        for ch in sorted(ma):
+            send_a, pay_a = ma[ch]
+            send_b, pay_b = mb[ch]
+            sent = send_a | send_b
+            differs = (send_a != send_b)[..., None] | (
+                sent[..., None] & ~np.isclose(pay_a, pay_b, rtol=0, atol=1e-12)
+            )
+            hits = differs.any(axis=0)  # (N, dim)
+            agents = range(hits.shape[0]) if agent is None else (agent,)
+            for i in agents:
+                for c in np.flatnonzero(hits[i]):
+                    found.append((t, ch, int(i), int(c)))
+                    if len(found) >= max_candidates:
+                        return found
+    return found
+
+
+# -- the audit ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LearnerAudit:
+    """An audit of one learner: ``result`` (the bound), the learner's ``declared`` epsilon, the
+    ``per_release`` epsilon the audited releases carry (the claim the bound is compared with),
+    the audited ``candidates`` and the wall-clock ``seconds``."""
+
+    agent_id: str
+    result: AuditResult
+    scope: str
+    declared: float | None
+    per_release: float | None
+    candidates: tuple[tuple[int, str, int, int], ...]
+    seconds: float
+
+    @property
+    def epsilon_lower(self) -> float:
+        return self.result.epsilon_lower
+
+    @property
+    def claim(self) -> float | None:
+        """The epsilon the audited releases must respect (per-release, else declared)."""
+        return self.per_release if self.per_release is not None else self.declared
+
+    def exceeds_claim(self) -> bool:
+        claim = self.claim
+        return claim is not None and not math.isinf(claim) and self.result.exceeds(claim)
+
+
+def _check_trials(agent_id: str, trials: Any) -> int:
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < MIN_TRIALS:
+        raise ConfigError(f"{agent_id}: audit: trials: expected an int >= {MIN_TRIALS}, got "
+                          f"{trials!r}")
+    return int(trials)
+
+
+def _policy_factory(
+    agent_id: str, kwargs: dict[str, Any], broken: bool, tgt: AuditTarget
+) -> Callable[[], Any]:
+    if broken and tgt.wrapper is None:
+        cls = half_noise_variant(agent_class(agent_id), tgt.broken_factor)
+        return lambda: cls(**kwargs)
+    return lambda: make_agent(agent_id, **kwargs)
 
 
 def declared_claim(
     agent_id: str,
     agent_kwargs: dict[str, Any] | None = None,
     *,
-    horizon: int = 40,
-    num_arms: int = 2,
+    horizon: int | None = None,
+    num_arms: int | None = None,
 ) -> float | None:
     """The privacy epsilon the learner declares on the audit's federation (after ``reset``):
     a number, ``inf`` (not private) or None (no declaration)."""
-    policy = make_agent(agent_id, **dict(agent_kwargs or {}))
-    venv = _audit_env(agent_id, policy, 1, num_arms, horizon)
+    claim, _, _ = _claims(agent_id, dict(agent_kwargs or {}), target(agent_id), None,
+                       horizon=horizon, num_arms=num_arms)
+    return claim
+
+
+def _claims(
+    agent_id: str,
+    kwargs: dict[str, Any],
+    tgt: AuditTarget,
+    wrapper_epsilon: float | None,
+    *,
+    horizon: int | None = None,
+    num_arms: int | None = None,
+) -> tuple[float | None, float | None, float]:
+    if horizon is not None or num_arms is not None:
+        tgt = AuditTarget(**{**tgt.__dict__, "horizon": horizon or tgt.horizon,
+                             "num_arms": num_arms or tgt.num_arms})
+    if wrapper_epsilon is not None:
+        return wrapper_epsilon, wrapper_epsilon, 0.0
+    policy = make_agent(agent_id, **kwargs)
+    venv = _build_env(tgt, policy, agent_id, 1)
+    venv.reset(seed=0)
     policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
-    return declared_epsilon(policy)
+    declared = declared_epsilon(policy)
+    per_release = None
+    if declared is not None and not math.isinf(declared) and tgt.per_release is not None:
+        per_release = tgt.per_release(policy)
+    delta = tgt.audit_delta(policy) if tgt.audit_delta is not None else 0.0
+    return declared, per_release, delta
+
+
+def audit_learner(
+    agent_id: str,
+    agent_kwargs: dict[str, Any] | None = None,
+    *,
+    trials: int = 20_000,
+    seed: int = 0,
+    broken: bool = False,
+    wrapper_epsilon: float | None = None,
+    max_candidates: int = 24,
+    confidence: float = 0.95,
+    scope: str = "release",
+    require_claim: bool = False,
+) -> LearnerAudit:
+    """Audit a learner (see module): the bound on the epsilon of the releases that carry one
+    changed reward, with the claim to compare it with.
+
+    ``broken=True`` audits the learner's broken variant (noise scale halved) against the correct
+    learner's claim. ``wrapper_epsilon`` runs the learner under the privacy wrapper with the
+    target's channel options at that per-message epsilon (required for the ``*_shared``
+    learners, which are not private by themselves).
+
+    ``scope="release"`` (default) audits the first message that carries the changed reward
+    (every coordinate of it is a candidate), against the per-release epsilon;
+    ``scope="transcript"`` audits up to ``max_candidates`` releases together, with a fitted
+    likelihood-ratio feature, against the declared epsilon of the whole stream (under the
+    wrapper: the per-message epsilon times the number of audited messages, basic
+    composition). ``require_claim`` (and ``broken``) refuse a learner that declares no finite
+    epsilon."""
+    started = time.perf_counter()
+    tgt = target(agent_id)
+    if scope not in ("release", "transcript"):
+        raise ConfigError(f"{agent_id}: audit: scope: expected 'release' or 'transcript', got "
+                          f"{scope!r}")
+    trials = _check_trials(agent_id, trials)
+    kwargs = dict(agent_kwargs or {})
+    if wrapper_epsilon is not None:
+        if tgt.wrapper is None:
+            raise ConfigError(
+                f"{agent_id}: audit: wrapper_epsilon: the learner has no privacy-wrapper target "
+                f"(expected one of {sorted(k for k, v in TARGETS.items() if v.wrapper)})"
+            )
+        if not (isinstance(wrapper_epsilon, int | float) and 0 < wrapper_epsilon < math.inf):
+            raise ConfigError(f"{agent_id}: audit: wrapper_epsilon: expected a positive finite "
+                              f"number, got {wrapper_epsilon!r}")
+    declared, per_release, delta = _claims(agent_id, kwargs, tgt, wrapper_epsilon)
+    if (broken or require_claim) and (declared is None or math.isinf(declared)):
+        wrapped = sorted(k for k, v in TARGETS.items() if v.wrapper)
+        raise ConfigError(
+            f"{agent_id}: audit: the learner is not private (privacy_epsilon = "
+            f"{'none declared' if declared is None else 'inf'}), so it has no claim to check"
+            + ("; audit it under the privacy wrapper with wrapper_epsilon"
+               if agent_id in wrapped else "")
+        )
+    wrap = None
+    if wrapper_epsilon is not None:
+        wrap = tgt.wrapper(2.0 * wrapper_epsilon if broken else wrapper_epsilon, tgt.num_arms)
+    make_policy = _policy_factory(agent_id, kwargs, broken, tgt)
+    candidates = locate(make_policy, agent_id, tgt, wrap, seed=seed,
+                        max_candidates=max_candidates)
+    if not candidates:
+        raise ConfigError(f"{agent_id}: audit: no release of agent 0 depends on its reward "
+                          f"within {tgt.horizon} steps; nothing to audit")
+    if scope == "release":  # the first message that carries the changed reward
+        first = candidates[0][:2]
+        candidates = [c for c in candidates if c[:2] == first]
+    elif wrapper_epsilon is not None:  # basic composition over the audited messages
+        per_release = wrapper_epsilon * len({c[:2] for c in candidates})
+    else:
+        per_release = None
+    base, neighbour = _reward_tables(tgt.horizon, tgt.num_arms)
+    seq_a, seq_b = np.random.SeedSequence([int(seed), 16]).spawn(2)
+    feats = []
+    for stream, seq in ((base, seq_a), (neighbour, seq_b)):
+        seeds = [int(s) for s in np.random.Generator(np.random.PCG64(seq)).integers(
+            2**31, size=trials)]
+        rec = _Recorder(candidates, trials, tgt.num_arms)
+        _run(make_policy, agent_id, tgt, wrap, stream, seeds, rec)
+        feats.append(rec.out)
+    names = [f"{ch}[t={t},agent={i},coord={c}]" for t, ch, i, c in candidates]
+    result = audit_samples(feats[0], feats[1], confidence=confidence, delta=delta,
+                           likelihood_ratio=scope == "transcript", names=names)
+    return LearnerAudit(
+        agent_id=agent_id,
+        result=result,
+        scope=scope,
+        declared=declared,
+        per_release=per_release,
+        candidates=tuple(candidates),
+        seconds=time.perf_counter() - started,
+    )
 
 
 def audit_agent(
@@ -100,21 +573,36 @@ def audit_agent(
     *,
     trials: int = 3000,
     seed: int = 0,
-    horizon: int = 40,
-    num_arms: int = 2,
-    feature: Callable[[np.ndarray], np.ndarray] | None = None,
     confidence: float = 0.95,
+    **options: Any,
 ) -> AuditResult:
-    """Lower bound on the epsilon of a learner's first message about one reward (see module)."""
-    kwargs = dict(agent_kwargs or {})
-    base = np.zeros((horizon, num_arms))
-    base[:, 0] = 1.0  # arm 0 always pays 1, the others 0
-    neighbour = neighbouring_stream(base, (0, 0), 0.0)
-    feat = feature or (lambda payload: payload.sum(axis=-1))
+    """The bound of :func:`audit_learner` alone."""
+    return audit_learner(
+        agent_id, agent_kwargs, trials=trials, seed=seed, confidence=confidence, **options
+    ).result
 
-    def mechanism(stream: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-        return first_message(agent_id, kwargs, stream, base, rng, n, feat)
 
-    return audit_epsilon(
-        mechanism, base, neighbour, trials=trials, seed=seed, batched=True, confidence=confidence
-    )
+def leaderboard_audits(
+    rows: list[Any], *, trials: int = 3000, seed: int = 0, note: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Audits of the private learners among a store's rows, keyed by label, as the
+    leaderboard's :class:`~fedbandit_env.bench.leaderboard.AuditMark` (the bound and the
+    per-release claim it was checked against). A learner that cannot be audited here (no
+    message, a plug-in whose id is unknown) is skipped with a note."""
+    import json
+
+    from fedbandit_env.bench.leaderboard import AuditMark
+
+    marks: dict[str, Any] = {}
+    for row in rows:
+        if row.label in marks or row.epsilon is None or math.isinf(row.epsilon):
+            continue
+        kwargs = json.loads(row.config).get("agent_kwargs", {}) or {}
+        try:
+            audit = audit_learner(row.agent_id, kwargs, trials=trials, seed=seed)
+        except (ConfigError, UnknownIdError) as err:
+            note(f"leaderboard: {row.label} not audited: {err}")
+            marks[row.label] = None
+            continue
+        marks[row.label] = AuditMark(audit.epsilon_lower, audit.claim)
+    return {k: v for k, v in marks.items() if v is not None}

@@ -104,6 +104,11 @@ def cmd_leaderboard(args) -> None:
             f"leaderboard: no results{which} in {args.store}; run `fedbandit suite` first"
         )
     entries = build(rows, baseline)
+    if args.audit:
+        from fedbandit_env.bench.audit_agent import leaderboard_audits
+        from fedbandit_env.bench.leaderboard import attach_audits
+
+        attach_audits(entries, leaderboard_audits(rows, trials=args.audit_trials, note=_note))
     print(to_latex(entries) if args.format == "latex" else to_markdown(entries))
     if args.html:
         from fedbandit_env.bench.html import write_html
@@ -135,16 +140,9 @@ def cmd_audit(args) -> None:
         result = audit_output_mechanism(mech, trials=args.trials, seed=args.seed)
         claim: float | None = epsilon
     else:
-        from fedbandit_env.bench.audit_agent import audit_agent, declared_claim
-
-        if args.epsilon is not None:  # shorthand for the learner's own epsilon kwarg
-            kwargs.setdefault("epsilon", args.epsilon)
-        claim = declared_claim(args.target, kwargs)
-        result = audit_agent(args.target, kwargs, trials=args.trials, seed=args.seed)
-    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
-    if claim is None or math.isinf(claim):
-        print(f"{args.target} {kwargs}: claims no privacy (not private); {bound}")
+        _audit_learner(args, kwargs)
         return
+    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
     verdict = "EXCEEDS the claim" if result.epsilon_lower > claim else "consistent with the claim"
     print(f"{args.target} {kwargs}: claimed epsilon {claim:g}, {bound}: {verdict}")
 
@@ -246,6 +244,7 @@ def _figure(text: str) -> str:
 
 POSITIVE = _arg_type("positive int", lambda t: _integer(t, 1, "a positive integer"))
 NON_NEGATIVE = _arg_type("non-negative int", lambda t: _integer(t, 0, "an integer >= 0"))
+TRIALS = _arg_type("trials", lambda t: _integer(t, 100, "an integer >= 100"))
 EPSILON = _arg_type("epsilon", _positive_float)
 JSON_OBJECT = _arg_type("JSON object", _json_object)
 ENV_ID = _arg_type("environment id", _env_id)
@@ -261,6 +260,45 @@ def _version() -> str:
         from fedbandit_env import __version__
 
         return __version__
+
+
+def _audit_learner(args, kwargs: dict) -> None:
+    """``fedbandit audit AGENT``: the targeted audit of docs/privacy.md "Auditing learners"."""
+    from fedbandit_env.bench.audit_agent import TARGETS, audit_learner
+
+    wrapper_epsilon = args.wrapper_epsilon
+    tgt = TARGETS.get(args.target)
+    if args.epsilon is not None:
+        if tgt is not None and tgt.wrapper is not None and wrapper_epsilon is None:
+            wrapper_epsilon = args.epsilon  # a *_shared learner: the wrapper's epsilon
+        else:  # shorthand for the learner's own epsilon kwarg
+            kwargs.setdefault("epsilon", args.epsilon)
+    audit = audit_learner(
+        args.target,
+        kwargs,
+        trials=args.trials,
+        seed=args.seed,
+        broken=args.broken,
+        wrapper_epsilon=wrapper_epsilon,
+        scope=args.scope,
+        require_claim=args.epsilon is not None,
+    )
+    result = audit.result
+    name = args.target + (" (broken: noise scale reduced)" if args.broken else "")
+    if wrapper_epsilon is not None:
+        name += f" under the privacy wrapper (epsilon {wrapper_epsilon:g} per message)"
+    bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
+    detail = f"{result.trials} trials per input, {audit.seconds:.1f} s; event {result.event}"
+    if audit.declared is None or math.isinf(audit.declared):
+        print(f"{name} {kwargs}: claims no privacy (not private); {bound}; {detail}")
+        return
+    claim = audit.claim
+    verdict = "EXCEEDS the claim" if audit.exceeds_claim() else "consistent with the claim"
+    what = "per-release epsilon" if args.scope == "release" else "transcript epsilon"
+    print(
+        f"{name} {kwargs}: declared epsilon {audit.declared:g}, {what} {claim:.4g}, {bound}: "
+        f"{verdict}; {detail}"
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -332,6 +370,13 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="also write a static HTML page (index.html and PNGs) into this folder",
     )
+    board.add_argument(
+        "--audit",
+        action="store_true",
+        help="audit every private learner on the board and show the bound beside its claim "
+        "(flagged when the audit exceeds it)",
+    )
+    board.add_argument("--audit-trials", type=TRIALS, default=3000, help="trials per audit (>= 100)")
     rep = command(
         "reproduce",
         f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
@@ -350,14 +395,30 @@ def parser() -> argparse.ArgumentParser:
         "--epsilon",
         type=EPSILON,
         default=None,
-        help="a mechanism's epsilon (default 1); for a learner, shorthand for its epsilon kwarg. "
+        help="a mechanism's epsilon (default 1); for a learner, shorthand for its epsilon kwarg "
+        "(for a *_shared learner: --wrapper-epsilon). "
         "A learner's claim is its declared privacy_epsilon, read after reset",
     )
     audit.add_argument(
         "--kwargs", type=JSON_OBJECT, default={}, help="mechanism or learner kwargs (JSON object)"
     )
-    audit.add_argument("--trials", type=POSITIVE, default=20000, help="audit trials")
+    audit.add_argument("--trials", type=TRIALS, default=20000, help="audit trials per input (>= 100)")
     audit.add_argument("--seed", type=NON_NEGATIVE, default=0, help="the audit's seed")
+    audit.add_argument(
+        "--wrapper-epsilon",
+        type=EPSILON,
+        default=None,
+        help="audit a *_shared learner under the privacy wrapper at this per-message epsilon",
+    )
+    audit.add_argument(
+        "--scope",
+        choices=("release", "transcript"),
+        default="release",
+        help="the first release carrying the changed reward (default) or the whole transcript",
+    )
+    audit.add_argument(
+        "--broken", action="store_true", help="audit the broken variant (noise scale reduced)"
+    )
     return p
 
 

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbandit_env.bench.leaderboard import Entry, display_label, env_title, format_epsilon
+from fedbandit_env.bench.leaderboard import (
+    Entry,
+    display_label,
+    env_title,
+    format_audit,
+    format_epsilon,
+)
 from fedbandit_env.errors import ConfigError
 
 STYLE = """
@@ -21,6 +27,7 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #bbb; padding: 4px 10px; text-align: right; }
 th { background: #e8eef7; } td.name { text-align: left; }
 img { max-width: 900px; display: block; margin: 1em 0; }
+td.audit-exceeds { color: #fff; background: #c0392b; font-weight: bold; }
 """
 
 
@@ -93,12 +100,23 @@ def _plot_scatter(entries: list[Entry], path: Path) -> None:
     pyplot().close(fig)
 
 
+def _audit_cell(e: Entry) -> str:
+    """The audited-epsilon cell; red (class ``audit-exceeds``) when the audit refutes the
+    learner's claim."""
+    text = html.escape(format_audit(e.audit, markdown=False))
+    if e.audit is not None and e.audit.exceeds:
+        return f"<td class='audit-exceeds'>{text}</td>"
+    return f"<td>{text}</td>"
+
+
 def _table(entries: list[Entry]) -> str:
     head = (
         "<tr><th>rank</th><th>learner</th><th>runs</th><th>final regret / agent</th>"
         f"<th>95% CI</th><th>vs {html.escape(entries[0].baseline)}</th><th>messages</th>"
-        "<th>floats</th><th>privacy ε</th></tr>"
+        "<th>floats</th><th>privacy ε</th>"
     )
+    audited = any(e.audit is not None for e in entries)
+    head += "<th>audited ε (95%)</th></tr>" if audited else "</tr>"
     body = []
     for e in sorted(entries, key=lambda x: x.rank):
         norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
@@ -107,7 +125,9 @@ def _table(entries: list[Entry]) -> str:
         body.append(
             f"<tr class='entry'><td>{e.rank}</td><td class='name'>{name}</td>"
             f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
-            f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td></tr>"
+            f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td>"
+            + (_audit_cell(e) if audited else "")
+            + "</tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"
 

@@ -63,6 +63,41 @@ class Entry:
     steps: np.ndarray
     curves: np.ndarray  # (runs, checkpoints)
     results_version: str = ""
+    audit: AuditMark | None = None
+
+
+@dataclass(frozen=True)
+class AuditMark:
+    """A learner's privacy audit as the leaderboard shows it: the audited lower bound (95 %)
+    and the claim it was checked against (docs/privacy.md, "Auditing learners")."""
+
+    lower: float
+    claim: float | None
+
+    @property
+    def exceeds(self) -> bool:
+        """True when the audit refutes the claim: the learner is flagged."""
+        return self.claim is not None and not math.isinf(self.claim) and self.lower > self.claim
+
+
+def attach_audits(entries: list[Entry], audits: dict[str, AuditMark]) -> list[Entry]:
+    """Set each entry's ``audit`` from ``audits`` keyed by the entry's label (learner id or
+    suite label); the Markdown and HTML tables then show an "audited ε" column."""
+    for e in entries:
+        e.audit = audits.get(e.label, audits.get(e.agent_id))
+    return entries
+
+
+def format_audit(audit: AuditMark | None, markdown: bool = True) -> str:
+    """The audited column: "≥ 0.169 (claim 0.25)", with a marker when the claim is refuted
+    ("⚠ EXCEEDS"), or "—" when not audited."""
+    if audit is None:
+        return "—"
+    claim = "" if audit.claim is None else f" (claim {audit.claim:.3g})"
+    text = f"≥ {audit.lower:.3g}{claim}"
+    if audit.exceeds:
+        return f"**⚠ {text} EXCEEDS**" if markdown else f"⚠ {text} EXCEEDS"
+    return text
 
 
 Baseline = str | Callable[[str, dict], str] | None
@@ -231,11 +266,13 @@ def to_markdown(entries: list[Entry]) -> str:
         by_env[e.env_key].append(e)
     for env_key, env_entries in by_env.items():
         out.append(f"### {escape_markdown(env_title(env_key))}\n")
+        audited = any(e.audit is not None for e in env_entries)
         out.append(
             f"| rank | learner | runs | final regret / agent | 95% CI | "
             f"vs {escape_markdown(env_entries[0].baseline)} | messages | floats | privacy ε |"
+            + (" audited ε (95%) |" if audited else "")
         )
-        out.append("|---|---|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|---|" + ("---|" if audited else ""))
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
@@ -244,6 +281,7 @@ def to_markdown(entries: list[Entry]) -> str:
                 f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
                 f"{e.floats:,.0f} | {eps} |"
+                + (f" {format_audit(e.audit)} |" if audited else "")
             )
         out.append("")
     return "\n".join(out)

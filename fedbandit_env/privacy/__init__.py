@@ -22,6 +22,7 @@ from fedbandit_env.privacy.audit import (
     AuditResult,
     audit_epsilon,
     audit_output_mechanism,
+    audit_samples,
     clopper_pearson,
     neighbouring_stream,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "analytic_gaussian_sigma",
     "audit_epsilon",
     "audit_output_mechanism",
+    "audit_samples",
     "basic_composition",
     "blocks_containing",
     "check_delta",

@@ -1,0 +1,275 @@
+"""Targeted privacy audits of every private learner (fedbandit_env.bench.audit_agent;
+docs/privacy.md "Auditing learners"): at epsilon = 1 each audit stays at or below the epsilon of
+the audited release and reaches at least half of it, and a broken variant (noise scale reduced)
+audits above it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fedbandit_env.bench.audit_agent import (
+    TARGETS,
+    audit_learner,
+    half_noise_variant,
+    locate,
+)
+from fedbandit_env.errors import ConfigError, UnknownIdError
+from fedbandit_env.privacy import audit_samples
+
+# learner, kwargs at epsilon = 1, privacy-wrapper epsilon, trials
+CASES = {
+    "gossip_fed_ucb": ({"epsilon": 1.0}, None, 5000),
+    "dp_mw_ucb": ({"epsilon": 1.0}, None, 4000),
+    "dp_dec_ucb": ({"epsilon": 1.0}, None, 4000),
+    "cdp_mab": ({"epsilon": 1.0}, None, 1500),
+    "ddp_mab": ({"epsilon": 1.0}, None, 1500),
+    "hdp_mab": ({"epsilon": 1.0}, None, 1500),
+    "ucb1_shared": ({}, 1.0, 4000),
+    "fed_lin_ucb": ({"epsilon": 1.0}, None, 1500),
+    "fed_lin_ucb_decentralized": ({"epsilon": 1.0}, None, 1500),
+}
+SLOW = {"gossip_fed_ucb", "ucb1_shared", "dp_dec_ucb"}
+
+
+PARAMS = [
+    pytest.param(name, marks=[pytest.mark.slow] if name in SLOW else [], id=name)
+    for name in CASES
+]
+
+
+@pytest.mark.parametrize("agent_id", PARAMS)
+def test_audit_is_within_the_claim_reaches_half_of_it_and_catches_the_broken_variant(agent_id):
+    kwargs, wrapper_epsilon, trials = CASES[agent_id]
+    ok = audit_learner(agent_id, kwargs, trials=trials, wrapper_epsilon=wrapper_epsilon)
+    claim = ok.claim
+    assert claim is not None and claim < math.inf
+    assert ok.declared is not None and claim <= ok.declared + 1e-12
+    assert ok.epsilon_lower <= claim  # a correct learner is not refuted
+    assert ok.epsilon_lower >= 0.5 * claim  # power: at least half the release's epsilon
+    assert not ok.exceeds_claim()
+    bad = audit_learner(
+        agent_id, kwargs, trials=trials, wrapper_epsilon=wrapper_epsilon, broken=True
+    )
+    assert bad.claim == pytest.approx(claim)
+    assert bad.epsilon_lower > claim and bad.exceeds_claim()  # the bug is caught
+
+
+def test_per_release_epsilons_follow_the_mechanisms():
+    gossip = audit_learner("gossip_fed_ucb", {"epsilon": 1.0}, trials=100)
+    # the counter's budget split over its levels (4 at this horizon): one block per release
+    assert gossip.declared == 1.0 and gossip.per_release == pytest.approx(1.0 / 4)
+    hybrid = audit_learner("dp_mw_ucb", {"epsilon": 1.0}, trials=100)
+    assert hybrid.per_release == pytest.approx(0.5)  # first release: Lap(2D/epsilon)
+    linear = audit_learner("fed_lin_ucb", {"epsilon": 1.0}, trials=100)
+    # one Gram-tree node at the declared delta = 0.1 is (almost) 0-DP: sigma_N is huge
+    assert linear.per_release == 0.0
+
+
+def test_the_release_is_located_not_hard_coded():
+    """The candidates are found by comparing the two inputs under common seeds: a learner whose
+    first message comes one step later is audited on that later message."""
+    from agents.dp_master_worker_ucb import DPMasterWorkerUCB
+
+    class Late(DPMasterWorkerUCB):
+        """Sends nothing on the step it would first send on (a one-step shift)."""
+
+        def act(self, obs):
+            action = super().act(obs)
+            if obs.step == 2:
+                for name, (send, payload) in action.messages.items():
+                    action.messages[name] = (np.zeros_like(send), payload)
+            return action
+
+    tgt = TARGETS["dp_mw_ucb"]
+    first = locate(lambda: DPMasterWorkerUCB(epsilon=1.0), "dp_mw_ucb", tgt, None, pilot=16)
+    late = locate(lambda: Late(epsilon=1.0), "dp_mw_ucb", tgt, None, pilot=16)
+    assert first[0][0] == 2
+    assert late[0][0] > first[0][0]
+
+
+def test_audits_are_deterministic_for_a_seed():
+    a = audit_learner("dp_mw_ucb", {"epsilon": 1.0}, trials=300, seed=3)
+    b = audit_learner("dp_mw_ucb", {"epsilon": 1.0}, trials=300, seed=3)
+    c = audit_learner("dp_mw_ucb", {"epsilon": 1.0}, trials=300, seed=4)
+    assert a.result == b.result and a.candidates == b.candidates
+    assert c.result.counts != a.result.counts
+
+
+def test_transcript_scope_is_checked_against_the_composed_claim():
+    one = audit_learner("ucb1_shared", {}, trials=600, wrapper_epsilon=1.0)
+    all_ = audit_learner("ucb1_shared", {}, trials=600, wrapper_epsilon=1.0, scope="transcript")
+    messages = len({c[:2] for c in all_.candidates})
+    assert len({c[:2] for c in one.candidates}) == 1
+    assert messages > 1 and all_.claim == pytest.approx(1.0 * messages)
+    assert all_.epsilon_lower <= all_.claim
+
+
+def test_non_private_learner_audits_its_leak_but_has_no_claim():
+    leak = audit_learner("ucb1_shared", {}, trials=400)
+    assert leak.declared is None and leak.claim is None and not leak.exceeds_claim()
+    assert leak.epsilon_lower > 2.0
+    with pytest.raises(ConfigError, match="ucb1_shared: audit: the learner is not private"):
+        audit_learner("ucb1_shared", {}, trials=400, broken=True)
+    with pytest.raises(ConfigError, match="gossip_ucb: audit: the learner is not private"):
+        audit_learner("gossip_ucb", {}, trials=400, require_claim=True)
+
+
+@pytest.mark.parametrize(
+    "call, error, pattern",
+    [
+        (lambda: audit_learner("no_such_learner"), UnknownIdError, "no_such_learner"),
+        (lambda: audit_learner("dp_mw_ucb", trials=99), ConfigError,
+         r"dp_mw_ucb: audit: trials: expected an int >= 100, got 99"),
+        (lambda: audit_learner("dp_mw_ucb", trials=True), ConfigError, "trials"),
+        (lambda: audit_learner("dp_mw_ucb", scope="all"), ConfigError, "scope"),
+        (lambda: audit_learner("dp_mw_ucb", wrapper_epsilon=1.0), ConfigError,
+         "no privacy-wrapper target"),
+        (lambda: audit_learner("ucb1_shared", wrapper_epsilon=-1.0), ConfigError,
+         "wrapper_epsilon: expected a positive finite number"),
+        (lambda: audit_learner("ucb1", trials=200), ConfigError, "sends no messages"),
+    ],
+)
+def test_bad_audit_inputs_are_clear_errors(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
+
+
+def test_half_noise_variant_declares_the_given_epsilon_and_runs_at_twice_it():
+    from agents.gossip_ucb import GossipFedUCB
+
+    broken = half_noise_variant(GossipFedUCB)(epsilon=0.5)
+    assert broken.epsilon == 1.0 and broken.privacy_epsilon == 0.5
+    assert half_noise_variant(GossipFedUCB)().privacy_epsilon == GossipFedUCB().privacy_epsilon
+
+
+def test_multi_release_audit_selects_on_held_out_samples():
+    """Several candidate releases: only one carries the shift; the audit finds it, and the
+    likelihood-ratio feature that combines two shifted releases beats either alone."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    a = rng.laplace(0.0, 1.0, size=(n, 3))
+    b = rng.laplace(0.0, 1.0, size=(n, 3))
+    b[:, 1] += 1.0  # one release at epsilon 1
+    one = audit_samples(a, b, names=["r0", "r1", "r2"])
+    assert "r1" in one.event and 0.75 < one.epsilon_lower <= 1.0
+    b[:, 2] += 1.0  # two releases: epsilon 2 by composition
+    both = audit_samples(a, b, likelihood_ratio=True)
+    assert "llr" in both.event and 1.0 < both.epsilon_lower <= 2.0
+    assert audit_samples(a, a.copy()).epsilon_lower < 0.1
+
+
+# -- leaderboard and CLI ------------------------------------------------------------------------
+def _entry(label: str, epsilon):
+    from fedbandit_env.bench.leaderboard import Entry
+
+    return Entry(
+        env_key='{"env_id": "FedBandit/Homogeneous-v0", "env_kwargs": {"num_arms": 2}}',
+        env_id="FedBandit/Homogeneous-v0", label=label, agent_id=label, runs=2, mean=1.0,
+        ci_low=0.5, ci_high=1.5, normalized=None, messages=0.0, floats=0.0, epsilon=epsilon,
+        rank=1, baseline="ucb1", steps=np.array([1]), curves=np.zeros((2, 1)),
+    )
+
+
+def test_leaderboard_shows_the_audited_bound_and_flags_a_refuted_claim():
+    from fedbandit_env.bench.html import _table
+    from fedbandit_env.bench.leaderboard import AuditMark, attach_audits, to_markdown
+
+    plain = [_entry("gossip_fed_ucb", 1.0), _entry("bad_learner", 1.0), _entry("ucb1", None)]
+    assert "audited" not in to_markdown(plain)  # no audits: the table is unchanged
+    entries = attach_audits(plain, {"gossip_fed_ucb": AuditMark(0.169, 0.25),
+                                    "bad_learner": AuditMark(2.1, 1.0)})
+    md = to_markdown(entries)
+    assert "| privacy ε | audited ε (95%) |" in md
+    assert "| 1 | ≥ 0.169 (claim 0.25) |" in md
+    assert "**⚠ ≥ 2.1 (claim 1) EXCEEDS**" in md
+    ucb1 = [line for line in md.splitlines() if "| ucb1 |" in line]
+    assert ucb1 and ucb1[0].endswith("| — | — |")  # ucb1: no declaration, not audited
+    page = _table(entries)
+    assert "<td class='audit-exceeds'>⚠ ≥ 2.1 (claim 1) EXCEEDS</td>" in page
+    assert "<td>≥ 0.169 (claim 0.25)</td>" in page
+
+
+def test_cli_audits_every_private_learner_family(capsys):
+    from fedbandit_env.bench.cli import main
+
+    main(["audit", "cdp_mab", "--epsilon", "1", "--trials", "300"])
+    out = capsys.readouterr().out
+    assert "cdp_mab {'epsilon': 1.0}: declared epsilon 3, per-release epsilon 3" in out
+    assert "consistent with the claim" in out
+    main(["audit", "ucb1_shared", "--epsilon", "1", "--trials", "300", "--broken"])
+    out = capsys.readouterr().out
+    assert "under the privacy wrapper (epsilon 1 per message)" in out and "EXCEEDS" in out
+    main(["audit", "fed_lin_ucb", "--trials", "200"])
+    assert "fed_lin_ucb {}: declared epsilon 1" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["audit", "gossip_fed_ucb", "--kwargs", '{"epsilon": Infinity}', "--epsilon", "1",
+              "--trials", "200"])
+    assert "gossip_fed_ucb: audit: the learner is not private" in capsys.readouterr().err
+    for target in ("dp_mw_ucb", "laplace"):
+        with pytest.raises(SystemExit):
+            main(["audit", target, "--trials", "50"])
+        assert "argument --trials: expected an integer >= 100, got '50'" in (
+            capsys.readouterr().err
+        )
+
+
+def test_leaderboard_audits_audit_private_rows_only():
+    import json
+    from types import SimpleNamespace
+
+    from fedbandit_env.bench.audit_agent import leaderboard_audits
+
+    def row(label, agent_id, epsilon, kwargs):
+        return SimpleNamespace(label=label, agent_id=agent_id, epsilon=epsilon,
+                               config=json.dumps({"agent_kwargs": kwargs}))
+
+    notes = []
+    marks = leaderboard_audits(
+        [row("dp_mw_ucb", "dp_mw_ucb", 1.0, {"epsilon": 1.0}),
+         row("dp_mw_ucb", "dp_mw_ucb", 1.0, {"epsilon": 1.0}),  # one audit per label
+         row("ucb1", "ucb1", None, {}),
+         row("gossip_ucb", "gossip_ucb", math.inf, {}),
+         row("ghost", "ghost_learner", 1.0, {})],
+        trials=300, note=notes.append,
+    )
+    assert set(marks) == {"dp_mw_ucb"}
+    assert marks["dp_mw_ucb"].claim == pytest.approx(0.5) and not marks["dp_mw_ucb"].exceeds
+    assert notes and "ghost not audited" in notes[0]
+
+
+def test_cli_leaderboard_audit_column(tmp_path, capsys):
+    from fedbandit_env.bench.cli import main
+    from fedbandit_env.bench.executors import run_suite
+    from fedbandit_env.bench.store import ResultsStore
+    from fedbandit_env.bench.suites import Cell, Suite
+
+    env, small = "FedBandit/Homogeneous-v0", {"num_agents": 3, "num_arms": 2}
+    cells = (
+        Cell(env, "ucb1", 60, 2, small, {}, label="ucb1"),
+        Cell(env, "dp_mw_ucb", 60, 2, small, {"epsilon": 1.0}, label="dp_mw_ucb"),
+    )
+    store = tmp_path / "r.sqlite"
+    run_suite(Suite("tiny", cells, baseline="ucb1"), ResultsStore(store), quiet=True)
+    main(["leaderboard", "--store", str(store)])
+    assert "audited" not in capsys.readouterr().out
+    main(["leaderboard", "--store", str(store), "--audit", "--audit-trials", "300"])
+    out = capsys.readouterr().out
+    assert "| privacy ε | audited ε (95%) |" in out
+    line = next(x for x in out.splitlines() if "| dp_mw_ucb |" in x)
+    assert "(claim 0.5) |" in line and "EXCEEDS" not in line
+
+
+def test_short_buffers_are_restored_even_on_error():
+    from fedbandit_env import seeding
+    from fedbandit_env.bench.audit_agent import _short_buffers
+    from fedbandit_env.privacy import _random
+
+    saved = seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
+    with pytest.raises(RuntimeError):
+        with _short_buffers(16):
+            assert seeding._MAX_CHUNK_STEPS == 17 and _random._MAX_CHUNK_STEPS == 17
+            raise RuntimeError("boom")
+    assert (seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS) == saved
