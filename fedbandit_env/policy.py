@@ -73,6 +73,22 @@ def require_family(agent_id: str, facts: FederationFacts, families: tuple[str, .
         raise ConfigError(f"{agent_id}: family: expected {wanted}{kind}, got {facts.family!r}")
 
 
+TIMINGS: tuple[str, ...] = ("paper", "latency")
+"""How a reference agent times a paper's "communicate, then pull" rounds: ``"paper"`` takes a
+communication step first (docs/architecture.md, "Communication steps"), exactly as the paper;
+``"latency"`` sends with the pull and uses the reply one step later (a physical round trip)."""
+
+
+def check_timing(agent_id: str, timing: Any) -> str:
+    """``timing`` must be one of :data:`TIMINGS`; the error names the agent and the field."""
+    if not isinstance(timing, str) or timing not in TIMINGS:
+        raise ConfigError(
+            f"{agent_id}: timing: expected 'paper' (communication steps, the paper's protocol) "
+            f"or 'latency' (messages travel with the pulls, one step late), got {timing!r}"
+        )
+    return timing
+
+
 @dataclass
 class TeamAction:
     """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``.

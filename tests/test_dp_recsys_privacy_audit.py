@@ -55,7 +55,7 @@ def _first_message(policy, stream: np.ndarray, rng: np.random.Generator, trials:
         send, payload = action.messages[channel]
         if send[:, 0].all() and np.any(payload[:, 0] != 0):
             return payload[:, 0].copy()
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     raise AssertionError("agent 0 never sent a message")
 
 

@@ -47,15 +47,16 @@ def first_message(
     seeds = [int(s) for s in rng.integers(2**31, size=trials)]
     policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
     pulled = np.zeros(trials, dtype=bool)
-    for t in range(horizon):
-        venv.engine.means[:, :, :] = base[t]
-        venv.engine.means[:, 0, :] = stream[t]
+    while not venv.engine.truncated:
+        k = np.minimum(venv.engine.pulls, horizon - 1)  # each run's next pull (communication
+        venv.engine.means[:, :, :] = base[k][:, None, :]  # steps do not consume the stream)
+        venv.engine.means[:, 0, :] = stream[k]
         action = policy.act(obs)
         for send, payload in action.messages.values():
             ready = pulled & send[:, 0]
             if ready.all():
                 return feature(payload[:, 0])
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
         pulled |= obs.last_arm[:, 0] == 0
     raise ConfigError(f"{agent_id}: audit: agent 0 sent no message after pulling arm 0")
 
