@@ -10,6 +10,11 @@ step later. Prints, does not assert. Runs all agents converted so far:
   T = 10^4, decision rounds per run (the spec's prototype: about 2.4k / 2.7k / 2.8k / 3.3k for
   eps = 1.5 / 2 / 5 / inf) and messages (M uploads + M broadcasts per decision round), and the
   network regret R(T) (prototype: 54,045 / 46,805 / 26,373 / 6,976).
+* ``cdp_mab``, ``ddp_mab``, ``hdp_mab`` (commeff.md §4.5): M = 50 (HDP: 100 in five complete
+  components of 20, c1 = 50), K = 100, mu ~ U[0, 1] per run, eps = 1, T = 10^4: rounds per run
+  (spec: about 3.9), engine steps, pulled delay slots, messages and cost (spec per round: CDP
+  c1 M = 50 at c1 = 1, GIS ring 1250 with t_delay 24, star 98 with 1, HDP case 1: 1200 under
+  the "edges" model), and R(T) (spec: 41.3k +- 2.5k for CDP).
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_timing.py [--runs 10]
 """
@@ -22,7 +27,7 @@ import time
 
 import numpy as np
 
-from agents import DPMasterWorkerUCB
+from agents import CDPMAB, DDPMAB, HDPMAB, DPMasterWorkerUCB
 from fedbandit_env.bench import evaluate
 from fedbandit_env.network.ledger import AGENT_SERVER
 
@@ -31,7 +36,9 @@ DP_MW_SPEC = {1.5: (2425, 54045), 2.0: (2698, 46805), 5.0: (2836, 26373), math.i
 
 def dp_mw_ucb(runs: int, horizon: int) -> None:
     print(f"dp_mw_ucb: M=20, K=10, means 0.9..0.0 Bernoulli, T={horizon}, {runs} runs")
-    print("| eps | timing | decision rounds | spec | messages | R(T) | spec R(T) | engine steps | s |")
+    print(
+        "| eps | timing | decision rounds | spec | messages | R(T) | spec R(T) | engine steps | s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for eps, (spec_rounds, spec_regret) in DP_MW_SPEC.items():
         for timing in ("paper", "latency"):
@@ -62,12 +69,66 @@ def dp_mw_ucb(runs: int, horizon: int) -> None:
             )
 
 
+COMMEFF = {
+    "cdp_mab": (CDPMAB, {"num_agents": 50, "c1": 1.0}, "c1 M = 50; R 41.3k"),
+    "ddp_mab ring": (DDPMAB, {"num_agents": 50, "topology": "ring"}, "1250, t_delay 24"),
+    "ddp_mab star": (DDPMAB, {"num_agents": 50, "topology": "star"}, "98, t_delay 1"),
+    "hdp_mab case 1": (
+        HDPMAB,
+        {
+            "num_agents": 100,
+            "topology": "hybrid",
+            "topology_kwargs": {"sizes": [20] * 5, "component_graph": "complete"},
+            "c1": 50.0,
+        },
+        "1200, t_delay 0",
+    ),
+}
+
+
+def commeff(runs: int, horizon: int) -> None:
+    print(f"\ncommeff agents: K=100, mu ~ U[0,1] per run, eps=1, T={horizon}, {runs} runs")
+    print(
+        "| agent | timing | rounds | delay slots/round | engine steps | messages | cost | "
+        "cost/round | R(T) | spec (per round) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, (cls, env, spec) in COMMEFF.items():
+        for timing in ("paper", "latency"):
+            policy = cls(epsilon=1.0, timing=timing)
+            res = evaluate(
+                "FedBandit/Homogeneous-v0",
+                policy,
+                runs=runs,
+                seed=0,
+                env_kwargs={"num_arms": 100, "horizon": horizon, "instance_seed": None, **env},
+                checkpoints=np.array([horizon]),
+            )
+            rounds = policy.rounds_done.mean()
+            slots = policy.delay + (0 if timing == "paper" else 1)
+            steps = horizon + (rounds if timing == "paper" else 0)
+            cost = res.cost.sum(axis=1).mean()
+            regret = res.regret_network[:, -1]
+            se = regret.std(ddof=1) / math.sqrt(runs)
+            print(
+                f"| {name} | {timing} | {rounds:.1f} | {slots} | {steps:,.1f} | "
+                f"{res.messages.sum(axis=1).mean():,.0f} | {cost:,.0f} | "
+                f"{cost / max(rounds, 1e-9):,.0f} | {regret.mean():,.0f} ± {se:,.0f} | {spec} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=10_000)
+    parser.add_argument(
+        "--only", choices=["dp_mw_ucb", "commeff"], help="one family of agents only"
+    )
     args = parser.parse_args()
-    dp_mw_ucb(args.runs, args.horizon)
+    if args.only in (None, "dp_mw_ucb"):
+        dp_mw_ucb(args.runs, args.horizon)
+    if args.only in (None, "commeff"):
+        commeff(args.runs, args.horizon)
 
 
 if __name__ == "__main__":
