@@ -15,6 +15,11 @@ step later. Prints, does not assert. Runs all agents converted so far:
   (spec: about 3.9), engine steps, pulled delay slots, messages and cost (spec per round: CDP
   c1 M = 50 at c1 = 1, GIS ring 1250 with t_delay 24, star 98 with 1, HDP case 1: 1200 under
   the "edges" model), and R(T) (spec: 41.3k +- 2.5k for CDP).
+* ``fed_lin_ucb`` (linear.md §2.5-§2.6): M = 10, d = 5, K = 10, T = 10^4, private (eps = 1)
+  and not, Theorem 1's D, D = 0 and a fixed schedule of 20: completed syncs per run (spec:
+  Proposition 1's bound 2 sqrt((d T / D) ell) + 4 for an adaptive D, T - 1 syncs for D = 0,
+  n for the fixed schedule), engine steps, messages (spec: 2 M per sync, plus the requests of
+  the environment's protocol) and R(T).
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_timing.py [--runs 10]
 """
@@ -27,7 +32,7 @@ import time
 
 import numpy as np
 
-from agents import CDPMAB, DDPMAB, HDPMAB, DPMasterWorkerUCB
+from agents import CDPMAB, DDPMAB, HDPMAB, DPMasterWorkerUCB, FedLinUCB
 from fedbandit_env.bench import evaluate
 from fedbandit_env.network.ledger import AGENT_SERVER
 
@@ -117,18 +122,62 @@ def commeff(runs: int, horizon: int) -> None:
             )
 
 
+def fed_lin_ucb(runs: int, horizon: int) -> None:
+    print(f"\nfed_lin_ucb: M=10, d=5, K=10, T={horizon}, {runs} runs")
+    print(
+        "| setting | timing | syncs | spec syncs | engine steps | messages | 2 M syncs | R(T) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    settings = {
+        "eps=1, Theorem-1 D": {"epsilon": 1.0},
+        "non-private, Theorem-1 D": {"private": False},
+        "non-private, D=0": {"private": False, "sync_threshold": 0.0},
+        "eps=1, fixed n=20": {"epsilon": 1.0, "schedule": "fixed", "num_syncs": 20},
+    }
+    M, d = 10, 5
+    for label, kwargs in settings.items():
+        for timing in ("paper", "latency"):
+            policy = FedLinUCB(timing=timing, **kwargs)
+            res = evaluate(
+                "FedBandit/LinearContextual-v0",
+                policy,
+                runs=min(runs, 4),
+                seed=0,
+                env_kwargs={"num_agents": M, "dim": d, "num_arms": 10, "horizon": horizon},
+                checkpoints=np.array([horizon]),
+            )
+            syncs = policy.n_sync.mean()
+            if policy.threshold == 0.0 and kwargs.get("schedule") != "fixed":
+                spec = f"{horizon - 1} (every trial)"
+            elif kwargs.get("schedule") == "fixed":
+                spec = f"{kwargs['num_syncs']} (fixed)"
+            else:
+                c = policy.constants
+                ell = c.ell if c is not None else math.log(1.0 + horizon / (d * policy.lam))
+                bound = 2.0 * math.sqrt(d * horizon / policy.threshold * ell) + 4.0
+                spec = f"<= {bound:.1f} (Prop. 1)"
+            steps = horizon + (syncs if timing == "paper" else 0)
+            print(
+                f"| {label} | {timing} | {syncs:.1f} | {spec} | {steps:,.0f} | "
+                f"{res.messages.sum(axis=1).mean():,.0f} | {2 * M * syncs:,.0f} | "
+                f"{res.regret_network[:, -1].mean():,.1f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=10_000)
     parser.add_argument(
-        "--only", choices=["dp_mw_ucb", "commeff"], help="one family of agents only"
+        "--only", choices=["dp_mw_ucb", "commeff", "fed_lin_ucb"], help="one agent family only"
     )
     args = parser.parse_args()
     if args.only in (None, "dp_mw_ucb"):
         dp_mw_ucb(args.runs, args.horizon)
     if args.only in (None, "commeff"):
         commeff(args.runs, args.horizon)
+    if args.only in (None, "fed_lin_ucb"):
+        fed_lin_ucb(args.runs, args.horizon)
 
 
 if __name__ == "__main__":

@@ -204,10 +204,14 @@ class Engine:
     def _pull_phase(self) -> np.ndarray:
         return np.zeros(self.num_runs, dtype=np.int64)
 
-    def _draw(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _draw(
+        self, arms: np.ndarray, runs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rewards, expected rewards and regret of the pulls; ``runs`` (B,): only these runs
+        pull and consume their reward streams (the others' outputs are discarded)."""
         if self.linear is not None:
-            return self.linear.pull(arms)
-        noise = self._noise.next()
+            return self.linear.pull(arms, runs)
+        noise = self._noise.next(runs)
         pulled = self.means[self._run_index, self._agent_index, arms]
         rewards = self.config.reward.sample(pulled, noise)
         expected = self.global_expected[self._run_index, arms]
@@ -230,10 +234,11 @@ class Engine:
     def _step_mixed(self, arms, messages, pulling: np.ndarray):
         """Some runs communicate without pulling, or some have finished their pulls.
 
-        Every run still draws this step's environment randomness (rewards, decision sets,
-        channel draws), so a run's streams depend only on its own sequence of steps and run b of
-        a batch stays bit-identical to that seed run alone; the draws of a run that does not pull
-        are discarded (its decision set stays the one it was shown)."""
+        A run that does not pull draws nothing from its ``rewards`` streams (reward noise,
+        decision sets: its decision set stays the one it was shown), so the k-th pull of a run
+        sees the same reward draws whatever communication steps come before it; the channels
+        draw every step, as in any step. A run's streams depend only on its own sequence of
+        steps, so run b of a batch stays bit-identical to that seed run alone."""
         live = self.pulls < self.horizon
         if not live.any():
             raise HorizonError(
@@ -259,18 +264,14 @@ class Engine:
                 sends[name] = (send & live[:, None], payload)
         self.step_count += 1
         self.pulls += pulling
-        old_context = self.linear.context if self.linear is not None else None
-        rewards, expected, regret = self._draw(arms)
+        rewards, expected, regret = self._draw(arms, pulling)
         rows = pulling[:, None]
         rewards = np.where(rows, rewards, 0.0)
         expected = np.where(rows, expected, 0.0)
         regret = np.where(rows, regret, 0.0)
         self.cumulative_regret += regret
         deliveries = self._transmit(self.step_count, sends)
-        context = None
-        if self.linear is not None:
-            context = np.where(pulling[:, None, None, None], self.linear.context, old_context)
-            self.linear.context = context
+        context = self.linear.context if self.linear is not None else None
         self.last_arm = np.where(rows, arms, self.last_arm)
         self.last_reward = np.where(rows, rewards, self.last_reward)
         phase = np.where(pulling, PULL, COMMUNICATION).astype(np.int64)

@@ -171,3 +171,59 @@ def test_linear_decision_set_stays_during_a_communication_step():
     obs, *_ = venv.step(arms, pull=np.array([False, True]))
     assert np.array_equal(obs.context[0], before[0])
     assert not np.array_equal(obs.context[1], before[1])
+
+
+@pytest.mark.parametrize("env_id", [ENV, "FedBandit/LinearContextual-v0"])
+def test_the_kth_pull_sees_the_same_draws_whatever_the_communication_steps(env_id):
+    """A communication step consumes nothing from the rewards streams: the rewards, regret and
+    decision sets of each pull equal those of a run that never communicates."""
+    kw = {"num_agents": 3, "num_arms": 3, "horizon": 40}
+    if env_id == ENV:
+        kw["channels"] = SERVER
+    arms = np.random.default_rng(0).integers(0, 3, size=(40, 2, 3))
+    pauses = np.random.default_rng(1).random((200, 2)) < 0.4
+
+    def play(pausing):
+        venv = fedbandit_env.make_vec(env_id, num_runs=2, **kw)
+        obs, _ = venv.reset(seed=[5, 6])
+        pulls = [[], []]
+        k = np.zeros(2, dtype=int)
+        step = 0
+        while not venv.engine.truncated:
+            pull = ~pauses[step] if pausing else np.ones(2, dtype=bool)
+            a = arms[np.minimum(k, 39), np.arange(2)]
+            obs, rewards, _, _, info = venv.step(a, pull=pull)
+            for b in range(2):
+                if obs.phase[b] == PULL and k[b] < 40:
+                    context = None if obs.context is None else obs.context[b].copy()
+                    pulls[b].append((rewards[b].copy(), info.instant_regret[b].copy(), context))
+            k += obs.phase == PULL
+            step += 1
+        return pulls, step
+
+    base, base_steps = play(False)
+    paused, steps = play(True)
+    assert steps > base_steps
+    for b in range(2):
+        assert len(base[b]) == len(paused[b]) == 40
+        for x, y in zip(base[b], paused[b], strict=True):
+            assert np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1])
+            assert (x[2] is None) or np.array_equal(x[2], y[2])
+
+
+def test_buffered_stream_per_run_positions_match_a_run_alone():
+    from fedbandit_env.seeding import BatchedRNG
+
+    batch = BatchedRNG.for_runs([3, 4], "rewards").buffered("normal", (2,))
+    alone = [BatchedRNG.for_runs([s], "rewards").buffered("normal", (2,)) for s in (3, 4)]
+    rng = np.random.default_rng(0)
+    seen = [[], []]
+    for step in range(3000):  # several chunks, uneven consumption
+        advance = None if step < 5 else rng.random(2) < 0.6
+        out = batch.next(advance)
+        for b in range(2):
+            if advance is None or advance[b]:
+                seen[b].append(out[b].copy())
+    for b in range(2):
+        expected = [alone[b].next()[0].copy() for _ in range(len(seen[b]))]
+        assert np.array_equal(np.array(seen[b]), np.array(expected))
