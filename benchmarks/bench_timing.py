@@ -10,6 +10,10 @@ step later. Prints, does not assert. Runs all agents converted so far:
   T = 10^4, decision rounds per run (the spec's prototype: about 2.4k / 2.7k / 2.8k / 3.3k for
   eps = 1.5 / 2 / 5 / inf) and messages (M uploads + M broadcasts per decision round), and the
   network regret R(T) (prototype: 54,045 / 46,805 / 26,373 / 6,976).
+* ``dp_dec_ucb`` (dp-recsys.md §4.6, §6.5): M = 20 on C_20, K = 10, means 0.9..0.0, Gaussian
+  rewards (sigma 0.1, clipped by the agents), T = 10^4: engine steps, messages per run (spec: 2K
+  numbers per edge, direction and round, i.e. 2 |E| = 40 messages per round) and R(T)
+  (prototype: 30,747 / 23,942 / 10,897 / 3,240 for eps = 1.5 / 2 / 5 / inf).
 * ``cdp_mab``, ``ddp_mab``, ``hdp_mab`` (commeff.md §4.5): M = 50 (HDP: 100 in five complete
   components of 20, c1 = 50), K = 100, mu ~ U[0, 1] per run, eps = 1, T = 10^4: rounds per run
   (spec: about 3.9), engine steps, pulled delay slots, messages and cost (spec per round: CDP
@@ -32,7 +36,7 @@ import time
 
 import numpy as np
 
-from agents import CDPMAB, DDPMAB, HDPMAB, DPMasterWorkerUCB, FedLinUCB
+from agents import CDPMAB, DDPMAB, HDPMAB, DPDecentralizedUCB, DPMasterWorkerUCB, FedLinUCB
 from fedbandit_env.bench import evaluate
 from fedbandit_env.network.ledger import AGENT_SERVER
 
@@ -71,6 +75,38 @@ def dp_mw_ucb(runs: int, horizon: int) -> None:
             print(
                 f"| {eps:g} | {timing} | {rounds:,.0f} | {spec_rounds:,} | {messages:,.0f} | "
                 f"{regret.mean():,.0f} ± {se:,.0f} | {spec_regret:,} | {steps:,.0f} | {wall:.1f} |"
+            )
+
+
+DP_DEC_SPEC = {1.5: 30747, 2.0: 23942, 5.0: 10897, math.inf: 3240}
+
+
+def dp_dec_ucb(runs: int, horizon: int) -> None:
+    print(f"\ndp_dec_ucb: M=20 on C_20, K=10, Gaussian 0.1, T={horizon}, {runs} runs")
+    print("| eps | timing | engine steps | messages | 40 T | R(T) | spec R(T) |")
+    print("|---|---|---|---|---|---|---|")
+    for eps, spec in DP_DEC_SPEC.items():
+        for timing in ("paper", "latency"):
+            res = evaluate(
+                "FedBandit/Homogeneous-v0",
+                DPDecentralizedUCB(epsilon=eps, timing=timing),
+                runs=runs,
+                seed=0,
+                env_kwargs={
+                    "num_agents": 20,
+                    "means": np.linspace(0.9, 0.0, 10),
+                    "horizon": horizon,
+                    "topology": "ring",
+                    "reward": {"kind": "gaussian", "sigma": 0.1},
+                },
+                checkpoints=np.array([horizon]),
+            )
+            steps = 2 * horizon if timing == "paper" else horizon
+            regret = res.regret_network[:, -1]
+            se = regret.std(ddof=1) / math.sqrt(runs)
+            print(
+                f"| {eps:g} | {timing} | {steps:,} | {res.messages.sum(axis=1).mean():,.0f} | "
+                f"{40 * horizon:,} | {regret.mean():,.0f} ± {se:,.0f} | {spec:,} |"
             )
 
 
@@ -124,9 +160,7 @@ def commeff(runs: int, horizon: int) -> None:
 
 def fed_lin_ucb(runs: int, horizon: int) -> None:
     print(f"\nfed_lin_ucb: M=10, d=5, K=10, T={horizon}, {runs} runs")
-    print(
-        "| setting | timing | syncs | spec syncs | engine steps | messages | 2 M syncs | R(T) |"
-    )
+    print("| setting | timing | syncs | spec syncs | engine steps | messages | 2 M syncs | R(T) |")
     print("|---|---|---|---|---|---|---|---|")
     settings = {
         "eps=1, Theorem-1 D": {"epsilon": 1.0},
@@ -169,11 +203,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=10_000)
     parser.add_argument(
-        "--only", choices=["dp_mw_ucb", "commeff", "fed_lin_ucb"], help="one agent family only"
+        "--only",
+        choices=["dp_mw_ucb", "dp_dec_ucb", "commeff", "fed_lin_ucb"],
+        help="one agent family only",
     )
     args = parser.parse_args()
     if args.only in (None, "dp_mw_ucb"):
         dp_mw_ucb(args.runs, args.horizon)
+    if args.only in (None, "dp_dec_ucb"):
+        dp_dec_ucb(args.runs, args.horizon)
     if args.only in (None, "commeff"):
         commeff(args.runs, args.horizon)
     if args.only in (None, "fed_lin_ucb"):
