@@ -137,7 +137,7 @@ def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
             assert np.allclose(policy.W, expected[:, None]), s
         x = np.take_along_axis(obs.context, action.arms[..., None, None], axis=2)[:, :, 0]
         grams.append(grams[-1] + np.einsum("bni,bnj->bij", x, x))
-        obs, *_ = v.step(action.arms, action.messages)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
     assert np.all(policy.n_sync == 38)  # uploads at trials 2..40; the last arrives after the end
 
 
@@ -212,7 +212,7 @@ def test_privacy_does_not_change_the_environment_draws():
         contexts, noise, arms = [obs.context.copy()], [], []
         for _ in range(120):
             action = policy.act(obs)
-            obs, rewards, _, _, info = v.step(action.arms, action.messages)
+            obs, rewards, _, _, info = v.step(action.arms, action.messages, action.pull)
             contexts.append(obs.context.copy())
             noise.append(rewards - info.expected_reward)
             arms.append(action.arms)
