@@ -53,5 +53,13 @@ def test_reproduce_linear_tiny(tmp_path):
     eps1 = [c for c in cells if c[3] == "1"]
     assert len(eps1) == 2 + 3 + 3 and all(c[8:10] == ["8", "67.79"] for c in eps1)
     assert sum("λ = 1" in row for row in configs) == 2 + 3
+    timing = [
+        row
+        for row in table.splitlines()
+        if row.startswith(("| D = 0", "| DisLinUCB", "| Theorem-1"))
+    ]
+    assert len(timing) == 6  # three regimes x private / non-private, paper next to latency
+    d0 = [row for row in timing if row.startswith("| D = 0")]
+    assert all("119.0 / 118.0" in row for row in d0)  # a sync after every trial, one step later
     assert (tmp_path / "fig1.png").stat().st_size > 10_000
     assert "| Exp. 2" in out.stdout
