@@ -3,7 +3,9 @@
 DESIGN.md §2: arrays at the core. One engine step takes the arms (B, N) and the messages of every
 channel, draws the rewards, charges and delivers the messages, and returns arrays. The PettingZoo
 view (B = 1) and the vector view are thin layers over it, so both produce bit-identical
-trajectories for the same run seed.
+trajectories for the same run seed. A run may also take a communication-only step (``pull``
+False: messages travel, no arm is pulled; docs/architecture.md, "Communication steps"); the
+horizon counts pulls.
 """
 
 from __future__ import annotations
