@@ -311,7 +311,7 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         obs, info = self._last
         total = self.engine.ledger.total
         lines = [
-            f"step {obs.step}/{self.config.horizon}  "
+            f"step {int(obs.pulls[0])}/{self.config.horizon}  "
             f"messages {int(total.messages[0].sum())}  cost {float(total.cost[0].sum()):.1f}",
             "agent      arm  reward    regret(cum)",
         ]
