@@ -24,6 +24,11 @@ step later. Prints, does not assert. Runs all agents converted so far:
   Proposition 1's bound 2 sqrt((d T / D) ell) + 4 for an adaptive D, T - 1 syncs for D = 0,
   n for the fixed schedule), engine steps, messages (spec: 2 M per sync, plus the requests of
   the environment's protocol) and R(T).
+* ``fed_lin_ucb_decentralized`` (linear.md §2.8): M = 10 on a ring, d = 5, K = 10, T = 2000,
+  non-private, gamma = 1 and 2, D = 5: requests (triggers) and releases per run, engine steps
+  (paper: one communication step per trial with a trigger), messages (spec: one broadcast of v
+  costs sum of deg(u) over u within gamma - 1 hops, i.e. 2 per broadcast on a ring at gamma = 1)
+  and R(T).
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_timing.py [--runs 10]
 """
@@ -36,7 +41,15 @@ import time
 
 import numpy as np
 
-from agents import CDPMAB, DDPMAB, HDPMAB, DPDecentralizedUCB, DPMasterWorkerUCB, FedLinUCB
+from agents import (
+    CDPMAB,
+    DDPMAB,
+    HDPMAB,
+    DPDecentralizedUCB,
+    DPMasterWorkerUCB,
+    FedLinUCB,
+    FedLinUCBDecentralized,
+)
 from fedbandit_env.bench import evaluate
 from fedbandit_env.network.ledger import AGENT_SERVER
 
@@ -198,13 +211,46 @@ def fed_lin_ucb(runs: int, horizon: int) -> None:
             )
 
 
+def fed_lin_ucb_decentralized(runs: int) -> None:
+    import fedbandit_env
+
+    horizon = 2000
+    print(f"\nfed_lin_ucb_decentralized: M=10 ring, d=5, K=10, T={horizon}, non-private, D=5")
+    print("| gamma | timing | requests | releases | engine steps | messages | R(T) |")
+    print("|---|---|---|---|---|---|---|")
+    for gamma in (1, 2):
+        for timing in ("paper", "latency"):
+            policy = FedLinUCBDecentralized(
+                gamma=gamma, private=False, sync_threshold=5.0, timing=timing
+            )
+            kw = {"num_agents": 10, "dim": 5, "num_arms": 10, "horizon": horizon}
+            spec = policy.channel_spec(fedbandit_env.make_vec(ENV_LINEAR, dim=5).config)
+            venv = fedbandit_env.make_vec(
+                ENV_LINEAR, num_runs=min(runs, 2), topology="ring", channels=spec, **kw
+            )
+            obs, info = venv.reset(seed=0)
+            policy.reset(venv.facts, venv.agent_rng())
+            while not venv.engine.truncated:
+                action = policy.act(obs)
+                obs, _, _, _, info = venv.step(action.arms, action.messages, action.pull)
+            print(
+                f"| {gamma} | {timing} | {policy.n_requests.mean():,.0f} | "
+                f"{policy.releases.sum(axis=(1, 2)).mean():,.0f} | {venv.engine.step_count:,} | "
+                f"{venv.engine.ledger.total.messages.sum(axis=1).mean():,.0f} | "
+                f"{info.cumulative_regret.sum(axis=1).mean():,.1f} |"
+            )
+
+
+ENV_LINEAR = "FedBandit/LinearContextual-v0"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=10_000)
     parser.add_argument(
         "--only",
-        choices=["dp_mw_ucb", "dp_dec_ucb", "commeff", "fed_lin_ucb"],
+        choices=["dp_mw_ucb", "dp_dec_ucb", "commeff", "fed_lin_ucb", "decentralized"],
         help="one agent family only",
     )
     args = parser.parse_args()
@@ -216,6 +262,8 @@ def main() -> None:
         commeff(args.runs, args.horizon)
     if args.only in (None, "fed_lin_ucb"):
         fed_lin_ucb(args.runs, args.horizon)
+    if args.only in (None, "decentralized"):
+        fed_lin_ucb_decentralized(args.runs)
 
 
 if __name__ == "__main__":

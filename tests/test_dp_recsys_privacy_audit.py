@@ -48,9 +48,10 @@ def _first_message(policy, stream: np.ndarray, rng: np.random.Generator, trials:
     seeds = [int(s) for s in rng.integers(2**31, size=trials)]
     policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
     (channel,) = venv.engine.channels
-    for t in range(1, HORIZON + 1):
-        venv.engine.means[:, :, :] = STREAM[t - 1]  # the other agents' rewards never change
-        venv.engine.means[:, 0, :] = stream[t - 1]
+    for _ in range(2 * HORIZON):  # engine steps: pulls and communication steps
+        k = np.minimum(venv.engine.pulls, HORIZON - 1)  # each run's next pull
+        venv.engine.means[:, :, :] = STREAM[k][:, None, :]  # the others' rewards never change
+        venv.engine.means[:, 0, :] = stream[k]
         action = policy.act(obs)
         send, payload = action.messages[channel]
         if send[:, 0].all() and np.any(payload[:, 0] != 0):
