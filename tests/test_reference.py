@@ -204,3 +204,13 @@ def test_a_file_that_is_not_a_reference_is_refused(tmp_path):
         load_reference(bad)
     with pytest.raises(ReferenceError, match="does not exist"):
         load_reference(tmp_path / "missing.json")
+
+
+def test_the_reference_file_is_package_data():
+    """The wheel ships the file (pyproject's package-data covers it)."""
+    tomllib = pytest.importorskip("tomllib")
+    root = REFERENCE_PATH.parents[3]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    globs = config["tool"]["setuptools"]["package-data"]["fedbandit_env.bench"]
+    package = REFERENCE_PATH.parents[1]
+    assert any(REFERENCE_PATH in package.glob(g) for g in globs)
