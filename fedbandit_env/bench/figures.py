@@ -152,6 +152,26 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
+def _plain(minor: bool = False):
+    """Tick labels of a log axis as plain numbers (2, 5, 0.5); minor ticks labelled only at
+    2 and 5 times a power of ten, so that they cannot crowd."""
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(v, _pos):
+        if minor and round(v / 10 ** math.floor(math.log10(v)), 6) not in (2.0, 5.0):
+            return ""
+        return f"{v:g}"
+
+    return FuncFormatter(fmt)
+
+
+def _freeze_layout(fig) -> None:
+    """Lay the figure out once (constrained layout), then keep it: labels are placed in pixels
+    afterwards, and a later re-layout would move the points under them."""
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+
+
 def _draw_front(ax, fx, fy) -> None:
     """The Pareto front: a red step line through the non-dominated points, each ringed."""
     ax.step(fx, fy, where="post", color="#d62728", lw=1.0, alpha=0.7, zorder=3)
@@ -164,6 +184,8 @@ def _text_box(text, renderer):
     its leader line)."""
     from matplotlib.text import Text
 
+    if hasattr(text, "update_positions"):  # an annotation: its text transform follows xyann
+        text.update_positions(renderer)
     return Text.get_window_extent(text, renderer)
 
 
@@ -173,10 +195,18 @@ def _overlap(a, b, pad: float = 1.0) -> bool:
     )
 
 
+# Label offsets from the point (points), nearest first, right of the point preferred; columns
+# beside the point allow labels of points at one x to stack.
+_CANDIDATES = sorted(
+    ((dx, dy) for dx in (5, -5, 0, 18, -18, 40, -40) for dy in range(-100, 101, 4)),
+    key=lambda o: (math.hypot(o[0], o[1]) + (0 if o[0] > 0 else 3), o),
+)
+
+
 def place_labels(ax, xs, ys, labels, fontsize: float = 6.5) -> list:
     """Annotate each point with its label, placed so that labels overlap neither each other
     nor the markers and stay inside the axes: for each point in a fixed order, the first
-    candidate offset (rings of growing radius, eight directions) whose rendered extent (from
+    candidate offset (nearest first, on columns beside and above the point) whose rendered extent (from
     matplotlib's renderer) is free; a label moved away from its point gets a leader line."""
     from matplotlib.transforms import Bbox
 
@@ -189,7 +219,6 @@ def place_labels(ax, xs, ys, labels, fontsize: float = 6.5) -> list:
     taken = [
         Bbox.from_extents(px - r, py - r, px + r, py + r) for px, py in pts
     ]
-    directions = [(1, 0.3), (1, -1), (-1, 0.3), (-1, -1), (0, 1), (0, -1.6), (1, 1), (-1, 1)]
     texts = []
     order = sorted(range(len(labels)), key=lambda i: (pts[i][1], pts[i][0], labels[i]))
     for i in order:
@@ -200,22 +229,18 @@ def place_labels(ax, xs, ys, labels, fontsize: float = 6.5) -> list:
                         "shrinkB": 3},
         )  # fmt: skip
         best, best_cost = None, math.inf
-        for radius in (4, 9, 15, 22, 30, 40, 52, 66, 82):
-            for dx, dy in directions:
-                off = (dx * radius, dy * radius * 0.8)
-                text.set_position(off)
-                text.set_ha("left" if dx > 0 else "right" if dx < 0 else "center")
-                box = _text_box(text, renderer)
-                inside = (
-                    box.x0 >= axbox.x0 and box.x1 <= axbox.x1
-                    and box.y0 >= axbox.y0 and box.y1 <= axbox.y1
-                )  # fmt: skip
-                cost = sum(_overlap(box, t) for t in taken) + (0 if inside else 100)
-                if cost < best_cost:
-                    best, best_cost = (off, text.get_ha(), box), cost
-                if cost == 0:
-                    break
-            if best_cost == 0:
+        for off in _CANDIDATES:
+            text.set_position(off)
+            text.set_ha("left" if off[0] > 0 else "right" if off[0] < 0 else "center")
+            box = _text_box(text, renderer)
+            inside = (
+                box.x0 >= axbox.x0 and box.x1 <= axbox.x1
+                and box.y0 >= axbox.y0 and box.y1 <= axbox.y1
+            )  # fmt: skip
+            cost = sum(_overlap(box, t) for t in taken) + (0 if inside else 100)
+            if cost < best_cost:
+                best, best_cost = (off, text.get_ha(), box), cost
+            if cost == 0:
                 break
         off, ha, box = best
         text.set_position(off)
@@ -292,13 +317,11 @@ def tradeoff_figure(entries: list[Entry], x: str = "messages"):
     bar = fig.colorbar(sm, ax=list(axes.flat[: len(envs)]), shrink=0.8)
     bar.set_label("declared privacy ε (grey: not private / undeclared)", fontsize=7)
     bar.ax.set_label("colorbar")
-    from matplotlib.ticker import FuncFormatter
-
-    plain = FuncFormatter(lambda v, _pos: f"{v:g}")
-    bar.ax.yaxis.set_major_formatter(plain)
-    bar.ax.yaxis.set_minor_formatter(plain)
+    bar.ax.yaxis.set_major_formatter(_plain())
+    bar.ax.yaxis.set_minor_formatter(_plain(minor=True))
     bar.ax.tick_params(labelsize=7, which="both")
     fig.suptitle(f"Regret vs communication ({x})")
+    _freeze_layout(fig)
     for ax, env_entries in zip(axes.flat, envs.values(), strict=False):
         place_labels(
             ax, [getattr(e, x) + 1.0 for e in env_entries], [e.mean for e in env_entries],
@@ -337,12 +360,15 @@ def epsilon_figure(entries: list[Entry]):
         ax.set_xscale("log")
         ax.margins(x=0.3, y=0.15)
         ax.set(xlabel="declared privacy ε (log scale)", ylabel="final regret / agent")
+        ax.xaxis.set_major_formatter(_plain())
+        ax.xaxis.set_minor_formatter(_plain(minor=True))
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", fontsize=6, frameon=False)
         placements.append((ax, xs, ys, [display_label(e, private, _mpl) for e in private]))
     for ax in axes.flat[len(envs) :]:
         ax.remove()
     fig.suptitle("Regret vs privacy (private learners)")
+    _freeze_layout(fig)
     for ax, xs, ys, labels in placements:
         place_labels(ax, xs, ys, labels)
     return fig
