@@ -132,10 +132,8 @@ def test_regret_panel_is_linear_in_time_with_its_legend_outside_and_baseline_bla
     assert "\n" in title and "makes the title wrap" in title  # wrapped, not cut
     lines = {line.get_label(): line for line in ax.get_lines()}
     assert lines["ucb1 (baseline)"].get_color() == "black"
-    colours = [line.get_color() for name, line in lines.items() if "baseline" not in name]
-    assert len(set(zip(colours, [line.get_linestyle() for line in lines.values()]))) == len(
-        colours
-    )
+    styles = [(line.get_color(), line.get_linestyle()) for line in lines.values()]
+    assert len(set(styles)) == len(styles) == len(table)
     plt.close(fig)
     fig = figures.regret_figure(table, log_time=True)
     assert fig.axes[0].get_xscale() == "log"
@@ -314,3 +312,26 @@ def test_sorting_script_sorts_the_table_in_headless_chromium(entries, tmp_path):
     finite = [float(v) for v in eps if v not in ("∞", "—")]
     assert finite == sorted(finite) and eps[: len(finite)] == [f"{v:g}" for v in finite]
     assert set(eps[len(finite) :]) == {"∞", "—"}
+
+
+def test_cli_latex_flag_and_html_exports(tmp_path, capsys):
+    from fedbandit_env.bench.cli import main
+    from fedbandit_env.bench.executors import run_suite
+    from fedbandit_env.bench.store import ResultsStore
+    from tests.test_leaderboard import small_suite
+
+    store_path = tmp_path / "r.sqlite"
+    run_suite(small_suite(horizon=100, runs=2), ResultsStore(store_path), quiet=True)
+    main(["leaderboard", "--store", str(store_path), "--format", "latex"])
+    by_format = capsys.readouterr().out
+    main(["leaderboard", "--store", str(store_path), "--latex"])
+    assert capsys.readouterr().out == by_format and r"\toprule" in by_format
+    out = tmp_path / "html"
+    main(["leaderboard", "--store", str(store_path), "--html", str(out), "--log-time"])
+    assert "HTML:" in capsys.readouterr().out
+    for stem in ("regret_0", "scatter", "scatter_floats", "epsilon"):
+        for fmt in ("png", "pdf", "svg"):
+            assert (out / f"{stem}.{fmt}").stat().st_size > 0, (stem, fmt)
+    assert (out / "leaderboard.tex").read_text() + "\n" == by_format  # print adds the newline
+    page = (out / "index.html").read_text()
+    assert "log time axis" in page and "0–1 (2)" in page  # seeds 0 and 1

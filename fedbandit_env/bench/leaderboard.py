@@ -325,7 +325,7 @@ def to_latex(entries: list[Entry]) -> str:
             "eps": _bold_best([e.epsilon for e in rows]),
         }
 
-        def cell(text: str, column: str, i: int) -> str:
+        def cell(text: str, column: str, i: int, bold: dict = bold) -> str:
             return f"\\textbf{{{text}}}" if bold[column][i] else text
 
         for i, e in enumerate(rows):
