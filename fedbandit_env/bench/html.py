@@ -1,7 +1,9 @@
-"""Static HTML leaderboard: the ranked tables, regret-vs-t plots with bands, and a
-regret-vs-communication scatter with one panel per environment (matplotlib PNGs next to
-``index.html``). Every label is escaped for its output: HTML text and attributes, matplotlib text
-(:func:`mpl_text`). matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
+"""Static HTML leaderboard (docs/bench.md, "Figures and the page"): a header saying what was
+run, a table of contents, the ranked tables (sortable by a header click, inline script), the
+regret-vs-t figure of each environment and the trade-off figures of
+:mod:`fedbandit_env.bench.figures` (PNG shown, PDF and SVG linked); no network needed. Every label
+is escaped for its output: HTML text and attributes, matplotlib text (:func:`mpl_text`).
+matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
 :class:`ConfigError` naming the extra."""
 
 from __future__ import annotations
