@@ -114,7 +114,8 @@ def test_every_registered_learner_has_its_own_style_whatever_the_page():
     assert kinds["ucb1_shared"] == "baseline"
     assert styles["gossip_ucb"].linestyle != styles["ucb1_shared"].linestyle
     assert styles["centralized_ucb1"].linestyle not in {
-        styles["gossip_ucb"].linestyle, styles["ucb1_shared"].linestyle
+        styles["gossip_ucb"].linestyle,
+        styles["ucb1_shared"].linestyle,
     }
 
 
@@ -201,9 +202,7 @@ def test_latex_table_is_booktabs_with_markdown_numbers_and_best_in_bold(entries)
     tex = to_latex(entries)
     assert tex.count(r"\toprule") == 2 and r"\hline" not in tex
     md_rows = [
-        _cells(line)
-        for line in to_markdown(entries).splitlines()
-        if re.match(r"\| \d+ \|", line)
+        _cells(line) for line in to_markdown(entries).splitlines() if re.match(r"\| \d+ \|", line)
     ]
     tex_rows = [_cells(line) for line in tex.splitlines() if line[:1].isdigit()]
     assert len(md_rows) == len(tex_rows) == len(entries)

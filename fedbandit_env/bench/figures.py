@@ -49,8 +49,8 @@ class Style:
 
 
 def learner_kind(agent_id: str) -> str:
-    """"oracle" (``centralized_*``), "reference" (a class of package ``agents``), "baseline"
-    (package ``baselines``) or "other" (library, plug-in or unknown learners)."""
+    """The kind of learner: "oracle" (``centralized_*``), "reference" (a class of package
+    ``agents``), "baseline" (package ``baselines``) or "other" (library, plug-in, unknown)."""
     if agent_id.startswith("centralized_"):
         return "oracle"
     try:
@@ -216,9 +216,7 @@ def place_labels(ax, xs, ys, labels, fontsize: float = 6.5) -> list:
     axbox = ax.get_window_extent(renderer)
     pts = ax.transData.transform(np.column_stack([xs, ys]))
     r = 3.5 * fig.dpi / 72  # marker radius in pixels
-    taken = [
-        Bbox.from_extents(px - r, py - r, px + r, py + r) for px, py in pts
-    ]
+    taken = [Bbox.from_extents(px - r, py - r, px + r, py + r) for px, py in pts]
     texts = []
     order = sorted(range(len(labels)), key=lambda i: (pts[i][1], pts[i][0], labels[i]))
     for i in order:
@@ -295,7 +293,9 @@ def tradeoff_figure(entries: list[Entry], x: str = "messages"):
     for ax, (env_key, env_entries) in zip(axes.flat, envs.items(), strict=False):
         xs = np.array([getattr(e, x) + 1.0 for e in env_entries])
         ys = np.array([e.mean for e in env_entries])
-        colours = [cmap(norm(e.epsilon)) if _private(e) else NON_PRIVATE_COLOUR for e in env_entries]
+        colours = [
+            cmap(norm(e.epsilon)) if _private(e) else NON_PRIVATE_COLOUR for e in env_entries
+        ]
         markers = [style_of(e.label, e.agent_id, registry).marker for e in env_entries]
         ax.scatter(xs, ys, c=colours, s=0, label="_points")  # offsets for tests and limits
         for xi, yi, c, m, e in zip(xs, ys, colours, markers, env_entries, strict=True):
@@ -314,7 +314,8 @@ def tradeoff_figure(entries: list[Entry], x: str = "messages"):
     for ax in axes.flat[len(envs) :]:
         ax.remove()
     sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-    bar = fig.colorbar(sm, ax=list(axes.flat[: len(envs)]), shrink=0.8)
+    shrink = 0.8 if len(axes) == 1 else 0.45  # one row, or a bar beside several
+    bar = fig.colorbar(sm, ax=list(axes.flat[: len(envs)]), shrink=shrink)
     bar.set_label("declared privacy ε (grey: not private / undeclared)", fontsize=7)
     bar.ax.set_label("colorbar")
     bar.ax.yaxis.set_major_formatter(_plain())
