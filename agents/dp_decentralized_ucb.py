@@ -18,16 +18,20 @@ and plays the argmax (uniform random tie-break from its own ``tiebreak`` stream,
 ``c_i`` from :mod:`agents.graph_constants`, ``ci_mode`` per A13). ``epsilon = inf`` gives the
 non-private coop-UCB. Privacy: pure epsilon-DP per agent (A7, A22); counts travel in the clear.
 
-Deviation (environment timing, docs/writing-agents.md): a message submitted with the arm of step t
-is delivered with the observation of step t, so the mixing done before choosing the arm of step
-t + 1 uses the values every agent sent at step t. The paper's recursion therefore runs exactly,
-one step late: the estimates used at step t are the paper's ``nhat(t-1)``, ``shat(t-1)`` (pulls
-of steps 1..t-2). Initialisation: steps 1..K pull arms 0..K-1 (A1, A18: consensus from step 1 with
-zero state) and step K+1 repeats arm 0 (the K-th pull has not been mixed yet); from step K+2 on
-``nhat >= 1`` and the index is used. Invariants (§4.5, shifted by that step): ``nhat == 1`` at step
-K+2; ``sum_i nhat_ij = sum_i n_ij`` and ``sum_i shat_ij = sum_i s_ij`` over the pulls of steps
-1..t-2. A dropped message (``drop_prob > 0``, not in the paper) gives its weight to the receiver's
-own value, so rows stay stochastic.
+Timing (``timing``, docs/writing-agents.md, "Communication steps"). ``"paper"`` (the default)
+runs §4.5 exactly: every round t is a communication step (each agent sends
+``(nhat_i + xi_i, shat_i + ds_i)`` with the increments of its pull of round t-1, and mixes what it
+receives) followed by the pull of round t, chosen from the mixed values; a run takes 2T engine
+steps. Rounds 1..K pull arms 0..K-1 (A1, A18: consensus from round 1 with zero state); from round
+K+1 on ``nhat >= 1`` and the index is used. The §4.5 invariants hold as written (``nhat == 1`` at
+round K+1; column sums equal the network's counts and private sums of rounds 1..t-1).
+
+``"latency"`` sends the values with the pulls: the mixing done before choosing the arm of step
+t + 1 uses the values every agent sent at step t, so the recursion runs one step late: the
+estimates used at step t are the paper's ``nhat(t-1)``, ``shat(t-1)`` (pulls of steps 1..t-2);
+step K+1 repeats arm 0 (the K-th pull has not been mixed yet) and from step K+2 on the index is
+used (invariants shifted by that step). Under both, a dropped message (``drop_prob > 0``, not in
+the paper) gives its weight to the receiver's own value, so rows stay stochastic.
 """
 
 from __future__ import annotations
@@ -48,10 +52,10 @@ from agents.dp_recsys_common import (
 )
 from agents.graph_constants import CI_MODES, GraphConstants, graph_constants
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.engine import VecObservation
+from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GraphError, consensus_weights, default_kappa
-from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
 
@@ -70,8 +74,10 @@ class DPDecentralizedConfig:
     clip: tuple[float, float] = (0.0, 1.0)
     ci_mode: str = "per_agent"
     delta_horizon: int | None = None
+    timing: str = "paper"
 
     def __post_init__(self) -> None:
+        check_timing(AGENT_ID, self.timing)
         object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
         rho = check_real("rho", self.rho, hint="A14", low=1.0, low_open=True, where=AGENT_ID)
         object.__setattr__(self, "rho", rho)
@@ -113,6 +119,7 @@ class DPDecentralizedUCB(TeamPolicy):
     """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
+    version = 2  # results version: the paper's timing by default (communication-only steps)
 
     def __init__(
         self,
@@ -123,10 +130,11 @@ class DPDecentralizedUCB(TeamPolicy):
         clip: tuple[float, float] = (0.0, 1.0),
         ci_mode: str = "per_agent",
         delta_horizon: int | None = None,
+        timing: str = "paper",
     ):
         clip = tuple(clip) if isinstance(clip, list | tuple) else clip
         self.config = DPDecentralizedConfig(
-            epsilon, rho, kappa, index_sigma, clip, ci_mode, delta_horizon
+            epsilon, rho, kappa, index_sigma, clip, ci_mode, delta_horizon, timing
         )
 
     @property
@@ -140,7 +148,8 @@ class DPDecentralizedUCB(TeamPolicy):
     # ---------------------------------------------------------------------------- reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         cfg = self.config
-        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + 1)
+        self.paper = cfg.timing == "paper"
+        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + (0 if self.paper else 1))
         self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
         self.kappa, self.P, self.constants = mixing_setup(facts, cfg.kappa)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
@@ -162,6 +171,9 @@ class DPDecentralizedUCB(TeamPolicy):
         self.shat = np.zeros((B, N, K))
         self.outgoing = np.zeros((B, N, 2 * K))  # (nhat + xi, shat + ds) sent with the last arm
         self._send = np.ones((B, N), dtype=bool)
+        self._quiet = np.zeros((B, N), dtype=bool)
+        self._talk = np.zeros(B, dtype=bool)  # the pull flag of a communication step
+        self._no_arms = np.zeros((B, N), dtype=np.int64)
 
     # ------------------------------------------------------------------------------ act
     def _mix(self, obs: VecObservation) -> None:
@@ -195,6 +207,30 @@ class DPDecentralizedUCB(TeamPolicy):
         return self.shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        if self.paper:
+            return self._act_paper(obs)
+        return self._act_latency(obs)
+
+    def _choose(self, t: int) -> np.ndarray:
+        if t <= self.num_arms:
+            return np.full(self._b.shape, t - 1, dtype=np.int64)
+        index = self.index(t)
+        ties = index == index.max(axis=2, keepdims=True)
+        return np.argmax(np.where(ties, self._tiebreak.next(), -1.0), axis=2)
+
+    def _act_paper(self, obs: VecObservation) -> TeamAction:
+        """§4.5: round t = a communication step (send, then mix) and the pull of round t. All
+        runs share the schedule, so they take their communication steps together."""
+        if obs.phase[0] == COMMUNICATION:  # the round's messages arrived: mix, then pull
+            self._mix(obs)
+            arms = self._choose(int(obs.pulls[0]) + 1)
+            return TeamAction(arms, {CHANNEL: (self._quiet, self.outgoing)})
+        self._fold_in_reward(obs)  # the increments of the last pull go out (zero at reset)
+        return TeamAction(
+            self._no_arms, {CHANNEL: (self._send, self.outgoing.copy())}, self._talk
+        )
+
+    def _act_latency(self, obs: VecObservation) -> TeamAction:
         t = obs.step + 1
         K = self.num_arms
         self._mix(obs)

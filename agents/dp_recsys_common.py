@@ -36,9 +36,11 @@ class RunningSums(Protocol):
 
     value: np.ndarray
 
-    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
-        """Insert each agent's reward (B, N) into its counter of ``arm`` (B, N); return the
-        new outputs of those counters (B, N)."""
+    def insert(
+        self, arm: np.ndarray, reward: np.ndarray, runs: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Insert each agent's reward (B, N) into its counter of ``arm`` (B, N) (only in the
+        runs where ``runs`` (B,) holds, if given); return the new outputs of those counters."""
 
 
 class ExactSums:
@@ -49,8 +51,11 @@ class ExactSums:
         self.lo, self.hi = clip
         self._b, self._i = np.indices(shape[:2])
 
-    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
+    def insert(self, arm: np.ndarray, reward: np.ndarray, runs: np.ndarray | None = None):
         idx = (self._b, self._i, arm)
+        if runs is not None:  # only the runs that pulled (communication steps)
+            idx = tuple(x[runs] for x in idx)
+            reward = reward[runs]
         self.value[idx] += np.clip(reward, self.lo, self.hi)
         return self.value[idx]
 
@@ -78,8 +83,14 @@ class HybridSums:
         self.value = np.zeros(shape)
         self._b, self._i = np.indices(shape[:2])
 
-    def insert(self, arm: np.ndarray, reward: np.ndarray) -> np.ndarray:
+    def insert(self, arm: np.ndarray, reward: np.ndarray, runs: np.ndarray | None = None):
+        """``runs`` (B,) bool: insert only in these runs (the others took a communication step);
+        the counter's per-step Laplace draw still happens for every run, so each run's noise
+        depends only on its own sequence of steps."""
         index = (self._b, self._i, arm)
+        if runs is not None:
+            index = tuple(x[runs] for x in index)
+            reward = reward[runs]
         self.counter.insert_at(index, reward)
         self.value[index] = self.counter.release_at(index)
         return self.value[index]
@@ -153,12 +164,17 @@ def check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
 
 
 def check_facts(agent_id: str, facts: FederationFacts, init_steps: int) -> None:
-    """A multi-armed family and a horizon longer than the initialisation (``init_steps``)."""
+    """A multi-armed family and a horizon longer than the initialisation (``init_steps``: K
+    round-robin steps, plus one step of message latency under ``timing="latency"``)."""
     require_family(agent_id, facts, MULTI_ARMED)
     if facts.horizon <= init_steps:
+        latency = (
+            " plus one step of message latency, during which arm 0 is pulled again"
+            if init_steps > facts.num_arms
+            else ""
+        )
         raise ConfigError(
             f"{agent_id}: horizon: expected more than {init_steps} steps (the initialisation: "
-            f"K = {facts.num_arms} round-robin steps plus one step of message latency, during "
-            f"which arm 0 is pulled again), "
+            f"K = {facts.num_arms} round-robin steps{latency}), "
             f"got {facts.horizon}"
         )

@@ -13,17 +13,28 @@ whole-history augmented Gram matrix with the tree-based Gaussian mechanism
 ``G_i + lambda I`` (non-private FedUCB, §2.7).
 
 Communication over two ``server`` channels (aggregate "sum"): ``sync`` (dim 1) carries sync
-requests, ``stats`` (dim d^2 + d) the releases (U_hat, u_hat). Timing (a deviation from A4's
-"sync at the end of trial t", forced by the environment's one-step message latency): an agent
-whose trigger fires after trial t requests a sync with its pull of trial t+1; everybody sees the
-request in that step's observation and uploads its release (data through trial t+1) with the pull
-of trial t+2; the sum reaches every agent's decisions from trial t+3. Data released but not yet in
-W stays in the agent's own statistics meanwhile, so nothing is lost or counted twice. With
-``sync_threshold=0`` every agent knows a sync follows every trial, so it uploads every step
-without requests (the trial-t data then reaches the decisions of trial t+2).
-``schedule="fixed"`` (A25, dp-safe) syncs at the data-independent trials ceil(k (T - 2) / n), k=1..n
-(T - 2 rather than T so the last sync completes within the horizon),
-with ``num_syncs = n`` and tree depth m = 1 + ceil(log2 n). When a tree is full (A13) the agent
+requests, ``stats`` (dim d^2 + d) the releases (U_hat, u_hat).
+
+Timing (``timing``, docs/writing-agents.md, "Communication steps"). ``"paper"`` (the default)
+syncs at the end of trial t exactly as A4 says. The trigger depends on the chosen x only (not on
+the reward), so an agent knows with its choice of trial t whether its trigger fires after the
+trial and sends its request with that pull; the request reaches everybody in that step's
+observation, and every agent of the run then takes one communication step in which it uploads
+its release (data through trial t) and receives the sum, used from trial t+1 on. With
+``sync_threshold=0`` a sync follows every trial and nobody needs to request it.
+``schedule="fixed"`` (A25, dp-safe) syncs after the data-independent trials
+ceil(k (T - 1) / n), k = 1..n (T - 1 so that the last sync is used).
+
+``"latency"`` keeps the environment's one-step message latency (a sync 3 trials after its
+trigger): an agent whose trigger fires after trial t requests a sync with its pull of trial t+1;
+everybody sees the request in that step's observation and uploads its release (data through
+trial t+1) with the pull of trial t+2; the sum reaches every agent's decisions from trial t+3.
+Data released but not yet in W stays in the agent's own statistics meanwhile, so nothing is lost
+or counted twice. With ``sync_threshold=0`` every agent uploads every step without requests (the
+trial-t data then reaches the decisions of trial t+2); the fixed schedule syncs at
+ceil(k (T - 2) / n) (T - 2 so the last sync completes within the horizon).
+
+With ``num_syncs = n`` the tree depth is m = 1 + ceil(log2 n). When a tree is full (A13) the agent
 re-sends its last release (no new privacy spent) and reports it in ``capacity_refusals``.
 ``beta_scale`` multiplies the radius (default 1 = theory, A9); report it with every result.
 A private agent clips rewards to [-B, B] (``B``, default 1; counted in ``clipped_rewards``) and
@@ -40,9 +51,9 @@ import numpy as np
 from agents.fed_ucb_common import FedUCBBase
 from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.engine import VecObservation
+from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamAction
+from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, check_int
@@ -54,6 +65,7 @@ class FedLinUCB(FedUCBBase):
     """Centralized FedUCB (see the module docstring)."""
 
     agent_id = "fed_lin_ucb"
+    version = 2  # results version: the paper's timing by default (communication-only steps)
 
     def __init__(
         self,
@@ -71,7 +83,10 @@ class FedLinUCB(FedUCBBase):
         L: float = 1.0,
         B: float = 1.0,
         eig_floor: float | None = None,
+        timing: str = "paper",
     ):
+        self.timing = check_timing(self.agent_id, timing)
+        self.paper = timing == "paper"
         super().__init__(
             epsilon=epsilon,
             delta=delta,
@@ -119,10 +134,11 @@ class FedLinUCB(FedUCBBase):
             raise ConfigError(
                 f"{self.agent_id}: horizon: expected at least 3 trials, got {horizon}"
             )
-        if self.schedule == "fixed" and self.num_syncs > horizon - 2:
+        span = horizon - 1 if self.paper else horizon - 2  # trials the fixed schedule spans
+        if self.schedule == "fixed" and self.num_syncs > span:
             raise ConfigError(
-                f"{self.agent_id}: num_syncs: expected at most horizon - 2 = {horizon - 2} "
-                f"(distinct sync trials of the fixed schedule), got {self.num_syncs}"
+                f"{self.agent_id}: num_syncs: expected at most horizon - {horizon - span} = "
+                f"{span} (distinct sync trials of the fixed schedule), got {self.num_syncs}"
             )
         self.d, self.M, self.T = d, n_agents, horizon
         self.tree = None
@@ -169,15 +185,19 @@ class FedLinUCB(FedUCBBase):
         self._requested = np.zeros(runs, dtype=bool)
         self._ones = np.ones((*shape, 1))
         self._last_release = np.zeros((*shape, d * d + d))
+        self._syncing = np.zeros(runs, dtype=bool)
         if self.schedule == "fixed":
             k = np.arange(1, self.num_syncs + 1)
-            # the release of trial t_k's data goes out with trial t_k + 1 and is in use from
-            # t_k + 2, so the schedule spreads over T - 2 trials to complete every sync
-            last = horizon - 2
-            self._fixed = set(np.ceil(k * last / self.num_syncs).astype(int).tolist())
+            # latency: the release of trial t_k's data goes out with trial t_k + 1 and is in use
+            # from t_k + 2, so the schedule spreads over T - 2 trials to complete every sync;
+            # paper: a sync after trial T would never be used, so it spreads over T - 1
+            self._fixed_trials = np.ceil(k * span / self.num_syncs).astype(np.int64)
+            self._fixed = set(self._fixed_trials.tolist())
 
     # ------------------------------------------------------------- the trial
     def act(self, obs: VecObservation) -> TeamAction:
+        if self.paper:
+            return self._act_paper(obs)
         if obs.step > 0:
             self._fold(obs)
             self._receive(obs)
@@ -190,6 +210,48 @@ class FedLinUCB(FedUCBBase):
         self._context = obs.context
         send_stats = np.broadcast_to(upload[:, None], self._ones.shape[:2])
         return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)})
+
+    def _act_paper(self, obs: VecObservation) -> TeamAction:
+        """A4 exactly: a sync is one communication step between trial t and trial t+1."""
+        if obs.step > 0:
+            fresh = (obs.phase == PULL) & (obs.pulls > 0)
+            if fresh.any():
+                into = (self.U, self.u, self.G, self.g, self.Q)
+                self.fold(obs, self._context, self._rows, into, runs=fresh)
+                self.since_sync += fresh
+            self._receive(obs)
+        else:
+            fresh = np.zeros(self.W.shape[0], dtype=bool)
+        due = self._sync_due(obs, fresh)
+        payload = self._release(due) if due.any() else self._last_release
+        V = self.W + self.flight_U + self.U  # flight: only in syncing runs (arms unused there)
+        u = self.w + self.flight_u + self.u
+        arms = ucb_choice(obs.context, V, u, self.radius(V, self.M))
+        request = self._request_after(obs.context, arms, due)
+        self._context = obs.context
+        send_stats = np.broadcast_to(due[:, None], self._ones.shape[:2])
+        pull = ~due if due.any() else None
+        return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)}, pull)
+
+    def _sync_due(self, obs: VecObservation, fresh: np.ndarray) -> np.ndarray:
+        """Runs that sync now, right after the trial just pulled (paper timing)."""
+        if self.schedule == "fixed":
+            return fresh & np.isin(obs.pulls, self._fixed_trials)
+        if self.threshold == 0.0:
+            return fresh
+        return fresh & (obs.deliveries[SYNC].count > 0)
+
+    def _request_after(self, context: np.ndarray, arms: np.ndarray, due: np.ndarray):
+        """A3 after the trial about to be played: (Delta + 1) * lhs >= D with U + x x^T (the
+        trigger needs x only, so the request travels with the pull)."""
+        if self.schedule == "fixed" or self.threshold == 0.0:
+            return np.zeros(self.W.shape[:2], dtype=bool)
+        b, i = self._rows
+        x = context[b, i, arms]
+        total = self.W + self.U + np.einsum("bni,bnj->bnij", x, x) + self._inflate
+        lhs = self.logdet(total) - self.logdet(self.W)
+        fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
+        return fire & ~due[:, None]
 
     def _fold(self, obs: VecObservation) -> None:
         self.fold(obs, self._context, self._rows, (self.U, self.u, self.G, self.g, self.Q))

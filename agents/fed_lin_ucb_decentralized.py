@@ -3,7 +3,8 @@
 Agents talk only through ``flood`` channels (LOCAL protocol with TTL gamma), one per slot:
 ``flood`` carries slot 0 and ``flood_g`` slot g >= 1, so an agent can send one message per slot
 and trial (``slot_channel``). A message sent with the pull of trial s from d <= gamma hops
-arrives in the observation of trial s + d - 1 and is used from trial s + d. The agents are partitioned into cliques of the power graph G^gamma
+arrives in the observation of trial s + d - 1 and is used from trial s + d. The agents are
+partitioned into cliques of the power graph G^gamma
 (``fedbandit_env.graphs.clique_cover``); an agent pools only its clique's data. Each agent keeps
 gamma round-robin estimators (slot g is used in trials t with (t - 1) mod gamma = g), each with
 its own privatizer tree (``GramTreePrivatizer`` over (N, gamma) trees, m = 1 + ceil(log2 ceil(T /
@@ -23,6 +24,12 @@ The group size in beta, in the trigger inflation and in the initial W is the cli
 request and the requester's own release of the slot travel in one message. Memory: the table of
 members' releases is (B, N, gamma, c_max, d, d).
 
+Timing (``timing``, docs/writing-agents.md, "Communication steps"): ``"paper"`` (the default)
+sends a trigger's request and release in a communication step right after the pull that fired
+it (§2.8: broadcast at trial t, at distance d at the start of trial t + d) and answers with the
+next pull; ``"latency"`` sends the trigger's messages with the next pull (one trial later).
+With gamma >= 2 a communication step also advances messages already in flight by one hop.
+
 A private agent clips rewards to [-B, B] (``clipped_rewards``) and floors the spectrum of every
 ``W_{i,g}`` at ``eig_floor`` when a member's release changes it (A28; ``eig_clip_events`` counts
 the floored matrices per run), see :mod:`agents.fed_ucb_common`. The horizon must allow one sync
@@ -38,10 +45,10 @@ import numpy as np
 from agents.fed_ucb_common import FedUCBBase
 from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.engine import VecObservation
+from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import clique_cover, power_graph
-from fedbandit_env.policy import FederationFacts, TeamAction
+from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_AGENTS, check_int
@@ -54,6 +61,7 @@ class FedLinUCBDecentralized(FedUCBBase):
     """Decentralized FedUCB over the flood channel (see the module docstring)."""
 
     agent_id = "fed_lin_ucb_decentralized"
+    version = 2  # results version: the paper's timing by default (communication-only steps)
 
     def __init__(
         self,
@@ -70,8 +78,11 @@ class FedLinUCBDecentralized(FedUCBBase):
         L: float = 1.0,
         B: float = 1.0,
         eig_floor: float | None = None,
+        timing: str = "paper",
     ):
         aid = self.agent_id
+        self.timing = check_timing(aid, timing)
+        self.paper = timing == "paper"
         self.gamma = check_int("gamma", gamma, minimum=1, maximum=MAX_AGENTS, where=aid)
         super().__init__(
             epsilon=epsilon,
@@ -168,6 +179,7 @@ class FedLinUCBDecentralized(FedUCBBase):
         self._silent = np.zeros((runs, n, HEADER + d * d + d))
         self.n_requests = np.zeros(runs, dtype=np.int64)
         self._rows = np.indices((runs, n))
+        self._runs = np.arange(runs)
         self._context = None
         self._dim = HEADER + d * d + d
 
@@ -186,6 +198,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         self._w[r, v, s] = self.R_u[r, v, s].sum(axis=1)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        if self.paper:
+            return self._act_paper(obs)
         runs, n = self._rows[0].shape
         trigger = np.zeros((runs, n), dtype=bool)
         used = None
@@ -203,6 +217,80 @@ class FedLinUCBDecentralized(FedUCBBase):
         )
         self._context = obs.context
         return TeamAction(arms, messages)
+
+    # ------------------------------------------------------- paper timing (§2.8)
+    def _act_paper(self, obs: VecObservation) -> TeamAction:
+        """§2.8's timing: a trigger after the pull of trial t broadcasts the request and the
+        release at trial t, so a run in which some agent triggers takes one communication step
+        carrying those messages (they reach distance 1 at the start of trial t+1); answers to
+        requests go out with the pull of the trial in which the requests arrive. Slots follow
+        each run's own trials (runs may differ in their communication steps)."""
+        runs, n = self._rows[0].shape
+        trigger = np.zeros((runs, n), dtype=bool)
+        used = None
+        if obs.step > 0:
+            fresh = (obs.phase == PULL) & (obs.pulls > 0)
+            used = (obs.pulls - 1) % self.gamma  # (B,) the slot of the trial just pulled
+            if fresh.any():
+                self._fold_runs(obs, used, fresh)
+                trigger = self._trigger_runs(used) & fresh[:, None]
+            self._receive([obs.deliveries[name] for name in self._channels])
+        talk = trigger.any(axis=1)
+        messages = self._outgoing_paper(trigger, used, talk)
+        slot = obs.pulls % self.gamma  # (B,) the slot of the next trial
+        run = self._runs
+        W, w = self._W[run, :, slot], self._w[run, :, slot]
+        V = W + self.U[run, :, slot]
+        arms = ucb_choice(
+            obs.context, V, w + self.u[run, :, slot], self.radius(V, self.size[None, :])
+        )
+        self._context = obs.context
+        return TeamAction(arms, messages, ~talk if talk.any() else None)
+
+    def _fold_runs(self, obs: VecObservation, slot: np.ndarray, fresh: np.ndarray) -> None:
+        """``_fold`` with one slot per run, only in the runs that pulled."""
+        run = self._runs
+        arrays = (self.U, self.u, self.G, self.g_vec, self.Q)
+        views = tuple(a[run, :, slot] for a in arrays)  # copies (B, N, ...)
+        self.fold(obs, self._context, self._rows, views, runs=fresh)
+        for a, v in zip(arrays, views, strict=True):
+            a[run, :, slot] = v
+        self.since[run, :, slot] += fresh[:, None]
+
+    def _trigger_runs(self, slot: np.ndarray) -> np.ndarray:
+        run = self._runs
+        W = self._W[run, :, slot]
+        inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
+        lhs = self.logdet(W + self.U[run, :, slot] + inflate) - self.logdet(W)
+        return self.since[run, :, slot] * lhs >= self.threshold
+
+    def _outgoing_paper(self, trigger, used, talk) -> dict:
+        """A talking run sends only its triggers (request + own release of the slot just used);
+        its pending requests wait for the next pull, when the trial they arrived for starts.
+        The other runs answer their pending requests with this pull, as under latency."""
+        answer = self.pending & (self.since > 0) & ~talk[:, None, None]
+        run = self._runs
+        if used is not None:
+            answer[run, :, used] |= trigger
+        self.pending[~talk] = False
+        if not answer.any():
+            silent = np.zeros(answer.shape[:2], dtype=bool)
+            return {name: (silent, self._silent) for name in self._channels}
+        U_hat, u_hat = self._release(answer)
+        runs, n, g = answer.shape
+        d = self.d
+        payload = np.zeros((runs, n, g, self._dim))
+        if used is not None:
+            payload[run, :, used, 0] = trigger
+        payload[..., 1] = np.arange(g)
+        payload[..., 2] = np.where(answer, self.releases, 0)
+        payload[..., HEADER : HEADER + d * d] = U_hat.reshape(runs, n, g, d * d)
+        payload[..., HEADER + d * d :] = u_hat
+        self.n_requests += trigger.sum(axis=1)
+        return {
+            name: (answer[:, :, slot], payload[:, :, slot])
+            for slot, name in enumerate(self._channels)
+        }
 
     def _fold(self, obs: VecObservation, slot: int) -> None:
         views = tuple(a[:, :, slot] for a in (self.U, self.u, self.G, self.g_vec, self.Q))

@@ -110,13 +110,22 @@ class FedUCBBase(TeamPolicy):
         return self.epsilon
 
     def fold(
-        self, obs: VecObservation, context: np.ndarray, rows: tuple, into: tuple[np.ndarray, ...]
+        self,
+        obs: VecObservation,
+        context: np.ndarray,
+        rows: tuple,
+        into: tuple[np.ndarray, ...],
+        runs: np.ndarray | None = None,
     ) -> None:
-        """Add the last pull (x from ``context``, y) to ``(U, u, G, g, Q)`` views (B, N, ...)."""
+        """Add the last pull (x from ``context``, y) to ``(U, u, G, g, Q)`` views (B, N, ...);
+        ``runs`` (B,) bool: only in these runs (the others took a communication step)."""
         U, u, G, g, Q = into
         b, i = rows
         x = context[b, i, obs.last_arm]
         y = obs.last_reward
+        if runs is not None:  # zero contributions where nothing was pulled
+            x = np.where(runs[:, None, None], x, 0.0)
+            y = np.where(runs[:, None], y, 0.0)
         if self.private:  # §6: the privacy calibration needs |y| <= B
             clipped = np.clip(y, -self.B, self.B)
             self.clipped_rewards += clipped != y

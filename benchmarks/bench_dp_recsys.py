@@ -52,12 +52,13 @@ def rate(policy) -> tuple[float, float]:
     policy.reset(venv.facts, venv.agent_rng())
     in_act = 0.0
     start = time.perf_counter()
-    for _ in range(args.steps):
+    while not venv.engine.truncated:  # engine steps, communication steps included
         t0 = time.perf_counter()
         action = policy.act(obs)
         in_act += time.perf_counter() - t0
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     total = time.perf_counter() - start
+    # agent-steps: pulls (the horizon), so communication steps count as overhead
     return args.runs * args.agents * args.steps / total, in_act / total
 
 
@@ -71,6 +72,8 @@ print(f"agent-steps/s at B={args.runs}, N={args.agents}, K={args.arms} ({args.st
 for name, policy in [
     ("dp_mw_ucb  eps=2  ", DPMasterWorkerUCB(epsilon=2.0)),
     ("dp_mw_ucb  eps=inf", DPMasterWorkerUCB(epsilon=math.inf)),
+    ("dp_mw_ucb  eps=2   latency", DPMasterWorkerUCB(epsilon=2.0, timing="latency")),
+    ("dp_mw_ucb  eps=inf latency", DPMasterWorkerUCB(epsilon=math.inf, timing="latency")),
     ("dp_dec_ucb eps=2  ", DPDecentralizedUCB(epsilon=2.0)),
     ("dp_dec_ucb eps=inf", DPDecentralizedUCB(epsilon=math.inf)),
 ]:

@@ -11,6 +11,12 @@ The ring rows run two agents: ``uniform`` sends nothing (engine and reward cost 
 ``flooding`` sends its M pull counts to both neighbours every step (channel cost included). The
 last table is the ``flood`` channel alone on a ring with its default ttl (the diameter, N/2),
 after ttl warm-up steps so that every hop is in flight.
+
+``--pull-loop`` prints only the communication-steps table (docs/architecture.md, "Communication
+steps"): the pull loop of today's engine against the engine step as it was before communication
+steps existed (reproduced in :func:`legacy_step` below, same arrays and channels), interleaved
+in rounds so that machine noise hits both alike, plus the cost of a step in which some runs
+communicate without pulling. Target: the pull loop at most 10 % slower.
 """
 
 from __future__ import annotations
@@ -47,6 +53,88 @@ def vector_rate(
         action = policy.act(obs)
         obs, *_ = venv.step(action.arms, action.messages)
     return num_runs * num_agents * steps / (time.perf_counter() - start)
+
+
+def legacy_step(engine, arms, messages=None):
+    """The engine's step before communication-only steps (pull loop only), for comparison."""
+    from fedbandit_env.engine import VecInfo, VecObservation
+    from fedbandit_env.network import Charge
+
+    if engine.step_count >= engine.horizon:
+        raise RuntimeError("horizon")
+    arms = engine._check_arms(arms)
+    sends = engine._check_messages(messages or {})
+    engine.step_count += 1
+    t = engine.step_count
+    noise = engine._noise.next()
+    pulled = engine.means[engine._run_index, engine._agent_index, arms]
+    rewards = engine.config.reward.sample(pulled, noise)
+    expected = engine.global_expected[engine._run_index, arms]
+    regret = engine.best_expected[:, None] - expected
+    engine.cumulative_regret += regret
+    charge = None
+    deliveries = {}
+    for name, channel in engine.channels.items():
+        send, payload = sends.get(name, (engine._no_send, engine._zeros[name]))
+        deliveries[name], ch_charge = channel.transmit(t, send, payload)
+        if charge is None:
+            charge = ch_charge
+        else:
+            charge.add(ch_charge)
+    engine.ledger.record(charge or Charge.zeros(engine.num_runs, engine.num_agents))
+    obs = VecObservation(t, arms, rewards, deliveries, None)
+    info = VecInfo(regret, expected, engine.cumulative_regret.copy(), engine.ledger)
+    return obs, rewards, info
+
+
+def pull_loop_rates(num_runs: int, num_agents: int, steps: int, rounds: int) -> dict[str, float]:
+    """Agent-steps/s of Flooding (neighbors channel, every agent sends every step): the legacy
+    step, today's pull loop, and today's engine with every 4th step of runs 0, 2, 4, ... a
+    communication step (median over interleaved rounds)."""
+    venv = fedbandit_env.make_vec(
+        ENV,
+        num_runs=num_runs,
+        num_agents=num_agents,
+        num_arms=10,
+        horizon=2 * steps,
+        channels=("neighbors",),
+    )
+    talk = np.arange(num_runs) % 2 == 1  # runs that pull in a communication step
+
+    def one(kind: str) -> float:
+        policy = Flooding()
+        obs, _ = venv.reset(seed=0)
+        policy.reset(venv.facts, venv.agent_rng())
+        engine = venv.engine
+        start = time.perf_counter()
+        for k in range(steps):
+            action = policy.act(obs)
+            if kind == "legacy":
+                obs, _, _ = legacy_step(engine, action.arms, action.messages)
+            elif kind == "pull loop":
+                obs, _, _ = engine.step(action.arms, action.messages)
+            else:
+                pull = talk if k % 4 == 3 else None
+                obs, _, _ = engine.step(action.arms, action.messages, pull)
+        return num_runs * num_agents * steps / (time.perf_counter() - start)
+
+    kinds = ("legacy", "pull loop", "with communication steps")
+    rates: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(rounds):
+        for kind in kinds:
+            rates[kind].append(one(kind))
+    return {k: float(np.median(v)) for k, v in rates.items()}
+
+
+def print_pull_loop(steps: int, rounds: int) -> None:
+    print("| engine step (Flooding, neighbors) | B | N | M | agent-steps/s | vs legacy |")
+    print("|---|---|---|---|---|---|")
+    for runs, n in ((100, 10), (10, 100)):
+        rates = pull_loop_rates(runs, n, steps, rounds)
+        for kind, rate in rates.items():
+            ratio = rate / rates["legacy"]
+            print(f"| {kind} | {runs} | {n} | 10 | {rate:,.0f} | {ratio:.3f} |")
+    print("\n(target: the pull loop within 10 % of legacy, i.e. a ratio >= 0.90)")
 
 
 def dict_rate(num_agents: int, steps: int) -> float:
@@ -93,7 +181,14 @@ def flood_step_cost(num_agents: int, send_prob: float, steps: int) -> tuple[int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000, help="vector-view steps")
+    parser.add_argument(
+        "--pull-loop", action="store_true", help="only the communication-steps comparison"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (--pull-loop)")
     args = parser.parse_args()
+    if args.pull_loop:
+        print_pull_loop(args.steps, args.rounds)
+        return
     vec = vector_rate(100, 10, args.steps)
     dic = dict_rate(10, max(200, args.steps // 4))
     print("| view | B | N | M | agent-steps/s |")
@@ -122,6 +217,8 @@ def main() -> None:
     for n, p in ((100, 1.0), (1000, 0.01), (1000, 0.1)):
         ttl, ms, rows = flood_step_cost(n, p, max(20, args.steps // 100))
         print(f"| {n} | {ttl} | {p * n:g} | {ms:.2f} | {rows:,.0f} |")
+    print()
+    print_pull_loop(max(200, args.steps // 2), 3)
 
 
 if __name__ == "__main__":

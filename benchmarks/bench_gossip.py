@@ -23,7 +23,7 @@ def rate(policy, env_id: str, runs: int, steps: int) -> float:
     start = time.perf_counter()
     for _ in range(steps):
         action = policy.act(obs)
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     return runs * venv.num_agents * steps / (time.perf_counter() - start)
 
 

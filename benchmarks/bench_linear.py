@@ -28,7 +28,7 @@ def seconds_per_step(policy: FedLinUCB, runs: int, steps: int) -> float:
     start = time.perf_counter()
     for _ in range(steps):
         action = policy.act(obs)
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     return (time.perf_counter() - start) / steps
 
 

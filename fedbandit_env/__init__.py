@@ -10,6 +10,7 @@ from fedbandit_env.engine import VecInfo, VecObservation
 from fedbandit_env.envs import register_builtin_envs
 from fedbandit_env.errors import (
     ActionError,
+    CommunicationError,
     ConfigError,
     FedBanditError,
     HorizonError,
@@ -49,6 +50,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ActionError",
+    "CommunicationError",
     "ConfigError",
     "EnvSpec",
     "FedBanditError",

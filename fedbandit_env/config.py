@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,6 +190,7 @@ class EnvConfig:
     fixed: Instance | None = None
     linear: LinearSpec | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    max_communication_steps: int = 64
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -243,6 +245,7 @@ def make_config(
     shared_decision_sets: bool = False,
     dataset: Any = None,
     max_cycles: int | None = None,
+    max_communication_steps: int = 64,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -251,7 +254,54 @@ def make_config(
     ``dim``, ``theta``, ``shared_decision_sets`` and ``dataset`` belong to the linear family
     (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
     ``instance_seed`` fixes theta* (None: a new theta* per run seed). ``max_cycles`` is
-    PettingZoo's name for ``horizon`` (default 1000); both given with different values raise."""
+    PettingZoo's name for ``horizon`` (default 1000); both given with different values raise.
+    ``max_communication_steps``: the most communication-only steps a run may take in a row
+    (docs/architecture.md, "Communication steps"); one more raises a ``CommunicationError``."""
+    config = _make_config(
+        num_agents=num_agents,
+        num_arms=num_arms,
+        horizon=horizon,
+        family=family,
+        means=means,
+        instance=instance,
+        instance_seed=instance_seed,
+        reward=reward,
+        topology=topology,
+        topology_kwargs=topology_kwargs,
+        channels=channels,
+        c1=c1,
+        c2=c2,
+        dim=dim,
+        theta=theta,
+        shared_decision_sets=shared_decision_sets,
+        dataset=dataset,
+        max_cycles=max_cycles,
+    )
+    limit = _positive_int("max_communication_steps", max_communication_steps)
+    return dataclasses.replace(config, max_communication_steps=limit)
+
+
+def _make_config(
+    *,
+    num_agents,
+    num_arms,
+    horizon,
+    family,
+    means,
+    instance,
+    instance_seed,
+    reward,
+    topology,
+    topology_kwargs,
+    channels,
+    c1,
+    c2,
+    dim,
+    theta,
+    shared_decision_sets,
+    dataset,
+    max_cycles,
+) -> EnvConfig:
     horizon = resolve_max_cycles(horizon, max_cycles, default=DEFAULT_HORIZON)
     _choice("family", family, FAMILIES)
     if means is not None and family == "linear":

@@ -3,7 +3,9 @@
 DESIGN.md §2: arrays at the core. One engine step takes the arms (B, N) and the messages of every
 channel, draws the rewards, charges and delivers the messages, and returns arrays. The PettingZoo
 view (B = 1) and the vector view are thin layers over it, so both produce bit-identical
-trajectories for the same run seed.
+trajectories for the same run seed. A run may also take a communication-only step (``pull``
+False: messages travel, no arm is pulled; docs/architecture.md, "Communication steps"); the
+horizon counts pulls.
 """
 
 from __future__ import annotations
@@ -15,18 +17,31 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.config import EnvConfig, check_sizes
-from fedbandit_env.errors import ActionError, HorizonError
+from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
 from fedbandit_env.linear import LinearProcess
 from fedbandit_env.network import Charge, Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG
 
+PULL = 0
+"""``phase`` of a step in which the run's agents pulled an arm (and of the observation after reset)."""
+COMMUNICATION = 1
+"""``phase`` of a communication-only step: messages travelled, no arm was pulled
+(docs/architecture.md, "Communication steps")."""
+
 
 @dataclass
 class VecObservation:
-    """What the agents observe after a step, batched: ``step`` steps completed so far (0 after
-    reset), ``last_arm`` (B, N) (-1 after reset), ``last_reward`` (B, N) (0 after reset) and one
-    delivery record per channel (see :mod:`fedbandit_env.network`)."""
+    """What the agents observe after a step, batched: ``step`` engine steps completed so far
+    (0 after reset), ``last_arm`` (B, N) the arm of the last pull (-1 before the first pull),
+    ``last_reward`` (B, N) its reward (0 before the first pull) and one delivery record per
+    channel (see :mod:`fedbandit_env.network`).
+
+    ``phase`` (B,) is :data:`PULL` or :data:`COMMUNICATION`: what the last step of each run was;
+    after a communication step ``last_arm``/``last_reward`` still describe the last pull, so a
+    learner must not fold them in again. ``pulls`` (B,) counts each run's pulls (the horizon's
+    clock); it equals ``step`` in a run that never took a communication step. Both default to
+    "every step pulled" when a caller builds an observation by hand."""
 
     step: int
     last_arm: np.ndarray
@@ -35,6 +50,15 @@ class VecObservation:
     context: np.ndarray | None = (
         None  # linear family: the decision sets (B, N, K, d) of the next step
     )
+    phase: np.ndarray | None = None
+    pulls: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        runs = np.shape(self.last_arm)[0]
+        if self.phase is None:
+            self.phase = np.zeros(runs, dtype=np.int64)
+        if self.pulls is None:
+            self.pulls = np.full(runs, self.step, dtype=np.int64)
 
 
 @dataclass
@@ -95,7 +119,8 @@ class Engine:
             self.linear = LinearProcess(
                 config.linear, self.num_runs, self.num_agents, self.num_arms
             )
-        self.step_count = -1  # not reset yet
+        self.step_count = -1  # not reset yet (engine steps, pulls and communication steps)
+        self.max_communication_steps = config.max_communication_steps
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: Sequence[int]) -> tuple[VecObservation, VecInfo]:
@@ -119,14 +144,21 @@ class Engine:
             channel.reset(network.child(f"channel/{name}"))
         self.ledger.reset()
         self.step_count = 0
+        self.pulls = np.zeros(self.num_runs, dtype=np.int64)
+        self.streak = np.zeros(self.num_runs, dtype=np.int64)  # communication steps in a row
+        self.even = True  # every run has pulled in every step so far
         shape = (self.num_runs, self.num_agents)
         self.cumulative_regret = np.zeros(shape)
+        self.last_arm = np.full(shape, -1, dtype=np.int64)
+        self.last_reward = np.zeros(shape)
         obs = VecObservation(
             step=0,
-            last_arm=np.full(shape, -1, dtype=np.int64),
-            last_reward=np.zeros(shape),
+            last_arm=self.last_arm,
+            last_reward=self.last_reward,
             deliveries={n: ch.empty_delivery() for n, ch in self.channels.items()},
             context=context,
+            phase=np.zeros(self.num_runs, dtype=np.int64),
+            pulls=self.pulls.copy(),
         )
         info = VecInfo(np.zeros(shape), np.zeros(shape), self.cumulative_regret.copy(), self.ledger)
         return obs, info
@@ -140,10 +172,24 @@ class Engine:
 
     # ------------------------------------------------------------------- step
     def step(
-        self, arms: np.ndarray, messages: Messages | None = None
+        self, arms: np.ndarray, messages: Messages | None = None, pull: Any = None
     ) -> tuple[VecObservation, np.ndarray, VecInfo]:
+        """One engine step. ``pull`` (docs/architecture.md, "Communication steps"): None or True
+        (every run pulls), False (no run pulls) or a bool array (B,): the runs where it is False
+        take a communication-only step (messages are sent, charged and delivered as in any step;
+        no reward is drawn, regret and the run's pull count stay; ``arms`` are ignored there).
+        A run that has finished its ``horizon`` pulls while others have not ignores the step."""
         if self.step_count < 0:
             raise HorizonError("step: the environment must be reset() before the first step")
+        if self.even and pull is None:
+            return self._step_all(arms, messages)
+        pulling = self._check_pull(pull)
+        if self.even and pulling.all():
+            return self._step_all(arms, messages)
+        return self._step_mixed(arms, messages, pulling)
+
+    def _step_all(self, arms, messages) -> tuple[VecObservation, np.ndarray, VecInfo]:
+        """Every run pulls (the pull loop: kept as lean as before communication steps)."""
         if self.step_count >= self.horizon:
             raise HorizonError(
                 f"step: horizon exceeded: the episode ended after {self.horizon} steps; "
@@ -153,15 +199,36 @@ class Engine:
         sends = self._check_messages(messages or {})
         self.step_count += 1
         t = self.step_count
-        if self.linear is not None:
-            rewards, expected, regret = self.linear.pull(arms)
-        else:
-            noise = self._noise.next()
-            pulled = self.means[self._run_index, self._agent_index, arms]
-            rewards = self.config.reward.sample(pulled, noise)
-            expected = self.global_expected[self._run_index, arms]
-            regret = self.best_expected[:, None] - expected
+        self.pulls += 1
+        rewards, expected, regret = self._draw(arms)
         self.cumulative_regret += regret
+        deliveries = self._transmit(t, sends)
+        context = self.linear.context if self.linear is not None else None
+        self.last_arm, self.last_reward = arms, rewards
+        obs = VecObservation(
+            t, arms, rewards, deliveries, context, self._pull_phase(), self.pulls.copy()
+        )
+        info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
+        return obs, rewards, info
+
+    def _pull_phase(self) -> np.ndarray:
+        return np.zeros(self.num_runs, dtype=np.int64)
+
+    def _draw(
+        self, arms: np.ndarray, runs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rewards, expected rewards and regret of the pulls; ``runs`` (B,): only these runs
+        pull and consume their reward streams (the others' outputs are discarded)."""
+        if self.linear is not None:
+            return self.linear.pull(arms, runs)
+        noise = self._noise.next(runs)
+        pulled = self.means[self._run_index, self._agent_index, arms]
+        rewards = self.config.reward.sample(pulled, noise)
+        expected = self.global_expected[self._run_index, arms]
+        regret = self.best_expected[:, None] - expected
+        return rewards, expected, regret
+
+    def _transmit(self, t: int, sends: dict) -> dict[str, Any]:
         charge = None
         deliveries = {}
         for name, channel in self.channels.items():
@@ -172,14 +239,97 @@ class Engine:
             else:
                 charge.add(ch_charge)
         self.ledger.record(charge or Charge.zeros(self.num_runs, self.num_agents))
+        return deliveries
+
+    def _step_mixed(self, arms, messages, pulling: np.ndarray):
+        """Some runs communicate without pulling, or some have finished their pulls.
+
+        A run that does not pull draws nothing from its ``rewards`` streams (reward noise,
+        decision sets: its decision set stays the one it was shown), so the k-th pull of a run
+        sees the same reward draws whatever communication steps come before it; the channels
+        draw every step, as in any step. A run's streams depend only on its own sequence of
+        steps, so run b of a batch stays bit-identical to that seed run alone."""
+        live = self.pulls < self.horizon
+        if not live.any():
+            raise HorizonError(
+                f"step: horizon exceeded: the episode ended after {self.horizon} pulls; "
+                "call reset() to start a new one"
+            )
+        self.even = False
+        pulling = pulling & live
+        talking = live & ~pulling
+        self.streak = np.where(talking, self.streak + 1, 0)
+        if (self.streak > self.max_communication_steps).any():
+            b = int(np.argmax(self.streak > self.max_communication_steps))
+            run = f"run {b}: " if self.num_runs > 1 else ""
+            raise CommunicationError(
+                f"step: {run}more than max_communication_steps={self.max_communication_steps} "
+                "communication steps in a row without a pull; the learner must pull (pull=True) "
+                "or the environment be made with a larger max_communication_steps"
+            )
+        arms = self._check_arms(arms)
+        sends = self._check_messages(messages or {})
+        if not live.all():  # finished runs send nothing
+            for name, (send, payload) in list(sends.items()):
+                sends[name] = (send & live[:, None], payload)
+        self.step_count += 1
+        self.pulls += pulling
+        rewards, expected, regret = self._draw(arms, pulling)
+        rows = pulling[:, None]
+        rewards = np.where(rows, rewards, 0.0)
+        expected = np.where(rows, expected, 0.0)
+        regret = np.where(rows, regret, 0.0)
+        self.cumulative_regret += regret
+        deliveries = self._transmit(self.step_count, sends)
         context = self.linear.context if self.linear is not None else None
-        obs = VecObservation(t, arms, rewards, deliveries, context)
+        self.last_arm = np.where(rows, arms, self.last_arm)
+        self.last_reward = np.where(rows, rewards, self.last_reward)
+        phase = np.where(pulling, PULL, COMMUNICATION).astype(np.int64)
+        obs = VecObservation(
+            self.step_count,
+            self.last_arm,
+            self.last_reward,
+            deliveries,
+            context,
+            phase,
+            self.pulls.copy(),
+        )
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
         return obs, rewards, info
 
+    def _check_pull(self, pull: Any) -> np.ndarray:
+        """The pull flag as bool (B,): None/True/False/0/1 for every run, or one per run."""
+        if pull is None:
+            return np.ones(self.num_runs, dtype=bool)
+        arr = np.asarray(pull)
+        if arr.shape == ():
+            arr = np.full(self.num_runs, arr.item())
+        if arr.shape != (self.num_runs,):
+            raise ActionError(
+                "all agents",
+                "pull",
+                f"expected a bool or a bool array of shape ({self.num_runs},), got shape "
+                f"{arr.shape}",
+            )
+        if arr.dtype != bool:
+            if not np.issubdtype(arr.dtype, np.integer) or ((arr != 0) & (arr != 1)).any():
+                raise ActionError(
+                    "all agents", "pull", f"expected bool (or 0/1 integers), got {pull!r}"
+                )
+            arr = arr.astype(bool)
+        return arr
+
+    @property
+    def done_runs(self) -> np.ndarray:
+        """(B,) bool: the runs that have made their ``horizon`` pulls."""
+        return self.pulls >= self.horizon
+
     @property
     def truncated(self) -> bool:
-        return self.step_count >= self.horizon
+        """Every run has made its ``horizon`` pulls (the episode is over)."""
+        if self.even:
+            return self.step_count >= self.horizon
+        return bool((self.pulls >= self.horizon).all())
 
     # ------------------------------------------------------------- validation
     def _where(self, bad: np.ndarray) -> str:

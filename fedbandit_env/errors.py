@@ -24,6 +24,11 @@ class HorizonError(FedBanditError):
     """The environment was stepped after its horizon (or before reset)."""
 
 
+class CommunicationError(HorizonError):
+    """A run took more communication-only steps in a row than the environment's
+    ``max_communication_steps`` (docs/architecture.md, "Communication steps")."""
+
+
 class UnknownIdError(FedBanditError, KeyError):
     """An environment or agent id is not registered."""
 

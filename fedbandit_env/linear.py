@@ -100,10 +100,11 @@ class LinearProcess:
         self.context = self._draw_sets()
         return self.context
 
-    def _draw_sets(self) -> np.ndarray:
-        """A (B, N, K, d) batch of decision sets per linear.md §4.1."""
-        w = self._w.next()
-        u = self._c.next()
+    def _draw_sets(self, advance: np.ndarray | None = None) -> np.ndarray:
+        """A (B, N, K, d) batch of decision sets per linear.md §4.1 (``advance``: the runs
+        that draw; see :meth:`pull`)."""
+        w = self._w.next(advance)
+        u = self._c.next(advance)
         c = 0.5 + 0.1 * u[..., 0]
         c[..., 0] += 0.2  # slot 0 is the optimal action before shuffling
         c = c * self._inv_norm[:, None, None]
@@ -121,15 +122,23 @@ class LinearProcess:
         """Expected reward <x, theta*> of every action of the current sets (B, N, K)."""
         return np.einsum("bnkd,bd->bnk", self.context, self.theta)
 
-    def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rewards, expected rewards and instant regret of the pulls; then the next sets."""
+    def pull(
+        self, arms: np.ndarray, runs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rewards, expected rewards and instant regret of the pulls; then the next sets.
+        ``runs`` (B,) bool: only these runs pull (communication-only steps elsewhere: their
+        streams do not advance, their decision sets stay, and their outputs are unused)."""
         means = self.expected()
         chosen = np.take_along_axis(means, arms[..., None], axis=2)[..., 0]
         regret = means.max(axis=2) - chosen
-        noise = self._noise.next()
+        noise = self._noise.next(runs)
         if self.spec.reward == "bernoulli":
             rewards = (noise < chosen).astype(np.float64)
         else:
             rewards = chosen + self.spec.sigma * noise
-        self.context = self._draw_sets()
+        if runs is None:
+            self.context = self._draw_sets()
+        else:
+            fresh = self._draw_sets(runs)
+            self.context = np.where(runs[:, None, None, None], fresh, self.context)
         return rewards, chosen, regret

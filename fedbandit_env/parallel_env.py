@@ -8,21 +8,28 @@ FedBandit federated multi-armed bandit (PettingZoo parallel API)
 | Parallel API | yes |
 | Agents | ``agent_0 ... agent_{N-1}`` (N = ``num_agents``) |
 | Action | ``Dict(arm: Discrete(M), messages: Dict(<channel>: Dict(send: Discrete(2), payload: Box(dim))))``; a bare int is accepted as "pull this arm, send nothing" |
-| Observation | ``Dict(step, last_arm, pulled, last_reward, channels: Dict(<channel>: ...))`` |
+| Observation | ``Dict(step, last_arm, pulled, last_reward, phase, channels: Dict(<channel>: ...))`` |
 | Episode end | truncation after ``horizon`` steps; there is no termination |
 
 **Action.** ``arm`` is the arm to pull. For each configured channel an agent may send one
 payload of ``dim`` finite floats per step (``send = 1``); not sending (``send = 0``, the channel
 left out, or ``messages`` left out) is allowed and costs nothing. ``send`` must be a Discrete(2)
 value (0, 1 or a bool; anything else raises); the payload of a message not sent is never read.
+An optional ``pull`` (0/1, default 1; not part of the action space, like the bare-int shorthand)
+of 0 in every agent's action makes the step a *communication step*: the messages travel, no arm is
+pulled, no reward or regret accrues and the horizon's pull count stays (docs/architecture.md,
+"Communication steps"); the agents of a run must agree. More than ``max_communication_steps`` of
+them in a row raise a ``CommunicationError``.
 
 **Observation** (all fixed-shape, explicit dtypes):
 
-* ``step`` — Box((), int64) in [0, T]: steps completed, 0 after reset (a bounded Box, so
-  flatteners give it one dimension, not a one-hot of T + 1).
+* ``step`` — Box((), int64) in [0, T]: pulls completed (steps, without communication steps),
+  0 after reset (a bounded Box, so flatteners give it one dimension, not a one-hot of T + 1).
 * ``last_arm`` — Discrete(M): the arm pulled in the last step (0 after reset, see ``pulled``).
 * ``pulled`` — Discrete(2): 1 once the agent has pulled an arm, 0 after reset ("no pull yet").
 * ``last_reward`` — Box((), float64): the local reward of that pull (0 after reset).
+* ``phase`` — Discrete(2): 0 after a pull step (and after reset), 1 after a communication step
+  (``last_arm``, ``pulled`` and ``last_reward`` then still describe the last pull).
 * ``decision_set`` (linear family only) — Box(K, d) in [-1, 1]: the K feature vectors the agent
   chooses from in the next step (its ``arm`` is an index into them).
 * ``channels`` — one entry per channel, the messages delivered to this agent in the last step:
@@ -40,7 +47,8 @@ value (0, 1 or a bool; anything else raises); the payload of a message not sent 
 **Rewards.** The local reward of the pull (Bernoulli, Gaussian or clipped Gaussian).
 
 **Infos** (evaluation only; agents must not use them), flat per agent (numbers only):
-``instant_regret`` (pseudo-regret of the pull against the global best arm), ``expected_reward``,
+``phase`` (as in the observation), ``instant_regret`` (pseudo-regret of the pull against the
+global best arm, 0 in a communication step), ``expected_reward``,
 ``cumulative_regret`` (this agent), ``messages_sent`` (this agent, cumulative) and ``run_seed``
 (the run seed of the episode, the same for every agent). The run's communication ledger (step
 and cumulative messages, floats and cost per link type) is run-level, not per agent: read it
@@ -58,7 +66,8 @@ reset) followed by each agent's last reward.
 "hybrid" or a networkx graph), ``topology_kwargs``, ``channels`` (list of kinds or
 {name: {"kind": ..., "dim": ..., options}}), ``c1`` (agent–server link cost), ``c2``
 (agent–agent link cost), ``render_mode`` (None, "human": print, or "ansi": return the text),
-``max_cycles`` (PettingZoo's name for ``horizon``; giving both with different values raises).
+``max_cycles`` (PettingZoo's name for ``horizon``; giving both with different values raises),
+``max_communication_steps`` (default 64: communication steps allowed in a row).
 
 **Seeding** (Gymnasium's convention). ``reset(seed=s)`` plays run seed s, a non-negative int
 (anything else raises a ``TypeError``/``ValueError`` naming ``seed``). A later ``reset()``
@@ -76,7 +85,9 @@ randomness and the agents' streams are separate (DESIGN.md §2).
 give the AEC view of the same environment through ``pettingzoo.utils.parallel_to_aec``;
 ``fedbandit_env.make_aec(id)`` does the same for a registered id.
 
-**Version history.** v0: initial release. Later, within v0: the observation's ``step`` became a
+**Version history.** v0: initial release. Later, within v0: communication steps (the optional
+``pull`` key, the ``phase`` field and info; trajectories of runs that never use them are
+unchanged); the observation's ``step`` became a
 Box (was Discrete(T + 1)), ``last_arm`` became Discrete(M) with the ``pulled`` flag (was
 Discrete(M + 1, start=-1)), infos became flat (the ``ledger`` moved to
 :attr:`FedBanditParallelEnv.ledger`, ``run_seed`` added), and unseeded resets continue a seeded
@@ -109,6 +120,7 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
         "last_arm": spaces.Discrete(config.num_arms),
         "pulled": spaces.Discrete(2),
         "last_reward": spaces.Box(lo, hi, shape=(), dtype=np.float64),
+        "phase": spaces.Discrete(2),
     }
     if engine.channels:
         fields["channels"] = spaces.Dict(
@@ -143,10 +155,11 @@ def state_space(config: EnvConfig) -> spaces.Box:
 def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> dict[str, Any]:
     arm = int(obs.last_arm[b, i])
     out: dict[str, Any] = {
-        "step": np.array(obs.step, dtype=np.int64),
+        "step": np.array(obs.pulls[b], dtype=np.int64),
         "last_arm": np.int64(max(arm, 0)),
         "pulled": np.int64(arm >= 0),
         "last_reward": np.array(obs.last_reward[b, i], dtype=np.float64),
+        "phase": np.int64(obs.phase[b]),
     }
     if engine.channels:
         out["channels"] = {
@@ -158,9 +171,10 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
     return out
 
 
-def agent_info(info: VecInfo, b: int, i: int, run_seed: int) -> dict[str, Any]:
+def agent_info(info: VecInfo, b: int, i: int, run_seed: int, phase: int) -> dict[str, Any]:
     """Agent i's flat info dict in run b (numbers only; the ledger is run-level)."""
     return {
+        "phase": int(phase),
         "instant_regret": float(info.instant_regret[b, i]),
         "expected_reward": float(info.expected_reward[b, i]),
         "cumulative_regret": float(info.cumulative_regret[b, i]),
@@ -259,13 +273,19 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
                 f"step: horizon exceeded: the episode ended after {self.config.horizon} steps; "
                 "call reset() to start a new one"
             )
-        arms, messages = self._parse_actions(actions)
-        return self._step_parsed(arms, messages)
+        arms, messages, pull = self._parse_actions(actions)
+        return self._step_parsed(arms, messages, pull)
 
-    def _step_parsed(self, arms: np.ndarray, messages: dict[str, tuple[np.ndarray, np.ndarray]]):
+    def _step_parsed(
+        self,
+        arms: np.ndarray,
+        messages: dict[str, tuple[np.ndarray, np.ndarray]],
+        pull: bool | None = None,
+    ):
         """``step`` after ``_parse_actions``: arms (1, N), per channel (send, payload) arrays
-        (the privacy wrapper steps its noisy messages through here without re-parsing)."""
-        obs, rewards, info = self.engine.step(arms, messages)
+        and the run's pull flag (None: pull; the privacy wrapper steps its noisy messages through
+        here without re-parsing)."""
+        obs, rewards, info = self.engine.step(arms, messages, pull)
         self._last = (obs, info)
         truncated = self.engine.truncated
         obs_d = self._observations(obs)
@@ -291,7 +311,7 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         obs, info = self._last
         total = self.engine.ledger.total
         lines = [
-            f"step {obs.step}/{self.config.horizon}  "
+            f"step {int(obs.pulls[0])}/{self.config.horizon}  "
             f"messages {int(total.messages[0].sum())}  cost {float(total.cost[0].sum()):.1f}",
             "agent      arm  reward    regret(cum)",
         ]
@@ -324,7 +344,8 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         return {a: agent_observation(self.engine, obs, 0, i) for a, i in self._index.items()}
 
     def _infos(self, info: VecInfo) -> dict[str, dict]:
-        return {a: agent_info(info, 0, i, self._seed) for a, i in self._index.items()}
+        phase = int(self._last[0].phase[0])
+        return {a: agent_info(info, 0, i, self._seed, phase) for a, i in self._index.items()}
 
     def _parse_actions(self, actions: Mapping[str, Any]):
         if not isinstance(actions, Mapping):
@@ -335,20 +356,50 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         arms = np.zeros((1, n), dtype=np.int64)
         sends = {name: np.zeros((1, n), dtype=bool) for name in self.engine.channels}
         payloads = {name: np.zeros((1, n, ch.dim)) for name, ch in self.engine.channels.items()}
+        pulls: dict[str, bool] = {}
         for agent, i in self._index.items():
             if agent not in actions:
                 raise ActionError(agent, "action", "missing: every live agent must act each step")
-            arms[0, i] = self._parse_agent(agent, actions[agent], sends, payloads, i)
-        return arms, {name: (sends[name], payloads[name]) for name in sends}
+            arms[0, i] = self._parse_agent(agent, actions[agent], sends, payloads, i, pulls)
+        pull = None
+        if pulls:
+            pull = self._run_pull(pulls)
+        return arms, {name: (sends[name], payloads[name]) for name in sends}, pull
 
-    def _parse_agent(self, agent, action, sends, payloads, i) -> int:
+    def _run_pull(self, pulls: dict[str, bool]) -> bool | None:
+        """The run's pull flag from the agents' optional ``pull`` keys: every agent that gives
+        one must agree with the others (a communication step is a step of the whole run), and
+        ``pull = 0`` needs every agent to say so (an agent that omits the key pulls)."""
+        values = set(pulls.values())
+        if len(pulls) < self.num_agents_total and False in values:
+            agent = next(a for a in self.possible_agents if a not in pulls)
+            raise ActionError(
+                agent,
+                "pull",
+                "missing: another agent asked for a communication step (pull = 0); a "
+                "communication step is taken by every agent of the run, so all must give pull = 0",
+            )
+        if len(values) > 1:
+            first = next(iter(pulls.values()))
+            agent = next(a for a, v in pulls.items() if v != first)
+            raise ActionError(
+                agent,
+                "pull",
+                f"expected {int(first)} like {next(iter(pulls))}: a communication step is taken "
+                "by every agent of the run, so all agents must give the same pull",
+            )
+        return None if values == {True} else False
+
+    def _parse_agent(self, agent, action, sends, payloads, i, pulls) -> int:
         if isinstance(action, Mapping):
             if "arm" not in action:
                 raise ActionError(agent, "arm", "missing from the action dict")
-            unknown = set(action) - {"arm", "messages"}
+            unknown = set(action) - {"arm", "messages", "pull"}
             if unknown:
                 raise ActionError(agent, "action", f"unknown keys {sorted(unknown)}")
             arm, messages = action["arm"], action.get("messages") or {}
+            if "pull" in action:
+                pulls[agent] = self._parse_send(agent, "pull", action["pull"])
         else:
             arm, messages = action, {}
         arm = self._parse_arm(agent, arm)

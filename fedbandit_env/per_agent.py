@@ -36,6 +36,7 @@ before the first step, so per-run state belongs in attributes that ``reset()`` c
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -47,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.engine import VecObservation, agent_name
+from fedbandit_env.engine import PULL, VecObservation, agent_name
 from fedbandit_env.errors import ActionError, ConfigError, FedBanditError, LearnerError
 from fedbandit_env.network import CHANNEL_KINDS, ChannelsSpec, make_channel
 from fedbandit_env.parallel_env import FedBanditParallelEnv, agent_observation
@@ -86,10 +87,14 @@ class PerAgentLearner(ABC):
 # ------------------------------------------------------------------------- observation helpers
 def last_pull(observation: Mapping[str, Any]) -> tuple[int, float] | None:
     """``(arm, reward)`` of the agent's last pull, or None before its first pull (the one place
-    per-agent learners read the pull encoding of the observation dict)."""
+    per-agent learners read the pull encoding of the observation dict). After a
+    communication-only step (``phase`` 1) the observation still shows the last pull, which the
+    learner has already seen: None."""
     pulled = observation.get("pulled")
     arm = int(observation["last_arm"])
     if (pulled is not None and not pulled) or arm < 0:
+        return None
+    if int(observation.get("phase", PULL)) != PULL:  # a communication step: no new pull
         return None
     return arm, float(observation["last_reward"])
 
@@ -128,11 +133,14 @@ class _ActionParser:
     _parse_arm = FedBanditParallelEnv._parse_arm
     _parse_send = staticmethod(FedBanditParallelEnv._parse_send)
     _parse_message = FedBanditParallelEnv._parse_message
+    _run_pull = FedBanditParallelEnv._run_pull
 
     def __init__(self, num_arms: int, channels: Mapping[str, Any], num_runs: int, n: int):
         self.config = SimpleNamespace(num_arms=num_arms)
         self.engine = SimpleNamespace(channels=channels)
         self.num_runs, self.num_agents = num_runs, n
+        self.num_agents_total = n
+        self.possible_agents = [agent_name(i) for i in range(n)]
 
     def new_action(self) -> TeamAction:
         shape = (self.num_runs, self.num_agents)
@@ -142,16 +150,38 @@ class _ActionParser:
         }
         return TeamAction(np.zeros(shape, dtype=np.int64), messages)
 
-    def put(self, learner_id: str, out: TeamAction, b: int, i: int, action: Any) -> None:
-        """Check agent i's action of run b and write it into ``out``."""
+    def put(
+        self, learner_id: str, out: TeamAction, b: int, i: int, action: Any, pulls: dict
+    ) -> None:
+        """Check agent i's action of run b and write it into ``out``; an optional ``pull`` key
+        goes into ``pulls`` (the run's agents' pull flags, see :meth:`end_run`)."""
         agent = agent_name(i)
         sends = {n: send[b : b + 1] for n, (send, _) in out.messages.items()}
         payloads = {n: payload[b : b + 1] for n, (_, payload) in out.messages.items()}
-        try:
-            out.arms[b, i] = self._parse_agent(agent, action, sends, payloads, i)
-        except ActionError as err:
-            message = str(err).removeprefix(f"{agent}: {err.field}: ")
-            raise ActionError(f"{learner_id}: {agent}", err.field, message) from None
+        with _located(learner_id):
+            out.arms[b, i] = self._parse_agent(agent, action, sends, payloads, i, pulls)
+
+    def end_run(self, learner_id: str, out: TeamAction, b: int, pulls: dict) -> None:
+        """Run b's pull flag from its agents' ``pull`` keys, by the parallel view's rule (a
+        communication step needs every agent to give ``pull = 0``)."""
+        if not pulls:
+            return
+        with _located(learner_id):
+            pull = self._run_pull(pulls)
+        if pull is False:
+            if out.pull is None:
+                out.pull = np.ones(self.num_runs, dtype=bool)
+            out.pull[b] = False
+
+
+@contextlib.contextmanager
+def _located(learner_id: str):
+    """Prefix an action error with the learner id (``learner: agent_i: field: ...``)."""
+    try:
+        yield
+    except ActionError as err:
+        message = str(err).removeprefix(f"{err.agent}: {err.field}: ")
+        raise ActionError(f"{learner_id}: {err.agent}", err.field, message) from None
 
 
 def _user_error(learner_id: str, agent: str, method: str, err: Exception) -> FedBanditError:
@@ -207,12 +237,14 @@ class PerAgentTeam(TeamPolicy):
         out = self._parser.new_action()
         channels = self._parser.engine.channels
         for b, row in enumerate(self.learners):  # Python loop over runs and agents (module doc)
+            pulls: dict[str, bool] = {}
             for i, learner in enumerate(row):
                 try:
                     action = learner.act(agent_view(channels, obs, b, i))
                 except Exception as err:
                     raise _user_error(self.agent_id, agent_name(i), "act", err) from err
-                self._parser.put(self.agent_id, out, b, i, action)
+                self._parser.put(self.agent_id, out, b, i, action, pulls)
+            self._parser.end_run(self.agent_id, out, b, pulls)
         return out
 
 
@@ -266,10 +298,12 @@ class PolicyCallableTeam(TeamPolicy):
                 raise ActionError(
                     f"{self.agent_id}: all agents", "actions", f"unknown agents {unknown}"
                 )
+            pulls: dict[str, bool] = {}
             for i, a in enumerate(self._names):
                 if a not in actions:
                     raise ActionError(f"{self.agent_id}: {a}", "action", "missing")
-                self._parser.put(self.agent_id, out, b, i, actions[a])
+                self._parser.put(self.agent_id, out, b, i, actions[a], pulls)
+            self._parser.end_run(self.agent_id, out, b, pulls)
         return out
 
 

@@ -73,12 +73,33 @@ def require_family(agent_id: str, facts: FederationFacts, families: tuple[str, .
         raise ConfigError(f"{agent_id}: family: expected {wanted}{kind}, got {facts.family!r}")
 
 
+TIMINGS: tuple[str, ...] = ("paper", "latency")
+"""How a reference agent times a paper's "communicate, then pull" rounds: ``"paper"`` takes a
+communication step first (docs/architecture.md, "Communication steps"), exactly as the paper;
+``"latency"`` sends with the pull and uses the reply one step later (a physical round trip)."""
+
+
+def check_timing(agent_id: str, timing: Any) -> str:
+    """``timing`` must be one of :data:`TIMINGS`; the error names the agent and the field."""
+    if not isinstance(timing, str) or timing not in TIMINGS:
+        raise ConfigError(
+            f"{agent_id}: timing: expected 'paper' (communication steps, the paper's protocol) "
+            f"or 'latency' (messages travel with the pulls, one step late), got {timing!r}"
+        )
+    return timing
+
+
 @dataclass
 class TeamAction:
-    """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``."""
+    """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``.
+
+    ``pull`` (docs/writing-agents.md, "Communication steps"): None (every run pulls) or a bool
+    array (B,); the runs where it is False take a communication-only step: the messages travel,
+    no arm is pulled (``arms`` are ignored there) and the horizon's pull count stays."""
 
     arms: np.ndarray
     messages: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    pull: np.ndarray | None = None
 
 
 class TeamPolicy(ABC):
@@ -151,23 +172,29 @@ class ParallelPolicyAdapter:
             context = np.stack([o["decision_set"] for o in per_agent])[None]
         last_arm = np.array([[o["last_arm"] for o in per_agent]], dtype=np.int64)
         pulled = np.array([[o["pulled"] for o in per_agent]], dtype=bool)
+        pulls = int(per_agent[0]["step"])  # the observation's step counts the run's pulls
         return VecObservation(
-            step=int(per_agent[0]["step"]),
+            step=max(self.env.engine.step_count, 0),  # engine steps (pulls + communication)
             last_arm=np.where(pulled, last_arm, -1),
             last_reward=np.array([[float(o["last_reward"]) for o in per_agent]]),
             deliveries=deliveries,
             context=context,
+            phase=np.array([int(per_agent[0]["phase"])], dtype=np.int64),
+            pulls=np.array([pulls], dtype=np.int64),
         )
 
     def __call__(self, observations: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         action = self.policy.act(self.observation_from_dicts(observations))
+        extra = {}
+        if action.pull is not None:
+            extra = {"pull": int(np.asarray(action.pull).reshape(-1)[0])}
         out = {}
         for i in range(self.env.num_agents_total):
             msgs = {
                 name: {"send": int(send[0, i]), "payload": payload[0, i].copy()}
                 for name, (send, payload) in action.messages.items()
             }
-            out[agent_name(i)] = {"arm": int(action.arms[0, i]), "messages": msgs}
+            out[agent_name(i)] = {"arm": int(action.arms[0, i]), "messages": msgs, **extra}
         return out
 
 

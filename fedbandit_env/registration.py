@@ -138,6 +138,20 @@ def spec(id: str) -> EnvSpec:
     raise UnknownIdError(f"env id {id!r} is not registered; registered ids: {list_envs()}.{hint}")
 
 
+def check_env_id(env_id: Any, field: str = "env_id") -> str:
+    """``env_id`` as a registered id, or a clear error naming ``field`` (a wrong type is a
+    ``TypeError``, an unknown id an :class:`UnknownIdError` with suggestions)."""
+    from fedbandit_env.validation import ConfigTypeError
+
+    if not isinstance(env_id, str):
+        raise ConfigTypeError(f"{field}: expected a registered id (str), got {env_id!r}")
+    try:
+        spec(env_id)
+    except UnknownIdError as err:
+        raise UnknownIdError(f"{field}: {err}") from None
+    return env_id
+
+
 def _check_kwargs(spec_: EnvSpec, kwargs: dict[str, Any], extra: tuple[str, ...]) -> None:
     accepted = spec_.accepted_kwargs
     if accepted is None:

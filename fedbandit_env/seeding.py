@@ -160,6 +160,7 @@ class BufferedStream:
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
         self._buffer = np.empty((0, len(self._generators), *self._shape))  # step-major
         self._pos = 0
+        self._run_pos: np.ndarray | None = None  # per-run positions, once runs diverge
 
     def _draw(self, gen: np.random.Generator) -> np.ndarray:
         size = (self.chunk, *self._shape)
@@ -169,12 +170,39 @@ class BufferedStream:
             return gen.standard_normal(size)
         return gen.standard_exponential(size)
 
-    def next(self) -> np.ndarray:
-        if self._pos >= self._buffer.shape[0]:
-            self._buffer = np.stack([self._draw(g) for g in self._generators], axis=1)
-            self._pos = 0
-        out = self._buffer[self._pos]  # contiguous (B, *shape)
-        self._pos += 1
+    def next(self, advance: np.ndarray | None = None) -> np.ndarray:
+        """This step's draws (B, *shape). ``advance`` (B,) bool: only these runs consume theirs
+        (the others get the values they will consume next, for fixed-shape arithmetic; used
+        by communication-only steps, which draw nothing). Each run's numbers are the same,
+        in the same order, whatever the other runs consume."""
+        if advance is None and self._run_pos is None:
+            if self._pos >= self._buffer.shape[0]:
+                self._buffer = np.stack([self._draw(g) for g in self._generators], axis=1)
+                self._pos = 0
+            out = self._buffer[self._pos]  # contiguous (B, *shape)
+            self._pos += 1
+            return out
+        return self._next_per_run(advance)
+
+    def _next_per_run(self, advance: np.ndarray | None) -> np.ndarray:
+        """Per-run positions (from the first step in which some runs do not consume)."""
+        runs = len(self._generators)
+        if self._run_pos is None:
+            self._run_pos = np.full(runs, self._pos, dtype=np.int64)
+            if self._buffer.shape[0] == 0:
+                self._buffer = np.zeros((self.chunk, runs, *self._shape))
+                self._run_pos[:] = self.chunk  # every run refills below
+        empty = np.flatnonzero(self._run_pos >= self.chunk)
+        if empty.size:
+            self._buffer = self._buffer.copy()  # never change arrays handed out before
+            for b in empty:
+                self._buffer[:, b] = self._draw(self._generators[b])
+            self._run_pos[empty] = 0
+        out = self._buffer[self._run_pos, np.arange(runs)]
+        if advance is None:
+            self._run_pos += 1
+        else:
+            self._run_pos += np.asarray(advance, dtype=bool)
         return out
 
 

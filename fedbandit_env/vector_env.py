@@ -67,11 +67,18 @@ class FedBanditVectorEnv:
         self.seeds = self._seeds.batch(seed, self.num_runs)
         return self.engine.reset(self.seeds)
 
-    def step(self, arms: np.ndarray, messages: Messages | None = None):
-        obs, rewards, info = self.engine.step(arms, messages)
+    def step(self, arms: np.ndarray, messages: Messages | None = None, pull=None):
+        """``pull``: None/True (every run pulls), False or a bool array (B,) (the runs where it
+        is False take a communication-only step, docs/architecture.md). ``truncated[b]`` is set
+        once run b has made its ``horizon`` pulls; with communication steps runs may finish at
+        different steps, and a finished run ignores the steps the others still take."""
+        obs, rewards, info = self.engine.step(arms, messages, pull)
         shape = (self.num_runs, self.num_agents)
         terminated = np.zeros(shape, dtype=bool)
-        truncated = np.full(shape, self.engine.truncated)
+        if self.engine.even:
+            truncated = np.full(shape, self.engine.truncated)
+        else:
+            truncated = np.repeat(self.engine.done_runs[:, None], self.num_agents, axis=1)
         return obs, rewards, terminated, truncated, info
 
     def close(self) -> None:

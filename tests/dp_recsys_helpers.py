@@ -39,14 +39,17 @@ def rollout(
     before_step: Callable[[int, Any], None] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """Play a whole episode; returns arms (T, B, N), per-channel sends (T, B, N) and payloads
-    (T, B, N, dim), rewards (T, B, N), the env and the final info. ``hook(t, policy, action)`` runs
+    """Play a whole episode; returns arms (S, B, N), per-channel sends (S, B, N) and payloads
+    (S, B, N, dim), rewards (S, B, N), ``pulls`` (S, B), the env and the final info, over the S
+    engine steps (S = T unless the learner takes communication steps). ``hook(t, policy, action)`` runs
     after each ``act`` (t = the step being chosen); ``before_step(t, venv)`` before ``act``."""
     venv = make_venv(policy, runs, **kwargs)
     obs, info = venv.reset(seed=seed)
     policy.reset(venv.facts, venv.agent_rng())
-    arms, sends, payloads, rewards = [], {}, {}, []
-    for t in range(1, venv.horizon + 1):
+    arms, sends, payloads, rewards, pulls = [], {}, {}, [], []
+    t = 0
+    while not venv.engine.truncated:
+        t += 1
         if before_step is not None:
             before_step(t, venv)
         action = policy.act(obs)
@@ -56,9 +59,12 @@ def rollout(
         for name, (send, payload) in action.messages.items():
             sends.setdefault(name, []).append(np.array(send, copy=True))
             payloads.setdefault(name, []).append(np.array(payload, copy=True))
-        obs, reward, _, _, info = venv.step(action.arms, action.messages)
+        pull = np.ones(venv.num_runs, dtype=bool) if action.pull is None else action.pull
+        pulls.append(np.array(pull, dtype=bool) & ~venv.engine.done_runs)
+        obs, reward, _, _, info = venv.step(action.arms, action.messages, action.pull)
         rewards.append(reward.copy())
     return {
+        "pulls": np.stack(pulls),  # (steps, B): which runs pulled in each engine step
         "arms": np.stack(arms),
         "sends": {k: np.stack(v) for k, v in sends.items()},
         "payloads": {k: np.stack(v) for k, v in payloads.items()},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import fedbandit_env
-from fedbandit_env.engine import VecObservation
+from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 
@@ -139,8 +139,9 @@ class Chatty(TeamPolicy):
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
             b, i = np.indices(obs.last_arm.shape)
-            self.sums[b, i, obs.last_arm] += obs.last_reward
-            self.counts[b, i, obs.last_arm] += 1
+            fresh = (obs.phase == PULL)[:, None]  # after a communication step: nothing new
+            self.sums[b, i, obs.last_arm] += np.where(fresh, obs.last_reward, 0.0)
+            self.counts[b, i, obs.last_arm] += fresh
         own = self.sums / np.maximum(self.counts, 1)
         for name in self.names:
             got = self._received(name, obs.deliveries[name])
@@ -156,6 +157,29 @@ class Chatty(TeamPolicy):
             payload = score[..., np.arange(dim) % self.m]  # own row only, cycled to dim
             messages[name] = (u[..., 2 + c] < 0.6, payload)
         return TeamAction(arms, messages)
+
+
+class Pausing(Chatty):
+    """Chatty with communication-only steps (docs/architecture.md, "Communication steps"): each
+    run skips its pull with probability 0.35 (its own stream), at most ``streak`` times in a
+    row, so runs of one batch take different numbers of steps."""
+
+    agent_id = "test_pausing"
+
+    def __init__(self, streak: int = 3):
+        self.streak_max = streak
+
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        super().reset(facts, rng)
+        self._p = rng.child("pausing").buffered("uniform", (1,))
+        self.streak = np.zeros(facts.num_runs, dtype=np.int64)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        action = super().act(obs)
+        pull = (self._p.next()[:, 0] >= 0.35) | (self.streak >= self.streak_max)
+        self.streak = np.where(pull, 0, self.streak + 1)
+        action.pull = pull
+        return action
 
 
 def gossip_venv(n, m, rounds, topology, runs, reward=None, **kw):

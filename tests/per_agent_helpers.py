@@ -129,3 +129,33 @@ class GreedyPolicy:
 
 
 greedy = GreedyPolicy()
+
+
+class TalkThenPull(PerAgentLearner):
+    """Round robin over the arms with a communication-only step (``pull = 0``) before every
+    pull: it counts the pulls it sees through ``last_pull`` (each exactly once)."""
+
+    agent_id = "test_talk_then_pull"
+
+    def __init__(self, disagree: bool = False):
+        self.disagree = disagree
+
+    def channel_spec(self, config):
+        return {"neighbors": {"kind": "neighbors", "dim": config.num_arms}}
+
+    def reset(self, agent, facts, rng):
+        self.agent, self.num_arms = agent, facts.num_arms
+        self.seen, self.talk = 0, True
+
+    def act(self, observation):
+        if last_pull(observation) is not None:
+            self.seen += 1
+        talk, self.talk = self.talk, not self.talk
+        pull = 0 if talk else 1
+        if self.disagree and self.agent == "agent_1":
+            pull = 1
+        return {
+            "arm": self.seen % self.num_arms,
+            "pull": pull,
+            "messages": {"neighbors": {"send": 1, "payload": np.full(self.num_arms, float(self.seen))}},
+        }

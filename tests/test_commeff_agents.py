@@ -27,12 +27,21 @@ def _play(policy, runs=4, seed=0, env_id=HOMOG, record=False, **env_kwargs):
     obs, _ = venv.reset(seed=seed)
     policy.reset(venv.facts, venv.agent_rng())
     arms, info = [], None
-    for _ in range(venv.horizon):
+    while not venv.engine.truncated:  # engine steps: pulls and communication steps
         action = policy.act(obs)
-        if record:
-            arms.append(action.arms.copy())
-        obs, _, _, _, info = venv.step(action.arms, action.messages)
+        if record:  # -1: a communication step, or a run that has finished its pulls
+            live = ~venv.engine.done_runs
+            if action.pull is not None:
+                live &= action.pull
+            arms.append(np.where(live[:, None], action.arms, -1))
+        obs, _, _, _, info = venv.step(action.arms, action.messages, action.pull)
     return venv, (np.stack(arms) if record else None), info.cumulative_regret
+
+
+def _pulled(arms, b):
+    """Run b's pulled arms (T, N) from a recorded (steps, B, N) array."""
+    keep = arms[:, b, 0] >= 0
+    return arms[keep, b]
 
 
 SMALL = dict(num_agents=12, num_arms=8, horizon=2500, instance_seed=None)
@@ -119,7 +128,12 @@ def test_hdp_cost_models_match_spec(graph, cost_model, per_round):
 # ------------------------------------------------------------------ privacy
 @pytest.mark.parametrize(
     ("privacy", "epsilon", "p"),
-    [("paper", 0.2, 1.0), ("per_message", 3.0, 1.0), ("paper", 0.2, 0.25), ("per_message", 3.0, 0.25)],
+    [
+        ("paper", 0.2, 1.0),
+        ("per_message", 3.0, 1.0),
+        ("paper", 0.2, 0.25),
+        ("per_message", 3.0, 0.25),
+    ],
 )
 def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, p):
     """§2.1/§2.9/§2.3: after epoch 1, ybar - (own epoch mean) ~ Lap(1/(eps_msg n_1)), with
@@ -132,7 +146,7 @@ def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, p):
     pol.reset(venv.facts, venv.agent_rng())
     while not (pol.uploads > 0).all():
         action = pol.act(obs)
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     n_eff = math.ceil(p * 10)
     assert pol.n_eff == n_eff
     eps_msg = epsilon * (n_eff if privacy == "paper" else 1)
@@ -140,7 +154,7 @@ def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, p):
     assert pol.epsilon_effective == pytest.approx(eps_msg)
     while not (pol.rounds_done > 0).all():
         action = pol.act(obs)
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     for hist in pol.history:  # the mechanism's scale, b_r = 1/(N_eff eps n_r) in paper mode
         assert hist[0].noise_scale == pytest.approx(scale, rel=1e-12)
     noise = pol.ybar - pol.own_sum / pol.own_count
@@ -294,7 +308,7 @@ def _light_cone_run(policy, n, perturb=None, **env):
         arms.append(action.arms.copy())
         send, payload = action.messages.get(name, (np.zeros((3, n), bool), np.zeros((3, n, 4))))
         msgs.append(np.where(send[..., None], payload, 0.0))
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     return np.stack(arms), np.stack(msgs), venv
 
 
@@ -340,7 +354,7 @@ def test_determinism_and_batch_equals_single_runs():
     assert np.array_equal(arms_a, arms_b) and np.array_equal(reg_a, reg_b)
     for b in range(3):
         _, arms_1, reg_1 = _play(DDPMAB(epsilon=0.3), runs=1, seed=7 + b, record=True, **kw)
-        assert np.array_equal(arms_1[:, 0], arms_a[:, b])
+        assert np.array_equal(_pulled(arms_1, 0), _pulled(arms_a, b))
         assert np.array_equal(reg_1[0], reg_a[b])
 
 
@@ -351,7 +365,13 @@ def test_parallel_env_view_matches_vector_view():
     env = fedbandit_env.make(HOMOG, **kw)
     traj = fedbandit_env.run_episode(env, pol, seed=11)
     _, arms, _ = _play(CDPMAB(), runs=1, seed=11, record=True, **kw)
-    dict_arms = np.array([[a[f"agent_{i}"]["arm"] for i in range(4)] for a, *_ in traj])
+    dict_arms = np.array(
+        [
+            [a[f"agent_{i}"]["arm"] if a[f"agent_{i}"].get("pull", 1) else -1 for i in range(4)]
+            for a, *_ in traj
+        ]
+    )
+    assert (dict_arms == -1).any()  # the rounds were communication steps
     assert np.array_equal(dict_arms, arms[:, 0])
 
 
@@ -440,7 +460,7 @@ def test_per_run_delta_equals_single_runs():
     _, arms, _ = _play(CDPMAB(rounds=3, delta=(0.3, 0.1)), runs=2, seed=4, record=True, **kw)
     for b, d in enumerate((0.3, 0.1)):
         _, single, _ = _play(CDPMAB(rounds=3, delta=d), runs=1, seed=4 + b, record=True, **kw)
-        assert np.array_equal(single[:, 0], arms[:, b])
+        assert np.array_equal(_pulled(single, 0), _pulled(arms, b))
     with pytest.raises(ConfigError, match=r"cdp_mab: delta: expected one number or 3"):
         _play(CDPMAB(rounds=3, delta=(0.3, 0.1)), runs=3, **kw)
 

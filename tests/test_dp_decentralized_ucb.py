@@ -30,13 +30,15 @@ class Recorder:
         self.nhat[t] = policy.nhat.copy()
         self.shat[t] = policy.shat.copy()
         self.sums[t] = policy.sums.value.copy()  # counters after the pulls of steps 1..t-1
-        if t >= K + 2:
+        if t >= K + 2 and policy.nhat.min() > 0:  # (paper timing: t counts engine steps)
             self.index[t] = policy.index(t)
 
 
 def _run(epsilon, topology="ring", num_agents=6, horizon=80, **kwargs):
+    """``timing="latency"`` unless the ``agent`` kwargs say otherwise (the step-indexed checks
+    below; the paper timing is checked in tests/test_dp_decentralized_ucb_timing.py)."""
     rec = Recorder()
-    policy = DPDecentralizedUCB(epsilon=epsilon, **kwargs.pop("agent", {}))
+    policy = DPDecentralizedUCB(epsilon=epsilon, **{"timing": "latency", **kwargs.pop("agent", {})})
     out = rollout(
         policy,
         runs=3,
@@ -188,13 +190,15 @@ def test_light_cone(topology, n, j, epsilon):
         assert first_step > T_CHANGE + dist[i, j], (i, j, first_step)
 
 
+@pytest.mark.parametrize("timing", ["paper", "latency"])
 @pytest.mark.parametrize("epsilon", EPSILONS)
-def test_determinism_and_batch_independence(epsilon):
-    _, _, a = _run(epsilon)
-    _, _, b = _run(epsilon)
+def test_determinism_and_batch_independence(epsilon, timing):
+    _, _, a = _run(epsilon, agent={"timing": timing})
+    _, _, b = _run(epsilon, agent={"timing": timing})
     assert np.array_equal(a["arms"], b["arms"])
     assert np.array_equal(a["payloads"]["neighbors"], b["payloads"]["neighbors"])
-    alone = rollout(DPDecentralizedUCB(epsilon=epsilon), runs=1, seed=2, num_agents=6, horizon=80)
+    policy = DPDecentralizedUCB(epsilon=epsilon, timing=timing)
+    alone = rollout(policy, runs=1, seed=2, num_agents=6, horizon=80)
     assert np.array_equal(alone["arms"][:, 0], a["arms"][:, 2])
     assert np.array_equal(alone["payloads"]["neighbors"][:, 0], a["payloads"]["neighbors"][:, 2])
 
@@ -283,14 +287,18 @@ def test_wrong_family():
     )
     venv.reset(seed=0)
     facts = dataclasses.replace(venv.facts, family="linear")
-    with pytest.raises(ConfigError, match=r"dp_dec_ucb: family: expected 'heterogeneous' or 'homogeneous' .*got 'linear'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"dp_dec_ucb: family: expected 'heterogeneous' or 'homogeneous' .*got 'linear'",
+    ):
         DPDecentralizedUCB().reset(facts, venv.agent_rng())
     DPDecentralizedUCB().reset(dataclasses.replace(facts, family="heterogeneous"), venv.agent_rng())
 
 
-def test_horizon_shorter_than_initialisation():
-    with pytest.raises(ConfigError, match=r"dp_dec_ucb: horizon: expected more than 5"):
-        _reset(DPDecentralizedUCB(), horizon=K + 1)
+@pytest.mark.parametrize(("timing", "steps"), [("paper", K), ("latency", K + 1)])
+def test_horizon_shorter_than_initialisation(timing, steps):
+    with pytest.raises(ConfigError, match=rf"dp_dec_ucb: horizon: expected more than {steps}"):
+        _reset(DPDecentralizedUCB(timing=timing), horizon=steps)
 
 
 @pytest.mark.parametrize(

@@ -48,14 +48,15 @@ def _first_message(policy, stream: np.ndarray, rng: np.random.Generator, trials:
     seeds = [int(s) for s in rng.integers(2**31, size=trials)]
     policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
     (channel,) = venv.engine.channels
-    for t in range(1, HORIZON + 1):
-        venv.engine.means[:, :, :] = STREAM[t - 1]  # the other agents' rewards never change
-        venv.engine.means[:, 0, :] = stream[t - 1]
+    for _ in range(2 * HORIZON):  # engine steps: pulls and communication steps
+        k = np.minimum(venv.engine.pulls, HORIZON - 1)  # each run's next pull
+        venv.engine.means[:, :, :] = STREAM[k][:, None, :]  # the others' rewards never change
+        venv.engine.means[:, 0, :] = stream[k]
         action = policy.act(obs)
         send, payload = action.messages[channel]
         if send[:, 0].all() and np.any(payload[:, 0] != 0):
             return payload[:, 0].copy()
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     raise AssertionError("agent 0 never sent a message")
 
 

@@ -63,8 +63,13 @@ def test_light_cone(private):
     spec = FedLinUCBDecentralized(gamma=2).channel_spec(fedbandit_env.make_vec(ENV, dim=4).config)
 
     def run(perturb: bool):
-        policy = FedLinUCBDecentralized(
-            gamma=2, private=private, epsilon=1.0, beta_scale=0.05, sync_threshold=0.5
+        policy = FedLinUCBDecentralized(  # trial-indexed: the latency timing (engine steps)
+            gamma=2,
+            private=private,
+            epsilon=1.0,
+            beta_scale=0.05,
+            sync_threshold=0.5,
+            timing="latency",
         )
         v = fedbandit_env.make_vec(
             ENV,
@@ -181,8 +186,8 @@ def play_recorded(gamma, n=7, horizon=90, threshold=0.5, topology="path", runs=2
     folded pulls per slot (trace of its own cumulative G, unit-norm actions), the pull counts
     inside every table entry (trace of R_U - lambda I), and the requests (act, run, agent,
     slot)."""
-    policy = FedLinUCBDecentralized(
-        gamma=gamma, private=False, sync_threshold=threshold, beta_scale=0.1
+    policy = FedLinUCBDecentralized(  # indexed by engine steps: the latency timing
+        gamma=gamma, private=False, sync_threshold=threshold, beta_scale=0.1, timing="latency"
     )
     v = fedbandit_env.make_vec(
         ENV,

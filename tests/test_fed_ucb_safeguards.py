@@ -33,7 +33,7 @@ def test_private_agents_clip_gaussian_rewards_to_B(cls, private):
     v, obs = setup(policy, reward={"kind": "gaussian", "sigma": 2.0})
     action = policy.act(obs)
     x = np.take_along_axis(obs.context, action.arms[..., None, None], axis=2)[:, :, 0]
-    obs, rewards, *_ = v.step(action.arms, action.messages)
+    obs, rewards, *_ = v.step(action.arms, action.messages, action.pull)
     policy.act(obs)  # folds the first pull
     y = np.clip(rewards, -0.5, 0.5) if private else rewards
     assert np.any(np.abs(rewards) > 0.5)  # the clip has work to do
@@ -52,7 +52,7 @@ def test_bernoulli_rewards_are_never_clipped():
     v, obs = setup(policy, horizon=20)
     for _ in range(20):
         action = policy.act(obs)
-        obs, *_ = v.step(action.arms, action.messages)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
     policy.act(obs)
     assert policy.clipped_rewards.sum() == 0
 
@@ -74,7 +74,7 @@ def test_centralized_floors_an_indefinite_W_and_counts_the_events(floor, thresho
     expected_floor = policy.rho_min if floor is None else floor
     assert policy.eig_floor == expected_floor
     raw_low, indefinite = np.zeros(2, dtype=np.int64), 0
-    for _ in range(horizon):
+    while not v.engine.truncated:  # engine steps: trials and sync (communication) steps
         stats = obs.deliveries["stats"]
         arrived = np.flatnonzero(stats.count > 0)
         raw = stats.aggregate[arrived, : D * D].reshape(-1, D, D).copy()
@@ -98,13 +98,13 @@ def test_centralized_floors_an_indefinite_W_and_counts_the_events(floor, thresho
             assert np.array_equal(W[~low], raw[~low])
         V = policy.W + policy.flight_U + policy.U
         assert np.all(np.isfinite(policy.radius(V, policy.M)))
-        obs, *_ = v.step(action.arms, action.messages)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
     assert indefinite > 0  # the forced noise did make W indefinite
     assert np.array_equal(policy.eig_clip_events, raw_low)
     assert np.all(policy.eig_clip_events > 0)
     assert np.all(policy.n_sync > 0)
-    if threshold == 0.0:
-        assert np.all(policy.n_sync == horizon - 2)
+    if threshold == 0.0:  # a sync after every trial but the last (paper timing)
+        assert np.all(policy.n_sync == horizon - 1)
 
 
 def test_decentralized_floors_an_indefinite_W_and_counts_the_events():
@@ -118,7 +118,7 @@ def test_decentralized_floors_an_indefinite_W_and_counts_the_events():
             W, _ = policy.W(slot)
             assert np.linalg.eigvalsh(W)[..., 0].min() >= 1e-3 * (1 - 1e-9)
             assert np.all(np.isfinite(policy.radius(W + policy.U[:, :, slot], policy.size)))
-        obs, *_ = v.step(action.arms, action.messages)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
     raw = policy.R_U.sum(axis=3)
     assert np.linalg.eigvalsh(raw)[..., 0].min() < 0  # the forced noise did make W indefinite
     assert np.allclose(policy._W, floor_spectrum(raw, 1e-3)[0])
@@ -128,10 +128,10 @@ def test_decentralized_floors_an_indefinite_W_and_counts_the_events():
 def test_default_noise_never_needs_the_floor():
     policy = FedLinUCB(epsilon=1.0, sync_threshold=0.0)
     v, obs = setup(policy, horizon=20)
-    for _ in range(20):
+    while not v.engine.truncated:
         action = policy.act(obs)
-        obs, *_ = v.step(action.arms, action.messages)
-    assert policy.eig_clip_events.sum() == 0 and np.all(policy.n_sync == 18)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
+    assert policy.eig_clip_events.sum() == 0 and np.all(policy.n_sync == 19)
 
 
 def test_floor_spectrum_keeps_matrices_above_the_floor_bit_for_bit():

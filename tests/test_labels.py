@@ -47,7 +47,7 @@ def _unescape_markdown(text: str) -> str:
 def test_markdown_cells_hold_the_label_and_rows_keep_their_columns(entries):
     table = [line for line in to_markdown(entries).splitlines() if line.startswith("|")]
     for line in table:
-        assert len(re.findall(r"(?<!\\)\|", line)) == 10, line  # 9 columns
+        assert len(re.findall(r"(?<!\\)\|", line)) == 11, line  # 10 columns
     cells = [re.split(r"(?<!\\)\|", line)[2].strip() for line in table[2:]]
     assert sorted(_unescape_markdown(c) for c in cells) == sorted(LABELS)
     assert escape_markdown("dp_dec_ucb eps=1.5 (star)") == "dp_dec_ucb eps=1.5 (star)"
@@ -74,7 +74,7 @@ def test_latex_rows_keep_their_columns_and_hold_the_label_as_text(entries):
     for line in rows:
         assert line.endswith(r"\\")
         cols = re.split(r"(?<!\\)&", line)
-        assert len(cols) == 9, line
+        assert len(cols) == 10, line
         label = cols[1].strip()
         assert not re.search(r"(?<!\\)[$#%_{}]", label.replace("{}", "")), label
         labels.append(_unescape_latex(label))

@@ -14,6 +14,21 @@ import fedbandit_env
 from baselines.trivial import Flooding
 from tests.helpers import GreedyFlood
 
+
+class PausingFlood(GreedyFlood):
+    """GreedyFlood that takes a communication-only step (no pull) every third step in runs 0 and
+    2: information must still move one hop per step, pulls or not."""
+
+    def reset(self, facts, rng):
+        super().reset(facts, rng)
+        self.steps = 0
+
+    def act(self, obs):
+        action = super().act(obs)
+        self.steps += 1
+        action.pull = np.array([self.steps % 3 != 0, True, self.steps % 3 != 0, True])
+        return action
+
 HORIZON = 80
 T_CHANGE = 20
 
@@ -40,7 +55,7 @@ def _run(topology, n, policy, perturb_agent=None, **topo):
         action = policy.act(obs)
         arms.append(action.arms.copy())
         msgs.append(action.messages["neighbors"][1].copy())
-        obs, *_ = venv.step(action.arms, action.messages)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
     return np.stack(arms), np.stack(msgs), venv.config.topology.hop_distances
 
 
@@ -49,9 +64,10 @@ def _run(topology, n, policy, perturb_agent=None, **topo):
     [("ring", 9, {}), ("star", 7, {}), ("grid", 12, {"rows": 3, "cols": 4})],
 )
 @pytest.mark.parametrize("j", [0, 4])
-def test_light_cone_greedy_flood(topology, n, topo, j):
-    base_arms, base_msgs, dist = _run(topology, n, GreedyFlood(), **topo)
-    arms, msgs, _ = _run(topology, n, GreedyFlood(), perturb_agent=j, **topo)
+@pytest.mark.parametrize("policy", [GreedyFlood, PausingFlood])
+def test_light_cone_greedy_flood(topology, n, topo, j, policy):
+    base_arms, base_msgs, dist = _run(topology, n, policy(), **topo)
+    arms, msgs, _ = _run(topology, n, policy(), perturb_agent=j, **topo)
     for i in range(n):
         changed = np.nonzero(
             (arms[:, :, i] != base_arms[:, :, i]).any(axis=1)

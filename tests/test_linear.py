@@ -77,16 +77,47 @@ def test_parallel_view_equals_vector_view_with_a_learner():
         env_kwargs=kwargs,
         agent_kwargs={"epsilon": 1.0, "sync_threshold": 50.0},
     )
-    regret = np.cumsum(
-        [sum(i["instant_regret"] for i in infos.values()) for *_, infos in trajectory]
-    )
+    pulls = [infos for *_, infos in trajectory if infos["agent_0"]["phase"] == 0]
+    assert len(pulls) == 60 and len(trajectory) > 60  # the syncs were communication steps
+    regret = np.cumsum([sum(i["instant_regret"] for i in infos.values()) for infos in pulls])
     assert np.allclose(regret, res.regret_network[1])
 
 
-def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
-    """§7 item 3, shifted by the message latency: at trial s, W = M lambda I + the pooled Gram
-    matrix of all agents' trials <= s - 2."""
+def test_nonprivate_d0_synchronizes_the_exact_pooled_gram_paper_timing():
+    """§7 item 3: at trial s, W = M lambda I + the pooled Gram matrix of all agents' trials
+    <= s - 1 (a sync, one communication step, after every trial)."""
     policy = FedLinUCB(private=False, sync_threshold=0.0)
+    v = fedbandit_env.make_vec(
+        ENV,
+        num_runs=2,
+        num_agents=3,
+        dim=4,
+        num_arms=5,
+        horizon=40,
+        channels=policy.channel_spec(fedbandit_env.make_vec(ENV, dim=4).config),
+    )
+    obs, _ = v.reset(seed=0)
+    policy.reset(v.facts, v.agent_rng())
+    gram = np.zeros((2, 4, 4))
+    steps = 0
+    while not v.engine.truncated:
+        action = policy.act(obs)
+        pulling = np.ones(2, dtype=bool) if action.pull is None else action.pull
+        assert pulling.all() != (steps % 2 == 1)  # pull, sync, pull, sync, ...
+        if pulling.all():
+            assert np.allclose(policy.W, (3 * np.eye(4) + gram)[:, None]), steps
+            assert np.allclose(policy.U, 0.0)
+            x = np.take_along_axis(obs.context, action.arms[..., None, None], axis=2)[:, :, 0]
+            gram = gram + np.einsum("bni,bnj->bij", x, x)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
+        steps += 1
+    assert steps == 79 and np.all(policy.n_sync == 39)  # no sync after the last trial
+
+
+def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
+    """§7 item 3, shifted by the message latency (``timing="latency"``): at trial s, W = M
+    lambda I + the pooled Gram matrix of all agents' trials <= s - 2."""
+    policy = FedLinUCB(private=False, sync_threshold=0.0, timing="latency")
     v = fedbandit_env.make_vec(
         ENV,
         num_runs=2,
@@ -106,7 +137,7 @@ def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
             assert np.allclose(policy.W, expected[:, None]), s
         x = np.take_along_axis(obs.context, action.arms[..., None, None], axis=2)[:, :, 0]
         grams.append(grams[-1] + np.einsum("bni,bnj->bij", x, x))
-        obs, *_ = v.step(action.arms, action.messages)
+        obs, *_ = v.step(action.arms, action.messages, action.pull)
     assert np.all(policy.n_sync == 38)  # uploads at trials 2..40; the last arrives after the end
 
 
@@ -181,7 +212,7 @@ def test_privacy_does_not_change_the_environment_draws():
         contexts, noise, arms = [obs.context.copy()], [], []
         for _ in range(120):
             action = policy.act(obs)
-            obs, rewards, _, _, info = v.step(action.arms, action.messages)
+            obs, rewards, _, _, info = v.step(action.arms, action.messages, action.pull)
             contexts.append(obs.context.copy())
             noise.append(rewards - info.expected_reward)
             arms.append(action.arms)
@@ -243,18 +274,21 @@ def test_fixed_schedule_syncs_exactly_n_times_and_batch_independence():
     assert np.array_equal(both.regret_network[1], alone.regret_network[0])
 
 
-def test_fixed_schedule_bounds_num_syncs_by_the_horizon():
-    """num_syncs = T - 2 gives T - 2 distinct sync trials (all complete); more raises."""
+@pytest.mark.parametrize(("timing", "lag"), [("paper", 1), ("latency", 2)])
+def test_fixed_schedule_bounds_num_syncs_by_the_horizon(timing, lag):
+    """num_syncs = T - 1 (paper timing; latency: T - 2) gives that many distinct sync trials,
+    all complete; more raises."""
     kw = {"num_agents": 3, "horizon": 12}
-    policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=10)
+    n = 12 - lag
+    policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=n, timing=timing)
     evaluate(ENV, policy, runs=2, seed=0, env_kwargs=kw)
-    assert np.all(policy.n_sync == 10)
+    assert np.all(policy.n_sync == n)
     with pytest.raises(
-        ConfigError, match=r"fed_lin_ucb: num_syncs: expected at most horizon - 2 = 10 .*got 11"
+        ConfigError,
+        match=rf"fed_lin_ucb: num_syncs: expected at most horizon - {lag} = {n} .*got {n + 1}",
     ):
-        evaluate(
-            ENV, FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=11), runs=1, env_kwargs=kw
-        )
+        policy = FedLinUCB(epsilon=1.0, schedule="fixed", num_syncs=n + 1, timing=timing)
+        evaluate(ENV, policy, runs=1, env_kwargs=kw)
 
 
 def test_horizon_shorter_than_one_sync_round_is_rejected():
@@ -262,9 +296,12 @@ def test_horizon_shorter_than_one_sync_round_is_rejected():
         ConfigError, match=r"fed_lin_ucb: horizon: expected at least 3 trials, got 2"
     ):
         evaluate(ENV, FedLinUCB(), runs=1, env_kwargs={"num_agents": 2, "horizon": 2})
-    policy = FedLinUCB(private=False, sync_threshold=0.0)
+    policy = FedLinUCB(private=False, sync_threshold=0.0, timing="latency")
     evaluate(ENV, policy, runs=1, env_kwargs={"num_agents": 2, "horizon": 3})
     assert policy.n_sync.tolist() == [1]
+    policy = FedLinUCB(private=False, sync_threshold=0.0)  # paper: after trials 1 and 2
+    evaluate(ENV, policy, runs=1, env_kwargs={"num_agents": 2, "horizon": 3})
+    assert policy.n_sync.tolist() == [2]
 
 
 def test_centralized_oracle_beats_independent_agents():

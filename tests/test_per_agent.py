@@ -300,3 +300,31 @@ def test_cli_run_accepts_module_class_and_module_function_ids(capsys):
 def test_an_object_of_no_learner_shape_is_a_clear_error():
     with pytest.raises(ConfigError, match="expected an id, a TeamPolicy, a PerAgentLearner or a"):
         evaluate(HOMO, 42, runs=1, env_kwargs={**SMALL, "horizon": 5})
+
+
+def test_a_per_agent_learner_takes_communication_steps():
+    """``pull = 0`` from every agent is a communication-only step of the run (docs/architecture.md,
+    "Communication steps"); ``last_pull`` reports each pull once; agents that disagree name the
+    agent and the field."""
+    from fedbandit_env.bench import evaluate
+    from fedbandit_env.seeding import BatchedRNG
+    from tests.per_agent_helpers import TalkThenPull
+
+    res = evaluate(HOMO, TalkThenPull, runs=2, seed=0, env_kwargs={**SMALL, "horizon": 20})
+    # every pull is preceded by a communication step: two messages per agent per pull
+    assert (res.messages.sum(axis=1) == 2 * 20 * SMALL["num_agents"] * 2).all()
+    venv = fedbandit_env.make_vec(HOMO, num_runs=1, **{**SMALL, "horizon": 6})
+    team = make_agent("tests.per_agent_helpers:TalkThenPull")
+    obs, _ = venv.reset(seed=0)
+    team.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+    steps = 0
+    while not venv.engine.truncated:
+        action = team.act(obs)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
+        steps += 1
+    assert steps == 12 and [lr.seen for lr in team.learners[0]] == [5] * SMALL["num_agents"]
+    bad = make_agent("tests.per_agent_helpers:TalkThenPull", disagree=True)
+    obs, _ = venv.reset(seed=0)
+    bad.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+    with pytest.raises(ActionError, match=r"tests.per_agent_helpers:TalkThenPull: agent_\d: pull"):
+        bad.act(obs)

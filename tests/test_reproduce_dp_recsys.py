@@ -26,3 +26,7 @@ def test_reproduce_dp_recsys_tiny(tmp_path):
     assert len(rows) == 4
     assert all(row.split(" | ")[3] in ("yes", "NO") for row in rows)
     assert "c0 = " in table and "decision rounds" in table
+    timing = [
+        line for line in table.splitlines() if line.startswith(("| dp_dec_ucb", "| dp_mw_ucb"))
+    ]
+    assert len(timing) == 6 + 4  # every configuration under both timings

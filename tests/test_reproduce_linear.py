@@ -46,12 +46,20 @@ def test_reproduce_linear_tiny(tmp_path):
     configs = [line for line in table.splitlines() if line.startswith(("| 1 |", "| 2 |", "| 3 |"))]
     assert len(configs) == 8 + 6 + 3
     cells = [[c.strip() for c in row.strip("|").split("|")] for row in configs]
-    # D = 0 syncs after every trial: 118 completed syncs in 120 trials, no Prop. 1 bound
+    # D = 0 syncs after every trial but the last: 119 completed syncs in 120 trials, no bound
     every_trial = [c for c in cells if c[0] == "2" and c[4] == "0"]
-    assert len(every_trial) == 2 and all(c[5:7] == ["118.0", "–"] for c in every_trial)
+    assert len(every_trial) == 2 and all(c[5:7] == ["119.0", "–"] for c in every_trial)
     # private rows carry the §2.3 constants (m = 1 + ceil(log2 120) = 8), non-private rows lambda
     eps1 = [c for c in cells if c[3] == "1"]
     assert len(eps1) == 2 + 3 + 3 and all(c[8:10] == ["8", "67.79"] for c in eps1)
     assert sum("λ = 1" in row for row in configs) == 2 + 3
+    timing = [
+        row
+        for row in table.splitlines()
+        if row.startswith(("| D = 0", "| DisLinUCB", "| Theorem-1"))
+    ]
+    assert len(timing) == 6  # three regimes x private / non-private, paper next to latency
+    d0 = [row for row in timing if row.startswith("| D = 0")]
+    assert all("119.0 / 118.0" in row for row in d0)  # a sync after every trial, one step later
     assert (tmp_path / "fig1.png").stat().st_size > 10_000
     assert "| Exp. 2" in out.stdout

@@ -15,7 +15,7 @@ import fedbandit_env
 from baselines.trivial import Flooding, UniformRandom
 from fedbandit_env.parallel_env import agent_info, agent_observation
 from fedbandit_env.policy import ParallelPolicyAdapter
-from tests.helpers import Chatty, GreedyFlood, assert_tree_equal
+from tests.helpers import Chatty, GreedyFlood, Pausing, assert_tree_equal
 
 ENV = "FedBandit/Heterogeneous-v0"
 GRID = {
@@ -50,7 +50,13 @@ HYBRID = {
     },
 }
 CONFIGS = {"grid": GRID, "hybrid": HYBRID}
-POLICIES = {"uniform": UniformRandom, "flooding": Flooding, "greedy": GreedyFlood, "chatty": Chatty}
+POLICIES = {
+    "uniform": UniformRandom,
+    "flooding": Flooding,
+    "greedy": GreedyFlood,
+    "chatty": Chatty,
+    "pausing": Pausing,  # communication-only steps, a different number in every run
+}
 SEEDS = [5, 6, 7]
 
 
@@ -59,25 +65,33 @@ def _agent_dicts(engine, obs, info, b):
     the run's ledger summary (the ParallelEnv's ``ledger``) in the infos under ``None``."""
     n = engine.num_agents
     observations = {f"agent_{i}": agent_observation(engine, obs, b, i) for i in range(n)}
-    infos = {f"agent_{i}": agent_info(info, b, i, engine.seeds[b]) for i in range(n)}
+    infos = {
+        f"agent_{i}": agent_info(info, b, i, engine.seeds[b], obs.phase[b]) for i in range(n)
+    }
     infos[None] = engine.ledger.summary(b)
     return observations, infos
 
 
 def _vector_trajectory(policy, kwargs, seeds, b):
-    """Run b's reset dicts, then per step: (arms, sends, payloads, obs, rewards, infos)."""
+    """Run b's reset dicts, then per step of run b (until it has made its pulls; the others may
+    go on longer): (arms, sends, payloads, obs, rewards, infos, pull)."""
     venv = fedbandit_env.make_vec(ENV, num_runs=len(seeds), **kwargs)
     obs, info = venv.reset(seed=seeds)
     policy.reset(venv.facts, venv.agent_rng())
     start = _agent_dicts(venv.engine, obs, info, b)
     steps = []
     while True:
+        live = not venv.engine.done_runs[b]
         action = policy.act(obs)
-        obs, rewards, _, truncated, info = venv.step(action.arms, action.messages)
-        dicts = _agent_dicts(venv.engine, obs, info, b)
-        sends = {k: s[b].astype(np.int64) for k, (s, _) in action.messages.items()}
-        payloads = {k: p[b].copy() for k, (_, p) in action.messages.items()}
-        steps.append((action.arms[b].copy(), sends, payloads, *dicts, rewards[b].copy()))
+        obs, rewards, _, truncated, info = venv.step(action.arms, action.messages, action.pull)
+        if live:
+            dicts = _agent_dicts(venv.engine, obs, info, b)
+            sends = {k: s[b].astype(np.int64) for k, (s, _) in action.messages.items()}
+            payloads = {k: p[b].copy() for k, (_, p) in action.messages.items()}
+            pull = True if action.pull is None else bool(action.pull[b])
+            steps.append(
+                (action.arms[b].copy(), sends, payloads, *dicts, rewards[b].copy(), pull)
+            )
         if truncated.all():
             return start, steps
 
@@ -103,15 +117,22 @@ def test_parallel_view_equals_vector_view(config, policy):
     b = 1
     vec_start, vec = _vector_trajectory(POLICIES[policy](), kwargs, SEEDS, b)
     env, par_start, par = _parallel_trajectory(POLICIES[policy](), kwargs, SEEDS[b])
-    assert len(par) == len(vec) == kwargs["horizon"]
+    assert len(par) == len(vec)
+    pulls = sum(step[-1] for step in vec)
+    assert pulls == kwargs["horizon"]
+    if policy == "pausing":
+        assert len(vec) > pulls  # the run took communication steps
+    else:
+        assert len(vec) == pulls
     assert_tree_equal(par_start[0], vec_start[0], "reset obs")
     assert_tree_equal(par_start[1], vec_start[1], "reset infos")
     agents = env.possible_agents
     delivered = dict.fromkeys(kwargs["channels"], 0)
     for t, (p, v) in enumerate(zip(par, vec, strict=True)):
         actions, obs, infos, rewards, truncs = p
-        arms, sends, payloads, vobs, vinfos, vrewards = v
+        arms, sends, payloads, vobs, vinfos, vrewards, pull = v
         assert [actions[a]["arm"] for a in agents] == arms.tolist(), t
+        assert [actions[a].get("pull", 1) for a in agents] == [int(pull)] * len(agents), t
         for name in sends:
             assert [actions[a]["messages"][name]["send"] for a in agents] == sends[name].tolist()
             assert np.array_equal(
@@ -121,13 +142,13 @@ def test_parallel_view_equals_vector_view(config, policy):
         assert_tree_equal(infos, vinfos, f"step {t} infos")
         vrew = {a: float(r) for a, r in zip(agents, vrewards, strict=True)}
         assert_tree_equal(rewards, vrew, f"step {t} rewards")
-        assert all(truncs.values()) == (t == kwargs["horizon"] - 1)
+        assert all(truncs.values()) == (t == len(vec) - 1)
         for name in delivered:
             delivered[name] += infos[None]["step"]["messages"] > 0
-        if policy == "chatty":  # every channel delivered something in this episode
+        if policy in ("chatty", "pausing"):  # every channel delivered something
             for name, ch in obs[agents[0]]["channels"].items():
                 delivered[name] += int(any(np.any(v) for v in ch.values() if v is not None))
-    if policy == "chatty":
+    if policy in ("chatty", "pausing"):
         assert all(delivered.values()), delivered
 
 
@@ -142,9 +163,10 @@ def test_chatty_reads_every_channel():
         assert not np.array_equal(arms[drop], arms[None]), drop
 
 
-def test_batch_member_equals_run_alone():
-    _, batch = _vector_trajectory(Chatty(), GRID, [10, 11, 12, 13], 2)
-    _, alone = _vector_trajectory(Chatty(), GRID, [12], 0)
+@pytest.mark.parametrize("policy", [Chatty, Pausing])
+def test_batch_member_equals_run_alone(policy):
+    _, batch = _vector_trajectory(policy(), GRID, [10, 11, 12, 13], 2)
+    _, alone = _vector_trajectory(policy(), GRID, [12], 0)
     for t, (x, y) in enumerate(zip(batch, alone, strict=True)):
         assert_tree_equal(list(x), list(y), f"step {t}")
 

@@ -7,14 +7,15 @@ scale ``1 / (eps_msg * n_r)`` and fold them into the running mean ``ybar`` (§2.
 the best by at least ``2 C(r)``. With one arm left (or after the round budget R, A5: the best
 aggregate) everyone commits to it.
 
-Environment timing (docs/architecture.md): arms and messages are submitted together and a
-delivery reaches the decisions one step later. So a round is ``1 + delay`` slots here: the upload
-slot (the paper's "instantaneous" round, one slot in this env) plus the channel's relay delay
-(GIS ``d_G - 1``, SAC ``max ecc(sink) - 1``, A8/A9). In all of these slots every agent plays its
-local greedy arm (A7: argmax over the current active set of its own non-noisy exploration mean,
-lowest index on ties; these pulls are not fed into ``ybar``). **Deviation from the paper:** the
-extra upload slot per round, identical for the three structures, so DDP on a complete graph and
-HDP with singleton components equal CDP exactly under paired seeds.
+Timing (``timing``, §1.7; docs/writing-agents.md, "Communication steps"). ``"paper"`` (the
+default) follows §1.7 exactly: the round's upload is a communication-only step (no slot: the
+master-worker round is instantaneous, and the first hop of a graph round is free), and every
+further hop takes one slot (GIS ``d_G - 1``, SAC ``max ecc(sink) - 1``, A8/A9) in which every
+agent plays its local greedy arm (A7: argmax over the current active set of its own non-noisy
+exploration mean, lowest index on ties; these pulls are not fed into ``ybar``). ``"latency"``
+sends the upload with a pull instead, so a round costs ``1 + delay`` slots (one local-greedy
+upload slot more than the paper, identical for the three structures). Under both, DDP on a
+complete graph and HDP with singleton components equal CDP exactly under paired seeds.
 
 State is kept per (run, agent) and every agent decides from its own rewards and the messages
 delivered to it; agents of a run stay in lock step because they hold identical aggregates.
@@ -37,7 +38,7 @@ import numpy as np
 
 from agents.commeff import schedule
 from agents.commeff.config import EliminationConfig
-from fedbandit_env.engine import VecObservation
+from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import (
     MULTI_ARMED,
@@ -80,13 +81,14 @@ class EliminationTeam(TeamPolicy):
         privacy: str = "paper",
         rounds: int | None = None,
         delta: float | Sequence[float] | None = None,
+        timing: str = "paper",
     ):
-        self.config = EliminationConfig(self.agent_id, epsilon, privacy, rounds, delta)
+        self.config = EliminationConfig(self.agent_id, epsilon, privacy, rounds, delta, timing)
 
     # ------------------------------------------------------------------ binding
     @abstractmethod
     def _bind(self, facts: FederationFacts) -> tuple[int, int]:
-        """Check the channel; return ``(N_eff, delay)`` (delay = slots after the upload slot)."""
+        """Check the channel; return ``(N_eff, delay)`` (delay = pulled slots after the upload step)."""
 
     def _check_facts(self, facts: FederationFacts) -> None:
         require_family(self.agent_id, facts, MULTI_ARMED)
@@ -277,11 +279,14 @@ class EliminationTeam(TeamPolicy):
         self.pos[explore | communicate] += 1
         self.explored_last = explore
         messages = {} if upload is None else self._messages(upload)
-        return TeamAction(arms, messages)
+        pull = None
+        if upload is not None and self.config.timing == "paper":
+            pull = ~upload.any(axis=1)  # the upload is a communication step (§1.7)
+        return TeamAction(arms, messages, pull)
 
     def _fold(self, obs: VecObservation) -> None:
         """Add last step's exploration reward to the epoch sums and the agent's own means."""
-        was = self.explored_last
+        was = self.explored_last & (obs.phase == PULL)[:, None]
         if not was.any():
             return
         b, i = self._bidx[was], self._iidx[was]
@@ -301,7 +306,7 @@ class EliminationTeam(TeamPolicy):
 
     @abstractmethod
     def _messages(self, upload: np.ndarray) -> dict[str, Any]:
-        """Channel messages of an upload slot: ``{name: (send (B, N), payload (B, N, K))}``."""
+        """Channel messages of an upload step: ``{name: (send (B, N), payload (B, N, K))}``."""
 
     def _check_channel_drop(self, facts: FederationFacts) -> None:
         drop = facts.channels[self.channel_name].get("drop_prob", 0.0)

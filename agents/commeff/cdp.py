@@ -1,14 +1,15 @@
 """CDP-MAB (Algorithm 1) and its communication-efficient variant (commeff.md §2.2–§2.3).
 
 Master-worker over the env's ``server`` channel (kind ``server``, aggregate ``"mean"``). Every
-agent explores and privatises (see :mod:`agents.commeff.base`); in the round's upload slot all
+agent explores and privatises (see :mod:`agents.commeff.base`); in the round's upload step all
 agents send ``ybar_i``, the server keeps the uploads of its ``N = ceil(p M)`` participants of that
 step (a fresh uniform subset per step, A12; the channel's ``participation`` option) and
 broadcasts their mean; every agent eliminates with ``2 C(r)`` computed with ``N_eff = N``.
 Round budget R (§2.3a): ``tilde_r = delta^(r/R)`` with ``delta`` a required number (A6; the
 reproduction script passes the instance's oracle gap), commit to the best aggregate after round R
-(A5). Cost per round: ``c1 * N`` (A13, broadcast free). Deviation: one upload slot per round
-(the env's round trip), in which agents play their local greedy arm (A7).
+(A5). Cost per round: ``c1 * N`` (A13, broadcast free). Timing: the round is one communication
+step (``timing="paper"``, §1.7: instantaneous) or one greedy upload slot (``"latency"``), see
+:mod:`agents.commeff.base`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class CDPMAB(EliminationTeam):
     """CDP-MAB / CE-CDP-MAB (``rounds``, ``delta``, ``participation``), id ``cdp_mab``."""
 
     agent_id = "cdp_mab"
+    version = 2  # results version: the paper's timing by default (communication-only steps)
     channel_name = "server"
 
     def __init__(
@@ -39,8 +41,9 @@ class CDPMAB(EliminationTeam):
         rounds: int | None = None,
         delta: float | Sequence[float] | None = None,
         participation: float | None = None,
+        timing: str = "paper",
     ):
-        super().__init__(epsilon, privacy, rounds, delta)
+        super().__init__(epsilon, privacy, rounds, delta, timing)
         if participation is not None:
             try:
                 participation = check_probability("participation", participation)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import check_timing
 from fedbandit_env.validation import MAX_HORIZON, check_int, check_real, is_real
 
 PRIVACY_MODES = ("paper", "per_message")
@@ -23,16 +24,20 @@ class EliminationConfig:
     is ``N_eff * epsilon``-DP, A1) or ``"per_message"`` (epsilon is the per-message level, §2.9);
     ``rounds`` R (None = doubling schedule) and ``delta`` (the minimum gap of the Delta^(r/R)
     schedule, required with R, A6): one number, or one per run of the batch (so a sweep over
-    random instances can pass each run's oracle gap; the length is checked at reset)."""
+    random instances can pass each run's oracle gap; the length is checked at reset);
+    ``timing`` ``"paper"`` (rounds as communication steps, §1.7) or ``"latency"``
+    (:mod:`agents.commeff.base`)."""
 
     agent_id: str
     epsilon: float = 1.0
     privacy: str = "paper"
     rounds: int | None = None
     delta: float | tuple[float, ...] | None = None
+    timing: str = "paper"
 
     def __post_init__(self) -> None:
         aid = self.agent_id
+        check_timing(aid, self.timing)
         if not is_real(self.epsilon):
             _number(aid, "epsilon", self.epsilon)  # the type error
         eps = float(self.epsilon)

@@ -1,12 +1,14 @@
 """DDP-MAB (Algorithm 3) over the GIS flood (commeff.md §2.4–§2.5).
 
-Decentralized: in the round's upload slot every agent floods ``ybar_i`` over the env's ``flood``
+Decentralized: in the round's upload step every agent floods ``ybar_i`` over the env's ``flood``
 channel (ttl >= diameter; ``cost_model="gis"`` gives the exact per-edge GIS accounting of §2.4 and
 A15: M = 50, c2 = 1: complete 1225, star 98, ring 1250 per round). Hop h arrives h - 1 slots after
-the upload (first hop free, A8), so after the upload slot and ``d_G - 1`` delay slots every agent
+the upload (first hop free, A8), so after the upload step and ``d_G - 1`` delay slots every agent
 holds all M vectors; it averages them itself (A16: the running means ``ybar``) and eliminates. All
 agents hold identical data, hence identical active sets. During the upload and delay slots agents
-play their local greedy arm (A7). Deviation: the upload slot (see :mod:`agents.commeff.base`).
+play their local greedy arm (A7). Timing: under ``timing="paper"`` the upload is a communication
+step (the free first hop, §1.7) and only the ``d_G - 1`` delay slots are pulled; ``"latency"``
+adds the upload slot (see :mod:`agents.commeff.base`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class DDPMAB(EliminationTeam):
     """DDP-MAB (optionally with a round budget, Cor. 1), id ``ddp_mab``."""
 
     agent_id = "ddp_mab"
+    version = 2  # results version: the paper's timing by default (communication-only steps)
     channel_name = "flood"
 
     def channel_spec(self, config: EnvConfig):

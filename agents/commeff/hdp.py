@@ -1,13 +1,14 @@
 """HDP-MAB (Algorithm 5) over the hierarchical channel (commeff.md §2.6–§2.7).
 
-Hybrid: in the round's upload slot every agent sends ``ybar_i`` on the env's ``hierarchical``
+Hybrid: in the round's upload step every agent sends ``ybar_i`` on the env's ``hierarchical``
 channel; it travels to its component's sink (SAC, sinks at the component centres, FindSinkAgents),
 each sink averages its component, uploads to the server, which combines (A10: ``"weighted"`` by
 default = the all-agent mean, or the printed ``"unweighted"`` mean of component means) and
 broadcasts to every agent after ``max(0, max_q ecc(SA_q) - 1)`` further slots (A9, global
 barrier). Cost (A14): ``"edges"`` model by default, ``"path"`` (Thm. 4) as option, plus ``c1 Q``.
-``N_eff = M``. Greedy local play during the upload and delay slots (A7). Deviation: the upload
-slot (see :mod:`agents.commeff.base`).
+``N_eff = M``. Greedy local play during the delay slots (A7). Timing: the upload is a
+communication step under ``timing="paper"`` (§1.7) and a greedy upload slot under ``"latency"``
+(see :mod:`agents.commeff.base`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class HDPMAB(EliminationTeam):
     """HDP-MAB (optionally with a round budget, Cor. 2), id ``hdp_mab``."""
 
     agent_id = "hdp_mab"
+    version = 2  # results version: the paper's timing by default (communication-only steps)
     channel_name = "hierarchical"
 
     def __init__(
@@ -40,8 +42,9 @@ class HDPMAB(EliminationTeam):
         delta: float | Sequence[float] | None = None,
         aggregation: str = "weighted",
         cost_model: str = "edges",
+        timing: str = "paper",
     ):
-        super().__init__(epsilon, privacy, rounds, delta)
+        super().__init__(epsilon, privacy, rounds, delta, timing)
         if not isinstance(aggregation, str) or aggregation not in AGGREGATIONS:
             raise ConfigError(
                 f"{self.agent_id}: aggregation: expected one of {AGGREGATIONS}, got {aggregation!r}"

@@ -2,7 +2,8 @@
 
 ``N_eff = 1`` in every formula, no communication, non-private by default (``epsilon = inf``:
 nothing is released). Each agent eliminates with its own running mean ``ybar_i``. For uniformity
-with the federated agents it keeps the one local-greedy slot per round (see
+with the federated agents it keeps their round structure: a communication step that sends
+nothing (``timing="paper"``) or one local-greedy slot (``"latency"``) per round (see
 :mod:`agents.commeff.base`). Not registered: a baseline for the reproduction script.
 """
 
@@ -21,6 +22,7 @@ class SingleMAB(EliminationTeam):
     """Independent per-agent elimination (``N_eff = 1``, no messages)."""
 
     agent_id = "single_mab"
+    version = 2  # results version: the paper's timing by default (communication-only steps)
 
     def __init__(
         self,
@@ -28,8 +30,9 @@ class SingleMAB(EliminationTeam):
         privacy: str = "paper",
         rounds: int | None = None,
         delta: float | Sequence[float] | None = None,
+        timing: str = "paper",
     ):
-        super().__init__(epsilon, privacy, rounds, delta)
+        super().__init__(epsilon, privacy, rounds, delta, timing)
 
     def _bind(self, facts: FederationFacts) -> tuple[int, int]:
         return 1, 0

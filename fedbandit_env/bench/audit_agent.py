@@ -332,7 +332,9 @@ def _run_federation(
     obs, _ = venv.reset(seed=env_seeds)
     policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
     engine = venv.engine
-    for t in range(tgt.horizon):
+    aligned = not tgt.align
+    t = 0  # engine steps: pulls and communication-only steps (docs/architecture.md)
+    while not engine.truncated:
         if tgt.unit_context and obs.context is not None:
             # agent 0's actions are all e_1 (norm L = 1): the changed reward moves one
             # coordinate of its reward-weighted sum by exactly the reward difference
@@ -343,12 +345,16 @@ def _run_federation(
         action = policy.act(obs)
         if wrapper_options is None:
             recorder.record(t, engine._check_messages(action.messages or {}))
-        obs, *_ = venv.step(action.arms, action.messages)
-        if t == 0 and tgt.align:
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
+        t += 1
+        if not aligned and (obs.pulls >= 1).all():
             recorder.first_arm = np.asarray(obs.last_arm[:, 0], dtype=np.int64).copy()
-        # the rewards the learner observes: the table's for agent 0's pull at step t, else 0
+            aligned = True
+        # the rewards the learner observes: the table's for agent 0's last pull (indexed by
+        # its pull count, so communication steps do not move the stream), else 0
+        k = np.clip(obs.pulls - 1, 0, tgt.horizon - 1)
         reward = np.zeros_like(obs.last_reward)
-        reward[:, 0] = stream[t][obs.last_arm[:, 0]]
+        reward[:, 0] = np.where(obs.pulls >= 1, stream[k, obs.last_arm[:, 0]], 0.0)
         obs.last_reward = reward
 
 

@@ -4,7 +4,9 @@ fedbandit envs | agents
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
 fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet]
 fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--format markdown|latex]
-                      [--latex] [--html DIR] [--log-time]
+                      [--latex] [--html DIR] [--log-time] [--audit] [--reference [PATH]]
+fedbandit reference build [--out PATH] [--executor joblib] [--jobs 2] [--store PATH] [--quiet]
+fedbandit reference check [--reference PATH] [--sample K] [--seeds N] [--seed S] [--suite NAME]
 fedbandit reproduce FIGURE [script args...]
 fedbandit audit (laplace|gaussian|AGENT) [--epsilon 1] [--kwargs JSON] [--trials N]
 fedbandit --version | [--debug] COMMAND ...
@@ -29,6 +31,7 @@ from fedbandit_env.agent_registry import agent_class, list_agents
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
 from fedbandit_env.bench.leaderboard import build, current_rows, to_latex, to_markdown
+from fedbandit_env.bench.reference import REFERENCE_PATH
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import SUITES, get_suite
 from fedbandit_env.errors import FedBanditError, StoreConflictError
@@ -98,6 +101,8 @@ def cmd_leaderboard(args) -> None:
     else:
         rows, baseline = store.rows(), args.baseline
     rows = current_rows(rows, _note)
+    if args.reference:
+        rows = _with_reference(rows, args)
     if not rows:
         which = f" of suite {args.suite!r}" if args.suite else ""
         raise FedBanditError(
@@ -129,6 +134,67 @@ def cmd_leaderboard(args) -> None:
         )
         (page.parent / "leaderboard.tex").write_text(to_latex(entries))
         print(f"HTML: {page}")
+
+
+def _with_reference(rows: list, args) -> list:
+    """The store's current rows plus the shipped reference's current rows of the cells the
+    store does not hold (docs/bench.md, "Reference results"): reference rows of another
+    results version are left out with a note, never pooled."""
+    from fedbandit_env.bench.reference import (
+        current_reference_rows,
+        load_reference,
+        merge_rows,
+        rows_of_cells,
+    )
+
+    reference = load_reference(args.reference)
+    ref_rows = reference.rows()
+    if args.suite:
+        ref_rows = rows_of_cells(ref_rows, get_suite(args.suite).available(lambda _msg: None))
+    return merge_rows(rows, current_reference_rows(ref_rows, _note))
+
+
+def cmd_reference(args) -> None:
+    from fedbandit_env.bench.reference import build_reference, check_reference, load_reference
+
+    if args.action == "build":
+        require_executor(args.executor)
+        report = build_reference(
+            args.out,
+            args.executor,
+            args.jobs,
+            store=args.store,
+            note=(lambda _msg: None) if args.quiet else _note,
+            progress=not args.quiet,
+        )
+        print(
+            f"reference: {report.cells} cells, {report.rows} rows, {report.size:,} bytes "
+            f"written to {report.path} in {report.wall_time:.1f} s"
+        )
+        return
+    reference = load_reference(args.reference)
+    report = check_reference(
+        reference,
+        sample=args.sample,
+        seeds=args.seeds,
+        seed=args.seed,
+        suites=[args.suite] if args.suite else None,
+        note=(lambda _msg: None) if args.quiet else _note,
+    )
+    for name in report.skipped:
+        _note(f"reference check: skipped {name}: its learner or environment is not installed")
+    if not report.checked:
+        raise FedBanditError(f"reference check: no cell of {reference.path} could be re-run here")
+    if report.differences:
+        for line in report.differences:
+            print(line)
+        raise SystemExit(
+            f"reference check: {len(report.differences)} difference(s) in "
+            f"{len(report.checked)} re-run cell(s) of {reference.path}; if the change is "
+            "intended, bump the versions that moved and rebuild the file with `fedbandit "
+            "reference build` (docs/bench.md, reference results)"
+        )
+    print(f"reference check: {len(report.checked)} cell(s) re-run, every row bit-identical")
 
 
 def cmd_reproduce(args, extra: list[str]) -> None:
@@ -246,6 +312,12 @@ def _suite_name(text: str) -> str:
 def _html_dir(text: str) -> str:
     if Path(text).exists() and not Path(text).is_dir():
         raise ValueError(f"expected a folder for the HTML page, {text!r} is a file")
+    return text
+
+
+def _reference_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise ValueError(f"expected a reference file, {text!r} is not a file")
     return text
 
 
@@ -406,6 +478,70 @@ def parser() -> argparse.ArgumentParser:
         "(flagged when the audit exceeds it)",
     )
     board.add_argument("--audit-trials", type=TRIALS, default=3000, help="trials per audit (>= 100)")
+    board.add_argument(
+        "--reference",
+        nargs="?",
+        const=str(REFERENCE_PATH),
+        type=_arg_type("reference file", _reference_file),
+        default=None,
+        metavar="PATH",
+        help="also rank the reference results shipped with fedbandit (or those of PATH) "
+        "without re-running them; your rows of the same cells take precedence",
+    )
+    ref = command("reference", "build or check the reference results shipped with fedbandit")
+    ref_sub = ref.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ref_build = ref_sub.add_parser(
+        "build",
+        help="run every reference cell and write the reference file",
+        description="run the standard suite and each paper suite's headline cells on fixed "
+        "seeds and write the reference file (deterministic: same code, same bytes)",
+        formatter_class=fmt,
+    )
+    ref_build.add_argument("--out", default=str(REFERENCE_PATH), help="the reference file to write")
+    ref_build.add_argument(
+        "--executor", choices=EXECUTORS, default="joblib", help="where units run"
+    )
+    ref_build.add_argument("--jobs", type=POSITIVE, default=2, help="workers for joblib / ray")
+    ref_build.add_argument(
+        "--store",
+        default=None,
+        help="keep the runs in this results store (default: a temporary one)",
+    )
+    ref_build.add_argument("--quiet", action="store_true", help="no progress bar and no notes")
+    ref_check = ref_sub.add_parser(
+        "check",
+        help="re-run a sample of reference cells; every row must be bit-identical",
+        description="re-run a sample of the reference cells and report every cell whose rows "
+        "differ from the file (exit status 1 if any does)",
+        formatter_class=fmt,
+    )
+    ref_check.add_argument(
+        "--reference",
+        type=_arg_type("reference file", _reference_file),
+        default=str(REFERENCE_PATH),
+        help="the reference file to check",
+    )
+    ref_check.add_argument(
+        "--sample", type=POSITIVE, default=None, help="cells to re-run (default: every cell)"
+    )
+    ref_check.add_argument(
+        "--seeds", type=POSITIVE, default=None, help="first seeds of each cell (default: all)"
+    )
+    ref_check.add_argument("--seed", type=NON_NEGATIVE, default=0, help="the sample's seed")
+    ref_check.add_argument(
+        "--suite",
+        type=_arg_type("suite", _suite_name),
+        default=None,
+        help="only cells of this suite (default: every suite in the file)",
+    )
+    ref_check.add_argument("--quiet", action="store_true", help="no progress notes")
+    for action in (ref_build, ref_check):
+        action.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show the full traceback of an error",
+        )
     rep = command(
         "reproduce",
         f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
@@ -468,6 +604,7 @@ def main(argv: list[str] | None = None) -> None:
         "suite": cmd_suite,
         "leaderboard": cmd_leaderboard,
         "audit": cmd_audit,
+        "reference": cmd_reference,
     }
     try:
         if args.command == "reproduce":

@@ -16,6 +16,7 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.bench.versions import results_version
+from fedbandit_env.engine import PULL
 from fedbandit_env.errors import ConfigError, FedBanditError
 from fedbandit_env.network import LINK_TYPES
 from fedbandit_env.per_agent import as_team_policy
@@ -178,13 +179,17 @@ def evaluate(
     obs, _ = venv.reset(seed=seed)
     policy.reset(venv.facts, venv.agent_rng())
     curve = np.zeros((runs, len(steps), venv.num_agents))
-    k = 0
-    for t in range(1, venv.horizon + 1):
+    k = np.zeros(runs, dtype=np.int64)  # next checkpoint of each run
+    rows = np.arange(runs)
+    last = len(steps) - 1
+    while not venv.engine.truncated:
         action = policy.act(obs)
-        obs, _, _, _, info = venv.step(action.arms, action.messages)
-        if k < len(steps) and t == steps[k]:
-            curve[:, k] = info.cumulative_regret
-            k += 1
+        obs, _, _, _, info = venv.step(action.arms, action.messages, action.pull)
+        # a run reaches its checkpoints in pulls (communication steps do not count)
+        hit = (obs.phase == PULL) & (k <= last) & (obs.pulls == steps[np.minimum(k, last)])
+        if hit.any():
+            curve[rows[hit], k[hit]] = info.cumulative_regret[hit]
+            k += hit
     wall = time.perf_counter() - start
     total = venv.engine.ledger.total
     return EvalResult(

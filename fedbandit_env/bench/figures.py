@@ -141,15 +141,21 @@ def regret_figure(entries: list[Entry], title: str | None = None, log_time: bool
 
 
 # --------------------------------------------------------------------------- trade-offs
-def pareto_front(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points not dominated in (x, y), both minimized, ordered by x."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
-    front, best = [], math.inf
-    for i in order:
-        if points[i][1] < best:
-            front.append(i)
-            best = points[i][1]
-    return front
+def pareto_front(x, y) -> np.ndarray:
+    """Which points are on the Pareto front when both coordinates are to be minimized: a point
+    is left out when another is no larger in both and smaller in one (equal points are all
+    kept). ``x`` may hold ``inf`` (e.g. a non-private learner's epsilon)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    le = (x[None, :] <= x[:, None]) & (y[None, :] <= y[:, None])
+    lt = (x[None, :] < x[:, None]) | (y[None, :] < y[:, None])
+    return ~(le & lt).any(axis=1)
+
+
+def _front_order(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Indices of the Pareto-front points ordered by x (then y), for the step line."""
+    front = np.flatnonzero(pareto_front(xs, ys))
+    return front[np.lexsort((ys[front], xs[front]))]
 
 
 def _plain(minor: bool = False):
@@ -301,8 +307,8 @@ def tradeoff_figure(entries: list[Entry], x: str = "messages"):
         for xi, yi, c, m, e in zip(xs, ys, colours, markers, env_entries, strict=True):
             edge = BASELINE_COLOUR if e.label == e.baseline else "white"
             ax.plot(xi, yi, marker=m, color=c, mec=edge, mew=1.0, ms=7, ls="none", zorder=4)
-        front = pareto_front(list(zip(xs.tolist(), ys.tolist(), strict=True)))
-        if front:
+        front = _front_order(xs, ys)
+        if front.size:
             fx, fy = xs[front], ys[front]
             _draw_front(ax, fx, fy)
         ax.set_xscale("log")
@@ -356,7 +362,7 @@ def epsilon_figure(entries: list[Entry]):
                 xi, yi, yerr=[[yi - e.ci_low], [e.ci_high - yi]], fmt=st.marker,
                 color=st.colour, ms=6, capsize=2, lw=0.8, zorder=4,
             )  # fmt: skip
-        front = pareto_front(list(zip(xs.tolist(), ys.tolist(), strict=True)))
+        front = _front_order(xs, ys)
         _draw_front(ax, xs[front], ys[front])
         ax.set_xscale("log")
         ax.margins(x=0.3, y=0.15)

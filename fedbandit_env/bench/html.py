@@ -19,6 +19,8 @@ from fedbandit_env.bench.leaderboard import (
     env_title,
     format_audit,
     format_epsilon,
+    format_paired,
+    paired_header,
 )
 from fedbandit_env.errors import ConfigError
 
@@ -78,7 +80,8 @@ def _audit_cell(e: Entry) -> str:
 
 def _table(entries: list[Entry]) -> str:
     cols = ["rank", "learner", "runs", "final regret / agent", "95% CI",
-            f"vs {entries[0].baseline}", "messages", "floats", "privacy ε"]  # fmt: skip
+            f"vs {entries[0].baseline}", "messages", "floats", "privacy ε",
+            paired_header(entries[0].baseline)]  # fmt: skip
     audited = any(e.audit is not None for e in entries)
     if audited:
         cols.append("audited ε (95%)")
@@ -96,6 +99,7 @@ def _table(entries: list[Entry]) -> str:
             f"<tr class='entry'><td>{e.rank}</td><td class='name'>{name}</td>"
             f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
             f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td>"
+            f"<td>{html.escape(format_paired(e))}</td>"
             + (_audit_cell(e) if audited else "")
             + "</tr>"
         )
@@ -109,10 +113,10 @@ def _table(entries: list[Entry]) -> str:
 # a second click on the same header reverses. No network, no library.
 SORT_SCRIPT = """
 function sortKey(text) {
-  const t = text.trim();
+  const t = text.trim().replace(/\u2212/g, "-");
   if (t === "∞" || t === "—" || t === "") return [1, Infinity, t];
-  const m = t.replace(/,/g, "").match(/-?\\d+(\\.\\d+)?(e[-+]?\\d+)?/i);
-  return m && /^[\\[≥⚠\\s\\d.,-]/.test(t) ? [0, parseFloat(m[0]), t] : [0, NaN, t];
+  const m = t.replace(/,/g, "").match(/[-+]?\\d+(\\.\\d+)?(e[-+]?\\d+)?/i);
+  return m && /^[\\[≥⚠\\s\\d.,+-]/.test(t) ? [0, parseFloat(m[0]), t] : [0, NaN, t];
 }
 function sortTable(th) {
   const table = th.closest("table"), body = table.tBodies[0];

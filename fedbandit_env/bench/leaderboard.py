@@ -44,6 +44,21 @@ def bootstrap_ci(values: np.ndarray, rng: np.random.Generator, level: float = 0.
     return float(lo), float(hi)
 
 
+@dataclass(frozen=True)
+class Paired:
+    """A learner's final regret minus the baseline's on the same seeds (docs/bench.md,
+    "Paired comparisons"): the mean of the per-seed differences, its 95% percentile-bootstrap
+    CI, the number of common seeds, and the verdict: ``"better"`` (the CI is below 0: lower
+    regret than the baseline), ``"worse"`` (above 0), ``""`` (not significant), or
+    ``"baseline"`` for the baseline itself."""
+
+    diff: float
+    ci_low: float
+    ci_high: float
+    pairs: int
+    verdict: str
+
+
 @dataclass
 class Entry:
     env_key: str
@@ -63,6 +78,10 @@ class Entry:
     steps: np.ndarray
     curves: np.ndarray  # (runs, checkpoints)
     results_version: str = ""
+    cell_hash: str = ""
+    seeds: tuple[int, ...] = ()
+    finals: np.ndarray | None = None  # final regret per agent, one per seed (in ``seeds`` order)
+    paired: Paired | None = None  # vs the table's baseline (:func:`attach_paired`)
     audit: AuditMark | None = None
 
 
@@ -148,6 +167,9 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
                 steps=np.array(json.loads(first.steps)),
                 curves=np.array([json.loads(r.curve) for r in cell_rows]),
                 results_version=first.results_version,
+                cell_hash=first.cell_hash,
+                seeds=tuple(r.seed for r in cell_rows),
+                finals=finals,
             )
         )
     by_env: dict[str, list[Entry]] = defaultdict(list)
@@ -164,7 +186,65 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
             if base and base[0].mean > 0:
                 e.normalized = e.mean / base[0].mean
         ranked.extend(env_entries)
+    attach_paired(ranked, seed)
     return ranked
+
+
+def paired_comparison(
+    entry: Entry, base: Entry, seed: int = 0, level: float = 0.95
+) -> Paired | None:
+    """``entry`` vs ``base`` on their common seeds: the paired differences of final regret
+    (entry minus baseline) with a percentile-bootstrap CI of their mean, from a generator seeded
+    by (``seed``, both cells' hashes), so the same rows always give the same CI. None when they
+    share fewer than two seeds. Significant when the CI excludes 0."""
+    if entry.finals is None or base.finals is None:
+        return None
+    mine = dict(zip(entry.seeds, entry.finals, strict=True))
+    theirs = dict(zip(base.seeds, base.finals, strict=True))
+    common = sorted(set(mine) & set(theirs))
+    if len(common) < 2:
+        return None
+    diffs = np.array([mine[s] - theirs[s] for s in common], dtype=np.float64)
+    rng = np.random.default_rng(
+        [seed, int(entry.cell_hash or "0", 16), int(base.cell_hash or "0", 16), 1]
+    )
+    lo, hi = bootstrap_ci(diffs, rng, level)
+    verdict = "better" if hi < 0 else "worse" if lo > 0 else ""
+    return Paired(float(diffs.mean()), lo, hi, len(common), verdict)
+
+
+def attach_paired(entries: list[Entry], seed: int = 0) -> None:
+    """Set each entry's :attr:`Entry.paired`: its paired comparison with its table's baseline
+    entry (the baseline's current-version cell labelled with the baseline's id)."""
+    by_env: dict[str, list[Entry]] = defaultdict(list)
+    for e in entries:
+        by_env[e.env_key].append(e)
+    for env_entries in by_env.values():
+        name = env_entries[0].baseline
+        base = [e for e in env_entries if e.agent_id == name and e.label == name]
+        for e in env_entries:
+            if not base:
+                e.paired = None
+            elif e is base[0]:
+                e.paired = Paired(0.0, 0.0, 0.0, len(e.seeds), "baseline")
+            else:
+                e.paired = paired_comparison(e, base[0], seed)
+
+
+def format_paired(entry: Entry, minus: str = "−", none: str = "—") -> str:
+    """The paired column: ``mean difference [CI low, CI high]`` and ``better`` / ``worse``
+    when significant; ``baseline`` for the baseline; ``—`` with no common seeds."""
+    p = entry.paired
+    if p is None:
+        return none
+    if p.verdict == "baseline":
+        return "baseline"
+
+    def num(x: float) -> str:
+        return f"{x:+.1f}".replace("-", minus)
+
+    text = f"{num(p.diff)} [{num(p.ci_low)}, {num(p.ci_high)}]"
+    return f"{text} {p.verdict}" if p.verdict else text
 
 
 def _current_version(row: Row) -> str | None:
@@ -258,6 +338,13 @@ def display_label(
     return escape(entry.label)
 
 
+def paired_header(baseline: str, latex: bool = False) -> str:
+    """The paired column's heading (``baseline`` already escaped for the output)."""
+    if latex:
+        return f"paired $\\Delta$ vs {baseline} (95\\% CI)"
+    return f"paired Δ vs {baseline} (95% CI)"
+
+
 def to_markdown(entries: list[Entry]) -> str:
     """Markdown tables, one per environment configuration, ranked by mean final regret."""
     out = []
@@ -270,9 +357,10 @@ def to_markdown(entries: list[Entry]) -> str:
         out.append(
             f"| rank | learner | runs | final regret / agent | 95% CI | "
             f"vs {escape_markdown(env_entries[0].baseline)} | messages | floats | privacy ε |"
+            + f" {paired_header(escape_markdown(env_entries[0].baseline))} |"
             + (" audited ε (95%) |" if audited else "")
         )
-        out.append("|---|---|---|---|---|---|---|---|---|" + ("---|" if audited else ""))
+        out.append("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if audited else ""))
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
@@ -280,7 +368,7 @@ def to_markdown(entries: list[Entry]) -> str:
             out.append(
                 f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
-                f"{e.floats:,.0f} | {eps} |"
+                f"{e.floats:,.0f} | {eps} |" + f" {format_paired(e)} |"
                 + (f" {format_audit(e.audit)} |" if audited else "")
             )
         out.append("")
@@ -309,10 +397,10 @@ def to_latex(entries: list[Entry]) -> str:
         base = escape_latex(env_entries[0].baseline)
         out += [
             f"% {escape_latex(env_title(env_key))}",
-            r"\begin{tabular}{rlrrlrrrl}",
+            r"\begin{tabular}{rlrrlrrrll}",
             r"\toprule",
             f"rank & learner & runs & final regret / agent & 95\\% CI & vs {base} & messages & "
-            r"floats & privacy $\varepsilon$ \\",
+            r"floats & privacy $\varepsilon$" + f" & {paired_header(base, latex=True)} " + r"\\",
             r"\midrule",
         ]
         rows = sorted(env_entries, key=lambda x: x.rank)
@@ -337,7 +425,8 @@ def to_latex(entries: list[Entry]) -> str:
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] & {cell(norm, 'norm', i)} & "
                 f"{cell(f'{e.messages:,.0f}', 'messages', i)} & "
                 f"{cell(f'{e.floats:,.0f}', 'floats', i)} & "
-                f"{cell(eps or format_epsilon(e.epsilon), 'eps', i)} \\\\"
+                f"{cell(eps or format_epsilon(e.epsilon), 'eps', i)}"
+                + f" & {format_paired(e, minus='$-$', none='--')} \\\\"
             )
         out += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(out)

@@ -126,11 +126,12 @@ class DatasetProcess:
         self.context = self._draw_sets()
         return self.context
 
-    def _draw_sets(self) -> np.ndarray:
-        u = self._pick.next()
+    def _draw_sets(self, advance: np.ndarray | None = None) -> np.ndarray:
+        u = self._pick.next(advance)
         pos = np.minimum((u * self._sizes).astype(np.int64), self._sizes - 1)
         sample = self._table[np.arange(self.num_agents), pos]  # (B, N)
-        self._label = self.labels[sample]
+        label = self.labels[sample]
+        self._label = label if advance is None else np.where(advance[:, None], label, self._label)
         f = self.features[sample]  # (B, N, p)
         p, k = f.shape[-1], self.num_actions
         sets = np.zeros((*f.shape[:2], k, k, p))  # (B, N, arm, block, p)
@@ -141,9 +142,15 @@ class DatasetProcess:
     def expected(self) -> np.ndarray:
         return (np.arange(self.num_actions) == self._label[..., None]).astype(np.float64)
 
-    def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def pull(
+        self, arms: np.ndarray, runs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``runs``: as :meth:`fedbandit_env.linear.LinearProcess.pull`."""
         rewards = (arms == self._label).astype(np.float64)
-        self.context = self._draw_sets()
+        fresh = self._draw_sets(runs)
+        self.context = fresh if runs is None else np.where(
+            runs[:, None, None, None], fresh, self.context
+        )
         return rewards, rewards.copy(), 1.0 - rewards
 
 

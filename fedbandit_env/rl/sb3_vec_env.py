@@ -49,11 +49,11 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from fedbandit_env.errors import ConfigError, UnknownIdError
-from fedbandit_env.registration import make_vec, spec
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.registration import check_env_id, make_vec
 from fedbandit_env.rl.features import StatisticsFeatures, statistics_channel
 from fedbandit_env.seeding import check_reset_options, check_seed
-from fedbandit_env.validation import ConfigTypeError, check_int
+from fedbandit_env.validation import check_int
 
 REWARDS = ("local", "regret")
 
@@ -77,12 +77,7 @@ class AgentsVecEnv(VecEnv):
     ):
         self.reward_mode = check_reward_mode(reward_mode)
         num_copies = check_int("num_copies", num_copies, minimum=1)
-        if not isinstance(env_id, str):
-            raise ConfigTypeError(f"env_id: expected a registered id (str), got {env_id!r}")
-        try:
-            spec(env_id)
-        except UnknownIdError as err:
-            raise UnknownIdError(f"env_id: {err}") from None
+        check_env_id(env_id)
         if "channels" not in env_kwargs:
             probe = make_vec(env_id, num_runs=1, **env_kwargs)
             env_kwargs["channels"] = statistics_channel(probe.num_arms)

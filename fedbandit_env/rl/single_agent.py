@@ -43,9 +43,9 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.config import make_config
-from fedbandit_env.errors import ConfigError, UnknownIdError
+from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import TeamPolicy
-from fedbandit_env.registration import make_vec, spec
+from fedbandit_env.registration import check_env_id, make_vec, spec
 from fedbandit_env.rl.features import (
     CHANNEL,
     STATISTICS_PROTOCOL,
@@ -84,12 +84,7 @@ class OneLearnerEnv(gym.Env):
         share: bool | None = None,
         **env_kwargs: Any,
     ):
-        if not isinstance(env_id, str):
-            raise ConfigTypeError(f"env_id: expected a registered id (str), got {env_id!r}")
-        try:
-            spec(env_id)
-        except UnknownIdError as err:
-            raise UnknownIdError(f"env_id: {err}") from None
+        check_env_id(env_id)
         if not isinstance(peers, str | TeamPolicy):
             raise ConfigTypeError(
                 f"peers: expected a registered learner id or a TeamPolicy, got {peers!r}"

@@ -508,12 +508,12 @@ class PrivacyWrapper(BaseParallelWrapper):
         base = self.env.unwrapped
         if not base.agents:  # the episode is over: the environment raises its HorizonError
             return self.env.step(actions)
-        arms, messages = base._parse_actions(actions)
+        arms, messages, pull = base._parse_actions(actions)
         noisy = self.privatizer.privatize(base.engine.step_count + 1, messages)
         if self.env is base:  # no wrapper in between: step the parsed arrays directly
-            out = base._step_parsed(arms, noisy)
+            out = base._step_parsed(arms, noisy, pull)
         else:
-            out = self.env.step(_as_actions(base, arms, noisy))
+            out = self.env.step(_as_actions(base, arms, noisy, pull))
         obs, rewards, terms, truncs, infos = out
         return obs, rewards, terms, truncs, self._with_privacy(infos)
 
@@ -561,11 +561,11 @@ class PrivacyVectorWrapper:
         self.privatizer.reset(self.venv.seeds)
         return obs, self._with_privacy(info)
 
-    def step(self, arms: np.ndarray, messages=None):
+    def step(self, arms: np.ndarray, messages=None, pull=None):
         engine = self.venv.engine
         checked = engine._check_messages(messages or {})
         noisy = self.privatizer.privatize(engine.step_count + 1, checked)
-        obs, rewards, terminated, truncated, info = self.venv.step(arms, noisy)
+        obs, rewards, terminated, truncated, info = self.venv.step(arms, noisy, pull)
         return obs, rewards, terminated, truncated, self._with_privacy(info)
 
     def _with_privacy(self, info: VecInfo) -> PrivateVecInfo:
@@ -573,10 +573,15 @@ class PrivacyVectorWrapper:
         return PrivateVecInfo(**base, privacy=self.privatizer.info())
 
 
-def _as_actions(base: Any, arms: np.ndarray, messages: Mapping[str, tuple]) -> dict[str, Any]:
-    """Per-agent action dicts of parsed arms (1, N) and (send, payload) arrays."""
+def _as_actions(
+    base: Any, arms: np.ndarray, messages: Mapping[str, tuple], pull: bool | None = None
+) -> dict[str, Any]:
+    """Per-agent action dicts of parsed arms (1, N), (send, payload) arrays and the run's pull
+    flag (None: pull)."""
+    extra = {} if pull is None else {"pull": int(pull)}
     return {
         agent: {
+            **extra,
             "arm": int(arms[0, i]),
             "messages": {
                 name: {"send": int(send[0, i]), "payload": payload[0, i]}

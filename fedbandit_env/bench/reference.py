@@ -1,0 +1,561 @@
+"""Reference results shipped with the package (docs/bench.md, "Reference results").
+
+The file ``fedbandit_env/bench/reference/reference.json`` holds the rows of the ``standard``
+suite and of each per-paper suite's headline cells (:data:`HEADLINES`), on fixed seeds, so that
+``fedbandit leaderboard --reference`` ranks a user's own rows against the published learners
+without re-running them. It is plain JSON (read with :mod:`json` only, nothing executable or
+pickled), validated on load (:func:`load_reference`), one cell per line, with no timings or
+dates, so that a rebuild of unchanged code gives the same bytes. Per cell it keeps what the store
+keeps per run (final regrets, messages, floats, cost, declared epsilon, results version) and the
+regret curve at :data:`CURVE_POINTS` of the store's log-spaced checkpoints.
+
+``fedbandit reference build`` writes it; ``fedbandit reference check`` re-runs a sample of its
+cells and requires bit-identical rows (:func:`check_reference`), which CI does too, so a change
+that moves a reference number is caught and the file is rebuilt deliberately. Rows of a results
+version that is not the current code's are never ranked with current rows
+(:func:`current_reference_rows`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.agent_registry import agent_entry, is_known
+from fedbandit_env.bench.store import ResultsStore, Row
+from fedbandit_env.bench.suites import Cell, get_suite
+from fedbandit_env.bench.versions import current_results_version, package_version
+from fedbandit_env.errors import FedBanditError
+from fedbandit_env.registration import list_envs
+
+FORMAT = "fedbandit-reference"
+FORMAT_VERSION = 1
+REFERENCE_PATH = Path(__file__).resolve().parent / "reference" / "reference.json"
+CURVE_POINTS = 16
+"""Checkpoints kept per regret curve: evenly spaced indices into the store's log-spaced
+checkpoints (which always end at the horizon)."""
+
+STANDARD = "standard"
+HEADLINES: dict[str, tuple[int, tuple[str, ...]]] = {
+    "gossip": (4, ("ucb1", "gossip_ucb", "gossip_fed_ucb eps=2")),
+    "dp_recsys": (10, ("ucb1", "dp_dec_ucb eps=2", "dp_mw_ucb eps=2")),
+    "linear": (10, ("linucb", "fed_lin_ucb eps=1 beta_scale=0.01")),
+    "commeff": (5, ("ucb1", "cdp_mab eps=1", "ddp_mab eps=1 (star)")),
+}
+"""Per-paper suite: (seeds kept, labels of its headline cells). A cell's identity does not
+include its seeds, so these rows are the first seeds of the suite's own cells."""
+
+_PER_RUN = (
+    "final_regret_per_agent",
+    "final_regret_network",
+    "messages",
+    "floats",
+    "cost",
+    "curves",
+)
+_CELL_KEYS = {
+    "suite": str,
+    "label": str,
+    "cell_hash": str,
+    "config": dict,
+    "results_version": str,
+    "steps": list,
+    "seeds": list,
+    **{k: list for k in _PER_RUN},
+}
+
+
+class ReferenceError(FedBanditError):
+    """A reference file is missing, malformed, of another format or of another package
+    version (docs/bench.md, "Reference results")."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A loaded, validated reference file."""
+
+    path: Path
+    package_version: str
+    cells: tuple[dict[str, Any], ...]
+
+    def rows(self) -> list[Row]:
+        """One store :class:`Row` per (cell, seed); timings are 0 (the file keeps none)."""
+        out = []
+        for cell in self.cells:
+            config = cell["config"]
+            env = {"env_id": config["env_id"], "env_kwargs": config["env_kwargs"]}
+            steps = json.dumps(cell["steps"])
+            for r, seed in enumerate(cell["seeds"]):
+                out.append(
+                    Row(
+                        cell_hash=cell["cell_hash"],
+                        seed=int(seed),
+                        suite=cell["suite"],
+                        env_id=config["env_id"],
+                        agent_id=config["agent_id"],
+                        label=cell["label"],
+                        env_key=json.dumps(env, sort_keys=True),
+                        config=json.dumps(config, sort_keys=True),
+                        horizon=int(config["env_kwargs"]["horizon"]),
+                        final_regret_per_agent=cell["final_regret_per_agent"][r],
+                        final_regret_network=cell["final_regret_network"][r],
+                        messages=cell["messages"][r],
+                        floats=cell["floats"][r],
+                        cost=cell["cost"][r],
+                        epsilon=_epsilon_in(cell.get("epsilon")),
+                        wall_time=0.0,
+                        steps=steps,
+                        curve=json.dumps(cell["curves"][r]),
+                        created=0.0,
+                        results_version=cell["results_version"],
+                    )
+                )
+        return out
+
+
+# --- cells -----------------------------------------------------------------------------------
+
+
+def reference_cells(note: Callable[[str], None] = print) -> list[tuple[str, Cell]]:
+    """(suite name, cell) of every reference cell: the ``standard`` suite's available cells and
+    each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
+    error, so a renamed cell is noticed)."""
+    out = [(STANDARD, cell) for cell in get_suite(STANDARD).available(note)]
+    for name, (runs, labels) in HEADLINES.items():
+        suite = get_suite(name)
+        by_label = {cell.name: cell for cell in suite.cells}
+        missing = [label for label in labels if label not in by_label]
+        if missing:
+            raise ReferenceError(
+                f"reference: the headline cells {missing} are not in suite {name!r} (its "
+                f"labels: {sorted(by_label)}); update HEADLINES in "
+                "fedbandit_env/bench/reference.py"
+            )
+        available = {c.config_hash for c in suite.available(note)}
+        seen = {c.config_hash for _, c in out}
+        for label in labels:
+            cell = by_label[label]
+            if cell.config_hash in available and cell.config_hash not in seen:
+                out.append((name, replace(cell, runs=min(runs, cell.runs))))
+    return out
+
+
+def _curve_index(n: int) -> np.ndarray:
+    return np.unique(np.round(np.linspace(0, n - 1, min(CURVE_POINTS, n))).astype(np.int64))
+
+
+def _epsilon_out(epsilon: float | None) -> float | str | None:
+    if epsilon is None:
+        return None
+    return "inf" if math.isinf(epsilon) else float(epsilon)
+
+
+def _epsilon_in(value: Any) -> float | None:
+    if value is None:
+        return None
+    return math.inf if value == "inf" else float(value)
+
+
+def cell_record(suite: str, rows: list[Row] | list[dict[str, Any]]) -> dict[str, Any]:
+    """The reference record of one cell's rows (store rows or rows as dicts, one results
+    version, sorted by seed)."""
+    rows = [r if isinstance(r, dict) else r.__dict__ for r in rows]
+    rows = sorted(rows, key=lambda r: r["seed"])
+    first = rows[0]
+    steps = json.loads(first["steps"])
+    index = _curve_index(len(steps))
+    return {
+        "suite": suite,
+        "label": first["label"],
+        "cell_hash": first["cell_hash"],
+        "config": json.loads(first["config"]),
+        "results_version": first["results_version"],
+        "epsilon": _epsilon_out(first["epsilon"]),
+        "steps": [steps[i] for i in index],
+        "seeds": [int(r["seed"]) for r in rows],
+        "final_regret_per_agent": [float(r["final_regret_per_agent"]) for r in rows],
+        "final_regret_network": [float(r["final_regret_network"]) for r in rows],
+        "messages": [int(r["messages"]) for r in rows],
+        "floats": [int(r["floats"]) for r in rows],
+        "cost": [float(r["cost"]) for r in rows],
+        "curves": [[float(json.loads(r["curve"])[i]) for i in index] for r in rows],
+    }
+
+
+def dumps(cells: Iterable[dict[str, Any]], version: str | None = None) -> str:
+    """The file's text: a header, then one cell per line, sorted (same cells, same bytes)."""
+    cells = sorted(
+        cells,
+        key=lambda c: (
+            c["suite"],
+            c["config"]["env_id"],
+            c["label"],
+            c["cell_hash"],
+            c["results_version"],
+        ),
+    )
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "package_version": version or package_version(),
+        "curve_points": CURVE_POINTS,
+        "headlines": {name: list(labels) for name, (_, labels) in HEADLINES.items()},
+    }
+    head = json.dumps(header, sort_keys=True, allow_nan=False)[:-1]
+    lines = [json.dumps(c, sort_keys=True, separators=(",", ":"), allow_nan=False) for c in cells]
+    return head + ', "cells": [\n' + ",\n".join(lines) + "\n]}\n"
+
+
+# --- build -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    path: Path
+    cells: int
+    rows: int
+    size: int
+    wall_time: float
+
+
+def build_reference(
+    out: str | Path = REFERENCE_PATH,
+    executor: str = "joblib",
+    n_jobs: int = 2,
+    store: str | Path | None = None,
+    chunk: int = 10,
+    note: Callable[[str], None] = print,
+    progress: bool = False,
+) -> BuildReport:
+    """Run every reference cell (into ``store``, a temporary one by default, so nothing stale
+    can leak in) and write the reference file ``out`` atomically."""
+    from fedbandit_env.bench.executors import WorkUnit, execute, require_executor
+
+    require_executor(executor)
+    start = time.perf_counter()
+    cells = reference_cells(note)
+    with tempfile.TemporaryDirectory(prefix="fedbandit-reference-") as tmp:
+        results = ResultsStore(store if store is not None else Path(tmp) / "reference.sqlite")
+        units = []
+        for suite, cell in cells:
+            version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+            missing = sorted(set(cell.seeds) - results.done_seeds(cell.config_hash, version))
+            entry = agent_entry(cell.agent_id)
+            for i in range(0, len(missing), chunk):
+                seeds = tuple(missing[i : i + chunk])
+                units.append(WorkUnit(suite, cell, seeds, entry, version))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(units), desc="reference", unit="unit")
+        for rows in execute(units, executor, n_jobs):
+            results.append(rows)
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        records = []
+        n_rows = 0
+        for suite, cell in cells:
+            version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+            rows = [r for r in results.rows_for([cell]) if r.results_version == version]
+            n_rows += len(rows)
+            records.append(cell_record(suite, rows))
+        results.close()
+    text = dumps(records)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp_out.write_text(text)
+    os.replace(tmp_out, out)
+    return BuildReport(out, len(records), n_rows, len(text.encode()), time.perf_counter() - start)
+
+
+# --- load ------------------------------------------------------------------------------------
+
+
+def _bad(path: Path, where: str, what: str) -> ReferenceError:
+    return ReferenceError(
+        f"reference: {path}: {where}: {what}; rebuild it with `fedbandit reference build`"
+    )
+
+
+def _config_hash(config: dict[str, Any]) -> str:
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _finite_numbers(values: list, integer: bool = False) -> bool:
+    kinds = (int,) if integer else (int, float)
+    return all(
+        isinstance(v, kinds) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    )
+
+
+def _validate_cell(path: Path, i: int, cell: Any) -> dict[str, Any]:
+    where = f"cell {i}"
+    if not isinstance(cell, dict):
+        raise _bad(path, where, f"expected a JSON object, got {type(cell).__name__}")
+    where = f"cell {i} ({cell.get('label', '?')!s})"
+    for key, kind in _CELL_KEYS.items():
+        if key not in cell:
+            raise _bad(path, where, f"missing field {key!r}")
+        if not isinstance(cell[key], kind):
+            raise _bad(path, where, f"field {key!r}: expected a JSON {kind.__name__}")
+    config = cell["config"]
+    for key, kind in (
+        ("env_id", str),
+        ("agent_id", str),
+        ("env_kwargs", dict),
+        ("agent_kwargs", dict),
+    ):
+        if not isinstance(config.get(key), kind):
+            raise _bad(path, where, f"config.{key}: expected a JSON {kind.__name__}")
+    horizon = config["env_kwargs"].get("horizon")
+    if not isinstance(horizon, int) or horizon < 1:
+        raise _bad(path, where, "config.env_kwargs.horizon: expected a positive integer")
+    if _config_hash(config) != cell["cell_hash"]:
+        raise _bad(path, where, "cell_hash does not match its config (the file was edited)")
+    epsilon = cell.get("epsilon")
+    if not (epsilon is None or epsilon == "inf" or _finite_numbers([epsilon])):
+        raise _bad(path, where, f'epsilon: expected a number, "inf" or null, got {epsilon!r}')
+    seeds, steps = cell["seeds"], cell["steps"]
+    if not seeds or not _finite_numbers(seeds, integer=True) or len(set(seeds)) != len(seeds):
+        raise _bad(path, where, "seeds: expected distinct integers")
+    if not steps or not _finite_numbers(steps, integer=True) or steps != sorted(set(steps)):
+        raise _bad(path, where, "steps: expected increasing integers")
+    if steps[-1] != horizon:
+        raise _bad(path, where, f"steps: expected the last checkpoint to be the horizon {horizon}")
+    for key in _PER_RUN:
+        if len(cell[key]) != len(seeds):
+            raise _bad(path, where, f"{key}: expected one value per seed ({len(seeds)})")
+    for key in ("messages", "floats"):
+        if not _finite_numbers(cell[key], integer=True):
+            raise _bad(path, where, f"{key}: expected integers")
+    for key in ("final_regret_per_agent", "final_regret_network", "cost"):
+        if not _finite_numbers(cell[key]):
+            raise _bad(path, where, f"{key}: expected finite numbers")
+    for curve in cell["curves"]:
+        if not isinstance(curve, list) or len(curve) != len(steps) or not _finite_numbers(curve):
+            raise _bad(path, where, f"curves: expected {len(steps)} finite numbers per seed")
+    return cell
+
+
+def load_reference(path: str | Path | None = None, check_version: bool = True) -> Reference:
+    """Read and validate a reference file (JSON only). A missing or malformed file, another
+    format or format version, and (with ``check_version``) a file built by another package
+    version are a :class:`ReferenceError` naming the file and the problem."""
+    path = Path(REFERENCE_PATH if path is None else path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReferenceError(
+            f"reference: {path} does not exist; build it with `fedbandit reference build`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ReferenceError(f"reference: {path} is not a readable text file ({err})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReferenceError(f"reference: {path} is not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ReferenceError(
+            f'reference: {path} is not a fedbandit reference file (expected "format": "{FORMAT}")'
+        )
+    if data.get("format_version") != FORMAT_VERSION:
+        raise ReferenceError(
+            f"reference: {path} has format version {data.get('format_version')!r}, this "
+            f"fedbandit reads version {FORMAT_VERSION}; rebuild it with `fedbandit reference "
+            "build` or use the fedbandit that wrote it"
+        )
+    version = data.get("package_version")
+    if not isinstance(version, str):
+        raise _bad(path, "header", "package_version: expected a string")
+    if check_version and version != package_version():
+        raise ReferenceError(
+            f"reference: {path} was built by fedbandit {version} and this is fedbandit "
+            f"{package_version()}: its rows are of another results version and are never "
+            "ranked with this version's rows; rebuild it with `fedbandit reference build "
+            "--out PATH` (docs/bench.md, reference results)"
+        )
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        raise _bad(path, "header", "cells: expected a JSON array")
+    checked = tuple(_validate_cell(path, i, c) for i, c in enumerate(cells))
+    keys = [(c["cell_hash"], c["results_version"]) for c in checked]
+    if len(set(keys)) != len(keys):
+        raise _bad(path, "cells", "a cell appears twice at the same results version")
+    return Reference(path, version, checked)
+
+
+# --- ranking against the reference ------------------------------------------------------------
+
+
+def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[Row]:
+    """The reference rows whose results version is the current code's; the others are left
+    out (never pooled) and ``note`` names them. Rows whose learner or environment is not
+    installed here are left out too (their version cannot be judged)."""
+    envs = set(list_envs())
+    kept, stale, unknown = [], defaultdict(list), set()
+    versions: dict[tuple[str, str, str], str | None] = {}
+    known: dict[str, bool] = {}
+    for row in rows:
+        if row.agent_id not in known:
+            known[row.agent_id] = is_known(row.agent_id)
+        if row.env_id not in envs or not known[row.agent_id]:
+            unknown.add(row.label)
+            continue
+        key = (row.env_id, row.agent_id, row.config)
+        if key not in versions:
+            try:
+                kwargs = json.loads(row.config)["agent_kwargs"]
+                versions[key] = current_results_version(row.env_id, row.agent_id, kwargs)
+            except Exception:
+                versions[key] = None
+        if versions[key] == row.results_version:
+            kept.append(row)
+        else:
+            stale[row.label].append(row)
+    if stale:
+        n = sum(len(v) for v in stale.values())
+        detail = "; ".join(
+            f"{label}: reference {rows_[0].results_version!r}" for label, rows_ in stale.items()
+        )
+        note(
+            f"reference: {n} row(s) of {', '.join(sorted(stale))} left out: the reference was "
+            f"built with other versions of these learners or environments than this code "
+            f"({detail}); rebuild it with `fedbandit reference build` (docs/bench.md)"
+        )
+    if unknown:
+        note(
+            f"reference: rows of {', '.join(sorted(unknown))} left out: their learner or "
+            "environment is not installed here"
+        )
+    return kept
+
+
+def merge_rows(store_rows: list[Row], reference_rows: list[Row]) -> list[Row]:
+    """The store's rows plus the reference rows of the (cell, results version, seed) keys the
+    store does not hold (a user who ran a reference cell keeps their own rows)."""
+    have = {(r.cell_hash, r.results_version, r.seed) for r in store_rows}
+    extra = [r for r in reference_rows if (r.cell_hash, r.results_version, r.seed) not in have]
+    return [*store_rows, *extra]
+
+
+def rows_of_cells(rows: list[Row], cells: Iterable[Cell]) -> list[Row]:
+    """The rows of ``cells`` (by hash and seed range), labelled with the cells' labels."""
+    wanted = {cell.config_hash: cell for cell in cells}
+    out = []
+    for row in rows:
+        cell = wanted.get(row.cell_hash)
+        if cell is not None and cell.seed <= row.seed < cell.seed + cell.runs:
+            out.append(replace(row, label=cell.name))
+    return out
+
+
+# --- check -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    checked: list[str]  # "label (suite, cell hash)" of each re-run cell
+    skipped: list[str]  # cells whose learner or environment is not installed here
+    differences: list[str]  # one line per differing (cell, seed, field)
+
+
+def _compare(ref: dict[str, Any], new: dict[str, Any], name: str) -> list[str]:
+    out = []
+    if ref["results_version"] != new["results_version"]:
+        return [
+            f"{name}: results version: reference {ref['results_version']!r}, this code "
+            f"{new['results_version']!r} (a learner or environment changed its version)"
+        ]
+    for key in ("steps", "epsilon"):
+        if ref.get(key) != new.get(key):
+            out.append(f"{name}: {key}: reference {ref.get(key)!r}, re-run {new.get(key)!r}")
+    index = {s: i for i, s in enumerate(new["seeds"])}
+    for r, seed in enumerate(ref["seeds"]):
+        n = index[seed]
+        fields = [k for k in _PER_RUN if ref[k][r] != new[k][n]]
+        if fields:
+            first = fields[0]
+            was, now = ref[first][r], new[first][n]
+            if first == "curves":
+                i = next(i for i, (a, b) in enumerate(zip(was, now, strict=True)) if a != b)
+                was, now = f"{was[i]!r} at step {ref['steps'][i]}", repr(now[i])
+            out.append(
+                f"{name}, seed {seed}: {', '.join(fields)} differ (e.g. {first}: "
+                f"reference {was}, re-run {now})"
+            )
+    return out
+
+
+def check_reference(
+    reference: Reference,
+    sample: int | None = None,
+    seeds: int | None = None,
+    seed: int = 0,
+    suites: Iterable[str] | None = None,
+    max_horizon: int | None = None,
+    note: Callable[[str], None] = print,
+) -> CheckReport:
+    """Re-run ``sample`` cells of the reference (all by default), chosen by a generator seeded
+    with ``seed`` among the cells whose learner and environment are installed (restricted to
+    ``suites`` and to horizons up to ``max_horizon`` when given), on their first ``seeds``
+    seeds (all by default), and compare every number with the reference, bit for bit."""
+    from fedbandit_env.bench.executors import WorkUnit, run_unit
+
+    envs = set(list_envs())
+    candidates, skipped = [], []
+    for cell in reference.cells:
+        config = cell["config"]
+        name = f"{cell['label']} ({cell['suite']}, cell {cell['cell_hash']})"
+        if suites is not None and cell["suite"] not in set(suites):
+            continue
+        if max_horizon is not None and config["env_kwargs"]["horizon"] > max_horizon:
+            continue
+        if config["env_id"] not in envs or not is_known(config["agent_id"]):
+            skipped.append(name)
+            continue
+        candidates.append((name, cell))
+    if sample is not None and sample < len(candidates):
+        order = np.random.default_rng(seed).permutation(len(candidates))[:sample]
+        candidates = [candidates[i] for i in sorted(order)]
+    checked, differences = [], []
+    for name, cell in candidates:
+        config = cell["config"]
+        env_kwargs = dict(config["env_kwargs"])
+        horizon = env_kwargs.pop("horizon")
+        run_seeds = cell["seeds"][: seeds or None]
+        cells = Cell(
+            config["env_id"],
+            config["agent_id"],
+            horizon,
+            len(run_seeds),
+            env_kwargs,
+            dict(config["agent_kwargs"]),
+            run_seeds[0],
+            cell["label"],
+        )
+        if cells.config_hash != cell["cell_hash"]:
+            differences.append(f"{name}: the cell's hash is {cells.config_hash} in this code")
+            continue
+        note(f"reference check: {name}, seeds {run_seeds[0]}..{run_seeds[-1]}")
+        unit = WorkUnit(cell["suite"], cells, tuple(run_seeds), agent_entry(cells.agent_id))
+        new = cell_record(cell["suite"], run_unit(unit))
+        ref = {**cell, **{k: cell[k][: len(run_seeds)] for k in ("seeds", *_PER_RUN)}}
+        differences.extend(_compare(ref, new, name))
+        checked.append(name)
+    return CheckReport(checked, skipped, differences)
