@@ -235,8 +235,7 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     probe = json.loads(dom.split('<pre id="probe">')[1].split("</pre>")[0].replace("&quot;", '"'))
     assert probe["dpr"] == 1
     images = {img["src"]: img for img in probe["images"]}
-    pareto = {"pareto_messages.png", "pareto_epsilon.png"}
-    assert set(images) == {"regret_0.png", "scatter.png", *pareto}
+    assert set(images) == {"regret_0.png", "scatter.png", "scatter_floats.png", "epsilon.png"}
     for img in images.values():  # decoded by the browser, not just referenced
         assert img["complete"] and img["naturalWidth"] > 0 and img["height"] > 100, img
     pixels = mpimg.imread(shot)[..., :3]
@@ -254,8 +253,9 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     assert plot.shape == png.shape  # shown at its natural size
     assert plot.std() > 0.05 and (plot.mean(axis=-1) < 0.9).mean() > 0.02  # not blank
     assert np.abs(plot - png).mean() < 0.02  # and it is the plot that was written
-    colour = plot.max(axis=-1) - plot.min(axis=-1) > 0.3  # curves and bands, not just axes
-    assert colour.mean() > 0.01, colour.mean()
+    spread = plot.max(axis=-1) - plot.min(axis=-1)
+    assert (spread > 0.3).mean() > 0.002, (spread > 0.3).mean()  # coloured curves
+    assert (spread > 0.05).mean() > 0.01, (spread > 0.05).mean()  # and their light bands
 
 
 def test_the_scatter_has_one_panel_per_environment(tmp_path):
@@ -269,7 +269,11 @@ def test_the_scatter_has_one_panel_per_environment(tmp_path):
     store = ResultsStore(":memory:")
     run_suite(Suite("mixed", cells), store, quiet=True)
     fig = scatter_figure(build(store.rows()))
-    panels = {ax.get_title(): len(ax.collections[0].get_offsets()) for ax in fig.axes}
+    panels = {
+        ax.get_title().replace("\n", " "): len(ax.collections[0].get_offsets())
+        for ax in fig.axes
+        if ax.get_label() != "colorbar"
+    }
     assert sorted(panels.values()) == [3, 4] and len(panels) == 2
     assert any(t.startswith("FedBandit/LinearContextual-v0") for t in panels)
 

@@ -182,14 +182,17 @@ def test_leaderboard_shows_the_audited_bound_and_flags_a_refuted_claim():
     entries = attach_audits(plain, {"gossip_fed_ucb": AuditMark(0.169, 0.25),
                                     "bad_learner": AuditMark(2.1, 1.0)})
     md = to_markdown(entries)
-    assert "| privacy ε | audited ε (95%) |" in md
-    assert "| 1 | ≥ 0.169 (claim 0.25) |" in md
+    # the audited column comes after the paired comparison with the baseline
+    assert "| privacy ε | paired Δ vs ucb1 (95% CI) | audited ε (95%) |" in md
+    assert "| 1 | — | ≥ 0.169 (claim 0.25) |" in md
     assert "**⚠ ≥ 2.1 (claim 1) EXCEEDS**" in md
     ucb1 = [line for line in md.splitlines() if "| ucb1 |" in line]
     assert ucb1 and ucb1[0].endswith("| — | — |")  # ucb1: no declaration, not audited
     page = _table(entries)
     assert "<td class='audit-exceeds'>⚠ ≥ 2.1 (claim 1) EXCEEDS</td>" in page
     assert "<td>≥ 0.169 (claim 0.25)</td>" in page
+    heads = [h.split(">", 1)[1] for h in page.split("</th>")[:-1]]
+    assert heads[-3:] == ["privacy ε", "paired Δ vs ucb1 (95% CI)", "audited ε (95%)"]
 
 
 def test_cli_audits_every_private_learner_family(capsys):
@@ -257,7 +260,7 @@ def test_cli_leaderboard_audit_column(tmp_path, capsys):
     assert "audited" not in capsys.readouterr().out
     main(["leaderboard", "--store", str(store), "--audit", "--audit-trials", "300"])
     out = capsys.readouterr().out
-    assert "| privacy ε | audited ε (95%) |" in out
+    assert "| privacy ε | paired Δ vs ucb1 (95% CI) | audited ε (95%) |" in out
     line = next(x for x in out.splitlines() if "| dp_mw_ucb |" in x)
     assert "(claim 0.5) |" in line and "EXCEEDS" not in line
 

@@ -1,5 +1,5 @@
 """Paired comparisons with the baseline and Pareto fronts (fedbandit_env.bench.leaderboard,
-fedbandit_env.bench.html; docs/bench.md "Paired comparisons")."""
+fedbandit_env.bench.figures, fedbandit_env.bench.html; docs/bench.md "Paired comparisons")."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_real_learners_on_the_same_seeds(tmp_path):
 
 
 def test_pareto_front_of_a_hand_made_set():
-    from fedbandit_env.bench.html import pareto_front
+    from fedbandit_env.bench.figures import pareto_front
 
     x = [1, 2, 3, 4, 2, 5, 1, np.inf, 3]
     y = [9, 5, 5, 1, 6, 1, 9, 0.5, 4]
@@ -135,9 +135,16 @@ def test_pareto_front_of_a_hand_made_set():
     assert pareto_front([1.0], [1.0]).tolist() == [True]
 
 
+def _front_points(ax) -> list[tuple[float, float]]:
+    """The points ringed as the Pareto front in a panel of :mod:`fedbandit_env.bench.figures`."""
+    (ring,) = [c for c in ax.collections if c.get_label() == "Pareto front"]
+    return sorted(map(tuple, np.asarray(ring.get_offsets()).tolist()))
+
+
 def test_the_html_page_has_both_pareto_fronts_with_escaped_labels(tmp_path):
     pytest.importorskip("matplotlib")
-    from fedbandit_env.bench.html import mpl_text, pareto_figure, pyplot, write_html
+    from fedbandit_env.bench.figures import epsilon_figure, pyplot, tradeoff_figure
+    from fedbandit_env.bench.html import mpl_text, write_html
 
     rows = (
         _rows("ucb1", [10, 11, 12], "a" * 16, messages=0)
@@ -146,19 +153,24 @@ def test_the_html_page_has_both_pareto_fronts_with_escaped_labels(tmp_path):
         + _rows("worse", [20, 21, 22], "d" * 16, messages=100, epsilon=2.0)
     )
     entries = build(rows, baseline="ucb1")
+    mean = {e.label: e.mean for e in entries}
     page = write_html(entries, tmp_path / "html", "board")
     text = page.read_text()
-    for png in ("pareto_messages.png", "pareto_epsilon.png"):
+    for png in ("scatter.png", "epsilon.png"):  # regret vs messages, regret vs declared epsilon
         assert f"src='{png}'" in text and (tmp_path / "html" / png).stat().st_size > 0
     assert "better" in text or "worse" in text
-    fig = pareto_figure(entries, "epsilon")
-    fig.canvas.draw()
-    shown = sorted(t.get_text() for t in fig.axes[0].texts if t.get_text() != "ε = ∞")
-    # on the epsilon front: "$a$ private" (smallest epsilon) and "chatty" (lowest regret)
-    assert shown == sorted([mpl_text("$a$ private"), "chatty"])
+    fig = epsilon_figure(entries)
+    ax = fig.axes[0]
+    # private learners only; "$a$ private" has both the smaller epsilon and the lower regret
+    assert _front_points(ax) == [(1.0, mean["$a$ private"])]
+    shown = sorted(t.get_text() for t in ax.texts)
+    assert shown == sorted([mpl_text("$a$ private"), "worse"])
+    assert mpl_text("$a$ private") == r"\$a\$ private"  # shown literally, not as mathtext
     pyplot().close(fig)
-    fig = pareto_figure(entries, "messages")
-    fig.canvas.draw()
-    shown = sorted(t.get_text() for t in fig.axes[0].texts)
-    assert shown == sorted(["ucb1", mpl_text("$a$ private"), "chatty"])
+    fig = tradeoff_figure(entries, "messages")
+    ax = fig.axes[0]
+    front = [(1.0, mean["ucb1"]), (51.0, mean["$a$ private"]), (1001.0, mean["chatty"])]
+    assert _front_points(ax) == front  # messages + 1 on the log axis; "worse" is dominated
+    shown = sorted(t.get_text() for t in ax.texts)
+    assert shown == sorted(["ucb1", mpl_text("$a$ private"), "chatty", "worse"])
     pyplot().close(fig)

@@ -4,7 +4,7 @@ fedbandit envs | agents
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
 fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet]
 fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--format markdown|latex]
-                      [--html DIR] [--reference [PATH]]
+                      [--latex] [--html DIR] [--log-time] [--audit] [--reference [PATH]]
 fedbandit reference build [--out PATH] [--executor joblib] [--jobs 2] [--store PATH] [--quiet]
 fedbandit reference check [--reference PATH] [--sample K] [--seeds N] [--seed S] [--suite NAME]
 fedbandit reproduce FIGURE [script args...]
@@ -116,9 +116,23 @@ def cmd_leaderboard(args) -> None:
         attach_audits(entries, leaderboard_audits(rows, trials=args.audit_trials, note=_note))
     print(to_latex(entries) if args.format == "latex" else to_markdown(entries))
     if args.html:
-        from fedbandit_env.bench.html import write_html
+        from datetime import datetime, timezone
 
-        page = write_html(entries, Path(args.html), f"fedbandit leaderboard ({args.store})")
+        from fedbandit_env.bench.html import RunInfo, write_html
+
+        info = RunInfo(
+            suite=args.suite,
+            seeds=tuple(sorted({r.seed for r in rows})),
+            date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        page = write_html(
+            entries,
+            Path(args.html),
+            f"fedbandit leaderboard ({args.store})",
+            info=info,
+            log_time=args.log_time,
+        )
+        (page.parent / "leaderboard.tex").write_text(to_latex(entries))
         print(f"HTML: {page}")
 
 
@@ -434,7 +448,22 @@ def parser() -> argparse.ArgumentParser:
         "--suite, linucb on linear environments and ucb1 otherwise)",
     )
     board.add_argument(
-        "--format", choices=("markdown", "latex"), default="markdown", help="table format"
+        "--format",
+        choices=("markdown", "latex"),
+        default="markdown",
+        help="table format: markdown, or latex (booktabs tables, best per column in bold)",
+    )
+    board.add_argument(
+        "--latex",
+        dest="format",
+        action="store_const",
+        const="latex",
+        help="shorthand for --format latex",
+    )
+    board.add_argument(
+        "--log-time",
+        action="store_true",
+        help="with --html: log-scale time axis in the regret-vs-t plots (default: linear)",
     )
     board.add_argument(
         "--html",

@@ -1,17 +1,18 @@
-"""Static HTML leaderboard: the ranked tables, regret-vs-t plots with bands, and a
-regret-vs-communication scatter with one panel per environment (matplotlib PNGs next to
-``index.html``). Every label is escaped for its output: HTML text and attributes, matplotlib text
-(:func:`mpl_text`). matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
+"""Static HTML leaderboard (docs/bench.md, "Figures and the page"): a header saying what was
+run, a table of contents, the ranked tables (sortable by a header click, inline script), the
+regret-vs-t figure of each environment and the trade-off figures of
+:mod:`fedbandit_env.bench.figures` (PNG shown, PDF and SVG linked); no network needed. Every label
+is escaped for its output: HTML text and attributes, matplotlib text (:func:`mpl_text`).
+matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
 :class:`ConfigError` naming the extra."""
 
 from __future__ import annotations
 
 import html
-from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from fedbandit_env.bench.figures import by_environment
 from fedbandit_env.bench.leaderboard import (
     Entry,
     display_label,
@@ -28,7 +29,12 @@ body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #bbb; padding: 4px 10px; text-align: right; }
 th { background: #e8eef7; } td.name { text-align: left; }
-img { max-width: 900px; display: block; margin: 1em 0; }
+img { max-width: 100%; display: block; margin: 1em 0; }
+th { cursor: pointer; user-select: none; }
+th[data-dir=asc]::after { content: " ▲"; } th[data-dir=desc]::after { content: " ▼"; }
+dl.info { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; }
+dl.info dt { font-weight: bold; } dl.info dd { margin: 0; }
+figure { margin: 1em 0; } figcaption { font-size: 90%; color: #555; }
 td.audit-exceeds { color: #fff; background: #c0392b; font-weight: bold; }
 """
 
@@ -56,50 +62,11 @@ def mpl_text(text: str) -> str:
     return " " + text if text.startswith("_") else text
 
 
-def _plot_curves(entries: list[Entry], path: Path, title: str) -> None:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for e in sorted(entries, key=lambda x: x.rank):
-        mean = e.curves.mean(axis=0)
-        lo, hi = np.percentile(e.curves, [2.5, 97.5], axis=0)
-        ax.plot(e.steps, mean, label=display_label(e, entries, mpl_text))
-        ax.fill_between(e.steps, lo, hi, alpha=0.2)
-    ax.set(xscale="log", xlabel="step t", ylabel="regret per agent", title=mpl_text(title))
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def scatter_figure(entries: list[Entry]):
-    """Regret vs messages: one panel per environment configuration (regrets of different
-    environments are not comparable), two panels per row."""
-    plt = pyplot()
-    by_env: dict[str, list[Entry]] = defaultdict(list)
-    for e in entries:
-        by_env[e.env_key].append(e)
-    cols = min(2, len(by_env))
-    rows = -(-len(by_env) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.5 * rows), squeeze=False)
-    for ax, (env_key, env_entries) in zip(axes.flat, by_env.items(), strict=False):
-        x = np.array([e.messages + 1 for e in env_entries])
-        y = np.array([e.mean for e in env_entries])
-        ax.scatter(x, y)
-        for e, xi, yi in zip(env_entries, x, y, strict=True):
-            ax.annotate(display_label(e, env_entries, mpl_text), (xi, yi), fontsize=6)
-        ax.set(xscale="log", xlabel="messages sent per run (+1)", ylabel="final regret / agent")
-        ax.set_title(mpl_text(env_title(env_key)), fontsize=8)
-    for ax in axes.flat[len(by_env) :]:
-        ax.remove()
-    fig.suptitle("Regret vs communication")
-    fig.tight_layout()
-    return fig
+    """Regret vs messages, one panel per environment (:func:`figures.tradeoff_figure`)."""
+    from fedbandit_env.bench.figures import tradeoff_figure
 
-
-def _plot_scatter(entries: list[Entry], path: Path) -> None:
-    fig = scatter_figure(entries)
-    fig.savefig(path, dpi=100)
-    pyplot().close(fig)
+    return tradeoff_figure(entries, "messages")
 
 
 def _audit_cell(e: Entry) -> str:
@@ -112,14 +79,17 @@ def _audit_cell(e: Entry) -> str:
 
 
 def _table(entries: list[Entry]) -> str:
-    head = (
-        "<tr><th>rank</th><th>learner</th><th>runs</th><th>final regret / agent</th>"
-        f"<th>95% CI</th><th>vs {html.escape(entries[0].baseline)}</th><th>messages</th>"
-        "<th>floats</th><th>privacy ε</th>"
-        f"<th>{html.escape(paired_header(entries[0].baseline))}</th>"
-    )
+    cols = ["rank", "learner", "runs", "final regret / agent", "95% CI",
+            f"vs {entries[0].baseline}", "messages", "floats", "privacy ε",
+            paired_header(entries[0].baseline)]  # fmt: skip
     audited = any(e.audit is not None for e in entries)
-    head += "<th>audited ε (95%)</th></tr>" if audited else "</tr>"
+    if audited:
+        cols.append("audited ε (95%)")
+    head = "".join(
+        f"<th onclick='sortTable(this)' title='sort by {html.escape(c, quote=True)}'>"
+        f"{html.escape(c)}</th>"
+        for c in cols
+    )
     body = []
     for e in sorted(entries, key=lambda x: x.rank):
         norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
@@ -133,120 +103,154 @@ def _table(entries: list[Entry]) -> str:
             + (_audit_cell(e) if audited else "")
             + "</tr>"
         )
-    return f"<table>{head}{''.join(body)}</table>"
+    return (
+        f"<table class='board'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
-def write_html(entries: list[Entry], out_dir: Path, title: str) -> Path:
-    """Write ``index.html`` and its PNGs into ``out_dir``; returns the page's path."""
+# Sorting by a header click: numbers (first number of the cell, "∞" and "—" last) or text;
+# a second click on the same header reverses. No network, no library.
+SORT_SCRIPT = """
+function sortKey(text) {
+  const t = text.trim().replace(/\u2212/g, "-");
+  if (t === "∞" || t === "—" || t === "") return [1, Infinity, t];
+  const m = t.replace(/,/g, "").match(/[-+]?\\d+(\\.\\d+)?(e[-+]?\\d+)?/i);
+  return m && /^[\\[≥⚠\\s\\d.,+-]/.test(t) ? [0, parseFloat(m[0]), t] : [0, NaN, t];
+}
+function sortTable(th) {
+  const table = th.closest("table"), body = table.tBodies[0];
+  const col = [...th.parentNode.children].indexOf(th);
+  const dir = th.dataset.dir === "asc" ? "desc" : "asc";
+  [...th.parentNode.children].forEach((h) => delete h.dataset.dir);
+  th.dataset.dir = dir;
+  const rows = [...body.rows].map((r, i) => [sortKey(r.cells[col].textContent), i, r]);
+  rows.sort((a, b) => {
+    let c = a[0][0] - b[0][0];
+    if (!c) c = (isNaN(a[0][1]) || isNaN(b[0][1])) ? a[0][2].localeCompare(b[0][2])
+                                                  : a[0][1] - b[0][1];
+    return (dir === "asc" ? c : -c) || a[1] - b[1];
+  });
+  rows.forEach((r) => body.appendChild(r[2]));
+}
+"""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the page says was run: the suite (None: every row of the store), the seeds of the
+    rows and the date the page was made (UTC, ISO)."""
+
+    suite: str | None = None
+    seeds: tuple[int, ...] = ()
+    date: str = ""
+
+
+def _seed_text(seeds: tuple[int, ...]) -> str:
+    if not seeds:
+        return "—"
+    s = sorted(set(seeds))
+    if s == list(range(s[0], s[-1] + 1)):
+        return f"{s[0]}–{s[-1]} ({len(s)})" if len(s) > 1 else str(s[0])
+    return ", ".join(map(str, s))
+
+
+def _header(entries: list[Entry], info: RunInfo) -> str:
+    from fedbandit_env import __version__
+
+    versions = sorted({e.results_version for e in entries if e.results_version})
+    runs = sum(e.runs for e in entries)
+    items = [
+        ("suite", info.suite or "every row of the store"),
+        ("runs", f"{runs:,} runs of {len(entries)} cells on {len(by_environment(entries))} "
+                 "environments"),
+        ("seeds", _seed_text(info.seeds)),
+        ("package", f"fedbandit {__version__}"),
+        ("date", info.date or "—"),
+    ]  # fmt: skip
+    rows = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items)
+    listed = "".join(f"<li>{html.escape(v)}</li>" for v in versions)
+    return (
+        f"<dl class='info'>{rows}<dt>results versions</dt><dd><details><summary>"
+        f"{len(versions)} versions</summary><ul>{listed}</ul></details></dd></dl>"
+    )
+
+
+def _figure_block(stem: str, alt: str, caption: str) -> str:
+    links = " · ".join(f"<a href='{stem}.{fmt}'>{fmt.upper()}</a>" for fmt in ("pdf", "svg"))
+    return (
+        f"<figure><img src='{stem}.png' alt='{html.escape(alt, quote=True)}'>"
+        f"<figcaption>{html.escape(caption)} ({links})</figcaption></figure>"
+    )
+
+
+def write_html(
+    entries: list[Entry],
+    out_dir: Path,
+    title: str,
+    info: RunInfo | None = None,
+    log_time: bool = False,
+) -> Path:
+    """Write ``index.html`` and its figures (PNG shown, PDF and SVG linked) into ``out_dir``;
+    returns the page's path. The page needs no network (inline style and script)."""
+    from fedbandit_env.bench import figures
+
     pyplot()  # fail before writing anything if matplotlib is missing
+    info = info or RunInfo()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    by_env: dict[str, list[Entry]] = defaultdict(list)
-    for e in entries:
-        by_env[e.env_key].append(e)
-    sections = []
-    for k, (env_key, env_entries) in enumerate(by_env.items()):
+    envs = by_environment(entries)
+    sections, toc = [], []
+    for k, (env_key, env_entries) in enumerate(envs.items()):
         name = env_title(env_key)
-        png = f"regret_{k}.png"
-        _plot_curves(env_entries, out_dir / png, name)
-        sections.append(
-            f"<h2>{html.escape(name)}</h2>{_table(env_entries)}"
-            f"<img src='{png}' alt='regret vs t: {html.escape(name)}'>"
+        stem = f"regret_{k}"
+        figures.save(figures.regret_figure(env_entries, name, log_time=log_time), out_dir, stem)
+        toc.append(f"<li><a href='#env-{k}'>{html.escape(name)}</a></li>")
+        scale = "log" if log_time else "linear"
+        alt = (
+            f"Regret per agent vs step t ({scale} time axis) on {name}: mean curve and 95% "
+            f"band of {len(env_entries)} learners; baseline {env_entries[0].baseline} in black"
         )
-    _plot_scatter(entries, out_dir / "scatter.png")
-    pareto = pareto_section(entries, out_dir)
+        sections.append(
+            f"<section id='env-{k}'><h2>{html.escape(name)}</h2>{_table(env_entries)}"
+            + _figure_block(stem, alt, "Regret vs t")
+            + "</section>"
+        )
+    figures.save(figures.tradeoff_figure(entries, "messages"), out_dir, "scatter")
+    figures.save(figures.tradeoff_figure(entries, "floats"), out_dir, "scatter_floats")
+    figures.save(figures.epsilon_figure(entries), out_dir, "epsilon")
+    toc.append("<li><a href='#tradeoffs'>Trade-offs: regret vs communication and privacy</a></li>")
+    tradeoffs = (
+        "<section id='tradeoffs'><h2>Trade-offs</h2>"
+        + _figure_block(
+            "scatter",
+            "Final regret vs messages sent, one panel per environment; marker colour is the "
+            "declared privacy epsilon (grey: not private), the red step line is the Pareto front",
+            "Regret vs messages",
+        )
+        + _figure_block(
+            "scatter_floats",
+            "Final regret vs floats sent, one panel per environment, coloured by declared "
+            "privacy epsilon, with the Pareto front",
+            "Regret vs floats",
+        )
+        + _figure_block(
+            "epsilon",
+            "Final regret with 95% CI vs declared privacy epsilon of the private learners, one "
+            "panel per environment, with the Pareto front",
+            "Regret vs privacy ε",
+        )
+        + "</section>"
+    )
     page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-        f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
+        f"{html.escape(title)}</title><style>{STYLE}</style><script>{SORT_SCRIPT}</script>"
+        f"</head><body><h1>{html.escape(title)}</h1>{_header(entries, info)}"
+        f"<nav><h2>Contents</h2><ul>{''.join(toc)}</ul></nav>"
         + "".join(sections)
-        + "<h2>Regret vs communication</h2><img src='scatter.png' alt='scatter'>"
-        + pareto
+        + tradeoffs
         + "</body></html>"
     )
     path = out_dir / "index.html"
     path.write_text(page)
     return path
-
-
-# --- Pareto fronts (docs/bench.md, "Paired comparisons") ---------------------------------------
-
-
-def pareto_front(x, y) -> np.ndarray:
-    """Which points are on the Pareto front when both coordinates are to be minimized: a point
-    is left out when another is no larger in both and smaller in one (equal points are all
-    kept). ``x`` may hold ``inf`` (e.g. a non-private learner's epsilon)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    le = (x[None, :] <= x[:, None]) & (y[None, :] <= y[:, None])
-    lt = (x[None, :] < x[:, None]) | (y[None, :] < y[:, None])
-    return ~(le & lt).any(axis=1)
-
-
-PARETO_AXES = {
-    "messages": ("messages sent per run (+1)", "Regret vs messages: Pareto front"),
-    "epsilon": ("declared privacy ε (∞: not private)", "Regret vs declared ε: Pareto front"),
-}
-
-
-def pareto_points(entries: list[Entry], axis: str) -> tuple[list[Entry], np.ndarray]:
-    """The entries that have an ``axis`` coordinate and that coordinate: messages + 1, or the
-    declared epsilon (learners that declare nothing are left out; ``inf`` for not private)."""
-    if axis == "messages":
-        return entries, np.array([e.messages + 1 for e in entries], dtype=np.float64)
-    kept = [e for e in entries if e.epsilon is not None]
-    return kept, np.array([e.epsilon for e in kept], dtype=np.float64)
-
-
-def pareto_figure(entries: list[Entry], axis: str):
-    """Final regret vs ``axis`` (``"messages"`` or ``"epsilon"``), one panel per environment
-    configuration, the Pareto front (lower regret and fewer messages / smaller epsilon) drawn
-    as a step line and its learners labelled; every label is escaped for matplotlib."""
-    plt = pyplot()
-    xlabel, title = PARETO_AXES[axis]
-    by_env: dict[str, list[Entry]] = defaultdict(list)
-    for e in entries:
-        by_env[e.env_key].append(e)
-    cols = min(2, len(by_env))
-    rows = -(-len(by_env) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.5 * rows), squeeze=False)
-    for ax, (env_key, env_entries) in zip(axes.flat, by_env.items(), strict=False):
-        ax.set_title(mpl_text(env_title(env_key)), fontsize=8)
-        points, x = pareto_points(env_entries, axis)
-        if not points:
-            ax.text(0.5, 0.5, "no learner declares ε", ha="center", transform=ax.transAxes)
-            continue
-        y = np.array([e.mean for e in points])
-        finite = x[np.isfinite(x)]
-        top = (finite.max() if finite.size else 1.0) * 10  # where "∞" is drawn
-        shown = np.where(np.isfinite(x), x, top)
-        front = pareto_front(x, y)
-        ax.scatter(shown[~front], y[~front], color="#999999", label="dominated")
-        ax.scatter(shown[front], y[front], color="#c0392b", label="Pareto front")
-        order = np.argsort(shown[front], kind="stable")
-        ax.step(shown[front][order], y[front][order], where="post", color="#c0392b", lw=1)
-        for e, xi, yi, on in zip(points, shown, y, front, strict=True):
-            if on:
-                ax.annotate(display_label(e, env_entries, mpl_text), (xi, yi), fontsize=6)
-        if not np.isfinite(x).all():
-            ax.axvline(top, color="#cccccc", lw=0.5)
-            ax.annotate("ε = ∞", (top, y.max()), fontsize=7, ha="right")
-        ax.set(xscale="log", xlabel=xlabel, ylabel="final regret / agent")
-        ax.legend(fontsize=6)
-    for ax in axes.flat[len(by_env) :]:
-        ax.remove()
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def pareto_section(entries: list[Entry], out_dir: Path) -> str:
-    """Write ``pareto_messages.png`` and ``pareto_epsilon.png``; returns their HTML."""
-    parts = []
-    for axis in PARETO_AXES:
-        png = f"pareto_{axis}.png"
-        fig = pareto_figure(entries, axis)
-        fig.savefig(out_dir / png, dpi=100)
-        pyplot().close(fig)
-        title = PARETO_AXES[axis][1]
-        parts.append(f"<h2>{html.escape(title)}</h2><img src='{png}' alt='{html.escape(title)}'>")
-    return "".join(parts)

@@ -375,9 +375,20 @@ def to_markdown(entries: list[Entry]) -> str:
     return "\n".join(out)
 
 
+def _bold_best(values: list[float | None]) -> list[bool]:
+    """Which cells of a column hold its best (smallest) value; ties are all bold, missing and
+    infinite values never are."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    best = min(finite) if finite else None
+    return [best is not None and v is not None and v == best for v in values]
+
+
 def to_latex(entries: list[Entry]) -> str:
-    """LaTeX ``tabular`` blocks, one per environment configuration (same columns as
-    :func:`to_markdown`); labels and titles are escaped, so any label compiles as plain text."""
+    """LaTeX ``tabular`` blocks in booktabs style (``\\usepackage{booktabs}``), one per
+    environment configuration, with the columns and numbers of :func:`to_markdown`; the best
+    value of each numeric column (lowest mean regret, ratio to the baseline, messages, floats
+    and smallest declared epsilon) is set in bold. Labels and titles are escaped, so any label
+    compiles as plain text."""
     out = []
     by_env: dict[str, list[Entry]] = defaultdict(list)
     for e in entries:
@@ -387,20 +398,35 @@ def to_latex(entries: list[Entry]) -> str:
         out += [
             f"% {escape_latex(env_title(env_key))}",
             r"\begin{tabular}{rlrrlrrrll}",
-            r"\hline",
+            r"\toprule",
             f"rank & learner & runs & final regret / agent & 95\\% CI & vs {base} & messages & "
             r"floats & privacy $\varepsilon$" + f" & {paired_header(base, latex=True)} " + r"\\",
-            r"\hline",
+            r"\midrule",
         ]
-        for e in sorted(env_entries, key=lambda x: x.rank):
+        rows = sorted(env_entries, key=lambda x: x.rank)
+        bold = {
+            "mean": _bold_best([round(e.mean, 1) for e in rows]),  # as shown
+            "norm": _bold_best([None if e.normalized is None else round(e.normalized, 2)
+                                for e in rows]),  # fmt: skip
+            "messages": _bold_best([round(e.messages) for e in rows]),
+            "floats": _bold_best([round(e.floats) for e in rows]),
+            "eps": _bold_best([e.epsilon for e in rows]),
+        }
+
+        def cell(text: str, column: str, i: int, bold: dict = bold) -> str:
+            return f"\\textbf{{{text}}}" if bold[column][i] else text
+
+        for i, e in enumerate(rows):
             norm = "--" if e.normalized is None else f"{e.normalized:.2f}"
             eps = {"∞": r"$\infty$", "—": "--"}.get(format_epsilon(e.epsilon))
             label = display_label(e, env_entries, escape_latex)
             out.append(
-                f"{e.rank} & {label} & {e.runs} & {e.mean:.1f} & "
-                f"[{e.ci_low:.1f}, {e.ci_high:.1f}] & {norm} & {e.messages:,.0f} & "
-                f"{e.floats:,.0f} & {eps or format_epsilon(e.epsilon)}"
+                f"{e.rank} & {label} & {e.runs} & {cell(f'{e.mean:.1f}', 'mean', i)} & "
+                f"[{e.ci_low:.1f}, {e.ci_high:.1f}] & {cell(norm, 'norm', i)} & "
+                f"{cell(f'{e.messages:,.0f}', 'messages', i)} & "
+                f"{cell(f'{e.floats:,.0f}', 'floats', i)} & "
+                f"{cell(eps or format_epsilon(e.epsilon), 'eps', i)}"
                 + f" & {format_paired(e, minus='$-$', none='--')} \\\\"
             )
-        out += [r"\hline", r"\end{tabular}", ""]
+        out += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(out)
