@@ -83,6 +83,7 @@ class NeighborsChannel(Channel):
         self._drops = None
         self._empty = None
         self._cliques = reduce is not None and _clique_components(topology)
+        self._slot_full = self.valid.all(axis=0)  # slot d holds a neighbour for every agent
         self._csr = None
         if reduce in ("sum", "mean") and self.drop_prob == 0:
             self._csr = _adjacency(topology)
@@ -147,24 +148,31 @@ class NeighborsChannel(Channel):
     def _slot_loop(self, send, payload, drop_u):
         """One pass per neighbour slot d (ascending neighbour id): exact, O(B N dim) memory."""
         B, N = send.shape
-        count = np.zeros((B, N), dtype=np.int64)
-        value = np.zeros((B, N, self.dim))
         fill = -np.inf if self.reduce == "max" else 0.0
-        first = True
+        count = np.zeros((B, N), dtype=np.int64)
+        if drop_u is None:  # mask the senders once; each slot is then one gather
+            masked = np.where(send[..., None], payload, fill)
+            sends = send.astype(np.int64)
+        value = None
         for d in range(self.max_degree):
-            src = self._gather[:, d]
-            arrived = self.valid[:, d] & send[:, src]
-            if drop_u is not None:
-                arrived &= drop_u[:, :, d] >= self.drop_prob
-            count += arrived
-            x = np.where(arrived[..., None], payload[:, src], fill)
-            if first:
+            src, ok = self._gather[:, d], self.valid[:, d]
+            if drop_u is None:
+                x, c = masked[:, src], sends[:, src]
+                if not self._slot_full[d]:
+                    x[:, ~ok] = fill
+                    c[:, ~ok] = 0
+            else:
+                c = ok & send[:, src] & (drop_u[:, :, d] >= self.drop_prob)
+                x = np.where(c[..., None], payload[:, src], fill)
+            count += c
+            if value is None:
                 value = x
-                first = False
             elif self.reduce == "max":
                 np.maximum(value, x, out=value)
             else:
                 value += x
+        if value is None:
+            value = np.zeros((B, N, self.dim))
         if self.reduce == "max":
             value[count == 0] = 0.0
         return value, count
