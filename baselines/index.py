@@ -156,7 +156,8 @@ class IndexPolicy(TeamPolicy):
         self.pulls = np.zeros((B, N, 1))  # running total of own pulls = counts.sum(-1)
         self._all_pulled = False
         degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
-        self.latest = np.zeros((B, N, degree, 2 * M))  # per neighbour slot: [counts, sums]
+        # per neighbour slot d, slot-major so that each slot is contiguous: [counts, sums]
+        self.latest = np.zeros((degree, B, N, 2 * M))
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,)) if self.ties else None
         self._send = np.ones((B, N), dtype=bool)
         self.setup(facts, rng)
@@ -175,11 +176,14 @@ class IndexPolicy(TeamPolicy):
         messages = {}
         if self.shared:
             heard = obs.deliveries[CHANNEL]
-            np.copyto(self.latest, heard.payload, where=heard.mask[..., None])
-            received = self.latest.sum(axis=2)
+            received = np.zeros(self.latest.shape[1:])
+            for d, latest in enumerate(self.latest):  # neighbour slots in ascending id order
+                np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+                received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]
-            index = self.index(n, s, n.sum(axis=-1, keepdims=True))
+            total = np.einsum("bnm->bn", n)[..., None]  # exact for integer counts
+            index = self.index(n, s, total)
             payload = np.concatenate([self.counts, self.sums], axis=-1)
             messages[CHANNEL] = (self._send, payload)
         else:

@@ -36,6 +36,8 @@ class OldKernel:
             "uniform", (facts.num_agents, facts.num_arms)
         )
         self._b, self._i = np.indices((facts.num_runs, facts.num_agents))
+        degree, runs, agents, width = self.latest.shape
+        self.latest = np.zeros((runs, agents, degree, width))  # the old receiver-major layout
 
     def act(self, obs):
         self._all_pulled = False  # the old index masked unpulled arms every step
