@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from baselines.index import argmax_uniform_ties, check_number
+from baselines.index import argmax_one_uniform, check_number
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,
@@ -75,6 +76,7 @@ class GossipUCB(TeamPolicy):
     """Gossip_UCB (gossip.md §2.2–2.3): UCB on gossiped estimates ϑ with the consistency rule."""
 
     agent_id = "gossip_ucb"
+    version = 2  # v2: one choice uniform per agent for ties and lagging arms (was two per arm)
 
     def __init__(
         self,
@@ -100,8 +102,8 @@ class GossipUCB(TeamPolicy):
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         m = config.num_arms
-        return {
-            NEIGHBORS: {"kind": "neighbors", "dim": m},
+        return {  # the max-consensus needs only the max over the neighbours: aggregating delivery
+            NEIGHBORS: {"kind": "neighbors", "dim": m, "reduce": "max"},
             GOSSIP: {"kind": "gossip", "dim": m},
         }
 
@@ -133,9 +135,10 @@ class GossipUCB(TeamPolicy):
         self.theta = np.zeros(shape)
         self.ntil = np.zeros(shape)
         self._rows = np.indices(shape[:2])
+        self._flat_base = np.arange(shape[0] * n, dtype=np.int64).reshape(shape[:2]) * m
+        self._rsqrt = np.ones(shape)  # 1 / sqrt(n), updated at the pulled arm only
         self._init_rewards = np.zeros(shape)
-        self._tiebreak = rng.child("tiebreak").buffered("uniform", (n, m))
-        self._lagpick = rng.child("lagging").buffered("uniform", (n, m))
+        self._choice = rng.child("choice").buffered("uniform", (n,))
         self._send = np.ones(shape[:2], dtype=bool)
         self._reset_privacy(facts, rng)
 
@@ -170,8 +173,8 @@ class GossipUCB(TeamPolicy):
         return TeamAction(
             arms,
             {
-                NEIGHBORS: (self._send, self.ntil.copy()),
-                GOSSIP: (self._send, self.theta.copy()),
+                NEIGHBORS: (self._send, self.ntil),  # replaced, never written, after sending
+                GOSSIP: (self._send, self.theta.copy()),  # theta is updated in place
             },
         )
 
@@ -190,42 +193,61 @@ class GossipUCB(TeamPolicy):
         return self._init_rewards.copy()
 
     def bonus(self, t: int) -> np.ndarray:
-        """C_{i,k}(t) of Eq. (11), with n the count before this round's pull."""
-        return self.bonus_scale * np.sqrt(2.0 * self.N * math.log(t) / self.n) + self.alpha1
+        """C_{i,k}(t) of Eq. (11), with n the count before this round's pull: the scalar
+        ``bonus_scale sqrt(2 N ln t)`` times the kept ``1/sqrt(n)``."""
+        c = self.bonus_scale * math.sqrt(2.0 * self.N * math.log(t))
+        out = self._rsqrt * c
+        out += self.alpha1
+        return out
 
     def _decide(self, t: int) -> np.ndarray:
-        """Phase A: lagging arms first (uniformly), else the UCB argmax (uniform ties)."""
+        """Phase A: lagging arms first, else the UCB argmax; one uniform ``u`` per agent picks
+        the ``floor(u k)``-th of its ``k`` lagging arms, or of its ``k`` tied maxima."""
+        u = self._choice.next()  # drawn every round (fixed stream use)
+        index = self.bonus(t)
+        index += self.theta
+        arms = argmax_one_uniform(index, u)
         lag = self.n < self.ntil - self.N
-        lag_u = self._lagpick.next()  # drawn every round (fixed stream use), used if lagging
-        ucb_arm = argmax_uniform_ties(self.theta + self.bonus(t), self._tiebreak.next())
-        if not lag.any():
-            return ucb_arm.astype(np.int64)
-        lag_arm = np.argmax(np.where(lag, lag_u, -1.0), axis=-1)
-        return np.where(lag.any(axis=-1), lag_arm, ucb_arm).astype(np.int64)
+        if lag.any():
+            m = self.M
+            rows = np.flatnonzero(lag.reshape(-1, m).any(axis=-1))
+            k = np.count_nonzero(lag.reshape(-1, m)[rows], axis=-1)
+            j = np.minimum((u.reshape(-1)[rows] * k).astype(np.int64), k - 1)
+            first = np.cumsum(lag.reshape(-1, m)[rows], axis=-1) > j[:, None]
+            arms.reshape(-1)[rows] = np.argmax(first, axis=-1)
+        return arms.astype(np.int64)
 
     def _observe(self, obs: VecObservation) -> None:
         """Phases B–D of round t from the observation of its env step."""
         t = self._round
-        b, i = self._rows
         arm = obs.last_arm
+        flat = self._flat_base + arm
         pre_pull_n = self.n.copy() if self.literal_line_order else None
-        old_xbar = self.xbar.copy()
+        old_mean = self.xbar.reshape(-1)[flat]  # only the pulled arm's X̄ moves
         reward = self._clip(obs.last_reward)
-        self.n[b, i, arm] += 1.0
-        self.S[b, i, arm] += reward
+        self.n.reshape(-1)[flat] += 1.0
+        self.S.reshape(-1)[flat] += reward
+        self._rsqrt.reshape(-1)[flat] = 1.0 / np.sqrt(self.n.reshape(-1)[flat])
         self._update_mean(t, arm, reward)
-        grad = self.xbar - old_xbar
+        grad = self.xbar.reshape(-1)[flat] - old_mean  # (B, N); zero on the other arms
         gossip = obs.deliveries[GOSSIP]
-        averaged = 0.5 * (self.theta + gossip.payload) + grad
-        self.theta = np.where(gossip.received[..., None], averaged, self.theta + grad)
+        theta = self.theta  # updated in place (act sends a copy)
+        got = np.flatnonzero(gossip.received.reshape(-1))
+        if got.size:  # theta <- (theta + partner's) / 2 on the active edge's endpoints
+            rows = theta.reshape(-1, self.M)
+            rows[got] = 0.5 * (rows[got] + gossip.payload.reshape(-1, self.M)[got])
+        theta.reshape(-1)[flat] += grad
         heard = obs.deliveries[NEIGHBORS]
-        best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
+            best_heard = heard.value
+        else:  # a padded neighbors channel
+            best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
         own = pre_pull_n if pre_pull_n is not None else self.n
         self.ntil = np.maximum(own, best_heard)
 
     def _update_mean(self, t: int, arm: np.ndarray, reward: np.ndarray) -> None:
-        b, i = self._rows
-        self.xbar[b, i, arm] = self.S[b, i, arm] / self.n[b, i, arm]
+        flat = self._flat_base + arm
+        self.xbar.reshape(-1)[flat] = self.S.reshape(-1)[flat] / self.n.reshape(-1)[flat]
 
 
 class GossipFedUCB(GossipUCB):

@@ -27,9 +27,16 @@ class EpsilonGreedy(IndexPolicy):
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         self._explore = rng.child("explore").buffered("uniform", (facts.num_agents, 2))
+        self._mean = np.full_like(self.counts, np.inf)  # independent: kept flat, inf unpulled
+
+    def on_pull(self, flat: np.ndarray) -> None:
+        self._mean.reshape(-1)[flat] = self._sums_flat[flat] / self._counts_flat[flat]
+
+    def own_index(self, step: int) -> np.ndarray:
+        return self._mean
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        return np.where(n > 0, s / np.maximum(n, 1.0), np.inf)
+        return self.unpulled_to_inf(np.divide(s, np.maximum(n, 1.0)), n)
 
     def choose(self, greedy: np.ndarray) -> np.ndarray:
         u = self._explore.next()

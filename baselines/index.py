@@ -4,8 +4,16 @@ Every baseline of the zoo (``ucb1``, ``epsilon_greedy``, ``kl_ucb``, ``thompson_
 ``thompson_gaussian`` and their ``*_shared`` variants) is an :class:`IndexPolicy`: each agent keeps
 the per-arm statistics of its own pulls, ``counts`` n[b, i, k] and ``sums`` s[b, i, k] (B, N, M),
 computes an index per arm from the statistics it may use, and pulls an arm of maximal index with
-a **uniform tie-break** (a fresh uniform per agent and arm each step from the ``tiebreak`` child
-stream; among the arms of exactly maximal index the one with the largest uniform wins).
+a **uniform tie-break**: one uniform ``u`` per agent and step from the ``tiebreak`` child stream;
+among the ``k`` arms of exactly maximal index the ``floor(u k)``-th in arm order is pulled
+(:func:`argmax_one_uniform`). Learners whose indices are continuous random variables (Thompson
+sampling) set ``ties = False``: exact ties have probability zero there, so they take the plain
+arg-max and draw no tie-break numbers.
+
+Hot path (docs/bench.md "Learner speed"): the statistics live in flat (B*N*M) views updated at
+``b*N*M + i*M + arm``; the independent variants keep the running total of own pulls instead of
+summing the counts each step, and the ``n > 0`` mask of unpulled arms is applied only until every
+arm has been pulled.
 
 **Independent** variants use only their own statistics and send nothing.
 
@@ -66,6 +74,45 @@ def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.argmax(np.where(index >= best, u, -1.0), axis=-1)
 
 
+def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Arg-max over the last axis with one uniform per row for ties: among the ``k`` arms of
+    exactly maximal index, the ``floor(u k)``-th in arm order (uniformly at random).
+
+    ``u`` has the shape of ``index`` without its last axis. Cost without ties: one arg-max, one
+    flat gather, one comparison and one count over the array (no per-row max reduction); the
+    tie search runs only on the rows that have a tie.
+    """
+    m = index.shape[-1]
+    rows = np.ascontiguousarray(index).reshape(-1, m)
+    arms = rows.argmax(axis=-1)
+    starts = _row_starts(arms.size, m)
+    tied = rows >= rows.reshape(-1)[starts + arms][:, None]
+    if np.count_nonzero(tied) > arms.size:
+        row_of = np.flatnonzero(tied) // m  # sorted; a row listed twice has a tie
+        multi = np.unique(row_of[1:][row_of[1:] == row_of[:-1]])
+        t = tied[multi]
+        k = np.count_nonzero(t, axis=-1)
+        j = np.minimum((u.reshape(-1)[multi] * k).astype(np.int64), k - 1)
+        arms[multi] = np.argmax(np.cumsum(t, axis=-1) > j[:, None], axis=-1)
+    return arms.reshape(index.shape[:-1])
+
+
+_STARTS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _row_starts(rows: int, m: int) -> np.ndarray:
+    """``arange(rows) * m``, cached per shape (read-only)."""
+    key = (rows, m)
+    out = _STARTS.get(key)
+    if out is None:
+        if len(_STARTS) > 64:
+            _STARTS.clear()
+        out = np.arange(rows, dtype=np.int64) * m
+        out.setflags(write=False)
+        _STARTS[key] = out
+    return out
+
+
 def check_number(agent_id: str, name: str, value: Any, low: float, high: float = math.inf) -> float:
     """A finite float in [low, high] or a :class:`ConfigError` naming the agent and the field."""
     return check_real(name, value, low=low, high=None if math.isinf(high) else high, where=agent_id)
@@ -78,6 +125,8 @@ class IndexPolicy(TeamPolicy):
     checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
 
     shared: ClassVar[bool] = False
+    ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max, no tie-break draws
+    version: ClassVar[int] = 2  # v2: one tie-break uniform per agent (was one per arm)
 
     # ----------------------------------------------------------- protocol
     @property
@@ -98,31 +147,65 @@ class IndexPolicy(TeamPolicy):
         self.num_arms = M
         self.counts = np.zeros((B, N, M))
         self.sums = np.zeros((B, N, M))
+        self._counts_flat = self.counts.reshape(-1)  # views: flat updates write the arrays
+        self._sums_flat = self.sums.reshape(-1)
+        self._row_base = np.arange(B * N, dtype=np.int64).reshape(B, N) * M
+        self.pulls = np.zeros((B, N, 1))  # running total of own pulls = counts.sum(-1)
+        self._all_pulled = False
         degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
-        self.latest = np.zeros((B, N, degree, 2 * M))  # per neighbour slot: [counts, sums]
-        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, M))
+        # per neighbour slot d, slot-major so that each slot is contiguous: [counts, sums]
+        self.latest = np.zeros((degree, B, N, 2 * M))
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,)) if self.ties else None
         self._send = np.ones((B, N), dtype=bool)
-        self._b, self._i = np.indices((B, N))
         self.setup(facts, rng)
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
             reward = self.transform_reward(obs.last_reward)
-            self.counts[self._b, self._i, obs.last_arm] += 1.0
-            self.sums[self._b, self._i, obs.last_arm] += reward
-        n, s = self.counts, self.sums
+            flat = self._row_base + obs.last_arm
+            self._counts_flat[flat] += 1.0
+            self._sums_flat[flat] += reward
+            self.pulls += 1.0
+            if not self.shared:
+                self.on_pull(flat)
+            if not self._all_pulled:
+                self._all_pulled = bool(self.counts.all())
         messages = {}
         if self.shared:
             heard = obs.deliveries[CHANNEL]
-            self.latest = np.where(heard.mask[..., None], heard.payload, self.latest)
-            received = self.latest.sum(axis=2)
-            n = n + np.maximum(received[..., : self.num_arms], 0.0)
-            s = s + received[..., self.num_arms :]
+            received = np.zeros(self.latest.shape[1:])
+            for d, latest in enumerate(self.latest):  # neighbour slots in ascending id order
+                np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+                received += latest
+            n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
+            s = self.sums + received[..., self.num_arms :]
+            total = np.einsum("bnm->bn", n)[..., None]  # exact for integer counts
+            index = self.index(n, s, total)
             payload = np.concatenate([self.counts, self.sums], axis=-1)
             messages[CHANNEL] = (self._send, payload)
-        index = self.index(n, s, n.sum(axis=-1, keepdims=True))
-        arms = argmax_uniform_ties(index, self._tiebreak.next())
+        else:
+            index = self.own_index(obs.step)
+        if self._tiebreak is None:
+            arms = index.argmax(axis=-1)
+        else:
+            arms = argmax_one_uniform(index, self._tiebreak.next())
         return TeamAction(self.choose(arms), messages)
+
+    def on_pull(self, flat: np.ndarray) -> None:
+        """Independent variants: update per-arm state kept for :meth:`own_index` at the flat
+        positions ``flat`` (B, N) that were just pulled (``counts``/``sums`` already updated)."""
+
+    def own_index(self, step: int) -> np.ndarray:
+        """Independent variants: the index from own statistics after ``step`` pulls each
+        (default: :meth:`index` on ``counts``, ``sums`` and the running total)."""
+        return self.index(self.counts, self.sums, self.pulls)
+
+    def unpulled_to_inf(self, index: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """``index`` with ``inf`` on arms of ``n == 0`` (in place), skipped once every agent
+        has pulled every arm itself (then ``n >= counts > 0`` everywhere)."""
+        if not self._all_pulled:
+            index[n <= 0] = np.inf
+        return index
 
     # ------------------------------------------------------------ hooks
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:

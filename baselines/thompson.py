@@ -57,6 +57,8 @@ class ThompsonBeta(IndexPolicy):
     """Beta-Bernoulli Thompson sampling with the Bernoulli trick (module doc)."""
 
     agent_id = "thompson_beta"
+    ties = False  # continuous samples: exact ties have probability zero
+    version = 1  # same trajectories as before the flat-update hot path
 
     def __init__(self, bounds: Any = None):
         self.bounds = bounds
@@ -91,6 +93,8 @@ class ThompsonGaussian(IndexPolicy):
     """Gaussian-prior Thompson sampling (module doc)."""
 
     agent_id = "thompson_gaussian"
+    ties = False  # continuous samples: exact ties have probability zero
+    version = 1  # same trajectories as before the flat-update hot path
 
     def __init__(self, scale: float | None = None):
         self.scale = None if scale is None else check_number(self.agent_id, "scale", scale, 0.0)
@@ -99,6 +103,22 @@ class ThompsonGaussian(IndexPolicy):
         self._scale = default_scale(facts) if self.scale is None else self.scale
         shape = (facts.num_agents, facts.num_arms)
         self._normal = rng.child("posterior").buffered("normal", shape)
+        if not self.shared:  # kept flat: s / (n + 1) and sqrt(n + 1), pulled arms only
+            self._mean = np.zeros_like(self.counts)
+            self._root = np.ones_like(self.counts)
+            self._buf = np.empty_like(self.counts)
+
+    def on_pull(self, flat: np.ndarray) -> None:
+        n1 = self._counts_flat[flat] + 1.0
+        self._mean.reshape(-1)[flat] = self._sums_flat[flat] / n1
+        self._root.reshape(-1)[flat] = np.sqrt(n1)
+
+    def own_index(self, step: int) -> np.ndarray:
+        # the operations of index() in the same order: bit-identical samples
+        index = np.multiply(self._normal.next(), self._scale, out=self._buf)
+        index /= self._root
+        index += self._mean
+        return index
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
         return s / (n + 1.0) + self._scale * self._normal.next() / np.sqrt(n + 1.0)

@@ -5,7 +5,9 @@
 * :class:`Flooding` (id ``flooding``): uniform random arms, plus max-consensus flooding over the
   ``neighbors`` channel: each agent sends the element-wise maximum of its own per-arm pull counts
   and everything it received in the last step. After d steps an agent's view includes the counts of
-  every agent within d hops, so it makes information spread visible (light-cone tests).
+  every agent within d hops, so it makes information spread visible (light-cone tests). It asks
+  for the aggregating ``max`` delivery of the channel (:mod:`fedbandit_env.network.neighbors`),
+  so a dense graph costs no per-neighbour copy; on a padded channel it reduces the copy itself.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
+from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 
@@ -38,7 +41,8 @@ class Flooding(UniformRandom):
     agent_id = "flooding"
 
     def channel_spec(self, config: EnvConfig):
-        return {"neighbors": {"kind": "neighbors", "dim": config.num_arms}}
+        # the max over the neighbours is all it needs: aggregating delivery, no padded copy
+        return {"neighbors": {"kind": "neighbors", "dim": config.num_arms, "reduce": "max"}}
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         self.require_channel(facts, "neighbors", "neighbors", facts.num_arms)
@@ -47,14 +51,18 @@ class Flooding(UniformRandom):
         self.counts = np.zeros(shape)
         self.known = np.zeros(shape)
         self._send = np.ones(shape[:2], dtype=bool)
+        self._row_base = np.arange(shape[0] * shape[1]).reshape(shape[:2]) * shape[2]
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
-            b, i = np.indices(obs.last_arm.shape)
-            self.counts[b, i, obs.last_arm] += 1
+            self.counts.reshape(-1)[self._row_base + obs.last_arm] += 1
         heard = obs.deliveries["neighbors"]
-        received = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
+            received = heard.value
+        else:  # padded delivery (a channel without ``reduce``)
+            received = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        # counts >= 0, so max(known, received, counts) is the same with either delivery
         self.known = np.maximum(np.maximum(self.known, received), self.counts)
         action = super().act(obs)
-        action.messages["neighbors"] = (self._send, self.known.copy())
+        action.messages["neighbors"] = (self._send, self.known)  # a fresh array each step
         return action

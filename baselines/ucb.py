@@ -44,11 +44,33 @@ class UCB1(IndexPolicy):
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         self._scale = default_scale(facts) if self.scale is None else self.scale
+        if not self.shared:  # flat per-arm state: only the pulled arm changes each step
+            self._mean = np.zeros_like(self.counts)
+            self._rsqrt = np.zeros_like(self.counts)  # 1 / sqrt(n)
+            self._buf = np.empty_like(self.counts)
+
+    def on_pull(self, flat: np.ndarray) -> None:
+        n = self._counts_flat[flat]
+        self._mean.reshape(-1)[flat] = self._sums_flat[flat] / n
+        self._rsqrt.reshape(-1)[flat] = 1.0 / np.sqrt(n)
+
+    def own_index(self, step: int) -> np.ndarray:
+        """mean + [scale sqrt(alpha ln t)] / sqrt(n): t = step is the same for every agent, so
+        the bonus is one scalar times the kept 1/sqrt(n) (one multiply-add per arm)."""
+        c = self._scale * math.sqrt(self.alpha * math.log(max(step, 1)))
+        index = np.multiply(self._rsqrt, c, out=self._buf)
+        index += self._mean
+        return self.unpulled_to_inf(index, self.counts)
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        safe = np.maximum(n, 1.0)
-        bonus = self._scale * np.sqrt(self.alpha * np.log(np.maximum(total, 1.0)) / safe)
-        return np.where(n > 0, s / safe + bonus, np.inf)
+        # the same floating-point operations as mean + scale * sqrt(alpha ln t / n), in place
+        safe = n if self._all_pulled else np.maximum(n, 1.0)
+        bonus = np.divide(self.alpha * np.log(np.maximum(total, 1.0)), safe)
+        np.sqrt(bonus, out=bonus)
+        bonus *= self._scale
+        index = np.divide(s, safe)
+        index += bonus
+        return self.unpulled_to_inf(index, n)
 
 
 class UCB1Shared(UCB1):
@@ -99,7 +121,7 @@ class KLUCB(IndexPolicy):
         log_t = np.log(np.maximum(total, 1.0))
         budget = log_t + self.c * np.log(np.maximum(log_t, 1.0))
         upper = kl_upper_bound(np.clip(s / safe, 0.0, 1.0), budget / safe, self._iterations)
-        return np.where(n > 0, upper, np.inf)
+        return self.unpulled_to_inf(upper, n)
 
 
 class KLUCBShared(KLUCB):

@@ -54,6 +54,7 @@ def _choice(name: str, value: Any, choices: Any) -> Any:
 
 # Bytes per edge of a networkx graph (adjacency dicts both ways), for the size estimate.
 _NX_EDGE_BYTES = 400
+_NX_NODE_BYTES = 600  # a networkx node with its adjacency dicts and the neighbour tables
 
 
 def _estimated_edges(topology: Any, n: int, kwargs: Any) -> float:
@@ -75,15 +76,16 @@ def check_sizes(
     num_agents: int, num_arms: int, num_runs: int = 1, channels: Mapping[str, Any] | None = None,
     topology: Any = None, topology_kwargs: Mapping[str, Any] | None = None, dim: int = 0,
 ) -> None:
-    """Refuse sizes whose arrays would not fit (docs/limits.md): the topology's all-pairs hop
-    distances (N x N int64) and graph, and the engine's per-run arrays (B x N x (M + dims))."""
+    """Refuse sizes whose arrays would not fit (docs/limits.md): the topology's graph (its facts
+    are lazy, so nothing N x N is built up front) and the engine's per-run arrays
+    (B x N x (M + dims))."""
     n, m, b = num_agents, num_arms, num_runs
     if topology is not None and not isinstance(topology, Topology):
         edges = _estimated_edges(topology, n, topology_kwargs)
         check_memory(
             "num_agents",
-            16.0 * n * n + _NX_EDGE_BYTES * edges,
-            f"num_agents={n}: N x N hop distances and {edges:.3g} graph edges",
+            _NX_NODE_BYTES * n + _NX_EDGE_BYTES * edges,
+            f"num_agents={n}: a graph of {n} nodes and {edges:.3g} edges",
         )
     degree = 1
     if isinstance(topology, Topology):

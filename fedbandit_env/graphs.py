@@ -38,6 +38,7 @@ __all__ = [
     "consensus_weights",
     "default_kappa",
     "diameter",
+    "distances_from",
     "eccentricities",
     "edge_array",
     "gossip_lambda2",
@@ -341,25 +342,93 @@ def neighbor_table(G: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
     return table, degrees
 
 
+BFS_BLOCK_ENTRIES = 1 << 22
+"""Distance entries held at once by the blocked BFS (32 MB of int64): rows per block N-independent
+memory, so eccentricities and the diameter never hold an N x N array."""
+
+
+def _sparse_adjacency(G: nx.Graph, n: int) -> Any:
+    """Symmetric CSR adjacency for :mod:`scipy.sparse.csgraph`, or ``None`` without SciPy."""
+    try:
+        from scipy import sparse
+    except ImportError:  # pragma: no cover - SciPy is in the test extra
+        return None
+    e = edge_array(G)
+    rows = np.concatenate([e[:, 0], e[:, 1]])
+    cols = np.concatenate([e[:, 1], e[:, 0]])
+    data = np.ones(rows.size, dtype=np.float64)
+    return sparse.csr_matrix((data, (rows, cols)), shape=(n, n))
+
+
+def _distance_blocks(G: nx.Graph, sources: np.ndarray):
+    """Yield ``(first, block)``: hop distances ``(rows, N)`` int64 (``-1`` unreachable) from
+    ``sources[first:first+rows]``, a bounded number of entries at a time.
+
+    Breadth-first search in C through ``scipy.sparse.csgraph.shortest_path`` (unweighted) when
+    SciPy is installed, else networkx's BFS; both give the same integers.
+    """
+    n = G.number_of_nodes()
+    rows = max(1, BFS_BLOCK_ENTRIES // max(n, 1))
+    adj = _sparse_adjacency(G, n) if n > 1 else None
+    for first in range(0, sources.size, rows):
+        chunk = sources[first : first + rows]
+        if adj is not None:
+            from scipy.sparse.csgraph import shortest_path
+
+            d = shortest_path(adj, method="D", directed=False, unweighted=True, indices=chunk)
+            d = np.atleast_2d(d)
+            block = np.where(np.isfinite(d), d, -1).astype(np.int64)
+        else:
+            block = np.full((chunk.size, n), -1, dtype=np.int64)
+            for k, s in enumerate(chunk):
+                lengths = nx.single_source_shortest_path_length(G, int(s))
+                targets = np.fromiter(lengths.keys(), dtype=np.int64, count=len(lengths))
+                block[k, targets] = np.fromiter(lengths.values(), dtype=np.int64, count=len(lengths))
+        yield first, block
+
+
+def distances_from(G: nx.Graph, sources: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Hop distances ``(len(sources), N)`` int64 from the given nodes, ``-1`` where unreachable.
+
+    The rows of :func:`hop_distances` for ``sources`` only: O(len(sources) * (N + |E|)) time.
+    """
+    n = _num_nodes(G)
+    src = np.asarray(sources, dtype=np.int64).reshape(-1)
+    if src.size and (src.min() < 0 or src.max() >= n):
+        raise GraphError(f"sources: expected node ids in 0..{n - 1}, got {src.tolist()}")
+    out = np.empty((src.size, n), dtype=np.int64)
+    for first, block in _distance_blocks(G, src):
+        out[first : first + block.shape[0]] = block
+    return out
+
+
 def hop_distances(G: nx.Graph) -> np.ndarray:
     """All-pairs BFS hop distances ``(N, N)`` int64, ``-1`` between unreachable nodes.
 
     ``d(j, i)`` of gossip.md §3 (Lemma 1) and ``sd`` of commeff.md §2.6; the ``-1`` entries mark
-    different components of a hybrid topology.
+    different components of a hybrid topology. This is the one N x N fact: the other facts
+    (:func:`eccentricities`, :func:`diameter`, :func:`graph_centre`) stream it in blocks.
     """
     n = _num_nodes(G)
-    dist = np.full((n, n), -1, dtype=np.int64)
-    for s in range(n):
-        lengths = nx.single_source_shortest_path_length(G, s)
-        targets = np.fromiter(lengths.keys(), dtype=np.int64, count=len(lengths))
-        dist[s, targets] = np.fromiter(lengths.values(), dtype=np.int64, count=len(lengths))
-    return dist
+    return distances_from(G, np.arange(n))
+
+
+def _row_max_distances(G: nx.Graph) -> np.ndarray:
+    """``max_j d(i, j)`` over the nodes ``j`` reachable from ``i`` ``(N,)``, streamed in blocks."""
+    n = G.number_of_nodes()
+    out = np.empty(n, dtype=np.int64)
+    for first, block in _distance_blocks(G, np.arange(n)):
+        out[first : first + block.shape[0]] = block.max(axis=1)
+    return out
 
 
 def eccentricities(G: nx.Graph) -> np.ndarray:
-    """Eccentricity ``max_j d(i, j)`` of every node ``(N,)`` int64 (connected graph)."""
+    """Eccentricity ``max_j d(i, j)`` of every node ``(N,)`` int64 (connected graph).
+
+    Streams the BFS rows in blocks: O(N (N + |E|)) time, O(N) memory besides one block.
+    """
     _require_connected(G)
-    return hop_distances(G).max(axis=1)
+    return _row_max_distances(G)
 
 
 def diameter(G: nx.Graph) -> int:
@@ -396,8 +465,34 @@ def gossip_lambda2(G: nx.Graph) -> float:
         raise GraphError("graph: has no edges; expected |E| >= 1 for the gossip matrix")
     if not nx.is_connected(G):
         return 1.0
-    a = np.linalg.eigvalsh(laplacian(G))[1]
+    n = G.number_of_nodes()
+    a = _sparse_algebraic_connectivity(G, n) if n > DENSE_SPECTRUM_MAX else None
+    if a is None:
+        a = np.linalg.eigvalsh(laplacian(G))[1]
     return float(np.clip(1.0 - a / (2.0 * m), 0.0, 1.0))
+
+
+DENSE_SPECTRUM_MAX = 1000
+"""Largest N whose ``lambda2`` comes from the dense eigendecomposition; above it (with SciPy) the
+sparse shift-invert Lanczos of :func:`_sparse_algebraic_connectivity` (O(N + |E|) memory)."""
+
+
+def _sparse_algebraic_connectivity(G: nx.Graph, n: int) -> float | None:
+    """Second-smallest Laplacian eigenvalue by shift-invert Lanczos, or ``None`` without SciPy.
+
+    ``L + 1e-3 I`` is positive definite, so ARPACK's shift-invert mode around ``-1e-3`` returns
+    the two eigenvalues nearest 0, ``0`` and ``a(G)``, without the dense N x N Laplacian.
+    """
+    adj = _sparse_adjacency(G, n)
+    if adj is None:  # pragma: no cover - SciPy is in the test extra
+        return None
+    from scipy import sparse
+    from scipy.sparse.linalg import eigsh
+
+    lap = (sparse.diags(np.asarray(adj.sum(axis=1)).ravel()) - adj).tocsc()
+    v0 = np.ones(n) / math.sqrt(n) + np.linspace(0.0, 1.0, n)  # deterministic start vector
+    vals = eigsh(lap, k=2, sigma=-1e-3, which="LM", return_eigenvectors=False, v0=v0)
+    return float(np.sort(vals)[1])
 
 
 def power_graph(G: nx.Graph, gamma: int) -> nx.Graph:
@@ -601,7 +696,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Topology:
     """The agents' network: one connected graph, or disjoint components with one sink each.
 
@@ -619,16 +714,27 @@ class Topology:
     graph: nx.Graph
     kind: str
     components: tuple[tuple[int, ...], ...]
-    sinks: tuple[int, ...]
     component_kind: str | None = None
 
-    def __post_init__(self) -> None:
-        n = _num_nodes(self.graph)
+    def __init__(
+        self,
+        graph: nx.Graph,
+        kind: str,
+        components: Sequence[Sequence[int]],
+        sinks: Sequence[int] | None = None,
+        component_kind: str | None = None,
+    ) -> None:
+        """Check and freeze the topology. ``sinks=None``: each component's centre, computed
+        only when :attr:`sinks` is first read (the lazy facts of docs/architecture.md)."""
+        n = _num_nodes(graph)
         if n == 0:
             raise GraphError("graph: has no nodes; expected at least 1 node")
-        if not isinstance(self.kind, str) or not self.kind:
-            raise GraphError(f"kind: expected a non-empty str, got {self.kind!r}")
-        components = tuple(tuple(int(v) for v in c) for c in self.components)
+        if not isinstance(kind, str) or not kind:
+            raise GraphError(f"kind: expected a non-empty str, got {kind!r}")
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "component_kind", component_kind)
+        components = tuple(tuple(int(v) for v in c) for c in components)
         flat = [v for c in components for v in c]
         if not components or any(not c for c in components) or flat != list(range(n)):
             raise GraphError(
@@ -641,14 +747,15 @@ class Topology:
             raise GraphError("graph: has edges between components; expected disjoint components")
         if nx.number_connected_components(self.graph) != len(components):
             raise GraphError("components: expected every component to be connected")
-        sinks = tuple(int(s) for s in self.sinks)
-        if len(sinks) != len(components) or any(
-            s not in c for s, c in zip(sinks, components, strict=False)
-        ):
-            raise GraphError("sinks: expected one sink per component, inside its component")
+        if sinks is not None:
+            sinks = tuple(int(s) for s in sinks)
+            if len(sinks) != len(components) or any(
+                s not in c for s, c in zip(sinks, components, strict=False)
+            ):
+                raise GraphError("sinks: expected one sink per component, inside its component")
+            self.__dict__["sinks"] = sinks  # fills the cached property
         object.__setattr__(self, "graph", nx.freeze(_from_edges(n, e)))
         object.__setattr__(self, "components", components)
-        object.__setattr__(self, "sinks", sinks)
 
     # ---- constructors ----------------------------------------------------------------------
 
@@ -660,13 +767,13 @@ class Topology:
         seed: SeedLike = 0,
         **params: Any,
     ) -> Topology:
-        """One connected graph from :func:`make_graph`; the sink is its centre.
+        """One connected graph from :func:`make_graph`; the sink is its centre (computed lazily).
 
         ``kind`` is the generator name, or ``"custom"`` for a user graph.
         """
         G = make_graph(kind_or_graph, num_agents, seed=seed, **params)
         kind = kind_or_graph if isinstance(kind_or_graph, str) else "custom"
-        return cls(G, kind, (tuple(range(G.number_of_nodes())),), (graph_centre(G),))
+        return cls(G, kind, (tuple(range(G.number_of_nodes())),))
 
     @classmethod
     def hybrid(
@@ -688,20 +795,16 @@ class Topology:
         sizes = [_as_int(s, f"sizes[{q}]", 1) for q, s in enumerate(sizes)]
         children = _as_generator(seed).spawn(len(sizes))
         edges: list[tuple[int, int]] = []
-        components, sinks = [], []
+        components = []
         offset = 0
         for size, child in zip(sizes, children, strict=True):
-            if size == 1:
-                Gq, sink = _from_edges(1, []), 0
-            else:
+            if size > 1:
                 Gq = make_graph(component_graph, size, seed=child, **params)
-                sink = graph_centre(Gq)
-            edges.extend((u + offset, v + offset) for u, v in Gq.edges)
+                edges.extend((u + offset, v + offset) for u, v in Gq.edges)
             components.append(tuple(range(offset, offset + size)))
-            sinks.append(offset + sink)
             offset += size
         kind = component_graph if isinstance(component_graph, str) else "custom"
-        return cls(_from_edges(offset, edges), "hybrid", tuple(components), tuple(sinks), kind)
+        return cls(_from_edges(offset, edges), "hybrid", tuple(components), None, kind)
 
     # ---- facts -----------------------------------------------------------------------------
 
@@ -741,14 +844,49 @@ class Topology:
         return self._neighbor_table[1]
 
     @cached_property
+    def sinks(self) -> tuple[int, ...]:
+        """The sink of every component: its centre (minimum eccentricity inside the component,
+        lowest id on ties; commeff.md §2.6), unless given at construction. Computed on first use
+        by BFS (O(N (N + |E|)) time, no N x N array)."""
+        if self.num_components == 1:
+            return (int(np.argmin(self._row_max)),)
+        comp = self.component_of
+        key = self._row_max * (self.num_agents + 1) + np.arange(self.num_agents)
+        best = np.full(self.num_components, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(best, comp, key)
+        return tuple(int(k % (self.num_agents + 1)) for k in best)
+
+    @cached_property
+    def _row_max(self) -> np.ndarray:
+        """Eccentricity of every agent inside its component ``(N,)`` (streamed BFS rows)."""
+        if "hop_distances" in self.__dict__:
+            return self.hop_distances.max(axis=1)
+        return _row_max_distances(self.graph)
+
+    @cached_property
     def hop_distances(self) -> np.ndarray:
-        """Hop distances ``(N, N)``, ``-1`` across components (BFS never leaves a component)."""
+        """Hop distances ``(N, N)``, ``-1`` across components (BFS never leaves a component).
+
+        The one N x N fact, built only when read (flood channel, light-cone checks)."""
         return _read_only(hop_distances(self.graph))
+
+    @cached_property
+    def distance_to_sink(self) -> np.ndarray:
+        """Hop distance of every agent to its component's sink ``(N,)`` int64, read-only
+        (one BFS per sink, commeff.md §2.6-§2.7)."""
+        sinks = np.asarray(self.sinks, dtype=np.int64)
+        comp = self.component_of
+        out = np.empty(self.num_agents, dtype=np.int64)
+        for first, block in _distance_blocks(self.graph, sinks):
+            q = np.arange(first, first + block.shape[0])
+            members = np.isin(comp, q)
+            out[members] = block[comp[members] - first, np.flatnonzero(members)]
+        return _read_only(out)
 
     @cached_property
     def diameter(self) -> int:
         """Largest component diameter (0 for singleton components)."""
-        return int(self.hop_distances.max())
+        return int(self._row_max.max())
 
     @cached_property
     def lambda2(self) -> float:
@@ -766,9 +904,9 @@ class Topology:
     @cached_property
     def sink_eccentricities(self) -> np.ndarray:
         """Eccentricity of each sink inside its component ``(Q,)`` int64 (commeff.md §2.6)."""
-        pairs = zip(self.sinks, self.components, strict=True)
-        ecc = [self.hop_distances[s, list(c)].max() for s, c in pairs]
-        return _read_only(np.array(ecc, dtype=np.int64))
+        ecc = np.zeros(self.num_components, dtype=np.int64)
+        np.maximum.at(ecc, self.component_of, self.distance_to_sink)
+        return _read_only(ecc)
 
     def describe(self) -> dict[str, Any]:
         """Plain-Python facts for metadata and logs (``lambda2`` is ``None`` when undefined)."""

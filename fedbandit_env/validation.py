@@ -30,9 +30,10 @@ from fedbandit_env.errors import ConfigError
 
 #: Largest horizon T: step counters stay exact in float64 (2**53) and fit int64 with room to spare.
 MAX_HORIZON = 2**53
-#: Largest number of agents N: the topology stores all-pairs hop distances (N x N int64) and
-#: builds them by N breadth-first searches.
-MAX_AGENTS = 10_000
+#: Largest number of agents N. Topology facts are computed only when asked for
+#: (docs/bench.md, "Speed and scale"), so a federation's memory is linear in N; what asks for
+#: all-pairs facts (a flood channel's N x N slots) is refused by the memory estimate instead.
+MAX_AGENTS = 1_000_000
 #: Documented ceiling of the memory one environment, channel or learner may allocate up front.
 DEFAULT_MEMORY_LIMIT = 8 * 2**30
 #: Environment variable that overrides :data:`DEFAULT_MEMORY_LIMIT` (bytes).

@@ -117,3 +117,40 @@ def test_incompatibility_is_decided_by_the_learner():
     # kwargs the learner does not take
     reason = incompatibility(env, "uniform", {"horizon": 20}, {"epsilon": 1})
     assert reason is not None and "uniform: bad keyword arguments" in reason
+
+
+def test_default_checkpoints_bound_memory_and_keep_exact_finals():
+    for horizon in (401, 1000, 10_000, 123_457):
+        steps = default_checkpoints(horizon)
+        assert len(steps) <= 400 and steps[0] == 1 and steps[-1] == horizon
+    kw = {"num_agents": 3, "num_arms": 4, "horizon": 1000, "topology": "ring"}
+    grid = evaluate("FedBandit/Heterogeneous-v0", "flooding", runs=2, seed=1, env_kwargs=kw)
+    full = evaluate(
+        "FedBandit/Heterogeneous-v0",
+        "flooding",
+        runs=2,
+        seed=1,
+        env_kwargs=kw,
+        checkpoints=np.arange(1, 1001),
+    )
+    assert len(grid.steps) < 1000
+    assert np.array_equal(grid.regret_by_agent, full.regret_by_agent[:, grid.steps - 1])
+    assert np.array_equal(grid.final_regret_network, full.final_regret_network)
+
+
+def test_evaluate_builds_the_topology_once(monkeypatch):
+    from fedbandit_env import config
+
+    calls = []
+    real = config.Topology.from_graph
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(config.Topology, "from_graph", counting)
+    kw = {"num_agents": 4, "num_arms": 3, "horizon": 20, "topology": "ring"}
+    res = evaluate("FedBandit/Heterogeneous-v0", Flooding, runs=2, env_kwargs=kw)
+    assert len(calls) == 1
+    assert res.floats[0, 0] == res.messages[0, 0] * 3  # the learner's channel spec still applies
+    assert "topology" in res.env_kwargs and res.env_kwargs["topology"] == "ring"

@@ -40,7 +40,7 @@ def versioned(monkeypatch):
 
 def test_the_results_version_names_package_environment_and_learner(monkeypatch):
     result = evaluate(ENV, "ucb1", runs=1, env_kwargs={**SMALL, "horizon": 10})
-    assert result.results_version == (f"fedbandit {__version__} / env {ENV} v1 / learner ucb1 v1")
+    assert result.results_version == (f"fedbandit {__version__} / env {ENV} v1 / learner ucb1 v2")
     assert result.summary()["results_version"] == result.results_version
     monkeypatch.setattr(UCB1, "version", 3)
     monkeypatch.setitem(_REGISTRY, ENV, dataclasses.replace(_REGISTRY[ENV], version=2))

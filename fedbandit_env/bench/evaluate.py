@@ -1,8 +1,9 @@
 """``evaluate``: run one (env, learner) cell for many seeds through the vector view (DESIGN.md §5).
 
-The B runs are stepped together; regret curves are recorded at checkpoint steps (all steps for
-short horizons, a log- and linear-spaced grid otherwise) so a 10^6-step run does not keep 10^6
-floats per run.
+The B runs are stepped together and the environment is built once; regret curves are recorded
+at checkpoint steps (all steps for short horizons, a log- and linear-spaced grid of at most 400
+steps otherwise), so memory is O(B N) whatever the horizon; the final values are the exact
+cumulative regrets at the horizon.
 """
 
 from __future__ import annotations
@@ -24,13 +25,21 @@ from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec
 from fedbandit_env.seeding import BatchedRNG
 
-FULL_CURVE_MAX = 10_000
+CHECKPOINTS = 200
+"""Log-spaced (and as many linear-spaced) checkpoints of the default curve grid."""
+
+FULL_CURVE_MAX = 2 * CHECKPOINTS
+"""Horizons up to this keep every step: the grid would not be smaller."""
 
 
-def default_checkpoints(horizon: int, points: int = 200) -> np.ndarray:
-    """Every step up to 10^4 steps; otherwise the union of ``points`` log-spaced and ``points``
-    linear-spaced steps (always including the horizon)."""
-    if horizon <= FULL_CURVE_MAX:
+def default_checkpoints(horizon: int, points: int = CHECKPOINTS) -> np.ndarray:
+    """The steps at which :func:`evaluate` records regret curves (docs/bench.md "Evaluate").
+
+    Every step up to ``2 * points`` steps; otherwise the union of ``points`` log-spaced and
+    ``points`` linear-spaced steps, always including the horizon. At most ``2 * points``
+    checkpoints whatever the horizon, so a curve's memory does not grow with T.
+    """
+    if horizon <= 2 * points:
         return np.arange(1, horizon + 1)
     log = np.geomspace(1, horizon, points)
     lin = np.linspace(horizon / points, horizon, points)
@@ -117,6 +126,28 @@ def env_kwargs_for(
     return env_kwargs
 
 
+def _build(
+    policy: TeamPolicy, env_id: str, runs: int, env_kwargs: dict[str, Any] | None
+) -> tuple[dict[str, Any], Any]:
+    """The vector env of ``runs`` runs and the kwargs that describe it, built once.
+
+    Same environment as ``make_vec(env_id, runs, **env_kwargs_for(...))``: when ``env_kwargs``
+    names no channels, the env is built with the default channels and the learner's
+    ``channel_spec`` is read from it; only if the learner asks for other channels is the engine
+    built again, reusing the topology already built (no second graph construction).
+    """
+    env_kwargs = dict(env_kwargs or {})
+    venv = make_vec(env_id, num_runs=runs, **env_kwargs)
+    if "channels" in env_kwargs:
+        return env_kwargs, venv
+    wanted = policy.channel_spec(venv.config)
+    if wanted is None:
+        return env_kwargs, venv
+    env_kwargs["channels"] = wanted
+    venv = make_vec(env_id, num_runs=runs, **{**env_kwargs, "topology": venv.config.topology})
+    return env_kwargs, venv
+
+
 def declared_epsilon(policy: Any) -> float | None:
     """The learner's ``privacy_epsilon`` declaration (None when it declares nothing)."""
     value = getattr(policy, "privacy_epsilon", None)
@@ -170,8 +201,7 @@ def evaluate(
     """
     agent_kwargs = dict(agent_kwargs or {})
     policy, agent_id = _policy(agent, agent_kwargs, name)
-    env_kwargs = env_kwargs_for(policy, env_id, env_kwargs)
-    venv = make_vec(env_id, num_runs=runs, **env_kwargs)
+    env_kwargs, venv = _build(policy, env_id, runs, env_kwargs)
     steps = default_checkpoints(venv.horizon) if checkpoints is None else np.asarray(checkpoints)
     if steps.size == 0 or steps.min() < 1 or steps.max() > venv.horizon:
         raise ConfigError(f"checkpoints: expected steps in [1, {venv.horizon}]")

@@ -12,7 +12,11 @@ from fedbandit_env.network.flood import FloodChannel, FloodDelivery
 from fedbandit_env.network.gossip import GossipChannel, GossipDelivery
 from fedbandit_env.network.hierarchical import HierarchicalChannel, HierarchicalDelivery
 from fedbandit_env.network.ledger import LINK_TYPES, Charge, Ledger
-from fedbandit_env.network.neighbors import NeighborsChannel, NeighborsDelivery
+from fedbandit_env.network.neighbors import (
+    NeighborsAggregate,
+    NeighborsChannel,
+    NeighborsDelivery,
+)
 from fedbandit_env.network.server import ServerChannel, ServerDelivery
 from fedbandit_env.validation import ConfigTypeError
 
@@ -89,6 +93,7 @@ __all__ = [
     "HierarchicalChannel",
     "HierarchicalDelivery",
     "Ledger",
+    "NeighborsAggregate",
     "NeighborsChannel",
     "NeighborsDelivery",
     "ServerChannel",

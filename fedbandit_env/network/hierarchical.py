@@ -79,8 +79,7 @@ class HierarchicalChannel(Channel):
         self.num_components = len(topology.components)
         self._member = np.zeros((self.num_agents, self.num_components))
         self._member[np.arange(self.num_agents), comp] = 1.0
-        sinks = np.asarray(topology.sinks)
-        self._to_sink = topology.hop_distances[np.arange(self.num_agents), sinks[comp]]
+        self._to_sink = topology.distance_to_sink
         self._is_sink = self._to_sink == 0
         ecc = np.asarray(topology.sink_eccentricities, dtype=np.int64)
         comp_edges = np.bincount(comp[topology.edges[:, 0]], minlength=self.num_components)

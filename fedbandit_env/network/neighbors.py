@@ -7,6 +7,21 @@ arrays, so sparse graphs scale linearly in N.
 
 Drops (``drop_prob``): each directed message is lost independently with that probability; a lost
 message is still charged (c2) and counted in ``dropped``; its ``mask`` entry is 0.
+
+Aggregating delivery (``reduce``: ``"sum"``, ``"mean"`` or ``"max"``; default ``None``, the
+padded per-neighbour form above). Instead of the (B, N, D, dim) padded copy, every agent receives
+the reduction over the neighbours whose message arrived, :class:`NeighborsAggregate`
+``value`` (B, N, dim) (0 where none arrived) and ``count`` (B, N). It equals the padded
+reduction exactly: ``max`` is order-free; ``sum`` (and ``mean = sum / count``) add the
+neighbours in ascending id order, as the padded sum over its neighbour axis does. Cost per step:
+
+* ``max`` on a graph whose components are cliques (complete, hybrid of complete components),
+  no drops: O(N dim) with the per-component maximum and runner-up, whatever |E|;
+* ``sum``/``mean``, no drops, with SciPy: one sparse CSR product, O(|E| dim);
+* otherwise a loop over the D neighbour slots of O(B N dim) vector work each: O(|E| dim) time
+  on regular graphs and O(B N dim) memory.
+
+Charges, drop draws and the ledger are the same as in the padded form.
 """
 
 from __future__ import annotations
@@ -17,6 +32,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.seeding import BatchedRNG
@@ -32,21 +48,56 @@ class NeighborsDelivery:
     payload: np.ndarray
 
 
+@dataclass
+class NeighborsAggregate:
+    """Aggregating delivery (``reduce`` set): ``value`` (B, N, dim) the reduction over the
+    neighbours whose message arrived (0 where none did) and ``count`` (B, N) how many arrived."""
+
+    value: np.ndarray
+    count: np.ndarray
+
+
+REDUCTIONS = (None, "sum", "mean", "max")
+
+
+def _clique_components(topology) -> bool:
+    """Every component is a clique (complete graph or hybrid of complete components)."""
+    sizes = np.asarray(topology.component_sizes, dtype=np.int64)
+    return int(topology.edges.shape[0]) == int((sizes * (sizes - 1) // 2).sum())
+
+
 class NeighborsChannel(Channel):
     kind = "neighbors"
 
-    def __init__(self, name, topology, dim, **kwargs):
+    def __init__(self, name, topology, dim, reduce: str | None = None, **kwargs):
         super().__init__(name, topology, dim, **kwargs)
+        if reduce not in REDUCTIONS:
+            raise ConfigError(
+                f"channels.{name}.reduce: expected one of {list(REDUCTIONS)}, got {reduce!r}"
+            )
+        self.reduce = reduce
         self.senders = topology.neighbors
         self.valid = self.senders >= 0
         self._gather = np.where(self.valid, self.senders, 0)
         self.max_degree = int(self.senders.shape[1])
         self._drops = None
         self._empty = None
+        self._cliques = reduce is not None and _clique_components(topology)
+        self._slot_full = self.valid.all(axis=0)  # slot d holds a neighbour for every agent
+        self._csr = None
+        if reduce in ("sum", "mean") and self.drop_prob == 0:
+            self._csr = _adjacency(topology)
 
     def _reset(self, rng: BatchedRNG) -> None:
         shape = (self.num_agents, self.max_degree)
         self._drops = rng.buffered("uniform", shape) if self.drop_prob > 0 else None
+        if self.reduce is not None:
+            value = np.zeros((self.num_runs, self.num_agents, self.dim))
+            count = np.zeros((self.num_runs, self.num_agents), dtype=np.int64)
+            value.setflags(write=False)
+            count.setflags(write=False)
+            self._empty = NeighborsAggregate(value, count)
+            return
         mask = np.zeros((self.num_runs, *shape), dtype=bool)
         payload = np.zeros((self.num_runs, *shape, self.dim))
         mask.setflags(write=False)
@@ -61,6 +112,8 @@ class NeighborsChannel(Channel):
         charge = self._charge()
         if not send.any():
             return self._empty, charge
+        if self.reduce is not None:
+            return self._transmit_aggregate(send, payload, drop_u, charge)
         transmitted = self.valid & send[:, self._gather]  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
         out = payload[:, self._gather]
@@ -73,8 +126,95 @@ class NeighborsChannel(Channel):
         charge.sent[:] = send * self.topology.degrees[None, :]
         return NeighborsDelivery(self.senders, mask, out), charge
 
+    # ------------------------------------------------------------ aggregating delivery
+    def _transmit_aggregate(self, send, payload, drop_u, charge):
+        B = send.shape[0]
+        messages = (send * self.topology.degrees[None, :]).sum(axis=1)
+        if drop_u is None and self._cliques and self.reduce == "max":
+            value, count = self._clique_max(send, payload)
+        elif drop_u is None and self._csr is not None:
+            value, count = self._sparse_sum(send, payload)
+        else:
+            value, count = self._slot_loop(send, payload, drop_u)
+        if self.reduce == "mean":
+            value = np.divide(value, np.maximum(count, 1)[..., None])
+        charge.messages[:, AGENT_AGENT] = messages
+        charge.floats[:, AGENT_AGENT] = messages * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * messages
+        charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
+        charge.sent[:] = send * self.topology.degrees[None, :]
+        return NeighborsAggregate(value, count), charge
+
+    def _slot_loop(self, send, payload, drop_u):
+        """One pass per neighbour slot d (ascending neighbour id): exact, O(B N dim) memory."""
+        B, N = send.shape
+        fill = -np.inf if self.reduce == "max" else 0.0
+        count = np.zeros((B, N), dtype=np.int64)
+        if drop_u is None:  # mask the senders once; each slot is then one gather
+            masked = np.where(send[..., None], payload, fill)
+            sends = send.astype(np.int64)
+        value = None
+        for d in range(self.max_degree):
+            src, ok = self._gather[:, d], self.valid[:, d]
+            if drop_u is None:
+                x, c = masked[:, src], sends[:, src]
+                if not self._slot_full[d]:
+                    x[:, ~ok] = fill
+                    c[:, ~ok] = 0
+            else:
+                c = ok & send[:, src] & (drop_u[:, :, d] >= self.drop_prob)
+                x = np.where(c[..., None], payload[:, src], fill)
+            count += c
+            if value is None:
+                value = x
+            elif self.reduce == "max":
+                np.maximum(value, x, out=value)
+            else:
+                value += x
+        if value is None:
+            value = np.zeros((B, N, self.dim))
+        if self.reduce == "max":
+            value[count == 0] = 0.0
+        return value, count
+
+    def _sparse_sum(self, send, payload):
+        """Sum over sending neighbours: CSR rows add in ascending column order, like the padded
+        sum over its neighbour axis."""
+        B, N = send.shape
+        x = np.where(send[..., None], payload, 0.0)  # (B, N, dim)
+        xt = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(N, B * self.dim)
+        value = (self._csr @ xt).reshape(N, B, self.dim).transpose(1, 0, 2)
+        count = (self._csr @ send.T.astype(np.float64)).T.astype(np.int64)
+        return np.ascontiguousarray(value), count
+
+    def _clique_max(self, send, payload):
+        """Max over the other senders of each clique: the component maximum, or the runner-up
+        for the one agent holding it alone. O(B N dim), exact."""
+        comp = self.topology.component_of
+        starts = np.flatnonzero(np.r_[True, comp[1:] != comp[:-1]])
+        v = np.where(send[..., None], payload, -np.inf)
+        top = np.maximum.reduceat(v, starts, axis=1)[:, comp]  # (B, N, dim)
+        at_top = v == top
+        n_top = np.add.reduceat(at_top.astype(np.int64), starts, axis=1)[:, comp]
+        runner = np.maximum.reduceat(np.where(at_top, -np.inf, v), starts, axis=1)[:, comp]
+        value = np.where(at_top & (n_top == 1), runner, top)
+        senders = np.add.reduceat(send.astype(np.int64), starts, axis=1)[:, comp]
+        count = senders - send
+        value[count == 0] = 0.0
+        return value, count
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        if self.reduce is not None:
+            out["reduce"] = self.reduce
+        return out
+
     def observation_space(self) -> spaces.Dict:
         d = self.max_degree
+        if self.reduce is not None:
+            return spaces.Dict(
+                {"value": payload_space((self.dim,)), "count": spaces.Box(0, d, (), np.int64)}
+            )
         return spaces.Dict(
             {
                 "senders": spaces.Box(-1, self.num_agents - 1, (d,), np.int64),
@@ -84,6 +224,11 @@ class NeighborsChannel(Channel):
         )
 
     def agent_observation(self, delivery: NeighborsDelivery, b: int, i: int) -> dict[str, Any]:
+        if self.reduce is not None:
+            return {
+                "value": delivery.value[b, i].copy(),
+                "count": np.asarray(delivery.count[b, i], dtype=np.int64),
+            }
         return {
             "senders": delivery.senders[i].copy(),
             "mask": delivery.mask[b, i].astype(np.int8),
@@ -91,6 +236,25 @@ class NeighborsChannel(Channel):
         }
 
     def delivery_from_observations(self, observations: list[dict[str, Any]]) -> NeighborsDelivery:
+        if self.reduce is not None:
+            value = np.stack([o["value"] for o in observations])[None]
+            count = np.array([[int(o["count"]) for o in observations]], dtype=np.int64)
+            return NeighborsAggregate(value, count)
         mask = np.stack([o["mask"] for o in observations]).astype(bool)[None]
         payload = np.stack([o["payload"] for o in observations])[None]
         return NeighborsDelivery(self.senders, mask, payload)
+
+
+def _adjacency(topology):
+    """Symmetric 0/1 CSR adjacency (ascending column ids per row), or None without SciPy."""
+    try:
+        from scipy import sparse
+    except ImportError:  # pragma: no cover - SciPy is in the test extra
+        return None
+    e = topology.edges
+    n = topology.num_agents
+    rows = np.concatenate([e[:, 0], e[:, 1]])
+    cols = np.concatenate([e[:, 1], e[:, 0]])
+    csr = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    csr.sort_indices()
+    return csr

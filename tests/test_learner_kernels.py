@@ -1,0 +1,225 @@
+"""The index zoo's flat hot path (docs/bench.md "Learner speed") against the previous kernel.
+
+The previous kernel (one tie-break uniform per agent and arm, statistics summed every step) is
+kept here only, as ``OldKernel``: where the random streams did not change (Thompson sampling,
+continuous indices) the trajectories are bit-identical; where they changed (one tie-break uniform
+per agent: ucb1, kl_ucb, epsilon_greedy and their shared variants) the mean regret agrees within
+3 standard errors on fixed instances, and the learner's results version is 2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fedbandit_env
+from baselines.epsilon_greedy import EpsilonGreedy, EpsilonGreedyShared
+from baselines.index import CHANNEL, argmax_one_uniform, argmax_uniform_ties
+from baselines.thompson import (
+    ThompsonBeta,
+    ThompsonBetaShared,
+    ThompsonGaussian,
+    ThompsonGaussianShared,
+)
+from baselines.ucb import KLUCB, UCB1, KLUCBShared, UCB1Shared
+from fedbandit_env.policy import TeamAction
+
+
+class OldKernel:
+    """The act() of the previous IndexPolicy: per-arm tie-break uniforms, no flat state."""
+
+    def reset(self, facts, rng):
+        super().reset(facts, rng)
+        self._old_tiebreak = rng.child("tiebreak").buffered(
+            "uniform", (facts.num_agents, facts.num_arms)
+        )
+        self._b, self._i = np.indices((facts.num_runs, facts.num_agents))
+        degree, runs, agents, width = self.latest.shape
+        self.latest = np.zeros((runs, agents, degree, width))  # the old receiver-major layout
+
+    def act(self, obs):
+        self._all_pulled = False  # the old index masked unpulled arms every step
+        if obs.step > 0:
+            reward = self.transform_reward(obs.last_reward)
+            self.counts[self._b, self._i, obs.last_arm] += 1.0
+            self.sums[self._b, self._i, obs.last_arm] += reward
+        n, s = self.counts, self.sums
+        messages = {}
+        if self.shared:
+            heard = obs.deliveries[CHANNEL]
+            self.latest = np.where(heard.mask[..., None], heard.payload, self.latest)
+            received = self.latest.sum(axis=2)
+            n = n + np.maximum(received[..., : self.num_arms], 0.0)
+            s = s + received[..., self.num_arms :]
+            payload = np.concatenate([self.counts, self.sums], axis=-1)
+            messages[CHANNEL] = (self._send, payload)
+        index = self.index(n, s, n.sum(axis=-1, keepdims=True))
+        arms = argmax_uniform_ties(index, self._old_tiebreak.next())
+        return TeamAction(self.choose(arms), messages)
+
+
+def _old(cls):
+    return type(f"Old{cls.__name__}", (OldKernel, cls), {})
+
+
+def _run(policy, env_id, runs, horizon, seed=0, **kw):
+    spec = policy.channel_spec(fedbandit_env.make_vec(env_id, num_runs=1, **kw).config)
+    venv = fedbandit_env.make_vec(env_id, num_runs=runs, horizon=horizon, channels=spec or (), **kw)
+    obs, _ = venv.reset(seed=seed)
+    policy.reset(venv.facts, venv.agent_rng())
+    arms = []
+    for _ in range(horizon):
+        action = policy.act(obs)
+        arms.append(action.arms)
+        obs, _, _, _, info = venv.step(action.arms, action.messages)
+    return np.stack(arms), info.cumulative_regret.sum(axis=1)
+
+
+RING = {"num_agents": 5, "num_arms": 4, "topology": "ring"}
+
+
+@pytest.mark.parametrize(
+    ("cls", "env_id"),
+    [
+        (ThompsonBeta, "FedBandit/Homogeneous-v0"),
+        (ThompsonBetaShared, "FedBandit/Heterogeneous-v0"),
+        (ThompsonGaussian, "FedBandit/Heterogeneous-v0"),
+        (ThompsonGaussianShared, "FedBandit/Homogeneous-v0"),
+    ],
+)
+def test_thompson_trajectories_are_bit_identical(cls, env_id):
+    new_arms, new_regret = _run(cls(), env_id, 3, 150, **RING)
+    old_arms, old_regret = _run(_old(cls)(), env_id, 3, 150, **RING)
+    assert np.array_equal(new_arms, old_arms)
+    assert np.array_equal(new_regret, old_regret)
+    assert cls.version == 1
+
+
+@pytest.mark.parametrize(
+    "cls", [UCB1, UCB1Shared, KLUCB, KLUCBShared, EpsilonGreedy, EpsilonGreedyShared]
+)
+def test_changed_streams_keep_the_regret_within_three_standard_errors(cls):
+    kw = {**RING, "means": [0.9, 0.8, 0.5, 0.5], "reward": "bernoulli"}
+    runs, horizon = 60, 300
+    _, new = _run(cls(), "FedBandit/Homogeneous-v0", runs, horizon, seed=7, **kw)
+    old_arms, old = _run(_old(cls)(), "FedBandit/Homogeneous-v0", runs, horizon, seed=7, **kw)
+    se = np.sqrt(new.var(ddof=1) / runs + old.var(ddof=1) / runs)
+    assert abs(new.mean() - old.mean()) <= 3 * se, (new.mean(), old.mean(), se)
+    assert cls.version == 2
+
+
+def test_ucb1_index_values_match_the_old_formula():
+    """The flat UCB1 index equals mean + scale sqrt(alpha ln t / n) up to rounding."""
+    policy = UCB1()
+    _run(policy, "FedBandit/Homogeneous-v0", 2, 60, **RING)
+    n, s = policy.counts, policy.sums
+    t = n.sum(axis=-1, keepdims=True)
+    want = s / n + policy._scale * np.sqrt(policy.alpha * np.log(t) / n)
+    assert np.allclose(policy.own_index(int(t.flat[0])), want, rtol=1e-12, atol=0)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=6).flatmap(
+        lambda row: st.tuples(st.just(row), st.floats(0.0, 1.0, exclude_max=True))
+    )
+)
+def test_prop_argmax_one_uniform_picks_the_floor_u_k_th_tied_arm(case):
+    row, u = case
+    index = np.array([row], dtype=np.float64)
+    arm = int(argmax_one_uniform(index, np.array([u]))[0])
+    tied = np.flatnonzero(index[0] == index[0].max())
+    assert arm == tied[min(int(u * tied.size), tied.size - 1)]
+
+
+def test_argmax_one_uniform_is_uniform_over_ties_and_handles_inf():
+    rng = np.random.default_rng(0)
+    index = np.tile(np.array([1.0, np.inf, 0.5, np.inf, np.inf]), (30000, 1))
+    picks = argmax_one_uniform(index.reshape(100, 300, 5), rng.random((100, 300))).reshape(-1)
+    freq = np.bincount(picks, minlength=5) / picks.size
+    assert freq[[0, 2]].sum() == 0 and np.allclose(freq[[1, 3, 4]], 1 / 3, atol=0.01)
+    plain = rng.random((40, 7))
+    assert np.array_equal(argmax_one_uniform(plain, rng.random(40)), plain.argmax(axis=1))
+
+
+# ---------------------------------------------------------------- gossip_ucb / gossip_fed_ucb
+from agents.gossip_ucb import GOSSIP, NEIGHBORS, GossipFedUCB, GossipUCB  # noqa: E402
+
+
+class OldGossipKernel:
+    """The previous Gossip_UCB round: per-arm tie-break and lagging uniforms, full updates."""
+
+    def channel_spec(self, config):
+        m = config.num_arms
+        return {
+            NEIGHBORS: {"kind": "neighbors", "dim": m},
+            GOSSIP: {"kind": "gossip", "dim": m},
+        }
+
+    def reset(self, facts, rng):
+        super().reset(facts, rng)
+        n, m = facts.num_agents, facts.num_arms
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (n, m))
+        self._lagpick = rng.child("lagging").buffered("uniform", (n, m))
+
+    def bonus(self, t):
+        if getattr(self, "private", False):
+            return super().bonus(t)
+        return self.bonus_scale * np.sqrt(2.0 * self.N * np.log(t) / self.n) + self.alpha1
+
+    def _decide(self, t):
+        lag = self.n < self.ntil - self.N
+        lag_u = self._lagpick.next()
+        ucb_arm = argmax_uniform_ties(self.theta + self.bonus(t), self._tiebreak.next())
+        if not lag.any():
+            return ucb_arm.astype(np.int64)
+        lag_arm = np.argmax(np.where(lag, lag_u, -1.0), axis=-1)
+        return np.where(lag.any(axis=-1), lag_arm, ucb_arm).astype(np.int64)
+
+    def _observe(self, obs):
+        t = self._round
+        b, i = self._rows
+        arm = obs.last_arm
+        old_xbar = self.xbar.copy()
+        reward = self._clip(obs.last_reward)
+        self.n[b, i, arm] += 1.0
+        self.S[b, i, arm] += reward
+        self._update_mean(t, arm, reward)
+        grad = self.xbar - old_xbar
+        gossip = obs.deliveries[GOSSIP]
+        averaged = 0.5 * (self.theta + gossip.payload) + grad
+        self.theta = np.where(gossip.received[..., None], averaged, self.theta + grad)
+        heard = obs.deliveries[NEIGHBORS]
+        best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        self.ntil = np.maximum(self.n, best_heard)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs"), [(GossipUCB, {}), (GossipFedUCB, {"epsilon": 2.0, "reward_clip": (0, 1)})]
+)
+def test_gossip_regret_within_three_standard_errors_of_the_old_kernel(cls, kwargs):
+    kw = {
+        "num_agents": 4,
+        "num_arms": 3,
+        "topology": "ring",
+        "means": [0.7, 0.6, 0.6],
+        "reward": "bernoulli",
+    }
+    runs, horizon = 40, 250
+    old_cls = type(f"Old{cls.__name__}", (OldGossipKernel, cls), {})
+    _, new = _run(cls(**kwargs), "FedBandit/Homogeneous-v0", runs, horizon, seed=3, **kw)
+    _, old = _run(old_cls(**kwargs), "FedBandit/Homogeneous-v0", runs, horizon, seed=3, **kw)
+    se = np.sqrt(new.var(ddof=1) / runs + old.var(ddof=1) / runs)
+    assert abs(new.mean() - old.mean()) <= 3 * se, (new.mean(), old.mean(), se)
+    assert cls.version == 2
+
+
+def test_gossip_bonus_matches_the_eq11_formula():
+    policy = GossipUCB()
+    kw = {"num_agents": 4, "num_arms": 3, "topology": "ring"}
+    _run(policy, "FedBandit/Homogeneous-v0", 2, 40, **kw)
+    t = policy.round
+    want = policy.bonus_scale * np.sqrt(2.0 * policy.N * np.log(t) / policy.n) + policy.alpha1
+    assert np.allclose(policy.bonus(t), want, rtol=1e-12, atol=0)
