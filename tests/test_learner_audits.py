@@ -27,7 +27,7 @@ CASES = {
     "cdp_mab": ({"epsilon": 1.0}, None, 1500),
     "ddp_mab": ({"epsilon": 1.0}, None, 1500),
     "hdp_mab": ({"epsilon": 1.0}, None, 1500),
-    "ucb1_shared": ({}, 1.0, 4000),
+    "ucb1_shared": ({}, 1.0, 12000),
     "fed_lin_ucb": ({"epsilon": 1.0}, None, 1500),
     "fed_lin_ucb_decentralized": ({"epsilon": 1.0}, None, 1500),
 }
