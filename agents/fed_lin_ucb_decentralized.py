@@ -273,24 +273,7 @@ class FedLinUCBDecentralized(FedUCBBase):
         if used is not None:
             answer[run, :, used] |= trigger
         self.pending[~talk] = False
-        if not answer.any():
-            silent = np.zeros(answer.shape[:2], dtype=bool)
-            return {name: (silent, self._silent) for name in self._channels}
-        U_hat, u_hat = self._release(answer)
-        runs, n, g = answer.shape
-        d = self.d
-        payload = np.zeros((runs, n, g, self._dim))
-        if used is not None:
-            payload[run, :, used, 0] = trigger
-        payload[..., 1] = np.arange(g)
-        payload[..., 2] = np.where(answer, self.releases, 0)
-        payload[..., HEADER : HEADER + d * d] = U_hat.reshape(runs, n, g, d * d)
-        payload[..., HEADER + d * d :] = u_hat
-        self.n_requests += trigger.sum(axis=1)
-        return {
-            name: (answer[:, :, slot], payload[:, :, slot])
-            for slot, name in enumerate(self._channels)
-        }
+        return self._messages(answer, trigger, None if used is None else (run, slice(None), used))
 
     def _fold(self, obs: VecObservation, slot: int) -> None:
         views = tuple(a[:, :, slot] for a in (self.U, self.u, self.G, self.g_vec, self.Q))
@@ -334,6 +317,11 @@ class FedLinUCBDecentralized(FedUCBBase):
         if used is not None:
             answer[:, :, used] |= trigger
         self.pending[:] = False
+        return self._messages(answer, trigger, None if used is None else np.s_[:, :, used])
+
+    def _messages(self, answer: np.ndarray, trigger: np.ndarray, where: tuple | None) -> dict:
+        """The slot channels' messages: ``answer`` (B, N, slots) says which slots release, the
+        trigger flags go to the slots at ``where`` (the slot just used, or None)."""
         if not answer.any():
             silent = np.zeros(answer.shape[:2], dtype=bool)
             return {name: (silent, self._silent) for name in self._channels}
@@ -341,8 +329,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         runs, n, g = answer.shape
         d = self.d
         payload = np.zeros((runs, n, g, self._dim))
-        if used is not None:
-            payload[:, :, used, 0] = trigger
+        if where is not None:
+            payload[(*where, 0)] = trigger
         payload[..., 1] = np.arange(g)
         payload[..., 2] = np.where(answer, self.releases, 0)
         payload[..., HEADER : HEADER + d * d] = U_hat.reshape(runs, n, g, d * d)
