@@ -300,62 +300,52 @@ def _run(
     seeds: list[int],
     recorder: _Recorder,
 ) -> None:
+    """Run the audit's federation on the reward table ``stream`` for ``seeds``, recording the
+    releases into ``recorder`` (random buffers capped at the audit's horizon)."""
     with _short_buffers(tgt.horizon):
-        _run_federation(make_policy, agent_id, tgt, wrapper_options, stream, seeds, recorder)
+        num_runs = len(seeds)
+        policy = make_policy()
+        venv = _build_env(tgt, policy, agent_id, num_runs)
+        env_seeds = [s ^ 0x5EED for s in seeds]
+        if wrapper_options is not None:
+            from fedbandit_env.wrappers import PrivacyVectorWrapper
 
+            venv = PrivacyVectorWrapper(venv, wrapper_options)
+            privatize = venv.privatizer.privatize
 
-def _run_federation(
-    make_policy: Callable[[], Any],
-    agent_id: str,
-    tgt: AuditTarget,
-    wrapper_options: dict[str, Any] | None,
-    stream: np.ndarray,
-    seeds: list[int],
-    recorder: _Recorder,
-) -> None:
-    num_runs = len(seeds)
-    policy = make_policy()
-    venv = _build_env(tgt, policy, agent_id, num_runs)
-    env_seeds = [s ^ 0x5EED for s in seeds]
-    if wrapper_options is not None:
-        from fedbandit_env.wrappers import PrivacyVectorWrapper
+            def capture(step: int, messages: Any) -> Any:
+                out = privatize(step, messages)
+                recorder.record(step - 1, out)
+                return out
 
-        venv = PrivacyVectorWrapper(venv, wrapper_options)
-        privatize = venv.privatizer.privatize
-
-        def capture(step: int, messages: Any) -> Any:
-            out = privatize(step, messages)
-            recorder.record(step - 1, out)
-            return out
-
-        venv.privatizer.privatize = capture
-    obs, _ = venv.reset(seed=env_seeds)
-    policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
-    engine = venv.engine
-    aligned = not tgt.align
-    t = 0  # engine steps: pulls and communication-only steps (docs/architecture.md)
-    while not engine.truncated:
-        if tgt.unit_context and obs.context is not None:
-            # agent 0's actions are all e_1 (norm L = 1): the changed reward moves one
-            # coordinate of its reward-weighted sum by exactly the reward difference
-            context = np.array(obs.context, dtype=np.float64, copy=True)
-            context[:, 0] = 0.0
-            context[:, 0, ..., 0] = 1.0
-            obs.context = context
-        action = policy.act(obs)
-        if wrapper_options is None:
-            recorder.record(t, engine._check_messages(action.messages or {}))
-        obs, *_ = venv.step(action.arms, action.messages, action.pull)
-        t += 1
-        if not aligned and (obs.pulls >= 1).all():
-            recorder.first_arm = np.asarray(obs.last_arm[:, 0], dtype=np.int64).copy()
-            aligned = True
-        # the rewards the learner observes: the table's for agent 0's last pull (indexed by
-        # its pull count, so communication steps do not move the stream), else 0
-        k = np.clip(obs.pulls - 1, 0, tgt.horizon - 1)
-        reward = np.zeros_like(obs.last_reward)
-        reward[:, 0] = np.where(obs.pulls >= 1, stream[k, obs.last_arm[:, 0]], 0.0)
-        obs.last_reward = reward
+            venv.privatizer.privatize = capture
+        obs, _ = venv.reset(seed=env_seeds)
+        policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
+        engine = venv.engine
+        aligned = not tgt.align
+        t = 0  # engine steps: pulls and communication-only steps (docs/architecture.md)
+        while not engine.truncated:
+            if tgt.unit_context and obs.context is not None:
+                # agent 0's actions are all e_1 (norm L = 1): the changed reward moves one
+                # coordinate of its reward-weighted sum by exactly the reward difference
+                context = np.array(obs.context, dtype=np.float64, copy=True)
+                context[:, 0] = 0.0
+                context[:, 0, ..., 0] = 1.0
+                obs.context = context
+            action = policy.act(obs)
+            if wrapper_options is None:
+                recorder.record(t, engine._check_messages(action.messages or {}))
+            obs, *_ = venv.step(action.arms, action.messages, action.pull)
+            t += 1
+            if not aligned and (obs.pulls >= 1).all():
+                recorder.first_arm = np.asarray(obs.last_arm[:, 0], dtype=np.int64).copy()
+                aligned = True
+            # the rewards the learner observes: the table's for agent 0's last pull (indexed by
+            # its pull count, so communication steps do not move the stream), else 0
+            k = np.clip(obs.pulls - 1, 0, tgt.horizon - 1)
+            reward = np.zeros_like(obs.last_reward)
+            reward[:, 0] = np.where(obs.pulls >= 1, stream[k, obs.last_arm[:, 0]], 0.0)
+            obs.last_reward = reward
 
 
 def locate(
