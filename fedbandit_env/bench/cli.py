@@ -40,7 +40,8 @@ from fedbandit_env.registration import list_envs, spec
 DEFAULT_STORE = "fedbandit_results.sqlite"
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 FIGURES = {
-    "gossip-fig2": ("reproduce_gossip.py", "gossip paper, Fig. 2(a) and 2(b)"),
+    "gossip": ("reproduce_gossip.py", "gossip paper, Fig. 2 and Sec. 5.2"),
+    "gossip-fig2": ("reproduce_gossip.py", "alias of gossip"),
     "dp-recsys": ("reproduce_dp_recsys.py", "DP recommender paper, Section IV experiment"),
     "commeff": ("reproduce_commeff.py", "commeff paper, Figs. 4-12"),
     "linear": ("reproduce_linear.py", "DP federated linear bandits, Fig. 1A-C"),
@@ -197,7 +198,43 @@ def cmd_reference(args) -> None:
     print(f"reference check: {len(report.checked)} cell(s) re-run, every row bit-identical")
 
 
+CLAIMS_DIR = Path(__file__).resolve().parents[2] / "docs" / "claims"
+PAGE = CLAIMS_DIR.parent / "reproductions.md"
+PAGE_ORDER = ("gossip", "dp-recsys", "commeff", "linear", "field")
+
+
+def _claims_files(folder: Path) -> list[Path]:
+    def key(path: Path) -> tuple[int, int, str]:
+        stem = path.stem
+        paper, _, scale = stem.rpartition("-")
+        rank = PAGE_ORDER.index(paper) if paper in PAGE_ORDER else len(PAGE_ORDER)
+        return (rank, 0 if scale == "ci" else 1, stem)
+
+    return sorted(folder.glob("*.json"), key=key)
+
+
+def cmd_reproduce_page(extra: list[str]) -> None:
+    """docs/reproductions.md from the claims files in docs/claims/ (docs/reproductions.md)."""
+    from fedbandit_env.bench.claims import render_page
+
+    page = argparse.ArgumentParser(prog="fedbandit reproduce page")
+    page.add_argument("--claims-dir", type=Path, default=CLAIMS_DIR,
+                      help="folder of claims files PAPER-SCALE.json (default: %(default)s)")
+    page.add_argument("--out", type=Path, default=PAGE, help="page to write (default: %(default)s)")
+    opts = page.parse_args(extra)
+    files = _claims_files(opts.claims_dir)
+    if not files:
+        raise FedBanditError(f"reproduce page: no claims file (*.json) in {opts.claims_dir}")
+    intro_path = opts.claims_dir / "intro.md"
+    intro = intro_path.read_text() if intro_path.exists() else ""
+    opts.out.write_text(render_page(files, intro=intro))
+    print(f"reproduce page: {opts.out} from {len(files)} claims file(s)")
+
+
 def cmd_reproduce(args, extra: list[str]) -> None:
+    if args.figure == "page":
+        cmd_reproduce_page(extra)
+        return
     script = BENCHMARKS / FIGURES[args.figure][0]
     if not script.exists():
         raise FedBanditError(
@@ -322,7 +359,7 @@ def _reference_file(text: str) -> str:
 
 
 def _figure(text: str) -> str:
-    if text not in FIGURES:
+    if text not in FIGURES and text != "page":
         known = ", ".join(f"{k} ({v[1]})" for k, v in FIGURES.items())
         raise ValueError(f"unknown figure {text!r}; known: {known}")
     return text
@@ -544,8 +581,8 @@ def parser() -> argparse.ArgumentParser:
         )
     rep = command(
         "reproduce",
-        f"reproduce a paper figure ({', '.join(FIGURES)}); later arguments, --help "
-        "included, go to the script",
+        f"reproduce a paper ({', '.join(FIGURES)}; `page` renders docs/reproductions.md "
+        "from docs/claims/); later arguments, --help included, go to the script",
         add_help=False,
     )
     rep.add_argument("figure", type=_arg_type("figure", _figure), help="the figure's name")

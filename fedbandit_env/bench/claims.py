@@ -1,0 +1,321 @@
+"""Claims tables of the paper reproductions (docs/reproductions.md).
+
+A reproduction script compares our numbers with what a paper states, one :class:`Claim` per
+figure panel, table or quantitative statement. The verdict of a claim is never typed by hand: a
+*check* function below takes the numbers and returns a :class:`Check` with the verdict and the
+tolerance it applied, and :func:`claim` builds the row from it. The rows are written as a JSON
+list (``--claims FILE`` of every ``benchmarks/reproduce_*.py`` script) and rendered as the
+Markdown table the scripts print and as docs/reproductions.md (``fedbandit reproduce page``).
+
+Verdicts: ``"reproduced"``, ``"not reproduced"`` and ``"not testable"`` (with a ``reason``).
+``source`` says whose statement a row checks: ``"paper"`` (the paper says it), ``"spec"`` (a
+prediction of our spec in ../shared/specs/) or ``"project"`` (a property we expect of our own
+implementation). ``provenance`` marks where a paper statement was read: ``"paper"`` when read in
+the paper text, ``"code"`` when read in the authors' code, ``"mem"`` when it is an unverified
+recollection (rendered as *unverified*).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+VERDICTS = ("reproduced", "not reproduced", "not testable")
+SOURCES = ("paper", "spec", "project")
+PROVENANCES = ("paper", "code", "mem")
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of one check function: the verdict and the tolerance it applied, in words."""
+
+    verdict: str
+    tolerance: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"Check.verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of a paper's claims table (see the module docstring for the fields)."""
+
+    paper: str
+    figure: str
+    claim: str
+    source: str
+    paper_value: Any
+    ours: Any
+    scale: dict[str, Any]
+    verdict: str
+    tolerance: str
+    reason: str = ""
+    provenance: str = "paper"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"Claim.source must be one of {SOURCES}, got {self.source!r}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"Claim.verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.provenance not in PROVENANCES:
+            raise ValueError(
+                f"Claim.provenance must be one of {PROVENANCES}, got {self.provenance!r}"
+            )
+        if self.verdict != "reproduced" and not self.reason:
+            raise ValueError(
+                f"Claim {self.figure!r} ({self.claim!r}): a {self.verdict!r} verdict needs a reason"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+
+def claim(
+    *,
+    paper: str,
+    figure: str,
+    text: str,
+    check: Check,
+    ours: Any,
+    scale: dict[str, Any],
+    paper_value: Any = None,
+    source: str = "paper",
+    provenance: str = "paper",
+    reason: str = "",
+    note: str = "",
+) -> Claim:
+    """Build a row whose verdict is the check's; ``reason`` explains a failure (docs/reproductions.md)."""
+    why = reason or check.reason
+    if check.verdict != "reproduced" and not why:
+        why = f"outside the tolerance ({check.tolerance})"
+    return Claim(
+        paper=paper,
+        figure=figure,
+        claim=text,
+        source=source,
+        paper_value=paper_value,
+        ours=ours,
+        scale=dict(scale),
+        verdict=check.verdict,
+        tolerance=check.tolerance,
+        reason=why,
+        provenance=provenance,
+        note=note,
+    )
+
+
+# ----------------------------------------------------------------------------- check functions
+
+
+def _finite(*values: float) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def _untestable_numbers(tolerance: str) -> Check:
+    return Check("not testable", tolerance, "a measured value is missing or not finite")
+
+
+def relative_close(ours: float, target: float, rel_tol: float) -> Check:
+    """``ours`` within ``rel_tol`` (relative) of ``target``: |ours/target - 1| <= rel_tol."""
+    tol = f"|ours / {target:g} - 1| <= {rel_tol:g}"
+    if not _finite(ours, target) or target == 0:
+        return _untestable_numbers(tol)
+    ok = abs(ours / target - 1.0) <= rel_tol
+    return Check("reproduced" if ok else "not reproduced", tol)
+
+
+def absolute_close(ours: float, target: float, abs_tol: float) -> Check:
+    """``ours`` within ``abs_tol`` of ``target``."""
+    tol = f"|ours - {target:g}| <= {abs_tol:g}"
+    if not _finite(ours, target):
+        return _untestable_numbers(tol)
+    ok = abs(ours - target) <= abs_tol
+    return Check("reproduced" if ok else "not reproduced", tol)
+
+
+def ratios_close(ours: Sequence[float], targets: Sequence[float], rel_tol: float) -> Check:
+    """Every ratio within ``rel_tol`` (relative) of its target (e.g. 1 : 1/2 : 1/5)."""
+    shown = " / ".join(f"{t:g}" for t in targets)
+    tol = f"each ratio within {rel_tol:g} (relative) of {shown}"
+    if len(ours) != len(targets) or not _finite(*ours, *targets) or 0 in targets:
+        return _untestable_numbers(tol)
+    ok = all(abs(o / t - 1.0) <= rel_tol for o, t in zip(ours, targets, strict=True))
+    return Check("reproduced" if ok else "not reproduced", tol)
+
+
+def within(ours: float, low: float, high: float) -> Check:
+    """``low <= ours <= high``."""
+    tol = f"{low:g} <= ours <= {high:g}"
+    if not _finite(ours, low, high):
+        return _untestable_numbers(tol)
+    return Check("reproduced" if low <= ours <= high else "not reproduced", tol)
+
+
+def at_least(ours: float, bound: float) -> Check:
+    tol = f"ours >= {bound:g}"
+    if not _finite(ours, bound):
+        return _untestable_numbers(tol)
+    return Check("reproduced" if ours >= bound else "not reproduced", tol)
+
+
+def at_most(ours: float, bound: float) -> Check:
+    tol = f"ours <= {bound:g}"
+    if not _finite(ours, bound):
+        return _untestable_numbers(tol)
+    return Check("reproduced" if ours <= bound else "not reproduced", tol)
+
+
+def monotone(values: Sequence[float], increasing: bool, min_step: float = 0.0) -> Check:
+    """Strictly ordered values; each step at least ``min_step`` (relative to the smaller value)."""
+    word = "increasing" if increasing else "decreasing"
+    tol = f"strictly {word}" + (f", each step >= {min_step:g} relative" if min_step else "")
+    if len(values) < 2 or not _finite(*values):
+        return _untestable_numbers(tol)
+    seq = list(values) if increasing else list(values)[::-1]
+    ok = all(
+        b > a and (b - a) >= min_step * max(abs(min(a, b)), 1e-300)
+        for a, b in zip(seq, seq[1:], strict=False)
+    )
+    return Check("reproduced" if ok else "not reproduced", tol)
+
+
+def lower_than(better: float, worse: float, se: float = 0.0, z: float = 0.0) -> Check:
+    """``better < worse``, by at least ``z`` standard errors ``se`` of the difference."""
+    tol = "ours_a < ours_b" + (f" by >= {z:g} se (se = {se:.4g})" if z else "")
+    if not _finite(better, worse, se):
+        return _untestable_numbers(tol)
+    return Check("reproduced" if worse - better > z * se else "not reproduced", tol)
+
+
+def not_testable(reason: str, tolerance: str = "none") -> Check:
+    """A claim this reproduction cannot check; the reason says why."""
+    return Check("not testable", tolerance, reason)
+
+
+# ----------------------------------------------------------------------------- files and tables
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def write_claims(
+    path: str | Path, claims: Iterable[Claim], meta: dict[str, Any] | None = None
+) -> None:
+    """Write the rows as JSON: ``{"meta": {...}, "claims": [...]}`` (atomic replace)."""
+    import datetime
+
+    import fedbandit_env
+
+    rows = [c.to_dict() for c in claims]
+    info = {
+        "date": datetime.date.today().isoformat(),
+        "version": fedbandit_env.__version__,
+        **(meta or {}),
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"meta": _jsonable(info), "claims": rows}, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def read_claims(path: str | Path) -> tuple[dict[str, Any], list[Claim]]:
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or "claims" not in data:
+        raise ValueError(f"{path}: not a claims file (expected an object with a 'claims' list)")
+    return data.get("meta", {}), [Claim(**row) for row in data["claims"]]
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return " / ".join(_fmt(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _cell(value: Any) -> str:
+    return _fmt(value).replace("|", "\\|").replace("\n", " ")
+
+
+def counts(claims: Iterable[Claim]) -> dict[str, int]:
+    out = dict.fromkeys(VERDICTS, 0)
+    for c in claims:
+        out[c.verdict] += 1
+    return out
+
+
+def to_markdown(claims: Sequence[Claim]) -> str:
+    """The claims table: figure | claim | source | paper | ours | verdict | tolerance / reason."""
+    lines = [
+        "| figure | claim | source | paper | ours | verdict | tolerance; reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in claims:
+        source = c.source + (" (unverified)" if c.provenance == "mem" else "")
+        why = c.tolerance + (f"; {c.reason}" if c.reason else "")
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(x) for x in (c.figure, c.claim, source, c.paper_value, c.ours, c.verdict, why)
+            )
+            + " |"
+        )
+    n = counts(claims)
+    lines.append("")
+    lines.append(
+        f"{n['reproduced']} reproduced, {n['not reproduced']} not reproduced, "
+        f"{n['not testable']} not testable."
+    )
+    return "\n".join(lines)
+
+
+def render_page(files: Sequence[str | Path], intro: str = "") -> str:
+    """docs/reproductions.md from claims files (one section per file, in the given order)."""
+    parts = ["# Reproductions", ""]
+    if intro:
+        parts += [intro.strip(), ""]
+    summary = [
+        "| paper | scale | date | version | reproduced | not reproduced | not testable |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    sections = []
+    for f in files:
+        meta, rows = read_claims(f)
+        n = counts(rows)
+        title = meta.get("title") or (rows[0].paper if rows else Path(f).stem)
+        scale = meta.get("scale_name", "")
+        summary.append(
+            f"| {_cell(title)} | {_cell(scale)} | {_cell(meta.get('date'))} | "
+            f"{_cell(meta.get('version'))} | {n['reproduced']} | {n['not reproduced']} | "
+            f"{n['not testable']} |"
+        )
+        head = f"## {title}" + (f" ({scale})" if scale else "")
+        body = [head, ""]
+        if meta.get("command"):
+            body += [f"Command: `{meta['command']}`", ""]
+        if meta.get("wall_time_s") is not None:
+            body += [f"Wall time: {float(meta['wall_time_s']):.0f} s", ""]
+        body += [to_markdown(rows), ""]
+        sections.append("\n".join(body))
+    return "\n".join(parts + summary + [""] + sections)

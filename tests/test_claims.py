@@ -1,0 +1,78 @@
+"""Claims tables: verdicts computed from numbers on both sides of each tolerance (docs/reproductions.md)."""
+
+import json
+
+import pytest
+
+from fedbandit_env.bench import claims as C
+
+
+@pytest.mark.parametrize(
+    "check, expected",
+    [
+        (C.relative_close(1.09, 1.0, 0.1), "reproduced"),
+        (C.relative_close(1.11, 1.0, 0.1), "not reproduced"),
+        (C.absolute_close(2.2, 2.0, 0.25), "reproduced"),
+        (C.absolute_close(2.3, 2.0, 0.25), "not reproduced"),
+        (C.ratios_close([0.52, 0.21], [0.5, 0.2], 0.1), "reproduced"),
+        (C.ratios_close([0.64, 0.29], [0.5, 0.2], 0.1), "not reproduced"),
+        (C.within(3.0, 2.0, 4.0), "reproduced"),
+        (C.within(4.5, 2.0, 4.0), "not reproduced"),
+        (C.at_least(2.0, 2.0), "reproduced"),
+        (C.at_least(1.9, 2.0), "not reproduced"),
+        (C.at_most(2.0, 2.0), "reproduced"),
+        (C.at_most(2.1, 2.0), "not reproduced"),
+        (C.monotone([1, 2, 3], increasing=True), "reproduced"),
+        (C.monotone([1, 3, 2], increasing=True), "not reproduced"),
+        (C.monotone([3, 2, 1], increasing=False), "reproduced"),
+        (C.monotone([1.0, 1.05], increasing=True, min_step=0.1), "not reproduced"),
+        (C.lower_than(1.0, 2.0, se=0.1, z=3), "reproduced"),
+        (C.lower_than(1.0, 1.2, se=0.1, z=3), "not reproduced"),
+        (C.relative_close(float("nan"), 1.0, 0.1), "not testable"),
+        (C.not_testable("no data"), "not testable"),
+    ],
+)
+def test_check_verdicts(check, expected):
+    assert check.verdict == expected
+    assert check.tolerance
+
+
+def test_claim_rows_roundtrip_and_render(tmp_path):
+    rows = [
+        C.claim(
+            paper="gossip",
+            figure="Fig. 2(a)",
+            text="ratio",
+            check=C.ratios_close([0.6], [0.5], 0.1),
+            ours=[0.6],
+            paper_value=[0.5],
+            scale={"T": 10},
+        ),
+        C.claim(
+            paper="gossip",
+            figure="Sec. 5.2",
+            text="bias",
+            check=C.at_least(2, 1),
+            ours=2,
+            scale={"T": 10},
+            source="spec",
+            provenance="mem",
+        ),
+    ]
+    assert rows[0].verdict == "not reproduced" and rows[0].reason
+    path = tmp_path / "gossip-ci.json"
+    C.write_claims(path, rows, meta={"title": "Gossip paper", "scale_name": "CI"})
+    meta, back = C.read_claims(path)
+    assert back == rows and meta["title"] == "Gossip paper" and "version" in meta
+    table = C.to_markdown(back)
+    assert "not reproduced" in table and "(unverified)" in table
+    page = C.render_page([path])
+    assert "| Gossip paper | CI |" in page and "1 reproduced, 1 not reproduced" in page
+    json.loads(path.read_text())
+
+
+def test_claim_validation():
+    with pytest.raises(ValueError, match="source"):
+        C.Claim("p", "f", "c", "hearsay", None, 1, {}, "reproduced", "t")
+    with pytest.raises(ValueError, match="needs a reason"):
+        C.Claim("p", "f", "c", "paper", None, 1, {}, "not testable", "t")
