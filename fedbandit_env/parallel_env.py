@@ -36,8 +36,8 @@ them in a row raise a ``CommunicationError``.
 
   * ``neighbors``: ``senders`` (D,) neighbour ids (-1 padding, D = max degree), ``mask`` (D,)
     which of them arrived, ``payload`` (D, dim).
-  * ``gossip``: ``partner`` (-1 unless the agent is on this step's random edge), ``received``,
-    ``payload`` (dim,).
+  * ``gossip``: ``partner`` (-1 unless the agent is on this step's random edge; with
+    ``mode="pull_one_neighbour"`` the neighbour it pulled from), ``received``, ``payload`` (dim,).
   * ``server``: ``aggregate`` (dim,) sum or mean of the uploads that arrived, ``count``,
     ``participating`` (whether this agent was picked to upload this step).
   * ``flood``: ``senders`` (S,) the origins within ttl hops, ``mask``, ``sent_step``,

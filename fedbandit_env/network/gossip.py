@@ -1,12 +1,25 @@
-"""``gossip`` channel: one uniformly random edge per step; its two endpoints exchange payloads.
+"""``gossip`` channel: random pairwise exchanges over the graph's edges, in one of two modes.
 
-gossip.md §1.4 and §6 item 11: the edge is uniform over E, i.i.d. across steps, drawn from the
-run's network stream whether or not anyone sends. An endpoint receives its partner's payload if the
-partner sent (and the message was not dropped). Each transmission is one agent–agent message.
+``mode="edge"`` (the default): one uniformly random edge per step; its two endpoints exchange
+payloads. gossip.md §1.4 and §6 item 11: the edge is uniform over E, i.i.d. across steps, drawn
+from the run's network stream whether or not anyone sends. An endpoint receives its partner's
+payload if the partner sent (and the message was not dropped). Each transmission is one
+agent–agent message.
 
-Drops (``drop_prob``): each direction is lost independently with that probability; a lost message
-is still charged (c2) and counted in ``dropped``; its receiver still sees ``partner``, with
-``received`` 0 and a zero payload.
+``mode="pull_one_neighbour"`` (field-coverage.md §6, GosInE's phase-end recommendation pull):
+every step **every** agent i with a neighbour draws one neighbour ``j`` uniformly at random among
+its neighbours (``partner[b, i] = j``; -1 for an isolated agent) and pulls j's payload: it
+receives it if j sent this step (``send[b, j]``: j answers every pull made to it) and the reply
+was not dropped. The draws are one uniform per agent per step from the run's network stream,
+taken whether or not anyone sends, so a run's draws do not depend on its batch or on the
+agents' messages. Each answered pull is one agent–agent message of ``dim`` floats at cost c2,
+charged to the responder (``sent[b, j]`` counts the pulls j answered); a pull of an agent that
+did not send costs nothing (the request itself is not charged). The reply is sent and delivered
+in the same step (one hop), like ``neighbors``.
+
+Drops (``drop_prob``): each direction (edge mode) or each reply (pull mode) is lost
+independently with that probability; a lost message is still charged (c2) and counted in
+``dropped``; its receiver still sees ``partner``, with ``received`` 0 and a zero payload.
 """
 
 from __future__ import annotations
@@ -33,21 +46,38 @@ class GossipDelivery:
     payload: np.ndarray
 
 
+GOSSIP_MODES = ("edge", "pull_one_neighbour")
+
+
 class GossipChannel(Channel):
     kind = "gossip"
 
-    def __init__(self, name, topology, dim, **kwargs):
+    def __init__(self, name, topology, dim, mode: str = "edge", **kwargs):
         super().__init__(name, topology, dim, **kwargs)
+        if not isinstance(mode, str) or mode not in GOSSIP_MODES:
+            raise ConfigError(
+                f"channels.{name}.mode: expected one of {list(GOSSIP_MODES)}, got {mode!r}"
+            )
+        self.mode = mode
         self.edges = topology.edges
         if len(self.edges) == 0:
             raise ConfigError(f"channels.{name}: the gossip channel needs a graph with an edge")
         self._edge_u = None
         self._drops = None
+        if mode == "pull_one_neighbour":
+            self._neighbors = topology.neighbors  # (N, D), -1 padded, ascending ids
+            self._degrees = np.asarray(topology.degrees, dtype=np.int64)
 
     def _reset(self, rng: BatchedRNG) -> None:
+        self._rows = np.arange(self.num_runs)
+        if self.mode == "pull_one_neighbour":
+            n = self.num_agents
+            self._edge_u = rng.buffered("uniform", (n,))
+            self._drops = rng.buffered("uniform", (n,)) if self.drop_prob > 0 else None
+            self._agents = np.arange(n)
+            return
         self._edge_u = rng.buffered("uniform", (1,))
         self._drops = rng.buffered("uniform", (2,)) if self.drop_prob > 0 else None
-        self._rows = np.arange(self.num_runs)
 
     def empty_delivery(self) -> GossipDelivery:
         shape = (self.num_runs, self.num_agents)
@@ -61,7 +91,38 @@ class GossipChannel(Channel):
         idx = np.minimum((u[:, 0] * len(self.edges)).astype(np.int64), len(self.edges) - 1)
         return self.edges[idx]
 
+    def pulled_neighbours(self, u: np.ndarray) -> np.ndarray:
+        """Pull mode: the neighbour (B, N) each agent pulls from, -1 for an isolated agent;
+        ``floor(u d_i)``-th neighbour in ascending id order for a uniform ``u`` (B, N)."""
+        deg = self._degrees
+        slot = np.minimum((u * deg).astype(np.int64), np.maximum(deg - 1, 0))
+        partner = self._neighbors[self._agents, slot]  # (B, N); -1 where deg == 0
+        return np.where(deg > 0, partner, -1)
+
+    def _transmit_pull(self, send: np.ndarray, payload: np.ndarray):
+        partner = self.pulled_neighbours(self._edge_u.next())
+        drop_u = self._drops.next() if self._drops is not None else None
+        has = partner >= 0
+        src = np.where(has, partner, 0)
+        rows = self._rows[:, None]
+        answered = has & send[rows, src]  # (B, N): the pulled neighbour sent: a reply goes out
+        received = answered if drop_u is None else answered & (drop_u >= self.drop_prob)
+        out = payload[rows, src]  # (B, N, dim): a gather, then a select (no -0.0)
+        np.copyto(out, 0.0, where=~received[..., None])
+        charge = self._charge()
+        count = answered.sum(axis=1)
+        charge.messages[:, AGENT_AGENT] = count
+        charge.floats[:, AGENT_AGENT] = count * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * count
+        charge.dropped[:] = count - received.sum(axis=1)
+        sent = np.zeros((self.num_runs, self.num_agents), dtype=np.int64)
+        np.add.at(sent, (np.broadcast_to(rows, src.shape)[answered], src[answered]), 1)
+        charge.sent[:] = sent
+        return GossipDelivery(partner, received, out), charge
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
+        if self.mode == "pull_one_neighbour":
+            return self._transmit_pull(send, payload)
         edge = self.active_edges(self._edge_u.next())
         drop_u = self._drops.next() if self._drops is not None else None
         rows = self._rows
@@ -87,6 +148,12 @@ class GossipChannel(Channel):
         charge.sent[rows, a] = a_sends
         charge.sent[rows, c] = c_sends
         return delivery, charge
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        if self.mode != "edge":
+            out["mode"] = self.mode
+        return out
 
     def observation_space(self) -> spaces.Dict:
         return spaces.Dict(

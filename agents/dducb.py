@@ -1,0 +1,272 @@
+"""DDUCB, decentralized delayed UCB (Martínez-Rubio, Kanade & Rebeschini), registered as ``dducb``.
+
+field-coverage.md §2. N agents on a connected graph, K shared arms, every agent pulls every step.
+Each agent keeps, per arm, pairs (reward sum, count) of K-vectors: ``alpha`` (used for decisions,
+an estimate of the network **average**), ``beta`` (being mixed in the current stage), ``gamma``
+(own samples of this stage) and, accelerated variant only, ``delta`` (accumulated mixed stages);
+and a scalar ``s`` (estimate of the network's total pulls).
+
+Gossip matrix: ``P = I - (kappa/d_max) L`` (:func:`fedbandit_env.graphs.consensus_weights`,
+``kappa`` default ``d_max/(d_max+1)``). On a d-regular graph this is ``(I + A)/(d+1)``, the
+authors' lazy normalised-Laplacian walk [code]; on irregular graphs (grid) the authors use
+``I - D^{-1/2} L_norm D^{-1/2}/(d_max+1)``, which differs: we keep the suite's consensus matrix
+(its off-diagonal weight is the same on every edge, so each agent only needs the sum of its
+neighbours' messages: the aggregating ``neighbors`` delivery, ``reduce="sum"``).
+``lambda2 = max_{p>=2} |lambda_p(P)|``.
+
+Stage length (§2) ``C``: accelerated ``ceil(ln(2N/eps) / sqrt(2 ln(1/lambda2)))``, unaccelerated
+``ceil(ln(N/eps) / ln(1/lambda2))`` (``stage_length="standard"``); ``"small"`` is the code's
+C_small (the accelerated formula for both variants, divided by 3 (``ceil`` of the quotient) for
+the accelerated one); an int fixes C. At least 1; a graph with ``lambda2 = 0`` (complete graph,
+exact averaging in one round) has C = 1.
+
+Init: steps 1..K pull arm k at step k+1 (all agents), ``beta = (rewards, 1)``, ``alpha = beta/N``
+(the spec's resolution: alpha estimates the network average; the code's ``beta/K`` is not
+followed), ``gamma = delta = 0``, ``t = s = K``.
+
+Per step r = 0..C-1 of a stage (step t, one neighbour exchange per step, §2 "one round per step"):
+
+1. ``k* = argmax_k alpha_sum[k]/alpha_cnt[k] + sqrt(2 eta sigma^2 ln s / (N alpha_cnt[k]))``
+   (uniform tie-break, one uniform per agent from its ``tiebreak`` stream; an arm whose
+   ``alpha_cnt <= 0`` (the Chebyshev polynomial is not a stochastic matrix) has an infinite index);
+2. pull k*, get u: ``gamma[k*] += (u, 1)``, ``alpha[k*] += (u/N, 1/N)``, ``s += N`` (one increment
+   per agent-pull of the network; per-step arm choice, as the code);
+3. each agent sends its current mixing iterate of ``beta`` (2K floats) to every neighbour with the
+   arm of step t (the iterate does not depend on the reward of step t, so nothing waits); the
+   delivery of step t is mixed before the choice of step t + 1.
+
+Mixing: unaccelerated, ``y_{r+1} = P y_r``; accelerated, the Chebyshev recursion
+``y_{r+1} = (2/lambda2) P y_r - y_{r-1}``, ``y_1 = P y_0/lambda2``, normalised by the same
+recursion on the scalar 1, so that after C rounds ``beta = T_C(P/lambda2) y_0 / T_C(1/lambda2)``.
+We run the recursion on the normalised iterates ``z_r = y_r / T_r(1/lambda2)`` (the same values,
+without overflow): ``z_1 = P z_0``, ``z_{r+1} = a_r P z_r - b_r z_{r-1}`` with
+``a_r = 2 T_r/(lambda2 T_{r+1})``, ``b_r = T_{r-1}/T_{r+1}``. A dropped message (``drop_prob > 0``,
+not in the paper) gives its weight to the receiver's own value.
+
+End of stage (after its C-th step, before the next choice): ``s = (t - C) N`` (t = pulls done).
+Accelerated: ``delta += beta_mixed``, ``alpha = delta`` (a copy), ``beta = gamma``, ``gamma = 0``.
+Unaccelerated: ``alpha = beta_mixed`` (a copy), ``beta = beta_mixed + gamma``, ``gamma = 0``.
+Copies, not the code's aliased references (§2: the aliasing double-counts own data).
+
+Defaults (§2, code): ``eta = 2``, ``eps = 1/22``, ``sigma = 1``. Not implemented: the code's
+whole-operator-per-step mixing (the spec's ``code_faithful`` flag). Unverified against the paper
+[mem]: one communication round per step and the per-step (rather than per-stage) arm choice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agents.field_common import Consensus, consensus_setup, mix
+from baselines.index import argmax_one_uniform
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import (
+    MULTI_ARMED,
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
+from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_flag, check_int, check_real
+
+AGENT_ID = "dducb"
+CHANNEL = "neighbors"
+STAGE_LENGTHS = ("standard", "small")
+
+
+@dataclass(frozen=True)
+class DDUCBConfig:
+    """Validated parameters (field-coverage.md §2, defaults from the authors' code)."""
+
+    accelerated: bool = True
+    eta: float = 2.0
+    eps: float = 1.0 / 22.0
+    sigma: float = 1.0
+    stage_length: Any = "standard"
+    kappa: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "accelerated", check_flag("accelerated", self.accelerated, where=AGENT_ID)
+        )
+        for name in ("eta", "sigma"):
+            value = check_real(name, getattr(self, name), low=0.0, low_open=True, where=AGENT_ID)
+            object.__setattr__(self, name, value)
+        eps = check_real("eps", self.eps, low=0.0, low_open=True, high=1.0, high_open=True,
+                         where=AGENT_ID)
+        object.__setattr__(self, "eps", eps)
+        if isinstance(self.stage_length, str):
+            if self.stage_length not in STAGE_LENGTHS:
+                raise ConfigError(
+                    f"{AGENT_ID}: stage_length: expected 'standard', 'small' or an int >= 1, "
+                    f"got {self.stage_length!r}"
+                )
+        else:
+            c = check_int("stage_length", self.stage_length, minimum=1, where=AGENT_ID)
+            object.__setattr__(self, "stage_length", int(c))
+        if self.kappa is not None:
+            kappa = check_real("kappa", self.kappa, low=0.0, low_open=True, high=1.0,
+                               hint="or None: d_max/(d_max+1)", where=AGENT_ID)
+            object.__setattr__(self, "kappa", kappa)
+
+
+def stage_length(num_agents: int, lambda2: float, eps: float, accelerated: bool,
+                 rule: Any = "standard") -> int:
+    """C of field-coverage.md §2 (``rule`` "standard", "small" or a fixed int); at least 1."""
+    if not isinstance(rule, str):
+        return int(rule)
+    if lambda2 <= 1e-12:
+        return 1
+    accel = math.log(2 * num_agents / eps) / math.sqrt(2.0 * math.log(1.0 / lambda2))
+    if rule == "small":
+        c = accel / 3.0 if accelerated else accel
+    elif accelerated:
+        c = accel
+    else:
+        c = math.log(num_agents / eps) / math.log(1.0 / lambda2)
+    return max(1, math.ceil(c))
+
+
+def chebyshev_coefficients(lambda2: float, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(a_r, b_r)`` for r = 1..rounds-1 of the normalised recursion (module docstring):
+    ``z_{r+1} = a_r P z_r - b_r z_{r-1}``. Index 0 is unused (``z_1 = P z_0``)."""
+    a = np.zeros(max(rounds, 1))
+    b = np.zeros(max(rounds, 1))
+    if lambda2 <= 1e-12:
+        return a, b
+    rho = lambda2  # T_{r-1}/T_r at r = 1: T_0 / T_1 = lambda2
+    for r in range(1, rounds):
+        ratio = 2.0 / lambda2 - rho  # T_{r+1}/T_r
+        a[r] = (2.0 / lambda2) / ratio
+        b[r] = rho / ratio
+        rho = 1.0 / ratio
+    return a, b
+
+
+class DDUCB(TeamPolicy):
+    """Batched DDUCB over B runs and N agents; see the module docstring (field-coverage.md §2)."""
+
+    agent_id = AGENT_ID
+    version = 1
+
+    def __init__(
+        self,
+        accelerated: bool = True,
+        eta: float = 2.0,
+        eps: float = 1.0 / 22.0,
+        sigma: float = 1.0,
+        stage_length: Any = "standard",
+        kappa: float | None = None,
+    ):
+        self.config = DDUCBConfig(accelerated, eta, eps, sigma, stage_length, kappa)
+
+    def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
+        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
+
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        cfg = self.config
+        require_family(AGENT_ID, facts, MULTI_ARMED)
+        B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
+        self.require_channel(facts, CHANNEL, "neighbors", 2 * K)
+        if facts.horizon <= K:
+            raise ConfigError(
+                f"{AGENT_ID}: horizon: expected more than K = {K} steps (the initialization "
+                f"pulls every arm once), got {facts.horizon}"
+            )
+        self.consensus: Consensus = consensus_setup(AGENT_ID, facts, cfg.kappa)
+        lam = self.consensus.lambda2
+        self.C = stage_length(N, lam, cfg.eps, cfg.accelerated, cfg.stage_length)
+        self._a, self._b = chebyshev_coefficients(lam, self.C)
+        self.N, self.K = N, K
+        self.bonus = 2.0 * cfg.eta * cfg.sigma**2 / N
+        shape = (B, N, 2 * K)  # [sums (K), counts (K)]
+        self.alpha = np.zeros(shape)
+        self.beta = np.zeros(shape)  # the stage's starting value y_0
+        self.gamma = np.zeros(shape)
+        self.delta = np.zeros(shape)
+        self.z = np.zeros(shape)  # current mixing iterate z_r (what is sent)
+        self.z_prev = np.zeros(shape)  # z_{r-1}
+        self.r = 0  # mixing rounds done in the current stage
+        self.s = float(K)
+        self.pulls = 0
+        self._sent_last = False
+        self._rows = np.indices((B, N))
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,))
+        self._send = np.ones((B, N), dtype=bool)
+        self._quiet = np.zeros((B, N), dtype=bool)
+
+    # ------------------------------------------------------------------ updates
+    def _fold_in(self, obs: VecObservation) -> None:
+        """The reward of the last step: init sample (steps 1..K) or ``gamma``/``alpha``/``s``."""
+        b, i = self._rows
+        arm, u = obs.last_arm, obs.last_reward
+        K, N = self.K, self.N
+        if self.pulls <= K:
+            self.beta[b, i, arm] = u
+            self.beta[b, i, K + arm] = 1.0
+            if self.pulls == K:  # init done: alpha = beta / N, the first stage starts
+                self.alpha = self.beta / N
+                self.z = self.beta.copy()
+            return
+        self.gamma[b, i, arm] += u
+        self.gamma[b, i, K + arm] += 1.0
+        self.alpha[b, i, arm] += u / N
+        self.alpha[b, i, K + arm] += 1.0 / N
+        self.s += N
+
+    def _mix(self, obs: VecObservation) -> None:
+        """One exchange of the current iterate (sent at the last step), then, after C rounds,
+        the end of the stage."""
+        pz = mix(self.consensus, self.z, obs.deliveries[CHANNEL])
+        if self.config.accelerated and self.r >= 1:
+            new = self._a[self.r] * pz - self._b[self.r] * self.z_prev
+        else:
+            new = pz
+        self.z_prev, self.z = self.z, new
+        self.r += 1
+        if self.r < self.C:
+            return
+        self.s = float((self.pulls - self.C) * self.N)
+        if self.config.accelerated:
+            self.delta += self.z
+            self.alpha = self.delta.copy()
+            self.beta = self.gamma
+        else:
+            self.alpha = self.z.copy()
+            self.beta = self.z + self.gamma
+        self.gamma = np.zeros_like(self.gamma)
+        self.z = self.beta.copy()
+        self.z_prev = np.zeros_like(self.z)
+        self.r = 0
+
+    def index(self) -> np.ndarray:
+        """The DDUCB index (B, N, K) from ``alpha`` and ``s`` (step 1 of the module docstring)."""
+        K = self.K
+        sums, cnt = self.alpha[..., :K], self.alpha[..., K:]
+        ok = cnt > 0
+        safe = np.where(ok, cnt, 1.0)
+        value = sums / safe + np.sqrt(self.bonus * math.log(max(self.s, 1.0)) / safe)
+        return np.where(ok, value, np.inf)
+
+    def act(self, obs: VecObservation) -> TeamAction:
+        K = self.K
+        if obs.step > 0:
+            self.pulls += 1
+            mixing = self._sent_last  # the iterate went out with the last arm
+            self._fold_in(obs)
+            if mixing:
+                self._mix(obs)
+        if self.pulls < K:
+            arms = np.full(self._send.shape, self.pulls, dtype=np.int64)
+            self._sent_last = False
+            return TeamAction(arms, {CHANNEL: (self._quiet, self.z)})
+        arms = argmax_one_uniform(self.index(), self._tiebreak.next())
+        self._sent_last = True
+        return TeamAction(arms, {CHANNEL: (self._send, self.z.copy())})
