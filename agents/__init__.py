@@ -1,20 +1,28 @@
 """Reference agents: the algorithms of the suite's papers as batched team policies."""
 
 from agents.commeff import CDPMAB, DDPMAB, HDPMAB  # Li & Song (seed 004)
+from agents.coop_ucb2 import CoopUCB2  # Landgren, Srivastava & Leonard (field coverage)
+from agents.dducb import DDUCB  # Martinez-Rubio, Kanade & Rebeschini (field coverage)
 from agents.dp_decentralized_ucb import DPDecentralizedUCB  # Li, Song & Fragouli (seed 001)
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli (seed 001)
 from agents.fed_lin_ucb import FedLinUCB  # Dubey & Pentland (seed 003)
 from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # (seed 003, §2.8)
+from agents.gosine import GosInE  # Chawla, Sankararaman, Ganesh & Shakkottai (field coverage)
 from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. (seeds 000/002)
+from agents.ldp_ucb import LDPUCB  # Ren, Zhou, Liu & Shroff (field coverage)
 
 __all__ = [
     "CDPMAB",
+    "CoopUCB2",
+    "DDUCB",
     "DDPMAB",
     "DPDecentralizedUCB",
     "DPMasterWorkerUCB",
     "FedLinUCB",
     "FedLinUCBDecentralized",
+    "GosInE",
     "GossipFedUCB",
     "GossipUCB",
     "HDPMAB",
+    "LDPUCB",
 ]
