@@ -28,6 +28,7 @@ GRID = {
     "channels": {
         "neighbors": {"kind": "neighbors", "dim": 4, "drop_prob": 0.1},
         "g": {"kind": "gossip", "dim": 2, "drop_prob": 0.2},
+        "gp": {"kind": "gossip", "dim": 2, "mode": "pull_one_neighbour", "drop_prob": 0.2},
         "f": {"kind": "flood", "dim": 3, "ttl": 2, "drop_prob": 0.1},
         "s": {"kind": "server", "dim": 4, "participation": 0.5, "drop_prob": 0.1},
         "h": {"kind": "hierarchical", "dim": 2, "drop_prob": 0.1},  # one component, sink
@@ -44,6 +45,7 @@ HYBRID = {
     "channels": {
         "neighbors": {"kind": "neighbors", "dim": 3},
         "g": {"kind": "gossip", "dim": 3},
+        "gp": {"kind": "gossip", "dim": 1, "mode": "pull_one_neighbour"},
         "f": {"kind": "flood", "dim": 2, "cost_model": "gis"},
         "s": {"kind": "server", "dim": 3, "aggregate": "sum", "charge_broadcast": True},
         "h": {"kind": "hierarchical", "dim": 3, "aggregate": "unweighted", "cost_model": "path"},
