@@ -157,3 +157,24 @@ def test_bad_input_and_environments_it_cannot_run_on():
                  env_kwargs={"family": "homogeneous", "num_agents": 2, "means": MEANS,
                              "horizon": 10,
                              "channels": {"server": {"kind": "server", "dim": 8}}})
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "bernoulli"])
+def test_audit_bound_stays_below_the_claim_and_catches_the_broken_variant(mechanism,
+                                                                          monkeypatch):
+    """``fedbandit audit``: the first report carrying agent 0's changed reward is one
+    epsilon-LDP release; the empirical lower bound must not exceed epsilon, and the broken
+    variant (twice the epsilon in its mechanism, the same declaration) must be caught."""
+    from fedbandit_env import agent_registry
+    from fedbandit_env.bench.audit_agent import audit_learner
+
+    if "ldp_ucb" not in agent_registry.list_agents():  # a checkout not installed again yet
+        monkeypatch.setitem(agent_registry._AGENTS, "ldp_ucb", "agents.ldp_ucb:LDPUCB")
+
+    kwargs = {"epsilon": 1.0, "mechanism": mechanism}
+    ok = audit_learner("ldp_ucb", kwargs, trials=3000)
+    assert ok.declared == ok.per_release == 1.0
+    assert ok.result.epsilon_lower <= 1.0
+    if mechanism == "laplace":
+        bad = audit_learner("ldp_ucb", kwargs, trials=3000, broken=True)
+        assert bad.result.epsilon_lower > 1.0

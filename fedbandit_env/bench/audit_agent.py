@@ -153,6 +153,10 @@ TARGETS: dict[str, AuditTarget] = {
     "cdp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
     "ddp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
     "hdp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
+    "ldp_ucb": AuditTarget(
+        horizon=16, per_release=_declared, note="local: one Laplace (or randomized-response) "
+        "report per reward, made at the agent"
+    ),
 }
 for _sid in ("ucb1_shared", "kl_ucb_shared", "epsilon_greedy_shared", "thompson_beta_shared",
              "thompson_gaussian_shared"):
