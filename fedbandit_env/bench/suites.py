@@ -123,6 +123,36 @@ def env_family(env_id: str, env_kwargs: dict[str, Any]) -> str | None:
         return None
 
 
+def cell_agent_steps(cell: Cell) -> int:
+    """Agent-steps of a cell: horizon x runs x agents (the agents from the cell's or the
+    environment's kwargs, else from the built configuration)."""
+    kwargs = {**spec(cell.env_id).kwargs, **cell.env_kwargs}
+    agents = kwargs.get("num_agents")
+    if agents is None:
+        try:
+            agents = make_vec(cell.env_id, num_runs=1, **cell.env_kwargs).config.num_agents
+        except Exception:  # kwargs this installation cannot build: count one agent
+            agents = 1
+    return int(cell.horizon) * int(cell.runs) * int(agents)
+
+
+AGENT_STEPS_PER_SECOND = {"multi-armed": 1.0e6, "linear": 0.1e6}
+"""Serial agent-steps per second of a suite's cells per family, as
+``python benchmarks/bench_quick_suite.py`` prints them for the ``quick`` suite (its last line);
+:func:`estimated_seconds` divides by them. Learners differ several-fold around these figures."""
+
+
+def estimated_seconds(cells: list[Cell]) -> float:
+    """Serial wall-time estimate of running ``cells``: each cell's agent-steps
+    (:func:`cell_agent_steps`) over its family's measured rate (:data:`AGENT_STEPS_PER_SECOND`)."""
+    total = 0.0
+    for cell in cells:
+        linear = env_family(cell.env_id, cell.env_kwargs) == "linear"
+        rate = AGENT_STEPS_PER_SECOND["linear" if linear else "multi-armed"]
+        total += cell_agent_steps(cell) / rate
+    return total
+
+
 def default_baseline(env_id: str, env_kwargs: dict[str, Any]) -> str:
     """The learner a table is normalized to by default: ``linucb`` on the linear family
     (a multi-armed learner is no reference there), ``ucb1`` otherwise."""
@@ -225,6 +255,18 @@ def _open_suite(name: str, blocks: tuple, description: str) -> Suite:
     return Suite(name, cells, None, description, sweeps)
 
 
+QUICK_HOMOGENEOUS = {**HOMO_SMALL, "instance_seed": None}
+"""The quick suite's homogeneous block draws a new instance per seed: on one fixed instance with
+wide gaps the elimination agents (cdp_mab, ddp_mab, hdp_mab) commit after the same rounds in every
+run and all seeds give the same regret (docs/bench.md, "The quick suite")."""
+
+QUICK_LINEAR_EXPLICIT = (
+    ("fed_lin_ucb", {}, ""),
+    ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
+)
+"""fed_lin_ucb at its defaults (epsilon 1: the privacy noise dominates at T = 2000) and without
+noise, which shows the algorithm's curve bending within the quick suite's horizon."""
+
 LINEAR_EXPLICIT = (
     ("fed_lin_ucb", {"epsilon": 1.0}, ""),
     ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
@@ -242,13 +284,20 @@ SUITES: dict[str, Suite] = {
                 10,
                 (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
             ),
-            ("FedBandit/Homogeneous-v0", HOMO_SMALL, 2000, 10, ()),
-            ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, ()),
+            (
+                "FedBandit/Homogeneous-v0",
+                QUICK_HOMOGENEOUS,
+                2000,
+                10,
+                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
+            ),
+            ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, QUICK_LINEAR_EXPLICIT),
         ),
         "Every registered learner that accepts the environment (default kwargs; gossip_fed_ucb "
-        "at epsilon 5 on the heterogeneous ring) on three small environments: heterogeneous and "
-        "homogeneous rings of 5 agents with 5 arms, and a linear contextual one (5 agents, "
-        "K = 5, d = 5); 10 seeds, T = 2000.",
+        "at epsilon 5; fed_lin_ucb also without noise) on three small environments: "
+        "heterogeneous and homogeneous rings of 5 agents with 5 arms (the homogeneous one draws "
+        "a new instance per seed), and a linear contextual one (5 agents, K = 5, d = 5); "
+        "10 seeds, T = 2000.",
     ),
     "standard": _open_suite(
         "standard",
