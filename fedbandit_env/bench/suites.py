@@ -187,6 +187,13 @@ class Suite:
         """The candidate cells whose env and learner are registered here and whose learner
         accepts the environment (:func:`incompatibility`). Skipped cells are noted with the
         reason, one line per environment and reason (``skipping on ENV: a, b: family: ...``)."""
+        cells, skipped = self.split()
+        for (env_id, reason), names in skipped.items():
+            note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
+        return cells
+
+    def split(self) -> tuple[list[Cell], dict[tuple[str, str], list[str]]]:
+        """The available cells, and the skipped cells' names by (env id, reason)."""
         envs = set(list_envs())
         out = []
         skipped: dict[tuple[str, str], list[str]] = {}
@@ -207,9 +214,22 @@ class Suite:
                 continue
             reason = reason.removeprefix(f"{cell.agent_id}: ")
             skipped.setdefault((cell.env_id, reason), []).append(cell.name)
-        for (env_id, reason), names in skipped.items():
-            note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
-        return out
+        return out, skipped
+
+    def skip_summary(self, skipped: dict[tuple[str, str], list[str]]) -> str | None:
+        """One line for the skipped cells of :meth:`split`: the learners skipped on each
+        environment, without the reasons (``fedbandit suite --verbose`` prints those)."""
+        if not skipped:
+            return None
+        by_env: dict[str, set[str]] = {}
+        for (env_id, _reason), names in skipped.items():
+            by_env.setdefault(env_id, set()).update(names)
+        count = sum(len(names) for names in skipped.values())
+        parts = "; on ".join(f"{env}: {', '.join(sorted(n))}" for env, n in by_env.items())
+        return (
+            f"suite {self.name}: skipping on {parts} ({count} cells whose learner does not "
+            "accept the environment; --verbose says why)"
+        )
 
 
 def _grid(env_id, env_kwargs, agents, horizon, runs) -> tuple[Cell, ...]:
