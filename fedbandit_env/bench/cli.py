@@ -702,7 +702,7 @@ def parser() -> argparse.ArgumentParser:
         "--scope",
         choices=("release", "transcript"),
         default="release",
-        help="the first release carrying the changed reward (default) or the whole transcript",
+        help="release: the first release carrying the changed reward; transcript: all of them",
     )
     audit.add_argument(
         "--broken", action="store_true", help="audit the broken variant (noise scale reduced)"

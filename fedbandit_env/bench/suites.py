@@ -283,9 +283,11 @@ run and all seeds give the same regret (docs/bench.md, "The quick suite")."""
 QUICK_LINEAR_EXPLICIT = (
     ("fed_lin_ucb", {}, ""),
     ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
+    ("fed_lin_ucb_decentralized", {}, ""),
+    ("fed_lin_ucb_decentralized", {"private": False}, "fed_lin_ucb_decentralized non-private"),
 )
-"""fed_lin_ucb at its defaults (epsilon 1: the privacy noise dominates at T = 2000) and without
-noise, which shows the algorithm's curve bending within the quick suite's horizon."""
+"""The FedUCB agents at their defaults (epsilon 1: the privacy noise dominates at T = 2000) and
+without noise, which shows the algorithms' curves bending within the quick suite's horizon."""
 
 LINEAR_EXPLICIT = (
     ("fed_lin_ucb", {"epsilon": 1.0}, ""),
@@ -314,7 +316,7 @@ SUITES: dict[str, Suite] = {
             ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, QUICK_LINEAR_EXPLICIT),
         ),
         "Every registered learner that accepts the environment (default kwargs; gossip_fed_ucb "
-        "at epsilon 5; fed_lin_ucb also without noise) on three small environments: "
+        "at epsilon 5; the FedUCB agents also without noise) on three small environments: "
         "heterogeneous and homogeneous rings of 5 agents with 5 arms (the homogeneous one draws "
         "a new instance per seed), and a linear contextual one (5 agents, K = 5, d = 5); "
         "10 seeds, T = 2000.",
