@@ -527,7 +527,11 @@ def parser() -> argparse.ArgumentParser:
         "docs/rl.md)",
     )
     suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
-    suite.add_argument("name", type=_arg_type("suite", _suite_name), help="the suite's name")
+    suite.add_argument(
+        "name",
+        type=_arg_type("suite", _suite_name),
+        help=f"the suite's name: {', '.join(SUITES)} (`fedbandit suites` describes them)",
+    )
     suite.add_argument(
         "--store", default=DEFAULT_STORE, help="results store (SQLite file, created if missing)"
     )
