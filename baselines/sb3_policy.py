@@ -1,6 +1,13 @@
 """``SB3Policy``: a trained stable-baselines3 model as a batched team policy, registered as
 ``sb3_policy`` (docs/rl.md).
 
+.. warning:: **Load only model files you trust.** A saved SB3 model (``model_path``) is a zip
+   that SB3 partly *unpickles*, and unpickling runs whatever code the file names: a model file
+   from a colleague, a shared suite or a download can run arbitrary code on your machine with
+   your permissions. ``model_path`` is therefore refused unless ``trust_model=True``; pass it only
+   for a file you or someone you trust wrote (never for a file from an untrusted source), or
+   load the model yourself and pass ``model=``. See docs/rl.md, "Trusting a model file".
+
 Every agent of every run feeds its sufficient-statistics features
 (:mod:`fedbandit_env.rl.features`, the observation the adapter trained on) to ONE shared model
 (parameter sharing); the B x N observations go through the network in a single batched

@@ -1,4 +1,4 @@
-"""Speed and communication of the DP recommender agents (issue 6 closing note).
+"""Speed and communication of the DP recommender agents (docs/dp-recsys.md, "Speed and messages").
 
 Prints, does not assert (the machines are shared and noisy):
 

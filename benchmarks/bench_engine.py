@@ -5,7 +5,7 @@ side in one run. Run on one core:
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_engine.py
 
-Targets (issue "Foundation"): vector view >= 2e6 agent-steps/s at B=100, N=10, M=10 with the
+Targets (docs/architecture.md, the batched engine): vector view >= 2e6 agent-steps/s at B=100, N=10, M=10 with the
 neighbors channel, >= 20x the dict loop, and per-agent-step cost flat from N=10 to N=1000 on a ring.
 The ring rows run two agents: ``uniform`` sends nothing (engine and reward cost only) and
 ``flooding`` sends its M pull counts to both neighbours every step (channel cost included). The

@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/bench_gossip.py [--steps 2000]
 
-Prints agent-steps/s at (B=100, N=10, M=10) on the path P10 (the issue's figure) and at the
+Prints agent-steps/s at (B=100, N=10, M=10) on the path P10 (docs/gossip.md, speed) and at the
 Fig. 2(a) setting (B=100, N=3, M=5, K3), plus the extrapolated wall time of one Fig. 2(a) curve
 (100 runs x 10^6 rounds) on one core.
 """

@@ -1,4 +1,4 @@
-"""Throughput of FedLinUCB and the cost of one sync (issue "Linear contextual family").
+"""Throughput of FedLinUCB and the cost of one sync (docs/linear.md, "Reproduction and speed").
 
     OMP_NUM_THREADS=1 python benchmarks/bench_linear.py [--steps 300]
 

@@ -1,6 +1,6 @@
 """Train PPO with one shared policy on a small heterogeneous federation, then put it on the bench.
 
-CleanRL-style, top to bottom (issue 9, item 4):
+CleanRL-style, top to bottom (docs/rl.md, "Training script and measured numbers"):
 
 1. every agent of every env copy is one sub-env of the SB3 ``VecEnv`` adapter
    (``fedbandit_env.rl.sb3_vec_env.AgentsVecEnv``); each reset draws a new instance

@@ -40,7 +40,7 @@ from fedbandit_env.vector_env import FedBanditVectorEnv
 
 register_builtin_envs()
 
-# --- RL views (branch zoo): registers the Gymnasium single-agent view FedBandit/OneLearner-v0 ---
+# --- RL views (docs/rl.md): registers the Gymnasium single-agent view FedBandit/OneLearner-v0 ---
 from fedbandit_env.rl import register_gymnasium_envs  # noqa: E402
 
 register_gymnasium_envs()

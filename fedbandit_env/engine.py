@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.config import EnvConfig, check_sizes
+from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
-from fedbandit_env.linear import LinearProcess
 from fedbandit_env.network import Charge, Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG
 
@@ -108,17 +108,9 @@ class Engine:
         self._agent_index = np.arange(shape[1])[None, :]
         self._zeros = {n: np.zeros((*shape, ch.dim)) for n, ch in self.channels.items()}
         self._shared = config.shared_instance()
-        self.linear = None
-        if config.linear is not None and config.linear.dataset is not None:
-            from fedbandit_env.datasets.classification import DatasetProcess
-
-            self.linear = DatasetProcess(
-                config.linear.dataset, self.num_runs, self.num_agents, self.num_arms
-            )
-        elif config.linear is not None:
-            self.linear = LinearProcess(
-                config.linear, self.num_runs, self.num_agents, self.num_arms
-            )
+        self.linear: ContextualProcess | None = None
+        if config.linear is not None:  # the linear family: generated or data-set contexts
+            self.linear = config.linear.build_process(self.num_runs, self.num_agents, self.num_arms)
         self.step_count = -1  # not reset yet (engine steps, pulls and communication steps)
         self.max_communication_steps = config.max_communication_steps
 

@@ -86,8 +86,8 @@ def register_builtin_envs() -> None:
     )
     register(
         "FedBandit/ClassificationContextual-v0",
-        "fedbandit_env.datasets.classification:classification_parallel_env",
-        vector_entry_point="fedbandit_env.datasets.classification:classification_vector_env",
+        "fedbandit_env.datasets.envs:classification_parallel_env",
+        vector_entry_point="fedbandit_env.datasets.envs:classification_vector_env",
         description="Real-data contextual bandit from a scikit-learn bundled classification data "
         "set (wine, iris, digits, breast_cancer), IID or Dirichlet split across agents.",
         accepted_kwargs=tuple(
@@ -100,8 +100,8 @@ def register_builtin_envs() -> None:
     )
     register(
         "FedBandit/DiabetesHospitals-v0",
-        "fedbandit_env.datasets.diabetes:diabetes_parallel_env",
-        vector_entry_point="fedbandit_env.datasets.diabetes:diabetes_vector_env",
+        "fedbandit_env.datasets.envs:diabetes_parallel_env",
+        vector_entry_point="fedbandit_env.datasets.envs:diabetes_vector_env",
         description="Gossip paper Fig. 2(c): 3 hospitals x 5 medication arms from a user-supplied "
         "diabetic_data.csv (data_path=...; never downloaded).",
         accepted_kwargs=tuple(

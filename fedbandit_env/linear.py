@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.contextual import ContextualProcess, ProcessSource
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
@@ -39,7 +40,7 @@ class LinearSpec:
     shared_decision_sets: bool = False
     reward: str = "bernoulli"
     sigma: float = 0.5
-    dataset: Any = None  # a DatasetSpec: decision sets from real data instead of the generator
+    dataset: Any = None  # a ProcessSource (a data set's spec): its decision sets, not the generator
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dim", check_int("dim", self.dim, minimum=2, maximum=MAX_DIM))
@@ -49,14 +50,19 @@ class LinearSpec:
             raise ConfigError(f"reward: expected 'bernoulli' or 'gaussian', got {self.reward!r}")
         sigma = check_real("reward.sigma", self.sigma, low=0.0, low_open=True)
         if self.dataset is not None:
-            from fedbandit_env.datasets.classification import DatasetSpec
-
-            if not isinstance(self.dataset, DatasetSpec):
+            if not isinstance(self.dataset, ProcessSource):
                 raise ConfigError(
                     "dataset: expected None (generated decision sets); real data sets are "
                     f"the FedBandit/ClassificationContextual-v0 environment, got {self.dataset!r}"
                 )
         object.__setattr__(self, "sigma", sigma)
+
+    def build_process(self, num_runs: int, num_agents: int, num_actions: int) -> ContextualProcess:
+        """The batch's process (:class:`fedbandit_env.contextual.ProcessSource`): the data set's
+        when ``dataset`` is given, else the generator of linear.md §4.1."""
+        if self.dataset is not None:
+            return self.dataset.build_process(num_runs, num_agents, num_actions)
+        return LinearProcess(self, num_runs, num_agents, num_actions)
 
 
 def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Privacy wrappers' accounting (issue "Privacy" item 6): per-step reports computed once and
+"""Privacy wrappers' accounting (docs/privacy.md, "Privacy wrappers"): per-step reports computed once and
 vectorized give the same numbers as the per-agent reference; totals over two channels and the
 advanced / zCDP compositions against closed forms; epsilon and delta budgets; the vector
 wrapper reports the same figures as the PettingZoo wrapper."""

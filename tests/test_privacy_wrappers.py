@@ -1,4 +1,4 @@
-"""Privacy wrappers (issue "Privacy" item 6): calibrated noise on wrapped channels only, exact
+"""Privacy wrappers (docs/privacy.md, "Privacy wrappers"): calibrated noise on wrapped channels only, exact
 accounting, budgets that stop sending without crashing, clear errors for bad parameters."""
 
 from __future__ import annotations

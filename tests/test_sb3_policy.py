@@ -276,7 +276,7 @@ def test_train_ppo_script_runs_at_tiny_scale(tmp_path):
     assert re.search(r"PPO: \d+ agent-steps in [\d.]+ s = \d+ agent-steps/s", done.stdout)
     rows = re.findall(r"^\| ([^|]+) \| ([\d.]+) \| ±([\d.]+) \| (\d+) \|$", done.stdout, re.M)
     table = {name: (float(mean), int(msgs)) for name, mean, _, msgs in rows}
-    # issue 9: the trained policy against UCB1 and GossipUCB on the training distribution
+    # docs/rl.md: the trained policy against UCB1 and GossipUCB on the training distribution
     expected = {"ppo (sampled)", "ppo (greedy)", "ucb1", "ucb1_shared", "gossip_ucb", "uniform"}
     assert set(table) == expected and len(rows) == len(expected)
     means = [float(mean) for _, mean, _, _ in rows]

@@ -1,8 +1,8 @@
 """The ``fedbandit`` command line (DESIGN.md §5).
 
-fedbandit envs | agents
+fedbandit envs | agents | suites [--verbose]
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
-fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet]
+fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet] [--verbose]
 fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--format markdown|latex]
                       [--latex] [--html DIR] [--log-time] [--audit] [--reference [PATH]]
 fedbandit reference build [--out PATH] [--executor joblib] [--jobs 2] [--store PATH] [--quiet]
@@ -14,7 +14,8 @@ fedbandit --version | [--debug] COMMAND ...
 Every option is checked where it is parsed: a bad value exits with status 2 and one line naming
 the option, before anything runs or is printed on stdout. Errors while running are one line on
 stderr (status 2 for the project's input errors, 1 for store conflicts and I/O errors); --debug
-shows the traceback instead (docs/reliability.md, "Errors").
+shows the traceback instead (docs/reliability.md, "Errors"). The exit statuses are listed in
+``fedbandit --help`` (:data:`EXIT_STATUSES`) and docs/bench.md, "Command line".
 """
 
 from __future__ import annotations
@@ -33,11 +34,23 @@ from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
 from fedbandit_env.bench.leaderboard import build, current_rows, to_latex, to_markdown
 from fedbandit_env.bench.reference import REFERENCE_PATH
 from fedbandit_env.bench.store import ResultsStore
-from fedbandit_env.bench.suites import SUITES, get_suite
+from fedbandit_env.bench.suites import (
+    AGENT_STEPS_PER_SECOND,
+    SUITES,
+    cell_agent_steps,
+    estimated_seconds,
+    get_suite,
+)
 from fedbandit_env.errors import FedBanditError, StoreConflictError
 from fedbandit_env.registration import list_envs, spec
 
 DEFAULT_STORE = "fedbandit_results.sqlite"
+EXIT_STATUSES = (
+    "exit status: 0 success; 2 bad input (a usage error, an invalid option value, an unknown id "
+    "or a configuration the project rejects: one line on stderr naming it); 1 failure (a store "
+    "conflict, an I/O or SQLite error, an unexpected error, or differences found by `reference "
+    "check`); 130 interrupted. --debug shows the traceback instead of the one line."
+)
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 FIGURES = {
     "gossip": ("reproduce_gossip.py", "gossip paper, Fig. 2 and Sec. 5.2"),
@@ -61,6 +74,39 @@ def cmd_agents(args) -> None:
     print("\n".join(list_agents()))
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cmd_suites(args) -> None:
+    """One row per suite: its cells and learners in this installation and a serial time estimate
+    (agent-steps over the measured per-family rates, docs/bench.md "Command line")."""
+    print("| suite | cells | learners | agent-steps | estimated serial time | description |")
+    print("|---|---|---|---|---|---|")
+    listing = []
+    for name, suite in SUITES.items():
+        cells = suite.available(lambda _msg: None)
+        learners = sorted({c.agent_id for c in cells})
+        steps = sum(cell_agent_steps(c) for c in cells)
+        print(
+            f"| {name} | {len(cells)} | {len(learners)} | {steps:.2e} | "
+            f"~{_duration(estimated_seconds(cells))} | {suite.description} |"
+        )
+        listing.append(f"{name}: {', '.join(learners)}")
+    rates = ", ".join(f"{k} {v / 1e6:g} M" for k, v in AGENT_STEPS_PER_SECOND.items())
+    print(
+        f"\nestimated serial time = agent-steps (horizon x runs x agents) / agent-steps per second "
+        f"measured on the quick suite ({rates}; benchmarks/bench_quick_suite.py); learners "
+        "differ several-fold around these rates"
+    )
+    if args.verbose:
+        print("\nlearners:\n" + "\n".join(listing))
+
+
 def cmd_run(args) -> None:
     env_kwargs = dict(args.env_kwargs)
     if args.horizon is not None:
@@ -81,7 +127,14 @@ def cmd_suite(args) -> None:
     require_executor(args.executor)  # a missing extra is an error before the store is created
     store = ResultsStore(args.store)
     written = run_suite(
-        suite, store, args.executor, args.jobs, args.chunk, args.ray_address, args.quiet
+        suite,
+        store,
+        args.executor,
+        args.jobs,
+        args.chunk,
+        args.ray_address,
+        args.quiet,
+        verbose=args.verbose,
     )
     if not args.quiet:
         print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
@@ -426,7 +479,12 @@ def _audit_learner(args, kwargs: dict) -> None:
 
 def parser() -> argparse.ArgumentParser:
     fmt = _HelpFormatter
-    p = _Parser(prog="fedbandit", description="Federated bandit benchmark.", formatter_class=fmt)
+    p = _Parser(
+        prog="fedbandit",
+        description="Federated bandit benchmark.",
+        epilog=EXIT_STATUSES,
+        formatter_class=fmt,
+    )
     p.add_argument("--version", action="version", version=f"fedbandit {_version()}")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -444,6 +502,12 @@ def parser() -> argparse.ArgumentParser:
 
     command("envs", "list registered environments")
     command("agents", "list registered learners")
+    suites = command(
+        "suites",
+        "list the suites: cells and learners in this installation, agent-steps and an estimated "
+        "serial time",
+    )
+    suites.add_argument("--verbose", action="store_true", help="also list each suite's learners")
     run = command("run", "evaluate one cell and print its summary (JSON)")
     run.add_argument("env", type=ENV_ID, help="a registered environment id (`fedbandit envs`)")
     run.add_argument("agent", type=AGENT_ID, help="a registered learner id (`fedbandit agents`)")
@@ -463,13 +527,37 @@ def parser() -> argparse.ArgumentParser:
         "docs/rl.md)",
     )
     suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
-    suite.add_argument("name", type=_arg_type("suite", _suite_name), help="the suite's name")
-    suite.add_argument("--store", default=DEFAULT_STORE, help="results store (SQLite file)")
-    suite.add_argument("--executor", choices=EXECUTORS, default="serial", help="where units run")
+    suite.add_argument(
+        "name",
+        type=_arg_type("suite", _suite_name),
+        help=f"the suite's name: {', '.join(SUITES)} (`fedbandit suites` describes them)",
+    )
+    suite.add_argument(
+        "--store", default=DEFAULT_STORE, help="results store (SQLite file, created if missing)"
+    )
+    suite.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="serial",
+        help="where work units run: in this process, local processes (joblib) or Ray",
+    )
     suite.add_argument("--jobs", type=POSITIVE, default=2, help="workers for joblib / ray")
-    suite.add_argument("--chunk", type=POSITIVE, default=10, help="seeds per work unit")
-    suite.add_argument("--ray-address", default=None, help="a Ray cluster (default: local)")
-    suite.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    suite.add_argument(
+        "--chunk",
+        type=POSITIVE,
+        default=10,
+        help="seeds per work unit (a unit is one cell's contiguous seeds, written in one "
+        "transaction)",
+    )
+    suite.add_argument("--ray-address", default=None, help="a Ray cluster (default: local Ray)")
+    suite.add_argument(
+        "--quiet", action="store_true", help="no skip note, no progress bar and no table"
+    )
+    suite.add_argument(
+        "--verbose",
+        action="store_true",
+        help="one line per skipped environment and reason (default: one summary line)",
+    )
     board = command("leaderboard", "render the leaderboard from the store (read-only)")
     board.add_argument("--store", default=DEFAULT_STORE, help="results store (SQLite file)")
     board.add_argument(
@@ -506,7 +594,7 @@ def parser() -> argparse.ArgumentParser:
         "--html",
         type=_arg_type("folder", _html_dir),
         default=None,
-        help="also write a static HTML page (index.html and PNGs) into this folder",
+        help="also write a static HTML page (index.html and PNGs) into this folder (default: none)",
     )
     board.add_argument(
         "--audit",
@@ -523,7 +611,8 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="also rank the reference results shipped with fedbandit (or those of PATH) "
-        "without re-running them; your rows of the same cells take precedence",
+        "without re-running them; your rows of the same cells take precedence (default: "
+        "off; without PATH: the shipped file)",
     )
     ref = command("reference", "build or check the reference results shipped with fedbandit")
     ref_sub = ref.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -610,13 +699,14 @@ def parser() -> argparse.ArgumentParser:
         "--wrapper-epsilon",
         type=EPSILON,
         default=None,
-        help="audit a *_shared learner under the privacy wrapper at this per-message epsilon",
+        help="audit a *_shared learner under the privacy wrapper at this per-message epsilon "
+        "(default: no wrapper)",
     )
     audit.add_argument(
         "--scope",
         choices=("release", "transcript"),
         default="release",
-        help="the first release carrying the changed reward (default) or the whole transcript",
+        help="release: the first release carrying the changed reward; transcript: all of them",
     )
     audit.add_argument(
         "--broken", action="store_true", help="audit the broken variant (noise scale reduced)"
@@ -639,6 +729,7 @@ def main(argv: list[str] | None = None) -> None:
         "agents": cmd_agents,
         "run": cmd_run,
         "suite": cmd_suite,
+        "suites": cmd_suites,
         "leaderboard": cmd_leaderboard,
         "audit": cmd_audit,
         "reference": cmd_reference,

@@ -174,11 +174,20 @@ def run_suite(
     chunk: int = 10,
     ray_address: str | None = None,
     quiet: bool = False,
+    verbose: bool = False,
 ) -> int:
-    """Run every missing (cell, seed) of ``suite`` into ``store``; returns rows written."""
+    """Run every missing (cell, seed) of ``suite`` into ``store``; returns rows written.
+    Skipped cells are one summary line (:meth:`Suite.skip_summary`), or with ``verbose`` one
+    line per environment and reason; ``quiet`` prints nothing."""
     require_executor(executor)
-    note = (lambda _msg: None) if quiet else print
-    units = plan(suite, suite.available(note), store, chunk)
+    if verbose and not quiet:
+        cells = suite.available(print)
+    else:
+        cells, skipped = suite.split()
+        summary = suite.skip_summary(skipped)
+        if summary and not quiet:
+            print(summary)
+    units = plan(suite, cells, store, chunk)
     bar = None
     if not quiet:
         from tqdm import tqdm

@@ -123,6 +123,37 @@ def env_family(env_id: str, env_kwargs: dict[str, Any]) -> str | None:
         return None
 
 
+def cell_agent_steps(cell: Cell) -> int:
+    """Agent-steps of a cell: horizon x runs x agents (the agents from the cell's or the
+    environment's kwargs, else from the built configuration)."""
+    kwargs = {**spec(cell.env_id).kwargs, **cell.env_kwargs}
+    agents = kwargs.get("num_agents")
+    if agents is None:
+        try:
+            agents = make_vec(cell.env_id, num_runs=1, **cell.env_kwargs).config.num_agents
+        except Exception:  # kwargs this installation cannot build: count one agent
+            agents = 1
+    return int(cell.horizon) * int(cell.runs) * int(agents)
+
+
+AGENT_STEPS_PER_SECOND = {"multi-armed": 0.08e6, "linear": 0.04e6}
+"""Serial agent-steps per second of a suite's cells per family, as
+``python benchmarks/bench_quick_suite.py`` printed them for the ``quick`` suite (its last line) on
+the shared 2-core machine under load (docs/bench.md, "Command line"); :func:`estimated_seconds`
+divides by them. Learners differ several-fold around these figures, and an idle machine is faster."""
+
+
+def estimated_seconds(cells: list[Cell]) -> float:
+    """Serial wall-time estimate of running ``cells``: each cell's agent-steps
+    (:func:`cell_agent_steps`) over its family's measured rate (:data:`AGENT_STEPS_PER_SECOND`)."""
+    total = 0.0
+    for cell in cells:
+        linear = env_family(cell.env_id, cell.env_kwargs) == "linear"
+        rate = AGENT_STEPS_PER_SECOND["linear" if linear else "multi-armed"]
+        total += cell_agent_steps(cell) / rate
+    return total
+
+
 def default_baseline(env_id: str, env_kwargs: dict[str, Any]) -> str:
     """The learner a table is normalized to by default: ``linucb`` on the linear family
     (a multi-armed learner is no reference there), ``ucb1`` otherwise."""
@@ -157,6 +188,13 @@ class Suite:
         """The candidate cells whose env and learner are registered here and whose learner
         accepts the environment (:func:`incompatibility`). Skipped cells are noted with the
         reason, one line per environment and reason (``skipping on ENV: a, b: family: ...``)."""
+        cells, skipped = self.split()
+        for (env_id, reason), names in skipped.items():
+            note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
+        return cells
+
+    def split(self) -> tuple[list[Cell], dict[tuple[str, str], list[str]]]:
+        """The available cells, and the skipped cells' names by (env id, reason)."""
         envs = set(list_envs())
         out = []
         skipped: dict[tuple[str, str], list[str]] = {}
@@ -177,9 +215,22 @@ class Suite:
                 continue
             reason = reason.removeprefix(f"{cell.agent_id}: ")
             skipped.setdefault((cell.env_id, reason), []).append(cell.name)
-        for (env_id, reason), names in skipped.items():
-            note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
-        return out
+        return out, skipped
+
+    def skip_summary(self, skipped: dict[tuple[str, str], list[str]]) -> str | None:
+        """One line for the skipped cells of :meth:`split`: the learners skipped on each
+        environment, without the reasons (``fedbandit suite --verbose`` prints those)."""
+        if not skipped:
+            return None
+        by_env: dict[str, set[str]] = {}
+        for (env_id, _reason), names in skipped.items():
+            by_env.setdefault(env_id, set()).update(names)
+        count = sum(len(names) for names in skipped.values())
+        parts = "; on ".join(f"{env}: {', '.join(sorted(n))}" for env, n in by_env.items())
+        return (
+            f"suite {self.name}: skipping on {parts} ({count} cells whose learner does not "
+            "accept the environment; --verbose says why)"
+        )
 
 
 def _grid(env_id, env_kwargs, agents, horizon, runs) -> tuple[Cell, ...]:
@@ -225,6 +276,20 @@ def _open_suite(name: str, blocks: tuple, description: str) -> Suite:
     return Suite(name, cells, None, description, sweeps)
 
 
+QUICK_HOMOGENEOUS = {**HOMO_SMALL, "instance_seed": None}
+"""The quick suite's homogeneous block draws a new instance per seed: on one fixed instance with
+wide gaps the elimination agents (cdp_mab, ddp_mab, hdp_mab) commit after the same rounds in every
+run and all seeds give the same regret (docs/bench.md, "The quick suite")."""
+
+QUICK_LINEAR_EXPLICIT = (
+    ("fed_lin_ucb", {}, ""),
+    ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
+    ("fed_lin_ucb_decentralized", {}, ""),
+    ("fed_lin_ucb_decentralized", {"private": False}, "fed_lin_ucb_decentralized non-private"),
+)
+"""The FedUCB agents at their defaults (epsilon 1: the privacy noise dominates at T = 2000) and
+without noise, which shows the algorithms' curves bending within the quick suite's horizon."""
+
 LINEAR_EXPLICIT = (
     ("fed_lin_ucb", {"epsilon": 1.0}, ""),
     ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
@@ -242,13 +307,20 @@ SUITES: dict[str, Suite] = {
                 10,
                 (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
             ),
-            ("FedBandit/Homogeneous-v0", HOMO_SMALL, 2000, 10, ()),
-            ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, ()),
+            (
+                "FedBandit/Homogeneous-v0",
+                QUICK_HOMOGENEOUS,
+                2000,
+                10,
+                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
+            ),
+            ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, QUICK_LINEAR_EXPLICIT),
         ),
         "Every registered learner that accepts the environment (default kwargs; gossip_fed_ucb "
-        "at epsilon 5 on the heterogeneous ring) on three small environments: heterogeneous and "
-        "homogeneous rings of 5 agents with 5 arms, and a linear contextual one (5 agents, "
-        "K = 5, d = 5); 10 seeds, T = 2000.",
+        "at epsilon 5; the FedUCB agents also without noise) on three small environments: "
+        "heterogeneous and homogeneous rings of 5 agents with 5 arms (the homogeneous one draws "
+        "a new instance per seed), and a linear contextual one (5 agents, K = 5, d = 5); "
+        "10 seeds, T = 2000.",
     ),
     "standard": _open_suite(
         "standard",

@@ -1,12 +1,13 @@
 """A real-data contextual bandit from a classification data set bundled with scikit-learn.
 
-Issue "Linear contextual family", item 2. The data ship inside the scikit-learn package
-(``load_wine``, ``load_iris``, ``load_digits``, ``load_breast_cancer``; never a ``fetch_*``), so
-nothing is downloaded. One arm per class; each step every agent draws one sample (with
-replacement) from its own share of the data; the context of arm k is the sample's standardized,
-PCA-reduced (``features`` components), unit-norm feature vector placed in block k of a
-``features * K`` vector (the disjoint encoding), so a linear model per block can learn every
-class. Reward 1 iff the pulled arm is the sample's class; the instant regret is 1 minus that.
+docs/linear.md, "Real-data environment" (decision sets of specs/linear.md §1.1). The data ship
+inside the scikit-learn package (``load_wine``, ``load_iris``, ``load_digits``,
+``load_breast_cancer``; never a ``fetch_*``), so nothing is downloaded. One arm per class; each
+step every agent draws one sample (with replacement) from its own share of the data; the context
+of arm k is the sample's standardized, PCA-reduced (``features`` components), unit-norm feature
+vector placed in block k of a ``features * K`` vector (the disjoint encoding), so a linear model
+per block can learn every class. Reward 1 iff the pulled arm is the sample's class; the instant
+regret is 1 minus that.
 The samples are split across agents IID or with Dirichlet label skew (``split="dirichlet"``,
 concentration ``dirichlet_alpha``: per class, proportions over agents ~ Dirichlet(alpha)),
 seeded by ``split_seed``. Requires the optional extra ``data`` (scikit-learn).
@@ -42,6 +43,10 @@ class DatasetSpec:
         object.__setattr__(self, "dirichlet_alpha", alpha)
         object.__setattr__(self, "features", check_int("features", self.features, minimum=1))
         object.__setattr__(self, "split_seed", check_int("split_seed", self.split_seed, minimum=0))
+
+    def build_process(self, num_runs: int, num_agents: int, num_actions: int) -> DatasetProcess:
+        """The batch's process (:class:`fedbandit_env.contextual.ProcessSource`)."""
+        return DatasetProcess(self, num_runs, num_agents, num_actions)
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +100,8 @@ def split_indices(labels: np.ndarray, num_agents: int, spec: DatasetSpec) -> lis
 
 
 class DatasetProcess:
-    """Decision sets, rewards and regret from the data (same interface as LinearProcess)."""
+    """Decision sets, rewards and regret from the data (a
+    :class:`fedbandit_env.contextual.ContextualProcess`, as LinearProcess)."""
 
     def __init__(self, spec: DatasetSpec, num_runs: int, num_agents: int, num_actions: int):
         self.spec = spec
@@ -148,13 +154,14 @@ class DatasetProcess:
         """``runs``: as :meth:`fedbandit_env.linear.LinearProcess.pull`."""
         rewards = (arms == self._label).astype(np.float64)
         fresh = self._draw_sets(runs)
-        self.context = fresh if runs is None else np.where(
-            runs[:, None, None, None], fresh, self.context
+        self.context = (
+            fresh if runs is None else np.where(runs[:, None, None, None], fresh, self.context)
         )
         return rewards, rewards.copy(), 1.0 - rewards
 
 
-def _env_kwargs(dataset, features, split, dirichlet_alpha, split_seed, kwargs):
+def env_kwargs(dataset, features, split, dirichlet_alpha, split_seed, kwargs):
+    """The engine keyword arguments of ``FedBandit/ClassificationContextual-v0``."""
     spec = DatasetSpec(dataset, features, split, dirichlet_alpha, split_seed)
     x, labels = load_dataset(dataset)
     classes = int(labels.max()) + 1
@@ -169,30 +176,3 @@ def _env_kwargs(dataset, features, split, dirichlet_alpha, split_seed, kwargs):
         "dim": p * classes,
         "instance_seed": None,
     }
-
-
-def classification_parallel_env(
-    dataset="wine",
-    features=5,
-    split="iid",
-    dirichlet_alpha=0.5,
-    split_seed=0,
-    render_mode=None,
-    **kwargs,
-):
-    from fedbandit_env.parallel_env import FedBanditParallelEnv
-
-    return FedBanditParallelEnv(
-        render_mode=render_mode,
-        **_env_kwargs(dataset, features, split, dirichlet_alpha, split_seed, kwargs),
-    )
-
-
-def classification_vector_env(
-    num_runs=1, dataset="wine", features=5, split="iid", dirichlet_alpha=0.5, split_seed=0, **kwargs
-):
-    from fedbandit_env.vector_env import FedBanditVectorEnv
-
-    return FedBanditVectorEnv(
-        num_runs, **_env_kwargs(dataset, features, split, dirichlet_alpha, split_seed, kwargs)
-    )

@@ -146,7 +146,8 @@ def load_diabetes_means(
     return means
 
 
-def _env_kwargs(data_path, split, exclusive_arms, seed, kwargs) -> dict[str, Any]:
+def env_kwargs(data_path, split, exclusive_arms, seed, kwargs) -> dict[str, Any]:
+    """The engine keyword arguments of ``FedBandit/DiabetesHospitals-v0``."""
     means = load_diabetes_means(data_path, split, exclusive_arms, seed)
     defaults = {
         "horizon": 1_000_000 + NUM_ARMS,
@@ -154,23 +155,3 @@ def _env_kwargs(data_path, split, exclusive_arms, seed, kwargs) -> dict[str, Any
         "channels": ("neighbors", "gossip"),
     }
     return {**defaults, **kwargs, "family": "heterogeneous", "means": means, "reward": "bernoulli"}
-
-
-def diabetes_parallel_env(
-    data_path=None, split="contiguous", exclusive_arms=False, seed=0, render_mode=None, **kwargs
-):
-    from fedbandit_env.parallel_env import FedBanditParallelEnv
-
-    return FedBanditParallelEnv(
-        render_mode=render_mode, **_env_kwargs(data_path, split, exclusive_arms, seed, kwargs)
-    )
-
-
-def diabetes_vector_env(
-    num_runs=1, data_path=None, split="contiguous", exclusive_arms=False, seed=0, **kwargs
-):
-    from fedbandit_env.vector_env import FedBanditVectorEnv
-
-    return FedBanditVectorEnv(
-        num_runs, **_env_kwargs(data_path, split, exclusive_arms, seed, kwargs)
-    )

@@ -1,4 +1,4 @@
-"""Views for learning agents (issue 9): sufficient-statistics features, a PettingZoo observation
+"""Views for learning agents (docs/rl.md): sufficient-statistics features, a PettingZoo observation
 wrapper, a Gymnasium single-agent view (``FedBandit/OneLearner-v0``) and, in
 :mod:`fedbandit_env.rl.sb3_vec_env` (needs the ``rl`` extra), the agents-as-VecEnv adapter for
 stable-baselines3."""

@@ -1,4 +1,4 @@
-"""Per-agent sufficient statistics as a flat feature vector for learning agents (issue 9, item 2).
+"""Per-agent sufficient statistics as a flat feature vector for learning agents (docs/rl.md).
 
 :class:`StatisticsFeatures` is the batched computation shared by every RL-facing view (the
 PettingZoo observation wrapper, the SB3 VecEnv adapter, the Gymnasium single-agent view and

@@ -1,4 +1,4 @@
-"""PettingZoo observation wrapper for learning agents (issue 9, item 2).
+"""PettingZoo observation wrapper for learning agents (docs/rl.md, "Observation").
 
 ``StatisticsObservationWrapper(env)`` wraps a :class:`~fedbandit_env.FedBanditParallelEnv`:
 every agent observes the flat ``Box(4M + 1, float32)`` of :mod:`fedbandit_env.rl.features`

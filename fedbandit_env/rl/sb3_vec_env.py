@@ -1,4 +1,4 @@
-"""Agents as a stable-baselines3 ``VecEnv`` (issue 9, item 3; ecosystem.md §1.3, §7.4).
+"""Agents as a stable-baselines3 ``VecEnv`` (docs/rl.md, "SB3 VecEnv adapter"; ecosystem.md §1.3, §7.4).
 
 ``AgentsVecEnv(env_id, num_copies=C, **env_kwargs)`` runs C independent runs of a registered
 environment through the batched vector view (``fedbandit_env.make_vec``, no per-agent envs) and

@@ -1,4 +1,4 @@
-"""A Gymnasium single-agent view: one learning agent among peers (issue 9, item 3).
+"""A Gymnasium single-agent view: one learning agent among peers (docs/rl.md).
 
 ``gymnasium.make("FedBandit/OneLearner-v0", env_id=..., peers="ucb1_shared", learner=0,
 **env_kwargs)`` gives a ``gymnasium.Env`` in which agent ``learner`` of one run of ``env_id`` is

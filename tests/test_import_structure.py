@@ -1,0 +1,110 @@
+"""The package's layers (DESIGN.md §2: dependencies point down only), read from the source.
+
+Every ``import`` statement of ``fedbandit_env`` is parsed with :mod:`ast`, including imports
+inside functions (a lazy import is still a dependency). The engine, the network channels and the
+contextual processes must reach no view, data-set module or bench module, and the package's
+top-level modules must import each other without a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "fedbandit_env"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted((ROOT / PACKAGE).rglob("*.py"))}
+
+
+def imported(module: str) -> set[str]:
+    """The package modules ``module`` imports anywhere in its source (``from a import b`` counts
+    as importing ``a.b`` when that is a module, else ``a``)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                out.add(full if full in MODULES else base)
+    return {m for m in out if m in MODULES}
+
+
+GRAPH = nx.DiGraph()
+for _name in MODULES:
+    GRAPH.add_node(_name)
+    GRAPH.add_edges_from((_name, dep) for dep in imported(_name))
+
+VIEWS = ("parallel_env", "vector_env", "rl", "wrappers")
+FORBIDDEN_BELOW_ENGINE = (*VIEWS, "datasets", "bench")
+
+
+def layer(module: str) -> str:
+    """The top-level module or subpackage of ``fedbandit_env`` that ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def reached(module: str) -> set[str]:
+    return nx.descendants(GRAPH, module)
+
+
+LOW_MODULES = sorted(
+    m
+    for m in MODULES
+    if m in (f"{PACKAGE}.engine", f"{PACKAGE}.linear", f"{PACKAGE}.contextual")
+    or layer(m) == "network"
+)
+
+
+def test_the_graph_sees_the_known_edges():
+    """The parser is not blind: edges we know exist are found (top-level and lazy imports)."""
+    assert f"{PACKAGE}.engine" in imported(f"{PACKAGE}.parallel_env")
+    assert f"{PACKAGE}.network" in imported(f"{PACKAGE}.engine")
+    assert f"{PACKAGE}.datasets.classification" in imported(f"{PACKAGE}.datasets.envs")
+    assert f"{PACKAGE}.contextual" in imported(f"{PACKAGE}.engine")
+    assert len(LOW_MODULES) >= 8
+
+
+@pytest.mark.parametrize("module", LOW_MODULES)
+def test_engine_network_and_processes_import_no_view_dataset_or_bench(module):
+    below = reached(module)
+    assert PACKAGE not in below, f"{module} imports the package root, which imports every view"
+    bad = sorted(m for m in below if layer(m) in FORBIDDEN_BELOW_ENGINE)
+    assert not bad, f"{module} reaches {bad}; the engine layer must not know views, data or bench"
+
+
+@pytest.mark.parametrize(
+    "module", [f"{PACKAGE}.datasets.classification", f"{PACKAGE}.datasets.diabetes"]
+)
+def test_dataset_processes_import_no_view(module):
+    bad = sorted(m for m in reached(module) if layer(m) in (*VIEWS, "bench") or m == PACKAGE)
+    assert not bad, f"{module} reaches {bad}"
+
+
+def test_no_circular_import_among_top_level_modules():
+    top = nx.DiGraph()
+    for a, b in GRAPH.edges:
+        if layer(a) and layer(b) and layer(a) != layer(b):
+            top.add_edge(layer(a), layer(b))
+    cycles = list(nx.simple_cycles(top))
+    assert not cycles, f"import circles among fedbandit_env modules: {cycles[:5]}"
