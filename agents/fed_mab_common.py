@@ -148,14 +148,14 @@ class FedMABBase(TeamPolicy):
             self._eliminate(obs.deliveries[CHANNEL], self.awaiting)
         talk = ~self.committed & (self.pos >= self.length)
         self.awaiting = talk
-        if talk.any():
-            send = talk[:, None] & self.joined()
-            means = self.sums / np.maximum(self.counts, 1.0)
-            payload = np.where(send[..., None] & self.active[:, None, :], means, 0.0)
-            return TeamAction(self._team_arms(), {CHANNEL: (send, payload)}, ~talk)
         arms = self._team_arms()
-        self.pos += ~self.committed
-        return TeamAction(arms, {CHANNEL: (self._no_send, self._zeros)})
+        self.pos += ~self.committed & ~talk
+        if not talk.any():
+            return TeamAction(arms, {CHANNEL: (self._no_send, self._zeros)})
+        send = talk[:, None] & self.joined()
+        means = self.sums / np.maximum(self.counts, 1.0)
+        payload = np.where(send[..., None] & self.active[:, None, :], means, 0.0)
+        return TeamAction(arms, {CHANNEL: (send, payload)}, ~talk)
 
     def _team_arms(self) -> np.ndarray:
         """(B, N): every agent of a run plays the run's current arm."""
