@@ -12,8 +12,9 @@ since the last sync.
 * **Decision.** ``V = A_i + lam I``, ``theta = V^-1 b_i``,
   ``UCB(x) = <x, theta> + alpha_t ||x||_{V^-1}`` with
   ``alpha_t = R sqrt(d ln(1 + n_i / (d lam)) + 2 ln(1/delta)) + sqrt(lam)`` (the norm bound
-  S = 1 is implicit), or a fixed ``alpha``. Ties are broken uniformly at random (the client's
-  ``tiebreak`` stream, one (N, K) draw per engine step).
+  S = 1 is implicit), or a fixed ``alpha``. Ties (values within a relative 1e-12 of the
+  maximum) are broken uniformly at random (the clients' ``tiebreak`` stream, one (N, K) draw
+  per engine step).
 * **Update.** ``x x^T`` and ``r x`` (and one count) go into the local statistics and the buffers.
 * **Trigger.** After an update, ``dn_i ln(det(A_i + lam I) / det(A_i - dA_i + lam I)) >= D``.
 * **Sync.** The server collects every client's buffer into the global sums
@@ -61,6 +62,9 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
 
 SYNC, STATS = "sync", "stats"
+TIE_TOLERANCE = 1e-12
+"""Relative tolerance under which two UCB values are a tie (unit-norm features make the first
+decision an exact tie up to rounding)."""
 
 
 def heuristic_threshold(horizon: int, num_agents: int, dim: int) -> float:
@@ -184,7 +188,8 @@ class DisLinUCB(TeamPolicy):
         mean = np.einsum("bnkd,bnd->bnk", context, theta)
         norm = np.sqrt(np.maximum(np.einsum("bnkd,bnde,bnke->bnk", context, V_inv, context), 0.0))
         ucb = mean + self.width()[..., None] * norm
-        tie = ucb >= ucb.max(axis=-1, keepdims=True)
+        top = ucb.max(axis=-1, keepdims=True)
+        tie = ucb >= top - TIE_TOLERANCE * np.maximum(1.0, np.abs(top))
         u = self._tiebreak.next()
         return np.argmax(np.where(tie, u, -1.0), axis=-1).astype(np.int64)
 
