@@ -21,6 +21,12 @@ since the last sync.
   ``(A_g, b_g, n_g)``, clears the buffers and sends the global sums to every client, which
   replaces its local statistics with them.
 
+Numerics: ``V^-1`` is updated with the Sherman-Morrison formula after each pull and recomputed
+by inversion at every sync; ``ln det V`` (for the trigger) follows the matrix determinant lemma,
+``ln det(V + x x^T) = ln det V + ln(1 + x^T V^-1 x)``, and is recomputed at every sync. Both are
+exact in exact arithmetic; tests/test_dislinucb.py checks the arms against a plain loop that
+inverts and factorises every step.
+
 Timing (docs/writing-agents.md, "Communication steps"): the trigger depends on the chosen x only,
 so a client knows with its choice of trial t whether it fires after the trial and sends a request
 (one float on the ``sync`` channel) with that pull. The request reaches every client in that
@@ -145,6 +151,13 @@ class DisLinUCB(TeamPolicy):
         self._ones = np.ones((B, N, 1))
         self._stats_zeros = np.zeros((B, N, d * d + d + 1))
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, facts.num_arms))
+        # ln det(A + lam I) and ln det(A - dA + lam I) (the statistics of the last sync), kept
+        # up to date with the matrix determinant lemma instead of a factorisation per step
+        self._logdet = np.full((B, N), d * math.log(self.lam))
+        self._logdet_sync = np.full((B, N), d * math.log(self.lam))
+        self._logdet_next = self._logdet.copy()  # after the pull about to be played
+        # (A + lam I)^-1, updated with Sherman-Morrison per pull and recomputed at every sync
+        self.V_inv = np.broadcast_to(np.eye(d) / self.lam, (B, N, d, d)).copy()
 
     # ------------------------------------------------------------------ trial
     def act(self, obs: VecObservation) -> TeamAction:
@@ -162,10 +175,8 @@ class DisLinUCB(TeamPolicy):
         if due.any():
             payload = self._upload(due)
         self._syncing = due
-        V = self.A + self._eye
-        V_inv = np.linalg.inv(V)
-        arms = self._choose(obs.context, V_inv)
-        request = self._trigger(obs.context, arms, V) & ~due[:, None]
+        arms, quad = self._choose(obs.context, self.V_inv)
+        request = self._trigger(quad) & ~due[:, None]
         self._context = obs.context
         send_stats = np.broadcast_to(due[:, None], (B, N))
         return TeamAction(
@@ -183,26 +194,26 @@ class DisLinUCB(TeamPolicy):
             d * np.log1p(self.n / (d * lam)) + 2.0 * math.log(1.0 / self.delta)
         ) + math.sqrt(lam)
 
-    def _choose(self, context: np.ndarray, V_inv: np.ndarray) -> np.ndarray:
-        theta = np.einsum("bnij,bnj->bni", V_inv, self.b)
-        mean = np.einsum("bnkd,bnd->bnk", context, theta)
-        norm = np.sqrt(np.maximum(np.einsum("bnkd,bnde,bnke->bnk", context, V_inv, context), 0.0))
-        ucb = mean + self.width()[..., None] * norm
+    def _choose(self, context: np.ndarray, V_inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The UCB arms (B, N) and ``x^T V^-1 x`` (B, N) of the chosen features."""
+        theta = np.matmul(V_inv, self.b[..., None])  # (B, N, d, 1)
+        mean = np.matmul(context, theta)[..., 0]
+        quad = (np.matmul(context, V_inv) * context).sum(axis=-1)  # (B, N, K)
+        ucb = mean + self.width()[..., None] * np.sqrt(np.maximum(quad, 0.0))
         top = ucb.max(axis=-1, keepdims=True)
         tie = ucb >= top - TIE_TOLERANCE * np.maximum(1.0, np.abs(top))
         u = self._tiebreak.next()
-        return np.argmax(np.where(tie, u, -1.0), axis=-1).astype(np.int64)
+        arms = np.argmax(np.where(tie, u, -1.0), axis=-1)
+        return arms.astype(np.int64), np.take_along_axis(quad, arms[..., None], axis=-1)[..., 0]
 
-    def _trigger(self, context: np.ndarray, arms: np.ndarray, V: np.ndarray) -> np.ndarray:
+    def _trigger(self, quad: np.ndarray) -> np.ndarray:
         """dn' ln(det(A' + lam I) / det(A' - dA' + lam I)) >= D after the trial about to be
-        played (A' = A + x x^T, dA' = dA + x x^T, dn' = dn + 1)."""
+        played (A' = A + x x^T, dA' = dA + x x^T, dn' = dn + 1; A' - dA' = A - dA):
+        ln det(A' + lam I) = ln det(A + lam I) + ln(1 + x^T V^-1 x)."""
+        self._logdet_next = self._logdet + np.log1p(np.maximum(quad, 0.0))
         if self.threshold == 0.0:
             return np.zeros(self.n.shape, dtype=bool)
-        b, i = self._rows
-        x = context[b, i, arms]
-        after = V + np.einsum("bni,bnj->bnij", x, x)
-        since = V - self.dA  # A - dA + lam I: the statistics of the last sync
-        ratio = np.linalg.slogdet(after)[1] - np.linalg.slogdet(since)[1]
+        ratio = self._logdet_next - self._logdet_sync
         return (self.dn + 1.0) * ratio >= self.threshold
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> None:
@@ -218,6 +229,9 @@ class DisLinUCB(TeamPolicy):
         self.db += rx
         self.n += w
         self.dn += w
+        self._logdet = np.where(fresh[:, None], self._logdet_next, self._logdet)
+        u = np.matmul(self.V_inv, x[..., None])  # (B, N, d, 1); x = 0 where nothing was pulled
+        self.V_inv -= np.matmul(u, u.swapaxes(-1, -2)) / (1.0 + np.matmul(x[..., None, :], u))
 
     def _upload(self, due: np.ndarray) -> np.ndarray:
         """Every client of the syncing runs sends its buffer and clears it."""
@@ -244,4 +258,9 @@ class DisLinUCB(TeamPolicy):
         self.A[got] = self.A_g[got][:, None]
         self.b[got] = self.b_g[got][:, None]
         self.n[got] = self.n_g[got][:, None]
+        V = self.A_g[got] + self._eye
+        self.V_inv[got] = np.linalg.inv(V)[:, None]
+        logdet = np.linalg.slogdet(V)[1]
+        self._logdet[got] = logdet[:, None]
+        self._logdet_sync[got] = logdet[:, None]
         self.n_sync[got] += 1
