@@ -1,8 +1,11 @@
 """Reference agents: the algorithms of the suite's papers as batched team policies."""
 
 from agents.commeff import CDPMAB, DDPMAB, HDPMAB  # Li & Song (seed 004)
+from agents.dislinucb import DisLinUCB  # Wang et al. (field coverage)
 from agents.dp_decentralized_ucb import DPDecentralizedUCB  # Li, Song & Fragouli (seed 001)
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli (seed 001)
+from agents.fed1_ucb import Fed1UCB  # Shi & Shen (field coverage)
+from agents.fed2_ucb import Fed2UCB  # Shi & Shen (field coverage)
 from agents.fed_lin_ucb import FedLinUCB  # Dubey & Pentland (seed 003)
 from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # (seed 003, §2.8)
 from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. (seeds 000/002)
@@ -12,6 +15,9 @@ __all__ = [
     "DDPMAB",
     "DPDecentralizedUCB",
     "DPMasterWorkerUCB",
+    "DisLinUCB",
+    "Fed1UCB",
+    "Fed2UCB",
     "FedLinUCB",
     "FedLinUCBDecentralized",
     "GossipFedUCB",
