@@ -3,8 +3,11 @@
 from agents.commeff import CDPMAB, DDPMAB, HDPMAB  # Li & Song (seed 004)
 from agents.coop_ucb2 import CoopUCB2  # Landgren, Srivastava & Leonard (field coverage)
 from agents.dducb import DDUCB  # Martinez-Rubio, Kanade & Rebeschini (field coverage)
+from agents.dislinucb import DisLinUCB  # Wang et al. (field coverage)
 from agents.dp_decentralized_ucb import DPDecentralizedUCB  # Li, Song & Fragouli (seed 001)
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli (seed 001)
+from agents.fed1_ucb import Fed1UCB  # Shi & Shen (field coverage)
+from agents.fed2_ucb import Fed2UCB  # Shi & Shen (field coverage)
 from agents.fed_lin_ucb import FedLinUCB  # Dubey & Pentland (seed 003)
 from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # (seed 003, §2.8)
 from agents.gosine import GosInE  # Chawla, Sankararaman, Ganesh & Shakkottai (field coverage)
@@ -18,6 +21,9 @@ __all__ = [
     "DDPMAB",
     "DPDecentralizedUCB",
     "DPMasterWorkerUCB",
+    "DisLinUCB",
+    "Fed1UCB",
+    "Fed2UCB",
     "FedLinUCB",
     "FedLinUCBDecentralized",
     "GosInE",

@@ -175,6 +175,7 @@ LEARNER_ENVS = {
         "FedBandit/LinearContextual-v0",
         {"num_agents": 3, "num_arms": 3, "dim": 3},
     ),
+    "dislinucb": ("FedBandit/LinearContextual-v0", {"num_agents": 3, "num_arms": 3, "dim": 3}),
 }
 AGENT_PLAUSIBLE: dict[str, list[Any]] = {
     "epsilon": [0.5, 1.0, 2.0, np.float32(1.0), math.inf],
@@ -244,7 +245,7 @@ def _channel(kind: str) -> Callable[[dict], Any]:
 CHANNEL_OPTIONS = {
     "neighbors": ["dim", "drop_prob"],
     "gossip": ["dim", "drop_prob"],
-    "server": ["dim", "drop_prob", "participation", "charge_broadcast", "aggregate"],
+    "server": ["dim", "drop_prob", "participation", "charge_broadcast", "aggregate", "join_round"],
     "flood": ["dim", "drop_prob", "ttl", "cost_model"],
     "hierarchical": ["dim", "drop_prob", "charge_broadcast"],
 }
@@ -256,6 +257,7 @@ CHANNEL_PLAUSIBLE = {
     "cost_model": ["relay", "gis"],
     "charge_broadcast": [True, False],
     "aggregate": ["sum", "mean"],
+    "join_round": [None, [0, 1, 0, 2], (0, 0, 0, 0)],
 }
 
 PRIVACY_NAMES = ["epsilon", "mechanism", "sensitivity", "delta", "clip", "running_sum", "center"]

@@ -51,7 +51,14 @@ HYBRID = {
         "h": {"kind": "hierarchical", "dim": 3, "aggregate": "unweighted", "cost_model": "path"},
     },
 }
-CONFIGS = {"grid": GRID, "hybrid": HYBRID}
+JOINING = {  # a server channel with a participation schedule (agents join over time)
+    **GRID,
+    "channels": {
+        "s": {"kind": "server", "dim": 3, "participation": 0.5, "join_round": [0, 0, 1, 1, 2, 4]},
+        "neighbors": {"kind": "neighbors", "dim": 4},
+    },
+}
+CONFIGS = {"grid": GRID, "hybrid": HYBRID, "joining": JOINING}
 POLICIES = {
     "uniform": UniformRandom,
     "flooding": Flooding,

@@ -58,6 +58,7 @@ FIGURES = {
     "dp-recsys": ("reproduce_dp_recsys.py", "DP recommender paper, Section IV experiment"),
     "commeff": ("reproduce_commeff.py", "commeff paper, Figs. 4-12"),
     "linear": ("reproduce_linear.py", "DP federated linear bandits, Fig. 1A-C"),
+    "field": ("reproduce_field.py", "field agents' sanity experiments (field-coverage spec)"),
 }
 
 

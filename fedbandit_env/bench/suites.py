@@ -296,6 +296,41 @@ LINEAR_EXPLICIT = (
     ("fed_lin_ucb_decentralized", {"epsilon": 1.0, "gamma": 1}, ""),
 )
 
+FIELD_MAB = ("dducb", "coop_ucb2", "fed1_ucb", "fed2_ucb", "gosine", "ldp_ucb")
+"""The multi-armed field agents (shared/specs/field-coverage.md); each runs on the field
+environments its ``reset`` accepts, the others are skipped with its reason."""
+FIELD_BASELINES = ("ucb1", "ucb1_shared", "gossip_ucb", "centralized_ucb1")
+FIELD_LINEAR = (
+    "dislinucb",
+    ("fed_lin_ucb", {"epsilon": 1.0}, "fed_lin_ucb eps=1"),
+    ("fed_lin_ucb", {"private": False}, "fed_lin_ucb non-private"),
+    "linucb",
+    "centralized_linucb",
+)
+
+
+def _field_suite() -> Suite:
+    """The field agents next to the baselines of their papers: heterogeneous and homogeneous
+    rings (N = 10, M = 10) and the linear family (N = 10, d = 10), T = 10^4, 10 seeds. Ids that
+    are not registered in this installation are skipped by :meth:`Suite.available`."""
+    ring = {**HETERO_SMALL, "num_agents": 10, "num_arms": 10}
+    homo = {**HOMO_SMALL, "num_agents": 10, "num_arms": 10}
+    cells = (
+        _grid("FedBandit/Heterogeneous-v0", ring, FIELD_MAB + FIELD_BASELINES, 10_000, 10)
+        + _grid("FedBandit/Homogeneous-v0", homo, FIELD_MAB + FIELD_BASELINES, 10_000, 10)
+        + _grid("FedBandit/LinearContextual-v0", {"num_agents": 10}, FIELD_LINEAR, 10_000, 10)
+    )
+    return Suite(
+        "field",
+        cells,
+        None,
+        "The field's standard baselines (DDUCB, coop-UCB2, Fed1/Fed2-UCB, GosInE, LDP-UCB on "
+        "heterogeneous and homogeneous rings of 10 agents with 10 arms; DisLinUCB with FedUCB "
+        "private and not on the linear family, N = 10, d = 10) next to ucb1, ucb1_shared, "
+        "gossip_ucb and the centralized oracles; 10 seeds, T = 10^4.",
+    )
+
+
 SUITES: dict[str, Suite] = {
     "quick": _open_suite(
         "quick",
@@ -422,6 +457,9 @@ SUITES: dict[str, Suite] = {
         description="Commeff paper: M=50, K=100, T=10^4 (Fig. 4 and the star of Fig. 10).",
     ),
 }
+
+
+SUITES["field"] = _field_suite()
 
 
 def get_suite(name: str) -> Suite:

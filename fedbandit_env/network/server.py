@@ -10,6 +10,18 @@ did not upload is free unless ``charge_broadcast`` (A13). Messages count uploads
 Drops (``drop_prob``, not in the papers): each upload is lost independently with that
 probability. A lost upload is still charged (one message, its link's c1) and counted in
 ``dropped``; the broadcast is never lost, and happens (N messages) only if an upload arrived.
+
+Participation schedule (``join_round``, not in the commeff/dp-recsys papers; field-coverage.md
+§4, Fed2-UCB's clients that join over time): a list of N non-negative ints. Agent i is *active*
+once the server has completed ``join_round[i]`` rounds (a round is a step in which at least one
+upload arrived; each run counts its own). An inactive agent's upload is refused: it is not
+charged, not counted and not aggregated, exactly like the upload of an agent that the
+participation fraction did not pick, and ``participating`` is False for it. The broadcast still
+reaches every agent (the server's reply is public). At least one agent must join at round 0,
+otherwise no round could ever happen. The schedule draws no randomness, so the channel's random
+streams are those of the channel without it. Inactive agents still pull arms (the environment
+makes every agent pull every step) and their pulls count in the pseudo-regret like any other
+agent's (docs/fed-ucb12.md, "Inactive agents and regret").
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, check_probability, payload_space
 from fedbandit_env.network.ledger import AGENT_SERVER
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_flag
+from fedbandit_env.validation import check_flag, check_int
 
 AGGREGATES = ("mean", "sum")
 
@@ -52,6 +64,7 @@ class ServerChannel(Channel):
         aggregate: str = "mean",
         participation: float = 1.0,
         charge_broadcast: bool = False,
+        join_round: Any = None,
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
@@ -66,12 +79,15 @@ class ServerChannel(Channel):
         self.participation = p
         self.num_participants = math.ceil(p * self.num_agents)
         self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
+        self.join_round = check_join_round(f"channels.{name}.join_round", join_round, self.num_agents)
 
     def _reset(self, rng: BatchedRNG) -> None:
         n = self.num_agents
         self._pick = rng.buffered("uniform", (n,)) if self.num_participants < n else None
         self._drops = rng.buffered("uniform", (n,)) if self.drop_prob > 0 else None
         self._all = np.ones((self.num_runs, n), dtype=bool)
+        self._rounds = np.zeros(self.num_runs, dtype=np.int64)  # completed rounds per run
+        self._join = None if self.join_round is None else np.asarray(self.join_round, np.int64)
 
     def empty_delivery(self) -> ServerDelivery:
         return ServerDelivery(
@@ -82,12 +98,23 @@ class ServerChannel(Channel):
 
     def _participants(self) -> np.ndarray:
         if self._pick is None:
-            return self._all
-        u = self._pick.next()
-        chosen = np.argpartition(u, self.num_participants - 1, axis=1)[:, : self.num_participants]
-        mask = np.zeros_like(self._all)
-        np.put_along_axis(mask, chosen, True, axis=1)
+            mask = self._all
+        else:
+            u = self._pick.next()
+            chosen = np.argpartition(u, self.num_participants - 1, axis=1)
+            mask = np.zeros_like(self._all)
+            np.put_along_axis(mask, chosen[:, : self.num_participants], True, axis=1)
+        if self._join is not None:
+            mask = mask & (self._join[None, :] <= self._rounds[:, None])
         return mask
+
+    @property
+    def active(self) -> np.ndarray:
+        """(B, N) bool: the agents whose uploads the server accepts in the next step (the
+        participation schedule; every agent without one)."""
+        if self._join is None:
+            return self._all.copy()
+        return self._join[None, :] <= self._rounds[:, None]
 
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         participating = self._participants()
@@ -95,6 +122,7 @@ class ServerChannel(Channel):
         uploads = send & participating
         arrived = uploads if drop_u is None else uploads & (drop_u >= self.drop_prob)
         count = arrived.sum(axis=1)
+        self._rounds += count > 0
         total = np.einsum("bn,bnd->bd", arrived.astype(np.float64), payload)
         if self.aggregate == "mean":
             total = total / np.maximum(count, 1)[:, None]
@@ -140,4 +168,27 @@ class ServerChannel(Channel):
             "aggregate": self.aggregate,
             "participation": self.participation,
             "charge_broadcast": self.charge_broadcast,
+            "join_round": None if self.join_round is None else list(self.join_round),
         }
+
+
+def check_join_round(name: str, value: Any, num_agents: int) -> tuple[int, ...] | None:
+    """The participation schedule: None, or N non-negative ints with at least one 0."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not hasattr(value, "__len__"):
+        raise ConfigError(
+            f"{name}: expected None or a list of {num_agents} non-negative ints (the server "
+            f"round from which each agent may upload), got {value!r}"
+        )
+    if len(value) != num_agents:
+        raise ConfigError(
+            f"{name}: expected one round per agent ({num_agents}), got {len(value)} entries"
+        )
+    rounds = tuple(check_int(f"{name}[{i}]", r, minimum=0) for i, r in enumerate(value))
+    if min(rounds) != 0:
+        raise ConfigError(
+            f"{name}: expected at least one agent that joins at round 0 (no round could happen "
+            f"otherwise), got the earliest round {min(rounds)}"
+        )
+    return rounds

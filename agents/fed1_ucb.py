@@ -1,0 +1,72 @@
+"""Fed1-UCB (Shi & Shen, "Federated Multi-Armed Bandits", AAAI'21), registered as ``fed1_ucb``.
+
+field-coverage.md §4, the exact model: a fixed federation of N clients whose local means differ
+(the heterogeneous family: agent i sees ``mu[i, k]``, the global mean is their average) and one
+server. The phase machine is :mod:`agents.fed_mab_common`: in phase p every client pulls each
+active arm ``f`` times (round-robin, all clients on the same arm), then one communication-only
+step uploads the local sample means of the active arms and the server's average comes back. With
+``n = f(1) + ... + f(p)`` the pulls per client of an active arm so far and M the clients whose
+upload arrived,
+
+    B = width_scale * sqrt(4 sigma^2 ln T / (M n)),   eliminate k if mean_k + B < max_j mean_j - B.
+
+When one arm is left every client commits to it and communication stops.
+
+Resolved ambiguities (field-coverage.md §4, the recommended choices):
+
+* width constants: the authors' code's (``4 sigma^2``, said there to be "tuned from the original
+  ones in the paper"), scaled by ``width_scale`` (default 1);
+* ``f``: the code's ``floor(10 ln T)`` for every phase by default (T the horizon); an int or a
+  callable of the phase;
+* full participation per phase: the server channel must have participation 1, no join schedule
+  and no drops (a missing client breaks the exact model's average);
+* pseudo-regret against the global means (the environment's), not noisy draws.
+
+Not verified against the paper ([mem] in the spec): the paper's own width constants and the
+log T regret claim.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from agents.fed_mab_common import CHANNEL, FedMABBase, Schedule, check_schedule, schedule_value
+from fedbandit_env.errors import ConfigError
+
+
+class Fed1UCB(FedMABBase):
+    """Batched Fed1-UCB (module docstring)."""
+
+    agent_id = "fed1_ucb"
+    version = 1
+
+    def __init__(self, f: Schedule | None = None, sigma: float = 0.5, width_scale: float = 1.0):
+        super().__init__(sigma, width_scale)
+        self.f = check_schedule(self.agent_id, "f", f, None) if f is not None else None
+
+    def reset(self, facts, rng) -> None:
+        if self.f is None:
+            self._f = max(1, math.floor(10.0 * math.log(max(facts.horizon, 2))))
+        else:
+            self._f = self.f
+        super().reset(facts, rng)
+
+    def pulls_per_arm(self, p: int) -> int:
+        return schedule_value(self.agent_id, "f", self._f, p)
+
+    def check_channel(self, have: dict[str, Any]) -> None:
+        super().check_channel(have)
+        if have.get("join_round") is not None:
+            raise ConfigError(
+                f"{self.agent_id}: channels.{CHANNEL}.join_round: expected None (Fed1-UCB's "
+                f"exact model needs every client in every phase; fed2_ucb takes clients that "
+                f"join over time), got {have.get('join_round')!r}"
+            )
+
+    def width(self, p: np.ndarray, runs: np.ndarray) -> np.ndarray:
+        n = np.array([self.cumulative_pulls(int(q)) for q in p], dtype=np.float64)
+        M = self.joined()[runs].sum(axis=1)
+        return self.width_scale * np.sqrt(4.0 * self.sigma**2 * self.log_T / (M * n))
