@@ -104,7 +104,7 @@ def entries() -> list[Entry]:
 def test_every_registered_learner_has_its_own_style_whatever_the_page():
     agents = list_agents()
     styles = {a: figures.style_of(a) for a in agents}
-    assert len({s.colour for s in styles.values()}) == len(agents)  # 46 colours, fewer learners
+    assert len({s.colour for s in styles.values()}) == len(agents)  # 36 colours
     assert figures.BASELINE_COLOUR not in {s.colour for s in styles.values()}
     # the same learner, the same style, whichever other learners are around
     assert figures.style_of("ucb1", registry=agents) == figures.style_of("ucb1")

@@ -24,20 +24,19 @@ import numpy as np
 
 from fedbandit_env.bench.leaderboard import Entry, display_label, env_title
 
-# 46 colours: tab20 without its greys (grey means "not private"), then Dark2, then tab20b;
-# black is the baseline's.
+# 36 colours: tab20 without its greys (grey means "not private"), then Dark2, then Set1 without
+# its yellow and grey and three darker ones; black is the baseline's.
 _TAB20 = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
     "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
     "#dbdb8d", "#9edae5",
 ]  # fmt: skip
 _DARK2 = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
-_TAB20B = [
-    "#393b79", "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b5cf6b", "#cedb9c",
-    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#843c39", "#ad494a", "#d6616b", "#e7969c",
-    "#7b4173", "#a55194", "#ce6dbd", "#de9ed6",
+_SET1 = [
+    "#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf", "#6a3d9a",
+    "#b15928", "#01665e",
 ]  # fmt: skip
-PALETTE = _TAB20 + _DARK2 + _TAB20B
+PALETTE = _TAB20 + _DARK2 + _SET1
 BASELINE_COLOUR = "black"
 NON_PRIVATE_COLOUR = "#9a9a9a"
 KIND_LINESTYLE = {"reference": "-", "baseline": "--", "oracle": ":", "other": "-."}
