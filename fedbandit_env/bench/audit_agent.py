@@ -43,7 +43,7 @@ from fedbandit_env.bench.evaluate import declared_epsilon
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.privacy import AuditResult, audit_samples
 from fedbandit_env.registration import make_vec
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import BatchedRNG, block_streams
 
 ENV = "FedBandit/Homogeneous-v0"
 MIN_TRIALS = 100
@@ -302,7 +302,7 @@ def _run(
 ) -> None:
     """Run the audit's federation on the reward table ``stream`` for ``seeds``, recording the
     releases into ``recorder`` (random buffers capped at the audit's horizon)."""
-    with _short_buffers(tgt.horizon):
+    with _short_buffers(tgt.horizon), block_streams():
         num_runs = len(seeds)
         policy = make_policy()
         venv = _build_env(tgt, policy, agent_id, num_runs)
