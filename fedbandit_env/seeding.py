@@ -258,6 +258,18 @@ class BatchedRNG:
     def per_run(self, draw: Callable[[np.random.Generator], np.ndarray]) -> np.ndarray:
         return np.stack([np.asarray(draw(g)) for g in self.generators])
 
+    def rows(
+        self,
+        runs: np.ndarray,
+        draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
+        """``draw(generator, shape)`` for each run in ``runs`` (run indices), stacked to
+        (len(runs), *shape): only those runs' generators are consumed."""
+        shape = tuple(int(s) for s in shape)
+        out = [np.asarray(draw(self.generators[int(b)], shape)) for b in runs]
+        return np.stack(out) if out else np.empty((0, *shape))
+
 
 # -- block streams: many runs from a few large draws (privacy audits) ---------------------------
 @contextlib.contextmanager
@@ -383,6 +395,17 @@ class BlockRNG(BatchedRNG):
 
     def run(self, b: int) -> BatchedRNG:
         raise ValueError("BlockRNG.run: a block stream has no single-run view (block_streams)")
+
+    def rows(
+        self,
+        runs: np.ndarray,
+        draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
+        """One whole-batch draw (B, *shape), the rows of ``runs`` kept: the numbers a run gets
+        do not depend on which other runs draw."""
+        whole = np.asarray(draw(self.block(), (self._num_runs, *(int(s) for s in shape))))
+        return whole[np.asarray(runs, dtype=np.int64)]
 
     def buffered(self, kind: Kind, shape: tuple[int, ...]) -> BufferedStream:
         gen = np.random.Generator(np.random.PCG64(self._next_child("buffered")))

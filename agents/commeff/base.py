@@ -53,6 +53,11 @@ from fedbandit_env.seeding import BatchedRNG
 EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
 
 
+def _standard_laplace(gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard Laplace draws, as :meth:`LaplaceMechanism.noise` makes them."""
+    return gen.laplace(0.0, 1.0, size=shape)
+
+
 @dataclass(frozen=True)
 class RoundRecord:
     """One completed round of one run (agent 0's view; every agent of the run agrees)."""
@@ -161,7 +166,7 @@ class EliminationTeam(TeamPolicy):
         self.rounds_done = np.zeros(B, dtype=np.int64)
         self.uploads = np.zeros(B, dtype=np.int64)
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
-        self._privacy_rng = rng.child("privacy").generators  # one Generator per run
+        self._privacy_rng = rng.child("privacy")  # one Generator per run
         self._bidx, self._iidx = np.indices(shape)
         delta = self.config.delta_per_run(B)
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
@@ -208,10 +213,12 @@ class EliminationTeam(TeamPolicy):
         if math.isinf(self.eps_msg):
             yhat = xhat
         else:
+            # LaplaceMechanism(eps_msg, sensitivity 1/n_r) per finishing run, one draw each
             noise = np.zeros(self.ybar.shape)
-            for b in np.flatnonzero(done.any(axis=1)):
-                mechanism = LaplaceMechanism(self.eps_msg, sensitivity=1.0 / self.n[b, 0])
-                noise[b] = mechanism.noise(noise.shape[1:], self._privacy_rng[b])
+            runs = np.flatnonzero(done.any(axis=1))
+            scale = (1.0 / self.n[runs, 0]) / self.eps_msg
+            standard = self._privacy_rng.rows(runs, _standard_laplace, noise.shape[1:])
+            noise[runs] = scale[:, None, None] * standard
             yhat = xhat + noise[done]
         s_new = self.s_int[done][:, None].astype(np.float64)
         s_old = self.s_prev[done][:, None].astype(np.float64)
