@@ -47,7 +47,6 @@ from fedbandit_env.policy import (
     TeamPolicy,
     require_family,
 )
-from fedbandit_env.privacy import LaplaceMechanism
 from fedbandit_env.seeding import BatchedRNG
 
 EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
@@ -235,20 +234,25 @@ class EliminationTeam(TeamPolicy):
         self.aggregate[ready] = aggregate[ready]
         self.active[ready] = keep[ready]
         self.num_active = self.active.sum(axis=2)
-        for b in np.flatnonzero(ready[:, 0]):
-            self.rounds_done[b] += 1
+        runs = np.flatnonzero(ready[:, 0])
+        if runs.size == 0:
+            return
+        self.rounds_done[runs] += 1
+        n = self.n[runs, 0]
+        # LaplaceMechanism(eps_msg, 1 / n_r).scale of each run's round (0 when not private)
+        scale = np.zeros(runs.size) if math.isinf(self.eps_msg) else (1.0 / n) / self.eps_msg
+        columns = zip(
+            runs.tolist(), self.r[runs, 0].tolist(), self.tilde[runs, 0].tolist(),
+            self.s_int[runs, 0].tolist(), n.tolist(), self.c[runs, 0].tolist(),
+            self.h[runs, 0].tolist(), scale.tolist(), before[runs, 0].tolist(),
+            self.num_active[runs, 0].tolist(), strict=True,
+        )
+        for b, r, tilde, s_int, n_r, c, h, noise_scale, active_before, active_after in columns:
             self.history[b].append(
                 RoundRecord(
-                    r=int(self.r[b, 0]),
-                    step=step,
-                    tilde=float(self.tilde[b, 0]),
-                    s_int=int(self.s_int[b, 0]),
-                    n=int(self.n[b, 0]),
-                    c=float(self.c[b, 0]),
-                    h=float(self.h[b, 0]),
-                    noise_scale=LaplaceMechanism(self.eps_msg, 1.0 / self.n[b, 0]).scale,
-                    active_before=int(before[b, 0]),
-                    active_after=int(self.num_active[b, 0]),
+                    r=r, step=step, tilde=tilde, s_int=s_int, n=n_r, c=c, h=h,
+                    noise_scale=noise_scale, active_before=active_before,
+                    active_after=active_after,
                 )
             )
 
