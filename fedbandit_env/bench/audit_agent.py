@@ -127,13 +127,13 @@ LINEAR_ENV = "FedBandit/LinearContextual-v0"
 
 TARGETS: dict[str, AuditTarget] = {
     "fed_lin_ucb": AuditTarget(
-        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3},
+        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
         per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
         audit_delta=_learner_delta, horizon=16,
         note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
     ),
     "fed_lin_ucb_decentralized": AuditTarget(
-        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3},
+        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
         per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
         audit_delta=_learner_delta, horizon=16,
         note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
@@ -299,10 +299,14 @@ def _run(
     stream: np.ndarray,
     seeds: list[int],
     recorder: _Recorder,
+    block: bool = True,
 ) -> None:
     """Run the audit's federation on the reward table ``stream`` for ``seeds``, recording the
-    releases into ``recorder`` (random buffers capped at the audit's horizon)."""
-    with _short_buffers(tgt.horizon), block_streams():
+    releases into ``recorder``: with ``block`` (default) the runs' random numbers come from a
+    few whole-batch draws (:func:`fedbandit_env.seeding.block_streams`), else from one seeded
+    Generator per run and stream as in normal runs (random buffers capped at the horizon)."""
+    streams = block_streams() if block else contextlib.nullcontext()
+    with _short_buffers(tgt.horizon), streams:
         num_runs = len(seeds)
         policy = make_policy()
         venv = _build_env(tgt, policy, agent_id, num_runs)
@@ -358,6 +362,7 @@ def locate(
     seed: int = 0,
     max_candidates: int = 24,
     agent: int | None = 0,
+    block: bool = True,
 ) -> list[tuple[int, str, int, int]]:
     """The releases that carry the changed reward: (step, channel, agent, coordinate) entries
     that differ between the two inputs under the same seeds, in time order (agent ``agent``'s
@@ -365,8 +370,8 @@ def locate(
     base, neighbour = _reward_tables(tgt.horizon, tgt.num_arms)
     seeds = [int(s) for s in np.random.default_rng([seed, 7]).integers(2**31, size=pilot)]
     rec_a, rec_b = _Recorder(None, pilot, tgt.num_arms), _Recorder(None, pilot, tgt.num_arms)
-    _run(make_policy, agent_id, tgt, wrapper_options, base, seeds, rec_a)
-    _run(make_policy, agent_id, tgt, wrapper_options, neighbour, seeds, rec_b)
+    _run(make_policy, agent_id, tgt, wrapper_options, base, seeds, rec_a, block)
+    _run(make_policy, agent_id, tgt, wrapper_options, neighbour, seeds, rec_b, block)
     found: list[tuple[int, str, int, int]] = []
     for t, (ma, mb) in enumerate(zip(rec_a.steps, rec_b.steps, strict=True)):
         for ch in sorted(ma):
@@ -483,6 +488,7 @@ def audit_learner(
     confidence: float = 0.95,
     scope: str = "release",
     require_claim: bool = False,
+    block: bool = True,
 ) -> LearnerAudit:
     """Audit a learner (see module): the bound on the epsilon of the releases that carry one
     changed reward, with the claim to compare it with.
@@ -498,7 +504,8 @@ def audit_learner(
     likelihood-ratio feature, against the declared epsilon of the whole stream (under the
     wrapper: the per-message epsilon times the number of audited messages, basic
     composition). ``require_claim`` (and ``broken``) refuse a learner that declares no finite
-    epsilon."""
+    epsilon. ``block=False`` draws every run's numbers from its own seeded Generators, as
+    normal runs do (slower; the same bound in distribution, other numbers)."""
     started = time.perf_counter()
     tgt = target(agent_id)
     if scope not in ("release", "transcript"):
@@ -529,7 +536,7 @@ def audit_learner(
         wrap = tgt.wrapper(2.0 * wrapper_epsilon if broken else wrapper_epsilon, tgt.num_arms)
     make_policy = _policy_factory(agent_id, kwargs, broken, tgt)
     candidates = locate(make_policy, agent_id, tgt, wrap, seed=seed,
-                        max_candidates=max_candidates)
+                        max_candidates=max_candidates, block=block)
     if not candidates:
         raise ConfigError(f"{agent_id}: audit: no release of agent 0 depends on its reward "
                           f"within {tgt.horizon} steps; nothing to audit")
@@ -547,7 +554,7 @@ def audit_learner(
         seeds = [int(s) for s in np.random.Generator(np.random.PCG64(seq)).integers(
             2**31, size=trials)]
         rec = _Recorder(candidates, trials, tgt.num_arms)
-        _run(make_policy, agent_id, tgt, wrap, stream, seeds, rec)
+        _run(make_policy, agent_id, tgt, wrap, stream, seeds, rec, block)
         feats.append(rec.out)
     names = [f"{ch}[t={t},agent={i},coord={c}]" for t, ch, i, c in candidates]
     result = audit_samples(feats[0], feats[1], confidence=confidence, delta=delta,
