@@ -123,6 +123,70 @@ def _learner_delta(policy: Any) -> float:
     return float(policy.delta)
 
 
+@dataclass(frozen=True)
+class LinearAuditLimits:
+    """What bounds every audit of a Gram-tree learner (docs/privacy.md, "Linear learners").
+
+    One tree node releases ``z z^T`` (``z = [x, y]``) plus symmetric Gaussian noise
+    (off-diagonal sd ``sigma_N``, diagonal ``sqrt(2) sigma_N``): a Gaussian mechanism whose
+    shift is ``mu = ||Delta||_F / (sqrt(2) sigma_N)`` noise standard deviations.
+    ``node_mu``: the worst case ``||Delta||_F = 2 Lt2``; ``pair_node_mu``: the audit's pair
+    (``x = e_1``, reward 0 vs 1). One observation enters at most ``m`` nodes, so the whole
+    transcript is at most a Gaussian of ``transcript_mu = sqrt(m) node_mu`` (= ``sqrt(2 rho)``),
+    whose total variation ``transcript_tv`` bounds ``P_A(E) - P_B(E)`` for every event E. When
+    it is below ``delta`` no event gives ``P_A(E) - delta > 0``: the exact epsilon of the whole
+    transcript at ``delta`` (``transcript_epsilon``) is 0, and so is every audit's bound.
+    ``rho`` is the accountant's zCDP of the stream and ``rho_epsilon`` its (loose) conversion
+    to epsilon at ``delta``."""
+
+    agent_id: str
+    delta: float
+    m: int
+    sigma_N: float
+    node_mu: float
+    pair_node_mu: float
+    transcript_mu: float
+    transcript_tv: float
+    transcript_epsilon: float
+    rho: float
+    rho_epsilon: float
+
+
+def linear_audit_limits(agent_id: str, agent_kwargs: dict[str, Any] | None = None
+                        ) -> LinearAuditLimits:
+    """:class:`LinearAuditLimits` of a Gram-tree learner on its audit federation."""
+    from fedbandit_env.privacy.accountant import zcdp_to_dp
+
+    tgt = target(agent_id)
+    policy = make_agent(agent_id, **dict(agent_kwargs or {}))
+    venv = _build_env(tgt, policy, agent_id, 1)
+    venv.reset(seed=0)
+    policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+    c = getattr(policy, "constants", None)
+    if c is None or not hasattr(c, "sigma_N"):
+        raise ConfigError(f"{agent_id}: audit: not a private Gram-tree learner (no constants)")
+    z = np.zeros(c.d + 1)
+    z[0] = 1.0
+    z_neighbour = z.copy()
+    z_neighbour[-1] = 1.0
+    pair = float(np.linalg.norm(np.outer(z, z) - np.outer(z_neighbour, z_neighbour)))
+    node_mu = math.sqrt(2.0) * c.L_tilde_sq / c.sigma_N
+    transcript_mu = math.sqrt(c.m) * node_mu
+    return LinearAuditLimits(
+        agent_id=agent_id,
+        delta=float(c.delta),
+        m=int(c.m),
+        sigma_N=float(c.sigma_N),
+        node_mu=node_mu,
+        pair_node_mu=pair / (math.sqrt(2.0) * c.sigma_N),
+        transcript_mu=transcript_mu,
+        transcript_tv=math.erf(transcript_mu / (2.0 * math.sqrt(2.0))),
+        transcript_epsilon=_gaussian_epsilon(transcript_mu, float(c.delta)),
+        rho=float(c.zcdp_rho),
+        rho_epsilon=float(zcdp_to_dp(c.zcdp_rho, float(c.delta))),
+    )
+
+
 LINEAR_ENV = "FedBandit/LinearContextual-v0"
 
 TARGETS: dict[str, AuditTarget] = {
