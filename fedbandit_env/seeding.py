@@ -90,14 +90,17 @@ class SeedContinuation:
 
     def __init__(self) -> None:
         self._stream: np.random.Generator | None = None
+        self._entropy: int | list[int] | None = None  # of the last seeded reset, if any
 
     def _reseed(self, entropy: int | list[int] | None) -> None:
-        root = np.random.SeedSequence(entropy)
-        self._stream = np.random.Generator(np.random.PCG64(named_child(root, "continuation")))
+        # the stream is built on the first unseeded draw (most callers always seed)
+        self._entropy = list(entropy) if isinstance(entropy, list) else entropy
+        self._stream = None
 
     def _draw(self, count: int) -> list[int]:
         if self._stream is None:
-            self._reseed(None)
+            root = np.random.SeedSequence(self._entropy)
+            self._stream = np.random.Generator(np.random.PCG64(named_child(root, "continuation")))
         return [int(s) for s in self._stream.integers(0, MAX_RUN_SEED, size=count)]
 
     def next(self, seed: Any = None, owner: str = "reset") -> int:
@@ -134,6 +137,10 @@ def run_seeds(seed: int | Sequence[int], num_runs: int, owner: str = "reset") ->
     if isinstance(seed, numbers.Integral):
         base = check_seed(seed, owner)
         return [base + b for b in range(num_runs)]
+    if isinstance(seed, list) and all(type(s) is int and s >= 0 for s in seed):
+        if len(seed) != num_runs:
+            raise ConfigError(f"{owner}: seed: expected {num_runs} run seeds, got {len(seed)}")
+        return list(seed)  # plain non-negative ints: already valid run seeds
     if isinstance(seed, str | bytes) or not isinstance(seed, Sequence | np.ndarray):
         raise TypeError(
             f"{owner}: seed: expected None, a non-negative int or a list of {num_runs}, "
