@@ -1,8 +1,9 @@
 """Targeted privacy audits of every private learner at epsilon = 1 (docs/privacy.md "Auditing
 learners"): declared epsilon, the epsilon of the audited release, the audited lower bound at 95 %
 confidence, the broken variant's bound (noise scale halved; linear learners: divided by 50),
-trials per input, wall seconds (correct + broken audit, pilots included) and trials/s (runs
-simulated per second: 2 inputs x 2 audits x trials / seconds). The last row audits the Laplace
+trials per input, seconds (CPU seconds of this process for the correct and the broken audit,
+pilots included: the machine is shared, and with one BLAS thread they equal wall seconds on an
+idle core) and trials/s (runs simulated per second: 2 inputs x 2 audits x trials / seconds). The last row audits the Laplace
 mechanism alone (``fedbandit audit laplace``; broken: half its scale).
 
 ``--compare`` also runs every learner's two audits with one seeded Generator per run and stream
@@ -48,11 +49,11 @@ LEARNERS = [
 
 
 def both(agent_id: str, kwargs: dict, wrapper: float | None, block: bool):
-    start = time.perf_counter()
+    start = time.process_time()
     common = dict(trials=args.trials, seed=args.seed, wrapper_epsilon=wrapper, block=block)
     ok = audit_learner(agent_id, kwargs, **common)
     bad = audit_learner(agent_id, kwargs, broken=True, **common)
-    return ok, bad, time.perf_counter() - start
+    return ok, bad, time.process_time() - start
 
 
 head = (
@@ -87,12 +88,12 @@ for agent_id, kwargs, wrapper in LEARNERS:
     print(line, flush=True)
 
 if not args.only or "laplace" in args.only:
-    start = time.perf_counter()
+    start = time.process_time()
     ok = audit_output_mechanism(LaplaceMechanism(1.0), trials=args.trials, seed=args.seed)
     bad = audit_output_mechanism(
         LaplaceMechanism(2.0, sensitivity=1.0), trials=args.trials, seed=args.seed
     )
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     caught = "caught" if bad.exceeds(1.0) else "NOT caught"
     line = (
         f"| laplace mechanism | 1 | 1 | {ok.epsilon_lower:.3f} | {bad.epsilon_lower:.3f} "
