@@ -19,6 +19,7 @@ one core:
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 from fedbandit_env.bench.audit_agent import audit_learner, linear_audit_limits
@@ -106,10 +107,10 @@ if not args.only or any(a in args.only for a in linear):
     print()
     print(
         "| linear learner (epsilon 1) | delta | m | sigma_N | node mu, worst case | node mu, "
-        "audit pair | transcript mu | transcript TV | exact transcript ε at delta | zCDP rho "
-        "| ε from rho at delta |"
+        "audit pair | transcript mu | transcript TV | TV, noise halved | exact transcript ε at "
+        "delta | zCDP rho | ε from rho at delta |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for agent_id in linear:
         if args.only and agent_id not in args.only:
             continue
@@ -117,6 +118,7 @@ if not args.only or any(a in args.only for a in linear):
         print(
             f"| {agent_id} | {lim.delta:g} | {lim.m} | {lim.sigma_N:.1f} | "
             f"{lim.node_mu:.4f} | {lim.pair_node_mu:.4f} | {lim.transcript_mu:.4f} | "
-            f"{lim.transcript_tv:.4f} | {lim.transcript_epsilon:.3f} | {lim.rho:.5f} | "
+            f"{lim.transcript_tv:.4f} | {math.erf(lim.transcript_mu / math.sqrt(2)):.4f} | "
+            f"{lim.transcript_epsilon:.3f} | {lim.rho:.5f} | "
             f"{lim.rho_epsilon:.3f} |"
         )
