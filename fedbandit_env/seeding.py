@@ -11,6 +11,11 @@ run. Run b of a batch is bit-identical to the same run seed simulated alone (B =
 per-run generator is consumed by exactly the same sequence of calls whatever B is. Per-step draws
 of a fixed shape go through :class:`BufferedStream`, which refills a chunk of steps per run at a
 time (one Generator call per run per chunk instead of per step).
+
+The empirical privacy audits alone run inside :func:`block_streams`, where a batch's streams are
+:class:`BlockRNG` objects: all runs' numbers come from whole-batch draws (deterministic for the
+batch's seeds, each run's numbers independent of the others' consumption, but not the seed run
+alone), which spares building one Generator per run.
 """
 
 from __future__ import annotations

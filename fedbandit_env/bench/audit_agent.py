@@ -12,7 +12,8 @@ locates the releases that carry the changed reward: exactly the (step, channel, 
 coordinate) entries whose values differ between the two inputs. Nothing is hard-coded about when
 a learner sends, so a learner whose message timing shifts is still audited on the right
 releases. The audit then records only those candidates (agent 0's first ``max_candidates``)
-over many independent batched runs (one vector environment of ``trials`` runs per input) and
+over many independent batched runs (one vector environment of ``trials`` runs per input, whose
+random numbers come from whole-batch draws: :func:`fedbandit_env.seeding.block_streams`) and
 hands the (trials, K) feature matrix to :func:`fedbandit_env.privacy.audit_samples`: the first
 half selects the candidate release, a Laplace likelihood-ratio combination of all of them, the
 threshold and the direction; the held-out half gives exact Clopper–Pearson bounds.
