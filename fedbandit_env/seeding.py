@@ -11,14 +11,22 @@ run. Run b of a batch is bit-identical to the same run seed simulated alone (B =
 per-run generator is consumed by exactly the same sequence of calls whatever B is. Per-step draws
 of a fixed shape go through :class:`BufferedStream`, which refills a chunk of steps per run at a
 time (one Generator call per run per chunk instead of per step).
+
+The empirical privacy audits alone run inside :func:`block_streams`, where a batch's streams are
+:class:`BlockRNG` objects: all runs' numbers come from whole-batch draws (deterministic for the
+batch's seeds, each run's numbers independent of the others' consumption, but not the seed run
+alone), which spares building one Generator per run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import numbers
 import warnings
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -31,6 +39,8 @@ Kind = Literal["uniform", "normal", "exponential"]
 
 _CHUNK_FLOATS = 1 << 14  # per run and buffer: at most 16k doubles (128 KiB)
 _MAX_CHUNK_STEPS = 1024
+_BLOCK_FLOATS = 1 << 20  # a block stream's chunk: at most 1M doubles (8 MiB) for all runs
+_BLOCK_STREAMS: contextvars.ContextVar[bool] = contextvars.ContextVar("block_streams", default=False)
 
 
 MAX_RUN_SEED = 2**63 - 1
@@ -85,14 +95,17 @@ class SeedContinuation:
 
     def __init__(self) -> None:
         self._stream: np.random.Generator | None = None
+        self._entropy: int | list[int] | None = None  # of the last seeded reset, if any
 
     def _reseed(self, entropy: int | list[int] | None) -> None:
-        root = np.random.SeedSequence(entropy)
-        self._stream = np.random.Generator(np.random.PCG64(named_child(root, "continuation")))
+        # the stream is built on the first unseeded draw (most callers always seed)
+        self._entropy = list(entropy) if isinstance(entropy, list) else entropy
+        self._stream = None
 
     def _draw(self, count: int) -> list[int]:
         if self._stream is None:
-            self._reseed(None)
+            root = np.random.SeedSequence(self._entropy)
+            self._stream = np.random.Generator(np.random.PCG64(named_child(root, "continuation")))
         return [int(s) for s in self._stream.integers(0, MAX_RUN_SEED, size=count)]
 
     def next(self, seed: Any = None, owner: str = "reset") -> int:
@@ -129,6 +142,10 @@ def run_seeds(seed: int | Sequence[int], num_runs: int, owner: str = "reset") ->
     if isinstance(seed, numbers.Integral):
         base = check_seed(seed, owner)
         return [base + b for b in range(num_runs)]
+    if isinstance(seed, list) and all(type(s) is int and s >= 0 for s in seed):
+        if len(seed) != num_runs:
+            raise ConfigError(f"{owner}: seed: expected {num_runs} run seeds, got {len(seed)}")
+        return list(seed)  # plain non-negative ints: already valid run seeds
     if isinstance(seed, str | bytes) or not isinstance(seed, Sequence | np.ndarray):
         raise TypeError(
             f"{owner}: seed: expected None, a non-negative int or a list of {num_runs}, "
@@ -218,18 +235,27 @@ class BatchedRNG:
         if len(seed_sequences) == 0:
             raise ValueError("seed_sequences: expected at least one run")
         self._seqs = tuple(seed_sequences)
-        self.generators: tuple[np.random.Generator, ...] = tuple(
-            np.random.Generator(np.random.PCG64(s)) for s in self._seqs
-        )
+        self._generators: tuple[np.random.Generator, ...] | None = None
+
+    @property
+    def generators(self) -> tuple[np.random.Generator, ...]:
+        """One Generator per run, built on first use (a stream used only through its children
+        never builds its own; the numbers are the same either way)."""
+        if self._generators is None:
+            self._generators = tuple(np.random.Generator(np.random.PCG64(s)) for s in self._seqs)
+        return self._generators
 
     @classmethod
     def for_runs(cls, seeds: Sequence[int], stream: str) -> BatchedRNG:
-        """The named stream (one of :data:`STREAMS`) of each run seed."""
+        """The named stream (one of :data:`STREAMS`) of each run seed; inside
+        :func:`block_streams`, the :class:`BlockRNG` of the batch instead."""
+        if _BLOCK_STREAMS.get():
+            return BlockRNG.for_batch(seeds, stream)
         return cls([run_seed_sequence(s, stream) for s in seeds])
 
     @property
     def num_runs(self) -> int:
-        return len(self.generators)
+        return len(self._seqs)
 
     def child(self, name: str) -> BatchedRNG:
         return BatchedRNG([named_child(s, name) for s in self._seqs])
@@ -243,3 +269,156 @@ class BatchedRNG:
 
     def per_run(self, draw: Callable[[np.random.Generator], np.ndarray]) -> np.ndarray:
         return np.stack([np.asarray(draw(g)) for g in self.generators])
+
+    def rows(
+        self,
+        runs: np.ndarray,
+        draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
+        """``draw(generator, shape)`` for each run in ``runs`` (run indices), stacked to
+        (len(runs), *shape): only those runs' generators are consumed."""
+        shape = tuple(int(s) for s in shape)
+        out = [np.asarray(draw(self.generators[int(b)], shape)) for b in runs]
+        return np.stack(out) if out else np.empty((0, *shape))
+
+
+# -- block streams: many runs from a few large draws (privacy audits) ---------------------------
+@contextlib.contextmanager
+def block_streams() -> Iterator[None]:
+    """Inside this context :meth:`BatchedRNG.for_runs` returns a :class:`BlockRNG`: the runs'
+    numbers come from a few large vectorized draws instead of one Generator per run.
+
+    For the empirical privacy audits (docs/privacy.md "Auditing learners"), which need 10^4-10^5
+    independent short runs and no run alone: building one seeded Generator per run and stream
+    would cost most of their time. The runs are still a deterministic function of the batch's
+    seeds (the same seed list gives the same numbers, a different one different numbers), but
+    run b is no longer the run of its seed alone, so nothing outside the audits uses this mode:
+    every normal run keeps the per-run streams and their batch-size independence."""
+    token = _BLOCK_STREAMS.set(True)
+    try:
+        yield
+    finally:
+        _BLOCK_STREAMS.reset(token)
+
+
+class BlockStream(BufferedStream):
+    """:class:`BufferedStream` of a :class:`BlockRNG`: every refill is one draw of
+    (chunk, B, *shape) from the stream's own Generator. Run b's k-th value is entry b of the
+    k-th row whatever the other runs consume (``advance``), so two batches with the same
+    seeds and the same per-run consumption see the same numbers (common random numbers)."""
+
+    def __init__(
+        self, generator: np.random.Generator, num_runs: int, kind: Kind, shape: tuple[int, ...]
+    ):
+        super().__init__((generator,), kind, shape)
+        self._num_runs = int(num_runs)
+        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
+        self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _BLOCK_FLOATS // (per_step * num_runs))))
+        self._buffer = np.empty((0, self._num_runs, *self._shape))
+        self._base = 0  # stream row of the buffer's first row
+
+    def _rows(self) -> np.ndarray:
+        gen = self._generators[0]
+        size = (self.chunk, self._num_runs, *self._shape)
+        if self._kind == "uniform":
+            return gen.random(size)
+        if self._kind == "normal":
+            return gen.standard_normal(size)
+        return gen.standard_exponential(size)
+
+    def next(self, advance: np.ndarray | None = None) -> np.ndarray:
+        if advance is None and self._run_pos is None:
+            if self._pos >= self._base + self._buffer.shape[0]:
+                self._base, self._buffer = self._pos, self._rows()
+            out = self._buffer[self._pos - self._base]
+            self._pos += 1
+            return out
+        if self._run_pos is None:
+            self._run_pos = np.full(self._num_runs, self._pos, dtype=np.int64)
+        low = int(self._run_pos.min())
+        if low > self._base:  # rows every run has consumed
+            self._buffer = self._buffer[low - self._base :]
+            self._base = low
+        while int(self._run_pos.max()) >= self._base + self._buffer.shape[0]:
+            self._buffer = np.concatenate([self._buffer, self._rows()])
+        out = self._buffer[self._run_pos - self._base, np.arange(self._num_runs)]
+        if advance is None:
+            self._run_pos += 1
+        else:
+            self._run_pos += np.asarray(advance, dtype=bool)
+        return out
+
+
+class BlockRNG(BatchedRNG):
+    """B runs whose random numbers are positions in a few large draws (:func:`block_streams`).
+
+    One SeedSequence for the whole batch: :meth:`buffered` streams draw all runs' numbers at
+    once (:class:`BlockStream`, one Generator per stream, keyed by creation order),
+    :meth:`block` gives a Generator for other whole-batch draws, :meth:`child` a named
+    sub-stream. Code that needs one Generator per run (``generators``, :meth:`per_run`) still
+    works: those are built on first use from one draw of run seeds, the slow path."""
+
+    def __init__(self, seed_sequence: np.random.SeedSequence, num_runs: int):
+        if num_runs < 1:
+            raise ValueError("num_runs: expected at least one run")
+        self._seq = seed_sequence
+        self._num_runs = int(num_runs)
+        self._generators = None
+        self._made = 0  # streams and blocks handed out so far
+
+    @classmethod
+    def for_batch(cls, seeds: Sequence[int], stream: str) -> BlockRNG:
+        """The named stream of a batch: one SeedSequence keyed by a digest of all its seeds."""
+        if stream not in STREAMS:
+            raise ValueError(f"stream: expected one of {STREAMS}, got {stream!r}")
+        raw = np.asarray(seeds)
+        if raw.dtype.kind not in "iu" or (raw.size and int(raw.min()) < 0):
+            raw = np.asarray([check_seed(s, "for_runs") for s in seeds])
+        values = raw.astype(np.uint64).reshape(-1)
+        if values.size == 0:
+            raise ValueError("seeds: expected at least one run")
+        digest = int.from_bytes(hashlib.sha256(values.tobytes()).digest(), "little")
+        root = np.random.SeedSequence(digest, spawn_key=(STREAMS.index(stream),))
+        return cls(root, values.size)
+
+    @property
+    def num_runs(self) -> int:
+        return self._num_runs
+
+    @property
+    def generators(self) -> tuple[np.random.Generator, ...]:
+        if self._generators is None:
+            draw = np.random.Generator(np.random.PCG64(named_child(self._seq, "runs")))
+            seeds = draw.integers(0, MAX_RUN_SEED, size=self._num_runs)
+            self._generators = tuple(np.random.Generator(np.random.PCG64(int(s))) for s in seeds)
+        return self._generators
+
+    def _next_child(self, kind: str) -> np.random.SeedSequence:
+        self._made += 1
+        return named_child(self._seq, f"{kind}/{self._made}")
+
+    def block(self) -> np.random.Generator:
+        """A fresh Generator for whole-batch draws (keyed by creation order)."""
+        return np.random.Generator(np.random.PCG64(self._next_child("block")))
+
+    def child(self, name: str) -> BlockRNG:
+        return BlockRNG(named_child(self._seq, name), self._num_runs)
+
+    def run(self, b: int) -> BatchedRNG:
+        raise ValueError("BlockRNG.run: a block stream has no single-run view (block_streams)")
+
+    def rows(
+        self,
+        runs: np.ndarray,
+        draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
+        """One whole-batch draw (B, *shape), the rows of ``runs`` kept: the numbers a run gets
+        do not depend on which other runs draw."""
+        whole = np.asarray(draw(self.block(), (self._num_runs, *(int(s) for s in shape))))
+        return whole[np.asarray(runs, dtype=np.int64)]
+
+    def buffered(self, kind: Kind, shape: tuple[int, ...]) -> BufferedStream:
+        gen = np.random.Generator(np.random.PCG64(self._next_child("buffered")))
+        return BlockStream(gen, self._num_runs, kind, shape)

@@ -14,6 +14,7 @@ from fedbandit_env.bench.audit_agent import (
     TARGETS,
     audit_learner,
     half_noise_variant,
+    linear_audit_limits,
     locate,
 )
 from fedbandit_env.errors import ConfigError, UnknownIdError
@@ -31,16 +32,7 @@ CASES = {
     "fed_lin_ucb": ({"epsilon": 1.0}, None, 1500),
     "fed_lin_ucb_decentralized": ({"epsilon": 1.0}, None, 1500),
 }
-SLOW = {"gossip_fed_ucb", "ucb1_shared", "dp_dec_ucb"}
-
-
-PARAMS = [
-    pytest.param(name, marks=[pytest.mark.slow] if name in SLOW else [], id=name)
-    for name in CASES
-]
-
-
-@pytest.mark.parametrize("agent_id", PARAMS)
+@pytest.mark.parametrize("agent_id", list(CASES))
 def test_audit_is_within_the_claim_reaches_half_of_it_and_catches_the_broken_variant(agent_id):
     kwargs, wrapper_epsilon, trials = CASES[agent_id]
     ok = audit_learner(agent_id, kwargs, trials=trials, wrapper_epsilon=wrapper_epsilon)
@@ -98,6 +90,36 @@ def test_audits_are_deterministic_for_a_seed():
     assert c.result.counts != a.result.counts
 
 
+def test_audits_are_deterministic_with_either_stream_mode():
+    """Block streams (default) and per-run Generators (``block=False``) each give the same audit
+    for a seed; both locate the same releases. Commeff's epoch noise goes through the batch's
+    whole-batch draw in block mode."""
+    for agent_id in ("cdp_mab", "dp_mw_ucb"):
+        block = [audit_learner(agent_id, {"epsilon": 1.0}, trials=200, seed=1) for _ in range(2)]
+        slow = [audit_learner(agent_id, {"epsilon": 1.0}, trials=200, seed=1, block=False)
+                for _ in range(2)]
+        assert block[0].result == block[1].result and slow[0].result == slow[1].result
+        assert block[0].candidates == slow[0].candidates
+
+
+def test_linear_learners_cannot_be_audited_above_zero_at_their_delta():
+    """The whole Gram-tree transcript of one observation is at most a Gaussian whose total
+    variation is below the declared delta = 0.1: its exact epsilon at that delta is 0, so every
+    audit's bound is 0. At delta = 0.01 the same calibration leaves a positive epsilon."""
+    from fedbandit_env.bench.audit_agent import linear_audit_limits
+
+    for agent_id in ("fed_lin_ucb", "fed_lin_ucb_decentralized"):
+        lim = linear_audit_limits(agent_id, {"epsilon": 1.0})
+        assert lim.delta == 0.1 and lim.m == 5
+        assert lim.sigma_N == pytest.approx(53.589, abs=1e-3)
+        assert lim.pair_node_mu < lim.node_mu
+        assert lim.transcript_mu == pytest.approx(math.sqrt(2 * lim.rho))
+        assert lim.transcript_tv < lim.delta and lim.transcript_epsilon == 0.0
+        assert 0.0 < lim.rho_epsilon < 1.0  # the accountant's stream figure is within the claim
+    tighter = linear_audit_limits("fed_lin_ucb", {"epsilon": 1.0, "delta": 0.01})
+    assert tighter.transcript_tv > tighter.delta and tighter.transcript_epsilon > 0.0
+
+
 def test_transcript_scope_is_checked_against_the_composed_claim():
     one = audit_learner("ucb1_shared", {}, trials=600, wrapper_epsilon=1.0)
     all_ = audit_learner("ucb1_shared", {}, trials=600, wrapper_epsilon=1.0, scope="transcript")
@@ -130,6 +152,11 @@ def test_non_private_learner_audits_its_leak_but_has_no_claim():
         (lambda: audit_learner("ucb1_shared", wrapper_epsilon=-1.0), ConfigError,
          "wrapper_epsilon: expected a positive finite number"),
         (lambda: audit_learner("ucb1", trials=200), ConfigError, "sends no messages"),
+        (lambda: audit_learner("gossip_ucb", trials=200, broken=True), ConfigError,
+         "gossip_ucb: audit: the learner is not private"),
+        (lambda: audit_learner("dp_mw_ucb", trials=100.5), ConfigError, "trials"),
+        (lambda: linear_audit_limits("dp_mw_ucb"), ConfigError, "not a private Gram-tree"),
+        (lambda: linear_audit_limits("no_such_learner"), UnknownIdError, "no_such_learner"),
     ],
 )
 def test_bad_audit_inputs_are_clear_errors(call, error, pattern):

@@ -47,10 +47,14 @@ from fedbandit_env.policy import (
     TeamPolicy,
     require_family,
 )
-from fedbandit_env.privacy import LaplaceMechanism
 from fedbandit_env.seeding import BatchedRNG
 
 EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
+
+
+def _standard_laplace(gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard Laplace draws, as :meth:`LaplaceMechanism.noise` makes them."""
+    return gen.laplace(0.0, 1.0, size=shape)
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ class EliminationTeam(TeamPolicy):
         self.rounds_done = np.zeros(B, dtype=np.int64)
         self.uploads = np.zeros(B, dtype=np.int64)
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
-        self._privacy_rng = rng.child("privacy").generators  # one Generator per run
+        self._privacy_rng = rng.child("privacy")  # one Generator per run
         self._bidx, self._iidx = np.indices(shape)
         delta = self.config.delta_per_run(B)
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
@@ -208,10 +212,12 @@ class EliminationTeam(TeamPolicy):
         if math.isinf(self.eps_msg):
             yhat = xhat
         else:
+            # LaplaceMechanism(eps_msg, sensitivity 1/n_r) per finishing run, one draw each
             noise = np.zeros(self.ybar.shape)
-            for b in np.flatnonzero(done.any(axis=1)):
-                mechanism = LaplaceMechanism(self.eps_msg, sensitivity=1.0 / self.n[b, 0])
-                noise[b] = mechanism.noise(noise.shape[1:], self._privacy_rng[b])
+            runs = np.flatnonzero(done.any(axis=1))
+            scale = (1.0 / self.n[runs, 0]) / self.eps_msg
+            standard = self._privacy_rng.rows(runs, _standard_laplace, noise.shape[1:])
+            noise[runs] = scale[:, None, None] * standard
             yhat = xhat + noise[done]
         s_new = self.s_int[done][:, None].astype(np.float64)
         s_old = self.s_prev[done][:, None].astype(np.float64)
@@ -228,20 +234,25 @@ class EliminationTeam(TeamPolicy):
         self.aggregate[ready] = aggregate[ready]
         self.active[ready] = keep[ready]
         self.num_active = self.active.sum(axis=2)
-        for b in np.flatnonzero(ready[:, 0]):
-            self.rounds_done[b] += 1
+        runs = np.flatnonzero(ready[:, 0])
+        if runs.size == 0:
+            return
+        self.rounds_done[runs] += 1
+        n = self.n[runs, 0]
+        # LaplaceMechanism(eps_msg, 1 / n_r).scale of each run's round (0 when not private)
+        scale = np.zeros(runs.size) if math.isinf(self.eps_msg) else (1.0 / n) / self.eps_msg
+        columns = zip(
+            runs.tolist(), self.r[runs, 0].tolist(), self.tilde[runs, 0].tolist(),
+            self.s_int[runs, 0].tolist(), n.tolist(), self.c[runs, 0].tolist(),
+            self.h[runs, 0].tolist(), scale.tolist(), before[runs, 0].tolist(),
+            self.num_active[runs, 0].tolist(), strict=True,
+        )
+        for b, r, tilde, s_int, n_r, c, h, noise_scale, active_before, active_after in columns:
             self.history[b].append(
                 RoundRecord(
-                    r=int(self.r[b, 0]),
-                    step=step,
-                    tilde=float(self.tilde[b, 0]),
-                    s_int=int(self.s_int[b, 0]),
-                    n=int(self.n[b, 0]),
-                    c=float(self.c[b, 0]),
-                    h=float(self.h[b, 0]),
-                    noise_scale=LaplaceMechanism(self.eps_msg, 1.0 / self.n[b, 0]).scale,
-                    active_before=int(before[b, 0]),
-                    active_after=int(self.num_active[b, 0]),
+                    r=r, step=step, tilde=tilde, s_int=s_int, n=n_r, c=c, h=h,
+                    noise_scale=noise_scale, active_before=active_before,
+                    active_after=active_after,
                 )
             )
 

@@ -12,7 +12,8 @@ locates the releases that carry the changed reward: exactly the (step, channel, 
 coordinate) entries whose values differ between the two inputs. Nothing is hard-coded about when
 a learner sends, so a learner whose message timing shifts is still audited on the right
 releases. The audit then records only those candidates (agent 0's first ``max_candidates``)
-over many independent batched runs (one vector environment of ``trials`` runs per input) and
+over many independent batched runs (one vector environment of ``trials`` runs per input, whose
+random numbers come from whole-batch draws: :func:`fedbandit_env.seeding.block_streams`) and
 hands the (trials, K) feature matrix to :func:`fedbandit_env.privacy.audit_samples`: the first
 half selects the candidate release, a Laplace likelihood-ratio combination of all of them, the
 threshold and the direction; the held-out half gives exact Clopper–Pearson bounds.
@@ -43,7 +44,7 @@ from fedbandit_env.bench.evaluate import declared_epsilon
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.privacy import AuditResult, audit_samples
 from fedbandit_env.registration import make_vec
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import BatchedRNG, block_streams
 
 ENV = "FedBandit/Homogeneous-v0"
 MIN_TRIALS = 100
@@ -123,17 +124,81 @@ def _learner_delta(policy: Any) -> float:
     return float(policy.delta)
 
 
+@dataclass(frozen=True)
+class LinearAuditLimits:
+    """What bounds every audit of a Gram-tree learner (docs/privacy.md, "Linear learners").
+
+    One tree node releases ``z z^T`` (``z = [x, y]``) plus symmetric Gaussian noise
+    (off-diagonal sd ``sigma_N``, diagonal ``sqrt(2) sigma_N``): a Gaussian mechanism whose
+    shift is ``mu = ||Delta||_F / (sqrt(2) sigma_N)`` noise standard deviations.
+    ``node_mu``: the worst case ``||Delta||_F = 2 Lt2``; ``pair_node_mu``: the audit's pair
+    (``x = e_1``, reward 0 vs 1). One observation enters at most ``m`` nodes, so the whole
+    transcript is at most a Gaussian of ``transcript_mu = sqrt(m) node_mu`` (= ``sqrt(2 rho)``),
+    whose total variation ``transcript_tv`` bounds ``P_A(E) - P_B(E)`` for every event E. When
+    it is below ``delta`` no event gives ``P_A(E) - delta > 0``: the exact epsilon of the whole
+    transcript at ``delta`` (``transcript_epsilon``) is 0, and so is every audit's bound.
+    ``rho`` is the accountant's zCDP of the stream and ``rho_epsilon`` its (loose) conversion
+    to epsilon at ``delta``."""
+
+    agent_id: str
+    delta: float
+    m: int
+    sigma_N: float
+    node_mu: float
+    pair_node_mu: float
+    transcript_mu: float
+    transcript_tv: float
+    transcript_epsilon: float
+    rho: float
+    rho_epsilon: float
+
+
+def linear_audit_limits(agent_id: str, agent_kwargs: dict[str, Any] | None = None
+                        ) -> LinearAuditLimits:
+    """:class:`LinearAuditLimits` of a Gram-tree learner on its audit federation."""
+    from fedbandit_env.privacy.accountant import zcdp_to_dp
+
+    tgt = target(agent_id)
+    policy = make_agent(agent_id, **dict(agent_kwargs or {}))
+    venv = _build_env(tgt, policy, agent_id, 1)
+    venv.reset(seed=0)
+    policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+    c = getattr(policy, "constants", None)
+    if c is None or not hasattr(c, "sigma_N"):
+        raise ConfigError(f"{agent_id}: audit: not a private Gram-tree learner (no constants)")
+    z = np.zeros(c.d + 1)
+    z[0] = 1.0
+    z_neighbour = z.copy()
+    z_neighbour[-1] = 1.0
+    pair = float(np.linalg.norm(np.outer(z, z) - np.outer(z_neighbour, z_neighbour)))
+    node_mu = math.sqrt(2.0) * c.L_tilde_sq / c.sigma_N
+    transcript_mu = math.sqrt(c.m) * node_mu
+    return LinearAuditLimits(
+        agent_id=agent_id,
+        delta=float(c.delta),
+        m=int(c.m),
+        sigma_N=float(c.sigma_N),
+        node_mu=node_mu,
+        pair_node_mu=pair / (math.sqrt(2.0) * c.sigma_N),
+        transcript_mu=transcript_mu,
+        transcript_tv=math.erf(transcript_mu / (2.0 * math.sqrt(2.0))),
+        transcript_epsilon=_gaussian_epsilon(transcript_mu, float(c.delta)),
+        rho=float(c.zcdp_rho),
+        rho_epsilon=float(zcdp_to_dp(c.zcdp_rho, float(c.delta))),
+    )
+
+
 LINEAR_ENV = "FedBandit/LinearContextual-v0"
 
 TARGETS: dict[str, AuditTarget] = {
     "fed_lin_ucb": AuditTarget(
-        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3},
+        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
         per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
         audit_delta=_learner_delta, horizon=16,
         note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
     ),
     "fed_lin_ucb_decentralized": AuditTarget(
-        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3},
+        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
         per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
         audit_delta=_learner_delta, horizon=16,
         note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
@@ -303,10 +368,14 @@ def _run(
     stream: np.ndarray,
     seeds: list[int],
     recorder: _Recorder,
+    block: bool = True,
 ) -> None:
     """Run the audit's federation on the reward table ``stream`` for ``seeds``, recording the
-    releases into ``recorder`` (random buffers capped at the audit's horizon)."""
-    with _short_buffers(tgt.horizon):
+    releases into ``recorder``: with ``block`` (default) the runs' random numbers come from a
+    few whole-batch draws (:func:`fedbandit_env.seeding.block_streams`), else from one seeded
+    Generator per run and stream as in normal runs (random buffers capped at the horizon)."""
+    streams = block_streams() if block else contextlib.nullcontext()
+    with _short_buffers(tgt.horizon), streams:
         num_runs = len(seeds)
         policy = make_policy()
         venv = _build_env(tgt, policy, agent_id, num_runs)
@@ -362,6 +431,7 @@ def locate(
     seed: int = 0,
     max_candidates: int = 24,
     agent: int | None = 0,
+    block: bool = True,
 ) -> list[tuple[int, str, int, int]]:
     """The releases that carry the changed reward: (step, channel, agent, coordinate) entries
     that differ between the two inputs under the same seeds, in time order (agent ``agent``'s
@@ -369,8 +439,8 @@ def locate(
     base, neighbour = _reward_tables(tgt.horizon, tgt.num_arms)
     seeds = [int(s) for s in np.random.default_rng([seed, 7]).integers(2**31, size=pilot)]
     rec_a, rec_b = _Recorder(None, pilot, tgt.num_arms), _Recorder(None, pilot, tgt.num_arms)
-    _run(make_policy, agent_id, tgt, wrapper_options, base, seeds, rec_a)
-    _run(make_policy, agent_id, tgt, wrapper_options, neighbour, seeds, rec_b)
+    _run(make_policy, agent_id, tgt, wrapper_options, base, seeds, rec_a, block)
+    _run(make_policy, agent_id, tgt, wrapper_options, neighbour, seeds, rec_b, block)
     found: list[tuple[int, str, int, int]] = []
     for t, (ma, mb) in enumerate(zip(rec_a.steps, rec_b.steps, strict=True)):
         for ch in sorted(ma):
@@ -487,6 +557,7 @@ def audit_learner(
     confidence: float = 0.95,
     scope: str = "release",
     require_claim: bool = False,
+    block: bool = True,
 ) -> LearnerAudit:
     """Audit a learner (see module): the bound on the epsilon of the releases that carry one
     changed reward, with the claim to compare it with.
@@ -502,7 +573,8 @@ def audit_learner(
     likelihood-ratio feature, against the declared epsilon of the whole stream (under the
     wrapper: the per-message epsilon times the number of audited messages, basic
     composition). ``require_claim`` (and ``broken``) refuse a learner that declares no finite
-    epsilon."""
+    epsilon. ``block=False`` draws every run's numbers from its own seeded Generators, as
+    normal runs do (slower; the same bound in distribution, other numbers)."""
     started = time.perf_counter()
     tgt = target(agent_id)
     if scope not in ("release", "transcript"):
@@ -533,7 +605,7 @@ def audit_learner(
         wrap = tgt.wrapper(2.0 * wrapper_epsilon if broken else wrapper_epsilon, tgt.num_arms)
     make_policy = _policy_factory(agent_id, kwargs, broken, tgt)
     candidates = locate(make_policy, agent_id, tgt, wrap, seed=seed,
-                        max_candidates=max_candidates)
+                        max_candidates=max_candidates, block=block)
     if not candidates:
         raise ConfigError(f"{agent_id}: audit: no release of agent 0 depends on its reward "
                           f"within {tgt.horizon} steps; nothing to audit")
@@ -551,7 +623,7 @@ def audit_learner(
         seeds = [int(s) for s in np.random.Generator(np.random.PCG64(seq)).integers(
             2**31, size=trials)]
         rec = _Recorder(candidates, trials, tgt.num_arms)
-        _run(make_policy, agent_id, tgt, wrap, stream, seeds, rec)
+        _run(make_policy, agent_id, tgt, wrap, stream, seeds, rec, block)
         feats.append(rec.out)
     names = [f"{ch}[t={t},agent={i},coord={c}]" for t, ch, i, c in candidates]
     result = audit_samples(feats[0], feats[1], confidence=confidence, delta=delta,

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 
 from fedbandit_env.privacy.errors import PrivacyError
-from fedbandit_env.seeding import BatchedRNG, BufferedStream
+from fedbandit_env.seeding import BatchedRNG, BlockRNG, BufferedStream
 
 RNGLike = np.random.Generator | BatchedRNG
 StandardKind = Literal["laplace", "normal"]
@@ -39,6 +39,8 @@ def standard_noise(rng: RNGLike, kind: StandardKind, shape: tuple[int, ...]) -> 
             raise PrivacyError(
                 "values", f"a leading run axis of length {rng.num_runs}", f"shape {shape}"
             )
+        if isinstance(rng, BlockRNG):  # audits: one whole-batch draw
+            return _standard(rng.block(), kind, tuple(shape))
         return rng.per_run(lambda g: _standard(g, kind, tuple(shape[1:])))
     if isinstance(rng, np.random.Generator):
         return _standard(rng, kind, tuple(shape))
@@ -88,3 +90,25 @@ class MaskedStream:
             out[b] = buf[self._pos[b]]
             self._pos[b] += 1
         return out
+
+
+class BlockMaskedStream:
+    """:class:`MaskedStream` of a :class:`~fedbandit_env.seeding.BlockRNG` (privacy audits):
+    every ``next`` is one standard normal draw for all runs, kept for the active ones."""
+
+    def __init__(self, rng: BlockRNG, shape: tuple[int, ...]):
+        self._generator = rng.block()
+        self._shape = (rng.num_runs, *(int(s) for s in shape))
+
+    def next(self, active: np.ndarray) -> np.ndarray:
+        draws = self._generator.standard_normal(self._shape)
+        mask = np.asarray(active, dtype=bool).reshape(-1, *([1] * (len(self._shape) - 1)))
+        return np.where(mask, draws, 0.0)
+
+
+def masked_stream(rng: BatchedRNG, shape: tuple[int, ...]) -> MaskedStream | BlockMaskedStream:
+    """The masked per-event normal stream of ``rng``: per run (:class:`MaskedStream`), or one
+    whole-batch draw per event for a :class:`~fedbandit_env.seeding.BlockRNG`."""
+    if isinstance(rng, BlockRNG):
+        return BlockMaskedStream(rng, shape)
+    return MaskedStream(rng.generators, shape)

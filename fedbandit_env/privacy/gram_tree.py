@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from fedbandit_env.privacy._random import MaskedStream
+from fedbandit_env.privacy._random import masked_stream
 from fedbandit_env.privacy._validation import check_mask, check_shape, check_values
 from fedbandit_env.privacy.calibration import (
     check_delta,
@@ -255,7 +255,7 @@ class GramTreePrivatizer:
         self.capacity = 1 << (self.levels - 1)
         side = self.d + 1
         self._stream = (
-            MaskedStream(rng.generators, (*self.shape, upper_triangle_size(side)))
+            masked_stream(rng, (*self.shape, upper_triangle_size(side)))
             if self.sigma > 0 and rng is not None
             else None
         )

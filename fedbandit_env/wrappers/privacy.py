@@ -66,7 +66,7 @@ from fedbandit_env.privacy.calibration import (
 )
 from fedbandit_env.privacy.errors import PrivacyConfigError, PrivacyError
 from fedbandit_env.privacy.tree_counter import TreeCounter
-from fedbandit_env.seeding import BatchedRNG, named_child, run_seed_sequence
+from fedbandit_env.seeding import BatchedRNG
 
 Mechanism = Literal["laplace", "gaussian"]
 
@@ -357,9 +357,7 @@ class MessagePrivatizer:
         self._trees: dict[str, TreeCounter] = {}
         self._last_sum: dict[str, np.ndarray] = {}
         for name, cfg in self.channels.items():
-            rng = BatchedRNG(
-                [named_child(run_seed_sequence(s, "network"), f"privacy/{name}") for s in seeds]
-            )
+            rng = BatchedRNG.for_runs(seeds, "network").child(f"privacy/{name}")
             shape = (n, self.dims[name])
             if cfg.running_sum:
                 self._trees[name] = TreeCounter(
