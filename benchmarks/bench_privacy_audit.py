@@ -43,6 +43,7 @@ LEARNERS = [
     ("ddp_mab", {"epsilon": 1.0}, None),
     ("hdp_mab", {"epsilon": 1.0}, None),
     ("cdp_mab", {"epsilon": 1.0, "privacy": "per_message"}, None),
+    ("ldp_ucb", {"epsilon": 1.0}, None),
     ("ucb1_shared", {}, 1.0),
     ("fed_lin_ucb", {"epsilon": 1.0}, None),
     ("fed_lin_ucb_decentralized", {"epsilon": 1.0}, None),
