@@ -309,20 +309,16 @@ def panel_claims(
     )
     rows = []
     order = [mean[e] for e in EPSILONS]
-    rows.append(
-        C.claim(
-            paper=PAPER,
-            figure=fig,
-            text=f"regret ordered eps = 1 > 2 > 5 > inf (at t = {tr:,})",
-            check=C.monotone(order, increasing=False),
-            ours=[round(v) for v in order],
-            scale=scale,
-            paper_value="ordered",
-        )
-    )
     ratios = [mean[2.0] / mean[1.0], mean[5.0] / mean[1.0]]
     check = C.ratios_close(ratios, [0.5, 0.2], RATIO_TOL)
-    reason = ""
+    # how far each curve is from uniform play (1) toward eps = inf (0): the explanation of a
+    # failed ratio when the private curves have not left the uniform-play regime yet
+    near = " / ".join(f"{mean[e] / uniform:.2f}" for e in PRIVATE)
+    reason = (
+        f"at t = {tr:,} the private curves are at {near} of uniform play's regret "
+        f"(eps 1 / 2 / 5; eps = inf {mean[math.inf] / uniform:.2f}): the Eq. 12 privacy term "
+        "still dominates the index, so the regret is not yet proportional to 1/eps"
+    )
     if panel == "b" and check.verdict == "not reproduced" and ablation:
         off = {e: float(at(ablation[e], tr).mean()) for e in PRIVATE}
         dp = {e: privacy_term(inst, tr, e, rounds) for e in PRIVATE}
@@ -339,6 +335,19 @@ def panel_claims(
             + f"; eps = inf {mean[math.inf]:,.0f}); an independent plain-loop Fed_UCB agrees "
             "(tests/test_gossip_independent.py)"
         )
+    ordered = C.monotone(order, increasing=False)
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure=fig,
+            text=f"regret ordered eps = 1 > 2 > 5 > inf (at t = {tr:,})",
+            check=ordered,
+            ours=[round(v) for v in order],
+            scale=scale,
+            paper_value="ordered",
+            reason="" if ordered.verdict == "reproduced" else reason,
+        )
+    )
     rows.append(
         C.claim(
             paper=PAPER,
@@ -348,7 +357,7 @@ def panel_claims(
             ours=[1.0, round(ratios[0], 3), round(ratios[1], 3)],
             scale=scale,
             paper_value="1 : 0.5 : 0.2",
-            reason=reason,
+            reason="" if check.verdict == "reproduced" else reason,
         )
     )
     rows.append(
@@ -366,20 +375,23 @@ def panel_claims(
     )
     if panel == "b" and ablation:
         off = {e: float(at(ablation[e], tr).mean()) for e in PRIVATE}
-        worst_off = max(off.values())
-        best_on = min(mean[e] for e in PRIVATE)
+        span = max(uniform - mean[math.inf], 1e-12)
+        learned_off = {e: (uniform - off[e]) / span for e in PRIVATE}
+        learned_on = {e: (uniform - mean[e]) / span for e in PRIVATE}
         rows.append(
             C.claim(
                 paper=PAPER,
                 figure=fig,
                 text="cause of the flat private curves: with the Eq. 12 privacy term off "
-                "(dp_bonus_scale = 0) the same noisy runs learn (regret at most half)",
-                check=C.at_most(worst_off / best_on, 0.5),
-                ours={f"eps {fmt_eps(e)} off / on": f"{off[e]:,.0f} / {mean[e]:,.0f}"
+                "(dp_bonus_scale = 0) the same noisy runs learn: each closes at least half of "
+                "the gap from uniform play to eps = inf",
+                check=C.at_least(min(learned_off.values()), 0.5),
+                ours={f"eps {fmt_eps(e)} off / on": f"{learned_off[e]:.2f} / {learned_on[e]:.2f}"
                       for e in PRIVATE},
                 scale={**scale, "runs (term off)": len(ablation[1.0]["curves"])},
                 source="project",
-                note="worst term-off regret over the best term-on regret",
+                note="fraction (uniform - R) / (uniform - R(eps = inf)) at the report round, "
+                "term off / on",
             )
         )
         lines.append(
@@ -551,7 +563,9 @@ def diabetes_claims(
     return rows
 
 
-def init_claims(res: dict[str, dict[str, Any]], rounds: int, runs: int, lines: list[str]) -> list:
+def init_claims(
+    res: dict[str, dict[str, Any]], tri_means: list[float], rounds: int, runs: int, lines: list[str]
+) -> list:
     """The initial-sample study (project rows): stranded arms and regret at epsilon 1, panel a."""
     from fedbandit_env.bench import claims as C
 
@@ -567,6 +581,8 @@ def init_claims(res: dict[str, dict[str, Any]], rounds: int, runs: int, lines: l
             f"| {name} | {int(r['stranded'].sum())} / {runs} | {int(r['best_stranded'].sum())} | "
             f"{final.mean():,.0f} | {final.std(ddof=1):,.0f} | {final.max():,.0f} |"
         )
+    mu = np.asarray(tri_means)
+    lines.append(f"(uniform play: regret {rounds * (mu.max() - mu).mean():,.0f} per agent at T)")
     names = list(res)
     rows = [
         C.claim(
@@ -575,6 +591,17 @@ def init_claims(res: dict[str, dict[str, Any]], rounds: int, runs: int, lines: l
             text="the agent's default (noisy init, ln max(n, 2) in the bonus) strands no arm",
             check=C.at_most(float(stats[names[2]][0]), 0.0),
             ours=f"{int(res[names[2]]['stranded'].sum())} of {runs} runs",
+            scale=scale,
+            source="project",
+        ),
+        C.claim(
+            paper=PAPER,
+            figure="Initial sample",
+            text="with a noisy initial sample, the paper's ln n (zero at n = 1) strands an arm "
+            "in some runs (at least 5 %): why the default uses ln max(n, 2)",
+            check=C.at_least(float(stats[names[1]][0]), 0.05),
+            ours=f"{int(res[names[1]]['stranded'].sum())} of {runs} runs "
+            f"({int(res[names[1]]['best_stranded'].sum())} the best arm)",
             scale=scale,
             source="project",
         ),
@@ -641,7 +668,11 @@ def main(argv: list[str] | None = None) -> None:
         res_c = {e: got[("c", e)] for e in EPSILONS} if diabetes else None
         rows += diabetes_claims(diabetes, res_c, args.data, args.rounds, args.runs, lines)
     rows += init_claims(
-        {n: got[("init", n)] for n in INIT_OPTIONS}, args.init_rounds, args.init_runs, lines
+        {n: got[("init", n)] for n in INIT_OPTIONS},
+        tri["global_means"],
+        args.init_rounds,
+        args.init_runs,
+        lines,
     )
     wall = time.perf_counter() - start
     if args.compute_wall > wall:  # re-rendered from the cache: the computing run's wall time
