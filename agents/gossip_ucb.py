@@ -18,7 +18,9 @@ environment's horizon is T + M (the gossip presets already add M).
 Choices (gossip.md §6): the init sample is part of S (item 3); natural logs in the bonus and
 floor(log2 T) + 1 tree levels (item 4, ``privacy_levels="paper"`` for ceil(log2 T)); Fed_UCB noise
 only on non-empty blocks (item 6, ``noise_on_empty_blocks``); the init sample gets its own Laplace
-leaf by default (item 7, ``noisy_init=False`` reproduces the paper); argmax ties and lagging arms
+leaf by default (item 7, ``noisy_init=False`` reproduces the paper) and Eq. (12)'s privacy term
+reads ln max(n, 2) so that noisy sample cannot strand an arm (``dp_log_floor=1`` is the paper's
+ln n); argmax ties and lagging arms
 are chosen uniformly at random (item 9); alpha1 = 64 / N^17 (item 10); the agents know N
 (item 20); Fed_UCB's Laplace scale follows ``reward_clip`` or the env's finite reward bounds and
 keeps the paper's 1/epsilon' for unbounded rewards, declaring that its guarantee then does not

@@ -686,6 +686,20 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(lines))
     print()
     print(C.to_markdown(rows))
+    steps = sum(u["runs"] * u["rounds"] * u["agents"] for u in units)
+    speed = steps / max(compute, 1e-9)
+    if not args.full:
+        f = parse(["--full"])
+        full_steps = (
+            sum(4 * f.runs * r * n for r, n in ((f.rounds, 3), (f.rounds_b, 10), (f.rounds, 3)))
+            + 3 * f.ablation_runs * f.rounds_b * 10
+            + len(INIT_OPTIONS) * f.init_runs * f.init_rounds * 3
+        )
+        print(
+            f"\nspeed of this run: {steps:,} agent-steps in {compute:.0f} s of unit time "
+            f"({speed:,.0f} agent-steps/s per worker); --full is {full_steps:,} agent-steps: "
+            f"about {full_steps / speed / args.jobs:,.0f} s on {args.jobs} workers at this speed"
+        )
     print(
         f"\nwall time {wall:.0f} s ({args.executor}, {args.jobs} workers; {compute:.0f} s of "
         "unit compute; a run from the cache reports the computing run's wall time)"
