@@ -17,6 +17,7 @@ __all__ = [
     "alpha2",
     "alpha3",
     "constant_L",
+    "eq12_bonus",
     "gossip_lambda2",
     "theorem1_bound",
     "theorem2_bound",
@@ -97,3 +98,31 @@ def theorem2_bound(
         first = n * ln_t * (1 + math.sqrt(1 + (16 * d / epsilon) ** 2 * ln_t**3)) / d**2
         total += gap * (max(first, big_l, (3 * m + 1) * n) + 4 * n * ln_t + alpha3(lambda2, n, m))
     return total
+
+
+def eq12_bonus(
+    t: int,
+    n: float,
+    num_agents: int,
+    horizon: int,
+    epsilon: float,
+    dp_bonus_scale: float = 1.0,
+    dp_log_floor: float = 1.0,
+) -> tuple[float, float]:
+    """Fed_UCB's bonus C(t) of Eq. (12) for an arm pulled n times, without alpha1, and its
+    privacy part (the bonus minus the Eq. (11) bonus sqrt(2 N ln t / n)):
+    C = sqrt(2 N ln t / n (1 + s 128 N ln^2 T ln t ln max(n, floor) / (n eps^2)))."""
+    base = 2.0 * num_agents * math.log(t) / n
+    if math.isinf(epsilon):
+        return math.sqrt(base), 0.0
+    dp = (
+        dp_bonus_scale
+        * 128.0
+        * num_agents
+        * math.log(horizon) ** 2
+        * math.log(t)
+        * math.log(max(n, dp_log_floor))
+        / (n * epsilon**2)
+    )
+    total = math.sqrt(base * (1.0 + dp))
+    return total, total - math.sqrt(base)

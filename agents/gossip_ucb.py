@@ -18,7 +18,9 @@ environment's horizon is T + M (the gossip presets already add M).
 Choices (gossip.md §6): the init sample is part of S (item 3); natural logs in the bonus and
 floor(log2 T) + 1 tree levels (item 4, ``privacy_levels="paper"`` for ceil(log2 T)); Fed_UCB noise
 only on non-empty blocks (item 6, ``noise_on_empty_blocks``); the init sample gets its own Laplace
-leaf by default (item 7, ``noisy_init=False`` reproduces the paper); argmax ties and lagging arms
+leaf by default (item 7, ``noisy_init=False`` reproduces the paper) and Eq. (12)'s privacy term
+reads ln max(n, 2) so that noisy sample cannot strand an arm (``dp_log_floor=1`` is the paper's
+ln n); argmax ties and lagging arms
 are chosen uniformly at random (item 9); alpha1 = 64 / N^17 (item 10); the agents know N
 (item 20); Fed_UCB's Laplace scale follows ``reward_clip`` or the env's finite reward bounds and
 keeps the paper's 1/epsilon' for unbounded rewards, declaring that its guarantee then does not
@@ -257,7 +259,13 @@ class GossipFedUCB(GossipUCB):
     :class:`~fedbandit_env.privacy.TreeCounter` over the round index (``tree_index="round"``) or
     the arm's pull count (``"pull"``), per-level budget epsilon' = epsilon / levels; everything it
     sends is post-processing of those noisy sums, so each agent is epsilon-DP (gossip.md §1.6, §3).
-    The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor).
+    The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its
+    privacy term read as ``ln max(n, dp_log_floor)``. The paper's ``ln n`` (``dp_log_floor=1``)
+    makes the privacy term zero at n = 1: an arm whose noisy initial estimate comes out far below
+    zero then keeps an index below every other arm's and is never pulled again (a stranded arm).
+    The default ``dp_log_floor=2`` keeps the term positive at n = 1, so every arm's index is
+    dominated by its privacy term until its estimate rests on many pulls (docs/gossip.md,
+    "Initial sample"); at n >= 2 the bonus is the paper's.
 
     Reward range and Laplace scale (§6 item 5): each block gets ``Lap(sensitivity / epsilon')``.
 
@@ -280,6 +288,7 @@ class GossipFedUCB(GossipUCB):
     """
 
     agent_id = "gossip_fed_ucb"
+    version = 3  # v3: dp_log_floor=2 by default (was the paper's ln n, which strands arms)
 
     def __init__(
         self,
@@ -293,8 +302,10 @@ class GossipFedUCB(GossipUCB):
         alpha1: float | None = None,
         literal_line_order: bool = False,
         reward_clip: tuple[float, float] | None = None,
+        dp_log_floor: float = 2.0,
     ):
         super().__init__(bonus_scale, alpha1, literal_line_order)
+        self.dp_log_floor = check_number(self.agent_id, "dp_log_floor", dp_log_floor, 1.0)
         self.reward_clip = None if reward_clip is None else _check_clip(self.agent_id, reward_clip)
         self.reward_bounds: tuple[float, float] | None = None  # resolved by reset
         self.sensitivity: float | None = None
@@ -392,17 +403,18 @@ class GossipFedUCB(GossipUCB):
         self.xbar[b, i, arm] = noisy_sum / self.n[b, i, arm]  # line 17: others keep
 
     def bonus(self, t: int) -> np.ndarray:
-        """C_{i,k}(t) of Eq. (12); Eq. (11) when epsilon is inf."""
+        """C_{i,k}(t) of Eq. (12) with ln max(n, dp_log_floor); Eq. (11) when epsilon is inf."""
         if not self.private:
             return super().bonus(t)
         ln_t, ln_big_t = math.log(t), math.log(self.T)
+        ln_n = np.log(self.n if self.dp_log_floor == 1.0 else np.maximum(self.n, self.dp_log_floor))
         dp = (
             self.dp_bonus_scale
             * 128.0
             * self.N
             * ln_big_t**2
             * ln_t
-            * np.log(self.n)
+            * ln_n
             / (self.n * self.epsilon**2)
         )
         inner = (2.0 * self.N * ln_t / self.n) * (1.0 + dp)

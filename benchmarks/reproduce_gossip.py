@@ -1,175 +1,754 @@
-"""Reproduce Fig. 2(a) and 2(b) of "Federated Bandit: A Gossiping Approach" (specs/gossip.md §4).
+"""Reproduce the experiments of "Federated Bandit: A Gossiping Approach" (specs/gossip.md §4).
 
-    python benchmarks/reproduce_gossip.py            # small scale (about a minute)
-    python benchmarks/reproduce_gossip.py --full     # 100 runs x 10^6 rounds per curve
+    python benchmarks/reproduce_gossip.py --claims docs/claims/gossip-ci.json   # CI scale
+    python benchmarks/reproduce_gossip.py --full --claims docs/claims/gossip-full.json
 
-Fed_UCB (`gossip_fed_ucb`) at epsilon in {1, 2, 5, inf} (inf = Gossip_UCB) on the two synthetic
-settings: (a) N=3, M=5, complete graph K3 (lambda2 = 0.5) and (b) N=10, M=10, path P10
-(lambda2 = 0.9946), Gaussian(1) rewards, one fixed seeded instance per panel, the runs varying the
-noise, gossip edges and privacy noise (§6 item 15). Regret is the agent-averaged pseudo-regret of
-rounds 1..t (the M initialization pulls excluded, §6 item 12), except in the Theorem 1 row: the
-theorem bounds every agent's own regret R_i(T), so that row shows the worst agent. Writes a figure
-with min-max bands and a Markdown table of the paper's claims next to the measured values into
---out.
+Every figure panel and quantitative statement of the paper's section 5 gets one claims row
+(fedbandit_env/bench/claims.py) whose verdict is computed from the numbers printed here:
+
+* Fig. 2(a), 2(b): Fed_UCB (`gossip_fed_ucb`) at epsilon in {1, 2, 5, inf} on the two synthetic
+  settings, (a) N=3, M=5, K3 (lambda2 = 0.5) and (b) N=10, M=10, path P10 (lambda2 = 0.9946),
+  Gaussian(1) rewards, one fixed seeded instance per panel; the ordering, the ratio
+  1 : 1/2 : 1/5 at t = 6*10^5 (0.6 T at smaller scale), sublinearity of epsilon = inf (our
+  spec's prediction) and the Theorem 1 bound;
+* panel (b)'s cause: the same runs with the privacy term of Eq. (12) off (``dp_bonus_scale=0``)
+  and the size of that term at n = t/M;
+* Fig. 2(c): the UCI diabetes data (3 hospitals from a seeded random split, 5 medication arms);
+* Sec. 5.2: local bias of the record-order split against the random split, and the opposite
+  reward mapping that makes nearly every steady medication look harmful;
+* the initial sample (project rows): panel (a) at epsilon 1, T = 2*10^4, with the paper's
+  un-noised initial sample, the noisy one with the paper's ln n in the bonus, and the agent's
+  default (noisy, ln max(n, 2)): how many runs strand an arm, regret mean / sd / worst.
+
+The reproduction runs the paper's setting: ``noisy_init=False`` and ``dp_log_floor=1`` (the
+agent's defaults are private and never strand an arm, docs/gossip.md). Regret is the
+agent-averaged pseudo-regret of rounds 1..t (the M initialization pulls excluded, §6 item 12),
+except in the Theorem 1 row (the worst agent). Work units (one curve each) run through the
+bench executors (``--executor joblib|ray|serial``); finished units are cached in ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
+import os
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-# ---------------------------------------------------------------- parameters (one block)
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--full", action="store_true", help="paper scale: 100 runs x 10^6 rounds")
-parser.add_argument("--rounds", type=int, default=20_000, help="rounds T (small scale)")
-parser.add_argument("--runs", type=int, default=8, help="runs per curve (small scale)")
-parser.add_argument("--seed", type=int, default=0)
-parser.add_argument("--workers", type=int, default=2, help="processes (one curve each)")
-parser.add_argument("--panels", default="ab", help="which panels: a, b or ab")
-parser.add_argument("--bonus-scale", type=float, default=1.0)
-parser.add_argument("--dp-bonus-scale", type=float, default=1.0)
-parser.add_argument("--out", type=Path, default=Path("benchmarks/out/gossip"))
-args = parser.parse_args()
-ROUNDS = 1_000_000 if args.full else args.rounds
-RUNS = 100 if args.full else args.runs
 EPSILONS = (1.0, 2.0, 5.0, math.inf)
-PANELS = {"a": ("FedBandit/GossipTriangle-v0", 5), "b": ("FedBandit/GossipPath10-v0", 10)}
-REPORT_AT = 0.6  # the paper reports ratios at t = 6e5 of T = 1e6
+PRIVATE = (1.0, 2.0, 5.0)
+PAPER = "Zhu, Zhu, Liu & Liu, Federated Bandit: A Gossiping Approach"
+SYNTHETIC = {"a": ("FedBandit/GossipTriangle-v0", 3, 5), "b": ("FedBandit/GossipPath10-v0", 10, 10)}
+DIABETES = "FedBandit/DiabetesHospitals-v0"
+PAPER_SETTING = {"noisy_init": False, "dp_log_floor": 1.0}  # the paper's Fed_UCB
+INIT_OPTIONS = {  # the initial-sample study (docs/gossip.md, "Initial sample")
+    "paper: un-noised init": {"noisy_init": False, "dp_log_floor": 1.0},
+    "noisy init, ln n": {"noisy_init": True, "dp_log_floor": 1.0},
+    "default: noisy init, ln max(n, 2)": {},
+}
+REPORT_T = 600_000  # the paper reads its ratios at t = 6*10^5 (of T = 10^6)
+RATIO_TOL = 0.25  # "approximately 1 : 1/2 : 1/5": each ratio within 25 % of its target
+SHARED_DATA = Path(__file__).resolve().parents[1] / "../shared/data/diabetes-130-us"
 
 
-def run_curve(
-    panel: str, epsilon: float
-) -> tuple[str, float, np.ndarray, np.ndarray, np.ndarray, float]:
-    """One curve: per-run agent-averaged regret of rounds 1..t at the checkpoints, and each
-    agent's own regret of rounds 1..T (runs, N) for the per-agent Theorem 1."""
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--full", action="store_true", help="large scale (see --help of each size)")
+    p.add_argument("--rounds", type=int, default=None, help="T of panels (a), (c) [2e4; full 1e6]")
+    p.add_argument("--rounds-b", type=int, default=None, help="T of panel (b) [2e4; full 6e5]")
+    p.add_argument("--runs", type=int, default=None, help="runs per curve [8; full 30]")
+    p.add_argument("--ablation-runs", type=int, default=None, help="panel (b), term off [8; 10]")
+    p.add_argument("--init-runs", type=int, default=None, help="initial-sample study [64; 128]")
+    p.add_argument("--init-rounds", type=int, default=20_000, help="initial-sample study T")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--panels", default="abc", help="subset of abc (c needs the diabetes file)")
+    p.add_argument("--executor", default="joblib", help="serial, joblib or ray")
+    p.add_argument("--jobs", type=int, default=2, help="workers of the executor")
+    p.add_argument("--data", default=None, help="diabetic_data.csv(.gz) [shared copy]")
+    p.add_argument("--claims", type=Path, default=None, help="write the claims JSON here")
+    p.add_argument("--no-cache", action="store_true", help="recompute every unit")
+    p.add_argument("--out", type=Path, default=Path("benchmarks/out/gossip"))
+    a = p.parse_args(argv)
+    full = a.full
+    a.rounds = a.rounds or (1_000_000 if full else 20_000)
+    a.rounds_b = a.rounds_b or (600_000 if full else a.rounds)
+    a.runs = a.runs or (30 if full else 8)
+    a.ablation_runs = a.ablation_runs or (10 if full else a.runs)
+    a.init_runs = a.init_runs or (128 if full else 64)
+    if a.data is None:
+        a.data = os.environ.get("FEDBANDIT_DIABETES_CSV") or str(
+            (SHARED_DATA / "diabetic_data.csv.gz").resolve()
+        )
+    return a
+
+
+# ---------------------------------------------------------------------------- work units
+
+
+def report_t(rounds: int) -> int:
+    """Where the ratios are read: t = 6*10^5 when T reaches it, else 0.6 T."""
+    return REPORT_T if rounds >= REPORT_T else int(0.6 * rounds)
+
+
+def grid(rounds: int) -> np.ndarray:
+    """The rounds at which curves are recorded (200 points, T/10 and the report round)."""
+    pts = np.linspace(1, rounds, 200).round().astype(np.int64)
+    return np.unique(np.concatenate([pts, [max(rounds // 10, 1), report_t(rounds), rounds]]))
+
+
+def run_unit(unit: dict[str, Any]) -> dict[str, Any]:
+    """One curve: ``unit`` = env_id, env_kwargs, agent_kwargs, runs, seed, rounds, arms.
+    Returns the agent-averaged regret of rounds 1..t at :func:`grid` (runs, points), each
+    agent's regret of rounds 1..T (runs, N) and the final pull counts' minimum per run and the
+    global best arm's (for stranded arms)."""
+    from agents.gossip_ucb import GossipFedUCB
     from fedbandit_env.bench import evaluate
 
-    env_id, m = PANELS[panel]
-    rounds_grid = np.unique(np.linspace(1, ROUNDS, 200).round().astype(np.int64))
-    steps = np.concatenate([[m], m + rounds_grid])  # step M = end of the initialization
+    m, rounds = unit["arms"], unit["rounds"]
+    t = grid(rounds)
+    policy = GossipFedUCB(**unit["agent_kwargs"])
     res = evaluate(
-        env_id,
-        "gossip_fed_ucb",
-        runs=RUNS,
-        seed=args.seed,
-        env_kwargs={"horizon": ROUNDS + m},
-        checkpoints=steps,
-        agent_kwargs={
-            "epsilon": epsilon,
-            "bonus_scale": args.bonus_scale,
-            "dp_bonus_scale": args.dp_bonus_scale,
-        },
+        unit["env_id"],
+        policy,
+        runs=unit["runs"],
+        seed=unit["seed"],
+        env_kwargs={**unit["env_kwargs"], "horizon": rounds + m},
+        checkpoints=np.concatenate([[m], m + t]),  # step M = end of the initialization
     )
-    curves = res.regret_per_agent[:, 1:] - res.regret_per_agent[:, :1]
-    by_agent = res.regret_by_agent[:, -1] - res.regret_by_agent[:, 0]
-    return panel, epsilon, rounds_grid, curves, by_agent, res.wall_time
+    mu = np.asarray(unit["global_means"])
+    best = int(np.argmax(mu))
+    return {
+        "t": t,
+        "curves": res.regret_per_agent[:, 1:] - res.regret_per_agent[:, :1],
+        "by_agent": res.regret_by_agent[:, -1] - res.regret_by_agent[:, 0],
+        "stranded": (policy.n <= 1.0).any(axis=(1, 2)),  # some agent never re-pulled an arm
+        "best_stranded": (policy.n[:, :, best] <= 1.0).any(axis=1),
+        "wall": res.wall_time,
+    }
 
 
-# ---------------------------------------------------------------- run every curve
-if __name__ == "__main__":
-    args.out.mkdir(parents=True, exist_ok=True)
-    cells = [(p, e) for p in args.panels for e in EPSILONS]
+def unit_key(unit: dict[str, Any]) -> str:
+    from agents.gossip_ucb import GossipFedUCB
+    from fedbandit_env.bench.versions import package_version
+
+    text = json.dumps(
+        {**unit, "learner_version": GossipFedUCB.version, "package": package_version()},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def parallel_map(
+    fn: Callable[[dict[str, Any]], dict[str, Any]],
+    units: list[dict[str, Any]],
+    executor: str,
+    jobs: int,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, result) of each unit in completion order, on the bench's executors
+    (fedbandit_env.bench.executors: serial, joblib processes or Ray tasks)."""
+    from fedbandit_env.bench.executors import require_executor
+
+    require_executor(executor)
+    indexed = list(enumerate(units))
+    if executor == "serial" or len(units) <= 1:
+        for i, u in indexed:
+            yield i, fn(u)
+    elif executor == "joblib":
+        from joblib import Parallel, delayed
+
+        par = Parallel(n_jobs=jobs, return_as="generator_unordered")
+        yield from par(delayed(_tagged)(fn, i, u) for i, u in indexed)
+    else:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        remote = ray.remote(_tagged)
+        pending = [remote.remote(fn, i, u) for i, u in indexed]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+
+
+def _tagged(fn, i, unit):
+    return i, fn(unit)
+
+
+def run_units(units: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every unit's result, cached as ``--out/cache/<key>.npz`` (the longest run first)."""
+    cache = args.out / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    results: list[dict[str, Any] | None] = [None] * len(units)
+    todo = []
+    for i, u in enumerate(units):
+        f = cache / f"{unit_key(u)}.npz"
+        if f.is_file() and not args.no_cache:
+            with np.load(f) as z:
+                results[i] = {k: z[k] for k in z.files}
+        else:
+            todo.append(i)
+    todo.sort(key=lambda i: -units[i]["runs"] * units[i]["rounds"] * units[i]["agents"])
+    # the wall time of the invocation that computed these units (a re-render from the cache
+    # reports that one, not its own)
+    wall_file = cache / f"wall-{hashlib.sha256(''.join(map(unit_key, units)).encode()).hexdigest()[:16]}.json"
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        results = list(pool.map(run_curve, *zip(*cells, strict=True)))
+    for j, res in parallel_map(run_unit, [units[i] for i in todo], args.executor, args.jobs):
+        i = todo[j]
+        results[i] = res
+        np.savez(cache / f"{unit_key(units[i])}.npz", **res)
+        print(f"  done: {units[i]['label']} ({res['wall']:.0f} s)", file=sys.stderr, flush=True)
+    if todo or not wall_file.is_file():
+        wall_file.write_text(json.dumps({"wall_time_s": time.perf_counter() - start}))
+    args.compute_wall = json.loads(wall_file.read_text())["wall_time_s"]
+    return results  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------- instances
+
+
+def synthetic_instance(panel: str) -> dict[str, Any]:
+    from fedbandit_env import make
+
+    env_id, n, m = SYNTHETIC[panel]
+    env = make(env_id)
+    env.reset(seed=0)
+    eng = env.unwrapped.engine
+    return {
+        "env_id": env_id,
+        "env_kwargs": {},
+        "agents": n,
+        "arms": m,
+        "global_means": eng.global_expected[0].tolist(),
+    }
+
+
+def diabetes_instance(data: str) -> dict[str, Any]:
+    from fedbandit_env.datasets.diabetes import load_diabetes_means
+
+    kw = {"data_path": data, "split": "random", "seed": 0}
+    return {
+        "env_id": DIABETES,
+        "env_kwargs": kw,
+        "agents": 3,
+        "arms": 5,
+        "global_means": load_diabetes_means(**kw).mean(axis=0).tolist(),
+    }
+
+
+def unit(inst: dict[str, Any], label: str, agent_kwargs: dict, runs: int, rounds: int, seed: int):
+    return {
+        "label": label,
+        "env_id": inst["env_id"],
+        "env_kwargs": inst["env_kwargs"],
+        "agent_kwargs": agent_kwargs,
+        "runs": runs,
+        "seed": seed,
+        "rounds": rounds,
+        "arms": inst["arms"],
+        "agents": inst["agents"],
+        "global_means": inst["global_means"],
+    }
+
+
+# ---------------------------------------------------------------------------- claims
+
+
+def at(res: dict[str, Any], t: int) -> np.ndarray:
+    """Per-run regret at round t (one of the grid points)."""
+    k = int(np.searchsorted(res["t"], t))
+    if k >= len(res["t"]) or res["t"][k] != t:
+        raise ValueError(f"round {t} is not on the grid")
+    return res["curves"][:, k]
+
+
+def fmt_eps(e: float) -> str:
+    return "inf" if math.isinf(e) else f"{e:g}"
+
+
+def panel_claims(
+    panel: str,
+    inst: dict[str, Any],
+    res: dict[float, dict[str, Any]],
+    rounds: int,
+    runs: int,
+    ablation: dict[float, dict[str, Any]] | None,
+    lines: list[str],
+) -> list:
+    """The rows of one panel of Fig. 2 (and the printed lines that explain them)."""
+    from fedbandit_env.bench import claims as C
+
+    fig = f"Fig. 2({panel})"
+    scale = {"T": rounds, "runs": runs, "agents": inst["agents"], "arms": inst["arms"]}
+    tr = report_t(rounds)
+    mean = {e: float(at(res[e], tr).mean()) for e in EPSILONS}
+    se = {e: float(at(res[e], tr).std(ddof=1) / math.sqrt(runs)) if runs > 1 else 0.0
+          for e in EPSILONS}
+    mu = np.asarray(inst["global_means"])
+    gaps = mu.max() - mu
+    uniform = float(tr * gaps.mean())
+    lines.append(
+        f"{fig}: regret per agent at t = {tr:,} (mean ± se over {runs} runs), eps 1 / 2 / 5 / "
+        "inf: " + " / ".join(f"{mean[e]:,.0f} ± {se[e]:,.0f}" for e in EPSILONS)
+        + f"; uniform play {uniform:,.0f}"
+    )
+    growth = {
+        e: float(at(res[e], rounds).mean() / max(at(res[e], max(rounds // 10, 1)).mean(), 1e-12))
+        for e in EPSILONS
+    }
+    lines.append(
+        f"{fig}: R(T)/R(T/10) (10 = linear), eps 1 / 2 / 5 / inf: "
+        + " / ".join(f"{growth[e]:.2f}" for e in EPSILONS)
+    )
+    rows = []
+    order = [mean[e] for e in EPSILONS]
+    ratios = [mean[2.0] / mean[1.0], mean[5.0] / mean[1.0]]
+    check = C.ratios_close(ratios, [0.5, 0.2], RATIO_TOL)
+    # how far each curve is from uniform play (1) toward eps = inf (0): the explanation of a
+    # failed ratio when the private curves have not left the uniform-play regime yet
+    near = " / ".join(f"{mean[e] / uniform:.2f}" for e in PRIVATE)
+    reason = (
+        f"at t = {tr:,} the private curves are at {near} of uniform play's regret "
+        f"(eps 1 / 2 / 5; eps = inf {mean[math.inf] / uniform:.2f}): the Eq. 12 privacy term "
+        "still dominates the index, so the regret is not yet proportional to 1/eps"
+    )
+    if panel == "b" and check.verdict == "not reproduced" and ablation:
+        off = {e: float(at(ablation[e], tr).mean()) for e in PRIVATE}
+        dp = {e: privacy_term(inst, tr, e, rounds) for e in PRIVATE}
+        reason = (
+            "the privacy term of the Eq. 12 bonus grows with N (N = 10): at n = t/M it adds "
+            + " / ".join(f"{dp[e]:.1f}" for e in PRIVATE)
+            + f" (eps 1 / 2 / 5) against arm gaps {gaps[gaps > 0].min():.2f}-{gaps.max():.2f}, "
+            "so every private run plays nearly uniformly (regret "
+            + " / ".join(f"{mean[e]:,.0f}" for e in PRIVATE)
+            + f", uniform {uniform:,.0f}, R(T)/R(T/10) "
+            + " / ".join(f"{growth[e]:.1f}" for e in PRIVATE)
+            + "); with the term off the same noisy runs learn ("
+            + " / ".join(f"{off[e]:,.0f}" for e in PRIVATE)
+            + f"; eps = inf {mean[math.inf]:,.0f}); an independent plain-loop Fed_UCB agrees "
+            "(tests/test_gossip_independent.py)"
+        )
+    ordered = C.monotone(order, increasing=False)
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure=fig,
+            text=f"regret ordered eps = 1 > 2 > 5 > inf (at t = {tr:,})",
+            check=ordered,
+            ours=[round(v) for v in order],
+            scale=scale,
+            paper_value="ordered",
+            reason="" if ordered.verdict == "reproduced" else reason,
+        )
+    )
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure=fig,
+            text=f"R(eps=1) : R(eps=2) : R(eps=5) = 1 : 1/2 : 1/5 (at t = {tr:,})",
+            check=check,
+            ours=[1.0, round(ratios[0], 3), round(ratios[1], 3)],
+            scale=scale,
+            paper_value="1 : 0.5 : 0.2",
+            reason="" if check.verdict == "reproduced" else reason,
+        )
+    )
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure=fig,
+            text="eps = inf (Gossip_UCB) sublinear: R(T) / R(T/10) well below 10",
+            check=C.at_most(growth[math.inf], 5.0),
+            ours=round(growth[math.inf], 2),
+            scale=scale,
+            source="spec",
+            paper_value=None,
+            note="our spec's prediction (prototype about 1.5 at T = 10^6), not a paper number",
+        )
+    )
+    if panel == "b" and ablation:
+        off = {e: float(at(ablation[e], tr).mean()) for e in PRIVATE}
+        span = max(uniform - mean[math.inf], 1e-12)
+        learned_off = {e: (uniform - off[e]) / span for e in PRIVATE}
+        learned_on = {e: (uniform - mean[e]) / span for e in PRIVATE}
+        rows.append(
+            C.claim(
+                paper=PAPER,
+                figure=fig,
+                text="cause of the flat private curves: with the Eq. 12 privacy term off "
+                "(dp_bonus_scale = 0) the same noisy runs learn: each closes at least half of "
+                "the gap from uniform play to eps = inf",
+                check=C.at_least(min(learned_off.values()), 0.5),
+                ours={f"eps {fmt_eps(e)} off / on": f"{learned_off[e]:.2f} / {learned_on[e]:.2f}"
+                      for e in PRIVATE},
+                scale={**scale, "runs (term off)": len(ablation[1.0]["curves"])},
+                source="project",
+                note="fraction (uniform - R) / (uniform - R(eps = inf)) at the report round, "
+                "term off / on",
+            )
+        )
+        lines.append(
+            f"{fig}: privacy term of the bonus at n = t/M, t = {tr:,}, eps 1 / 2 / 5: "
+            + " / ".join(f"{privacy_term(inst, tr, e, rounds):.2f}" for e in PRIVATE)
+            + f"; gaps {np.round(gaps, 3).tolist()}; regret with the term off (dp_bonus_scale = 0):"
+            + " / ".join(f" {off[e]:,.0f}" for e in PRIVATE)
+        )
+    if panel == "a":
+        from agents.gossip_theory import theorem1_bound
+
+        bound = theorem1_bound(rounds, mu, 0.5, inst["agents"])
+        final = res[math.inf]["by_agent"]  # (runs, N): Theorem 1 bounds every agent's R_i(T)
+        worst_single = float(final.max())
+        rows.append(
+            C.claim(
+                paper=PAPER,
+                figure="Theorem 1 (panel a)",
+                text=f"eps = inf below the Theorem 1 bound at T = {rounds:,}, every agent and run",
+                check=C.at_most(worst_single, bound),
+                ours={"worst agent (mean over runs)": round(float(final.mean(axis=0).max())),
+                      "worst run and agent": round(worst_single)},
+                scale=scale,
+                paper_value=round(bound),
+            )
+        )
+    return rows
+
+
+def privacy_term(inst: dict[str, Any], t: int, epsilon: float, rounds: int) -> float:
+    """The privacy part of the Eq. 12 bonus at round t for an arm pulled n = t/M times."""
+    from agents.gossip_theory import eq12_bonus
+
+    return eq12_bonus(t, t / inst["arms"], inst["agents"], rounds, epsilon)[1]
+
+
+def diabetes_claims(
+    inst: dict[str, Any] | None,
+    res: dict[float, dict[str, Any]] | None,
+    data: str,
+    rounds: int,
+    runs: int,
+    lines: list[str],
+) -> list:
+    """Fig. 2(c) and the section 5.2 statements on the UCI data (not testable without it)."""
+    from fedbandit_env.bench import claims as C
+
+    rows = []
+    if inst is None or res is None:
+        why = f"the diabetes file is not available ({data}; pass --data or set "
+        why += "FEDBANDIT_DIABETES_CSV)"
+        for fig, text in (
+            ("Fig. 2(c)", "regret ordered eps = 1 > 2 > 5 > inf on the hospital data"),
+            ("Fig. 2(c)", "Fed_UCB learns on the hospital data (feasibility)"),
+            ("Sec. 5.2", "record-order split: local bias"),
+            ("Sec. 5.2", "random split: no local bias"),
+            ("Sec. 5.2", "opposite reward mapping: nearly every steady medication harmful"),
+        ):
+            rows.append(C.claim(paper=PAPER, figure=fig, text=text, check=C.not_testable(why),
+                                ours=None, scale={}))
+        return rows
+    from fedbandit_env.datasets.diabetes import load_diabetes_pools, medication_effects
+
+    scale = {"T": rounds, "runs": runs, "agents": 3, "arms": 5, "split": "random (seed 0)"}
+    mu = np.asarray(inst["global_means"])
+    gaps = mu.max() - mu
+    final = {e: float(at(res[e], rounds).mean()) for e in EPSILONS}
+    uniform = float(rounds * gaps.mean())
+    growth = {e: float(final[e] / max(at(res[e], max(rounds // 10, 1)).mean(), 1e-12))
+              for e in EPSILONS}
+    lines.append(
+        f"Fig. 2(c): global means {np.round(mu, 4).tolist()}; regret per agent at T = {rounds:,}, "
+        "eps 1 / 2 / 5 / inf: " + " / ".join(f"{final[e]:,.0f}" for e in EPSILONS)
+        + f"; uniform play {uniform:,.0f}; R(T)/R(T/10): "
+        + " / ".join(f"{growth[e]:.2f}" for e in EPSILONS)
+    )
+    order = [final[e] for e in EPSILONS]
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Fig. 2(c)",
+            text=f"regret ordered eps = 1 > 2 > 5 > inf on the hospital data (at T = {rounds:,})",
+            check=C.monotone(order, increasing=False),
+            ours=[round(v) for v in order],
+            scale=scale,
+            paper_value="ordered",
+        )
+    )
+    worst = max(final[e] for e in PRIVATE) / uniform
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Fig. 2(c)",
+            text="Fed_UCB learns on the hospital data (feasibility): every private curve below "
+            "90 % of uniform play's regret at T",
+            check=C.at_most(worst, 0.9),
+            ours=round(worst, 3),
+            scale=scale,
+            reason=(
+                ""
+                if worst <= 0.9
+                else f"arm gaps are {gaps[gaps > 0].min():.3f}-{gaps.max():.3f}, far below the "
+                "Eq. 12 privacy term ("
+                + " / ".join(f"{privacy_term(inst, rounds, e, rounds):.2f}" for e in PRIVATE)
+                + " at n = T/M, eps 1 / 2 / 5)"
+            ),
+            note="worst private regret over uniform play's; the paper shows the figure only",
+        )
+    )
+    z = {}
+    for split in ("contiguous", "random"):
+        m, n = load_diabetes_pools(data, split=split, seed=0)
+        g = m.mean(axis=0)
+        se = np.sqrt(np.maximum(m * (1 - m), 1e-12) / n)
+        z[split] = float((np.abs(m - g) / se).max())
+        local_best = (np.argmax(m, axis=1) + 1).tolist()
+        lines.append(
+            f"Sec. 5.2, {split} split: hospital x arm means {np.round(m, 3).tolist()}; local best "
+            f"arms {local_best}, global best {int(np.argmax(g)) + 1}; max |local - global| / se "
+            f"= {z[split]:.1f}"
+        )
+    ds = {"records": 101_766, "hospitals": 3, "arms": 5}
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Sec. 5.2",
+            text="record-order split (contiguous thirds): local bias, i.e. some hospital's arm "
+            "mean differs from the global one beyond sampling error",
+            check=C.at_least(z["contiguous"], 3.0),
+            ours=round(z["contiguous"], 2),
+            scale=ds,
+            note="max over hospitals and arms of |local mean - global mean| / se",
+        )
+    )
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Sec. 5.2",
+            text="random split (the paper's Fig. 2(c) setting): no local bias beyond sampling error",
+            check=C.at_most(z["random"], 3.0),
+            ours=round(z["random"], 2),
+            scale=ds,
+            note="max over hospitals and arms of |local mean - global mean| / se",
+        )
+    )
+    harmful = {}
+    for mapping in ("paper", "no_record_positive"):
+        eff = medication_effects(data, mapping)
+        common = {k: v for k, (v, n) in eff.items() if n >= 100}
+        harmful[mapping] = (sum(v < 0 for v in common.values()), len(common))
+        lines.append(
+            f"Sec. 5.2, reward map {mapping}: steady-medication mean minus no-medication mean "
+            + ", ".join(f"{k} {v:+.3f}" for k, v in common.items())
+        )
+    neg, tot = harmful["no_record_positive"]
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Sec. 5.2",
+            text="opposite reward mapping (no record = success): nearly all steady medications "
+            "have a negative effect (at least 80 % of those with >= 100 steady records)",
+            check=C.at_least(neg / tot, 0.8),
+            ours=f"{neg} of {tot} negative (paper's mapping: {harmful['paper'][0]} of "
+            f"{harmful['paper'][1]})",
+            scale={"records": 101_766},
+            note="effect: mean reward with the medication steady minus with no medication",
+        )
+    )
+    return rows
+
+
+def init_claims(
+    res: dict[str, dict[str, Any]], tri_means: list[float], rounds: int, runs: int, lines: list[str]
+) -> list:
+    """The initial-sample study (project rows): stranded arms and regret at epsilon 1, panel a."""
+    from fedbandit_env.bench import claims as C
+
+    scale = {"T": rounds, "runs": runs, "agents": 3, "arms": 5, "epsilon": 1}
+    stats = {}
+    lines.append(f"Initial sample, panel (a), eps 1, T = {rounds:,}, {runs} runs:")
+    lines.append("| option | runs with a stranded arm | best arm stranded | regret mean | sd | worst |")
+    lines.append("|---|---|---|---|---|---|")
+    for name, r in res.items():
+        final = r["curves"][:, -1]
+        stats[name] = (r["stranded"].mean(), final.mean())
+        lines.append(
+            f"| {name} | {int(r['stranded'].sum())} / {runs} | {int(r['best_stranded'].sum())} | "
+            f"{final.mean():,.0f} | {final.std(ddof=1):,.0f} | {final.max():,.0f} |"
+        )
+    mu = np.asarray(tri_means)
+    lines.append(f"(uniform play: regret {rounds * (mu.max() - mu).mean():,.0f} per agent at T)")
+    names = list(res)
+    rows = [
+        C.claim(
+            paper=PAPER,
+            figure="Initial sample",
+            text="the agent's default (noisy init, ln max(n, 2) in the bonus) strands no arm",
+            check=C.at_most(float(stats[names[2]][0]), 0.0),
+            ours=f"{int(res[names[2]]['stranded'].sum())} of {runs} runs",
+            scale=scale,
+            source="project",
+        ),
+        C.claim(
+            paper=PAPER,
+            figure="Initial sample",
+            text="with a noisy initial sample, the paper's ln n (zero at n = 1) strands an arm "
+            "in some runs (at least 5 %): why the default uses ln max(n, 2)",
+            check=C.at_least(float(stats[names[1]][0]), 0.05),
+            ours=f"{int(res[names[1]]['stranded'].sum())} of {runs} runs "
+            f"({int(res[names[1]]['best_stranded'].sum())} the best arm)",
+            scale=scale,
+            source="project",
+        ),
+        C.claim(
+            paper=PAPER,
+            figure="Initial sample",
+            text="the default's regret is within 10 % of the paper's un-noised init (privacy of "
+            "the init sample costs little)",
+            check=C.relative_close(float(stats[names[2]][1]), float(stats[names[0]][1]), 0.1),
+            ours={n: round(float(s[1])) for n, s in stats.items()},
+            scale=scale,
+            source="project",
+        ),
+    ]
+    return rows
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    start = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    units, where = [], {}
+
+    def add(key, inst, label, kw, runs, rounds):
+        where[key] = len(units)
+        units.append(unit(inst, label, kw, runs, rounds, args.seed))
+
+    insts = {p: synthetic_instance(p) for p in "ab" if p in args.panels}
+    rounds_of = {"a": args.rounds, "b": args.rounds_b, "c": args.rounds}
+    for p, inst in insts.items():
+        for e in EPSILONS:
+            add((p, e), inst, f"Fig. 2({p}) eps {fmt_eps(e)}", {**PAPER_SETTING, "epsilon": e},
+                args.runs, rounds_of[p])
+    if "b" in insts:
+        for e in PRIVATE:
+            add(("b-off", e), insts["b"], f"Fig. 2(b) eps {fmt_eps(e)}, privacy term off",
+                {**PAPER_SETTING, "epsilon": e, "dp_bonus_scale": 0.0}, args.ablation_runs,
+                args.rounds_b)
+    diabetes = None
+    if "c" in args.panels and Path(args.data).is_file():
+        diabetes = diabetes_instance(args.data)
+        for e in EPSILONS:
+            add(("c", e), diabetes, f"Fig. 2(c) eps {fmt_eps(e)}", {**PAPER_SETTING, "epsilon": e},
+                args.runs, args.rounds)
+    tri = insts.get("a") or synthetic_instance("a")
+    for name, kw in INIT_OPTIONS.items():
+        add(("init", name), tri, f"initial sample: {name}", {"epsilon": 1.0, **kw},
+            args.init_runs, args.init_rounds)
+
+    results = run_units(units, args)
+    got = {k: results[i] for k, i in where.items()}
+    lines: list[str] = []
+    rows = []
+    for p in ("a", "b"):
+        if p not in insts:
+            continue
+        res = {e: got[(p, e)] for e in EPSILONS}
+        ablation = {e: got[("b-off", e)] for e in PRIVATE} if p == "b" else None
+        rows += panel_claims(p, insts[p], res, rounds_of[p], args.runs, ablation, lines)
+    if "c" in args.panels:
+        res_c = {e: got[("c", e)] for e in EPSILONS} if diabetes else None
+        rows += diabetes_claims(diabetes, res_c, args.data, args.rounds, args.runs, lines)
+    rows += init_claims(
+        {n: got[("init", n)] for n in INIT_OPTIONS},
+        tri["global_means"],
+        args.init_rounds,
+        args.init_runs,
+        lines,
+    )
     wall = time.perf_counter() - start
-    curves = {(p, e): (t, c) for p, e, t, c, _, _ in results}
-    by_agent = {(p, e): a for p, e, _, _, a, _ in results}
+    if args.compute_wall > wall:  # re-rendered from the cache: the computing run's wall time
+        wall = args.compute_wall
+    compute = sum(float(r["wall"]) for r in results)
+    from fedbandit_env.bench import claims as C
 
-    # ------------------------------------------------------------ figure
-    import matplotlib
+    scale_name = "full" if args.full else "CI"
+    command = "python benchmarks/reproduce_gossip.py " + " ".join(argv or sys.argv[1:])
+    print(f"# Gossip paper (Zhu et al.), {scale_name} scale\n")
+    print("\n".join(lines))
+    print()
+    print(C.to_markdown(rows))
+    steps = sum(u["runs"] * u["rounds"] * u["agents"] for u in units)
+    speed = steps / max(compute, 1e-9)
+    if not args.full:
+        f = parse(["--full"])
+        full_steps = (
+            sum(4 * f.runs * r * n for r, n in ((f.rounds, 3), (f.rounds_b, 10), (f.rounds, 3)))
+            + 3 * f.ablation_runs * f.rounds_b * 10
+            + len(INIT_OPTIONS) * f.init_runs * f.init_rounds * 3
+        )
+        print(
+            f"\nspeed of this run: {steps:,} agent-steps in {compute:.0f} s of unit time "
+            f"({speed:,.0f} agent-steps/s per worker); --full is {full_steps:,} agent-steps: "
+            f"about {full_steps / speed / args.jobs:,.0f} s on {args.jobs} workers at this speed"
+        )
+    print(
+        f"\nwall time {wall:.0f} s ({args.executor}, {args.jobs} workers; {compute:.0f} s of "
+        "unit compute; a run from the cache reports the computing run's wall time)"
+    )
+    fig_path = figure(args, got, insts, diabetes, rounds_of)
+    if fig_path:
+        print(f"figure: {fig_path}")
+    if args.claims:
+        C.write_claims(
+            args.claims,
+            rows,
+            {
+                "title": "Gossip paper (Zhu et al.)",
+                "scale_name": scale_name,
+                "command": command.strip(),
+                "wall_time_s": round(wall, 1),
+                "compute_s": round(compute, 1),
+                "executor": f"{args.executor} x {args.jobs}",
+            },
+        )
+        print(f"claims: {args.claims}")
 
+
+def figure(args, got, insts, diabetes, rounds_of) -> Path | None:
+    try:
+        import matplotlib
+    except ImportError:
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(args.panels), figsize=(6 * len(args.panels), 4), squeeze=False)
-    for ax, panel in zip(axes[0], args.panels, strict=True):
-        for eps in EPSILONS:
-            t, c = curves[(panel, eps)]
-            label = "Gossip_UCB (eps=inf)" if math.isinf(eps) else f"Fed_UCB eps={eps:g}"
-            ax.plot(t, c.mean(axis=0), label=label)
-            ax.fill_between(t, c.min(axis=0), c.max(axis=0), alpha=0.2)
-        ax.set(
-            title=f"Fig. 2({panel}): {PANELS[panel][0]}",
-            xlabel="round t",
-            ylabel="regret per agent (runs: mean, min-max band)",
-        )
+    panels = [p for p in "abc" if (p in insts) or (p == "c" and diabetes)]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    for ax, p in zip(axes[0], panels, strict=True):
+        for e in EPSILONS:
+            r = got[(p, e)]
+            label = "Gossip_UCB (eps=inf)" if math.isinf(e) else f"Fed_UCB eps={e:g}"
+            ax.plot(r["t"], r["curves"].mean(axis=0), label=label)
+            ax.fill_between(r["t"], r["curves"].min(axis=0), r["curves"].max(axis=0), alpha=0.2)
+        ax.set(title=f"Fig. 2({p})", xlabel="round t", ylabel="regret per agent")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(args.out / "fig2.png", dpi=120)
+    path = args.out / "fig2.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
-    # ------------------------------------------------------------ claims vs measured
-    from agents.gossip_theory import theorem1_bound
-    from fedbandit_env import make
 
-    rows = []
-    for panel in args.panels:
-        t, _ = curves[(panel, 1.0)]
-        k = int(np.searchsorted(t, REPORT_AT * ROUNDS))
-        at = {e: curves[(panel, e)][1][:, k].mean() for e in EPSILONS}
-        ordered = at[1.0] > at[2.0] > at[5.0] > at[math.inf]
-        rows.append(
-            (
-                panel,
-                f"ordering eps=1 > 2 > 5 > inf at t={t[k]}",
-                "yes",
-                "yes" if ordered else "no",
-                " / ".join(f"{at[e]:.0f}" for e in EPSILONS),
-            )
-        )
-        rows.append(
-            (panel, f"R(eps=2)/R(eps=1) at t={t[k]}", "0.5", f"{at[2.0] / at[1.0]:.2f}", "")
-        )
-        rows.append(
-            (panel, f"R(eps=5)/R(eps=1) at t={t[k]}", "0.2", f"{at[5.0] / at[1.0]:.2f}", "")
-        )
-        t_inf, c_inf = curves[(panel, math.inf)]
-        tenth = int(np.searchsorted(t_inf, ROUNDS / 10))
-        growth = c_inf[:, -1].mean() / c_inf[:, tenth].mean()
-        rows.append(
-            (
-                panel,
-                "eps=inf sublinear: R(T)/R(T/10)",
-                "well below 10 (prototype ~1.5 at 1e6)",
-                f"{growth:.2f}",
-                "",
-            )
-        )
-        if panel == "a":
-            env = make(PANELS["a"][0])
-            env.reset(seed=0)
-            mu = env.unwrapped.engine.global_expected[0]
-            bound = theorem1_bound(ROUNDS, mu, 0.5, 3)
-            # Theorem 1 bounds R_i(T), the expected regret of EVERY agent i (§3), not the
-            # agent average: compare the worst agent's mean over runs, and show the worst
-            # single (run, agent) too
-            final = by_agent[("a", math.inf)]  # (runs, N)
-            worst_agent = final.mean(axis=0).max()
-            worst_single = final.max()
-            rows.append(
-                (
-                    "a",
-                    f"eps=inf below the Theorem 1 bound at T={ROUNDS} (per agent)",
-                    f"{bound:.0f}",
-                    f"{worst_agent:.0f} (worst agent, mean over runs); "
-                    f"{worst_single:.0f} (worst run and agent)",
-                    "yes" if worst_single < bound else "NO",
-                )
-            )
-    table = [
-        f"# Gossip paper, Fig. 2: claims vs measured ({RUNS} runs, T = {ROUNDS}, "
-        f"bonus_scale = {args.bonus_scale}, dp_bonus_scale = {args.dp_bonus_scale}, "
-        f"wall {wall:.0f} s on {args.workers} workers)",
-        "",
-        "| panel | claim | paper | measured | values (eps = 1 / 2 / 5 / inf) |",
-        "|---|---|---|---|---|",
-        *[f"| {p} | {c} | {paper} | {m} | {v} |" for p, c, paper, m, v in rows],
-    ]
-    (args.out / "claims.md").write_text("\n".join(table) + "\n")
-    print("\n".join(table))
-    print(f"\nfigure: {args.out / 'fig2.png'}")
+if __name__ == "__main__":
+    main()

@@ -88,3 +88,82 @@ def test_missing_file_gives_a_clear_error(monkeypatch):
         fedbandit_env.make(ENV)
     with pytest.raises(ConfigError, match=r"split: expected 'contiguous' or 'random'"):
         fedbandit_env.make(ENV, data_path=str(SAMPLE), split="shuffled")
+
+
+# ------------------------------------------------------------ the shared UCI file (Fig. 2(c))
+
+SHARED = Path(__file__).resolve().parents[1] / "../shared/data/diabetes-130-us/diabetic_data.csv.gz"
+needs_shared = pytest.mark.skipif(
+    not SHARED.is_file(),
+    reason=f"the UCI diabetes file is not at {SHARED} (the package never ships or downloads it)",
+)
+
+
+def _pandas_pools(reward_map: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pool sizes and means per (hospital, arm) recomputed with pandas, vectorized, from the
+    gzip file (contiguous thirds), independently of the loader's csv loop."""
+    import pandas as pd
+
+    from fedbandit_env.datasets.diabetes import ALL_MEDICATIONS, GROUPS, IGNORED
+
+    df = pd.read_csv(SHARED, compression="gzip", dtype=str, keep_default_na=False)
+    meds = [m for m in ALL_MEDICATIONS if m not in IGNORED and m in df.columns]
+    assert len(df) == 101_766
+    # the file has no "sitagliptin" column (the paper lists it in arm 4); its "citoglipton"
+    # column, ignored by the loader, holds no Steady record
+    assert "sitagliptin" not in df.columns and not df["citoglipton"].eq("Steady").any()
+    y = (df["readmitted"] == ">30") if reward_map == "paper" else (df["readmitted"] != "<30")
+    keep = ~df[meds].isin(["Up", "Down"]).any(axis=1)
+    member = [df[[m for m in g if m in df.columns]].eq("Steady").any(axis=1) for g in GROUPS]
+    member.append(df[meds].eq("No").all(axis=1))
+    sizes, means = np.zeros((3, 5), dtype=np.int64), np.zeros((3, 5))
+    for h, part in enumerate(np.array_split(np.arange(len(df)), 3)):
+        rows = np.zeros(len(df), dtype=bool)
+        rows[part] = True
+        for k, mem in enumerate(member):
+            sel = rows & keep.to_numpy() & mem.to_numpy()
+            sizes[h, k] = sel.sum()
+            means[h, k] = y.to_numpy()[sel].mean()
+    return sizes, means
+
+
+@needs_shared
+@pytest.mark.parametrize("reward_map", ["paper", "no_record_positive"])
+def test_shared_file_pools_match_an_independent_count(reward_map):
+    """The loader reads the .csv.gz: per-arm record counts (arm 1 = steady insulin: 29,064 over
+    the three hospitals, arm 2 = steady metformin: 14,184, arm 5 = no medication: 23,403) and
+    the reward mapping agree with a pandas recount."""
+    from fedbandit_env.datasets.diabetes import load_diabetes_pools, read_records
+
+    assert len(read_records(SHARED)) == 101_766
+    means, sizes = load_diabetes_pools(SHARED, reward_map=reward_map)
+    ref_sizes, ref_means = _pandas_pools(reward_map)
+    assert np.array_equal(sizes, ref_sizes)
+    assert np.allclose(means, ref_means, rtol=0, atol=1e-12)
+    assert sizes.sum(axis=0).tolist()[:2] == [29_064, 14_184] and sizes[:, 4].sum() == 23_403
+    # the opposite mapping counts "no record" as a success: every pool mean rises
+    if reward_map == "no_record_positive":
+        assert np.all(means > load_diabetes_pools(SHARED)[0])
+
+
+@pytest.mark.slow
+@needs_shared
+def test_shared_file_small_run_and_plain_csv(tmp_path):
+    """A small Fed_UCB run on the hospital environment from the .csv.gz, and the same means
+    from an uncompressed copy (.csv)."""
+    import gzip
+    import shutil
+
+    plain = tmp_path / "diabetic_data.csv"
+    with gzip.open(SHARED, "rb") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    kw = {"split": "random", "seed": 0}
+    assert np.array_equal(load_diabetes_means(SHARED, **kw), load_diabetes_means(plain, **kw))
+    res = evaluate(
+        ENV,
+        "gossip_fed_ucb",
+        runs=2,
+        env_kwargs={"data_path": str(SHARED), "horizon": 205, **kw},
+        agent_kwargs={"epsilon": 1.0},
+    )
+    assert res.regret_per_agent.shape[0] == 2 and np.all(res.regret_per_agent[:, -1] >= 0)

@@ -218,7 +218,8 @@ def test_paper_privacy_levels_set_the_per_level_budget(rounds, paper, default):
     assert lit.dp_guarantee_holds is (paper == default) and dflt.dp_guarantee_holds
 
 
-def test_dp_bonus_scale_multiplies_the_privacy_term_of_eq_12():
+@pytest.mark.parametrize("floor", [1.0, 2.0])
+def test_dp_bonus_scale_multiplies_the_privacy_term_of_eq_12(floor):
     rounds, eps, scale = 300, 2.0, 0.25
     checked = []
 
@@ -227,7 +228,8 @@ def test_dp_bonus_scale_multiplies_the_privacy_term_of_eq_12():
             return
         n, big_n, big_t = policy.n, policy.N, policy.T
         base = 2.0 * big_n * math.log(t) / n  # Eq. (11) radicand
-        dp = 128.0 * big_n * math.log(big_t) ** 2 * math.log(t) * np.log(n) / (n * eps**2)
+        ln_n = np.log(np.maximum(n, floor))  # floor 1: the paper's ln n
+        dp = 128.0 * big_n * math.log(big_t) ** 2 * math.log(t) * ln_n / (n * eps**2)
         c = policy.bonus(t)
         assert np.allclose(c, np.sqrt(base * (1.0 + scale * dp)) + policy.alpha1, rtol=1e-12)
         policy.dp_bonus_scale = 0.0  # same state, no privacy term: Eq. (11)
@@ -235,8 +237,38 @@ def test_dp_bonus_scale_multiplies_the_privacy_term_of_eq_12():
         policy.dp_bonus_scale = scale
         checked.append(t)
 
-    _play(GossipFedUCB(epsilon=eps, dp_bonus_scale=scale), rounds=rounds, hook=hook)
+    _play(
+        GossipFedUCB(epsilon=eps, dp_bonus_scale=scale, dp_log_floor=floor),
+        rounds=rounds,
+        hook=hook,
+    )
     assert len(checked) == rounds - 2
+
+
+def test_dp_log_floor_keeps_the_privacy_term_positive_at_one_pull():
+    """At n = 1 the paper's ln n zeroes the privacy term (a noisy init can strand the arm); the
+    default floor 2 keeps it; at n >= 2 both are the paper's bonus. ``eq12_bonus`` of
+    agents.gossip_theory is the same formula, scalar."""
+    from agents.gossip_theory import eq12_bonus
+
+    seen = {1.0: False, 2.0: False}
+
+    def hook(t, policy, arms):
+        if t < 3:
+            return
+        c = policy.bonus(t) - policy.alpha1
+        for (b, i, k), n in np.ndenumerate(policy.n):
+            total, dp_part = eq12_bonus(t, n, policy.N, policy.T, policy.epsilon, 1.0, 2.0)
+            assert c[b, i, k] == pytest.approx(total, rel=1e-12)
+            assert dp_part > 0.0
+            _, paper_part = eq12_bonus(t, n, policy.N, policy.T, policy.epsilon)
+            assert (paper_part == 0.0) == bool(n == 1.0)
+            seen[float(min(n, 2.0))] = True
+
+    _play(GossipFedUCB(epsilon=1.0, noisy_init=True), rounds=40, hook=hook)
+    assert seen[1.0] and seen[2.0]
+    with pytest.raises(ConfigError, match=r"gossip_fed_ucb: dp_log_floor"):
+        GossipFedUCB(dp_log_floor=0.5)
 
 
 @pytest.mark.parametrize("literal", [False, True])

@@ -213,7 +213,7 @@ def test_gossip_regret_within_three_standard_errors_of_the_old_kernel(cls, kwarg
     _, old = _run(old_cls(**kwargs), "FedBandit/Homogeneous-v0", runs, horizon, seed=3, **kw)
     se = np.sqrt(new.var(ddof=1) / runs + old.var(ddof=1) / runs)
     assert abs(new.mean() - old.mean()) <= 3 * se, (new.mean(), old.mean(), se)
-    assert cls.version == 2
+    assert cls.version >= 2  # v2: this kernel change (gossip_fed_ucb v3: dp_log_floor)
 
 
 def test_gossip_bonus_matches_the_eq11_formula():

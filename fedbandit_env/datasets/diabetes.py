@@ -1,9 +1,12 @@
 """The gossip paper's real-data environment: UCI "Diabetes 130-US hospitals" (specs/gossip.md §4.3).
 
-The data are never downloaded: pass the path of ``diabetic_data.csv`` (``data_path=`` or the
-``FEDBANDIT_DIABETES_CSV`` environment variable). Processing follows gossip.md §6 item 18:
+The data are never downloaded: pass the path of ``diabetic_data.csv`` or of its gzip copy
+``diabetic_data.csv.gz`` (``data_path=`` or the ``FEDBANDIT_DIABETES_CSV`` environment variable).
+Processing follows gossip.md §6 item 18:
 
-* reward 1 iff ``readmitted == ">30"``; records with any medication ``Up``/``Down`` are dropped;
+* reward 1 iff ``readmitted == ">30"`` (``reward_map="paper"``; ``"no_record_positive"`` is the
+  opposite mapping the paper's section 5.2 rejects: reward 1 unless ``readmitted == "<30"``);
+  records with any medication ``Up``/``Down`` are dropped;
 * arms 1-4: records in which some medication of group g is ``Steady`` (pools may overlap;
   tolazamide in group 4, citoglipton ignored — both flagged by the spec); arm 5: records in which
   every medication column is ``No``; ``exclusive_arms=True`` keeps only records whose steady
@@ -18,6 +21,9 @@ The data are never downloaded: pass the path of ``diabetic_data.csv`` (``data_pa
 from __future__ import annotations
 
 import csv
+import functools
+import gzip
+import io
 import os
 from pathlib import Path
 from typing import Any
@@ -77,6 +83,7 @@ ALL_MEDICATIONS = (
     "metformin-pioglitazone",
 )
 NUM_HOSPITALS, NUM_ARMS = 3, 5
+REWARD_MAPS = ("paper", "no_record_positive")
 
 
 def resolve_path(data_path: str | os.PathLike | None) -> Path:
@@ -88,14 +95,54 @@ def resolve_path(data_path: str | os.PathLike | None) -> Path:
     path = data_path or os.environ.get(ENV_VAR)
     if not path or not Path(path).is_file():
         raise ConfigError(
-            f"data_path: expected the path of diabetic_data.csv, got {path!r} (file not found). "
+            f"data_path: expected the path of diabetic_data.csv (or .csv.gz), got {path!r} "
+            "(file not found). "
             "Download 'Diabetes 130-US hospitals for years 1999-2008' from the UCI Machine "
             f"Learning Repository and pass data_path=... or set {ENV_VAR}; nothing is downloaded."
         )
     return Path(path)
 
 
-def _arm_labels(rows: list[dict[str, str]], exclusive: bool) -> tuple[np.ndarray, np.ndarray]:
+def _label(readmitted: str, reward_map: str) -> float:
+    if reward_map == "paper":  # ">30" works; "<30" and no record do not (section 5.2)
+        return 1.0 if readmitted == ">30" else 0.0
+    return 0.0 if readmitted == "<30" else 1.0  # no record counted as a success
+
+
+def _check_reward_map(reward_map: Any) -> str:
+    if not isinstance(reward_map, str) or reward_map not in REWARD_MAPS:
+        raise ConfigError(f"reward_map: expected one of {REWARD_MAPS}, got {reward_map!r}")
+    return reward_map
+
+
+@functools.lru_cache(maxsize=2)
+def _read(path: str, mtime_ns: int, size: int) -> tuple[dict[str, str], ...]:
+    """The records of a .csv or .csv.gz file (cached per file version)."""
+    del mtime_ns, size  # cache key only
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as raw:
+            text = io.TextIOWrapper(raw, newline="")
+            return tuple(csv.DictReader(text))
+    with open(path, newline="") as f:
+        return tuple(csv.DictReader(f))
+
+
+def read_records(data_path: str | os.PathLike | None = None) -> tuple[dict[str, str], ...]:
+    """All records of diabetic_data.csv(.gz) as dicts (column -> string), in file order."""
+    path = resolve_path(data_path)
+    stat = path.stat()
+    rows = _read(str(path), stat.st_mtime_ns, stat.st_size)
+    required = {"readmitted", "insulin", "metformin"}
+    if not rows or not required <= set(rows[0]):
+        raise ConfigError(
+            f"data_path: {path} lacks the columns {sorted(required)} of diabetic_data.csv"
+        )
+    return rows
+
+
+def _arm_labels(
+    rows: list[dict[str, str]], exclusive: bool, reward_map: str = "paper"
+) -> tuple[np.ndarray, np.ndarray]:
     """(records x arms) membership and the 0/1 labels of the usable records."""
     meds = [m for m in ALL_MEDICATIONS if m not in IGNORED and m in rows[0]]
     member, labels = [], []
@@ -108,8 +155,39 @@ def _arm_labels(rows: list[dict[str, str]], exclusive: bool) -> tuple[np.ndarray
         if exclusive and sum(steady) > 1:
             continue
         member.append([*steady, none])
-        labels.append(1.0 if row["readmitted"] == ">30" else 0.0)
+        labels.append(_label(row["readmitted"], reward_map))
     return np.array(member, dtype=bool).reshape(-1, NUM_ARMS), np.array(labels)
+
+
+def load_diabetes_pools(
+    data_path: str | os.PathLike | None = None,
+    split: str = "contiguous",
+    exclusive_arms: bool = False,
+    seed: int = 0,
+    reward_map: str = "paper",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pool means and pool sizes, both 3 x 5 (hospital i, arm k), of gossip.md §6 item 18."""
+    if not isinstance(split, str) or split not in ("contiguous", "random"):
+        raise ConfigError(f"split: expected 'contiguous' or 'random', got {split!r}")
+    if not isinstance(exclusive_arms, bool | np.bool_):
+        raise ConfigTypeError(f"exclusive_arms: expected True or False, got {exclusive_arms!r}")
+    seed = check_int("seed", seed, minimum=0)
+    reward_map = _check_reward_map(reward_map)
+    rows = read_records(data_path)
+    order = np.arange(len(rows))
+    if split == "random":
+        order = np.random.default_rng(seed).permutation(len(rows))
+    means = np.zeros((NUM_HOSPITALS, NUM_ARMS))
+    sizes = np.zeros((NUM_HOSPITALS, NUM_ARMS), dtype=np.int64)
+    for h, part in enumerate(np.array_split(order, NUM_HOSPITALS)):
+        member, labels = _arm_labels([rows[i] for i in part], exclusive_arms, reward_map)
+        counts = member.sum(axis=0)
+        if np.any(counts == 0):
+            empty = [k + 1 for k in np.nonzero(counts == 0)[0]]
+            raise ConfigError(f"data_path: hospital {h} has no record for arm(s) {empty}")
+        means[h] = (member * labels[:, None]).sum(axis=0) / counts
+        sizes[h] = counts
+    return means, sizes
 
 
 def load_diabetes_means(
@@ -117,38 +195,50 @@ def load_diabetes_means(
     split: str = "contiguous",
     exclusive_arms: bool = False,
     seed: int = 0,
+    reward_map: str = "paper",
 ) -> np.ndarray:
     """The 3 x 5 matrix of pool means (hospital i, arm k) of gossip.md §6 item 18."""
-    if not isinstance(split, str) or split not in ("contiguous", "random"):
-        raise ConfigError(f"split: expected 'contiguous' or 'random', got {split!r}")
-    if not isinstance(exclusive_arms, bool | np.bool_):
-        raise ConfigTypeError(f"exclusive_arms: expected True or False, got {exclusive_arms!r}")
-    seed = check_int("seed", seed, minimum=0)
-    path = resolve_path(data_path)
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    required = {"readmitted", "insulin", "metformin"}
-    if not rows or not required <= set(rows[0]):
-        raise ConfigError(
-            f"data_path: {path} lacks the columns {sorted(required)} of diabetic_data.csv"
-        )
-    order = np.arange(len(rows))
-    if split == "random":
-        order = np.random.default_rng(seed).permutation(len(rows))
-    means = np.zeros((NUM_HOSPITALS, NUM_ARMS))
-    for h, part in enumerate(np.array_split(order, NUM_HOSPITALS)):
-        member, labels = _arm_labels([rows[i] for i in part], exclusive_arms)
-        counts = member.sum(axis=0)
-        if np.any(counts == 0):
-            empty = [k + 1 for k in np.nonzero(counts == 0)[0]]
-            raise ConfigError(f"data_path: hospital {h} has no record for arm(s) {empty}")
-        means[h] = (member * labels[:, None]).sum(axis=0) / counts
-    return means
+    return load_diabetes_pools(data_path, split, exclusive_arms, seed, reward_map)[0]
 
 
-def env_kwargs(data_path, split, exclusive_arms, seed, kwargs) -> dict[str, Any]:
+def medication_effects(
+    data_path: str | os.PathLike | None = None, reward_map: str = "paper"
+) -> dict[str, tuple[float, int]]:
+    """Section 5.2's per-medication view on the whole file: for each medication, the mean reward
+    of the records (no ``Up``/``Down`` anywhere) in which it is ``Steady``, minus the mean reward
+    of the records with no medication at all, and the number of such records. A negative
+    difference is what the paper calls a medication with a negative effect."""
+    reward_map = _check_reward_map(reward_map)
+    rows = read_records(data_path)
+    meds = [m for m in ALL_MEDICATIONS if m in rows[0]]
+    steady_sum = dict.fromkeys(meds, 0.0)
+    steady_n = dict.fromkeys(meds, 0)
+    none_sum, none_n = 0.0, 0
+    for row in rows:
+        values = [row[m] for m in meds]
+        if any(v in ("Up", "Down") for v in values):
+            continue
+        y = _label(row["readmitted"], reward_map)
+        if all(v == "No" for v in values):
+            none_sum += y
+            none_n += 1
+            continue
+        for m, v in zip(meds, values, strict=True):
+            if v == "Steady":
+                steady_sum[m] += y
+                steady_n[m] += 1
+    base = none_sum / none_n if none_n else float("nan")
+    return {
+        m: (steady_sum[m] / steady_n[m] - base if steady_n[m] else float("nan"), steady_n[m])
+        for m in meds
+    }
+
+
+def env_kwargs(
+    data_path, split, exclusive_arms, seed, kwargs, reward_map: str = "paper"
+) -> dict[str, Any]:
     """The engine keyword arguments of ``FedBandit/DiabetesHospitals-v0``."""
-    means = load_diabetes_means(data_path, split, exclusive_arms, seed)
+    means = load_diabetes_means(data_path, split, exclusive_arms, seed, reward_map)
     defaults = {
         "horizon": 1_000_000 + NUM_ARMS,
         "topology": "complete",
