@@ -76,3 +76,25 @@ def test_claim_validation():
         C.Claim("p", "f", "c", "hearsay", None, 1, {}, "reproduced", "t")
     with pytest.raises(ValueError, match="needs a reason"):
         C.Claim("p", "f", "c", "paper", None, 1, {}, "not testable", "t")
+
+
+def test_readme_summary_matches_the_shipped_claims_files():
+    """README's reproductions summary is what `fedbandit reproduce page` writes from docs/claims/."""
+    from pathlib import Path
+
+    from fedbandit_env.bench.cli import CLAIMS_DIR, README, _claims_files
+
+    files = _claims_files(CLAIMS_DIR)
+    assert files, "docs/claims/ has no claims file"
+    text = README.read_text()
+    assert C.replace_summary(text, C.summary_lines(files)) == text
+    page = Path(CLAIMS_DIR.parent / "reproductions.md").read_text()
+    intro = CLAIMS_DIR / "intro.md"
+    assert page == C.render_page(files, intro=intro.read_text() if intro.exists() else "")
+
+
+def test_replace_summary_needs_the_markers():
+    with pytest.raises(ValueError, match="summary block"):
+        C.replace_summary("no markers", ["- x"])
+    text = f"a\n{C.SUMMARY_START}\nold\n{C.SUMMARY_END}\nb"
+    assert C.replace_summary(text, ["- new"]) == f"a\n{C.SUMMARY_START}\n- new\n{C.SUMMARY_END}\nb"

@@ -319,3 +319,34 @@ def render_page(files: Sequence[str | Path], intro: str = "") -> str:
         body += [to_markdown(rows), ""]
         sections.append("\n".join(body))
     return "\n".join(parts + summary + [""] + sections)
+
+
+SUMMARY_START = "<!-- reproductions-summary: written by `fedbandit reproduce page` -->"
+SUMMARY_END = "<!-- /reproductions-summary -->"
+
+
+def summary_lines(files: Sequence[str | Path]) -> list[str]:
+    """One line per claims file: title, scale and the three verdict counts (README summary)."""
+    lines = []
+    for f in files:
+        meta, rows = read_claims(f)
+        n = counts(rows)
+        title = meta.get("title") or (rows[0].paper if rows else Path(f).stem)
+        scale = meta.get("scale_name", "")
+        lines.append(
+            f"- {title}" + (f" ({scale} scale)" if scale else "") + f": {n['reproduced']} "
+            f"reproduced, {n['not reproduced']} not reproduced, {n['not testable']} not testable"
+        )
+    return lines
+
+
+def replace_summary(text: str, lines: Sequence[str]) -> str:
+    """``text`` with the block between the summary markers replaced by ``lines``."""
+    try:
+        start = text.index(SUMMARY_START) + len(SUMMARY_START)
+        end = text.index(SUMMARY_END, start)
+    except ValueError as err:
+        raise ValueError(
+            f"no reproductions summary block ({SUMMARY_START} ... {SUMMARY_END})"
+        ) from err
+    return text[:start] + "\n" + "\n".join(lines) + "\n" + text[end:]

@@ -254,6 +254,7 @@ def cmd_reference(args) -> None:
 
 CLAIMS_DIR = Path(__file__).resolve().parents[2] / "docs" / "claims"
 PAGE = CLAIMS_DIR.parent / "reproductions.md"
+README = CLAIMS_DIR.parents[1] / "README.md"
 PAGE_ORDER = ("gossip", "dp-recsys", "commeff", "linear", "field")
 
 
@@ -269,12 +270,18 @@ def _claims_files(folder: Path) -> list[Path]:
 
 def cmd_reproduce_page(extra: list[str]) -> None:
     """docs/reproductions.md from the claims files in docs/claims/ (docs/reproductions.md)."""
-    from fedbandit_env.bench.claims import render_page
+    from fedbandit_env.bench.claims import render_page, replace_summary, summary_lines
 
     page = argparse.ArgumentParser(prog="fedbandit reproduce page")
     page.add_argument("--claims-dir", type=Path, default=CLAIMS_DIR,
                       help="folder of claims files PAPER-SCALE.json (default: %(default)s)")
     page.add_argument("--out", type=Path, default=PAGE, help="page to write (default: %(default)s)")
+    page.add_argument(
+        "--readme",
+        type=Path,
+        default=README if README.exists() else None,
+        help="README whose reproductions summary block is refreshed (default: %(default)s)",
+    )
     opts = page.parse_args(extra)
     files = _claims_files(opts.claims_dir)
     if not files:
@@ -283,6 +290,9 @@ def cmd_reproduce_page(extra: list[str]) -> None:
     intro = intro_path.read_text() if intro_path.exists() else ""
     opts.out.write_text(render_page(files, intro=intro))
     print(f"reproduce page: {opts.out} from {len(files)} claims file(s)")
+    if opts.readme is not None:
+        opts.readme.write_text(replace_summary(opts.readme.read_text(), summary_lines(files)))
+        print(f"reproduce page: the reproductions summary of {opts.readme}")
 
 
 def cmd_reproduce(args, extra: list[str]) -> None:
