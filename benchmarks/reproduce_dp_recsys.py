@@ -84,6 +84,7 @@ GAUSSIAN = {"kind": "gaussian", "sigma": args.reward_sigma}
 SWEEP_A = [1.5, 2.0, 5.0]  # epsilon at rho = 2
 SWEEP_B = [1.2, 2.0, 4.0]  # rho at epsilon = 2
 MW_EPS = [1.5, 2.0, 5.0, math.inf]
+CLIP_SHOWN = (0.9, 0.8, 0.1, 0.0)
 UNCLIPPED = (-100.0, 100.0)  # no clipping of N(mu, 0.1^2) rewards in practice (epsilon = inf)
 CHECKPOINTS = [t for t in (100, 1000, 2500, 5000, 10_000) if t <= T]
 # §6.5 prototype (spec author, NOT the paper): R(100), R(1000), R(2500), R(5000), R(10^4), and
@@ -124,6 +125,14 @@ def task(agent, horizon: int, seeds: int, reward) -> EvalTask:
     }
     attrs = ("decision_rounds",) if isinstance(agent, DPMasterWorkerUCB) else ()
     return EvalTask(ENV, agent, runs=seeds, seed=args.seed, env_kwargs=env_kwargs, attrs=attrs)
+
+
+def clipped_mean(mu: float, sigma: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    """E[clip(X, lo, hi)] for X ~ N(mu, sigma^2): the mean the agent's counters see (A9)."""
+    cdf = lambda z: 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))  # noqa: E731
+    pdf = lambda z: math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)  # noqa: E731
+    a, b = (lo - mu) / sigma, (hi - mu) / sigma
+    return lo * cdf(a) + hi * (1 - cdf(b)) + mu * (cdf(b) - cdf(a)) + sigma * (pdf(a) - pdf(b))
 
 
 def at(result: dict, t: int) -> np.ndarray:
@@ -370,9 +379,10 @@ rows.append(
         reason=""
         if check.verdict != "not reproduced"
         else "the agent clips rewards to [0, 1] also at epsilon = inf; the prototype's "
-        "non-private run does not (next row: without clipping it agrees). Clipping raises the "
-        "mean of arm 0.0 to about 0.04 and lowers arm 0.9's to about 0.896, which shrinks "
-        "those gaps (docs/dp-recsys.md)",
+        "non-private run does not (next row: without clipping it agrees). Clipping moves the "
+        f"means the counters see (0.9 -> {clipped_mean(0.9, args.reward_sigma):.3f}, 0.0 -> "
+        f"{clipped_mean(0.0, args.reward_sigma):.3f}) and shrinks the gaps 0.9-0.8 and 0.1-0.0 "
+        "(docs/dp-recsys.md)",
     )
 )
 unclipped = {"non-private, rho=2": dec[UNCLIPPED_KEY]}
@@ -445,6 +455,12 @@ lines = [
     f"delta uses T = {T_DELTA or T}. Wall time {wall:.0f} s ({EXECUTOR}"
     + (f", {args.jobs} jobs" if EXECUTOR == "joblib" else "")
     + ").",
+    "",
+    "Means the counters see with rewards clipped to [0, 1] (A9; arms 0.9, 0.8, 0.1, 0.0): "
+    + ", ".join(f"{mu:.1f} -> {clipped_mean(mu, args.reward_sigma):.4f}" for mu in CLIP_SHOWN)
+    + f"; the gaps 0.9-0.8 and 0.1-0.0 become "
+    f"{clipped_mean(0.9, args.reward_sigma) - clipped_mean(0.8, args.reward_sigma):.4f} and "
+    f"{clipped_mean(0.1, args.reward_sigma) - clipped_mean(0.0, args.reward_sigma):.4f}.",
     "",
     "## Claims",
     "",
