@@ -138,7 +138,9 @@ for p in PARTICIPATION:  # Fig. 5
     tasks["fig5", p] = cell(HOMOG, CDPMAB(participation=p), **central)
 for R in ROUNDS:  # Fig. 6 (oracle delta, and the alternative fixed delta)
     tasks["fig6", R] = cell(HOMOG, CDPMAB(rounds=R, delta=gaps), ("rounds_done",), **central)
-    tasks["fig6alt", R] = cell(HOMOG, CDPMAB(rounds=R, delta=ALT_DELTA), ("rounds_done",), **central)
+    tasks["fig6alt", R] = cell(
+        HOMOG, CDPMAB(rounds=R, delta=ALT_DELTA), ("rounds_done",), **central
+    )
 for p in PARTICIPATION:  # Fig. 7 grid
     for R in ROUNDS:
         pol = CDPMAB(rounds=R, delta=gaps, participation=p)
@@ -317,10 +319,14 @@ row(
     "Fig. 6",
     "R = 4 and R = 5 reach almost the same regret",
     C.relative_close(r5, r4, 0.1),
-    {"R=4": r4, "R=5": r5, "rounds done R=4 / R=5": [
-        float(extra["fig6", 4]["rounds_done"].mean()),
-        float(extra["fig6", 5]["rounds_done"].mean()),
-    ]},  # fmt: skip
+    {
+        "R=4": r4,
+        "R=5": r5,
+        "rounds done R=4 / R=5": [
+            float(extra["fig6", 4]["rounds_done"].mean()),
+            float(extra["fig6", 5]["rounds_done"].mean()),
+        ],
+    },  # fmt: skip
     reason="the paper does not give the delta of the R-schedule; with the oracle minimum gap "
     f"(spec A6) R = 4 completes {extra['fig6', 4]['rounds_done'].mean():.2f} rounds and R = 5 "
     f"{extra['fig6', 5]['rounds_done'].mean():.2f} by T, and after round R the agents commit to "
@@ -350,9 +356,7 @@ row(
 grid = {(p, R): (cost(("fig7", p, R)), mean(("fig7", p, R))) for p in PARTICIPATION for R in ROUNDS}
 costs = np.array([v[0] for v in grid.values()])
 regrets = np.array([v[1] for v in grid.values()])
-spearman = float(
-    np.corrcoef(np.argsort(np.argsort(costs)), np.argsort(np.argsort(regrets)))[0, 1]
-)
+spearman = float(np.corrcoef(np.argsort(np.argsort(costs)), np.argsort(np.argsort(regrets)))[0, 1])
 row(
     "Fig. 7",
     "clear trade-off between communication cost and final regret over the (p, R) grid "
@@ -406,8 +410,7 @@ row(
     scale=s8,
 )
 ratios8 = {
-    f"T={h:g}": mean(("fig8", h, "Single homog.")) / mean(("fig8", h, "CDP homog."))
-    for h in FIG8_T
+    f"T={h:g}": mean(("fig8", h, "Single homog.")) / mean(("fig8", h, "CDP homog.")) for h in FIG8_T
 }
 row(
     "Fig. 8",
@@ -452,7 +455,7 @@ row(
     "Fig. 10",
     "Star and Fully-connected reach the smallest regret, Ring a larger one (paired, > 3 se)",
     C.at_least(z_ring, 3.0),
-    {n: mean(k) for n, k in g.items()},
+    {**{n: mean(k) for n, k in g.items()}, "paired z": z_ring},
     note="check on the smaller paired z of Ring - Star and Ring - Complete",
 )
 row(
@@ -531,7 +534,10 @@ row(
         "a set-up table; case 2's sizes {63, 24, 10, 6, 7} sum to 110, not 100: we run "
         "{53, 24, 10, 6, 7} (spec A18)"
     ),
-    {f"case {c}": "+".join(map(str, v[0])) if len(v[0]) < 10 else "100 x 1" for c, v in CASES.items()},
+    {
+        f"case {c}": "+".join(map(str, v[0])) if len(v[0]) < 10 else "100 x 1"
+        for c, v in CASES.items()
+    },
     scale=SCALE_H,
 )
 h = {c: ("fig11", c) for c in CASES}
@@ -582,7 +588,7 @@ row(
     "Fig. 11",
     "§4.6 item 7: case 4 (random components, delay) slightly higher than case 1 (paired, > 3 se)",
     C.at_least(paired_z(h[4], h[1]), 3.0),
-    {"case 4": mean(h[4]), "case 1": mean(h[1])},
+    {"case 4": mean(h[4]), "case 1": mean(h[1]), "paired z": paired_z(h[4], h[1])},
     source="spec",
     scale=SCALE_H,
     note="check on the paired z of case 4 - case 1",
@@ -601,10 +607,15 @@ row(
 f12 = {n: ("fig12", n) for n in ("CDP", "HDP", "DDP")}
 row(
     "Fig. 12",
-    "heterogeneous rewards: CDP-MAB reaches the smallest regret (paired, > 3 se below HDP and "
-    "DDP)",
+    "heterogeneous rewards: CDP-MAB reaches the smallest regret (paired, > 3 se below HDP and DDP)",
     C.at_least(min(paired_z(f12["HDP"], f12["CDP"]), paired_z(f12["DDP"], f12["CDP"])), 3.0),
-    {n: mean(k) for n, k in f12.items()},
+    {
+        **{n: mean(k) for n, k in f12.items()},
+        "paired z HDP-CDP / DDP-CDP": [
+            paired_z(f12["HDP"], f12["CDP"]),
+            paired_z(f12["DDP"], f12["CDP"]),
+        ],
+    },
     scale=SCALE_H,
     note="check on the smaller paired z",
 )
@@ -612,7 +623,7 @@ row(
     "Fig. 12",
     "heterogeneous rewards: HDP-MAB (case 4) below DDP-MAB (G(100, 0.05)) (paired, > 3 se)",
     C.at_least(paired_z(f12["DDP"], f12["HDP"]), 3.0),
-    {n: mean(f12[n]) for n in ("HDP", "DDP")},
+    {**{n: mean(f12[n]) for n in ("HDP", "DDP")}, "paired z": paired_z(f12["DDP"], f12["HDP"])},
     scale=SCALE_H,
 )
 c12 = {n: ("ctl12", n) for n in ("CDP", "HDP", "DDP")}
@@ -626,6 +637,7 @@ row(
     note=f"local best != global best at {int((LOCAL.argmax(axis=1) != 0).sum())} of "
     f"{M_HYBRID} agents",
 )
+
 
 # ------------------------------------------------------------------ figures
 def curves(ax, results, title):
@@ -666,8 +678,14 @@ ax.set_title("Fig. 7: regret vs cost, eps=1")
 ax.legend(fontsize=7)
 save(fig, "fig7.png")
 fig, ax = plt.subplots(figsize=(5, 4))
-curves(ax, {n: res["fig8", T8, n] for n in ("CDP homog.", "CDP heterog.", "Single homog.",
-                                           "Single heterog.")}, f"Fig. 8: M={M_SMALL}, K={K_SMALL}")
+curves(
+    ax,
+    {
+        n: res["fig8", T8, n]
+        for n in ("CDP homog.", "CDP heterog.", "Single homog.", "Single heterog.")
+    },
+    f"Fig. 8: M={M_SMALL}, K={K_SMALL}",
+)
 save(fig, "fig8.png")
 for name, prefix, keys, costs_, title in (
     ("fig10.png", "fig10", list(GRAPHS), gcost, f"Fig. 10: DDP-MAB, M={M_CENTRAL}"),
