@@ -285,7 +285,7 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         return " / ".join(_fmt(v) for v in value)
     if isinstance(value, dict):
