@@ -43,7 +43,7 @@ def test_reproduce_commeff_tiny(tmp_path):
     cmd = [
         sys.executable,
         str(ROOT / "benchmarks" / "reproduce_commeff.py"),
-        "--arms", "6", "--horizon", "1000", "--seeds", "2", "--fig8-horizons", "4000",
+        "--arms", "6", "--horizon", "1000", "--seeds", "2", "--fig8-horizons", "4100",
         "--out", str(tmp_path), "--claims", str(claims_file),
     ]  # fmt: skip
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
