@@ -5,22 +5,30 @@ Protocol (§6.4): M = 20 agents on the cycle C_20, K = 10 arms with means 0.9, 0
 Gaussian rewards N(mu, 0.1^2) (the agents clip to [0, 1] for their counters), DP-Dec-UCB
 (``dp_dec_ucb``) with kappa = d_max/(d_max+1) = 2/3 and index sigma = 1; sweep A: epsilon in
 {1.5, 2, 5} at rho = 2; sweep B: rho in {1.2, 2, 4} at epsilon = 2; a non-private reference
-(epsilon = inf). Extra (the paper has no experiment for it): DP-MW-UCB (``dp_mw_ucb``) with
-Bernoulli rewards and epsilon in {1.5, 2, 5, inf}. Regret = network-total cumulative
-pseudo-regret R(t), mean +- std over paired seeds (the same seeds for every configuration).
+(epsilon = inf), also without clipping (the spec prototype's non-private run). Extra (the paper
+has no experiment for it): DP-MW-UCB (``dp_mw_ucb``) with Bernoulli rewards and epsilon in
+{1.5, 2, 5, inf}. Regret = network-total cumulative pseudo-regret R(t), mean +- std over paired
+seeds (the same seeds for every configuration).
 
-Writes a figure and a Markdown table (the checkable predictions of §6.6 against our measurements,
-our R(t) next to the spec author's prototype numbers of §6.5, and a timing table: the agents'
-default paper timing next to ``timing="latency"``) to ``--out`` and prints the table.
+Prints and writes to ``--out`` the claims table (one row per statement of the paper's Section IV
+and per prediction of the spec, verdicts computed by fedbandit_env.bench.claims), our R(t) next
+to the spec author's prototype numbers of §6.5, a timing table (the default paper timing next to
+``timing="latency"``) and a figure; ``--claims FILE`` writes the rows as a claims file
+(docs/reproductions.md).
 
-    python benchmarks/reproduce_dp_recsys.py            # small scale: T = 2500, 10 seeds (~1 min)
+    python benchmarks/reproduce_dp_recsys.py            # CI scale: T = 2500, 10 seeds (~1 min)
     python benchmarks/reproduce_dp_recsys.py --full     # paper scale: T = 10^4, 20 seeds, + T = 10^5
+
+Every configuration is one task of fedbandit_env.bench.executors.evaluate_many (``--executor
+joblib --jobs 2`` runs them in two processes; the numbers do not depend on the executor).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -32,7 +40,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from agents import DPDecentralizedUCB, DPMasterWorkerUCB  # noqa: E402
 from agents.graph_constants import graph_constants  # noqa: E402
-from fedbandit_env.bench import evaluate  # noqa: E402
+from fedbandit_env.bench import claims as C  # noqa: E402
+from fedbandit_env.bench.executors import EvalTask, evaluate_many  # noqa: E402
 from fedbandit_env.graphs import consensus_weights, default_kappa, make_graph  # noqa: E402
 
 # ------------------------------------------------------------------------------ parameters
@@ -52,12 +61,21 @@ parser.add_argument(
     "the prototype's numbers; 0: the run's own T)",
 )
 parser.add_argument("--reward-sigma", type=float, default=0.1, help="Gaussian reward std (A9)")
+parser.add_argument(
+    "--executor",
+    choices=("serial", "joblib"),
+    default=None,
+    help="where the configurations run (default: serial, --full: joblib)",
+)
+parser.add_argument("--jobs", type=int, default=2, help="joblib workers")
+parser.add_argument("--claims", type=Path, default=None, help="write the claims file (JSON)")
 parser.add_argument("--out", default="benchmarks/out/dp_recsys", help="output folder (git-ignored)")
 args = parser.parse_args()
 
 M, K = args.agents, args.arms
 T = args.horizon or (10_000 if args.full else 2_500)
 SEEDS = args.seeds or (20 if args.full else 10)
+EXECUTOR = args.executor or ("joblib" if args.full else "serial")
 LONG_T = args.long_horizon if args.long_horizon is not None else (100_000 if args.full else 0)
 T_DELTA = args.delta_horizon or None
 MEANS = np.linspace(0.9, 0.0, K)
@@ -66,53 +84,55 @@ GAUSSIAN = {"kind": "gaussian", "sigma": args.reward_sigma}
 SWEEP_A = [1.5, 2.0, 5.0]  # epsilon at rho = 2
 SWEEP_B = [1.2, 2.0, 4.0]  # rho at epsilon = 2
 MW_EPS = [1.5, 2.0, 5.0, math.inf]
+CLIP_SHOWN = (0.9, 0.8, 0.1, 0.0)
+UNCLIPPED = (-100.0, 100.0)  # no clipping of N(mu, 0.1^2) rewards in practice (epsilon = inf)
 CHECKPOINTS = [t for t in (100, 1000, 2500, 5000, 10_000) if t <= T]
-# §6.5 prototype (spec author, NOT the paper): R(100), R(1000), R(2500), R(5000), R(10^4)
+# §6.5 prototype (spec author, NOT the paper): R(100), R(1000), R(2500), R(5000), R(10^4), and
+# the std of R(10^4) over its 10 seeds
 PROTOTYPE_DEC = {
-    "eps=1.5, rho=2": (846, 7375, 15212, 23305, 30747),
-    "eps=2, rho=2": (832, 6930, 13480, 19270, 23942),
-    "eps=5, rho=2": (803, 5270, 8198, 9819, 10897),
-    "eps=2, rho=1.2": (808, 5814, 9615, 12033, 13477),
-    "eps=2, rho=4": (857, 7882, 17532, 29424, 44034),
-    "non-private, rho=2": (758, 2428, 2798, 3031, 3240),
+    "eps=1.5, rho=2": ((846, 7375, 15212, 23305, 30747), 273),
+    "eps=2, rho=2": ((832, 6930, 13480, 19270, 23942), 265),
+    "eps=5, rho=2": ((803, 5270, 8198, 9819, 10897), 89),
+    "eps=2, rho=1.2": ((808, 5814, 9615, 12033, 13477), 231),
+    "eps=2, rho=4": ((857, 7882, 17532, 29424, 44034), 268),
+    "non-private, rho=2": ((758, 2428, 2798, 3031, 3240), 9),
 }
 PROTOTYPE_MW = {
-    "eps=1.5": (355, 7389, 18711, 33137, 54045),
-    "eps=2": (329, 7868, 17688, 30269, 46805),
-    "eps=5": (312, 6662, 13306, 19837, 26373),
-    "non-private": (599, 2840, 4341, 5638, 6976),
+    "eps=1.5": ((355, 7389, 18711, 33137, 54045), 332),
+    "eps=2": ((329, 7868, 17688, 30269, 46805), 246),
+    "eps=5": ((312, 6662, 13306, 19837, 26373), 230),
+    "non-private": ((599, 2840, 4341, 5638, 6976), 99),
 }
 PROTOTYPE_AT = (100, 1000, 2500, 5000, 10_000)
+PROTOTYPE_SEEDS = 10
 out_dir = Path(args.out)
 out_dir.mkdir(parents=True, exist_ok=True)
+PAPER = "dp-recsys"
+SCALE = {"T": T, "runs": SEEDS, "agents": M, "arms": K}
 
 
 def fmt_eps(eps: float) -> str:
     return "non-private" if math.isinf(eps) else f"eps={eps:g}"
 
 
-def run(agent, horizon: int, seeds: int, reward) -> dict:
-    """Evaluate one configuration; curves at every step (horizon <= 10^4) or a log/lin grid."""
-    res = evaluate(
-        ENV,
-        agent,
-        runs=seeds,
-        seed=args.seed,
-        env_kwargs={
-            "num_agents": M,
-            "means": MEANS,
-            "horizon": horizon,
-            "topology": "ring",
-            "reward": reward,
-        },
-    )
-    return {
-        "steps": res.steps,
-        "R": res.regret_network,  # (seeds, checkpoints)
-        "messages": res.messages.sum(axis=1),
-        "wall": res.wall_time,
-        "agent": agent,
+def task(agent, horizon: int, seeds: int, reward) -> EvalTask:
+    env_kwargs = {
+        "num_agents": M,
+        "means": MEANS,
+        "horizon": horizon,
+        "topology": "ring",
+        "reward": reward,
     }
+    attrs = ("decision_rounds",) if isinstance(agent, DPMasterWorkerUCB) else ()
+    return EvalTask(ENV, agent, runs=seeds, seed=args.seed, env_kwargs=env_kwargs, attrs=attrs)
+
+
+def clipped_mean(mu: float, sigma: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    """E[clip(X, lo, hi)] for X ~ N(mu, sigma^2): the mean the agent's counters see (A9)."""
+    cdf = lambda z: 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))  # noqa: E731
+    pdf = lambda z: math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)  # noqa: E731
+    a, b = (lo - mu) / sigma, (hi - mu) / sigma
+    return lo * cdf(a) + hi * (1 - cdf(b)) + mu * (cdf(b) - cdf(a)) + sigma * (pdf(a) - pdf(b))
 
 
 def at(result: dict, t: int) -> np.ndarray:
@@ -125,112 +145,311 @@ KAPPA = default_kappa(G)
 CONST = graph_constants(consensus_weights(G, KAPPA), kappa=KAPPA)
 
 # ------------------------------------------------------------------------------ runs
-start = time.perf_counter()
 DEC = {f"eps={eps:g}, rho=2": {"epsilon": eps, "rho": 2.0} for eps in SWEEP_A}
 for rho in SWEEP_B:
     DEC.setdefault(f"eps=2, rho={rho:g}", {"epsilon": 2.0, "rho": rho})
 DEC["non-private, rho=2"] = {"epsilon": math.inf}
-dec = {
-    key: run(DPDecentralizedUCB(delta_horizon=T_DELTA, **kw), T, SEEDS, GAUSSIAN)
-    for key, kw in DEC.items()
-}
-mw = {
-    fmt_eps(eps): run(DPMasterWorkerUCB(epsilon=eps, delta_horizon=T_DELTA), T, SEEDS, "bernoulli")
-    for eps in MW_EPS
-}
-# the same configurations with timing="latency" (messages travel with the pulls, one step late)
-dec_latency = {
-    key: run(DPDecentralizedUCB(delta_horizon=T_DELTA, timing="latency", **kw), T, SEEDS, GAUSSIAN)
-    for key, kw in DEC.items()
-}
-mw_latency = {
-    fmt_eps(eps): run(
-        DPMasterWorkerUCB(epsilon=eps, delta_horizon=T_DELTA, timing="latency"),
-        T,
-        SEEDS,
-        "bernoulli",
-    )
-    for eps in MW_EPS
-}
-long = {}
+UNCLIPPED_KEY = "non-private, rho=2, no clipping"
+tasks: dict[tuple[str, str], EvalTask] = {}
+for key, kw in DEC.items():
+    for timing in ("paper", "latency"):
+        agent = DPDecentralizedUCB(delta_horizon=T_DELTA, timing=timing, **kw)
+        tasks["dec", timing, key] = task(agent, T, SEEDS, GAUSSIAN)
+tasks["dec", "paper", UNCLIPPED_KEY] = task(
+    DPDecentralizedUCB(epsilon=math.inf, clip=UNCLIPPED, delta_horizon=T_DELTA), T, SEEDS, GAUSSIAN
+)
+for eps in MW_EPS:
+    for timing in ("paper", "latency"):
+        agent = DPMasterWorkerUCB(epsilon=eps, delta_horizon=T_DELTA, timing=timing)
+        tasks["mw", timing, fmt_eps(eps)] = task(agent, T, SEEDS, "bernoulli")
+LONG_KEYS = ["eps=1.5, rho=2", "eps=2, rho=2", "eps=5, rho=2", "eps=2, rho=1.2", "eps=2, rho=4"]
 if LONG_T:
-    for key, kw in [
-        ("eps=1.5, rho=2", {"epsilon": 1.5}),
-        ("eps=2, rho=2", {"epsilon": 2.0}),
-        ("eps=5, rho=2", {"epsilon": 5.0}),
-        ("eps=2, rho=1.2", {"epsilon": 2.0, "rho": 1.2}),
-        ("eps=2, rho=4", {"epsilon": 2.0, "rho": 4.0}),
-    ]:
-        long[key] = run(DPDecentralizedUCB(**kw), LONG_T, 1, GAUSSIAN)
+    for key in LONG_KEYS:
+        tasks["long", "paper", key] = task(DPDecentralizedUCB(**DEC[key]), LONG_T, 1, GAUSSIAN)
+
+start = time.perf_counter()
+done = evaluate_many(tasks, executor=EXECUTOR, n_jobs=args.jobs)
 wall = time.perf_counter() - start
+results: dict[tuple[str, str], dict[str, dict]] = {}
+for (group, timing, key), (res, extra) in done.items():
+    results.setdefault((group, timing), {})[key] = {
+        "steps": res.steps,
+        "R": res.regret_network,  # (seeds, checkpoints)
+        "messages": res.messages.sum(axis=1),
+        "wall": res.wall_time,
+        "decision_rounds": extra.get("decision_rounds"),
+    }
+dec, dec_latency = results["dec", "paper"], results["dec", "latency"]
+mw, mw_latency = results["mw", "paper"], results["mw", "latency"]
+long = results.get(("long", "paper"), {})
 
 
-# ------------------------------------------------------------------------------ predictions §6.6
-def ordering(keys: list[str], results: dict, decreasing: bool) -> tuple[str, str, str]:
-    """Measured R(T) along ``keys``; holds if every consecutive pair is ordered with a margin
-    larger than the seed spread (the larger of the two per-run standard deviations)."""
-    finals = [results[k]["R"][:, -1] for k in keys]
-    means = [f.mean() for f in finals]
-    ratios = []
-    for a, b in zip(finals[:-1], finals[1:], strict=True):
-        margin = (a.mean() - b.mean()) if decreasing else (b.mean() - a.mean())
-        ratios.append(
-            margin
-            / max(a.std(ddof=1) if len(a) > 1 else 0.0, b.std(ddof=1) if len(b) > 1 else 0.0, 1e-9)
+# ------------------------------------------------------------------------------ claims
+def final(r: dict) -> np.ndarray:
+    return r["R"][:, -1]
+
+
+def se(x: np.ndarray) -> float:
+    return float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
+
+
+def steps_se(results: dict, keys: list[str]) -> list[float]:
+    """Standard errors of the paired differences of R(T) between consecutive configurations."""
+    return [se(final(results[b]) - final(results[a])) for a, b in zip(keys, keys[1:], strict=False)]
+
+
+def margins(results: dict, keys: list[str], decreasing: bool) -> float:
+    """Smallest margin between consecutive R(T) in the stated direction, in seed std (the
+    larger per-run standard deviation of the two)."""
+    out = []
+    for a, b in zip(keys, keys[1:], strict=False):
+        fa, fb = final(results[a]), final(results[b])
+        margin = (fa.mean() - fb.mean()) if decreasing else (fb.mean() - fa.mean())
+        spread = max(fa.std(ddof=1), fb.std(ddof=1)) if len(fa) > 1 else math.nan
+        out.append(margin / max(spread, 1e-9))
+    return float(min(out))
+
+
+def means(results: dict, keys: list[str]) -> list[float]:
+    return [float(final(results[k]).mean()) for k in keys]
+
+
+def prototype_check(results: dict, prototype: dict, keys: list[str]) -> tuple[C.Check, dict]:
+    """Our R(T) against the prototype's, within 3 se of the difference. The prototype prints
+    its std only at 10^4; at an earlier checkpoint its se is scaled by R(t) / R(10^4)."""
+    instance = M == 20 and K == 10 and T in PROTOTYPE_AT and T_DELTA == 10_000
+    instance = instance and args.reward_sigma == 0.1
+    if not instance:
+        why = (
+            "the prototype's instance is M = 20, K = 10, sigma = 0.1, delta with T = 10^4 and "
+            f"T in {PROTOTYPE_AT}; this run differs"
         )
-    sign = " > " if decreasing else " < "
-    measured = sign.join(f"{m:,.0f}" for m in means)
-    holds = all(r > 1 for r in ratios)
-    return measured, "yes" if holds else "NO", f"{min(ratios):.1f}"
+        return C.not_testable(why), {}
+    idx = PROTOTYPE_AT.index(T)
+    ours, targets, ses = [], [], []
+    for key in keys:
+        values, std = prototype[key]
+        target = values[idx]
+        proto_se = std / math.sqrt(PROTOTYPE_SEEDS) * target / values[-1]
+        ours.append(float(final(results[key]).mean()))
+        targets.append(float(target))
+        ses.append(math.hypot(se(final(results[key])), proto_se))
+    shown = {k: f"{o:,.0f} [{t:,.0f}]" for k, o, t in zip(keys, ours, targets, strict=False)}
+    return C.all_z_close(ours, targets, ses, z=3.0), shown
 
 
-rows = []
-a_keys = ["eps=1.5, rho=2", "eps=2, rho=2", "eps=5, rho=2", "non-private, rho=2"]
-rows.append(
-    (
-        "1",
-        "Sweep A: R(T; eps=1.5) > R(T; eps=2) > R(T; eps=5) > R(T; non-private)",
-        *ordering(a_keys, dec, decreasing=True),
-    )
-)
+rows: list[C.Claim] = []
+a_keys = ["eps=1.5, rho=2", "eps=2, rho=2", "eps=5, rho=2"]
+a_all = [*a_keys, "non-private, rho=2"]
 b_keys = ["eps=2, rho=1.2", "eps=2, rho=2", "eps=2, rho=4"]
+eps_values = dict(zip(a_all, ["1.5", "2", "5", "inf"], strict=False))
+direction = "increases" if means(dec, a_keys)[-1] > means(dec, a_keys)[0] else "decreases"
 rows.append(
-    (
-        "2",
-        "Sweep B: R(T; rho=1.2) < R(T; rho=2) < R(T; rho=4)",
-        *ordering(b_keys, dec, decreasing=False),
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(a)",
+        text="Sec. IV, literally: regret increases with epsilon (epsilon in {1.5, 2, 5}, rho = 2)",
+        check=C.ordered_steps(means(dec, a_keys), steps_se(dec, a_keys), increasing=True, z=3),
+        ours={f"eps={eps_values[k]}": m for k, m in zip(a_keys, means(dec, a_keys), strict=False)},
+        scale=SCALE,
+        reason=f"measured: regret {direction} as epsilon grows. The spec reads the sentence as a "
+        "typo (A17): the privacy width is proportional to 1/epsilon, Theorem 4's privacy term "
+        "falls as epsilon grows, and the same paragraph concludes that the runs show a "
+        "privacy/regret trade-off (next row)",
     )
 )
-sub = []
-for key, r in {
-    **{f"dec {k}": v for k, v in dec.items()},
-    **{f"mw {k}": v for k, v in mw.items()},
-}.items():
-    first = at(r, T // 2).mean()
-    second = r["R"][:, -1].mean() - first
-    sub.append((key, first, second))
-worst = max(sub, key=lambda s: s[2] / s[1])
 rows.append(
-    (
-        "3",
-        "Sublinearity: R(T) - R(T/2) < R(T/2) for every config",
-        f"largest ratio {worst[2] / worst[1]:.2f} ({worst[0]})",
-        "yes" if all(s[2] < s[1] for s in sub) else "NO",
-        "-",
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(a)",
+        text="Sec. IV: the runs show a trade-off between regret and privacy (more privacy, i.e. "
+        "smaller epsilon, more regret; non-private at the bottom)",
+        check=C.ordered_steps(means(dec, a_all), steps_se(dec, a_all), increasing=False, z=3),
+        ours={f"eps={eps_values[k]}": m for k, m in zip(a_all, means(dec, a_all), strict=False)},
+        scale=SCALE,
+    )
+)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(b)",
+        text="Sec. IV: regret increases with rho (rho in {1.2, 2, 4}, epsilon = 2)",
+        check=C.ordered_steps(means(dec, b_keys), steps_se(dec, b_keys), increasing=True, z=3),
+        ours={k.split(", ")[1]: m for k, m in zip(b_keys, means(dec, b_keys), strict=False)},
+        scale=SCALE,
+    )
+)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(a), 2(b)",
+        text="magnitudes of the regret curves",
+        check=C.not_testable(
+            "the paper prints no number: no axis value in the text, and T, the arm means, sigma, "
+            "kappa, the number of runs and whether regret is per agent or network-total are "
+            "not stated (spec §6.2)"
+        ),
+        ours={k: m for k, m in zip(a_all, means(dec, a_all), strict=False)},
+        scale=SCALE,
+    )
+)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(a)",
+        text="§6.6 item 1 (A17 reading): R(T; eps=1.5) > R(T; eps=2) > R(T; eps=5) > "
+        "R(T; non-private), margins far larger than the seed spread",
+        check=C.at_least(margins(dec, a_all, decreasing=True), 3.0),
+        ours=round(margins(dec, a_all, decreasing=True), 2),
+        scale=SCALE,
+        source="spec",
+        note="ours: the smallest margin in seed std",
+    )
+)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(b)",
+        text="§6.6 item 2: R(T; rho=1.2) < R(T; rho=2) < R(T; rho=4), margins far larger than "
+        "the seed spread",
+        check=C.at_least(margins(dec, b_keys, decreasing=False), 3.0),
+        ours=round(margins(dec, b_keys, decreasing=False), 2),
+        scale=SCALE,
+        source="spec",
+        note="ours: the smallest margin in seed std",
+    )
+)
+growth = {}
+for name, group in (("dec", dec), ("mw", mw)):
+    for key, r in group.items():
+        first = at(r, T // 2).mean()
+        growth[f"{name} {key}"] = float((final(r).mean() - first) / max(first, 1e-9))
+worst = max(growth, key=growth.get)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="Fig. 2(a), 2(b)",
+        text="§6.3/§6.6 item 3 (shape, inferred by the spec): sublinear, R(T) - R(T/2) < R(T/2) "
+        "for every configuration",
+        check=C.at_most(max(growth.values()), 0.999999),
+        ours={"largest (R(T) - R(T/2)) / R(T/2)": growth[worst], "at": worst},
+        scale=SCALE,
+        source="spec",
     )
 )
 mw_keys = ["eps=1.5", "eps=2", "eps=5", "non-private"]
 rows.append(
-    (
-        "4",
-        "Alg. 1 in epsilon: R(T; 1.5) > R(T; 2) > R(T; 5) > R(T; non-private)",
-        *ordering(mw_keys, mw, decreasing=True),
+    C.claim(
+        paper=PAPER,
+        figure="Alg. 1 (no figure)",
+        text="§6.6 item 4: DP-MW-UCB, R(T; 1.5) > R(T; 2) > R(T; 5) > R(T; non-private), "
+        "margins far larger than the seed spread (the paper has no experiment for Alg. 1)",
+        check=C.at_least(margins(mw, mw_keys, decreasing=True), 3.0),
+        ours=round(margins(mw, mw_keys, decreasing=True), 2),
+        scale=SCALE,
+        source="spec",
+        note="ours: the smallest margin in seed std",
     )
 )
-paper_direction = (
-    "increases"
-    if dec["eps=5, rho=2"]["R"][:, -1].mean() > dec["eps=1.5, rho=2"]["R"][:, -1].mean()
-    else "decreases"
+private_keys = [k for k in DEC if k != "non-private, rho=2"]
+check, shown = prototype_check(dec, PROTOTYPE_DEC, private_keys)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="§6.5 (prototype)",
+        text="DP-Dec-UCB, private configurations: R(T) equals the spec author's prototype "
+        "within 3 se",
+        check=check,
+        ours=shown or None,
+        scale=SCALE,
+        source="spec",
+    )
+)
+check, shown = prototype_check(dec, PROTOTYPE_DEC, ["non-private, rho=2"])
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="§6.5 (prototype)",
+        text="DP-Dec-UCB, non-private (rewards clipped to [0, 1], the agent's default): R(T) "
+        "equals the prototype within 3 se",
+        check=check,
+        ours=shown or None,
+        scale=SCALE,
+        source="spec",
+        reason=""
+        if check.verdict != "not reproduced"
+        else "the agent clips rewards to [0, 1] also at epsilon = inf; the prototype's "
+        "non-private run does not (next row: without clipping it agrees). Clipping moves the "
+        f"means the counters see (0.9 -> {clipped_mean(0.9, args.reward_sigma):.3f}, 0.0 -> "
+        f"{clipped_mean(0.0, args.reward_sigma):.3f}) and shrinks the gaps 0.9-0.8 and 0.1-0.0 "
+        "(docs/dp-recsys.md)",
+    )
+)
+unclipped = {"non-private, rho=2": dec[UNCLIPPED_KEY]}
+check, shown = prototype_check(unclipped, PROTOTYPE_DEC, ["non-private, rho=2"])
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="§6.5 (prototype)",
+        text="DP-Dec-UCB, non-private without clipping (clip = (-100, 100)): R(T) equals the "
+        "prototype within 3 se",
+        check=check,
+        ours=shown or None,
+        scale=SCALE,
+        source="project",
+        reason=""
+        if check.verdict != "not reproduced"
+        else "clipping accounts for "
+        f"{final(dec['non-private, rho=2']).mean() - final(dec[UNCLIPPED_KEY]).mean():,.0f} of "
+        "the non-private gap to the prototype (previous row); the rest is at the edge of the "
+        "tolerance (our runs against the prototype's 10; docs/dp-recsys.md)",
+    )
+)
+lat, pap = final(dec_latency["non-private, rho=2"]), final(dec["non-private, rho=2"])
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="§6.5 (prototype)",
+        text='DP-Dec-UCB, non-private: timing="latency" (one step late) changes R(T) by at most '
+        "1 % against the paper timing",
+        check=C.relative_close(float(lat.mean()), float(pap.mean()), 0.01),
+        ours={"latency": lat.mean(), "paper": pap.mean()},
+        scale=SCALE,
+        source="project",
+    )
+)
+check, shown = prototype_check(mw, PROTOTYPE_MW, mw_keys)
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="§6.5 (prototype)",
+        text="DP-MW-UCB (Bernoulli): R(T) equals the prototype within 3 se for every epsilon",
+        check=check,
+        ours=shown or None,
+        scale=SCALE,
+        source="spec",
+    )
+)
+if long:
+    ratios = {
+        k: float((at(r, LONG_T).mean() - at(r, 10_000).mean()) / at(r, 10_000).mean())
+        for k, r in long.items()
+    }
+    long_check = C.at_most(max(ratios.values()), 0.999999)
+else:
+    ratios = None
+    long_check = C.not_testable("needs the T = 10^5 runs of --full (--long-horizon)")
+rows.append(
+    C.claim(
+        paper=PAPER,
+        figure="§6.4 (long run)",
+        text="T = 10^5, 1 run per private configuration: the curves flatten, "
+        "R(10^5) - R(10^4) < R(10^4)",
+        check=long_check,
+        ours=ratios,
+        scale={"T": LONG_T, "runs": 1, "agents": M, "arms": K},
+        source="spec",
+    )
 )
 
 # ------------------------------------------------------------------------------ table
@@ -239,16 +458,19 @@ lines = [
     "",
     f"Cycle C_{M}, kappa = {KAPPA:.4f} (d_max/(d_max+1)), c0 = {CONST.c0:.2f}, "
     f"c_i in [{CONST.c.min():.1f}, {CONST.c.max():.1f}] (numpy eigh, per agent). "
-    f"delta uses T = {T_DELTA or T}. Wall time {wall:.0f} s.",
+    f"delta uses T = {T_DELTA or T}. Wall time {wall:.0f} s ({EXECUTOR}"
+    + (f", {args.jobs} jobs" if EXECUTOR == "joblib" else "")
+    + ").",
     "",
-    "## Checkable predictions (dp-recsys.md §6.6) against our measurements",
+    "Means the counters see with rewards clipped to [0, 1] (A9; arms 0.9, 0.8, 0.1, 0.0): "
+    + ", ".join(f"{mu:.1f} -> {clipped_mean(mu, args.reward_sigma):.4f}" for mu in CLIP_SHOWN)
+    + f"; the gaps 0.9-0.8 and 0.1-0.0 become "
+    f"{clipped_mean(0.9, args.reward_sigma) - clipped_mean(0.8, args.reward_sigma):.4f} and "
+    f"{clipped_mean(0.1, args.reward_sigma) - clipped_mean(0.0, args.reward_sigma):.4f}.",
     "",
-    "| # | prediction | measured R(T) (network total, mean over seeds) | holds | min margin / seed std |",
-    "|---|---|---|---|---|",
-    *[f"| {n} | {p} | {m} | {h} | {r} |" for n, p, m, h, r in rows],
+    "## Claims",
     "",
-    f"The paper's text says regret *increases* with epsilon (A17, treated as a typo); measured: "
-    f"regret {paper_direction} as epsilon grows.",
+    C.to_markdown(rows),
     "",
     "## DP-Dec-UCB: R(t) mean ± std (network total); [spec prototype §6.5, not the paper; "
     "T = 10^4, 10 seeds, delta with T = 10^4]",
@@ -262,13 +484,15 @@ def curve_row(name: str, r: dict, proto: tuple | None) -> str:
     cells = []
     for t in CHECKPOINTS:
         v = at(r, t)
-        ref = f" [{proto[PROTOTYPE_AT.index(t)]:,}]" if proto is not None else ""
+        ref = f" [{proto[0][PROTOTYPE_AT.index(t)]:,}]" if proto is not None else ""
         cells.append(f"{v.mean():,.0f} ± {v.std():,.0f}{ref}")
-    return f"| {name} | " + " | ".join(cells) + f" | {r['R'][:, -1].mean() / M:,.1f} |"
+    return f"| {name} | " + " | ".join(cells) + f" | {final(r).mean() / M:,.1f} |"
 
 
+proto_ok = M == 20 and K == 10
 for key, r in dec.items():
-    lines.append(curve_row(key, r, PROTOTYPE_DEC.get(key) if M == 20 and K == 10 else None))
+    proto = PROTOTYPE_DEC.get(key if key != UNCLIPPED_KEY else "non-private, rho=2")
+    lines.append(curve_row(key, r, proto if proto_ok else None))
 lines += [
     "",
     "## DP-MW-UCB (Bernoulli rewards): R(t), decision rounds and messages",
@@ -279,8 +503,8 @@ lines += [
     "|---|" + "---|" * (len(CHECKPOINTS) + 2),
 ]
 for key, r in mw.items():
-    row = curve_row(key, r, PROTOTYPE_MW.get(key) if M == 20 and K == 10 else None)
-    rounds = r["agent"].decision_rounds.mean()
+    row = curve_row(key, r, PROTOTYPE_MW.get(key) if proto_ok else None)
+    rounds = r["decision_rounds"].mean()
     every = 2 * M * (T - K)
     row = row.rsplit(" | ", 1)[0] + f" | {rounds:,.0f} | {r['messages'].mean():,.0f} ({every:,}) |"
     lines.append(row)
@@ -300,19 +524,16 @@ for name, paper_runs, latency_runs in (
     ("dp_dec_ucb", dec, dec_latency),
     ("dp_mw_ucb", mw, mw_latency),
 ):
-    for key, r in paper_runs.items():
-        lat = latency_runs[key]
+    for key, lat_r in latency_runs.items():
+        r = paper_runs[key]
         if name == "dp_mw_ucb":
-            rounds = (
-                f"{r['agent'].decision_rounds.mean():,.0f} / "
-                f"{lat['agent'].decision_rounds.mean():,.0f}"
-            )
+            rounds = f"{r['decision_rounds'].mean():,.0f} / {lat_r['decision_rounds'].mean():,.0f}"
         else:
             rounds = "every round"
         lines.append(
-            f"| {name} | {key} | {r['R'][:, -1].mean():,.0f} ± {r['R'][:, -1].std():,.0f} | "
-            f"{lat['R'][:, -1].mean():,.0f} ± {lat['R'][:, -1].std():,.0f} | {rounds} | "
-            f"{r['messages'].mean():,.0f} / {lat['messages'].mean():,.0f} |"
+            f"| {name} | {key} | {final(r).mean():,.0f} ± {final(r).std():,.0f} | "
+            f"{final(lat_r).mean():,.0f} ± {final(lat_r).std():,.0f} | {rounds} | "
+            f"{r['messages'].mean():,.0f} / {lat_r['messages'].mean():,.0f} |"
         )
 if long:
     grid = [t for t in (1000, 10_000, 30_000, 100_000) if t <= LONG_T]
@@ -330,17 +551,31 @@ if long:
 table = "\n".join(lines) + "\n"
 (out_dir / "dp_recsys.md").write_text(table)
 print(table)
+if args.claims is not None:
+    command = "python benchmarks/reproduce_dp_recsys.py " + shlex.join(sys.argv[1:])
+    C.write_claims(
+        args.claims,
+        rows,
+        meta={
+            "title": "DP recommender paper (Li, Song & Fragouli)",
+            "scale_name": "full" if args.full else "CI",
+            "command": command.strip(),
+            "wall_time_s": wall,
+            "executor": EXECUTOR,
+        },
+    )
+    print(f"wrote {args.claims}")
 
 # ------------------------------------------------------------------------------ figure
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
 panels = [
-    ("DP-Dec-UCB, sweep A (rho = 2)", dec, a_keys),
+    ("DP-Dec-UCB, sweep A (rho = 2)", dec, a_all),
     ("DP-Dec-UCB, sweep B (epsilon = 2)", dec, [*b_keys, "non-private, rho=2"]),
     ("DP-MW-UCB (Bernoulli)", mw, mw_keys),
 ]
-for ax, (title, results, keys) in zip(axes, panels, strict=True):
+for ax, (title, group, keys) in zip(axes, panels, strict=True):
     for key in keys:
-        r = results[key]
+        r = group[key]
         mean, std = r["R"].mean(axis=0), r["R"].std(axis=0)
         ax.plot(r["steps"], mean, label=key)
         ax.fill_between(r["steps"], mean - std, mean + std, alpha=0.2)

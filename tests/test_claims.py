@@ -98,3 +98,35 @@ def test_replace_summary_needs_the_markers():
         C.replace_summary("no markers", ["- x"])
     text = f"a\n{C.SUMMARY_START}\nold\n{C.SUMMARY_END}\nb"
     assert C.replace_summary(text, ["- new"]) == f"a\n{C.SUMMARY_START}\n- new\n{C.SUMMARY_END}\nb"
+
+
+@pytest.mark.parametrize(
+    "check, expected",
+    [
+        (C.ordered_steps([1.0, 2.0, 3.0], [0.3, 0.3], increasing=True, z=3), "reproduced"),
+        (C.ordered_steps([1.0, 2.0, 2.5], [0.3, 0.3], increasing=True, z=3), "not reproduced"),
+        (C.ordered_steps([3.0, 2.0, 1.0], [0.3, 0.3], increasing=False, z=3), "reproduced"),
+        (C.ordered_steps([3.0, 2.0, 1.0], [0.3, 0.3], increasing=True, z=3), "not reproduced"),
+        (C.ordered_steps([1.0, 2.0], [0.3, 0.3], increasing=True, z=3), "not testable"),
+        (C.z_close(10.5, 10.0, se=0.2, z=3), "reproduced"),
+        (C.z_close(10.7, 10.0, se=0.2, z=3), "not reproduced"),
+        (C.z_close(9.3, 10.0, se=0.2, z=3), "not reproduced"),
+        (C.z_close(float("nan"), 10.0, se=0.2, z=3), "not testable"),
+    ],
+)
+def test_step_and_z_checks(check, expected):
+    assert check.verdict == expected
+    assert "se" in check.tolerance
+
+
+@pytest.mark.parametrize(
+    "check, expected",
+    [
+        (C.all_z_close([10.0, 20.5], [10.2, 20.0], [0.1, 0.2], z=3), "reproduced"),
+        (C.all_z_close([10.0, 20.7], [10.2, 20.0], [0.1, 0.2], z=3), "not reproduced"),
+        (C.all_z_close([10.0], [10.2, 20.0], [0.1, 0.2], z=3), "not testable"),
+        (C.all_z_close([], [], [], z=3), "not testable"),
+    ],
+)
+def test_all_z_close(check, expected):
+    assert check.verdict == expected

@@ -194,6 +194,45 @@ def lower_than(better: float, worse: float, se: float = 0.0, z: float = 0.0) -> 
     return Check("reproduced" if worse - better > z * se else "not reproduced", tol)
 
 
+def ordered_steps(
+    values: Sequence[float], step_se: Sequence[float], increasing: bool, z: float
+) -> Check:
+    """Each consecutive step in the stated direction by more than ``z`` standard errors of that
+    step (``step_se[i]``: the se of ``values[i+1] - values[i]``, e.g. of paired differences)."""
+    word = "increasing" if increasing else "decreasing"
+    tol = f"{word}, each step > {z:g} se of the step"
+    if len(values) < 2 or len(step_se) != len(values) - 1 or not _finite(*values, *step_se):
+        return _untestable_numbers(tol)
+    sign = 1.0 if increasing else -1.0
+    ok = all(
+        sign * (b - a) > z * se
+        for a, b, se in zip(values[:-1], values[1:], step_se, strict=True)
+    )
+    return Check("reproduced" if ok else "not reproduced", tol)
+
+
+def z_close(ours: float, target: float, se: float, z: float) -> Check:
+    """``|ours - target| <= z * se`` (``se``: the standard error of the difference)."""
+    tol = f"|ours - {target:.6g}| <= {z:g} se (se = {se:.4g})"
+    if not _finite(ours, target, se):
+        return _untestable_numbers(tol)
+    return Check("reproduced" if abs(ours - target) <= z * se else "not reproduced", tol)
+
+
+def all_z_close(
+    ours: Sequence[float], targets: Sequence[float], se: Sequence[float], z: float
+) -> Check:
+    """Every ``|ours[i] - targets[i]| <= z * se[i]`` (e.g. a regression against reference
+    numbers, ``se[i]`` the standard error of the i-th difference)."""
+    tol = f"every |ours - reference| <= {z:g} se of the difference"
+    if not ours or len(ours) != len(targets) or len(se) != len(ours):
+        return _untestable_numbers(tol)
+    if not _finite(*ours, *targets, *se):
+        return _untestable_numbers(tol)
+    ok = all(abs(o - t) <= z * e for o, t, e in zip(ours, targets, se, strict=True))
+    return Check("reproduced" if ok else "not reproduced", tol)
+
+
 def not_testable(reason: str, tolerance: str = "none") -> Check:
     """A claim this reproduction cannot check; the reason says why."""
     return Check("not testable", tolerance, reason)
@@ -246,7 +285,7 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         return " / ".join(_fmt(v) for v in value)
     if isinstance(value, dict):

@@ -14,17 +14,18 @@ parent are known in joblib and Ray workers too. joblib and Ray are optional depe
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import re
 import socket
 import uuid
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from fedbandit_env.agent_registry import Entry, agent_entry, ensure_agent
-from fedbandit_env.bench.evaluate import evaluate
+from fedbandit_env.bench.evaluate import EvalResult, evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
 from fedbandit_env.bench.versions import current_results_version
@@ -139,6 +140,54 @@ def execute(
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    """One :func:`evaluate` call of a script's sweep (the paper reproductions' cells).
+
+    ``attrs`` names attributes of the learner read after the run (e.g. ``"rounds_done"``):
+    under a parallel executor the learner runs in a worker, so the caller gets them back in
+    the result instead of reading its own copy."""
+
+    env_id: str
+    agent: Any
+    runs: int
+    seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    checkpoints: Any = None
+    attrs: tuple[str, ...] = ()
+
+
+def run_task(task: EvalTask) -> tuple[EvalResult, dict[str, Any]]:
+    """Evaluate one task on a private copy of its learner; the result and the ``attrs``."""
+    agent = task.agent if isinstance(task.agent, str) else copy.deepcopy(task.agent)
+    result = evaluate(
+        task.env_id,
+        agent,
+        runs=task.runs,
+        seed=task.seed,
+        env_kwargs=dict(task.env_kwargs),
+        checkpoints=task.checkpoints,
+    )
+    return result, {name: copy.deepcopy(getattr(agent, name)) for name in task.attrs}
+
+
+def evaluate_many(
+    tasks: Mapping[Hashable, EvalTask], executor: str = "serial", n_jobs: int = 2
+) -> dict[Hashable, tuple[EvalResult, dict[str, Any]]]:
+    """Run independent :class:`EvalTask` s serially or with joblib (``n_jobs`` workers); the
+    results keyed as the tasks. Any executor gives identical numbers (each task is seeded)."""
+    require_executor(executor)
+    if executor == "ray":
+        raise ConfigError("evaluate_many: executor 'ray' is not supported, use serial or joblib")
+    keys = list(tasks)
+    if executor == "serial" or n_jobs == 1:
+        return {key: run_task(tasks[key]) for key in keys}
+    from joblib import Parallel, delayed
+
+    done = Parallel(n_jobs=n_jobs)(delayed(run_task)(tasks[key]) for key in keys)
+    return dict(zip(keys, done, strict=True))
 
 
 def _missing(unit: WorkUnit, store: ResultsStore) -> bool:
