@@ -17,7 +17,7 @@ def test_reproduce_linear_tiny_claims(tmp_path):
     path = tmp_path / "linear-ci.json"
     out = subprocess.run(
         [sys.executable, "benchmarks/reproduce_linear.py", "--horizon", "60", "--runs", "2",
-         "--trend", "80", "--out", str(tmp_path), "--claims", str(path)],
+         "--trend", "80", "--ablation", "--out", str(tmp_path), "--claims", str(path)],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
     )
     meta, rows = C.read_claims(path)
@@ -52,4 +52,7 @@ def test_reproduce_linear_tiny_claims(tmp_path):
     assert len(every_trial) == 2 and all(c[7:9] == ["59.0", "–"] for c in every_trial)
     timing = [r for r in table.splitlines() if r.startswith(("| D = 0", "| DisLinUCB", "| Theo"))]
     assert len(timing) == 6 and all("59.0 / 58.0" in r for r in timing if r.startswith("| D = 0"))
+    # the ablation: lambda = Lambda without noise, Fig. 1B's two extreme regimes and Fig. 1C
+    ablation = table.split("## Ablation")[1].split("## Trend")[0]
+    assert sum(line.startswith("| Fig. 1") for line in ablation.splitlines()) == 2 + 3 + 1
     assert (tmp_path / "fig1.png").stat().st_size > 10_000
