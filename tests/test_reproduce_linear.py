@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fedbandit_env.bench import claims as C
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # about 8 s of CPU, up to 30 s of wall on a loaded machine
 def test_reproduce_linear_tiny_claims(tmp_path):
     path = tmp_path / "linear-ci.json"
     out = subprocess.run(
