@@ -28,6 +28,11 @@ from fedbandit_env.bench import claims as C
         (C.monotone([1.0, 1.05], increasing=True, min_step=0.1), "not reproduced"),
         (C.lower_than(1.0, 2.0, se=0.1, z=3), "reproduced"),
         (C.lower_than(1.0, 1.2, se=0.1, z=3), "not reproduced"),
+        (C.ordered([(1.0, 2.0, 0.1), (2.0, 3.0, 0.1)]), "reproduced"),
+        (C.ordered([(1.0, 2.0, 0.1), (3.5, 3.0, 0.2)], z=2), "not reproduced"),  # 2.5 se
+        (C.ordered([(1.0, 2.0, 0.1), (3.3, 3.0, 0.2)], z=2), "not testable"),  # 1.5 se
+        (C.ordered([(1.0, 1.0, 0.0)]), "not reproduced"),  # a tie without noise
+        (C.ordered([(1.0, 2.0, float("nan"))]), "not testable"),
         (C.relative_close(float("nan"), 1.0, 0.1), "not testable"),
         (C.not_testable("no data"), "not testable"),
     ],

@@ -233,6 +233,26 @@ def all_z_close(
     return Check("reproduced" if ok else "not reproduced", tol)
 
 
+def ordered(pairs: Sequence[tuple[float, float, float]], z: float = 2.0) -> Check:
+    """A claimed order ``lower < higher`` for every ``(lower, higher, se)`` pair (``se``: the
+    standard error of the difference). Reproduced when every pair is in the claimed order; not
+    reproduced when some pair is reversed by more than ``z`` se; not testable when the reversed
+    pairs all lie within ``z`` se (the runs are too few to tell)."""
+    tol = f"every pair in the claimed order; a reversal counts beyond {z:g} se"
+    flat = [v for p in pairs for v in p]
+    if not pairs or not _finite(*flat):
+        return _untestable_numbers(tol)
+    reversed_by = [(lo - hi) / se if se > 0 else math.inf for lo, hi, se in pairs if lo >= hi]
+    if not reversed_by:
+        return Check("reproduced", tol)
+    worst = max(reversed_by)
+    if worst > z:
+        return Check("not reproduced", tol, f"{len(reversed_by)} of {len(pairs)} pairs reversed, "
+                     f"the largest by {worst:.1f} se")
+    return Check("not testable", tol, f"{len(reversed_by)} of {len(pairs)} pairs reversed, all "
+                 f"within {z:g} se (largest {worst:.1f} se): too few runs to order them")
+
+
 def not_testable(reason: str, tolerance: str = "none") -> Check:
     """A claim this reproduction cannot check; the reason says why."""
     return Check("not testable", tolerance, reason)
