@@ -162,13 +162,23 @@ class BufferedStream:
         self._pos = 0
         self._run_pos: np.ndarray | None = None  # per-run positions, once runs diverge
 
-    def _draw(self, gen: np.random.Generator) -> np.ndarray:
-        size = (self.chunk, *self._shape)
+    def _draw(self, gen: np.random.Generator, out: np.ndarray | None = None) -> np.ndarray:
+        """One chunk of ``gen``'s draws, (chunk, *shape), into ``out`` when given (the same
+        numbers either way)."""
+        size = None if out is not None else (self.chunk, *self._shape)
         if self._kind == "uniform":
-            return gen.random(size)
+            return gen.random(size, out=out)
         if self._kind == "normal":
-            return gen.standard_normal(size)
-        return gen.standard_exponential(size)
+            return gen.standard_normal(size, out=out)
+        return gen.standard_exponential(size, out=out)
+
+    def _refill(self) -> np.ndarray:
+        """A new step-major buffer (chunk, B, *shape): each run's chunk is drawn into its own
+        contiguous row, then the whole buffer is transposed in one copy."""
+        rows = np.empty((len(self._generators), self.chunk, *self._shape))
+        for b, gen in enumerate(self._generators):
+            self._draw(gen, rows[b])
+        return np.ascontiguousarray(rows.swapaxes(0, 1))
 
     def next(self, advance: np.ndarray | None = None) -> np.ndarray:
         """This step's draws (B, *shape). ``advance`` (B,) bool: only these runs consume theirs
@@ -177,7 +187,7 @@ class BufferedStream:
         in the same order, whatever the other runs consume."""
         if advance is None and self._run_pos is None:
             if self._pos >= self._buffer.shape[0]:
-                self._buffer = np.stack([self._draw(g) for g in self._generators], axis=1)
+                self._buffer = self._refill()
                 self._pos = 0
             out = self._buffer[self._pos]  # contiguous (B, *shape)
             self._pos += 1
