@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 import fedbandit_env
-from baselines.index import argmax_one_uniform
 from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
 from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.kernels import argmax_one_uniform
 
 ENV = "FedBandit/Homogeneous-v0"
 
