@@ -56,6 +56,18 @@ class LaplaceStream:
         e = self._stream.next()
         return e[:, 0] - e[:, 1]
 
+    def next_at(self, flat: np.ndarray) -> np.ndarray:
+        """This step's draws at the flat positions ``flat`` of (B, *shape): the same numbers
+        (and the same stream use) as ``next().reshape(-1)[flat]``, without forming the others."""
+        e = self._stream.next().reshape(-1)  # (B, 2, *shape), contiguous
+        per_run = e.size // (2 * self._stream_runs())
+        b, rest = np.divmod(flat, per_run)
+        first = b * (2 * per_run) + rest
+        return e[first] - e[first + per_run]
+
+    def _stream_runs(self) -> int:
+        return len(self._stream._generators)
+
 
 class MaskedStream:
     """Per-event standard normal draws of a fixed shape where only some runs take part.
