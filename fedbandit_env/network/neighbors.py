@@ -111,7 +111,7 @@ class NeighborsChannel(Channel):
 
     @property
     def idle_is_free(self) -> bool:
-        return self._drops is None  # without drops nothing is drawn per step
+        return self.drop_prob == 0  # without drops nothing is drawn per step
 
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
