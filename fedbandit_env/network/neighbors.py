@@ -120,9 +120,9 @@ class NeighborsChannel(Channel):
             return self._empty, charge
         if self.reduce is not None:
             return self._transmit_aggregate(send, payload, drop_u, charge)
-        transmitted = self.valid & send[:, self._gather]  # (B, N, D): receiver-major
+        transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
-        out = payload[:, self._gather]
+        out = payload.take(self._gather, axis=1)
         np.copyto(out, 0.0, where=~mask[..., None])  # a select, not 0 * x: no -0.0 from x < 0
         count = transmitted.sum(axis=(1, 2))
         charge.messages[:, AGENT_AGENT] = count
