@@ -147,7 +147,8 @@ class NeighborsChannel(Channel):
         charge.messages[:, AGENT_AGENT] = messages
         charge.floats[:, AGENT_AGENT] = messages * self.dim
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
-        charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
+        if drop_u is not None:  # without drops every sent message arrives: dropped stays 0
+            charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
         charge.sent[:] = send * self.topology.degrees[None, :]
         return NeighborsAggregate(value, count), charge
 
