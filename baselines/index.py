@@ -10,7 +10,7 @@ among the ``k`` arms of exactly maximal index the ``floor(u k)``-th in arm order
 sampling) set ``ties = False``: exact ties have probability zero there, so they take the plain
 arg-max and draw no tie-break numbers.
 
-Hot path (docs/bench.md "Learner speed"): the statistics live in flat (B*N*M) views updated at
+Hot path (docs/bench.md "Speed and scale"): the statistics live in flat (B*N*M) views updated at
 ``b*N*M + i*M + arm``; the independent variants keep the running total of own pulls instead of
 summing the counts each step, and the ``n > 0`` mask of unpulled arms is applied only until every
 arm has been pulled.
