@@ -56,7 +56,11 @@ def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
     tied = rows >= rows.reshape(-1)[starts + arms][:, None]
     if np.count_nonzero(tied) > arms.size:
         row_of = np.flatnonzero(tied) // m  # sorted; a row listed twice has a tie
-        multi = np.unique(row_of[1:][row_of[1:] == row_of[:-1]])
+        repeated = row_of[1:][row_of[1:] == row_of[:-1]]  # sorted, once per extra tied arm
+        first = np.empty(repeated.size, dtype=bool)  # its distinct values (np.unique, sorted)
+        first[:1] = True
+        np.not_equal(repeated[1:], repeated[:-1], out=first[1:])
+        multi = repeated[first]
         t = tied[multi]
         k = np.count_nonzero(t, axis=-1)
         j = np.minimum((u.reshape(-1)[multi] * k).astype(np.int64), k - 1)

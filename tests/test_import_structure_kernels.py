@@ -84,3 +84,23 @@ def test_argmax_one_uniform_breaks_ties_by_the_rows_uniform():
     index = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 1.0, 0.0, 0.0]])
     assert kernels.argmax_one_uniform(index, np.array([0.2, 0.9])).tolist() == [1, 0]
     assert kernels.argmax_one_uniform(index, np.array([0.7, 0.9])).tolist() == [2, 0]
+
+
+def _reference_argmax(index, u):
+    """The definition: the floor(u k)-th of the k exactly maximal arms of each row."""
+    rows = index.reshape(-1, index.shape[-1])
+    out = []
+    for row, v in zip(rows, u.reshape(-1), strict=True):
+        tied = np.flatnonzero(row == row.max())
+        out.append(tied[min(int(v * tied.size), tied.size - 1)])
+    return np.array(out).reshape(index.shape[:-1])
+
+
+@pytest.mark.parametrize("levels", [2, 3, 50])
+def test_argmax_one_uniform_equals_its_definition_with_many_ties(levels):
+    rng = np.random.default_rng(levels)
+    index = rng.integers(0, levels, (40, 7, 6)).astype(np.float64)
+    index[3, 2] = np.inf
+    index[5, 1, :2] = np.inf
+    u = rng.random((40, 7))
+    assert np.array_equal(kernels.argmax_one_uniform(index, u), _reference_argmax(index, u))
