@@ -252,3 +252,32 @@ def test_small_integer_arms_are_accepted_and_copied():
     obs, *_ = venv.step(arms)
     arms[0, 0] = 1
     assert obs.last_arm.dtype == np.int64 and obs.last_arm.tolist() == [[0, 2, 1]]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    fast=st.integers(0, 70),
+    kind=st.sampled_from(["uniform", "normal", "exponential"]),
+    seed=st.integers(0, 2**16),
+)
+def test_buffered_runs_stay_exact_when_they_diverge(fast, kind, seed):
+    """``fast`` common steps (handed out by blocks), then steps where only some runs consume:
+    every run sees its own stream in order, as if drawn alone."""
+    shape = (300,)  # chunk 54 steps, blocks of 18 for three runs
+    seqs = [np.random.SeedSequence(s) for s in (seed, seed + 1, seed + 2)]
+    stream = BufferedStream([np.random.Generator(np.random.PCG64(s)) for s in seqs], kind, shape)
+    alone = [
+        BufferedStream([np.random.Generator(np.random.PCG64(s))], kind, shape) for s in seqs
+    ]
+    assert stream.block < stream.chunk
+    rng = np.random.default_rng(seed)
+    for _ in range(fast):
+        got = stream.next()
+        for b, one in enumerate(alone):
+            assert np.array_equal(got[b], one.next()[0])
+    for _ in range(80):
+        advance = rng.random(3) < 0.6
+        got = stream.next(advance)
+        for b, one in enumerate(alone):
+            want = one.next(np.array([advance[b]]))[0]
+            assert np.array_equal(got[b], want)
