@@ -138,8 +138,12 @@ class IndexPolicy(TeamPolicy):
         if self.shared:
             heard = obs.deliveries[CHANNEL]
             received = np.zeros(self.latest.shape[1:])
+            everyone = bool(heard.mask.all())  # every slot heard: plain copies
             for d, latest in enumerate(self.latest):  # neighbour slots in ascending id order
-                np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+                if everyone:
+                    np.copyto(latest, heard.payload[:, :, d])
+                else:
+                    np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
                 received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]
