@@ -62,10 +62,10 @@ from typing import Any
 import numpy as np
 
 from agents.field_common import Consensus, consensus_setup, mix
-from baselines.index import argmax_one_uniform
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import argmax_one_uniform
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,

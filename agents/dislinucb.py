@@ -59,10 +59,10 @@ import math
 
 import numpy as np
 
-from baselines.linucb import check_linear
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import check_linear
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real

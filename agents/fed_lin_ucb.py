@@ -49,10 +49,10 @@ import math
 import numpy as np
 
 from agents.fed_ucb_common import FedUCBBase
-from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import check_linear, ucb_choice
 from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG
@@ -170,6 +170,7 @@ class FedLinUCB(FedUCBBase):
         shape = (runs, n_agents)
         eye = np.eye(d)
         self.W = np.broadcast_to(n_agents * self.rho_min * eye, (*shape, d, d)).copy()
+        self._logdet_W: np.ndarray | None = None  # ln det W, kept until W changes (a sync)
         self.w = np.zeros((*shape, d))
         self.U, self.u = np.zeros((*shape, d, d)), np.zeros((*shape, d))
         self.flight_U, self.flight_u = np.zeros((*shape, d, d)), np.zeros((*shape, d))
@@ -249,9 +250,15 @@ class FedLinUCB(FedUCBBase):
         b, i = self._rows
         x = context[b, i, arms]
         total = self.W + self.U + np.einsum("bni,bnj->bnij", x, x) + self._inflate
-        lhs = self.logdet(total) - self.logdet(self.W)
+        lhs = self.logdet(total) - self._w_logdet()
         fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
         return fire & ~due[:, None]
+
+    def _w_logdet(self) -> np.ndarray:
+        """``logdet(W)``, computed once per value of W (W changes only when a sync arrives)."""
+        if self._logdet_W is None:
+            self._logdet_W = self.logdet(self.W)
+        return self._logdet_W
 
     def _fold(self, obs: VecObservation) -> None:
         self.fold(obs, self._context, self._rows, (self.U, self.u, self.G, self.g, self.Q))
@@ -265,6 +272,7 @@ class FedLinUCB(FedUCBBase):
             total = stats.aggregate[arrived]
             W = self.floor_W(total[:, : d * d].reshape(-1, d, d), np.flatnonzero(arrived))
             self.W[arrived] = W[:, None]
+            self._logdet_W = None
             self.w[arrived] = total[:, None, d * d :]
             self.flight_U[arrived] = 0.0
             self.flight_u[arrived] = 0.0
@@ -308,6 +316,6 @@ class FedLinUCB(FedUCBBase):
         if self.schedule == "fixed" or self.threshold == 0.0:
             return np.zeros(self.W.shape[:2], dtype=bool)
         total = self.W + self.flight_U + self.U + self._inflate
-        lhs = self.logdet(total) - self.logdet(self.W)
+        lhs = self.logdet(total) - self._w_logdet()
         fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
         return fire & ~upload[:, None]

@@ -43,11 +43,11 @@ import math
 import numpy as np
 
 from agents.fed_ucb_common import FedUCBBase
-from baselines.linucb import check_linear, ucb_choice
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import clique_cover, power_graph
+from fedbandit_env.kernels import check_linear, ucb_choice
 from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
 from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
 from fedbandit_env.seeding import BatchedRNG

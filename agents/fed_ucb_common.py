@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from baselines.index import check_number
 from fedbandit_env.engine import VecObservation
+from fedbandit_env.kernels import check_number
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.validation import ConfigTypeError, check_real
 

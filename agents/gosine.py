@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from baselines.index import argmax_one_uniform
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import argmax_one_uniform
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,

@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from baselines.index import argmax_one_uniform, check_number
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import argmax_one_uniform, check_number
 from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import (
     MULTI_ARMED,

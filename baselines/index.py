@@ -10,7 +10,7 @@ among the ``k`` arms of exactly maximal index the ``floor(u k)``-th in arm order
 sampling) set ``ties = False``: exact ties have probability zero there, so they take the plain
 arg-max and draw no tie-break numbers.
 
-Hot path (docs/bench.md "Learner speed"): the statistics live in flat (B*N*M) views updated at
+Hot path (docs/bench.md "Speed and scale"): the statistics live in flat (B*N*M) views updated at
 ``b*N*M + i*M + arm``; the independent variants keep the running total of own pulls instead of
 summing the counts each step, and the ``n > 0`` mask of unpulled arms is applied only until every
 arm has been pulled.
@@ -53,6 +53,11 @@ import numpy as np
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import (  # re-exported: their home is fedbandit_env.kernels
+    argmax_one_uniform,
+    argmax_uniform_ties,
+    check_number,
+)
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,
@@ -62,60 +67,19 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.rl.features import STATISTICS_PROTOCOL
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_real
 
 CHANNEL = "neighbors"
 
-
-def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Arg-max over the last axis; ties between exactly equal maxima broken by the largest ``u``
-    (i.i.d. uniforms of the same shape), i.e. uniformly at random."""
-    best = index.max(axis=-1, keepdims=True)
-    return np.argmax(np.where(index >= best, u, -1.0), axis=-1)
-
-
-def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Arg-max over the last axis with one uniform per row for ties: among the ``k`` arms of
-    exactly maximal index, the ``floor(u k)``-th in arm order (uniformly at random).
-
-    ``u`` has the shape of ``index`` without its last axis. Cost without ties: one arg-max, one
-    flat gather, one comparison and one count over the array (no per-row max reduction); the
-    tie search runs only on the rows that have a tie.
-    """
-    m = index.shape[-1]
-    rows = np.ascontiguousarray(index).reshape(-1, m)
-    arms = rows.argmax(axis=-1)
-    starts = _row_starts(arms.size, m)
-    tied = rows >= rows.reshape(-1)[starts + arms][:, None]
-    if np.count_nonzero(tied) > arms.size:
-        row_of = np.flatnonzero(tied) // m  # sorted; a row listed twice has a tie
-        multi = np.unique(row_of[1:][row_of[1:] == row_of[:-1]])
-        t = tied[multi]
-        k = np.count_nonzero(t, axis=-1)
-        j = np.minimum((u.reshape(-1)[multi] * k).astype(np.int64), k - 1)
-        arms[multi] = np.argmax(np.cumsum(t, axis=-1) > j[:, None], axis=-1)
-    return arms.reshape(index.shape[:-1])
-
-
-_STARTS: dict[tuple[int, int], np.ndarray] = {}
-
-
-def _row_starts(rows: int, m: int) -> np.ndarray:
-    """``arange(rows) * m``, cached per shape (read-only)."""
-    key = (rows, m)
-    out = _STARTS.get(key)
-    if out is None:
-        if len(_STARTS) > 64:
-            _STARTS.clear()
-        out = np.arange(rows, dtype=np.int64) * m
-        out.setflags(write=False)
-        _STARTS[key] = out
-    return out
-
-
-def check_number(agent_id: str, name: str, value: Any, low: float, high: float = math.inf) -> float:
-    """A finite float in [low, high] or a :class:`ConfigError` naming the agent and the field."""
-    return check_real(name, value, low=low, high=None if math.isinf(high) else high, where=agent_id)
+__all__ = [
+    "CHANNEL",
+    "IndexPolicy",
+    "argmax_one_uniform",
+    "argmax_uniform_ties",
+    "check_bounds",
+    "check_number",
+    "default_scale",
+    "unit_interval_bounds",
+]
 
 
 class IndexPolicy(TeamPolicy):
@@ -174,8 +138,12 @@ class IndexPolicy(TeamPolicy):
         if self.shared:
             heard = obs.deliveries[CHANNEL]
             received = np.zeros(self.latest.shape[1:])
+            everyone = bool(heard.mask.all())  # every slot heard: plain copies
             for d, latest in enumerate(self.latest):  # neighbour slots in ascending id order
-                np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+                if everyone:
+                    np.copyto(latest, heard.payload[:, :, d])
+                else:
+                    np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
                 received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]

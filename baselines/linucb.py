@@ -17,25 +17,14 @@ import math
 
 import numpy as np
 
-from baselines.index import check_number
 from fedbandit_env.engine import VecObservation
+from fedbandit_env.kernels import check_linear, check_number, ucb_choice  # re-exported
 from fedbandit_env.policy import (
     FederationFacts,
     TeamAction,
     TeamPolicy,
-    require_family,
 )
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_memory
-
-
-def ucb_choice(context: np.ndarray, V: np.ndarray, b: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """argmax_k <x_k, V^-1 b> + beta ||x_k||_{V^-1} over a batch of decision sets (B, N, K, d)."""
-    V_inv = np.linalg.inv(V)
-    theta = np.einsum("bnij,bnj->bni", V_inv, b)
-    mean = np.einsum("bnkd,bnd->bnk", context, theta)
-    width = np.sqrt(np.maximum(np.einsum("bnkd,bnde,bnke->bnk", context, V_inv, context), 0.0))
-    return np.argmax(mean + beta[..., None] * width, axis=-1).astype(np.int64)
 
 
 def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -> np.ndarray:
@@ -44,19 +33,6 @@ def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -
     logdet = np.linalg.slogdet(V)[1]
     radicand = 2.0 * math.log(2.0 / alpha) + logdet - d * math.log(lam)
     return sigma * np.sqrt(np.maximum(radicand, 0.0)) + S * math.sqrt(lam)
-
-
-def check_linear(agent_id: str, facts: FederationFacts) -> int:
-    require_family(agent_id, facts, ("linear",))
-    d = int(facts.extra["dim"])
-    # the linear learners keep a few d x d Gram matrices per agent and run (docs/limits.md)
-    check_memory(
-        f"{agent_id}: num_runs/num_agents/dim",
-        8.0 * 6 * facts.num_runs * facts.num_agents * d * d,
-        f"about 6 float64 d x d matrices per agent and run, B={facts.num_runs}, "
-        f"N={facts.num_agents}, d={d}",
-    )
-    return d
 
 
 class LinUCB(TeamPolicy):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.index import check_number
 from fedbandit_env.engine import VecObservation
+from fedbandit_env.kernels import check_number
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,

@@ -62,7 +62,8 @@ class Flooding(UniformRandom):
         else:  # padded delivery (a channel without ``reduce``)
             received = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
         # counts >= 0, so max(known, received, counts) is the same with either delivery
-        self.known = np.maximum(np.maximum(self.known, received), self.counts)
+        known = np.maximum(self.known, received)
+        self.known = np.maximum(known, self.counts, out=known)
         action = super().act(obs)
         action.messages["neighbors"] = (self._send, self.known)  # a fresh array each step
         return action

@@ -73,6 +73,10 @@ class VecInfo:
     ledger: Ledger
 
 
+_SMALL_PAYLOAD = 1 << 14
+"""Payloads up to this many floats are checked for NaN/inf with ``isfinite`` (no error-state
+context, which costs more than the check on small arrays)."""
+
 Messages = Mapping[str, np.ndarray | tuple[np.ndarray, np.ndarray]]
 
 
@@ -107,6 +111,14 @@ class Engine:
         self._run_index = np.arange(shape[0])[:, None]  # (B, 1) and (1, N): gathers by arm
         self._agent_index = np.arange(shape[1])[None, :]
         self._zeros = {n: np.zeros((*shape, ch.dim)) for n, ch in self.channels.items()}
+        # flat gathers by arm: (b * N + i) * M into the means, b * M into the global tables
+        self._flat_base = np.arange(shape[0] * shape[1], dtype=np.int64).reshape(shape)
+        self._flat_base *= self.num_arms
+        self._run_base = np.repeat(np.arange(shape[0], dtype=np.int64) * self.num_arms, shape[1])
+        self._run_base = self._run_base.reshape(shape)
+        self._no_charge = Charge.zeros(*shape)  # the charge of a step without channels
+        for array in vars(self._no_charge).values():
+            array.setflags(write=False)
         self._shared = config.shared_instance()
         self.linear: ContextualProcess | None = None
         if config.linear is not None:  # the linear family: generated or data-set contexts
@@ -157,10 +169,13 @@ class Engine:
 
     def _set_means(self, instances: list[Instance]) -> None:
         """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards."""
-        self.means = np.stack([inst.means for inst in instances]).astype(np.float64)
+        # C order, so the flat view the steps gather from is a view, not a copy
+        self.means = np.ascontiguousarray(np.stack([inst.means for inst in instances]), np.float64)
         expected = np.stack([self.config.reward.expected(inst.means) for inst in instances])
         self.global_expected = expected.mean(axis=1)
         self.best_expected = self.global_expected.max(axis=1)
+        # the pseudo-regret of each (run, arm), the same subtraction a step made per pull
+        self._gap = (self.best_expected[:, None] - self.global_expected).reshape(-1)
 
     # ------------------------------------------------------------------- step
     def step(
@@ -214,23 +229,32 @@ class Engine:
         if self.linear is not None:
             return self.linear.pull(arms, runs)
         noise = self._noise.next(runs)
-        pulled = self.means[self._run_index, self._agent_index, arms]
+        # flat gathers (means[b, i, arms[b, i]] and global_expected[b, arms[b, i]]); the means
+        # are read through a view each step, so edits of ``self.means`` in place take effect
+        pulled = self.means.reshape(-1).take(self._flat_base + arms)
         rewards = self.config.reward.sample(pulled, noise)
-        expected = self.global_expected[self._run_index, arms]
-        regret = self.best_expected[:, None] - expected
+        column = self._run_base + arms
+        expected = self.global_expected.reshape(-1).take(column)
+        regret = self._gap.take(column)
         return rewards, expected, regret
 
     def _transmit(self, t: int, sends: dict) -> dict[str, Any]:
         charge = None
         deliveries = {}
         for name, channel in self.channels.items():
+            if name not in sends and channel.idle_is_free:  # nobody sends: nothing to do
+                deliveries[name] = channel.empty_delivery()
+                continue
             send, payload = sends.get(name, (self._no_send, self._zeros[name]))
             deliveries[name], ch_charge = channel.transmit(t, send, payload)
             if charge is None:
                 charge = ch_charge  # a fresh Charge per channel and step: safe to add into
             else:
                 charge.add(ch_charge)
-        self.ledger.record(charge or Charge.zeros(self.num_runs, self.num_agents))
+        if charge is None:  # nothing travelled: the totals stay, the step's charge is zero
+            self.ledger.step = self._no_charge
+        else:
+            self.ledger.record(charge)
         return deliveries
 
     def _step_mixed(self, arms, messages, pulling: np.ndarray):
@@ -336,17 +360,20 @@ class Engine:
             raise ActionError(
                 "all agents", "arm", f"expected an array of shape {shape}, got {arr.shape}"
             )
-        if not np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype != np.int64 and not np.issubdtype(arr.dtype, np.integer):
             raise ActionError("all agents", "arm", f"expected integer arms, got dtype {arr.dtype}")
-        bad = (arr < 0) | (arr >= self.num_arms)
-        if bad.any():
-            b, i = (int(x) for x in np.argwhere(bad)[0])
-            raise ActionError(
-                self._where(bad),
-                "arm",
-                f"expected an int in [0, {self.num_arms - 1}], got {int(arr[b, i])}",
-            )
-        return arr.astype(np.int64, copy=True)
+        out = arr.astype(np.int64, copy=True)  # the engine's own copy (obs.last_arm)
+        # one reduction for both bounds: read as unsigned, a negative arm is huge
+        if out.view(np.uint64).max() >= self.num_arms:
+            bad = (arr < 0) | (arr >= self.num_arms)
+            if bad.any():
+                b, i = (int(x) for x in np.argwhere(bad)[0])
+                raise ActionError(
+                    self._where(bad),
+                    "arm",
+                    f"expected an int in [0, {self.num_arms - 1}], got {int(arr[b, i])}",
+                )
+        return out
 
     def _check_messages(self, messages: Messages) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out = {}
@@ -371,9 +398,7 @@ class Engine:
                     f"messages.{name}.payload",
                     f"expected shape {(*shape, dim)}, got {payload.shape}",
                 )
-            if not np.issubdtype(payload.dtype, np.floating) and not np.issubdtype(
-                payload.dtype, np.integer
-            ):
+            if payload.dtype.kind not in "fiu":  # floating or integer (not bool, complex, ...)
                 raise ActionError(
                     "all agents",
                     f"messages.{name}.payload",
@@ -382,9 +407,12 @@ class Engine:
             # C order: channels reduce over agents (server, hierarchical), and numpy's summation
             # order follows the memory layout, so a strided payload could change the last bits
             payload = np.ascontiguousarray(payload, dtype=np.float64)
-            with np.errstate(over="ignore", invalid="ignore"):  # junk may overflow the sum
-                total = payload.sum()
-            if np.isfinite(total):  # fast path: no NaN/inf anywhere
+            if payload.size <= _SMALL_PAYLOAD:
+                clean = bool(np.isfinite(payload).all())
+            else:  # one pass, no temporary: a finite sum means no NaN/inf anywhere
+                with np.errstate(over="ignore", invalid="ignore"):  # junk may overflow the sum
+                    clean = bool(np.isfinite(payload.sum()))
+            if clean:  # fast path: no NaN/inf anywhere
                 out[name] = (send, payload)
                 continue
             finite = np.isfinite(payload).all(axis=2)

@@ -41,6 +41,7 @@ _CHUNK_FLOATS = 1 << 14  # per run and buffer: at most 16k doubles (128 KiB)
 _MAX_CHUNK_STEPS = 1024
 _BLOCK_FLOATS = 1 << 20  # a block stream's chunk: at most 1M doubles (8 MiB) for all runs
 _BLOCK_STREAMS: contextvars.ContextVar[bool] = contextvars.ContextVar("block_streams", default=False)
+_STEP_BLOCK_FLOATS = 1 << 14  # a step-major block handed out by BufferedStream: at most 128 KiB
 
 
 MAX_RUN_SEED = 2**63 - 1
@@ -162,7 +163,10 @@ class BufferedStream:
 
     ``next()`` returns a fresh (B, *shape) float64 array for the current step. The chunk length
     depends only on ``shape`` (never on B), so each run's generator sees the same calls for any
-    batch size.
+    batch size. Each run's chunk is drawn into its own contiguous row (run-major); the steps are
+    handed out from step-major blocks of a few steps, transposed from those rows one block at a
+    time (a block of at most ``_STEP_BLOCK_FLOATS`` floats stays in cache, where transposing the
+    whole chunk at once would stream it through memory twice).
     """
 
     def __init__(
@@ -175,17 +179,31 @@ class BufferedStream:
         self._shape = tuple(int(s) for s in shape)
         per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
-        self._buffer = np.empty((0, len(self._generators), *self._shape))  # step-major
-        self._pos = 0
+        runs = len(self._generators)
+        self.block = int(max(1, min(self.chunk, _STEP_BLOCK_FLOATS // (runs * per_step))))
+        self._rows: np.ndarray | None = None  # run-major (B, chunk, *shape): the current chunk
+        self._pos = 0  # steps of the current chunk handed out
+        self._block = np.empty((0, runs, *self._shape))  # step-major (steps, B, *shape)
+        self._block_pos = 0
+        self._buffer: np.ndarray | None = None  # step-major chunk, once runs diverge
         self._run_pos: np.ndarray | None = None  # per-run positions, once runs diverge
 
-    def _draw(self, gen: np.random.Generator) -> np.ndarray:
-        size = (self.chunk, *self._shape)
+    def _draw(self, gen: np.random.Generator, out: np.ndarray | None = None) -> np.ndarray:
+        """One chunk of ``gen``'s draws, (chunk, *shape), into ``out`` when given (the same
+        numbers either way)."""
+        size = None if out is not None else (self.chunk, *self._shape)
         if self._kind == "uniform":
-            return gen.random(size)
+            return gen.random(size, out=out)
         if self._kind == "normal":
-            return gen.standard_normal(size)
-        return gen.standard_exponential(size)
+            return gen.standard_normal(size, out=out)
+        return gen.standard_exponential(size, out=out)
+
+    def _draw_rows(self) -> np.ndarray:
+        """The next chunk of every run, run-major (B, chunk, *shape)."""
+        rows = np.empty((len(self._generators), self.chunk, *self._shape))
+        for b, gen in enumerate(self._generators):
+            self._draw(gen, rows[b])
+        return rows
 
     def next(self, advance: np.ndarray | None = None) -> np.ndarray:
         """This step's draws (B, *shape). ``advance`` (B,) bool: only these runs consume theirs
@@ -193,10 +211,15 @@ class BufferedStream:
         by communication-only steps, which draw nothing). Each run's numbers are the same,
         in the same order, whatever the other runs consume."""
         if advance is None and self._run_pos is None:
-            if self._pos >= self._buffer.shape[0]:
-                self._buffer = np.stack([self._draw(g) for g in self._generators], axis=1)
-                self._pos = 0
-            out = self._buffer[self._pos]  # contiguous (B, *shape)
+            if self._block_pos >= self._block.shape[0]:
+                if self._rows is None or self._pos >= self.chunk:
+                    self._rows = self._draw_rows()
+                    self._pos = 0
+                end = min(self._pos + self.block, self.chunk)
+                self._block = np.ascontiguousarray(self._rows[:, self._pos : end].swapaxes(0, 1))
+                self._block_pos = 0
+            out = self._block[self._block_pos]  # contiguous (B, *shape), never written again
+            self._block_pos += 1
             self._pos += 1
             return out
         return self._next_per_run(advance)
@@ -205,10 +228,14 @@ class BufferedStream:
         """Per-run positions (from the first step in which some runs do not consume)."""
         runs = len(self._generators)
         if self._run_pos is None:
-            self._run_pos = np.full(runs, self._pos, dtype=np.int64)
-            if self._buffer.shape[0] == 0:
+            if self._rows is None:
                 self._buffer = np.zeros((self.chunk, runs, *self._shape))
-                self._run_pos[:] = self.chunk  # every run refills below
+                self._run_pos = np.full(runs, self.chunk, dtype=np.int64)  # all refill below
+            else:  # continue the current chunk, step-major
+                self._buffer = np.ascontiguousarray(self._rows.swapaxes(0, 1))
+                self._run_pos = np.full(runs, self._pos, dtype=np.int64)
+            self._rows = None
+        assert self._buffer is not None
         empty = np.flatnonzero(self._run_pos >= self.chunk)
         if empty.size:
             self._buffer = self._buffer.copy()  # never change arrays handed out before
@@ -318,7 +345,7 @@ class BlockStream(BufferedStream):
         self._buffer = np.empty((0, self._num_runs, *self._shape))
         self._base = 0  # stream row of the buffer's first row
 
-    def _rows(self) -> np.ndarray:
+    def _draw_block(self) -> np.ndarray:
         gen = self._generators[0]
         size = (self.chunk, self._num_runs, *self._shape)
         if self._kind == "uniform":
@@ -330,7 +357,7 @@ class BlockStream(BufferedStream):
     def next(self, advance: np.ndarray | None = None) -> np.ndarray:
         if advance is None and self._run_pos is None:
             if self._pos >= self._base + self._buffer.shape[0]:
-                self._base, self._buffer = self._pos, self._rows()
+                self._base, self._buffer = self._pos, self._draw_block()
             out = self._buffer[self._pos - self._base]
             self._pos += 1
             return out
@@ -341,7 +368,7 @@ class BlockStream(BufferedStream):
             self._buffer = self._buffer[low - self._base :]
             self._base = low
         while int(self._run_pos.max()) >= self._base + self._buffer.shape[0]:
-            self._buffer = np.concatenate([self._buffer, self._rows()])
+            self._buffer = np.concatenate([self._buffer, self._draw_block()])
         out = self._buffer[self._run_pos - self._base, np.arange(self._num_runs)]
         if advance is None:
             self._run_pos += 1

@@ -167,6 +167,7 @@ class EliminationTeam(TeamPolicy):
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
         self._privacy_rng = rng.child("privacy")  # one Generator per run
         self._bidx, self._iidx = np.indices(shape)
+        self._row_base = np.arange(B * N, dtype=np.int64).reshape(shape) * K  # flat (b, i, 0)
         delta = self.config.delta_per_run(B)
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
         self._reset_channel(facts)
@@ -300,12 +301,13 @@ class EliminationTeam(TeamPolicy):
         was = self.explored_last & (obs.phase == PULL)[:, None]
         if not was.any():
             return
-        b, i = self._bidx[was], self._iidx[was]
-        arm = obs.last_arm[was]
-        reward = obs.last_reward[was]
-        self.epoch_sum[b, i, arm] += reward
-        self.own_sum[b, i, arm] += reward
-        self.own_count[b, i, arm] += 1
+        flat = self._row_base + obs.last_arm  # flat (b, i, arm) positions of the sums
+        reward = obs.last_reward
+        if not was.all():
+            flat, reward = flat[was], reward[was]
+        self.epoch_sum.reshape(-1)[flat] += reward  # reset allocates these C-ordered
+        self.own_sum.reshape(-1)[flat] += reward
+        self.own_count.reshape(-1)[flat] += 1
 
     # ------------------------------------------------------------------ channel hooks
     def _receive(self, obs: VecObservation) -> None:

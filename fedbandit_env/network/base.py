@@ -92,5 +92,12 @@ class Channel(ABC):
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "dim": self.dim, "drop_prob": self.drop_prob}
 
+    @property
+    def idle_is_free(self) -> bool:
+        """A step in which no agent sends draws no random numbers, changes no state, charges
+        nothing and delivers :meth:`empty_delivery`, so the engine may skip :meth:`transmit`
+        when no message was given for this channel. False unless a channel says so."""
+        return False
+
     def _charge(self) -> Charge:
         return Charge.zeros(self.num_runs, self.num_agents)

@@ -78,6 +78,7 @@ class GossipChannel(Channel):
             return
         self._edge_u = rng.buffered("uniform", (1,))
         self._drops = rng.buffered("uniform", (2,)) if self.drop_prob > 0 else None
+        self._row_base = np.arange(self.num_runs, dtype=np.int64) * self.num_agents
 
     def empty_delivery(self) -> GossipDelivery:
         shape = (self.num_runs, self.num_agents)
@@ -125,28 +126,37 @@ class GossipChannel(Channel):
             return self._transmit_pull(send, payload)
         edge = self.active_edges(self._edge_u.next())
         drop_u = self._drops.next() if self._drops is not None else None
-        rows = self._rows
+        B, N = self.num_runs, self.num_agents
         a, c = edge[:, 0], edge[:, 1]
-        delivery = self.empty_delivery()
-        delivery.partner[rows, a] = c
-        delivery.partner[rows, c] = a
-        a_sends, c_sends = send[rows, a], send[rows, c]
+        fa, fc = self._row_base + a, self._row_base + c  # flat (run, agent) positions
+        partner = np.full(B * N, -1, dtype=np.int64)
+        partner[fa] = c
+        partner[fc] = a
+        flat_send = send.reshape(-1)
+        a_sends, c_sends = flat_send[fa], flat_send[fc]
         to_c, to_a = a_sends.copy(), c_sends.copy()
         if drop_u is not None:
             to_c &= drop_u[:, 0] >= self.drop_prob
             to_a &= drop_u[:, 1] >= self.drop_prob
-        delivery.received[rows, a] = to_a
-        delivery.received[rows, c] = to_c
-        delivery.payload[rows, a] = np.where(to_a[:, None], payload[rows, c], 0.0)
-        delivery.payload[rows, c] = np.where(to_c[:, None], payload[rows, a], 0.0)
+        received = np.zeros(B * N, dtype=bool)
+        received[fa] = to_a
+        received[fc] = to_c
+        rows = payload.reshape(B * N, self.dim)
+        out = np.zeros((B * N, self.dim))
+        out[fa] = np.where(to_a[:, None], rows[fc], 0.0)
+        out[fc] = np.where(to_c[:, None], rows[fa], 0.0)
+        delivery = GossipDelivery(
+            partner.reshape(B, N), received.reshape(B, N), out.reshape(B, N, self.dim)
+        )
         charge = self._charge()
         count = a_sends.astype(np.int64) + c_sends
         charge.messages[:, AGENT_AGENT] = count
         charge.floats[:, AGENT_AGENT] = count * self.dim
         charge.cost[:, AGENT_AGENT] = self.c2 * count
         charge.dropped[:] = count - to_a - to_c
-        charge.sent[rows, a] = a_sends
-        charge.sent[rows, c] = c_sends
+        sent = charge.sent.reshape(-1)
+        sent[fa] = a_sends
+        sent[fc] = c_sends
         return delivery, charge
 
     def describe(self) -> dict[str, Any]:

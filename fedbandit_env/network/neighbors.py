@@ -84,6 +84,8 @@ class NeighborsChannel(Channel):
         self._empty = None
         self._cliques = reduce is not None and _clique_components(topology)
         self._slot_full = self.valid.all(axis=0)  # slot d holds a neighbour for every agent
+        self._degree = self.valid.sum(axis=1).astype(np.int64)  # (N,) neighbour slots in use
+        self._isolated = int((self._degree == 0).sum())
         self._csr = None
         if reduce in ("sum", "mean") and self.drop_prob == 0:
             self._csr = _adjacency(topology)
@@ -107,6 +109,10 @@ class NeighborsChannel(Channel):
     def empty_delivery(self) -> NeighborsDelivery:
         return self._empty
 
+    @property
+    def idle_is_free(self) -> bool:
+        return self.drop_prob == 0  # without drops nothing is drawn per step
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
         charge = self._charge()
@@ -114,9 +120,9 @@ class NeighborsChannel(Channel):
             return self._empty, charge
         if self.reduce is not None:
             return self._transmit_aggregate(send, payload, drop_u, charge)
-        transmitted = self.valid & send[:, self._gather]  # (B, N, D): receiver-major
+        transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
-        out = payload[:, self._gather]
+        out = payload.take(self._gather, axis=1)
         np.copyto(out, 0.0, where=~mask[..., None])  # a select, not 0 * x: no -0.0 from x < 0
         count = transmitted.sum(axis=(1, 2))
         charge.messages[:, AGENT_AGENT] = count
@@ -141,30 +147,42 @@ class NeighborsChannel(Channel):
         charge.messages[:, AGENT_AGENT] = messages
         charge.floats[:, AGENT_AGENT] = messages * self.dim
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
-        charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
+        if drop_u is not None:  # without drops every sent message arrives: dropped stays 0
+            charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
         charge.sent[:] = send * self.topology.degrees[None, :]
         return NeighborsAggregate(value, count), charge
 
     def _slot_loop(self, send, payload, drop_u):
-        """One pass per neighbour slot d (ascending neighbour id): exact, O(B N dim) memory."""
+        """One pass per neighbour slot d (ascending neighbour id): exact, O(B N dim) memory.
+        When every agent sends and nothing drops (the common case), the payloads need no
+        masking and each agent hears from all its neighbours (count = degree)."""
         B, N = send.shape
         fill = -np.inf if self.reduce == "max" else 0.0
-        count = np.zeros((B, N), dtype=np.int64)
-        if drop_u is None:  # mask the senders once; each slot is then one gather
-            masked = np.where(send[..., None], payload, fill)
-            sends = send.astype(np.int64)
+        everyone = drop_u is None and bool(send.all())
+        if everyone:
+            masked = payload
+            count = np.repeat(self._degree[None, :], B, axis=0)
+        else:
+            count = np.zeros((B, N), dtype=np.int64)
+            if drop_u is None:  # mask the senders once; each slot is then one gather
+                masked = np.where(send[..., None], payload, fill)
+                sends = send.astype(np.int64)
         value = None
         for d in range(self.max_degree):
             src, ok = self._gather[:, d], self.valid[:, d]
             if drop_u is None:
-                x, c = masked[:, src], sends[:, src]
+                x = masked.take(src, axis=1)
                 if not self._slot_full[d]:
                     x[:, ~ok] = fill
-                    c[:, ~ok] = 0
+                if not everyone:
+                    c = sends.take(src, axis=1)
+                    if not self._slot_full[d]:
+                        c[:, ~ok] = 0
+                    count += c
             else:
                 c = ok & send[:, src] & (drop_u[:, :, d] >= self.drop_prob)
                 x = np.where(c[..., None], payload[:, src], fill)
-            count += c
+                count += c
             if value is None:
                 value = x
             elif self.reduce == "max":
@@ -173,7 +191,7 @@ class NeighborsChannel(Channel):
                 value += x
         if value is None:
             value = np.zeros((B, N, self.dim))
-        if self.reduce == "max":
+        if self.reduce == "max" and not (everyone and self._isolated == 0):
             value[count == 0] = 0.0
         return value, count
 

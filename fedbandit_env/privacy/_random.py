@@ -58,6 +58,16 @@ class LaplaceStream:
         e = self._stream.next()
         return e[:, 0] - e[:, 1]
 
+    def next_at(self, flat: np.ndarray) -> np.ndarray:
+        """This step's draws at the flat positions ``flat`` of (B, *shape): the same numbers
+        (and the same stream use) as ``next().reshape(-1)[flat]``, without forming the others."""
+        drawn = self._stream.next()  # (B, 2, *shape); B from the draw, whatever the stream kind
+        e = drawn.reshape(-1)
+        per_run = e.size // (2 * drawn.shape[0])
+        b, rest = np.divmod(flat, per_run)
+        first = b * (2 * per_run) + rest
+        return e[first] - e[first + per_run]
+
 
 class MaskedStream:
     """Per-event standard normal draws of a fixed shape where only some runs take part.

@@ -158,33 +158,56 @@ class HybridCounter:
         """Insert one item into each counter at ``index`` (distinct positions of (B, *shape),
         e.g. ``(b, i, pulled_arm)``): the same result and the same random draws as
         :meth:`insert` with the matching one-hot mask, but the work is proportional to the
-        number of items, not of counters. Read the new values with :meth:`release_at`."""
+        number of items, not of counters. Read the new values with :meth:`release_at`.
+
+        The counters are updated through flat views at the items' flat positions (one
+        ``ravel_multi_index``, then 1-D gathers and scatters)."""
         values = np.asarray(values, dtype=np.float64)
-        if not np.all(np.isfinite(values)):
+        if not np.isfinite(values).all():
             raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
-        lap = self._stream.next()[index] if self._stream is not None else np.zeros(values.shape)
-        count = self._count[index] + 1
+        flat = self._flat_index(index)
+        if self._stream is not None:
+            lap = self._stream.next_at(flat)
+        else:
+            lap = np.zeros(values.shape)
+        counts, sums, log_noise = (a.reshape(-1) for a in self._flat_state())
+        alpha_rows = self._alpha_noise.reshape(-1, self.binary_levels)
+        count = counts[flat] + 1
         if np.any(count > self.horizon):
             raise PrivacyError(
                 "index", f"at most {self.horizon} items per counter", int(count.max())
             )
-        self._count[index] = count
-        self._sum[index] += np.clip(values, *self.bounds)
+        counts[flat] = count
+        sums[flat] += np.clip(values, *self.bounds)
         k = bit_length(count) - 1
         power = (count & (count - 1)) == 0
-        self._log_noise[index] += np.where(power, self.log_scale * lap, 0.0)
+        log_noise[flat] += np.where(power, self.log_scale * lap, 0.0)
         tau = np.where(power, 1, count - (np.int64(1) << k))
         level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
         levels = np.arange(self.binary_levels)
         p_noise = (self.log_scale * k * lap)[..., None]
-        alpha = self._alpha_noise[index]
-        self._alpha_noise[index] = np.where(
-            levels > level, alpha, np.where(levels == level, p_noise, 0.0)
-        )
+        alpha = alpha_rows[flat]
+        alpha_rows[flat] = np.where(levels > level, alpha, np.where(levels == level, p_noise, 0.0))
+
+    def _flat_index(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Flat positions in (B, *shape) of a tuple of index arrays (C order)."""
+        return np.ravel_multi_index(tuple(np.asarray(x) for x in index), self._count.shape)
+
+    def _flat_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The count, sum and logarithmic-noise arrays, made C-contiguous (so that their flat
+        reshapes are views that write through)."""
+        for name in ("_count", "_sum", "_log_noise", "_alpha_noise"):
+            array = getattr(self, name)
+            if not array.flags.c_contiguous:
+                setattr(self, name, np.ascontiguousarray(array))
+        return self._count, self._sum, self._log_noise
 
     def release_at(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """The private running sums of the counters at ``index``."""
-        return self._sum[index] + (self._log_noise[index] + self._alpha_noise[index].sum(axis=-1))
+        flat = self._flat_index(index)
+        sums, log_noise = self._sum.reshape(-1), self._log_noise.reshape(-1)
+        alpha = self._alpha_noise.reshape(-1, self.binary_levels)[flat]
+        return sums[flat] + (log_noise[flat] + alpha.sum(axis=-1))
 
     def insert(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Insert one item into every counter where ``mask`` holds; returns :meth:`release`."""

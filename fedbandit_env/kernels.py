@@ -1,0 +1,114 @@
+"""Shared learner kernels: the small array routines and checks that reference agents and
+baselines both use (DESIGN.md §2, arrays at the core).
+
+* :func:`argmax_one_uniform` and :func:`argmax_uniform_ties`: arg-max over the last axis with a
+  uniformly random tie-break (docs/bench.md, "Speed and scale": one uniform per row, the tie
+  search only on rows with a tie);
+* :func:`check_number`: a learner's float hyperparameter, checked with an error naming the
+  learner and the field;
+* :func:`ucb_choice` and :func:`check_linear`: the OFUL action of a batch of decision sets and
+  the linear family's checks (specs/linear.md §2.7).
+
+They live in the environment package so that a learner package (``agents``, ``baselines`` or a
+third party's) imports them from one home; ``baselines.index`` and ``baselines.linucb``
+re-export them under the same names.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.policy import FederationFacts, require_family
+from fedbandit_env.validation import check_memory, check_real
+
+__all__ = [
+    "argmax_one_uniform",
+    "argmax_uniform_ties",
+    "check_linear",
+    "check_number",
+    "row_starts",
+    "ucb_choice",
+]
+
+
+def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Arg-max over the last axis; ties between exactly equal maxima broken by the largest ``u``
+    (i.i.d. uniforms of the same shape), i.e. uniformly at random."""
+    best = index.max(axis=-1, keepdims=True)
+    return np.argmax(np.where(index >= best, u, -1.0), axis=-1)
+
+
+def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Arg-max over the last axis with one uniform per row for ties: among the ``k`` arms of
+    exactly maximal index, the ``floor(u k)``-th in arm order (uniformly at random).
+
+    ``u`` has the shape of ``index`` without its last axis. Cost without ties: one arg-max, one
+    flat gather, one comparison and one count over the array (no per-row max reduction); the
+    tie search runs only on the rows that have a tie.
+    """
+    m = index.shape[-1]
+    rows = np.ascontiguousarray(index).reshape(-1, m)
+    arms = rows.argmax(axis=-1)
+    starts = row_starts(arms.size, m)
+    tied = rows >= rows.reshape(-1)[starts + arms][:, None]
+    if np.count_nonzero(tied) > arms.size:
+        row_of = np.flatnonzero(tied) // m  # sorted; a row listed twice has a tie
+        repeated = row_of[1:][row_of[1:] == row_of[:-1]]  # sorted, once per extra tied arm
+        first = np.empty(repeated.size, dtype=bool)  # its distinct values (np.unique, sorted)
+        first[:1] = True
+        np.not_equal(repeated[1:], repeated[:-1], out=first[1:])
+        multi = repeated[first]
+        t = tied[multi]
+        k = np.count_nonzero(t, axis=-1)
+        j = np.minimum((u.reshape(-1)[multi] * k).astype(np.int64), k - 1)
+        arms[multi] = np.argmax(np.cumsum(t, axis=-1) > j[:, None], axis=-1)
+    return arms.reshape(index.shape[:-1])
+
+
+_STARTS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def row_starts(rows: int, m: int) -> np.ndarray:
+    """``arange(rows) * m`` (the flat start of each row of width ``m``), cached per shape and
+    read-only."""
+    key = (rows, m)
+    out = _STARTS.get(key)
+    if out is None:
+        if len(_STARTS) > 64:
+            _STARTS.clear()
+        out = np.arange(rows, dtype=np.int64) * m
+        out.setflags(write=False)
+        _STARTS[key] = out
+    return out
+
+
+def check_number(agent_id: str, name: str, value: Any, low: float, high: float = math.inf) -> float:
+    """A finite float in [low, high] or a :class:`ConfigError` naming the agent and the field."""
+    return check_real(name, value, low=low, high=None if math.isinf(high) else high, where=agent_id)
+
+
+def ucb_choice(context: np.ndarray, V: np.ndarray, b: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """argmax_k <x_k, V^-1 b> + beta ||x_k||_{V^-1} over a batch of decision sets (B, N, K, d)."""
+    V_inv = np.linalg.inv(V)
+    theta = np.einsum("bnij,bnj->bni", V_inv, b)
+    mean = np.einsum("bnkd,bnd->bnk", context, theta)
+    width = np.sqrt(np.maximum(np.einsum("bnkd,bnde,bnke->bnk", context, V_inv, context), 0.0))
+    return np.argmax(mean + beta[..., None] * width, axis=-1).astype(np.int64)
+
+
+def check_linear(agent_id: str, facts: FederationFacts) -> int:
+    """The linear family's dimension d, after checking the family and the memory the Gram
+    matrices take (docs/limits.md)."""
+    require_family(agent_id, facts, ("linear",))
+    d = int(facts.extra["dim"])
+    # the linear learners keep a few d x d Gram matrices per agent and run (docs/limits.md)
+    check_memory(
+        f"{agent_id}: num_runs/num_agents/dim",
+        8.0 * 6 * facts.num_runs * facts.num_agents * d * d,
+        f"about 6 float64 d x d matrices per agent and run, B={facts.num_runs}, "
+        f"N={facts.num_agents}, d={d}",
+    )
+    return d

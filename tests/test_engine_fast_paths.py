@@ -1,0 +1,288 @@
+"""The engine's and channels' per-step fast paths (docs/bench.md, "Speed and scale") against the
+straightforward forms they replace: same numbers, bit for bit, and the same random stream use.
+
+* rewards, expected rewards and regret gathered at flat positions equal the (run, agent, arm)
+  gathers and the per-step subtraction ``best - expected``, also after the means are edited in
+  place;
+* buffered streams drawn in place per run and transposed once equal the stacked per-run draws;
+* the ``neighbors`` slot loop when every agent sends equals the masked loop (and the padded
+  reduction), isolated agents included;
+* the ``gossip`` channel on flat (run, agent) indices equals the 2-D indexed form;
+* a channel nobody sends on and that draws nothing is skipped: zero step charge, totals kept;
+* ``LaplaceStream.next_at`` equals ``next()`` at those positions;
+* the arm check still names the first bad arm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fedbandit_env
+from fedbandit_env.errors import ActionError
+from fedbandit_env.graphs import Topology
+from fedbandit_env.network import NeighborsChannel
+from fedbandit_env.network.gossip import GossipChannel, GossipDelivery
+from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.privacy._random import LaplaceStream
+from fedbandit_env.seeding import BatchedRNG, BufferedStream
+
+
+# ----------------------------------------------------------------------------- rewards
+@pytest.mark.parametrize("env_id", ["FedBandit/Homogeneous-v0", "FedBandit/Heterogeneous-v0"])
+def test_flat_gathers_equal_the_indexed_gathers(env_id):
+    venv = fedbandit_env.make_vec(env_id, num_runs=4, num_agents=5, num_arms=6, horizon=50)
+    venv.reset(seed=3)
+    engine = venv.engine
+    engine.means[:, 2, :] = 1.0 - engine.means[:, 2, :]  # edited in place, as tests do
+    rng = np.random.default_rng(0)
+    b, i = np.indices((4, 5))
+    twin = fedbandit_env.make_vec(env_id, num_runs=4, num_agents=5, num_arms=6, horizon=50)
+    twin.reset(seed=3)
+    twin.engine.means[:, 2, :] = 1.0 - twin.engine.means[:, 2, :]
+    for _ in range(30):
+        arms = rng.integers(0, 6, (4, 5))
+        rewards, expected, regret = engine._draw(arms)
+        noise = twin.engine._noise.next()
+        old_rewards = twin.engine.config.reward.sample(twin.engine.means[b, i, arms], noise)
+        old_expected = twin.engine.global_expected[b, arms]
+        old_regret = twin.engine.best_expected[:, None] - old_expected
+        assert np.array_equal(rewards, old_rewards)
+        assert np.array_equal(expected, old_expected)
+        assert np.array_equal(regret, old_regret)
+
+
+# ----------------------------------------------------------------------------- streams
+def _stacked(generators, kind, shape, chunk):
+    draw = {
+        "uniform": lambda g: g.random((chunk, *shape)),
+        "normal": lambda g: g.standard_normal((chunk, *shape)),
+        "exponential": lambda g: g.standard_exponential((chunk, *shape)),
+    }[kind]
+    return np.stack([draw(g) for g in generators], axis=1)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "normal", "exponential"])
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3)])
+def test_buffered_refill_equals_the_stacked_draws(kind, shape):
+    seqs = [np.random.SeedSequence(s) for s in (1, 2, 3)]
+    stream = BufferedStream([np.random.Generator(np.random.PCG64(s)) for s in seqs], kind, shape)
+    gens = [np.random.Generator(np.random.PCG64(s)) for s in seqs]
+    expected = np.concatenate([_stacked(gens, kind, shape, stream.chunk) for _ in range(2)])
+    got = np.stack([stream.next() for _ in range(2 * stream.chunk)])
+    assert np.array_equal(got, expected)
+    assert all(stream.next().flags.c_contiguous for _ in range(3))
+
+
+@pytest.mark.parametrize("block", [False, True], ids=["per_run", "block_streams"])
+def test_laplace_next_at_equals_next_at_the_positions(block):
+    """Also under the audits' block streams, whose stream holds one Generator for all runs."""
+    from fedbandit_env.seeding import BlockRNG
+
+    make = BlockRNG.for_batch if block else BatchedRNG.for_runs
+    a = LaplaceStream(make([5, 6, 7], "agents"), (4, 3))
+    b = LaplaceStream(make([5, 6, 7], "agents"), (4, 3))
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        flat = np.ravel_multi_index(
+            (np.arange(3)[:, None], np.arange(4)[None, :], rng.integers(0, 3, (3, 4))), (3, 4, 3)
+        )
+        assert np.array_equal(a.next_at(flat), b.next().reshape(-1)[flat])
+
+
+# ----------------------------------------------------------------------------- neighbors
+TOPOLOGIES = {
+    "ring": lambda: Topology.from_graph("ring", 9),
+    "star": lambda: Topology.from_graph("star", 7),
+    "grid": lambda: Topology.from_graph("grid", 12),
+    "path_with_isolated": lambda: Topology.hybrid([4, 1, 3], "path"),
+    "complete": lambda: Topology.from_graph("complete", 6),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TOPOLOGIES))
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+def test_everyone_sends_path_equals_the_padded_reduction(kind, reduce):
+    topo = TOPOLOGIES[kind]()
+    kw = {"c1": 1.0, "c2": 2.0}
+    padded = NeighborsChannel("n", topo, 3, **kw)
+    agg = NeighborsChannel("n", topo, 3, reduce=reduce, **kw)
+    for ch in (padded, agg):
+        ch.reset(BatchedRNG.for_runs([4, 5], "network").child("channel/n"))
+    rng = np.random.default_rng(7)
+    send = np.ones((2, topo.num_agents), dtype=bool)
+    for step in range(1, 4):
+        payload = rng.standard_normal((2, topo.num_agents, 3)) * 10.0 ** rng.integers(-5, 5)
+        ref, ref_charge = padded.transmit(step, send, payload)
+        value, count = agg._slot_loop(send, payload, None)  # the loop itself, any graph
+        got, charge = agg.transmit(step, send, payload)
+        mask = ref.mask
+        if reduce == "max":
+            want = np.where(mask[..., None], ref.payload, -np.inf).max(axis=2)
+            want[mask.sum(axis=2) == 0] = 0.0
+        else:
+            want = np.where(mask[..., None], ref.payload, 0.0).sum(axis=2)
+        if reduce == "mean":
+            want = want / np.maximum(mask.sum(axis=2), 1)[..., None]
+            value = value / np.maximum(count, 1)[..., None]
+        assert np.array_equal(count, mask.sum(axis=2))
+        assert np.array_equal(value, want)
+        assert np.array_equal(got.value, want)
+        for field in ("messages", "floats", "cost", "dropped", "sent"):
+            assert np.array_equal(getattr(charge, field), getattr(ref_charge, field))
+
+
+# ----------------------------------------------------------------------------- gossip
+def _old_gossip_transmit(ch: GossipChannel, send, payload):
+    """The 2-D indexed form the flat one replaced."""
+    edge = ch.active_edges(ch._edge_u.next())
+    drop_u = ch._drops.next() if ch._drops is not None else None
+    rows = np.arange(ch.num_runs)
+    a, c = edge[:, 0], edge[:, 1]
+    d = ch.empty_delivery()
+    d.partner[rows, a] = c
+    d.partner[rows, c] = a
+    a_sends, c_sends = send[rows, a], send[rows, c]
+    to_c, to_a = a_sends.copy(), c_sends.copy()
+    if drop_u is not None:
+        to_c &= drop_u[:, 0] >= ch.drop_prob
+        to_a &= drop_u[:, 1] >= ch.drop_prob
+    d.received[rows, a] = to_a
+    d.received[rows, c] = to_c
+    d.payload[rows, a] = np.where(to_a[:, None], payload[rows, c], 0.0)
+    d.payload[rows, c] = np.where(to_c[:, None], payload[rows, a], 0.0)
+    charge = ch._charge()
+    count = a_sends.astype(np.int64) + c_sends
+    charge.messages[:, AGENT_AGENT] = count
+    charge.floats[:, AGENT_AGENT] = count * ch.dim
+    charge.cost[:, AGENT_AGENT] = ch.c2 * count
+    charge.dropped[:] = count - to_a - to_c
+    charge.sent[rows, a] = a_sends
+    charge.sent[rows, c] = c_sends
+    return d, charge
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(2, 9),
+    drop=st.sampled_from([0.0, 0.4]),
+    p_send=st.sampled_from([0.3, 1.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_flat_gossip_equals_the_indexed_form(n, drop, p_send, seed):
+    topo = Topology.from_graph("ring" if n > 2 else "path", n)
+    new = GossipChannel("g", topo, 2, c1=1.0, c2=3.0, drop_prob=drop)
+    old = GossipChannel("g", topo, 2, c1=1.0, c2=3.0, drop_prob=drop)
+    for ch in (new, old):
+        ch.reset(BatchedRNG.for_runs([seed, seed + 1, seed + 2], "network").child("channel/g"))
+    rng = np.random.default_rng(seed)
+    for step in range(1, 8):
+        send = rng.random((3, n)) < p_send
+        payload = rng.standard_normal((3, n, 2))
+        got, charge = new.transmit(step, send, payload)
+        want, want_charge = _old_gossip_transmit(old, send, payload)
+        assert isinstance(got, GossipDelivery)
+        for field in ("partner", "received", "payload"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), field
+            assert getattr(got, field).dtype == getattr(want, field).dtype
+        for field in ("messages", "floats", "cost", "dropped", "sent"):
+            assert np.array_equal(getattr(charge, field), getattr(want_charge, field)), field
+
+
+# ----------------------------------------------------------------------------- idle channels
+def test_an_idle_channel_without_drops_is_skipped_and_charges_nothing():
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0",
+        num_runs=2,
+        num_agents=4,
+        num_arms=3,
+        horizon=5,
+        channels={"n": {"kind": "neighbors", "dim": 2}},
+    )
+    venv.reset(seed=0)
+    arms = np.zeros((2, 4), dtype=np.int64)
+    obs, *_, info = venv.step(arms, {"n": np.ones((2, 4, 2))})
+    sent = info.ledger.total.messages.copy()
+    assert sent[:, AGENT_AGENT].sum() > 0
+    obs, *_, info = venv.step(arms)  # nobody sends
+    assert not info.ledger.step.messages.any() and not info.ledger.step.sent.any()
+    assert np.array_equal(info.ledger.total.messages, sent)
+    assert obs.deliveries["n"] is venv.channels["n"].empty_delivery()
+    assert venv.channels["n"].idle_is_free
+
+
+def test_a_channel_with_drops_still_draws_when_idle():
+    kw = dict(num_runs=1, num_agents=4, num_arms=3, horizon=6)
+    channels = {"n": {"kind": "neighbors", "dim": 1, "drop_prob": 0.5}}
+    a = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", channels=channels, **kw)
+    b = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", channels=channels, **kw)
+    assert not a.channels["n"].idle_is_free
+    a.reset(seed=1)
+    b.reset(seed=1)
+    arms = np.zeros((1, 4), dtype=np.int64)
+    a.step(arms)  # idle step: the drop draws of step 1 are consumed
+    b.step(arms, {"n": (np.zeros((1, 4), dtype=bool), np.zeros((1, 4, 1)))})
+    ones = np.ones((1, 4, 1))
+    oa, *_ = a.step(arms, {"n": ones})
+    ob, *_ = b.step(arms, {"n": ones})
+    assert np.array_equal(oa.deliveries["n"].mask, ob.deliveries["n"].mask)
+
+
+# ----------------------------------------------------------------------------- arm check
+@pytest.mark.parametrize(
+    ("arms", "bad"),
+    [
+        (np.array([[0, 1], [2, -1]]), "run 1, agent_1: arm: expected an int in [0, 2], got -1"),
+        (np.array([[0, 3], [2, 1]], dtype=np.int32), "run 0, agent_1: arm: expected an int in"),
+        (np.array([[0, 1], [2**64 - 1, 1]], dtype=np.uint64), "run 1, agent_0: arm"),
+    ],
+)
+def test_the_arm_check_names_the_first_bad_arm(arms, bad):
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0", num_runs=2, num_agents=2, num_arms=3, horizon=5
+    )
+    venv.reset(seed=0)
+    with pytest.raises(ActionError, match=bad.replace("[", r"\[").replace("]", r"\]")):
+        venv.step(arms)
+
+
+def test_small_integer_arms_are_accepted_and_copied():
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0", num_runs=1, num_agents=3, num_arms=3, horizon=5
+    )
+    venv.reset(seed=0)
+    arms = np.array([[0, 2, 1]], dtype=np.uint8)
+    obs, *_ = venv.step(arms)
+    arms[0, 0] = 1
+    assert obs.last_arm.dtype == np.int64 and obs.last_arm.tolist() == [[0, 2, 1]]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    fast=st.integers(0, 70),
+    kind=st.sampled_from(["uniform", "normal", "exponential"]),
+    seed=st.integers(0, 2**16),
+)
+def test_buffered_runs_stay_exact_when_they_diverge(fast, kind, seed):
+    """``fast`` common steps (handed out by blocks), then steps where only some runs consume:
+    every run sees its own stream in order, as if drawn alone."""
+    shape = (300,)  # chunk 54 steps, blocks of 18 for three runs
+    seqs = [np.random.SeedSequence(s) for s in (seed, seed + 1, seed + 2)]
+    stream = BufferedStream([np.random.Generator(np.random.PCG64(s)) for s in seqs], kind, shape)
+    alone = [
+        BufferedStream([np.random.Generator(np.random.PCG64(s))], kind, shape) for s in seqs
+    ]
+    assert stream.block < stream.chunk
+    rng = np.random.default_rng(seed)
+    for _ in range(fast):
+        got = stream.next()
+        for b, one in enumerate(alone):
+            assert np.array_equal(got[b], one.next()[0])
+    for _ in range(80):
+        advance = rng.random(3) < 0.6
+        got = stream.next(advance)
+        for b, one in enumerate(alone):
+            want = one.next(np.array([advance[b]]))[0]
+            assert np.array_equal(got[b], want)
