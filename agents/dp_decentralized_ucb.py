@@ -50,11 +50,11 @@ from agents.dp_recsys_common import (
     make_running_sums,
     privacy_width,
 )
+from agents.field_common import consensus_setup
 from agents.graph_constants import CI_MODES, GraphConstants, graph_constants
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.graphs import GraphError, consensus_weights, default_kappa
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
@@ -99,20 +99,10 @@ class DPDecentralizedConfig:
 def mixing_setup(
     facts: FederationFacts, kappa: float | None
 ) -> tuple[float, np.ndarray, GraphConstants]:
-    """``kappa``, ``P`` and the graph constants of the facts' topology; errors name the agent."""
-    topo = facts.topology
-    if topo.num_components != 1:
-        raise ConfigError(
-            f"{AGENT_ID}: topology: expected one connected graph, got {topo.num_components} "
-            f"components ({topo.kind!r})"
-        )
-    k = default_kappa(topo.graph) if kappa is None else float(kappa)
-    try:
-        P = consensus_weights(topo.graph, k)
-        constants = graph_constants(P, kappa=k)
-    except GraphError as err:
-        raise ConfigError(f"{AGENT_ID}: {err} (topology {topo.kind!r})") from None
-    return k, P, constants
+    """``kappa``, ``P`` and the graph constants of the facts' topology; errors name the agent
+    (the consensus matrix is the one of agents/field_common.py, shared with coop-UCB2 and DDUCB)."""
+    consensus = consensus_setup(AGENT_ID, facts, kappa)
+    return consensus.kappa, consensus.P, graph_constants(consensus.P, kappa=consensus.kappa)
 
 
 class DPDecentralizedUCB(TeamPolicy):
