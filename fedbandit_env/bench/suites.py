@@ -136,10 +136,10 @@ def cell_agent_steps(cell: Cell) -> int:
     return int(cell.horizon) * int(cell.runs) * int(agents)
 
 
-AGENT_STEPS_PER_SECOND = {"multi-armed": 0.08e6, "linear": 0.04e6}
+AGENT_STEPS_PER_SECOND = {"multi-armed": 0.36e6, "linear": 0.14e6}
 """Serial agent-steps per second of a suite's cells per family, as
 ``python benchmarks/bench_quick_suite.py`` printed them for the ``quick`` suite (its last line) on
-the shared 2-core machine under load (docs/bench.md, "Command line"); :func:`estimated_seconds`
+the shared 2-core machine at low load (docs/bench.md, "Command line"); :func:`estimated_seconds`
 divides by them. Learners differ several-fold around these figures, and an idle machine is faster."""
 
 
