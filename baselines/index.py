@@ -137,13 +137,17 @@ class IndexPolicy(TeamPolicy):
         messages = {}
         if self.shared:
             heard = obs.deliveries[CHANNEL]
-            received = np.zeros(self.latest.shape[1:])
-            everyone = bool(heard.mask.all())  # every slot heard: plain copies
-            for d, latest in enumerate(self.latest):  # neighbour slots in ascending id order
-                if everyone:
-                    np.copyto(latest, heard.payload[:, :, d])
-                else:
+            if bool(heard.mask.all()):  # every slot heard: one plain copy of all slots
+                np.copyto(self.latest, heard.payload.transpose(2, 0, 1, 3))
+            else:
+                for d, latest in enumerate(self.latest):
                     np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+            # neighbour slots added in ascending id order, from 0.0 (x + 0.0 == 0.0 + x)
+            if len(self.latest):
+                received = np.add(self.latest[0], 0.0)
+            else:  # no neighbour slot (isolated agents everywhere)
+                received = np.zeros(self.latest.shape[1:])
+            for latest in self.latest[1:]:
                 received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]
