@@ -90,6 +90,7 @@ class IndexPolicy(TeamPolicy):
 
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max, no tie-break draws
+    uses_total: ClassVar[bool] = True  # False: index() ignores ``total`` (shared: not computed)
     version: ClassVar[int] = 2  # v2: one tie-break uniform per agent (was one per arm)
 
     # ----------------------------------------------------------- protocol
@@ -151,7 +152,8 @@ class IndexPolicy(TeamPolicy):
                 received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]
-            total = np.einsum("bnm->bn", n)[..., None]  # exact for integer counts
+            # exact for integer counts; None for an index that ignores it
+            total = np.einsum("bnm->bn", n)[..., None] if self.uses_total else None
             index = self.index(n, s, total)
             payload = np.concatenate([self.counts, self.sums], axis=-1)
             messages[CHANNEL] = (self._send, payload)
@@ -192,7 +194,8 @@ class IndexPolicy(TeamPolicy):
         return greedy
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        """Per-arm index (B, N, M) from counts ``n``, sums ``s`` and ``total`` (B, N, 1)."""
+        """Per-arm index (B, N, M) from counts ``n``, sums ``s`` and ``total`` (B, N, 1) (None
+        from the shared variants of a class with ``uses_total = False``)."""
         raise NotImplementedError
 
 
