@@ -76,6 +76,23 @@ def test_buffered_refill_equals_the_stacked_draws(kind, shape):
     assert all(stream.next().flags.c_contiguous for _ in range(3))
 
 
+@pytest.mark.parametrize("runs", [1, 3])
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3)])
+def test_buffered_outputs_are_never_written_again(runs, shape):
+    """The rows are drawn into again at every chunk: the steps handed out (kept by callers)
+    must stay as they were, also for one run (where a transposed block is contiguous)."""
+    seqs = [np.random.SeedSequence(s) for s in range(runs)]
+    stream = BufferedStream(
+        [np.random.Generator(np.random.PCG64(s)) for s in seqs], "uniform", shape
+    )
+    kept = [stream.next() for _ in range(3 * stream.chunk + 1)]
+    copies = [k.copy() for k in kept]
+    for _ in range(2 * stream.chunk):
+        stream.next()
+    assert all(np.array_equal(k, c) for k, c in zip(kept, copies, strict=True))
+    assert len({k.tobytes() for k in kept}) == len(kept)  # fresh draws, not one buffer reused
+
+
 @pytest.mark.parametrize("block", [False, True], ids=["per_run", "block_streams"])
 def test_laplace_next_at_equals_next_at_the_positions(block):
     """Also under the audits' block streams, whose stream holds one Generator for all runs."""
@@ -271,9 +288,7 @@ def test_buffered_runs_stay_exact_when_they_diverge(fast, kind, seed):
     shape = (300,)  # chunk 54 steps, blocks of 18 for three runs
     seqs = [np.random.SeedSequence(s) for s in (seed, seed + 1, seed + 2)]
     stream = BufferedStream([np.random.Generator(np.random.PCG64(s)) for s in seqs], kind, shape)
-    alone = [
-        BufferedStream([np.random.Generator(np.random.PCG64(s))], kind, shape) for s in seqs
-    ]
+    alone = [BufferedStream([np.random.Generator(np.random.PCG64(s))], kind, shape) for s in seqs]
     assert stream.block < stream.chunk
     rng = np.random.default_rng(seed)
     for _ in range(fast):
