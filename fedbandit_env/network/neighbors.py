@@ -152,7 +152,11 @@ class NeighborsChannel(Channel):
     # ------------------------------------------------------------ aggregating delivery
     def _transmit_aggregate(self, send, payload, drop_u, charge):
         B = send.shape[0]
-        messages = (send * self.topology.degrees[None, :]).sum(axis=1)
+        everyone = bool(send.all())
+        if everyone:  # every agent sends to all its neighbours: the same count in every run
+            messages = self._total_degree
+        else:
+            messages = (send * self.topology.degrees[None, :]).sum(axis=1)
         if drop_u is None and self._cliques and self.reduce == "max":
             value, count = self._clique_max(send, payload)
         elif drop_u is None and self._csr is not None:
@@ -166,7 +170,7 @@ class NeighborsChannel(Channel):
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
         if drop_u is not None:  # without drops every sent message arrives: dropped stays 0
             charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
-        charge.sent[:] = send * self.topology.degrees[None, :]
+        charge.sent[:] = self.topology.degrees if everyone else send * self.topology.degrees
         return NeighborsAggregate(value, count), charge
 
     def _slot_loop(self, send, payload, drop_u):
