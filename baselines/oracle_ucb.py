@@ -41,6 +41,7 @@ class CentralizedUCB1(TeamPolicy):
         self.counts = np.zeros((facts.num_runs, self.M))
         self.sums = np.zeros((facts.num_runs, self.M))
         self._b = np.arange(facts.num_runs)[:, None]
+        self._run_base = np.arange(facts.num_runs) * self.M  # flat (run, arm) = b M + arm
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:  # pool every agent's last reward
@@ -63,9 +64,10 @@ class CentralizedUCB1(TeamPolicy):
             np.add.at(self.counts, (self._b, arms), 1.0)
             np.add.at(self.sums, (self._b, arms), rewards)
             return
-        runs = self._b[:, 0]
-        self.counts[runs, arm] += float(self.N)  # exact: integer counts
-        chain = np.empty((runs.size, self.N + 1))
-        chain[:, 0] = self.sums[runs, arm]
+        key = self._run_base + arm
+        self.counts.reshape(-1)[key] += float(self.N)  # exact: integer counts
+        sums = self.sums.reshape(-1)  # a view: writes go to the statistics
+        chain = np.empty((key.size, self.N + 1))
+        chain[:, 0] = sums.take(key)
         chain[:, 1:] = rewards
-        self.sums[runs, arm] = np.add.accumulate(chain, axis=1)[:, -1]
+        sums[key] = np.add.accumulate(chain, axis=1)[:, -1]
