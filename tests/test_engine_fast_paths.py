@@ -151,6 +151,28 @@ def test_everyone_sends_path_equals_the_padded_reduction(kind, reduce):
             assert np.array_equal(getattr(charge, field), getattr(ref_charge, field))
 
 
+@pytest.mark.parametrize("kind", ["ring", "grid", "complete"])
+def test_padded_everyone_path_equals_the_masked_path(kind):
+    """Every agent sends on a regular graph: the padded delivery without masking equals the
+    general masked path (forced here), delivery and charge."""
+    topo = TOPOLOGIES[kind]()
+    fast, slow = (NeighborsChannel("n", topo, 3, c1=1.0, c2=2.5) for _ in range(2))
+    slow._all_valid = False  # the general path
+    for ch in (fast, slow):
+        ch.reset(BatchedRNG.for_runs([4, 5], "network").child("channel/n"))
+    rng = np.random.default_rng(3)
+    send = np.ones((2, topo.num_agents), dtype=bool)
+    for step in range(1, 4):
+        payload = rng.standard_normal((2, topo.num_agents, 3)) * 10.0 ** rng.integers(-5, 5)
+        got, charge = fast.transmit(step, send, payload)
+        want, want_charge = slow.transmit(step, send, payload)
+        for field in ("senders", "mask", "payload"):
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype and np.array_equal(a, b), field
+        for field in ("messages", "floats", "cost", "dropped", "sent"):
+            assert np.array_equal(getattr(charge, field), getattr(want_charge, field)), field
+
+
 # ----------------------------------------------------------------------------- gossip
 def _old_gossip_transmit(ch: GossipChannel, send, payload):
     """The 2-D indexed form the flat one replaced."""
