@@ -22,6 +22,8 @@ class EpsilonGreedy(IndexPolicy):
 
     agent_id = "epsilon_greedy"
 
+    uses_total = False
+
     def __init__(self, epsilon: float = 0.1):
         self.epsilon = check_number(self.agent_id, "epsilon", epsilon, 0.0, 1.0)
 

@@ -90,6 +90,7 @@ class IndexPolicy(TeamPolicy):
 
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max, no tie-break draws
+    uses_total: ClassVar[bool] = True  # False: index() ignores ``total`` (shared: not computed)
     version: ClassVar[int] = 2  # v2: one tie-break uniform per agent (was one per arm)
 
     # ----------------------------------------------------------- protocol
@@ -137,17 +138,22 @@ class IndexPolicy(TeamPolicy):
         messages = {}
         if self.shared:
             heard = obs.deliveries[CHANNEL]
-            received = np.zeros(self.latest.shape[1:])
-            everyone = bool(heard.mask.all())  # every slot heard: plain copies
-            for d, latest in enumerate(self.latest):  # neighbour slots in ascending id order
-                if everyone:
-                    np.copyto(latest, heard.payload[:, :, d])
-                else:
+            if bool(heard.mask.all()):  # every slot heard: one plain copy of all slots
+                np.copyto(self.latest, heard.payload.transpose(2, 0, 1, 3))
+            else:
+                for d, latest in enumerate(self.latest):
                     np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+            # neighbour slots added in ascending id order, from 0.0 (x + 0.0 == 0.0 + x)
+            if len(self.latest):
+                received = np.add(self.latest[0], 0.0)
+            else:  # no neighbour slot (isolated agents everywhere)
+                received = np.zeros(self.latest.shape[1:])
+            for latest in self.latest[1:]:
                 received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]
-            total = np.einsum("bnm->bn", n)[..., None]  # exact for integer counts
+            # exact for integer counts; None for an index that ignores it
+            total = np.einsum("bnm->bn", n)[..., None] if self.uses_total else None
             index = self.index(n, s, total)
             payload = np.concatenate([self.counts, self.sums], axis=-1)
             messages[CHANNEL] = (self._send, payload)
@@ -188,7 +194,8 @@ class IndexPolicy(TeamPolicy):
         return greedy
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        """Per-arm index (B, N, M) from counts ``n``, sums ``s`` and ``total`` (B, N, 1)."""
+        """Per-arm index (B, N, M) from counts ``n``, sums ``s`` and ``total`` (B, N, 1) (None
+        from the shared variants of a class with ``uses_total = False``)."""
         raise NotImplementedError
 
 

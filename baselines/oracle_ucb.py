@@ -41,15 +41,33 @@ class CentralizedUCB1(TeamPolicy):
         self.counts = np.zeros((facts.num_runs, self.M))
         self.sums = np.zeros((facts.num_runs, self.M))
         self._b = np.arange(facts.num_runs)[:, None]
+        self._run_base = np.arange(facts.num_runs) * self.M  # flat (run, arm) = b M + arm
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:  # pool every agent's last reward
-            np.add.at(self.counts, (self._b, obs.last_arm), 1.0)
-            np.add.at(self.sums, (self._b, obs.last_arm), obs.last_reward)
+            self._pool(obs.last_arm, obs.last_reward)
         if obs.step < self.M:
             arms = np.full((self.counts.shape[0], self.N), obs.step, dtype=np.int64)
             return TeamAction(arms)
         total = self.counts.sum(axis=1, keepdims=True)
         index = self.sums / self.counts + self.scale * np.sqrt(2.0 * np.log(total) / self.counts)
         best = np.argmax(index, axis=1)
-        return TeamAction(np.repeat(best[:, None], self.N, axis=1).astype(np.int64))
+        return TeamAction(np.repeat(best[:, None], self.N, axis=1).astype(np.int64, copy=False))
+
+    def _pool(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Add the pulls (B, N) to the pooled statistics: per run, the rewards are added to the
+        arm's sum one agent after the other in agent order (as ``np.add.at`` does). When every
+        agent of a run pulled the same arm (the team plays in lock step), that sequential sum
+        is one ``np.add.accumulate`` along the agents and the count grows by N."""
+        arm = arms[:, 0]
+        if not (arms == arm[:, None]).all():
+            np.add.at(self.counts, (self._b, arms), 1.0)
+            np.add.at(self.sums, (self._b, arms), rewards)
+            return
+        key = self._run_base + arm
+        self.counts.reshape(-1)[key] += float(self.N)  # exact: integer counts
+        sums = self.sums.reshape(-1)  # a view: writes go to the statistics
+        chain = np.empty((key.size, self.N + 1))
+        chain[:, 0] = sums.take(key)
+        chain[:, 1:] = rewards
+        sums[key] = np.add.accumulate(chain, axis=1)[:, -1]

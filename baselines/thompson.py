@@ -58,6 +58,7 @@ class ThompsonBeta(IndexPolicy):
 
     agent_id = "thompson_beta"
     ties = False  # continuous samples: exact ties have probability zero
+    uses_total = False
     version = 1  # same trajectories as before the flat-update hot path
 
     def __init__(self, bounds: Any = None):
@@ -94,6 +95,7 @@ class ThompsonGaussian(IndexPolicy):
 
     agent_id = "thompson_gaussian"
     ties = False  # continuous samples: exact ties have probability zero
+    uses_total = False
     version = 1  # same trajectories as before the flat-update hot path
 
     def __init__(self, scale: float | None = None):
@@ -121,7 +123,12 @@ class ThompsonGaussian(IndexPolicy):
         return index
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        return s / (n + 1.0) + self._scale * self._normal.next() / np.sqrt(n + 1.0)
+        # s / (n + 1) + scale * z / sqrt(n + 1), the same operations on fewer temporaries
+        n1 = n + 1.0
+        index = np.multiply(self._normal.next(), self._scale)
+        index /= np.sqrt(n1)
+        index += np.divide(s, n1, out=n1)
+        return index
 
 
 class ThompsonGaussianShared(ThompsonGaussian):

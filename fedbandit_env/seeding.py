@@ -166,7 +166,8 @@ class BufferedStream:
     batch size. Each run's chunk is drawn into its own contiguous row (run-major); the steps are
     handed out from step-major blocks of a few steps, transposed from those rows one block at a
     time (a block of at most ``_STEP_BLOCK_FLOATS`` floats stays in cache, where transposing the
-    whole chunk at once would stream it through memory twice).
+    whole chunk at once would stream it through memory twice). The run-major rows are one array
+    drawn into again at every chunk (no fresh pages per chunk); the blocks are always copies.
     """
 
     def __init__(
@@ -199,8 +200,11 @@ class BufferedStream:
         return gen.standard_exponential(size, out=out)
 
     def _draw_rows(self) -> np.ndarray:
-        """The next chunk of every run, run-major (B, chunk, *shape)."""
-        rows = np.empty((len(self._generators), self.chunk, *self._shape))
+        """The next chunk of every run, run-major (B, chunk, *shape), drawn into the previous
+        chunk's array when there is one (it is internal: steps are handed out from copies)."""
+        rows = self._rows
+        if rows is None:
+            rows = np.empty((len(self._generators), self.chunk, *self._shape))
         for b, gen in enumerate(self._generators):
             self._draw(gen, rows[b])
         return rows
@@ -216,7 +220,9 @@ class BufferedStream:
                     self._rows = self._draw_rows()
                     self._pos = 0
                 end = min(self._pos + self.block, self.chunk)
-                self._block = np.ascontiguousarray(self._rows[:, self._pos : end].swapaxes(0, 1))
+                # always a copy (ascontiguousarray would return a view of the rows for B = 1,
+                # and the rows are drawn into again at the next chunk)
+                self._block = self._rows[:, self._pos : end].swapaxes(0, 1).copy()
                 self._block_pos = 0
             out = self._block[self._block_pos]  # contiguous (B, *shape), never written again
             self._block_pos += 1

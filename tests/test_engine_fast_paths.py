@@ -76,6 +76,23 @@ def test_buffered_refill_equals_the_stacked_draws(kind, shape):
     assert all(stream.next().flags.c_contiguous for _ in range(3))
 
 
+@pytest.mark.parametrize("runs", [1, 3])
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3)])
+def test_buffered_outputs_are_never_written_again(runs, shape):
+    """The rows are drawn into again at every chunk: the steps handed out (kept by callers)
+    must stay as they were, also for one run (where a transposed block is contiguous)."""
+    seqs = [np.random.SeedSequence(s) for s in range(runs)]
+    stream = BufferedStream(
+        [np.random.Generator(np.random.PCG64(s)) for s in seqs], "uniform", shape
+    )
+    kept = [stream.next() for _ in range(3 * stream.chunk + 1)]
+    copies = [k.copy() for k in kept]
+    for _ in range(2 * stream.chunk):
+        stream.next()
+    assert all(np.array_equal(k, c) for k, c in zip(kept, copies, strict=True))
+    assert len({k.tobytes() for k in kept}) == len(kept)  # fresh draws, not one buffer reused
+
+
 @pytest.mark.parametrize("block", [False, True], ids=["per_run", "block_streams"])
 def test_laplace_next_at_equals_next_at_the_positions(block):
     """Also under the audits' block streams, whose stream holds one Generator for all runs."""
@@ -132,6 +149,28 @@ def test_everyone_sends_path_equals_the_padded_reduction(kind, reduce):
         assert np.array_equal(got.value, want)
         for field in ("messages", "floats", "cost", "dropped", "sent"):
             assert np.array_equal(getattr(charge, field), getattr(ref_charge, field))
+
+
+@pytest.mark.parametrize("kind", ["ring", "grid", "complete"])
+def test_padded_everyone_path_equals_the_masked_path(kind):
+    """Every agent sends on a regular graph: the padded delivery without masking equals the
+    general masked path (forced here), delivery and charge."""
+    topo = TOPOLOGIES[kind]()
+    fast, slow = (NeighborsChannel("n", topo, 3, c1=1.0, c2=2.5) for _ in range(2))
+    slow._all_valid = False  # the general path
+    for ch in (fast, slow):
+        ch.reset(BatchedRNG.for_runs([4, 5], "network").child("channel/n"))
+    rng = np.random.default_rng(3)
+    send = np.ones((2, topo.num_agents), dtype=bool)
+    for step in range(1, 4):
+        payload = rng.standard_normal((2, topo.num_agents, 3)) * 10.0 ** rng.integers(-5, 5)
+        got, charge = fast.transmit(step, send, payload)
+        want, want_charge = slow.transmit(step, send, payload)
+        for field in ("senders", "mask", "payload"):
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype and np.array_equal(a, b), field
+        for field in ("messages", "floats", "cost", "dropped", "sent"):
+            assert np.array_equal(getattr(charge, field), getattr(want_charge, field)), field
 
 
 # ----------------------------------------------------------------------------- gossip
@@ -271,9 +310,7 @@ def test_buffered_runs_stay_exact_when_they_diverge(fast, kind, seed):
     shape = (300,)  # chunk 54 steps, blocks of 18 for three runs
     seqs = [np.random.SeedSequence(s) for s in (seed, seed + 1, seed + 2)]
     stream = BufferedStream([np.random.Generator(np.random.PCG64(s)) for s in seqs], kind, shape)
-    alone = [
-        BufferedStream([np.random.Generator(np.random.PCG64(s))], kind, shape) for s in seqs
-    ]
+    alone = [BufferedStream([np.random.Generator(np.random.PCG64(s))], kind, shape) for s in seqs]
     assert stream.block < stream.chunk
     rng = np.random.default_rng(seed)
     for _ in range(fast):

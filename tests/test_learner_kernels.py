@@ -223,3 +223,31 @@ def test_gossip_bonus_matches_the_eq11_formula():
     t = policy.round
     want = policy.bonus_scale * np.sqrt(2.0 * policy.N * np.log(t) / policy.n) + policy.alpha1
     assert np.allclose(policy.bonus(t), want, rtol=1e-12, atol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), lockstep=st.booleans())
+def test_prop_centralized_pooling_equals_add_at(seed, lockstep):
+    """centralized_ucb1 pools the lock-step pulls with one sequential accumulate per run: the
+    same additions in the same order as ``np.add.at`` (bit for bit, Gaussian rewards)."""
+    from baselines.oracle_ucb import CentralizedUCB1
+
+    rng = np.random.default_rng(seed)
+    B, N, M = 4, 5, 3
+    policy = CentralizedUCB1()
+    policy.M, policy.N = M, N
+    policy.counts = rng.integers(1, 9, (B, M)).astype(np.float64)
+    policy.sums = rng.normal(size=(B, M))
+    policy._b = np.arange(B)[:, None]
+    policy._run_base = np.arange(B) * M
+    counts, sums = policy.counts.copy(), policy.sums.copy()
+    for _ in range(5):
+        arms = rng.integers(0, M, (B, N))
+        if lockstep:
+            arms[:] = arms[:, :1]
+        rewards = rng.normal(size=(B, N)) * 10.0 ** rng.integers(-3, 4)
+        policy._pool(arms, rewards)
+        np.add.at(counts, (policy._b, arms), 1.0)
+        np.add.at(sums, (policy._b, arms), rewards)
+        assert np.array_equal(policy.counts, counts)
+        assert np.array_equal(policy.sums.view(np.int64), sums.view(np.int64))

@@ -133,6 +133,8 @@ class GossipChannel(Channel):
         partner[fa] = c
         partner[fc] = a
         flat_send = send.reshape(-1)
+        if drop_u is None and flat_send.all():
+            return self._exchange_everyone(partner, payload, fa, fc)
         a_sends, c_sends = flat_send[fa], flat_send[fc]
         to_c, to_a = a_sends.copy(), c_sends.copy()
         if drop_u is not None:
@@ -157,6 +159,29 @@ class GossipChannel(Channel):
         sent = charge.sent.reshape(-1)
         sent[fa] = a_sends
         sent[fc] = c_sends
+        return delivery, charge
+
+    def _exchange_everyone(self, partner, payload, fa, fc):
+        """Edge mode when every agent sends and nothing drops: both ends of each run's edge
+        receive the other's payload (the same delivery and charge as the general path)."""
+        B, N = self.num_runs, self.num_agents
+        received = np.zeros(B * N, dtype=bool)
+        received[fa] = True
+        received[fc] = True
+        rows = payload.reshape(B * N, self.dim)
+        out = np.zeros((B * N, self.dim))
+        out[fa] = rows[fc]
+        out[fc] = rows[fa]
+        delivery = GossipDelivery(
+            partner.reshape(B, N), received.reshape(B, N), out.reshape(B, N, self.dim)
+        )
+        charge = self._charge()
+        charge.messages[:, AGENT_AGENT] = 2
+        charge.floats[:, AGENT_AGENT] = 2 * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * 2
+        sent = charge.sent.reshape(-1)
+        sent[fa] = 1
+        sent[fc] = 1
         return delivery, charge
 
     def describe(self) -> dict[str, Any]:

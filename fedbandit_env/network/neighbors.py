@@ -86,6 +86,8 @@ class NeighborsChannel(Channel):
         self._slot_full = self.valid.all(axis=0)  # slot d holds a neighbour for every agent
         self._degree = self.valid.sum(axis=1).astype(np.int64)  # (N,) neighbour slots in use
         self._isolated = int((self._degree == 0).sum())
+        self._all_valid = bool(self.valid.all())  # regular graph: no padded slot
+        self._total_degree = int(self._degree.sum())  # messages of a step where everyone sends
         self._csr = None
         if reduce in ("sum", "mean") and self.drop_prob == 0:
             self._csr = _adjacency(topology)
@@ -120,6 +122,8 @@ class NeighborsChannel(Channel):
             return self._empty, charge
         if self.reduce is not None:
             return self._transmit_aggregate(send, payload, drop_u, charge)
+        if drop_u is None and self._all_valid and send.all():
+            return self._transmit_everyone(payload, charge)
         transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
         out = payload.take(self._gather, axis=1)
@@ -132,10 +136,27 @@ class NeighborsChannel(Channel):
         charge.sent[:] = send * self.topology.degrees[None, :]
         return NeighborsDelivery(self.senders, mask, out), charge
 
+    def _transmit_everyone(self, payload, charge):
+        """Padded delivery when every agent sends, nothing drops and every slot holds a
+        neighbour: every message arrives, so no masking and constant counts (the same delivery
+        and charge as the general path)."""
+        B = payload.shape[0]
+        mask = np.ones((B, self.num_agents, self.max_degree), dtype=bool)
+        out = payload.take(self._gather, axis=1)
+        charge.messages[:, AGENT_AGENT] = self._total_degree
+        charge.floats[:, AGENT_AGENT] = self._total_degree * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * self._total_degree
+        charge.sent[:] = self.topology.degrees[None, :]
+        return NeighborsDelivery(self.senders, mask, out), charge
+
     # ------------------------------------------------------------ aggregating delivery
     def _transmit_aggregate(self, send, payload, drop_u, charge):
         B = send.shape[0]
-        messages = (send * self.topology.degrees[None, :]).sum(axis=1)
+        everyone = bool(send.all())
+        if everyone:  # every agent sends to all its neighbours: the same count in every run
+            messages = self._total_degree
+        else:
+            messages = (send * self.topology.degrees[None, :]).sum(axis=1)
         if drop_u is None and self._cliques and self.reduce == "max":
             value, count = self._clique_max(send, payload)
         elif drop_u is None and self._csr is not None:
@@ -149,7 +170,7 @@ class NeighborsChannel(Channel):
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
         if drop_u is not None:  # without drops every sent message arrives: dropped stays 0
             charge.dropped[:] = messages - count.reshape(B, -1).sum(axis=1)
-        charge.sent[:] = send * self.topology.degrees[None, :]
+        charge.sent[:] = self.topology.degrees if everyone else send * self.topology.degrees
         return NeighborsAggregate(value, count), charge
 
     def _slot_loop(self, send, payload, drop_u):
