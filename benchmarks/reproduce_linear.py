@@ -160,7 +160,7 @@ def execute(cfgs: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
 
     out = []
     for r in Parallel(n_jobs=jobs, return_as="generator")(delayed(run_config)(c) for c in cfgs):
-        mean, se = mean_se(r["finals"])
+        mean, se = C.mean_se(r["finals"])
         print(f"[T={r['T']} runs={r['runs']}] exp {r['exp']} {r.get('regime', '')} M={r['M']} "
               f"d={r['d']} eps={r['eps']:g} timing={r['timing']}: regret {mean:.1f} (se "
               f"{se:.1f}), syncs {r['syncs']:.1f}, cpu {r['cpu']:.1f} s", file=sys.stderr,
@@ -170,12 +170,6 @@ def execute(cfgs: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- measured quantities
-def mean_se(finals: list[float]) -> tuple[float, float]:
-    a = np.asarray(finals, dtype=float)
-    se = float(a.std(ddof=1) / math.sqrt(len(a))) if len(a) > 1 else math.nan
-    return float(a.mean()), se
-
-
 def loglog_slope(dims: list[int], regrets: list[float]) -> float:
     r = np.maximum(np.asarray(regrets, dtype=float), 1e-12)
     return float(np.polyfit(np.log(dims), np.log(r), 1)[0])
@@ -193,7 +187,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     exp1: dict[int, list[tuple[float, float, float]]] = {}
     for r in paper:
         if r["exp"] == "1":
-            exp1.setdefault(r["M"], []).append((r["eps"], *mean_se(r["finals"])))
+            exp1.setdefault(r["M"], []).append((r["eps"], *C.mean_se(r["finals"])))
     exp2 = {(r["regime"], r["eps"]): r for r in paper if r["exp"] == "2"}
     lat = {(r["regime"], r["eps"]): r for r in results if r["timing"] == "latency"}
     exp3: dict[float, list[dict[str, Any]]] = {}
@@ -203,7 +197,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     slopes = {}
     for eps, rows in exp3.items():
         dims = [r["d"] for r in rows]
-        means = [mean_se(r["finals"])[0] for r in rows]
+        means = [C.mean_se(r["finals"])[0] for r in rows]
         per_run = np.array([r["finals"] for r in rows])  # (dims, runs)
         run_slopes = [loglog_slope(dims, per_run[:, k]) for k in range(per_run.shape[1])]
         se = (float(np.std(run_slopes, ddof=1) / math.sqrt(len(run_slopes)))
@@ -284,7 +278,7 @@ def build_claims(s: dict[str, Any], scale: dict[str, Any]) -> list[C.Claim]:
     for eps, group in ((1.0, "private eps=1"), (math.inf, "non-private")):
         regs = sorted((exp2[(lab, eps)] for lab in (EVERY, DISLIN, THEOREM)),
                       key=lambda r: r["messages"])  # least communication first: regret falls
-        vals = [mean_se(r["finals"]) for r in regs]
+        vals = [C.mean_se(r["finals"]) for r in regs]
         check = C.ordered(pairs_from(vals), z=Z)
         rows.append(C.claim(
             paper=PAPER, figure="Fig. 1B",
@@ -300,7 +294,7 @@ def build_claims(s: dict[str, Any], scale: dict[str, Any]) -> list[C.Claim]:
     # Fig. 1B, spec: private >= non-private at every communication level
     pp = []
     for lab in (EVERY, DISLIN, THEOREM):
-        a, b = mean_se(exp2[(lab, math.inf)]["finals"]), mean_se(exp2[(lab, 1.0)]["finals"])
+        a, b = C.mean_se(exp2[(lab, math.inf)]["finals"]), C.mean_se(exp2[(lab, 1.0)]["finals"])
         pp.append((a[0], b[0], math.hypot(a[1], b[1])))
     rows.append(C.claim(
         paper=PAPER, figure="Fig. 1B",
@@ -374,7 +368,7 @@ def config_table(s: dict[str, Any], beta: float, runs: int) -> list[str]:
             else f"{c['m']} | {fmt(c['sigma_N'])} | {fmt(c['rho_min'])} / {fmt(c['rho_max'])} "
                  f"| {fmt(c['kappa'])}"
         )
-        mean, se = mean_se(e["finals"])
+        mean, se = C.mean_se(e["finals"])
         lines.append(
             f"| {e['exp']} | {e['M']} | {e['d']} | {e['eps']:g} | {fmt(e['D_value'])} | "
             f"{mean:.1f} | {se:.1f} | {e['syncs']:.1f} | "
@@ -401,8 +395,8 @@ def timing_table(s: dict[str, Any]) -> list[str]:
         for eps in (1.0, math.inf):
             p, q = s["exp2"][(lab, eps)], s["latency"][(lab, eps)]
             lines.append(
-                f"| {lab} | {eps:g} | {mean_se(p['finals'])[0]:.1f} | "
-                f"{mean_se(q['finals'])[0]:.1f} | {p['syncs']:.1f} / {q['syncs']:.1f} | "
+                f"| {lab} | {eps:g} | {C.mean_se(p['finals'])[0]:.1f} | "
+                f"{C.mean_se(q['finals'])[0]:.1f} | {p['syncs']:.1f} / {q['syncs']:.1f} | "
                 f"{p['messages']:.0f} / {q['messages']:.0f} |"
             )
     return lines
@@ -468,16 +462,16 @@ def ablation(T: int, runs: int, g: dict[str, Any], a: argparse.Namespace,
         p, n = s["exp2"][(lab, 1.0)], s["exp2"][(lab, math.inf)]
         lines.append(
             f"| Fig. 1B {lab}, d = {D_FIXED} | {fmt(r['lam'])} | "
-            + " | ".join("{:.1f} ({:.1f})".format(*mean_se(x["finals"])) for x in (r, p, n))
+            + " | ".join("{:.1f} ({:.1f})".format(*C.mean_se(x["finals"])) for x in (r, p, n))
             + " |")
     dims = [r["d"] for r in res[2:]]
     for r in res[2:]:
         k = s["exp3"][1.0]["dims"].index(r["d"])
         p, n = s["exp3"][1.0]["regret"][k], s["exp3"][math.inf]["regret"][k]
         lines.append(f"| Fig. 1C d = {r['d']} | {fmt(r['lam'])} | "
-                     "{:.1f} ({:.1f})".format(*mean_se(r["finals"]))
+                     "{:.1f} ({:.1f})".format(*C.mean_se(r["finals"]))
                      + f" | {p:.1f} | {n:.1f} |")
-    slope = loglog_slope(dims, [mean_se(r["finals"])[0] for r in res[2:]])
+    slope = loglog_slope(dims, [C.mean_se(r["finals"])[0] for r in res[2:]])
     lines.append(f"| Fig. 1C log-log slope | | {slope:.3f} | {s['exp3'][1.0]['slope']:.3f} | "
                  f"{s['exp3'][math.inf]['slope']:.3f} |")
     return lines
@@ -507,7 +501,7 @@ def figure(s: dict[str, Any], path: Path, title: str) -> None:
     axes[0].legend()
     labels = [EVERY, DISLIN, THEOREM]
     for eps, style in ((1.0, "-o"), (math.inf, "--s")):
-        axes[1].plot(labels, [mean_se(s["exp2"][(lab, eps)]["finals"])[0] for lab in labels],
+        axes[1].plot(labels, [C.mean_se(s["exp2"][(lab, eps)]["finals"])[0] for lab in labels],
                      style, label="private eps=1" if math.isfinite(eps) else "non-private")
     axes[1].set(ylabel="regret per agent", title="Fig. 1B: communication")
     axes[1].legend()

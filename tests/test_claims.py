@@ -135,3 +135,9 @@ def test_step_and_z_checks(check, expected):
 )
 def test_all_z_close(check, expected):
     assert check.verdict == expected
+
+
+def test_mean_se():
+    mean, se = C.mean_se([1.0, 2.0, 3.0, 4.0])
+    assert mean == 2.5 and se == pytest.approx(1.2909944487 / 2)
+    assert C.mean_se([5.0])[0] == 5.0 and C.mean_se([5.0])[1] != C.mean_se([5.0])[1]  # NaN

@@ -28,8 +28,9 @@ def _reproduce(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_every_field_agent_of_this_branch_has_a_sanity_module():
-    assert {"sanity_fed1_ucb", "sanity_fed2_ucb", "sanity_dislinucb"} <= set(MODULES)
+def test_every_field_agent_has_a_sanity_module():
+    agents = ("dducb", "coop_ucb2", "fed1_ucb", "fed2_ucb", "dislinucb", "gosine", "ldp_ucb")
+    assert {f"sanity_{a}" for a in agents} <= set(MODULES)
 
 
 @pytest.mark.slow

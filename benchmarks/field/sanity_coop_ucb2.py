@@ -14,14 +14,21 @@ regret; a smaller gamma explores less and lowers regret.
 from __future__ import annotations
 
 import argparse
-import math
 
 import networkx as nx
 import numpy as np
 
 from agents.coop_ucb2 import CoopUCB2
 from fedbandit_env.bench import evaluate
-from fedbandit_env.bench.claims import Claim, at_most, claim, lower_than, monotone, to_markdown
+from fedbandit_env.bench.claims import (
+    Claim,
+    at_most,
+    claim,
+    lower_than,
+    mean_se,
+    monotone,
+    to_markdown,
+)
 
 PAPER = "field"
 FIGURE = "coop-UCB2 sanity"
@@ -56,10 +63,6 @@ def measure(full: bool = False) -> dict:
     return out
 
 
-def _se(x: np.ndarray) -> float:
-    return float(x.std(ddof=1) / math.sqrt(x.size))
-
-
 def run(full: bool = False) -> list[Claim]:
     sc = _scale(full)
     res = measure(full)
@@ -81,7 +84,7 @@ def run(full: bool = False) -> list[Claim]:
     claims.append(claim(
         paper=PAPER, figure=FIGURE, source="spec", provenance="mem",
         text="agents of higher degree (3) get lower regret than the leaves (degree 1), demo parameters",
-        check=lower_than(float(hubs.mean()), float(leaves.mean()), _se(hubs - leaves), z=2.0),
+        check=lower_than(float(hubs.mean()), float(leaves.mean()), mean_se(hubs - leaves)[1], z=2.0),
         ours={"degree 3": round(float(hubs.mean()), 1), "degree 1": round(float(leaves.mean()), 1)},
         scale=scale,
     ))

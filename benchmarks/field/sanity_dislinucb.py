@@ -19,7 +19,7 @@ import math
 from agents.dislinucb import DisLinUCB, heuristic_threshold
 from agents.fed_lin_ucb import FedLinUCB
 from fedbandit_env.bench import evaluate
-from fedbandit_env.bench.claims import Claim, at_most, claim, lower_than
+from fedbandit_env.bench.claims import Claim, at_most, claim, lower_than, mean_se
 
 PAPER = "Wang, Hu, Chen & Wang, Distributed Bandit Learning (ICLR'20): DisLinUCB"
 ENV = "FedBandit/LinearContextual-v0"
@@ -29,10 +29,6 @@ def _env(N: int, K: int, d: int, T: int) -> dict:
     return dict(
         num_agents=N, num_arms=K, dim=d, horizon=T, reward={"kind": "gaussian", "sigma": 0.1}
     )
-
-
-def _mean_se(values) -> tuple[float, float]:
-    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values)))
 
 
 def run(full: bool = False) -> list[Claim]:
@@ -48,10 +44,10 @@ def run(full: bool = False) -> list[Claim]:
     private = evaluate(
         ENV, FedLinUCB(epsilon=1.0, sync_threshold=D), runs=runs, seed=0, env_kwargs=env
     )
-    r_dis, se_dis = _mean_se(dis.final_regret_per_agent)
-    r_cen, _ = _mean_se(central.final_regret_per_agent)
-    r_alone, se_alone = _mean_se(alone.final_regret_per_agent)
-    r_priv, se_priv = _mean_se(private.final_regret_per_agent)
+    r_dis, se_dis = mean_se(dis.final_regret_per_agent)
+    r_cen, _ = mean_se(central.final_regret_per_agent)
+    r_alone, se_alone = mean_se(alone.final_regret_per_agent)
+    r_priv, se_priv = mean_se(private.final_regret_per_agent)
     short_policy = DisLinUCB()  # the heuristic D of the shorter horizon
     evaluate(ENV, short_policy, runs=runs, seed=0, env_kwargs=_env(N, K, d, T // 4))
     syncs_short = float(short_policy.n_sync.mean())

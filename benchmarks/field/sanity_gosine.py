@@ -21,7 +21,15 @@ import numpy as np
 
 from agents.gosine import GosInE
 from fedbandit_env.bench import evaluate
-from fedbandit_env.bench.claims import Claim, at_most, claim, lower_than, to_markdown, within
+from fedbandit_env.bench.claims import (
+    Claim,
+    at_most,
+    claim,
+    lower_than,
+    mean_se,
+    to_markdown,
+    within,
+)
 
 PAPER = "field"
 FIGURE = "GosInE sanity"
@@ -58,19 +66,14 @@ def measure(full: bool = False) -> dict:
     return out
 
 
-def _mse(x: np.ndarray) -> tuple[float, float]:
-    x = np.asarray(x, dtype=float)
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else 0.0
-
-
 def run(full: bool = False) -> list[Claim]:
     sc = _scale(full)
     horizon = sc["side"] ** 3
     res = measure(full)
     scale = {"n": N, "K": K, "T": horizon, "runs": sc["runs"]}
-    g, gse = _mse(res["gosine complete"][0])
-    r, rse = _mse(res["gosine ring"][0])
-    u, use = _mse(res["single-agent UCB"][0])
+    g, gse = mean_se(res["gosine complete"][0])
+    r, rse = mean_se(res["gosine ring"][0])
+    u, use = mean_se(res["single-agent UCB"][0])
     msgs = float(np.mean(res["gosine complete"][1]))
     return [
         claim(
@@ -104,7 +107,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the spec's scale")
     args = parser.parse_args()
     for name, (reg, msgs) in measure(args.full).items():
-        m, se = _mse(reg)
+        m, se = mean_se(reg)
         print(f"{name:18s} per-agent regret {m:9.1f} +- {se:.1f}  messages/agent {msgs.mean():.1f}")
     print(to_markdown(run(args.full)))
 

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 VERDICTS = ("reproduced", "not reproduced", "not testable")
 SOURCES = ("paper", "spec", "project")
 PROVENANCES = ("paper", "code", "mem")
@@ -112,6 +114,14 @@ def claim(
 
 
 # ----------------------------------------------------------------------------- check functions
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample sd / sqrt(n)) of per-run values; the se of a single value
+    is NaN (a check fed it answers "not testable")."""
+    a = np.asarray(values, dtype=float).reshape(-1)
+    se = float(a.std(ddof=1) / math.sqrt(a.size)) if a.size > 1 else math.nan
+    return float(a.mean()), se
 
 
 def _finite(*values: float) -> bool:
