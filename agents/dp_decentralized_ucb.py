@@ -109,7 +109,7 @@ class DPDecentralizedUCB(TeamPolicy):
     """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 2  # results version: the paper's timing by default (communication-only steps)
+    version = 3  # results version (docs/bench.md): v3 one Laplace per agent and step
 
     def __init__(
         self,

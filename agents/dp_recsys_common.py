@@ -65,10 +65,11 @@ class HybridSums:
 
     :meth:`insert` touches only the pulled counter of each (run, agent): ``insert_at`` adds the
     reward there and ``release_at`` reads its new output into ``value`` (the other counters'
-    outputs are unchanged, since they received nothing). The counter still draws one standard
-    Laplace per counter per step (used only by the counter that receives the item), from the
-    agents' ``privacy`` stream, so a run's noise does not depend on the other runs of its batch or
-    on the arms pulled.
+    outputs are unchanged, since they received nothing). The counters draw one standard Laplace
+    per (run, agent) and step (``noise_per="row"``: the one item of the step is the pulled arm's),
+    from the agents' ``privacy`` stream, so a run's noise does not depend on the other runs of its
+    batch or on the arms pulled, and no draw goes unused (results version 3 of both DP
+    recommender agents; version 2 drew one per arm and step).
     """
 
     def __init__(
@@ -79,14 +80,16 @@ class HybridSums:
         rng: BatchedRNG,
         horizon: int,
     ):
-        self.counter = HybridCounter(shape[1:], horizon, epsilon, rng=rng, bounds=clip)
+        self.counter = HybridCounter(
+            shape[1:], horizon, epsilon, rng=rng, bounds=clip, noise_per="row"
+        )
         self.value = np.zeros(shape)
         self._b, self._i = np.indices(shape[:2])
 
     def insert(self, arm: np.ndarray, reward: np.ndarray, runs: np.ndarray | None = None):
         """``runs`` (B,) bool: insert only in these runs (the others took a communication step);
-        the counter's per-step Laplace draw still happens for every run, so each run's noise
-        depends only on its own sequence of steps."""
+        the counter's per-step Laplace draw (one per agent) still happens for every run, so each
+        run's noise depends only on its own sequence of steps."""
         index = (self._b, self._i, arm)
         if runs is not None:
             index = tuple(x[runs] for x in index)

@@ -17,8 +17,11 @@ construction; the paper's "Lap(1/epsilon) per node" is not epsilon-DP and is not
 
 Seeding: every insertion needs exactly one Laplace draw (one logarithmic increment at a power of
 two, one new p-sum otherwise), so one fixed-shape standard Laplace draw per counter per
-``insert`` call covers it; it is used only where a counter receives an item. Runs of a batch are
-bit-identical to the same runs alone. ``epsilon = inf`` draws nothing and is exact.
+``insert`` call covers it; it is used only where a counter receives an item. With
+``noise_per="row"`` (a row is a vector of counters along the last axis, e.g. one agent's arms,
+of which one receives the item of a step), one draw per row and call covers it instead: no
+per-step draw is left unused. Runs of a batch are bit-identical to the same runs alone.
+``epsilon = inf`` draws nothing and is exact.
 """
 
 from __future__ import annotations
@@ -69,6 +72,16 @@ def hybrid_noise_variance(
     return np.where(n > 0, var, 0.0)
 
 
+def _check_one_per_row(rows: np.ndarray) -> None:
+    """``noise_per="row"``: two items in one row would share a Laplace draw (correlated noise,
+    not the mechanism), so it is refused. Rows given in increasing order (the usual (run,
+    agent) order) are checked without sorting."""
+    r = rows.reshape(-1)
+    if r.size > 1 and not bool((r[1:] > r[:-1]).all()):
+        if np.any(np.diff(np.sort(r)) == 0):
+            raise PrivacyError("index", "at most one item per row (noise_per='row')", "two")
+
+
 def hybrid_noise_std(n: np.ndarray | int, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
     """Square root of :func:`hybrid_noise_variance`."""
     return np.sqrt(hybrid_noise_variance(n, epsilon, sensitivity))
@@ -81,6 +94,11 @@ class HybridCounter:
     all); ``release()`` is the private running sum s(c) of each counter (0 before any item).
     ``horizon`` is the most items one counter may receive. The whole output stream of a counter
     is pure epsilon-DP with respect to its inputs (event level).
+
+    ``noise_per``: ``"counter"`` (default) draws one standard Laplace per counter and call;
+    ``"row"`` one per row of the last axis, for callers that insert at most one item per row
+    and call (the DP recommender agents: each agent pulls one arm per step). Both give each
+    inserted item one fresh Laplace draw; only the stream layout differs.
     """
 
     def __init__(
@@ -92,8 +110,13 @@ class HybridCounter:
         rng: BatchedRNG | None = None,
         num_runs: int | None = None,
         bounds: tuple[float, float] = (0.0, 1.0),
+        noise_per: str = "counter",
     ):
         self.shape = check_shape(shape)
+        if noise_per not in ("counter", "row"):
+            raise PrivacyError("noise_per", "'counter' or 'row'", repr(noise_per))
+        self.noise_per = noise_per
+        self._row_len = self.shape[-1] if noise_per == "row" else 1
         self.horizon = check_horizon(horizon)
         self.epsilon = check_epsilon(epsilon)
         checked = check_bounds(bounds)
@@ -103,7 +126,8 @@ class HybridCounter:
         self.sensitivity = checked[1] - checked[0]
         noisy = not math.isinf(self.epsilon)
         self.num_runs = resolve_runs(rng, num_runs, noisy)
-        self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
+        draw_shape = self.shape[:-1] if noise_per == "row" else self.shape
+        self._stream = LaplaceStream(rng, draw_shape) if noisy and rng is not None else None
         # the binary half of block k has k levels; the largest block is k = floor(log2 horizon)
         self.binary_levels = max(1, floor_levels(self.horizon) - 1)
         if noisy:
@@ -167,7 +191,10 @@ class HybridCounter:
             raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
         flat = self._flat_index(index)
         if self._stream is not None:
-            lap = self._stream.next_at(flat)
+            rows = flat // self._row_len if self._row_len > 1 else flat
+            if self._row_len > 1:
+                _check_one_per_row(rows)
+            lap = self._stream.next_at(rows)
         else:
             lap = np.zeros(values.shape)
         counts, sums, log_noise = (a.reshape(-1) for a in self._flat_state())
@@ -218,8 +245,17 @@ class HybridCounter:
             raise PrivacyError(
                 "mask", f"at most {self.horizon} items per counter", int((self._count + mask).max())
             )
-        # one standard Laplace draw per counter and call, used where an item arrives
-        lap = self._stream.next() if self._stream is not None else np.zeros(full)
+        # one standard Laplace draw per counter (or row) and call, used where an item arrives
+        if self._stream is None:
+            lap = np.zeros(full)
+        elif self.noise_per == "row":
+            if np.any(mask.sum(axis=-1) > 1):
+                raise PrivacyError(
+                    "mask", "at most one item per row (noise_per='row')", "two in one row"
+                )
+            lap = self._stream.next()[..., None]
+        else:
+            lap = self._stream.next()
         x = np.where(mask, np.clip(values, *self.bounds), 0.0)
         count = self._count + mask
         self._count = count
