@@ -141,17 +141,18 @@ class DPMasterWorkerUCB(TeamPolicy):
         self._zeros = np.zeros((B, N, K))
 
     # ------------------------------------------------------------------------------ act
-    def index(self, t: int | np.ndarray) -> np.ndarray:
+    def index(self, t: int | np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
         """Private UCB indices (B, N, K) at round ``t`` (an int, or one per run (B,)) from the
-        current sums and counts."""
-        n = self.counts
+        current sums and counts; with ``runs`` (int indices) only those runs' rows (and ``t``
+        an int or one per listed run), the same numbers as ``index(t)[runs]``."""
+        n, value = self.counts, self.sums.value
+        if runs is not None:
+            n, value = n[runs], value[runs]
         if np.ndim(t) == 0:
             width = np.sqrt(2.0 * math.log(t) / n)
         else:
             width = np.sqrt(2.0 * np.log(np.asarray(t, dtype=np.float64))[:, None, None] / n)
-        return (
-            self.sums.value / n + width + privacy_width(n, self.config.epsilon, self.ln_inv_delta)
-        )
+        return value / n + width + privacy_width(n, self.config.epsilon, self.ln_inv_delta)
 
     def _fold_in_reward(self, obs: VecObservation) -> None:
         arm = obs.last_arm
@@ -199,8 +200,10 @@ class DPMasterWorkerUCB(TeamPolicy):
         self.awaiting = decide
         send = np.repeat(decide[:, None], self.held.shape[1], axis=1)
         payload = self._zeros
-        if decide.any():
-            payload = np.where(send[..., None], self.index(t), 0.0)
+        if decide.any():  # only the deciding runs' indices are computed and sent
+            runs = np.flatnonzero(decide)
+            payload = np.zeros_like(self._zeros)
+            payload[runs] = self.index(t[runs], runs)
             self.decision_rounds += decide
         pull = None if not decide.any() else ~decide
         return TeamAction(arms.astype(np.int64), {CHANNEL: (send, payload)}, pull)

@@ -386,6 +386,11 @@ class GossipFedUCB(GossipUCB):
     def _initial_mean(self) -> np.ndarray:
         if self.counter is None:
             return super()._initial_mean()
+        # n = 1 everywhere now (_finish_init): the bonus's per-counter terms
+        self._ln_n = np.log(
+            self.n if self.dp_log_floor == 1.0 else np.maximum(self.n, self.dp_log_floor)
+        )
+        self._n_eps2 = self.n * self.epsilon**2
         if self.noisy_init:  # item 7: the init sample is one more leaf with its own noise
             self.counter.insert(0, self._init_rewards)
             return self.counter.release()
@@ -396,26 +401,34 @@ class GossipFedUCB(GossipUCB):
             super()._update_mean(t, arm, reward)
             return
         self.counter.insert_arms(t, arm, reward)
-        b, i = self._rows
+        flat = self._flat_base + arm
         noisy_sum = self.counter.release_at(arm)  # the pulled arm's release only
         if not self.noisy_init:
-            noisy_sum = noisy_sum + self._init_rewards[b, i, arm]
-        self.xbar[b, i, arm] = noisy_sum / self.n[b, i, arm]  # line 17: others keep
+            noisy_sum = noisy_sum + self._init_rewards.reshape(-1)[flat]
+        n = self.n.reshape(-1)[flat]
+        self.xbar.reshape(-1)[flat] = noisy_sum / n  # line 17: others keep
+        self._refresh_log_n(flat, n)
+
+    def _refresh_log_n(self, flat: np.ndarray, n: np.ndarray) -> None:
+        """The bonus's ``ln max(n, dp_log_floor)`` and ``n epsilon^2`` at the counters ``flat``
+        whose counts became ``n`` (elementwise the same numbers as from the whole ``n``)."""
+        ln_n = np.log(n if self.dp_log_floor == 1.0 else np.maximum(n, self.dp_log_floor))
+        self._ln_n.reshape(-1)[flat] = ln_n
+        self._n_eps2.reshape(-1)[flat] = n * self.epsilon**2
 
     def bonus(self, t: int) -> np.ndarray:
         """C_{i,k}(t) of Eq. (12) with ln max(n, dp_log_floor); Eq. (11) when epsilon is inf."""
         if not self.private:
             return super().bonus(t)
         ln_t, ln_big_t = math.log(t), math.log(self.T)
-        ln_n = np.log(self.n if self.dp_log_floor == 1.0 else np.maximum(self.n, self.dp_log_floor))
         dp = (
             self.dp_bonus_scale
             * 128.0
             * self.N
             * ln_big_t**2
             * ln_t
-            * ln_n
-            / (self.n * self.epsilon**2)
+            * self._ln_n  # ln max(n, dp_log_floor)
+            / self._n_eps2  # n epsilon^2
         )
         inner = (2.0 * self.N * ln_t / self.n) * (1.0 + dp)
         return self.bonus_scale * np.sqrt(inner) + self.alpha1

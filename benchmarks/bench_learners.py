@@ -21,15 +21,16 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from functools import partial
 
 import numpy as np
+from learner_refs_base import ENV, Ref, timed
+from learner_refs_private import BUILDERS, reference_rate
 
 import fedbandit_env
 from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.kernels import argmax_one_uniform
-
-ENV = "FedBandit/Homogeneous-v0"
 
 
 def learner_rate(agent_id: str, B: int, N: int, M: int, steps: int) -> tuple[float, float]:
@@ -52,47 +53,6 @@ def learner_rate(agent_id: str, B: int, N: int, M: int, steps: int) -> tuple[flo
         obs, *_ = venv.step(action.arms, action.messages, action.pull)
     wall = clock() - start
     return B * N * steps / wall, acting / wall
-
-
-def instance(B: int, N: int, M: int) -> np.ndarray:
-    venv = fedbandit_env.make_vec(ENV, num_runs=B, num_agents=N, num_arms=M, horizon=10)
-    venv.reset(seed=0)
-    return venv.engine.means.reshape(-1)  # (B*N*M,) flat, as the references index it
-
-
-class Ref:
-    """The environment part of every reference: Bernoulli rewards of flat (B*N) pulls."""
-
-    def __init__(self, B, N, M):
-        self.B, self.N, self.M = B, N, M
-        self.R = B * N
-        self.means = instance(B, N, M)
-        self.base = np.arange(self.R) * M
-        self.rng = np.random.default_rng(0)
-        self.regret = np.zeros(self.R)
-        best = self.means.reshape(self.R, M).max(axis=1)
-        self.gap = (best[:, None] - self.means.reshape(self.R, M)).reshape(-1)
-        self.counts = np.zeros(self.R * M)
-        self.sums = np.zeros(self.R * M)
-
-    def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        flat = self.base + arms
-        reward = (self.rng.random(self.R) < self.means[flat]).astype(np.float64)
-        self.regret += self.gap[flat]
-        self.counts[flat] += 1.0
-        self.sums[flat] += reward
-        return flat, reward
-
-    def ring_sum(self, x: np.ndarray) -> np.ndarray:
-        """Own plus both ring neighbours' statistics (the shared variants' n_used, s_used)."""
-        y = x.reshape(self.B, self.N, -1)
-        return y + np.roll(y, 1, axis=1) + np.roll(y, -1, axis=1)
-
-
-def timed(loop, steps: int, ref: Ref) -> float:
-    start = time.perf_counter()
-    loop(steps)
-    return ref.R * steps / (time.perf_counter() - start)
 
 
 def ref_uniform(B, N, M, steps, send=False):
@@ -291,18 +251,10 @@ LEARNERS = {
     "thompson_gaussian_shared": lambda *a: ref_thompson_gaussian(*a, shared=True),
     "centralized_ucb1": lambda *a: ref_centralized_ucb1(*a),
     "gossip_ucb": lambda *a: ref_gossip_ucb(*a),
+    **{agent_id: partial(reference_rate, agent_id) for agent_id in BUILDERS},
 }
-
-
-NO_REFERENCE = {
-    "gossip_fed_ucb": "binary-tree counters (fedbandit_env.privacy.TreeCounter)",
-    "dp_mw_ucb": "hybrid counters, server rounds as communication steps",
-    "dp_dec_ucb": "hybrid counters, consensus rounds as communication steps",
-    "cdp_mab": "epochs of successive elimination, server uploads",
-    "ddp_mab": "epochs of successive elimination, multi-hop flooding",
-    "hdp_mab": "epochs of successive elimination, hierarchical uploads",
-}
-"""Shipped multi-armed learners measured without a numpy reference (docs/bench.md says why)."""
+"""Every shipped multi-armed learner and its reference (the private and epoch-based ones are in
+learner_refs_private.py)."""
 
 
 def main() -> None:
@@ -324,7 +276,7 @@ def main() -> None:
         "| act share |"
     )
     print("|---|---|---|---|---|")
-    for agent_id in [*LEARNERS, *NO_REFERENCE]:
+    for agent_id in LEARNERS:
         if args.only and agent_id not in args.only:
             continue
         ours, share, theirs = 0.0, 1.0, 0.0
@@ -332,13 +284,11 @@ def main() -> None:
             rate, part = learner_rate(agent_id, *dims)
             if rate > ours:
                 ours, share = rate, part
-            if agent_id in LEARNERS:
-                theirs = max(theirs, LEARNERS[agent_id](*dims))
-        if agent_id in LEARNERS:
-            ref, ratio = f"{theirs:,.0f}", f"{ours / theirs:.2f}"
-        else:
-            ref, ratio = f"none ({NO_REFERENCE[agent_id]})", "—"
-        print(f"| {agent_id} | {ours:,.0f} | {ref} | {ratio} | {share:.0%} |", flush=True)
+            theirs = max(theirs, LEARNERS[agent_id](*dims))
+        print(
+            f"| {agent_id} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f} | {share:.0%} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -134,7 +134,8 @@ class TreeCounter:
         self._counts = np.zeros(full, dtype=np.int64)
         self._last_pull = np.zeros(full, dtype=np.int64)  # round of the latest pull (0: none)
         self._t = -1 if self.init_round else 0
-        self._lead_index = np.indices(full[:-1], sparse=True)  # for release_at
+        # flat row of each leading position: row * shape[-1] + index is a counter's flat position
+        self._lead_rows = np.arange(math.prod(full[:-1]), dtype=np.int64).reshape(full[:-1])
 
     # -- budget ---------------------------------------------------------------------------
     @property
@@ -271,8 +272,36 @@ class TreeCounter:
         self._check_round(t)
         if self.bounds is not None:
             rewards = np.clip(rewards, *self.bounds)
+        if self._leaf_round(t):
+            self._insert_leaf(arms, rewards)
+            return
         pulled = arms[..., None] == np.arange(self.shape[-1])
         self._insert_checked(np.where(pulled, rewards[..., None], 0.0), pulled)
+
+    def _leaf_round(self, t: int) -> bool:
+        """Round mode, odd ``t``, noise on non-empty blocks only: the round closes the level-0
+        block ``(t-1, t]``, which holds only this round's pulls (level 0 was cleared by round
+        ``t - 1`` or is still empty), so only the pulled counters change."""
+        return self.tree_index == "round" and t % 2 == 1 and not self.noise_on_empty_blocks
+
+    def _insert_leaf(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """:meth:`_insert_checked` of a :meth:`_leaf_round` from the pulled index per leading
+        position, touching only the pulled counters: the same values, bit for bit, and the same
+        stream use (this round's Laplace draws read at the pulled counters only)."""
+        flat = (self._lead_rows * self.shape[-1] + arms).reshape(-1)
+        if self._stream is None:
+            noise = np.zeros(flat.size)
+        else:
+            noise = self.scale * self._stream.next_at(flat)
+        self._t += 1
+        if not self._last_pull.flags.c_contiguous:  # written through a flat view below
+            self._last_pull = np.ascontiguousarray(self._last_pull)
+        self._last_pull.reshape(-1)[flat] = self._t
+        self._counts.reshape(-1)[flat] += 1
+        # level 0 of the other counters stays 0 (no pull in the block, no noise)
+        self._exact.reshape(-1, self.storage_levels)[flat, 0] = rewards.reshape(-1) + 0.0
+        self._noise.reshape(-1, self.storage_levels)[flat, 0] = noise
+        self._noised.reshape(-1, self.storage_levels)[flat, 0] = True
 
     def release_at(self, arms: np.ndarray) -> np.ndarray:
         """``release()`` read at one index of the last axis per leading position: ``arms``
@@ -286,10 +315,13 @@ class TreeCounter:
             )
         if np.any((arms < 0) | (arms >= self.shape[-1])):
             raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
-        at = (*self._lead_index, arms)
-        exact = self._exact[at].sum(axis=-1)
-        noise = self._noise[at].sum(axis=-1)
-        return (exact + self._init_exact[at]) + (noise + self._init_noise[at])
+        flat = (self._lead_rows * self.shape[-1] + arms).reshape(-1)
+        levels = self.storage_levels
+        exact = self._exact.reshape(-1, levels).take(flat, axis=0).sum(axis=-1)
+        noise = self._noise.reshape(-1, levels).take(flat, axis=0).sum(axis=-1)
+        init_exact = self._init_exact.reshape(-1).take(flat)
+        init_noise = self._init_noise.reshape(-1).take(flat)
+        return ((exact + init_exact) + (noise + init_noise)).reshape(lead)
 
     def _close_level_scalar(
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
