@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import DPDecentralizedUCB, DPMasterWorkerUCB
-from agents import dp_recsys_common
+from agents import DPDecentralizedUCB, DPMasterWorkerUCB, dp_recsys_common
 from fedbandit_env.privacy import HybridCounter
 from tests.dp_recsys_helpers import MEANS, rollout
 
