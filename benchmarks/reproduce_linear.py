@@ -18,8 +18,8 @@ printed table renders from the same rows that ``--claims FILE`` writes. With the
 private agent barely learns at small scale (linear.md §2.3), so the radius is multiplied by
 --beta-scale (stated in every output). claims.md also lists every configuration run with its
 realized sync rounds, messages and privacy constants (spec §4.4). The paper's scale (T = 10^7,
-M up to 100, 100 runs) is out of reach on 2 cores: ``--full`` runs the CI grid at T = 24000 (with
-the trend at T = 1500 and 6000), and every run prints the estimated CPU time of the paper's scale
+M up to 100, 100 runs) is out of reach on 2 cores: ``--full`` runs the CI grid at T = 100000 (with
+the trend at T = 1500, 6000 and 24000; about half an hour of CPU, under an hour on 2 cores), and every run prints the estimated CPU time of the paper's scale
 from the measured cost per agent-step; ``--trend`` runs
 the experiments at several horizons and prints each claim's verdict and numbers against T.
 Configurations run through joblib (``--jobs``, default 1 worker: the machine is shared).
@@ -58,7 +58,7 @@ PAPER_DIMS = (2, 4, 6, 8, 10, 15, 20)
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--full", action="store_true", help="the largest scale that fits (see docs)")
-    p.add_argument("--horizon", type=int, default=None, help="T (default 1500; --full 24000)")
+    p.add_argument("--horizon", type=int, default=None, help="T (default 1500; --full 100000)")
     p.add_argument("--runs", type=int, default=None, help="runs per configuration (3)")
     p.add_argument("--beta-scale", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
@@ -66,7 +66,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--claims", type=Path, default=None, help="write the claims JSON here")
     p.add_argument("--trend", type=int, nargs="+", default=None, metavar="T",
                    help="also run every experiment at these horizons and print each claim "
-                        "against T (--full: 1500 6000)")
+                        "against T (--full: 1500 6000 24000)")
     p.add_argument("--trend-runs", type=int, default=None, help="runs per trend configuration")
     p.add_argument("--ablation", action="store_true",
                    help="also run non-private FedUCB with lambda = the private regularizer "
@@ -77,8 +77,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def grid(full: bool) -> dict[str, Any]:
     """The configurations of one scale: agent counts, epsilons, dimensions, M of Fig. 1B/C.
-    ``--full`` keeps the CI grid and runs a 16 times longer horizon (the largest that fitted
-    in the CPU share of a shared 2-core machine); the paper's grid is estimated, not run."""
+    ``--full`` keeps the CI grid and runs a 67 times longer horizon (the largest that fits
+    in an hour of a shared 2-core machine); the paper's grid is estimated, not run."""
     return {"agents": (5, 10), "eps": (0.1, 1.0, 10.0, math.inf), "dims": (2, 4, 8), "m_comm": 10}
 
 
@@ -529,10 +529,10 @@ def trend_table(trend: list[tuple[int, int, list[C.Claim]]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     a = parse(argv)
-    T = a.horizon or (24_000 if a.full else 1500)
+    T = a.horizon or (100_000 if a.full else 1500)
     runs = a.runs or 3
     if a.full and a.trend is None:
-        a.trend = [1500, 6000]
+        a.trend = [1500, 6000, 24_000]
     g = grid(a.full)
     a.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
