@@ -303,3 +303,11 @@ def test_short_buffers_are_restored_even_on_error():
             assert seeding._MAX_CHUNK_STEPS == 17 and _random._MAX_CHUNK_STEPS == 17
             raise RuntimeError("boom")
     assert (seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS) == saved
+
+
+def test_locate_compares_transcripts_of_different_lengths():
+    """DP-MW-UCB's server rounds depend on its decisions, so on the two neighbouring inputs the
+    same seeds can take different numbers of engine steps (here: the broken variant with one
+    Generator per run); the pilot compares the common steps and the audit still catches it."""
+    bad = audit_learner("dp_mw_ucb", {"epsilon": 1.0}, trials=1000, broken=True, block=False)
+    assert bad.exceeds_claim()

@@ -442,7 +442,10 @@ def locate(
     _run(make_policy, agent_id, tgt, wrapper_options, base, seeds, rec_a, block)
     _run(make_policy, agent_id, tgt, wrapper_options, neighbour, seeds, rec_b, block)
     found: list[tuple[int, str, int, int]] = []
-    for t, (ma, mb) in enumerate(zip(rec_a.steps, rec_b.steps, strict=True)):
+    # the two transcripts may differ in length: a learner whose communication-only steps depend
+    # on its decisions (DP-MW-UCB's server rounds) can take a different number of engine steps
+    # on the two inputs; releases are compared position by position over the common steps
+    for t, (ma, mb) in enumerate(zip(rec_a.steps, rec_b.steps, strict=False)):
         for ch in sorted(ma):
             send_a, pay_a = ma[ch]
             send_b, pay_b = mb[ch]
