@@ -20,39 +20,20 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from functools import partial
 
 import numpy as np
-from learner_refs_base import ENV, Ref, timed
+from learner_refs_base import ENV, Ref, policy_rate, timed
 from learner_refs_private import BUILDERS, reference_rate
 
-import fedbandit_env
 from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.kernels import argmax_one_uniform
 
 
 def learner_rate(agent_id: str, B: int, N: int, M: int, steps: int) -> tuple[float, float]:
-    """Agent-pulls per second of the registered learner over ``steps`` pulls per agent (a
-    learner's communication-only steps are stepped too, as in any run) and the share of the
-    wall time spent in its ``act`` (the rest is the engine and its channels)."""
-    policy = make_agent(agent_id)
-    kw = {"num_agents": N, "num_arms": M, "horizon": steps, "topology": "ring"}
-    preview = fedbandit_env.make_vec(ENV, num_runs=1, **kw).config
-    spec = policy.channel_spec(preview)
-    venv = fedbandit_env.make_vec(ENV, num_runs=B, channels=spec or (), **kw)
-    obs, _ = venv.reset(seed=0)
-    policy.reset(venv.facts, venv.agent_rng())
-    engine, acting, clock = venv.engine, 0.0, time.perf_counter
-    start = clock()
-    while not engine.truncated:
-        t0 = clock()
-        action = policy.act(obs)
-        acting += clock() - t0
-        obs, *_ = venv.step(action.arms, action.messages, action.pull)
-    wall = clock() - start
-    return B * N * steps / wall, acting / wall
+    """Agent-pulls per second of the registered learner and its act share (``policy_rate``)."""
+    return policy_rate(make_agent(agent_id), B, N, M, steps)
 
 
 def ref_uniform(B, N, M, steps, send=False):

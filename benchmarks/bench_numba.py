@@ -34,13 +34,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from learner_refs_base import ENV, make_venv, policy_rate
 
-import fedbandit_env
 from baselines.ucb import KLUCB, UCB1
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.policy import TeamAction
 
-ENV = "FedBandit/Homogeneous-v0"
 EPS = 1e-15  # baselines.ucb clips p and q into [EPS, 1 - EPS] in the Bernoulli KL
 
 
@@ -301,28 +300,9 @@ class KLUCBNumba(CompiledAct, KLUCB):
 
 
 # ------------------------------------------------------------------ measurements
-def make_venv(policy, B: int, N: int, M: int, steps: int):
-    kw = {"num_agents": N, "num_arms": M, "horizon": steps, "topology": "ring"}
-    preview = fedbandit_env.make_vec(ENV, num_runs=1, **kw).config
-    spec = policy.channel_spec(preview)
-    return fedbandit_env.make_vec(ENV, num_runs=B, channels=spec or (), **kw)
-
-
 def step_rate(policy, dims: tuple[int, int, int, int]) -> tuple[float, float]:
     """Agent-steps/s of ``policy`` stepped through the vector view, and its act share."""
-    B, N, M, steps = dims
-    venv = make_venv(policy, *dims)
-    obs, _ = venv.reset(seed=0)
-    policy.reset(venv.facts, venv.agent_rng())
-    engine, acting, clock = venv.engine, 0.0, time.perf_counter
-    start = clock()
-    while not engine.truncated:
-        t0 = clock()
-        action = policy.act(obs)
-        acting += clock() - t0
-        obs, *_ = venv.step(action.arms, action.messages, action.pull)
-    wall = clock() - start
-    return B * N * steps / wall, acting / wall
+    return policy_rate(policy, *dims)
 
 
 def trajectory(policy, dims, seed: int) -> tuple[np.ndarray, np.ndarray, list[VecObservation]]:

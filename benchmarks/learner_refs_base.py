@@ -2,7 +2,9 @@
 
 ``Ref`` is the instance every reference runs on: FedBandit/Homogeneous-v0's means (seed 0), its
 own Bernoulli rewards of flat (B*N) pulls, flat per-(run, agent, arm) statistics and one
-generator for everything; ``timed`` turns a reference loop into agent-pulls per second.
+generator for everything; ``timed`` turns a reference loop into agent-pulls per second, and
+``policy_rate`` measures a shipped learner the same way through the vector view (also used by
+``bench_numba.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,32 @@ import numpy as np
 import fedbandit_env
 
 ENV = "FedBandit/Homogeneous-v0"
+
+
+def make_venv(policy, B: int, N: int, M: int, steps: int):
+    """The ring vector env of the learner benchmarks, with the channels ``policy`` asks for."""
+    kw = {"num_agents": N, "num_arms": M, "horizon": steps, "topology": "ring"}
+    preview = fedbandit_env.make_vec(ENV, num_runs=1, **kw).config
+    spec = policy.channel_spec(preview)
+    return fedbandit_env.make_vec(ENV, num_runs=B, channels=spec or (), **kw)
+
+
+def policy_rate(policy, B: int, N: int, M: int, steps: int) -> tuple[float, float]:
+    """Agent-pulls per second of ``policy`` over ``steps`` pulls per agent (its
+    communication-only steps are stepped too, as in any run) and the share of the wall time
+    spent in its ``act`` (the rest is the engine and its channels)."""
+    venv = make_venv(policy, B, N, M, steps)
+    obs, _ = venv.reset(seed=0)
+    policy.reset(venv.facts, venv.agent_rng())
+    engine, acting, clock = venv.engine, 0.0, time.perf_counter
+    start = clock()
+    while not engine.truncated:
+        t0 = clock()
+        action = policy.act(obs)
+        acting += clock() - t0
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
+    wall = clock() - start
+    return B * N * steps / wall, acting / wall
 
 
 def instance(B: int, N: int, M: int) -> np.ndarray:
