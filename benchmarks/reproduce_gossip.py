@@ -316,7 +316,7 @@ def panel_claims(
     near = " / ".join(f"{mean[e] / uniform:.2f}" for e in PRIVATE)
     dp = {e: privacy_term(inst, tr, e, rounds) for e in PRIVATE}
     # R proportional to eps^-a: the paper's 1 : 1/2 : 1/5 is a = 1
-    slope = [-math.log(max(r, 1e-12)) / math.log(k) for r, k in zip(ratios, (2.0, 5.0))]
+    slope = [-math.log(max(r, 1e-12)) / math.log(k) for r, k in zip(ratios, (2.0, 5.0), strict=True)]
     reason = (
         f"at t = {tr:,} the regret falls like eps^-{slope[0]:.2f} from eps 1 to 2 and "
         f"eps^-{slope[1]:.2f} from 1 to 5, where 1 : 1/2 : 1/5 is eps^-1; the private curves are "
