@@ -116,7 +116,6 @@ class HybridCounter:
         if noise_per not in ("counter", "row"):
             raise PrivacyError("noise_per", "'counter' or 'row'", repr(noise_per))
         self.noise_per = noise_per
-        self._row_len = self.shape[-1] if noise_per == "row" else 1
         self.horizon = check_horizon(horizon)
         self.epsilon = check_epsilon(epsilon)
         checked = check_bounds(bounds)
@@ -191,8 +190,9 @@ class HybridCounter:
             raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
         flat = self._flat_index(index)
         if self._stream is not None:
-            rows = flat // self._row_len if self._row_len > 1 else flat
-            if self._row_len > 1:
+            rows = flat
+            if self.noise_per == "row":
+                rows = flat // self.shape[-1]
                 _check_one_per_row(rows)
             lap = self._stream.next_at(rows)
         else:
