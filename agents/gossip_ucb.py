@@ -387,9 +387,7 @@ class GossipFedUCB(GossipUCB):
         if self.counter is None:
             return super()._initial_mean()
         # n = 1 everywhere now (_finish_init): the bonus's per-counter terms
-        self._ln_n = np.log(
-            self.n if self.dp_log_floor == 1.0 else np.maximum(self.n, self.dp_log_floor)
-        )
+        self._ln_n = self._ln_floor(self.n)
         self._n_eps2 = self.n * self.epsilon**2
         if self.noisy_init:  # item 7: the init sample is one more leaf with its own noise
             self.counter.insert(0, self._init_rewards)
@@ -412,9 +410,12 @@ class GossipFedUCB(GossipUCB):
     def _refresh_log_n(self, flat: np.ndarray, n: np.ndarray) -> None:
         """The bonus's ``ln max(n, dp_log_floor)`` and ``n epsilon^2`` at the counters ``flat``
         whose counts became ``n`` (elementwise the same numbers as from the whole ``n``)."""
-        ln_n = np.log(n if self.dp_log_floor == 1.0 else np.maximum(n, self.dp_log_floor))
-        self._ln_n.reshape(-1)[flat] = ln_n
+        self._ln_n.reshape(-1)[flat] = self._ln_floor(n)
         self._n_eps2.reshape(-1)[flat] = n * self.epsilon**2
+
+    def _ln_floor(self, n: np.ndarray) -> np.ndarray:
+        """``ln max(n, dp_log_floor)`` (the privacy term's log, gossip.md; a floor of 1 is ln n)."""
+        return np.log(n if self.dp_log_floor == 1.0 else np.maximum(n, self.dp_log_floor))
 
     def bonus(self, t: int) -> np.ndarray:
         """C_{i,k}(t) of Eq. (12) with ln max(n, dp_log_floor); Eq. (11) when epsilon is inf."""
