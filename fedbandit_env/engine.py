@@ -191,13 +191,22 @@ class Engine:
         if self.even and pull is None:
             return self._step_all(arms, messages)
         pulling = self._check_pull(pull)
-        if self.even and pulling.all():
-            return self._step_all(arms, messages)
+        if pulling.all():
+            if self.even:
+                return self._step_all(arms, messages)
+            if self.pulls.max() < self.horizon:  # after communication steps, all runs live
+                self.streak.fill(0)  # what the mixed step does when every run pulls
+                return self._step_all(arms, messages, live=True)
         return self._step_mixed(arms, messages, pulling)
 
-    def _step_all(self, arms, messages) -> tuple[VecObservation, np.ndarray, VecInfo]:
-        """Every run pulls (the pull loop: kept as lean as before communication steps)."""
-        if self.step_count >= self.horizon:
+    def _step_all(
+        self, arms, messages, live: bool = False
+    ) -> tuple[VecObservation, np.ndarray, VecInfo]:
+        """Every run pulls (the pull loop: kept as lean as before communication steps).
+        ``live``: the caller has checked that every run has pulls left (the runs' step counts
+        may differ from their pull counts after communication steps); the trajectory is the
+        one :meth:`_step_mixed` makes when every run pulls."""
+        if not live and self.step_count >= self.horizon:
             raise HorizonError(
                 f"step: horizon exceeded: the episode ended after {self.horizon} steps; "
                 "call reset() to start a new one"
@@ -242,10 +251,11 @@ class Engine:
         charge = None
         deliveries = {}
         for name, channel in self.channels.items():
-            if name not in sends and channel.idle_is_free:  # nobody sends: nothing to do
-                deliveries[name] = channel.empty_delivery()
+            message = sends.get(name)
+            if channel.idle_is_free and (message is None or not message[0].any()):
+                deliveries[name] = channel.empty_delivery()  # nobody sends: nothing to do
                 continue
-            send, payload = sends.get(name, (self._no_send, self._zeros[name]))
+            send, payload = message or (self._no_send, self._zeros[name])
             deliveries[name], ch_charge = channel.transmit(t, send, payload)
             if charge is None:
                 charge = ch_charge  # a fresh Charge per channel and step: safe to add into

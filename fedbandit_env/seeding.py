@@ -178,7 +178,8 @@ class BufferedStream:
         self._generators = tuple(generators)
         self._kind = kind
         self._shape = tuple(int(s) for s in shape)
-        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
+        self._step_size = int(np.prod(self._shape, dtype=np.int64))  # floats per run and step
+        per_step = max(1, self._step_size)
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
         runs = len(self._generators)
         self.block = int(max(1, min(self.chunk, _STEP_BLOCK_FLOATS // (runs * per_step))))
@@ -241,18 +242,26 @@ class BufferedStream:
                 self._buffer = np.ascontiguousarray(self._rows.swapaxes(0, 1))
                 self._run_pos = np.full(runs, self._pos, dtype=np.int64)
             self._rows = None
+            self._flat_rows = np.arange(runs, dtype=np.int64)  # run b's row of a step
+            self._headroom = 0  # steps every run can take before one needs a refill
         assert self._buffer is not None
-        empty = np.flatnonzero(self._run_pos >= self.chunk)
-        if empty.size:
-            self._buffer = self._buffer.copy()  # never change arrays handed out before
-            for b in empty:
-                self._buffer[:, b] = self._draw(self._generators[b])
-            self._run_pos[empty] = 0
-        out = self._buffer[self._run_pos, np.arange(runs)]
+        if self._headroom <= 0:  # some run may have used its chunk up: refill those
+            empty = np.flatnonzero(self._run_pos >= self.chunk)
+            if empty.size:
+                self._buffer = self._buffer.copy()  # never change arrays handed out before
+                for b in empty:
+                    self._buffer[:, b] = self._draw(self._generators[b])
+                self._run_pos[empty] = 0
+            self._headroom = self.chunk - int(self._run_pos.max())
+        # buffer[run_pos[b], b] for every b, as one flat gather of (step, run) rows
+        rows = self._buffer.reshape(self.chunk * runs, self._step_size)
+        out = rows.take(self._run_pos * runs + self._flat_rows, axis=0)
+        out = out.reshape(runs, *self._shape)
         if advance is None:
             self._run_pos += 1
         else:
             self._run_pos += np.asarray(advance, dtype=bool)
+        self._headroom -= 1  # the largest position grew by at most one
         return out
 
 
@@ -346,7 +355,8 @@ class BlockStream(BufferedStream):
     ):
         super().__init__((generator,), kind, shape)
         self._num_runs = int(num_runs)
-        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
+        self._step_size = int(np.prod(self._shape, dtype=np.int64))  # floats per run and step
+        per_step = max(1, self._step_size)
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _BLOCK_FLOATS // (per_step * num_runs))))
         self._buffer = np.empty((0, self._num_runs, *self._shape))
         self._base = 0  # stream row of the buffer's first row

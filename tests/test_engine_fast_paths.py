@@ -28,6 +28,7 @@ from fedbandit_env.network.gossip import GossipChannel, GossipDelivery
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.seeding import BatchedRNG, BufferedStream
+from tests.helpers import assert_tree_equal
 
 
 # ----------------------------------------------------------------------------- rewards
@@ -323,3 +324,94 @@ def test_buffered_runs_stay_exact_when_they_diverge(fast, kind, seed):
         for b, one in enumerate(alone):
             want = one.next(np.array([advance[b]]))[0]
             assert np.array_equal(got[b], want)
+
+
+IDLE_FREE_CHANNELS = [
+    {"kind": "server", "dim": 2},
+    {"kind": "server", "dim": 2, "aggregate": "sum", "charge_broadcast": True},
+    {"kind": "hierarchical", "dim": 2},
+    {"kind": "hierarchical", "dim": 2, "aggregate": "unweighted", "cost_model": "path"},
+    {"kind": "flood", "dim": 2, "ttl": 3},
+    {"kind": "neighbors", "dim": 2, "reduce": "sum"},
+]
+
+
+@pytest.mark.parametrize("spec", IDLE_FREE_CHANNELS, ids=lambda s: s["kind"])
+@pytest.mark.parametrize("silent_as", ["absent", "all_false"])
+def test_skipping_idle_steps_equals_transmitting_them(spec, silent_as):
+    """Sparse senders, many silent steps: the engine that skips a channel's idle steps (no
+    message given, or a send mask with no True) delivers, charges and totals exactly what the
+    channel's own ``transmit`` gives on every step; the channel says when it may be skipped
+    (a hierarchical aggregate or a flood message still in flight keeps it busy)."""
+    kw = dict(num_runs=3, num_agents=6, num_arms=3, horizon=60, topology="ring")
+    skip = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", channels={"c": spec}, **kw)
+    every = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", channels={"c": spec}, **kw)
+    every.engine.channels["c"] = _NeverIdle(every.channels["c"])
+    skip.reset(seed=5)
+    every.reset(seed=5)
+    rng = np.random.default_rng(1)
+    skipped = 0
+    for t in range(60):
+        arms = rng.integers(0, 3, (3, 6))
+        send = (rng.random((3, 6)) < 0.15) & (t % 7 == 0)
+        payload = rng.normal(size=(3, 6, 2))
+        if send.any():
+            messages = {"c": (send, payload)}
+        else:
+            messages = {} if silent_as == "absent" else {"c": (send, payload)}
+            skipped += skip.channels["c"].idle_is_free
+        a = skip.step(arms, messages)
+        b = every.step(arms, messages)
+        assert_tree_equal(vars(a[0].deliveries["c"]), vars(b[0].deliveries["c"]))
+        for name in ("messages", "floats", "cost", "dropped", "sent"):
+            assert np.array_equal(getattr(a[-1].ledger.step, name), getattr(b[-1].ledger.step, name))
+            assert np.array_equal(getattr(a[-1].ledger.total, name), getattr(b[-1].ledger.total, name))
+    assert skipped > 20  # the comparison covered skipped steps
+
+
+class _NeverIdle:
+    """A channel wrapper that is never skipped (the engine calls ``transmit`` every step)."""
+
+    idle_is_free = False
+
+    def __init__(self, channel):
+        self._channel = channel
+
+    def __getattr__(self, name):
+        return getattr(self._channel, name)
+
+
+def test_all_pull_steps_after_communication_steps_equal_the_mixed_step():
+    """Once runs have diverged (communication steps), a step in which every run pulls and
+    none has finished takes the pull loop's lean path: the same observation, rewards, regret,
+    ledger and random stream use as the general mixed step."""
+    kw = dict(num_runs=4, num_agents=5, num_arms=3, horizon=40)
+    channels = {"c": {"kind": "server", "dim": 2, "participation": 0.6}}
+    lean = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", channels=channels, **kw)
+    mixed = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", channels=channels, **kw)
+    general = mixed.engine._step_mixed
+    mixed.engine._step_all = lambda arms, messages, live=False: (  # never the lean path
+        general(arms, messages, np.ones(4, dtype=bool))
+        if live
+        else type(mixed.engine)._step_all(mixed.engine, arms, messages)
+    )
+    lean.reset(seed=2)
+    mixed.reset(seed=2)
+    rng = np.random.default_rng(3)
+    lean_steps = 0
+    while not lean.engine.truncated:
+        arms = rng.integers(0, 3, (4, 5))
+        pull = rng.random(4) < 0.8 if rng.random() < 0.3 else np.ones(4, dtype=bool)
+        messages = {"c": rng.normal(size=(4, 5, 2))}
+        lean_steps += (not lean.engine.even) and pull.all() and lean.engine.pulls.max() < 40
+        a, b = lean.step(arms, messages, pull), mixed.step(arms, messages, pull)
+        for x, y in zip(a[:4], b[:4], strict=True):
+            if isinstance(x, np.ndarray):
+                assert np.array_equal(x, y)
+        for name in ("step", "last_arm", "last_reward", "phase", "pulls"):
+            assert np.array_equal(getattr(a[0], name), getattr(b[0], name))
+        assert_tree_equal(vars(a[0].deliveries["c"]), vars(b[0].deliveries["c"]))
+        assert np.array_equal(a[-1].cumulative_regret, b[-1].cumulative_regret)
+        assert np.array_equal(a[-1].ledger.total.cost, b[-1].ledger.total.cost)
+        assert np.array_equal(lean.engine.streak, mixed.engine.streak)
+    assert mixed.engine.truncated and lean_steps > 10

@@ -283,12 +283,16 @@ class EliminationTeam(TeamPolicy):
             self._start_epoch(ready, step)
         explore = self.phase == EXPLORE
         communicate = self.phase == COMMUNICATE
-        slot = np.where(explore, self.pos % np.maximum(self.num_active, 1), 0)
-        arms = np.take_along_axis(self.order, slot[..., None], axis=2)[..., 0]
+        commit = self.phase == COMMIT
+        # the explored arm, order[b, i, pos % |active|] (a flat gather); the slot of an agent
+        # that does not explore is in range too, and its arm is replaced just below
+        slot = self.pos % np.maximum(self.num_active, 1)
+        arms = self.order.reshape(-1).take(self._row_base + slot)
         if communicate.any():
             arms = np.where(communicate, self._greedy(), arms)
-        arms = np.where(self.phase == COMMIT, self.committed, arms)
-        self.pos[explore | communicate] += 1
+        if commit.any():
+            arms = np.where(commit, self.committed, arms)
+        self.pos += ~commit  # explore | communicate: the three phases partition the agents
         self.explored_last = explore
         messages = {} if upload is None else self._messages(upload)
         pull = None

@@ -149,6 +149,12 @@ class FloodChannel(Channel):
     def empty_delivery(self) -> FloodDelivery:
         return FloodDelivery(self.senders, **self._rows(), payload=np.zeros((0, self.dim)))
 
+    @property
+    def idle_is_free(self) -> bool:
+        """Without drops and with no message in flight, a step without senders draws nothing,
+        charges nothing and delivers :meth:`empty_delivery`."""
+        return self._drops is None and len(self._flight[0]) == 0
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
         b_new, v_new = np.nonzero(send)

@@ -97,6 +97,12 @@ class HierarchicalChannel(Channel):
             np.full(self.num_runs, -1, dtype=np.int64),
         )
 
+    @property
+    def idle_is_free(self) -> bool:
+        """Without drops and with no aggregate in flight, a step without senders draws nothing,
+        charges nothing and delivers :meth:`empty_delivery`."""
+        return self._drops is None and not self._pending
+
     def _combine(self, arrived: np.ndarray, payload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         w = arrived.astype(np.float64)
         comp_sum = np.einsum("bn,bnd,nq->bqd", w, payload, self._member)

@@ -96,6 +96,12 @@ class ServerChannel(Channel):
             self._all.copy(),
         )
 
+    @property
+    def idle_is_free(self) -> bool:
+        """Without a participation draw, drops or a schedule, a step without uploads draws
+        nothing, completes no round, charges nothing and delivers :meth:`empty_delivery`."""
+        return self._pick is None and self._drops is None and self._join is None
+
     def _participants(self) -> np.ndarray:
         if self._pick is None:
             mask = self._all
