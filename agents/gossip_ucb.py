@@ -288,7 +288,7 @@ class GossipFedUCB(GossipUCB):
     """
 
     agent_id = "gossip_fed_ucb"
-    version = 3  # v3: dp_log_floor=2 by default (was the paper's ln n, which strands arms)
+    version = 4  # v4: one Laplace per agent in leaf rounds (v3: one per arm, K - 1 unused)
 
     def __init__(
         self,
@@ -360,6 +360,7 @@ class GossipFedUCB(GossipUCB):
                 noise_on_empty_blocks=self.noise_on_empty_blocks,
                 levels=self.privacy_levels,
                 init_round=self.noisy_init,
+                noise_per="row",  # one agent pulls one arm per round: no unused leaf draws
             )
             if bounds is None:
                 caveats.append(

@@ -301,3 +301,76 @@ def test_insert_validation():
         c.insert(t, np.zeros((1, 2, 3)))
     with pytest.raises(PrivacyError, match="^t: expected a round <= horizon 3"):
         c.insert(4, np.zeros((1, 2, 3)))
+
+
+# -- noise_per="row" (one draw per row in leaf rounds) ----------------------------------------
+@PROPERTY
+@given(seed=st.integers(0, 2**31), horizon=st.integers(1, 70), init_round=st.booleans())
+def test_row_layout_insert_arms_equals_the_one_hot_insert(seed, horizon, init_round):
+    """With ``noise_per="row"`` the pulled-index insertion and the masked insertion give the same
+    releases and block noise, bit for bit, and use the same streams."""
+    make = lambda: TreeCounter(  # noqa: E731
+        (3, 4), horizon, 1.0, rng=rng((seed % 1000, 5)), init_round=init_round, noise_per="row"
+    )
+    a, b = make(), make()
+    g = np.random.default_rng(seed)
+    if init_round:
+        first = g.random((2, 3, 4))
+        a.insert(0, first)
+        b.insert(0, first)
+    for t, (arms, r) in enumerate(random_plays(seed, 2, 3, 4, horizon, integer=False), start=1):
+        a.insert_arms(t, arms, r)
+        pulled = arms[..., None] == np.arange(4)
+        b.insert(t, np.where(pulled, r[..., None], 0.0), pulled)
+        assert np.array_equal(a.release(), b.release())
+        assert np.array_equal(a.block_noise, b.block_noise)
+
+
+def test_row_layout_draws_per_row_in_leaf_rounds_only():
+    c = TreeCounter((3, 5), 16, 1.0, rng=rng((1, 2)), noise_per="row")
+    assert c._row_stream._stream._shape == (2, 3)  # E1, E2 per row (agent)
+    assert c._stream._stream._shape == (2, 3, 5)  # the other rounds: per counter
+    arms = np.array([[0, 1, 4], [2, 2, 3]])
+    for t in range(1, 5):
+        c.insert_arms(t, arms, np.ones((2, 3)))
+    # two leaf rounds took one row draw each; two block rounds took one counter draw each
+    assert c._row_stream._stream._pos == 2 and c._stream._stream._pos == 2
+    # a leaf round's noise lands on the pulled counter only, with the row's draw
+    d = TreeCounter((3, 5), 16, 1.0, rng=rng((1, 2)), noise_per="row")
+    d.insert_arms(1, arms, np.ones((2, 3)))
+    noised = d.block_noised[..., 0]
+    assert np.array_equal(noised, arms[..., None] == np.arange(5))
+    row = TreeCounter((3, 5), 16, 1.0, rng=rng((1, 2)), noise_per="row")._row_stream.next()
+    assert np.array_equal(d.block_noise[..., 0][noised], (d.scale * row).reshape(-1))
+
+
+def test_row_layout_refuses_two_pulls_in_one_row_of_a_leaf_round():
+    c = TreeCounter((2, 3), 8, 1.0, rng=rng(), noise_per="row")
+    pulled = np.array([[[True, True, False], [False, False, True]]])
+    with pytest.raises(PrivacyError, match="one pulled counter per row"):
+        c.insert(1, np.ones((1, 2, 3)), pulled)
+    c.insert(1, np.ones((1, 2, 3)), pulled & [[[True, False, True]]])  # one per row: fine
+    c.insert(2, np.ones((1, 2, 3)), pulled)  # round 2 closes a level-1 block: per counter
+    with pytest.raises(PrivacyError, match="noise_per"):
+        TreeCounter((2, 3), 8, 1.0, rng=rng(), noise_per="arm")
+
+
+def test_row_layout_keeps_the_noise_distribution_and_batch_identity():
+    """Leaf blocks still carry one Laplace(scale) each: the release noise after 7 rounds of
+    pulls (blocks of 4, 2 and 1 rounds: three noised blocks) has variance 3 * 2 b^2, as in the
+    per-counter layout; run b of a batch equals the run alone."""
+    runs = 3000
+    c = TreeCounter((1, 4), 8, 2.0, rng=rng(range(runs)), noise_per="row")
+    arms = np.zeros((runs, 1), dtype=np.int64)
+    for t in range(1, 8):
+        c.insert_arms(t, arms, np.zeros((runs, 1)))
+    noise = c.noise()[:, 0, 0]
+    assert noise.var() == pytest.approx(3 * 2 * c.scale**2, rel=0.15)
+    assert np.all(c.noise()[:, 0, 1:] == 0.0)  # never pulled: never noised
+    plays = random_plays(3, 3, 2, 4, 40, integer=False)
+    batch = TreeCounter((2, 4), 40, 1.0, rng=rng((7, 8, 9)), noise_per="row")
+    alone = TreeCounter((2, 4), 40, 1.0, rng=rng((7, 8, 9)).run(1), noise_per="row")
+    for t, (a, r) in enumerate(plays, start=1):
+        batch.insert_arms(t, a, r)
+        alone.insert_arms(t, a[1:2], r[1:2])
+        assert np.array_equal(batch.release()[1], alone.release()[0])

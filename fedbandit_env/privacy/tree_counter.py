@@ -26,8 +26,13 @@ Spec choices (specs/gossip.md §6):
 Seeding: one fixed-shape standard Laplace draw per counter per round (``E1 - E2`` of buffered
 exponentials, :class:`~fedbandit_env.privacy._random.LaplaceStream`). Round t closes at most one
 block per counter, so this one draw covers every block that can close; it is used only where a
-noised block closes. The number of draws per round never depends on the data or on B, so run b of
-a batch is bit-identical to the same run alone. ``epsilon = inf`` draws nothing and is exact.
+noised block closes. With ``noise_per="row"`` (a row is a vector of counters along the last axis,
+e.g. one agent's arms, of which one is pulled per round), a *leaf round* (round index, odd t,
+noise on non-empty blocks only) draws one Laplace per row instead, from the counter's own ``row``
+sub-stream: that round closes only the level-0 blocks of the counters pulled in it, so the per-arm
+draws of the other counters would go unused. Other rounds draw per counter as before. The number
+of draws per round never depends on the data or on B, so run b of a batch is bit-identical to the
+same run alone. ``epsilon = inf`` draws nothing and is exact.
 """
 
 from __future__ import annotations
@@ -85,8 +90,12 @@ class TreeCounter:
         noise_on_empty_blocks: bool = False,
         levels: int | Literal["paper"] | None = None,
         init_round: bool = False,
+        noise_per: Literal["counter", "row"] = "counter",
     ):
         self.shape = check_shape(shape)
+        if not isinstance(noise_per, str) or noise_per not in ("counter", "row"):
+            raise PrivacyError("noise_per", "'counter' or 'row'", repr(noise_per))
+        self.noise_per = noise_per
         self.horizon = check_horizon(horizon)
         self.epsilon = check_epsilon(epsilon)
         self.bounds = check_bounds(bounds)
@@ -123,6 +132,10 @@ class TreeCounter:
             "2 float64 arrays (B, *shape, levels)",
         )
         self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
+        self._row_stream = None  # noise_per="row": one draw per row in leaf rounds
+        if self._stream is not None and noise_per == "row":
+            assert rng is not None
+            self._row_stream = LaplaceStream(rng.child("row"), self.shape[:-1])
 
         full = (self.num_runs, *self.shape)
         self._exact = np.zeros((*full, self.storage_levels))
@@ -207,9 +220,14 @@ class TreeCounter:
             values = np.clip(values, *self.bounds)
         return np.where(pulled, values, 0.0), pulled
 
-    def _draw(self) -> np.ndarray:
+    def _draw(self, pulled: np.ndarray) -> np.ndarray:
+        """The Laplace noise of the next round (B, *shape), or (B, *shape[:-1], 1) of a leaf
+        round with ``noise_per="row"`` (one draw per row, for the row's pulled counter)."""
         if self._stream is None:
             return np.zeros((self.num_runs, *self.shape))
+        if self._row_stream is not None and self._leaf_round(self._t + 1):
+            _check_one_per_row(pulled)
+            return self.scale * self._row_stream.next()[..., None]
         return self.scale * self._stream.next()
 
     def _check_round(self, t: int) -> None:
@@ -228,7 +246,7 @@ class TreeCounter:
     def _insert_checked(self, values: np.ndarray, pulled: np.ndarray) -> None:
         """The insertion of the next round from validated (B, *shape) values and mask."""
         t = self._t + 1
-        noise = self._draw()
+        noise = self._draw(pulled)
         self._t = int(t)
         if self.tree_index == "round":
             if t == 0:
@@ -291,6 +309,8 @@ class TreeCounter:
         flat = (self._lead_rows * self.shape[-1] + arms).reshape(-1)
         if self._stream is None:
             noise = np.zeros(flat.size)
+        elif self._row_stream is not None:  # one draw per row: the pulled counter's
+            noise = self.scale * self._row_stream.next().reshape(-1)
         else:
             noise = self.scale * self._stream.next_at(flat)
         self._t += 1
@@ -346,3 +366,12 @@ class TreeCounter:
         self._exact = np.where(keep, self._exact, np.where(here, merged[..., None], 0.0))
         self._noise = np.where(keep, self._noise, np.where(here, noise[..., None], 0.0))
         self._noised = np.where(keep, self._noised, here)
+
+
+def _check_one_per_row(pulled: np.ndarray) -> None:
+    """``noise_per="row"``: a leaf round's draw serves one pulled counter per row; two pulled
+    counters in one row would share it (correlated noise, not the mechanism), so it is refused."""
+    if pulled.shape[-1] > 1 and np.any(np.count_nonzero(pulled, axis=-1) > 1):
+        raise PrivacyError(
+            "pulled", "at most one pulled counter per row in a leaf round (noise_per='row')", "two"
+        )
