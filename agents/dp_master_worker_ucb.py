@@ -132,6 +132,7 @@ class DPMasterWorkerUCB(TeamPolicy):
             self.config.epsilon, (B, N, K), self.config.clip, rng.child("privacy"), facts.horizon
         )
         self._b, self._i = np.indices((B, N))
+        self._row = np.arange(B * N, dtype=np.int64).reshape(B, N) * K  # flat (b, i, 0)
         self.held = np.zeros((B, N), dtype=np.int64)  # the arm played outside decision rounds
         self.undecided = np.ones((B, N), dtype=bool)  # no decision yet (a_prev = None, A4)
         self.eta = np.ones((B, N), dtype=np.int64)
@@ -182,7 +183,8 @@ class DPMasterWorkerUCB(TeamPolicy):
         if obs.step > 0:
             fresh = (obs.phase == PULL) & (obs.pulls > 0)
             self.sums.insert(obs.last_arm, obs.last_reward, runs=fresh)
-            self.counts[self._b[fresh], self._i[fresh], obs.last_arm[fresh]] += 1.0
+            flat = (self._row + obs.last_arm)[fresh]  # each agent's pulled arm, flat
+            self.counts.reshape(-1)[flat.reshape(-1)] += 1.0
         reply = self.awaiting
         if reply.any():
             aggregate = obs.deliveries[CHANNEL].aggregate

@@ -5,8 +5,8 @@
 * :class:`HybridSums` — the private sums of every (run, agent, arm): one Chan–Shi–Song hybrid
   counter per agent and arm (§2.3), :class:`fedbandit_env.privacy.HybridCounter` over (N, K);
   each step inserts every agent's reward into its pulled arm's counter only
-  (``HybridCounter.insert_at`` at the (run, agent, arm) index) and reads those counters back
-  (``release_at``);
+  (``HybridCounter.insert_flat`` at the flat (run, agent, arm) positions), which returns those
+  counters' new releases;
 * :func:`make_running_sums` — :class:`HybridSums` for a finite ``epsilon``, :class:`ExactSums`
   (same outputs as the counter at ``epsilon = inf``, faster) otherwise.
 * :func:`privacy_width` — the privacy width ``upsilon(n)/n`` with
@@ -84,19 +84,20 @@ class HybridSums:
             shape[1:], horizon, epsilon, rng=rng, bounds=clip, noise_per="row"
         )
         self.value = np.zeros(shape)
-        self._b, self._i = np.indices(shape[:2])
+        # flat (b, i, 0) position of each agent's counters (``arm`` comes from the engine,
+        # which checked it, so ``row + arm`` stays in the agent's row)
+        self._row = np.arange(shape[0] * shape[1], dtype=np.int64).reshape(shape[:2]) * shape[2]
 
     def insert(self, arm: np.ndarray, reward: np.ndarray, runs: np.ndarray | None = None):
         """``runs`` (B,) bool: insert only in these runs (the others took a communication step);
         the counter's per-step Laplace draw (one per agent) still happens for every run, so each
         run's noise depends only on its own sequence of steps."""
-        index = (self._b, self._i, arm)
+        flat = self._row + arm
         if runs is not None:
-            index = tuple(x[runs] for x in index)
-            reward = reward[runs]
-        self.counter.insert_at(index, reward)
-        self.value[index] = self.counter.release_at(index)
-        return self.value[index]
+            flat, reward = flat[runs], reward[runs]
+        released = self.counter.insert_flat(flat.reshape(-1), reward.reshape(-1))
+        self.value.reshape(-1)[flat.reshape(-1)] = released
+        return released.reshape(flat.shape)
 
 
 def make_running_sums(

@@ -185,10 +185,24 @@ class HybridCounter:
 
         The counters are updated through flat views at the items' flat positions (one
         ``ravel_multi_index``, then 1-D gathers and scatters)."""
+        self.insert_flat(self._flat_index(index), values)
+
+    def insert_flat(self, flat: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """:meth:`insert_at` at distinct flat positions of (B, *shape) (C order), e.g.
+        ``(b * N + i) * K + arm``; returns the new private sums of those counters (what
+        :meth:`release_at` reads next, computed from the updated blocks in hand)."""
+        flat = np.asarray(flat)
         values = np.asarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
-        flat = self._flat_index(index)
+        if flat.shape != values.shape or not np.issubdtype(flat.dtype, np.integer):
+            raise PrivacyError(
+                "flat", f"integer positions of the shape of values {values.shape}",
+                f"{flat.dtype} {flat.shape}",
+            )
+        size = self._count.size
+        if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
+            raise PrivacyError("flat", f"positions in [0, {size})", "an out-of-range position")
         if self._stream is not None:
             rows = flat
             if self.noise_per == "row":
@@ -205,16 +219,20 @@ class HybridCounter:
                 "index", f"at most {self.horizon} items per counter", int(count.max())
             )
         counts[flat] = count
-        sums[flat] += np.clip(values, *self.bounds)
+        exact = sums[flat] + np.clip(values, *self.bounds)
+        sums[flat] = exact
         k = bit_length(count) - 1
         power = (count & (count - 1)) == 0
-        log_noise[flat] += np.where(power, self.log_scale * lap, 0.0)
+        log_part = log_noise[flat] + np.where(power, self.log_scale * lap, 0.0)
+        log_noise[flat] = log_part
         tau = np.where(power, 1, count - (np.int64(1) << k))
         level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
         levels = np.arange(self.binary_levels)
         p_noise = (self.log_scale * k * lap)[..., None]
         alpha = alpha_rows[flat]
-        alpha_rows[flat] = np.where(levels > level, alpha, np.where(levels == level, p_noise, 0.0))
+        alpha = np.where(levels > level, alpha, np.where(levels == level, p_noise, 0.0))
+        alpha_rows[flat] = alpha
+        return exact + (log_part + alpha.sum(axis=-1))  # release_at's sum, from the rows in hand
 
     def _flat_index(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """Flat positions in (B, *shape) of a tuple of index arrays (C order)."""
