@@ -1,7 +1,8 @@
 """DP-Decentralized UCB (dp-recsys.md §4, the paper's Algorithm 2), registered as ``dp_dec_ucb``.
 
-Running consensus over the ``neighbors`` channel (dim 2K) with ``P = I - (kappa/d_max) L``
-(§4.1; ``kappa`` defaults to ``d_max/(d_max+1)``, A13). Agent i keeps, per arm j, the consensus
+Running consensus over the ``neighbors`` channel (dim 2K, aggregating ``reduce="sum"`` delivery;
+a padded channel gives the same numbers) with ``P = I - (kappa/d_max) L`` (§4.1; ``kappa`` defaults
+to ``d_max/(d_max+1)``, A13). Agent i keeps, per arm j, the consensus
 count ``nhat_ij`` and the consensus private sum ``shat_ij`` and, each step, sends
 ``(nhat_i + xi_i, shat_i + ds_i)`` to its neighbours, where ``xi_ij = 1[last arm = j]`` and
 ``ds_ij`` is the increment of its hybrid counter of arm j (the repaired update A10). From what it
@@ -9,7 +10,8 @@ receives it applies row i of ``P``:
 
     nhat_i <- P_ii (nhat_i + xi_i) + sum_{k in N(i)} P_ik (nhat_k + xi_k)      (same for shat)
 
-and plays the argmax (uniform random tie-break from its own ``tiebreak`` stream, A15) of
+and plays the argmax (uniform random tie-break, A15: one uniform per agent and step from its own
+``tiebreak`` stream picks among the tied arms) of
 
     I_ij = shat_ij/nhat_ij + sigma sqrt(2 rho (nhat_ij + c_i)/(M nhat_ij) ln t / nhat_ij)
            + upsilon(nhat_ij)/nhat_ij,   upsilon(n) = (1/eps)(ln 2 + rho ln T) ln^{1.5} max(n, 1)
@@ -50,11 +52,12 @@ from agents.dp_recsys_common import (
     make_running_sums,
     privacy_width,
 )
-from agents.field_common import consensus_setup
-from agents.graph_constants import CI_MODES, GraphConstants, graph_constants
+from agents.field_common import consensus_setup, mix
+from agents.graph_constants import CI_MODES, graph_constants
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import argmax_one_uniform
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
@@ -96,20 +99,11 @@ class DPDecentralizedConfig:
         object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
 
 
-def mixing_setup(
-    facts: FederationFacts, kappa: float | None
-) -> tuple[float, np.ndarray, GraphConstants]:
-    """``kappa``, ``P`` and the graph constants of the facts' topology; errors name the agent
-    (the consensus matrix is the one of agents/field_common.py, shared with coop-UCB2 and DDUCB)."""
-    consensus = consensus_setup(AGENT_ID, facts, kappa)
-    return consensus.kappa, consensus.P, graph_constants(consensus.P, kappa=consensus.kappa)
-
-
 class DPDecentralizedUCB(TeamPolicy):
     """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 3  # results version (docs/bench.md): v3 one Laplace per agent and step
+    version = 4  # results version (docs/bench.md): v4 one tie-break uniform per agent
 
     def __init__(
         self,
@@ -133,7 +127,9 @@ class DPDecentralizedUCB(TeamPolicy):
         return self.config.epsilon
 
     def channel_spec(self, config: EnvConfig):
-        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
+        # the sum over the neighbours that sent is all the mixing needs: aggregating delivery
+        # (a padded channel works too and gives the same numbers, agents/field_common.py)
+        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
 
     # ---------------------------------------------------------------------------- reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
@@ -141,21 +137,19 @@ class DPDecentralizedUCB(TeamPolicy):
         self.paper = cfg.timing == "paper"
         check_facts(AGENT_ID, facts, init_steps=facts.num_arms + (0 if self.paper else 1))
         self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
-        self.kappa, self.P, self.constants = mixing_setup(facts, cfg.kappa)
+        self.consensus = consensus_setup(AGENT_ID, facts, cfg.kappa)
+        self.kappa, self.P = self.consensus.kappa, self.consensus.P
+        self.constants = graph_constants(self.P, kappa=self.kappa)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
         c = self.constants.c
         self.c = np.full(N, c.max()) if cfg.ci_mode == "max" else c.copy()
-        senders = facts.topology.neighbors  # (N, D), -1 padded: what the channel delivers
-        valid = senders >= 0
-        self.neighbor_weight = np.where(valid, self.P[np.arange(N)[:, None], senders], 0.0)
-        self.self_weight = self.P.diagonal().copy()
         self.num_agents, self.num_arms = N, K
         horizon = cfg.delta_horizon or facts.horizon
         self.ln_inv_delta = math.log(2.0) + cfg.rho * math.log(horizon)  # delta = T^-rho/2
         self.sums = make_running_sums(
             cfg.epsilon, (B, N, K), cfg.clip, rng.child("privacy"), facts.horizon
         )
-        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, K))
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,))  # one per agent
         self._b, self._i = np.indices((B, N))
         self.nhat = np.zeros((B, N, K))
         self.shat = np.zeros((B, N, K))
@@ -167,12 +161,10 @@ class DPDecentralizedUCB(TeamPolicy):
 
     # ------------------------------------------------------------------------------ act
     def _mix(self, obs: VecObservation) -> None:
-        """Row i of P applied to agent i's own last message and its neighbours' (A10, A18)."""
-        heard = obs.deliveries[CHANNEL]
-        w = self.neighbor_weight * heard.mask  # (B, N, D)
-        own = self.self_weight + (self.neighbor_weight - w).sum(axis=2)  # lost weight -> self
-        received = (w[..., None] * heard.payload).sum(axis=2)  # not matmul: batch-size exact
-        mixed = own[..., None] * self.outgoing + received
+        """Row i of P applied to agent i's own last message and its neighbours' (A10, A18):
+        ``P_ii`` times its own plus ``kappa/d_max`` times the sum of what arrived (every edge
+        of ``P`` has that weight); a lost message's weight goes to the receiver's own value."""
+        mixed = mix(self.consensus, self.outgoing, obs.deliveries[CHANNEL])
         K = self.num_arms
         self.nhat, self.shat = mixed[..., :K], mixed[..., K:]
 
@@ -204,9 +196,7 @@ class DPDecentralizedUCB(TeamPolicy):
     def _choose(self, t: int) -> np.ndarray:
         if t <= self.num_arms:
             return np.full(self._b.shape, t - 1, dtype=np.int64)
-        index = self.index(t)
-        ties = index == index.max(axis=2, keepdims=True)
-        return np.argmax(np.where(ties, self._tiebreak.next(), -1.0), axis=2)
+        return argmax_one_uniform(self.index(t), self._tiebreak.next())
 
     def _act_paper(self, obs: VecObservation) -> TeamAction:
         """§4.5: round t = a communication step (send, then mix) and the pull of round t. All
@@ -228,7 +218,5 @@ class DPDecentralizedUCB(TeamPolicy):
         if t <= K + 1:
             arms = np.full(self._b.shape, (t - 1) % K, dtype=np.int64)
         else:
-            index = self.index(t)
-            ties = index == index.max(axis=2, keepdims=True)
-            arms = np.argmax(np.where(ties, self._tiebreak.next(), -1.0), axis=2)
+            arms = argmax_one_uniform(self.index(t), self._tiebreak.next())
         return TeamAction(arms, {CHANNEL: (self._send, self.outgoing.copy())})

@@ -87,7 +87,7 @@ class DPMasterWorkerUCB(TeamPolicy):
     """Batched DP-MW-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 3  # results version (docs/bench.md): v3 one Laplace per agent and step
+    version = 4  # results version (docs/bench.md): v4 ln^1.5 n as ln n sqrt(ln n)
 
     def __init__(
         self,

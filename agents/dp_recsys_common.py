@@ -121,7 +121,8 @@ def privacy_width(n: np.ndarray, epsilon: float, ln_inv_delta: float) -> np.ndar
     """
     if math.isinf(epsilon):
         return np.zeros_like(n, dtype=np.float64)
-    upsilon = ln_inv_delta / epsilon * np.log(np.maximum(n, 1.0)) ** 1.5
+    ln = np.log(np.maximum(n, 1.0))
+    upsilon = ln_inv_delta / epsilon * (ln * np.sqrt(ln))  # ln^1.5 (half the cost of ** 1.5)
     return upsilon / n
 
 

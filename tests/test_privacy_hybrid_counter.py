@@ -183,3 +183,41 @@ def test_row_noise_refuses_two_items_in_one_row():
         c.insert(np.zeros((1, 2, 3)), mask)
     with pytest.raises(PrivacyError, match="noise_per"):
         HybridCounter((2, 3), 10, 1.0, rng=rng(), noise_per="arm")
+
+
+def test_insert_flat_returns_what_release_at_reads_and_equals_insert_at():
+    """insert_flat at the flat (run, agent, arm) positions: the same counters and draws as
+    insert_at, and it returns exactly the releases release_at reads afterwards."""
+    runs, n, k, horizon = 3, 4, 5, 150
+    for noise_per in ("counter", "row"):
+        by_index, by_flat = (
+            HybridCounter(
+                (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"),
+                noise_per=noise_per,
+            )
+            for _ in range(2)
+        )
+        gen = np.random.default_rng(1)
+        b, i = np.indices((runs, n))
+        for _ in range(horizon):
+            arms = gen.integers(k, size=(runs, n))
+            rewards = gen.random((runs, n)) * 1.4 - 0.2
+            by_index.insert_at((b, i, arms), rewards)
+            flat = ((b * n + i) * k + arms).reshape(-1)
+            got = by_flat.insert_flat(flat, rewards.reshape(-1))
+            assert np.array_equal(got, by_index.release_at((b, i, arms)).reshape(-1))
+        assert np.array_equal(by_flat.release(), by_index.release())
+
+
+def test_insert_flat_validation():
+    c = HybridCounter((2, 3), 10, 1.0, rng=rng())
+    with pytest.raises(PrivacyError, match="out-of-range"):
+        c.insert_flat(np.array([6]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="out-of-range"):
+        c.insert_flat(np.array([-1]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="flat"):
+        c.insert_flat(np.array([0.0]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="flat"):
+        c.insert_flat(np.array([0, 1]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="finite"):
+        c.insert_flat(np.array([0]), np.array([np.nan]))
