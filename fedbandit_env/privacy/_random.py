@@ -62,11 +62,16 @@ class LaplaceStream:
         """This step's draws at the flat positions ``flat`` of (B, *shape): the same numbers
         (and the same stream use) as ``next().reshape(-1)[flat]``, without forming the others."""
         drawn = self._stream.next()  # (B, 2, *shape); B from the draw, whatever the stream kind
-        e = drawn.reshape(-1)
-        per_run = e.size // (2 * drawn.shape[0])
-        b, rest = np.divmod(flat, per_run)
-        first = b * (2 * per_run) + rest
-        return e[first] - e[first + per_run]
+        runs = drawn.shape[0]
+        pairs = drawn.reshape(runs, 2, -1)
+        if 4 * np.size(flat) < pairs.shape[2] * runs:  # few positions: gather both halves
+            per_run = pairs.shape[2]
+            b, rest = np.divmod(flat, per_run)
+            first = b * (2 * per_run) + rest
+            e = drawn.reshape(-1)
+            return e[first] - e[first + per_run]
+        # most positions: one subtraction over the step, then one gather (the same numbers)
+        return np.subtract(pairs[:, 0], pairs[:, 1]).reshape(-1).take(flat)
 
 
 class MaskedStream:

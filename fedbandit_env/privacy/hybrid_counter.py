@@ -200,6 +200,8 @@ class HybridCounter:
                 "flat", f"integer positions of the shape of values {values.shape}",
                 f"{flat.dtype} {flat.shape}",
             )
+        shape = flat.shape  # of the result; the work is on 1-D views
+        flat, values = flat.reshape(-1), values.reshape(-1)
         size = self._count.size
         if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
             raise PrivacyError("flat", f"positions in [0, {size})", "an out-of-range position")
@@ -229,10 +231,15 @@ class HybridCounter:
         level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
         levels = np.arange(self.binary_levels)
         p_noise = (self.log_scale * k * lap)[..., None]
-        alpha = alpha_rows[flat]
-        alpha = np.where(levels > level, alpha, np.where(levels == level, p_noise, 0.0))
+        # levels below the closed one are absorbed (0), the closed level gets the p-sum's noise,
+        # the levels above stay; at a power of two (level = binary_levels) all are cleared
+        alpha = alpha_rows.take(flat, axis=0)  # a copy of the items' rows
+        np.copyto(alpha, 0.0, where=levels <= level)
+        inside = np.flatnonzero(~power)
+        alpha.reshape(-1)[inside * self.binary_levels + level[inside, 0]] = p_noise[inside, 0]
         alpha_rows[flat] = alpha
-        return exact + (log_part + alpha.sum(axis=-1))  # release_at's sum, from the rows in hand
+        released = exact + (log_part + alpha.sum(axis=-1))  # release_at's sum, rows in hand
+        return released.reshape(shape)
 
     def _flat_index(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """Flat positions in (B, *shape) of a tuple of index arrays (C order)."""
