@@ -184,7 +184,7 @@ class DPMasterWorkerUCB(TeamPolicy):
             fresh = (obs.phase == PULL) & (obs.pulls > 0)
             self.sums.insert(obs.last_arm, obs.last_reward, runs=fresh)
             flat = (self._row + obs.last_arm)[fresh]  # each agent's pulled arm, flat
-            self.counts.reshape(-1)[flat.reshape(-1)] += 1.0
+            np.add.at(self.counts.reshape(-1), flat.reshape(-1), 1.0)
         reply = self.awaiting
         if reply.any():
             aggregate = obs.deliveries[CHANNEL].aggregate

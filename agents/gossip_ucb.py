@@ -227,8 +227,8 @@ class GossipUCB(TeamPolicy):
         pre_pull_n = self.n.copy() if self.literal_line_order else None
         old_mean = self.xbar.reshape(-1)[flat]  # only the pulled arm's X̄ moves
         reward = self._clip(obs.last_reward)
-        self.n.reshape(-1)[flat] += 1.0
-        self.S.reshape(-1)[flat] += reward
+        np.add.at(self.n.reshape(-1), flat, 1.0)
+        np.add.at(self.S.reshape(-1), flat, reward)
         self._rsqrt.reshape(-1)[flat] = 1.0 / np.sqrt(self.n.reshape(-1)[flat])
         self._update_mean(t, arm, reward)
         grad = self.xbar.reshape(-1)[flat] - old_mean  # (B, N); zero on the other arms
@@ -238,7 +238,7 @@ class GossipUCB(TeamPolicy):
         if got.size:  # theta <- (theta + partner's) / 2 on the active edge's endpoints
             rows = theta.reshape(-1, self.M)
             rows[got] = 0.5 * (rows[got] + gossip.payload.reshape(-1, self.M)[got])
-        theta.reshape(-1)[flat] += grad
+        np.add.at(theta.reshape(-1), flat, grad)
         heard = obs.deliveries[NEIGHBORS]
         if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
             best_heard = heard.value

@@ -128,8 +128,8 @@ class IndexPolicy(TeamPolicy):
         if obs.step > 0:
             reward = self.transform_reward(obs.last_reward)
             flat = self._row_base + obs.last_arm
-            self._counts_flat[flat] += 1.0
-            self._sums_flat[flat] += reward
+            np.add.at(self._counts_flat, flat, 1.0)
+            np.add.at(self._sums_flat, flat, reward)
             self.pulls += 1.0
             if not self.shared:
                 self.on_pull(flat)

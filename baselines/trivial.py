@@ -55,7 +55,7 @@ class Flooding(UniformRandom):
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
-            self.counts.reshape(-1)[self._row_base + obs.last_arm] += 1
+            np.add.at(self.counts.reshape(-1), self._row_base + obs.last_arm, 1)
         heard = obs.deliveries["neighbors"]
         if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
             received = heard.value

@@ -309,9 +309,9 @@ class EliminationTeam(TeamPolicy):
         reward = obs.last_reward
         if not was.all():
             flat, reward = flat[was], reward[was]
-        self.epoch_sum.reshape(-1)[flat] += reward  # reset allocates these C-ordered
-        self.own_sum.reshape(-1)[flat] += reward
-        self.own_count.reshape(-1)[flat] += 1
+        np.add.at(self.epoch_sum.reshape(-1), flat, reward)  # reset allocates these C-ordered
+        np.add.at(self.own_sum.reshape(-1), flat, reward)
+        np.add.at(self.own_count.reshape(-1), flat, 1)
 
     # ------------------------------------------------------------------ channel hooks
     def _receive(self, obs: VecObservation) -> None:
