@@ -374,3 +374,16 @@ def test_row_layout_keeps_the_noise_distribution_and_batch_identity():
         batch.insert_arms(t, a, r)
         alone.insert_arms(t, a[1:2], r[1:2])
         assert np.array_equal(batch.release()[1], alone.release()[0])
+
+
+def test_sum_levels_equals_numpys_sum_bit_for_bit():
+    from fedbandit_env.privacy.tree_counter import _sum_levels
+
+    g = np.random.default_rng(0)
+    x = g.standard_normal((7, 5, 12)) * 10.0 ** g.integers(-8, 8, (7, 5, 12))
+    x[0, 0] = -0.0
+    x[1, 1, :3] = [-0.0, 0.0, -0.0]
+    for level in range(12):
+        want = x[..., :level].sum(axis=-1)
+        got = _sum_levels(x, level)
+        assert got.tobytes() == want.tobytes(), level

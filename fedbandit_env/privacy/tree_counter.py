@@ -347,7 +347,7 @@ class TreeCounter:
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
     ) -> None:
         """Round mode: every counter closes block ``(t - 2^level, t]`` at ``level``."""
-        self._exact[..., level] = values + self._exact[..., :level].sum(axis=-1)
+        self._exact[..., level] = values + _sum_levels(self._exact, level)
         self._exact[..., :level] = 0.0
         self._noise[..., level] = noise
         self._noise[..., :level] = 0.0
@@ -375,3 +375,19 @@ def _check_one_per_row(pulled: np.ndarray) -> None:
         raise PrivacyError(
             "pulled", "at most one pulled counter per row in a leaf round (noise_per='row')", "two"
         )
+
+
+_SEQUENTIAL_SUM = 8
+"""numpy sums fewer than this many numbers in a row one after the other, from 0.0 (pairwise
+summation starts at 8): :func:`_sum_levels` adds level slices in that order below it."""
+
+
+def _sum_levels(blocks: np.ndarray, level: int) -> np.ndarray:
+    """``blocks[..., :level].sum(axis=-1)``, bit for bit, with one pass per level slice for the
+    few levels a round usually absorbs (a reduction along the short last axis is slow)."""
+    if level == 0 or level >= _SEQUENTIAL_SUM:
+        return blocks[..., :level].sum(axis=-1)
+    total = blocks[..., 0] + 0.0  # numpy's reduction starts at 0.0 (so -0.0 becomes 0.0)
+    for j in range(1, level):
+        total += blocks[..., j]
+    return total
