@@ -26,7 +26,6 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.seeding import BatchedRNG
 
-
 _COLUMN_SUM_AGENTS = 32
 """Up to this many agents the pooled sum adds one agent's column at a time (the same additions
 in the same order as ``np.add.accumulate`` along the agents, which is slow on short rows)."""
