@@ -53,6 +53,7 @@ from agents.dp_recsys_common import (
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import scatter_add
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
 from fedbandit_env.seeding import BatchedRNG
 
@@ -184,7 +185,7 @@ class DPMasterWorkerUCB(TeamPolicy):
             fresh = (obs.phase == PULL) & (obs.pulls > 0)
             self.sums.insert(obs.last_arm, obs.last_reward, runs=fresh)
             flat = (self._row + obs.last_arm)[fresh]  # each agent's pulled arm, flat
-            np.add.at(self.counts.reshape(-1), flat.reshape(-1), 1.0)
+            scatter_add(self.counts, flat, 1.0)
         reply = self.awaiting
         if reply.any():
             aggregate = obs.deliveries[CHANNEL].aggregate

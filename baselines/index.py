@@ -57,6 +57,7 @@ from fedbandit_env.kernels import (  # re-exported: their home is fedbandit_env.
     argmax_one_uniform,
     argmax_uniform_ties,
     check_number,
+    scatter_add,
 )
 from fedbandit_env.policy import (
     MULTI_ARMED,
@@ -128,8 +129,8 @@ class IndexPolicy(TeamPolicy):
         if obs.step > 0:
             reward = self.transform_reward(obs.last_reward)
             flat = self._row_base + obs.last_arm
-            np.add.at(self._counts_flat, flat, 1.0)
-            np.add.at(self._sums_flat, flat, reward)
+            scatter_add(self.counts, flat, 1.0)
+            scatter_add(self.sums, flat, reward)
             self.pulls += 1.0
             if not self.shared:
                 self.on_pull(flat)

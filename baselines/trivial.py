@@ -16,6 +16,7 @@ import numpy as np
 
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
+from fedbandit_env.kernels import scatter_add
 from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
@@ -55,7 +56,7 @@ class Flooding(UniformRandom):
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
-            np.add.at(self.counts.reshape(-1), self._row_base + obs.last_arm, 1)
+            scatter_add(self.counts, self._row_base + obs.last_arm, 1)
         heard = obs.deliveries["neighbors"]
         if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
             received = heard.value

@@ -71,6 +71,17 @@ def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
 _STARTS: dict[tuple[int, int], np.ndarray] = {}
 
 
+def scatter_add(target: np.ndarray, flat: np.ndarray, values: Any) -> None:
+    """``target.reshape(-1)[flat] += values`` for distinct flat positions, in place: the same
+    additions through ``np.add.at`` on 1-D views, whose fast path is faster than fancy ``+=``
+    (a 2-D index falls off it). ``target`` must be C-contiguous (its flat view writes through)."""
+    if not target.flags.c_contiguous:
+        raise ValueError("scatter_add: target must be C-contiguous (a flat view writes through)")
+    # the values in the target's dtype (what ``+=`` adds): a mixed-dtype add.at is slow
+    values = np.asarray(values, dtype=target.dtype)
+    np.add.at(target.reshape(-1), np.reshape(flat, -1), values.reshape(-1) if values.ndim else values)
+
+
 def row_starts(rows: int, m: int) -> np.ndarray:
     """``arange(rows) * m`` (the flat start of each row of width ``m``), cached per shape and
     read-only."""

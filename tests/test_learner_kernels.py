@@ -252,3 +252,22 @@ def test_prop_centralized_pooling_equals_add_at(seed, lockstep, N):
         np.add.at(sums, (policy._b, arms), rewards)
         assert np.array_equal(policy.counts, counts)
         assert np.array_equal(policy.sums.view(np.int64), sums.view(np.int64))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), dtype=st.sampled_from([np.float64, np.int64]))
+def test_prop_scatter_add_equals_fancy_add(seed, dtype):
+    """``scatter_add`` at distinct positions (2-D index, array or scalar values of another
+    dtype) leaves exactly what ``target.reshape(-1)[flat] += values`` leaves."""
+    from fedbandit_env.kernels import scatter_add
+
+    rng = np.random.default_rng(seed)
+    target = (rng.normal(size=(3, 4, 5)) * 100).astype(dtype)
+    flat = (np.arange(12).reshape(3, 4) * 5 + rng.integers(0, 5, (3, 4))).astype(np.int64)
+    for values in (rng.normal(size=(3, 4)), 1, rng.integers(0, 3, (3, 4))):
+        want = target.copy()
+        want.reshape(-1)[flat] += np.asarray(values).astype(dtype)
+        scatter_add(target, flat, values)
+        assert target.tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="C-contiguous"):
+        scatter_add(target.transpose(2, 1, 0), flat, 1.0)

@@ -40,6 +40,7 @@ from agents.commeff import schedule
 from agents.commeff.config import EliminationConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import scatter_add
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,
@@ -309,9 +310,9 @@ class EliminationTeam(TeamPolicy):
         reward = obs.last_reward
         if not was.all():
             flat, reward = flat[was], reward[was]
-        np.add.at(self.epoch_sum.reshape(-1), flat, reward)  # reset allocates these C-ordered
-        np.add.at(self.own_sum.reshape(-1), flat, reward)
-        np.add.at(self.own_count.reshape(-1), flat, 1)
+        scatter_add(self.epoch_sum, flat, reward)  # reset allocates these C-ordered
+        scatter_add(self.own_sum, flat, reward)
+        scatter_add(self.own_count, flat, 1)
 
     # ------------------------------------------------------------------ channel hooks
     def _receive(self, obs: VecObservation) -> None:

@@ -317,7 +317,7 @@ class TreeCounter:
         if not self._last_pull.flags.c_contiguous:  # written through a flat view below
             self._last_pull = np.ascontiguousarray(self._last_pull)
         self._last_pull.reshape(-1)[flat] = self._t
-        np.add.at(self._counts.reshape(-1), flat, 1)
+        np.add.at(self._counts.reshape(-1), flat, 1)  # flat is 1-D: the fast path
         # level 0 of the other counters stays 0 (no pull in the block, no noise)
         self._exact.reshape(-1, self.storage_levels)[flat, 0] = rewards.reshape(-1) + 0.0
         self._noise.reshape(-1, self.storage_levels)[flat, 0] = noise
