@@ -300,11 +300,16 @@ class Engine:
                 sends[name] = (send & live[:, None], payload)
         self.step_count += 1
         self.pulls += pulling
-        rewards, expected, regret = self._draw(arms, pulling)
         rows = pulling[:, None]
-        rewards = np.where(rows, rewards, 0.0)
-        expected = np.where(rows, expected, 0.0)
-        regret = np.where(rows, regret, 0.0)
+        if pulling.any():
+            rewards, expected, regret = self._draw(arms, pulling)
+            rewards = np.where(rows, rewards, 0.0)
+            expected = np.where(rows, expected, 0.0)
+            regret = np.where(rows, regret, 0.0)
+        else:  # nobody pulls: no stream is touched, nothing is drawn (the values are the same)
+            rewards, expected, regret = (np.zeros(arms.shape) for _ in range(3))
+            if self.linear is not None:  # the sets stay; a copy, as the select made before
+                self.linear.context = self.linear.context.copy()
         self.cumulative_regret += regret
         deliveries = self._transmit(self.step_count, sends)
         context = self.linear.context if self.linear is not None else None

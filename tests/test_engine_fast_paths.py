@@ -417,3 +417,30 @@ def test_all_pull_steps_after_communication_steps_equal_the_mixed_step():
         assert np.array_equal(a[-1].ledger.total.cost, b[-1].ledger.total.cost)
         assert np.array_equal(lean.engine.streak, mixed.engine.streak)
     assert mixed.engine.truncated and lean_steps > 10
+
+
+@pytest.mark.parametrize("env_id", ["FedBandit/Homogeneous-v0", "FedBandit/LinearContextual-v0"])
+def test_lock_step_communication_steps_touch_no_stream(env_id):
+    """A step in which no run pulls (every run of the batch communicates, as DP-Dec-UCB's
+    rounds do) draws nothing and leaves the buffered streams in their block mode, so the pulls
+    that follow take the pull loop's lean path; the pulls see the draws of a run that never
+    communicates, and the decision sets stay (handed out as a fresh array)."""
+    kw = dict(num_runs=3, num_agents=2, num_arms=3, horizon=30)
+    talk, plain = (fedbandit_env.make_vec(env_id, **kw) for _ in range(2))
+    talk.reset(seed=4)
+    plain.reset(seed=4)
+    arms = np.random.default_rng(0).integers(0, 3, (30, 3, 2))
+    nobody = np.zeros(3, dtype=bool)
+    for t in range(30):
+        before = talk.engine.linear.context if talk.engine.linear is not None else None
+        obs, rewards, *_ = talk.step(arms[t], pull=nobody)
+        assert not rewards.any() and np.all(obs.phase == 1)
+        if before is not None:
+            assert obs.context is not before and np.array_equal(obs.context, before)
+        a, b = talk.step(arms[t]), plain.step(arms[t])
+        assert np.array_equal(a[1], b[1])
+        assert np.array_equal(a[-1].cumulative_regret, b[-1].cumulative_regret)
+        if b[0].context is not None:
+            assert np.array_equal(a[0].context, b[0].context)
+    streams = [talk.engine._noise] if talk.engine.linear is None else [talk.engine.linear._noise]
+    assert all(s._run_pos is None for s in streams)  # never left the block mode
