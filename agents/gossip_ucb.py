@@ -259,6 +259,9 @@ class GossipFedUCB(GossipUCB):
     :class:`~fedbandit_env.privacy.TreeCounter` over the round index (``tree_index="round"``) or
     the arm's pull count (``"pull"``), per-level budget epsilon' = epsilon / levels; everything it
     sends is post-processing of those noisy sums, so each agent is epsilon-DP (gossip.md §1.6, §3).
+    The counters draw their noise with ``noise_per="row"``: a round that closes only level-0
+    blocks (odd t, round index) draws one Laplace per agent, for its pulled arm, and the other
+    rounds one per (agent, arm) (results version 4; docs/privacy.md, "Binary-tree counter").
     The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its
     privacy term read as ``ln max(n, dp_log_floor)``. The paper's ``ln n`` (``dp_log_floor=1``)
     makes the privacy term zero at n = 1: an arm whose noisy initial estimate comes out far below
