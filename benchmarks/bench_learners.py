@@ -10,6 +10,9 @@ noisy.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_learners.py
 
+``--floor`` prints instead what every learner pays per engine step on the same instance (the
+vector view's step with fixed arms and its parts) next to the uniform reference's whole step.
+
 Setting: FedBandit/Homogeneous-v0, Bernoulli rewards, B = 100 runs, N = 10 agents on a ring,
 M = 10 arms (``--runs``, ``--agents``, ``--arms``, ``--steps``). The references are not shipped
 and not tested for equal trajectories; they run the same per-step work (same index, same
@@ -20,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 from functools import partial
 
 import numpy as np
 from learner_refs_base import ENV, Ref, policy_rate, timed
 from learner_refs_private import BUILDERS, reference_rate
 
+import fedbandit_env
 from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.kernels import argmax_one_uniform
@@ -238,6 +243,41 @@ LEARNERS = {
 learner_refs_private.py)."""
 
 
+def per_call_us(fn, calls: int) -> float:
+    """Microseconds per call of ``fn`` (best of 3 batches of ``calls``)."""
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls * 1e6)
+    return best
+
+
+def engine_floor(B: int, N: int, M: int, calls: int = 2000) -> list[tuple[str, float]]:
+    """What every learner pays per step, measured on the benchmark's instance: the vector view's
+    whole step with fixed arms and no channel, its parts (the arm check, the reward, expected
+    reward and regret gathers with the per-run reward draws, the draws alone), and the uniform
+    reference's whole step (one generator: arms, rewards, regret, statistics)."""
+    venv = fedbandit_env.make_vec(ENV, num_runs=B, num_agents=N, num_arms=M, horizon=10**7)
+    venv.reset(seed=0)
+    engine = venv.engine
+    arms = (np.arange(B * N).reshape(B, N) % M).astype(np.int64)
+    ref = Ref(B, N, M)
+
+    def ref_step():
+        ref.pull((ref.rng.random(ref.R) * M).astype(np.int64))
+
+    return [
+        ("vector view step (fixed arms, no channel)", per_call_us(lambda: venv.step(arms), calls)),
+        ("  engine.step", per_call_us(lambda: engine.step(arms), calls)),
+        ("  arm check", per_call_us(lambda: engine._check_arms(arms), calls)),
+        ("  rewards, expected rewards, regret", per_call_us(lambda: engine._draw(arms), calls)),
+        ("    of which the reward draws (B per-run streams)", per_call_us(engine._noise.next, calls)),
+        ("uniform reference, whole step", per_call_us(ref_step, calls)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -246,8 +286,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=None, help="learner ids to measure")
+    parser.add_argument("--floor", action="store_true", help="only the engine's per-step costs")
     args = parser.parse_args()
     dims = (args.runs, args.agents, args.arms, args.steps)
+    if args.floor:
+        print(f"{ENV}, B={args.runs}, N={args.agents}, M={args.arms}: microseconds per step\n")
+        print("| part | µs per step |\n|---|---|")
+        for name, us in engine_floor(args.runs, args.agents, args.arms):
+            print(f"| {name} | {us:.1f} |")
+        return
     print(
         f"{ENV}, ring, B={args.runs}, N={args.agents}, M={args.arms}, {args.steps} steps, "
         f"best of {args.repeats}\n"
