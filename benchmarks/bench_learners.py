@@ -244,8 +244,10 @@ learner_refs_private.py)."""
 
 
 def per_call_us(fn, calls: int) -> float:
-    """Microseconds per call of ``fn`` (best of 3 batches of ``calls``)."""
+    """Microseconds per call of ``fn`` (best of 3 batches of ``calls``, after a warm-up batch)."""
     best = math.inf
+    for _ in range(calls):
+        fn()
     for _ in range(3):
         start = time.perf_counter()
         for _ in range(calls):
