@@ -46,16 +46,30 @@ def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
     exactly maximal index, the ``floor(u k)``-th in arm order (uniformly at random).
 
     ``u`` has the shape of ``index`` without its last axis. Cost without ties: one arg-max, one
-    flat gather, one comparison and one count over the array (no per-row max reduction); the
-    tie search runs only on the rows that have a tie.
+    flat gather, one comparison and one count over the array (no per-row max reduction). With
+    ties, the flat positions of the tied arms (row by row, arms in order) give each row's count
+    ``k`` and its ``floor(u k)``-th tied arm directly. A row whose arg-max is NaN keeps it (it
+    has no tied arm); then the other rows take the per-row search below.
     """
     m = index.shape[-1]
     rows = np.ascontiguousarray(index).reshape(-1, m)
     arms = rows.argmax(axis=-1)
     starts = row_starts(arms.size, m)
-    tied = rows >= rows.reshape(-1)[starts + arms][:, None]
-    if np.count_nonzero(tied) > arms.size:
-        row_of = np.flatnonzero(tied) // m  # sorted; a row listed twice has a tie
+    best = rows.reshape(-1)[starts + arms]
+    tied = rows >= best[:, None]
+    # a NaN row (arg-max's pick is NaN) has no tied arm, so only then can the count hide a tie
+    if np.count_nonzero(tied) > arms.size or np.isnan(best).any():
+        pos = np.flatnonzero(tied)
+        row_of = pos // m
+        head = np.empty(pos.size, dtype=bool)  # the first tied arm of each row
+        head[:1] = True
+        np.not_equal(row_of[1:], row_of[:-1], out=head[1:])
+        first = np.flatnonzero(head)
+        if first.size == arms.size:  # every row has a tied arm (no NaN maximum)
+            k = np.diff(first, append=pos.size)  # tied arms per row
+            j = np.minimum((u.reshape(-1) * k).astype(np.int64), k - 1)
+            return (pos[first + j] - starts).reshape(index.shape[:-1])
+        # a NaN row: the per-row search of the rows that have a tie (a row listed twice)
         repeated = row_of[1:][row_of[1:] == row_of[:-1]]  # sorted, once per extra tied arm
         first = np.empty(repeated.size, dtype=bool)  # its distinct values (np.unique, sorted)
         first[:1] = True

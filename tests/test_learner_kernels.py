@@ -271,3 +271,24 @@ def test_prop_scatter_add_equals_fancy_add(seed, dtype):
         assert target.tobytes() == want.tobytes()
     with pytest.raises(ValueError, match="C-contiguous"):
         scatter_add(target.transpose(2, 1, 0), flat, 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), rows=st.integers(1, 40), m=st.integers(1, 9))
+def test_prop_argmax_one_uniform_equals_a_per_row_loop(seed, rows, m):
+    """Batched rows with many ties, infinities and some NaN: each row's arm is the
+    ``floor(u k)``-th of its ``k`` maximal arms, or arg-max's (the first NaN) in a NaN row."""
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, 3, (rows, m)).astype(np.float64)
+    index[rng.random((rows, m)) < 0.2] = np.inf
+    index[rng.random((rows, m)) < 0.1] = -np.inf
+    index[rng.random((rows, m)) < 0.05] = np.nan
+    u = rng.random(rows)
+    want = []
+    for row, ur in zip(index, u, strict=True):
+        if np.isnan(row).any():
+            want.append(int(np.argmax(row)))
+            continue
+        tied = np.flatnonzero(row == row.max())
+        want.append(int(tied[min(int(ur * tied.size), tied.size - 1)]))
+    assert argmax_one_uniform(index, u).tolist() == want
