@@ -132,7 +132,6 @@ class DPMasterWorkerUCB(TeamPolicy):
         self.sums = make_running_sums(
             self.config.epsilon, (B, N, K), self.config.clip, rng.child("privacy"), facts.horizon
         )
-        self._b, self._i = np.indices((B, N))
         self._row = np.arange(B * N, dtype=np.int64).reshape(B, N) * K  # flat (b, i, 0)
         self.held = np.zeros((B, N), dtype=np.int64)  # the arm played outside decision rounds
         self.undecided = np.ones((B, N), dtype=bool)  # no decision yet (a_prev = None, A4)
@@ -159,7 +158,7 @@ class DPMasterWorkerUCB(TeamPolicy):
     def _fold_in_reward(self, obs: VecObservation) -> None:
         arm = obs.last_arm
         self.sums.insert(arm, obs.last_reward)
-        self.counts[self._b, self._i, arm] += 1.0
+        scatter_add(self.counts, self._row + arm, 1.0)
 
     def _fold_in_reply(self, obs: VecObservation) -> None:
         """The server's average of the uploads of the last step: the new decision."""

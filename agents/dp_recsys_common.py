@@ -95,9 +95,9 @@ class HybridSums:
         flat = self._row + arm
         if runs is not None:
             flat, reward = flat[runs], reward[runs]
-        released = self.counter.insert_flat(flat.reshape(-1), reward.reshape(-1))
-        self.value.reshape(-1)[flat.reshape(-1)] = released
-        return released.reshape(flat.shape)
+        released = self.counter.insert_flat(flat, reward)  # the shape of flat
+        self.value.reshape(-1)[flat] = released
+        return released
 
 
 def make_running_sums(

@@ -49,7 +49,7 @@ def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
     flat gather, one comparison and one count over the array (no per-row max reduction). With
     ties, the flat positions of the tied arms (row by row, arms in order) give each row's count
     ``k`` and its ``floor(u k)``-th tied arm directly. A row whose arg-max is NaN keeps it (it
-    has no tied arm); then the other rows take the per-row search below.
+    has no tied arm, so it is not among the rows listed).
     """
     m = index.shape[-1]
     rows = np.ascontiguousarray(index).reshape(-1, m)
@@ -65,20 +65,13 @@ def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
         head[:1] = True
         np.not_equal(row_of[1:], row_of[:-1], out=head[1:])
         first = np.flatnonzero(head)
-        if first.size == arms.size:  # every row has a tied arm (no NaN maximum)
-            k = np.diff(first, append=pos.size)  # tied arms per row
+        k = np.diff(first, append=pos.size)  # tied arms per listed row
+        if first.size == arms.size:  # every row listed (no NaN maximum)
             j = np.minimum((u.reshape(-1) * k).astype(np.int64), k - 1)
             return (pos[first + j] - starts).reshape(index.shape[:-1])
-        # a NaN row: the per-row search of the rows that have a tie (a row listed twice)
-        repeated = row_of[1:][row_of[1:] == row_of[:-1]]  # sorted, once per extra tied arm
-        first = np.empty(repeated.size, dtype=bool)  # its distinct values (np.unique, sorted)
-        first[:1] = True
-        np.not_equal(repeated[1:], repeated[:-1], out=first[1:])
-        multi = repeated[first]
-        t = tied[multi]
-        k = np.count_nonzero(t, axis=-1)
-        j = np.minimum((u.reshape(-1)[multi] * k).astype(np.int64), k - 1)
-        arms[multi] = np.argmax(np.cumsum(t, axis=-1) > j[:, None], axis=-1)
+        listed = row_of[first]
+        j = np.minimum((u.reshape(-1)[listed] * k).astype(np.int64), k - 1)
+        arms[listed] = pos[first + j] - starts[listed]
     return arms.reshape(index.shape[:-1])
 
 

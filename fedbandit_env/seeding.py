@@ -355,7 +355,6 @@ class BlockStream(BufferedStream):
     ):
         super().__init__((generator,), kind, shape)
         self._num_runs = int(num_runs)
-        self._step_size = int(np.prod(self._shape, dtype=np.int64))  # floats per run and step
         per_step = max(1, self._step_size)
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _BLOCK_FLOATS // (per_step * num_runs))))
         self._buffer = np.empty((0, self._num_runs, *self._shape))

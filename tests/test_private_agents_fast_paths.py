@@ -86,7 +86,8 @@ class OldDPMasterWorkerUCB(DPMasterWorkerUCB):
         if obs.step > 0:
             fresh = (obs.phase == PULL) & (obs.pulls > 0)
             self.sums.insert(obs.last_arm, obs.last_reward, runs=fresh)
-            self.counts[self._b[fresh], self._i[fresh], obs.last_arm[fresh]] += 1.0
+            b, i = np.indices(obs.last_arm.shape)
+            self.counts[b[fresh], i[fresh], obs.last_arm[fresh]] += 1.0
         reply = self.awaiting
         if reply.any():
             aggregate = obs.deliveries["server"].aggregate
