@@ -26,10 +26,6 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.seeding import BatchedRNG
 
-_COLUMN_SUM_AGENTS = 32
-"""Up to this many agents the pooled sum adds one agent's column at a time (the same additions
-in the same order as ``np.add.accumulate`` along the agents, which is slow on short rows)."""
-
 
 class CentralizedUCB1(TeamPolicy):
     """UCB1 on the statistics pooled over all agents (an oracle; see the module docstring)."""
@@ -71,12 +67,6 @@ class CentralizedUCB1(TeamPolicy):
         key = self._run_base + arm
         self.counts.reshape(-1)[key] += float(self.N)  # exact: integer counts
         sums = self.sums.reshape(-1)  # a view: writes go to the statistics
-        if self.N <= _COLUMN_SUM_AGENTS:  # agent after agent, one vector add per agent
-            total = sums.take(key)
-            for column in rewards.T:
-                total += column
-            sums[key] = total
-            return
         chain = np.empty((key.size, self.N + 1))
         chain[:, 0] = sums.take(key)
         chain[:, 1:] = rewards

@@ -228,9 +228,9 @@ def test_gossip_bonus_matches_the_eq11_formula():
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**16), lockstep=st.booleans(), N=st.sampled_from([5, 40]))
 def test_prop_centralized_pooling_equals_add_at(seed, lockstep, N):
-    """centralized_ucb1 pools the lock-step pulls agent after agent (one column add per agent
-    up to 32 agents, one sequential accumulate per run beyond): the same additions in the same
-    order as ``np.add.at`` (bit for bit, Gaussian rewards)."""
+    """centralized_ucb1 pools the lock-step pulls with one sequential accumulate per run (5 and
+    40 agents): the same additions in the same order as ``np.add.at`` (bit for bit, Gaussian
+    rewards)."""
     from baselines.oracle_ucb import CentralizedUCB1
 
     rng = np.random.default_rng(seed)
