@@ -157,7 +157,7 @@ def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, p):
         obs, *_ = venv.step(action.arms, action.messages, action.pull)
     for hist in pol.history:  # the mechanism's scale, b_r = 1/(N_eff eps n_r) in paper mode
         assert hist[0].noise_scale == pytest.approx(scale, rel=1e-12)
-    noise = pol.ybar - pol.own_sum / pol.own_count
+    noise = pol.ybar - pol.own_sum / pol.s_prev[..., None]  # epoch 1: s_prev = its s_int
     assert np.mean(np.abs(noise)) == pytest.approx(scale, rel=0.08)  # E|Lap(b)| = b
     assert np.mean(noise**2) == pytest.approx(2 * scale**2, rel=0.2)
 

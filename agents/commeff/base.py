@@ -157,8 +157,7 @@ class EliminationTeam(TeamPolicy):
         self.length = np.zeros(shape, dtype=np.int64)
         self.committed = np.zeros(shape, dtype=np.int64)
         self.epoch_sum = np.zeros((B, N, K))
-        self.own_sum = np.zeros((B, N, K))
-        self.own_count = np.zeros((B, N, K))
+        self.own_sum = np.zeros((B, N, K))  # exploration sums (every active arm: s_int pulls)
         self.ybar = np.zeros((B, N, K))
         self.aggregate = np.zeros((B, N, K))
         self.explored_last = np.zeros(shape, dtype=bool)
@@ -173,6 +172,8 @@ class EliminationTeam(TeamPolicy):
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
         self._reset_channel(facts)
         self._start_epoch(np.ones(shape, dtype=bool), step=0)
+        self._quiet = 0  # acts ahead in which no epoch can end and no round can close
+        self._phases()
 
     def _reset_channel(self, facts: FederationFacts) -> None:
         """Subclass hook for per-channel receive buffers."""
@@ -259,8 +260,12 @@ class EliminationTeam(TeamPolicy):
             )
 
     def _greedy(self) -> np.ndarray:
-        """A7: own non-noisy exploration mean, argmax over the active set, lowest index on ties."""
-        mean = np.where(self.own_count > 0, self.own_sum / np.maximum(self.own_count, 1), -np.inf)
+        """A7: own non-noisy exploration mean, argmax over the active set, lowest index on ties.
+
+        Valid for the agents in the communication phase: each arm of the epoch's active set was
+        explored ``n`` times in every epoch so far (round-robin, A3), so its own pull count is
+        ``s_int`` (no per-arm count is kept)."""
+        mean = self.own_sum / self.s_int[..., None].astype(np.float64)
         return np.argmax(np.where(self.active, mean, -np.inf), axis=2)
 
     # ------------------------------------------------------------------ step
@@ -269,50 +274,74 @@ class EliminationTeam(TeamPolicy):
         if obs.step > 0:
             self._fold(obs)
         self._receive(obs)
-        done = (self.phase == EXPLORE) & (self.pos >= self.length)
         upload = None
-        if done.any():
-            self._privatise(done)
-            self.phase[done] = COMMUNICATE
-            self.pos[done] = 0
-            self.upload_step[done] = step
-            self.uploads += done[:, 0]
-            upload = done
-        ready = (self.phase == COMMUNICATE) & (self.pos > self.delay)
-        if ready.any():
-            self._eliminate(ready, self._aggregate(obs, ready), step)
-            self._start_epoch(ready, step)
-        explore = self.phase == EXPLORE
-        communicate = self.phase == COMMUNICATE
-        commit = self.phase == COMMIT
+        if self._quiet > 0:  # no agent can reach the end of its epoch or round in this act
+            self._quiet -= 1
+        else:
+            done = (self.phase == EXPLORE) & (self.pos >= self.length)
+            if done.any():
+                self._privatise(done)
+                self.phase[done] = COMMUNICATE
+                self.pos[done] = 0
+                self.upload_step[done] = step
+                self.uploads += done[:, 0]
+                upload = done
+            ready = (self.phase == COMMUNICATE) & (self.pos > self.delay)
+            if ready.any():
+                self._eliminate(ready, self._aggregate(obs, ready), step)
+                self._start_epoch(ready, step)
+            self._phases()
         # the explored arm, order[b, i, pos % |active|] (a flat gather); the slot of an agent
         # that does not explore is in range too, and its arm is replaced just below
-        slot = self.pos % np.maximum(self.num_active, 1)
+        slot = self.pos % self._num_active_1
         arms = self.order.reshape(-1).take(self._row_base + slot)
-        if communicate.any():
-            arms = np.where(communicate, self._greedy(), arms)
-        if commit.any():
-            arms = np.where(commit, self.committed, arms)
-        self.pos += ~commit  # explore | communicate: the three phases partition the agents
-        self.explored_last = explore
+        if self._any_communicate:
+            arms = np.where(self._communicate, self._greedy(), arms)
+        if self._any_commit:
+            arms = np.where(self._commit, self.committed, arms)
+            self.pos += self._moving  # explore | communicate: the phases partition the agents
+        else:
+            self.pos += 1
+        if self._quiet == 0:
+            self._quiet = self._quiet_acts()
+        self.explored_last = self._explore
         messages = {} if upload is None else self._messages(upload)
         pull = None
         if upload is not None and self.config.timing == "paper":
             pull = ~upload.any(axis=1)  # the upload is a communication step (§1.7)
         return TeamAction(arms, messages, pull)
 
+    def _phases(self) -> None:
+        """The phase masks of the acts until the next epoch end or round close (phases and
+        active sets change only there)."""
+        self._explore = self.phase == EXPLORE
+        self._communicate = self.phase == COMMUNICATE
+        self._commit = self.phase == COMMIT
+        self._any_communicate = bool(self._communicate.any())
+        self._any_commit = bool(self._commit.any())
+        self._moving = ~self._commit
+        self._all_explore = bool(self._explore.all())
+        self._num_active_1 = np.maximum(self.num_active, 1)
+
+    def _quiet_acts(self) -> int:
+        """How many of the next acts no agent can end its epoch (``pos >= length``) or close
+        its round (``pos > delay``) in: ``pos`` grows by one per act outside the commit phase."""
+        left = np.where(self._explore, self.length - self.pos, self.delay + 1 - self.pos)
+        left = left[self._moving]
+        return max(0, int(left.min())) if left.size else 1 << 62
+
     def _fold(self, obs: VecObservation) -> None:
-        """Add last step's exploration reward to the epoch sums and the agent's own means."""
-        was = self.explored_last & (obs.phase == PULL)[:, None]
-        if not was.any():
-            return
+        """Add last step's exploration reward to the epoch sums and the agent's own sums."""
         flat = self._row_base + obs.last_arm  # flat (b, i, arm) positions of the sums
         reward = obs.last_reward
-        if not was.all():
+        # phase 0 is PULL in every run: every agent pulled, and every agent was exploring
+        if not (self._all_explore and not obs.phase.any()):
+            was = self.explored_last & (obs.phase == PULL)[:, None]
+            if not was.any():
+                return
             flat, reward = flat[was], reward[was]
         scatter_add(self.epoch_sum, flat, reward)  # reset allocates these C-ordered
         scatter_add(self.own_sum, flat, reward)
-        scatter_add(self.own_count, flat, 1)
 
     # ------------------------------------------------------------------ channel hooks
     def _receive(self, obs: VecObservation) -> None:
