@@ -119,8 +119,10 @@ class IndexPolicy(TeamPolicy):
         self.pulls = np.zeros((B, N, 1))  # running total of own pulls = counts.sum(-1)
         self._all_pulled = False
         degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
-        # per neighbour slot d, slot-major so that each slot is contiguous: [counts, sums]
-        self.latest = np.zeros((degree, B, N, 2 * M))
+        # per neighbour slot d, slot-major so that each slot is contiguous: [counts, sums];
+        # written only when a step's delivery misses some slot (see :meth:`_heard`)
+        self._latest = np.zeros((degree, B, N, 2 * M))
+        self._full: np.ndarray | None = None  # the last delivery's payload, if it filled every slot
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,)) if self.ties else None
         self._send = np.ones((B, N), dtype=bool)
         self.setup(facts, rng)
@@ -138,18 +140,13 @@ class IndexPolicy(TeamPolicy):
                 self._all_pulled = bool(self.counts.all())
         messages = {}
         if self.shared:
-            heard = obs.deliveries[CHANNEL]
-            if bool(heard.mask.all()):  # every slot heard: one plain copy of all slots
-                np.copyto(self.latest, heard.payload.transpose(2, 0, 1, 3))
-            else:
-                for d, latest in enumerate(self.latest):
-                    np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+            slots = self._heard(obs.deliveries[CHANNEL])
             # neighbour slots added in ascending id order, from 0.0 (x + 0.0 == 0.0 + x)
-            if len(self.latest):
-                received = np.add(self.latest[0], 0.0)
+            if len(slots):
+                received = np.add(slots[0], 0.0)
             else:  # no neighbour slot (isolated agents everywhere)
-                received = np.zeros(self.latest.shape[1:])
-            for latest in self.latest[1:]:
+                received = np.zeros(self._latest.shape[1:])
+            for latest in slots[1:]:
                 received += latest
             n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
             s = self.sums + received[..., self.num_arms :]
@@ -165,6 +162,28 @@ class IndexPolicy(TeamPolicy):
         else:
             arms = argmax_one_uniform(index, self._tiebreak.next())
         return TeamAction(self.choose(arms), messages)
+
+    def _heard(self, heard) -> list[np.ndarray]:
+        """The latest statistics of every neighbour slot, slot by slot (each (B, N, 2M)), after
+        this step's padded delivery ``heard``. A delivery that fills every slot is kept as it is
+        (the channel hands out a fresh array each step) and copied into the per-slot table only
+        when a later delivery misses a slot, whose previous statistics must then be kept."""
+        if bool(heard.mask.all()):  # every slot heard: this payload is the table
+            self._full = heard.payload
+            return [self._full[:, :, d] for d in range(self._full.shape[2])]
+        if self._full is not None:  # the table is the last full payload: write it out first
+            np.copyto(self._latest, self._full.transpose(2, 0, 1, 3))
+            self._full = None
+        for d, latest in enumerate(self._latest):
+            np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
+        return list(self._latest)
+
+    @property
+    def latest(self) -> np.ndarray:
+        """The latest statistics received per neighbour slot, slot-major (D, B, N, 2M)."""
+        if self._full is not None:
+            return np.ascontiguousarray(self._full.transpose(2, 0, 1, 3))
+        return self._latest.copy()
 
     def on_pull(self, flat: np.ndarray) -> None:
         """Independent variants: update per-arm state kept for :meth:`own_index` at the flat

@@ -37,7 +37,7 @@ class OldKernel:
         )
         self._b, self._i = np.indices((facts.num_runs, facts.num_agents))
         degree, runs, agents, width = self.latest.shape
-        self.latest = np.zeros((runs, agents, degree, width))  # the old receiver-major layout
+        self.old_latest = np.zeros((runs, agents, degree, width))  # the old receiver-major layout
 
     def act(self, obs):
         self._all_pulled = False  # the old index masked unpulled arms every step
@@ -49,8 +49,8 @@ class OldKernel:
         messages = {}
         if self.shared:
             heard = obs.deliveries[CHANNEL]
-            self.latest = np.where(heard.mask[..., None], heard.payload, self.latest)
-            received = self.latest.sum(axis=2)
+            self.old_latest = np.where(heard.mask[..., None], heard.payload, self.old_latest)
+            received = self.old_latest.sum(axis=2)
             n = n + np.maximum(received[..., : self.num_arms], 0.0)
             s = s + received[..., self.num_arms :]
             payload = np.concatenate([self.counts, self.sums], axis=-1)
@@ -292,3 +292,30 @@ def test_prop_argmax_one_uniform_equals_a_per_row_loop(seed, rows, m):
         tied = np.flatnonzero(row == row.max())
         want.append(int(tied[min(int(ur * tied.size), tied.size - 1)]))
     assert argmax_one_uniform(index, u).tolist() == want
+
+
+@pytest.mark.parametrize("drop_prob", [0.0, 0.3])
+def test_shared_latest_table_keeps_the_last_statistics_of_every_slot(drop_prob):
+    """The per-slot table is kept lazily (a full delivery is held as it is); after every step it
+    equals the table written slot by slot: the slot's new statistics where its message arrived,
+    the previous ones where it was dropped."""
+    policy = UCB1Shared()
+    kw = {**RING}
+    channels = {CHANNEL: {"kind": "neighbors", "dim": 2 * RING["num_arms"], "drop_prob": drop_prob}}
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0", num_runs=3, horizon=60, channels=channels, **kw
+    )
+    obs, _ = venv.reset(seed=2)
+    policy.reset(venv.facts, venv.agent_rng())
+    want = np.zeros_like(policy.latest)
+    partial = 0
+    for _ in range(60):
+        action = policy.act(obs)
+        heard = obs.deliveries[CHANNEL]
+        if obs.step > 0:
+            partial += not heard.mask.all()
+            fresh = heard.payload.transpose(2, 0, 1, 3)
+            want = np.where(heard.mask.transpose(2, 0, 1)[..., None], fresh, want)
+        assert np.array_equal(policy.latest, want)
+        obs, *_ = venv.step(action.arms, action.messages)
+    assert (partial > 0) == (drop_prob > 0)
