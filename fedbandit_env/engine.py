@@ -151,6 +151,7 @@ class Engine:
         self.pulls = np.zeros(self.num_runs, dtype=np.int64)
         self.streak = np.zeros(self.num_runs, dtype=np.int64)  # communication steps in a row
         self.even = True  # every run has pulled in every step so far
+        self.headroom = self.horizon  # steps every run can still pull in: horizon - max pulls
         shape = (self.num_runs, self.num_agents)
         self.cumulative_regret = np.zeros(shape)
         self.last_arm = np.full(shape, -1, dtype=np.int64)
@@ -190,12 +191,15 @@ class Engine:
             raise HorizonError("step: the environment must be reset() before the first step")
         if self.even and pull is None:
             return self._step_all(arms, messages)
+        if pull is None and self.headroom > 0:  # after communication steps, all runs live
+            self.streak.fill(0)  # what the mixed step does when every run pulls
+            return self._step_all(arms, messages, live=True)
         pulling = self._check_pull(pull)
         if pulling.all():
             if self.even:
                 return self._step_all(arms, messages)
-            if self.pulls.max() < self.horizon:  # after communication steps, all runs live
-                self.streak.fill(0)  # what the mixed step does when every run pulls
+            if self.headroom > 0:
+                self.streak.fill(0)
                 return self._step_all(arms, messages, live=True)
         return self._step_mixed(arms, messages, pulling)
 
@@ -216,6 +220,7 @@ class Engine:
         self.step_count += 1
         t = self.step_count
         self.pulls += 1
+        self.headroom -= 1
         rewards, expected, regret = self._draw(arms)
         self.cumulative_regret += regret
         deliveries = self._transmit(t, sends)
@@ -300,6 +305,7 @@ class Engine:
                 sends[name] = (send & live[:, None], payload)
         self.step_count += 1
         self.pulls += pulling
+        self.headroom = self.horizon - int(self.pulls.max())
         rows = pulling[:, None]
         if pulling.any():
             rewards, expected, regret = self._draw(arms, pulling)
@@ -360,6 +366,8 @@ class Engine:
         """Every run has made its ``horizon`` pulls (the episode is over)."""
         if self.even:
             return self.step_count >= self.horizon
+        if self.headroom > 0:  # no run has made its horizon pulls yet
+            return False
         return bool((self.pulls >= self.horizon).all())
 
     # ------------------------------------------------------------- validation

@@ -232,7 +232,10 @@ class BufferedStream:
         return self._next_per_run(advance)
 
     def _next_per_run(self, advance: np.ndarray | None) -> np.ndarray:
-        """Per-run positions (from the first step in which some runs do not consume)."""
+        """Per-run positions (from the first step in which some runs do not consume). Run b's
+        next row is row ``run_pos[b] * B + b`` of the step-major buffer; those flat row
+        numbers are what is kept and advanced (``run_pos`` is read back from them only to
+        refill)."""
         runs = len(self._generators)
         if self._run_pos is None:
             if self._rows is None:
@@ -243,24 +246,26 @@ class BufferedStream:
                 self._run_pos = np.full(runs, self._pos, dtype=np.int64)
             self._rows = None
             self._flat_rows = np.arange(runs, dtype=np.int64)  # run b's row of a step
+            self._flat_pos = self._run_pos * runs + self._flat_rows
             self._headroom = 0  # steps every run can take before one needs a refill
         assert self._buffer is not None
         if self._headroom <= 0:  # some run may have used its chunk up: refill those
+            self._run_pos = self._flat_pos // runs
             empty = np.flatnonzero(self._run_pos >= self.chunk)
             if empty.size:
                 self._buffer = self._buffer.copy()  # never change arrays handed out before
                 for b in empty:
                     self._buffer[:, b] = self._draw(self._generators[b])
                 self._run_pos[empty] = 0
+                self._flat_pos = self._run_pos * runs + self._flat_rows
             self._headroom = self.chunk - int(self._run_pos.max())
         # buffer[run_pos[b], b] for every b, as one flat gather of (step, run) rows
         rows = self._buffer.reshape(self.chunk * runs, self._step_size)
-        out = rows.take(self._run_pos * runs + self._flat_rows, axis=0)
-        out = out.reshape(runs, *self._shape)
+        out = rows.take(self._flat_pos, axis=0).reshape(runs, *self._shape)
         if advance is None:
-            self._run_pos += 1
+            self._flat_pos += runs
         else:
-            self._run_pos += np.asarray(advance, dtype=bool)
+            self._flat_pos += runs * np.asarray(advance, dtype=bool)
         self._headroom -= 1  # the largest position grew by at most one
         return out
 

@@ -75,7 +75,8 @@ class FedBanditVectorEnv:
         obs, rewards, info = self.engine.step(arms, messages, pull)
         shape = (self.num_runs, self.num_agents)
         terminated = np.zeros(shape, dtype=bool)
-        if self.engine.even:  # every run ends at the same step
+        if self.engine.even or self.engine.headroom > 0:  # every run ends at the same step, or
+            # no run has ended yet (``truncated`` is then False)
             truncated = (np.ones if self.engine.truncated else np.zeros)(shape, dtype=bool)
         else:
             truncated = np.repeat(self.engine.done_runs[:, None], self.num_agents, axis=1)

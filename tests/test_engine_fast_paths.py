@@ -404,8 +404,11 @@ def test_all_pull_steps_after_communication_steps_equal_the_mixed_step():
     while not lean.engine.truncated:
         arms = rng.integers(0, 3, (4, 5))
         pull = rng.random(4) < 0.8 if rng.random() < 0.3 else np.ones(4, dtype=bool)
+        if pull.all() and rng.random() < 0.5:
+            pull = None  # "every run pulls" said without an array
         messages = {"c": rng.normal(size=(4, 5, 2))}
-        lean_steps += (not lean.engine.even) and pull.all() and lean.engine.pulls.max() < 40
+        every = pull is None or pull.all()
+        lean_steps += (not lean.engine.even) and every and lean.engine.pulls.max() < 40
         a, b = lean.step(arms, messages, pull), mixed.step(arms, messages, pull)
         for x, y in zip(a[:4], b[:4], strict=True):
             if isinstance(x, np.ndarray):
@@ -416,6 +419,8 @@ def test_all_pull_steps_after_communication_steps_equal_the_mixed_step():
         assert np.array_equal(a[-1].cumulative_regret, b[-1].cumulative_regret)
         assert np.array_equal(a[-1].ledger.total.cost, b[-1].ledger.total.cost)
         assert np.array_equal(lean.engine.streak, mixed.engine.streak)
+        assert lean.engine.headroom == 40 - lean.engine.pulls.max()
+        assert lean.engine.truncated == bool((lean.engine.pulls >= 40).all())
     assert mixed.engine.truncated and lean_steps > 10
 
 
