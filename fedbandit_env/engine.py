@@ -258,7 +258,7 @@ class Engine:
         for name, channel in self.channels.items():
             message = sends.get(name)
             if channel.idle_is_free and (message is None or not message[0].any()):
-                deliveries[name] = channel.empty_delivery()  # nobody sends: nothing to do
+                deliveries[name] = channel.idle_delivery()  # nobody sends: nothing to do
                 continue
             send, payload = message or (self._no_send, self._zeros[name])
             deliveries[name], ch_charge = channel.transmit(t, send, payload)

@@ -60,11 +60,28 @@ class Channel(ABC):
         self.c2 = float(c2)
         self.drop_prob = check_probability(f"channels.{name}.drop_prob", drop_prob, allow_one=False)
         self.num_runs = 0
+        self._idle: Any = None  # the idle delivery of the current batch (idle_delivery)
 
     def reset(self, rng: BatchedRNG) -> None:
         """Start a batch of runs; ``rng`` is this channel's sub-stream of the network stream."""
         self.num_runs = rng.num_runs
+        self._idle = None
         self._reset(rng)
+
+    def idle_delivery(self) -> Any:
+        """:meth:`empty_delivery` for a step in which nothing travels (the engine's idle steps):
+        built once per reset with read-only copies of its arrays, and handed out as a shallow
+        copy of that record, so a learner that rebinds a field changes only its own copy."""
+        if self._idle is None:
+            self._idle = self.empty_delivery()
+            for name, value in vars(self._idle).items():
+                if isinstance(value, np.ndarray):
+                    value = value.copy()
+                    value.setflags(write=False)
+                    setattr(self._idle, name, value)
+        record = object.__new__(type(self._idle))
+        record.__dict__.update(self._idle.__dict__)
+        return record
 
     @abstractmethod
     def _reset(self, rng: BatchedRNG) -> None: ...
