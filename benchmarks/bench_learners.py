@@ -4,7 +4,9 @@ Prints, for every learner, agent-steps/s of the registered learner stepped throu
 view (engine, channels, validation included) and of a hand-written numpy loop of the same
 algorithm on the same instance (its own Bernoulli rewards, flat statistics, one generator, no
 framework), and their ratio, measured side by side in one run (best of ``--repeats``, learner and
-reference interleaved), and the share of the learner's wall time spent in its own ``act`` (the rest is
+reference interleaved); the same reference again with the suite's reproducibility contract
+(DESIGN.md §2: one generator per run, drawn a chunk of steps at a time, ``PerRunStreams``) and the
+learner's ratio to that; and the share of the learner's wall time spent in its own ``act`` (the rest is
 the engine: validation, rewards, channels, ledger). Does not assert: the machines are shared and
 noisy.
 
@@ -27,7 +29,7 @@ import time
 from functools import partial
 
 import numpy as np
-from learner_refs_base import ENV, Ref, policy_rate, timed
+from learner_refs_base import ENV, Ref, per_run_streams, policy_rate, timed
 from learner_refs_private import BUILDERS, reference_rate
 
 import fedbandit_env
@@ -303,20 +305,23 @@ def main() -> None:
     )
     print(
         "| learner | learner agent-steps/s | numpy reference agent-steps/s | ratio "
-        "| act share |"
+        "| reference with per-run streams | ratio to it | act share |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for agent_id in LEARNERS:
         if args.only and agent_id not in args.only:
             continue
-        ours, share, theirs = 0.0, 1.0, 0.0
+        ours, share, theirs, contract = 0.0, 1.0, 0.0, 0.0
         for _ in range(args.repeats):
             rate, part = learner_rate(agent_id, *dims)
             if rate > ours:
                 ours, share = rate, part
             theirs = max(theirs, LEARNERS[agent_id](*dims))
+            with per_run_streams():
+                contract = max(contract, LEARNERS[agent_id](*dims))
         print(
-            f"| {agent_id} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f} | {share:.0%} |",
+            f"| {agent_id} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f} | "
+            f"{contract:,.0f} | {ours / contract:.2f} | {share:.0%} |",
             flush=True,
         )
 

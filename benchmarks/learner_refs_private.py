@@ -12,9 +12,8 @@ implementation would:
 * a noise draw is made where the mechanism uses one: the binary-tree counter draws for the
   pulled counters when a level-0 block closes and for every counter when a higher block closes,
   the hybrid counter one Laplace per inserted item, the elimination agents one per (agent, arm)
-  at the end of an epoch. The agents' counters draw one Laplace per counter per engine step
-  instead (two exponentials each), so that a run's noise depends neither on its batch nor on
-  the arms pulled: that cost is part of what the ratio measures;
+  at the end of an epoch; the agents draw the same numbers of Laplace variables (one per
+  (run, agent) where only the pulled counter takes one), from per-run streams;
 * ties are broken uniformly at random with one uniform per agent (``argmax_one_uniform``; the
   DP-Dec-UCB agent draws one per arm).
 
@@ -310,7 +309,7 @@ def make_elimination(
     def privatise(d: np.ndarray) -> None:
         n = n_r[d].astype(np.float64)[:, None, None]
         s_new = s_int[d].astype(np.float64)[:, None, None]
-        noise = r.rng.laplace(0.0, 1.0, (d.size, N, M)) / (n * eps_msg)
+        noise = r.laplace_rows(d, (N, M)) / (n * eps_msg)
         yhat = epoch_sum[d] / n + noise
         y = (s_prev[d][:, None, None] / s_new) * ybar[d] + (n / s_new) * yhat
         ybar[d] = np.where(active[d][:, None, :], y, 0.0)

@@ -15,7 +15,7 @@ from fedbandit_env.agent_registry import make_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import learner_refs_private as refs  # noqa: E402
-from learner_refs_base import ENV  # noqa: E402
+from learner_refs_base import ENV, PerRunStreams, per_run_streams  # noqa: E402
 
 B, N, M, STEPS = 20, 4, 4, 400
 
@@ -36,6 +36,9 @@ def agent_regret(agent_id: str, **kwargs) -> float:
 
 def reference_regret(agent_id: str, **kwargs) -> tuple[float, float, np.ndarray]:
     """Mean regret per agent of the reference, that of uniform play, and its pull counts."""
+    if kwargs.pop("per_run", False):
+        with per_run_streams():
+            return reference_regret(agent_id, **kwargs)
     if kwargs:
         builder = {
             "gossip_fed_ucb": refs.make_gossip_fed_ucb,
@@ -63,12 +66,27 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("per_run", [False, True], ids=["one generator", "per-run streams"])
 @pytest.mark.parametrize(("agent_id", "epsilon", "learns"), CASES)
-def test_reference_regret_matches_agent(agent_id: str, epsilon: float | None, learns: bool):
+def test_reference_regret_matches_agent(
+    agent_id: str, epsilon: float | None, learns: bool, per_run: bool
+):
     kwargs = {} if epsilon is None else {"epsilon": epsilon}
-    ours, uniform, counts = reference_regret(agent_id, **kwargs)
+    ours, uniform, counts = reference_regret(agent_id, per_run=per_run, **kwargs)
     theirs = agent_regret(agent_id, **kwargs)
     assert counts.reshape(B * N, M).sum(axis=1) == pytest.approx(STEPS)  # STEPS pulls per agent
     assert 0.5 * theirs < ours < 2.0 * theirs, (ours, theirs, uniform)
     if learns:
         assert max(ours, theirs) < 0.9 * uniform, (ours, theirs, uniform)
+
+
+def test_per_run_streams_do_not_depend_on_the_batch():
+    """Under the reproducibility contract a run's reference draws are its own: the first runs of
+    a larger batch get the numbers they get alone, call after call, for every kind."""
+    small, large = PerRunStreams(2), PerRunStreams(5)
+    for _ in range(3):
+        assert np.array_equal(small.random(2 * 3), large.random(5 * 3)[: 2 * 3])
+        assert np.array_equal(small.standard_normal((2, 4)), large.standard_normal((5, 4))[:2])
+        assert np.array_equal(small.laplace(0.0, 2.0, 2), large.laplace(0.0, 2.0, 5)[:2])
+    runs = np.array([1])
+    assert np.array_equal(small.laplace_rows(runs, (3,)), large.laplace_rows(runs, (3,)))

@@ -251,8 +251,37 @@ def test_an_idle_channel_without_drops_is_skipped_and_charges_nothing():
     obs, *_, info = venv.step(arms)  # nobody sends
     assert not info.ledger.step.messages.any() and not info.ledger.step.sent.any()
     assert np.array_equal(info.ledger.total.messages, sent)
-    assert obs.deliveries["n"] is venv.channels["n"].empty_delivery()
+    assert_tree_equal(vars(obs.deliveries["n"]), vars(venv.channels["n"].empty_delivery()))
     assert venv.channels["n"].idle_is_free
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"kind": "server", "dim": 2},
+        {"kind": "flood", "dim": 2},
+        {"kind": "neighbors", "dim": 2},
+    ],
+)
+def test_idle_deliveries_are_read_only_and_a_rebound_field_stays_with_its_step(spec):
+    """An idle step's delivery is the channel's empty delivery with read-only arrays, shared
+    between idle steps of one batch; a learner that rebinds one of its fields changes only that
+    step's record."""
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0", num_runs=2, num_agents=4, num_arms=3, horizon=5,
+        channels={"c": spec},
+    )
+    venv.reset(seed=0)
+    arms = np.zeros((2, 4), dtype=np.int64)
+    first = venv.step(arms)[0].deliveries["c"]
+    assert_tree_equal(vars(first), vars(venv.channels["c"].empty_delivery()))
+    arrays = [v for v in vars(first).values() if isinstance(v, np.ndarray)]
+    assert arrays and not any(a.flags.writeable for a in arrays)
+    name = next(k for k, v in vars(first).items() if isinstance(v, np.ndarray))
+    setattr(first, name, "rebound")
+    second = venv.step(arms)[0].deliveries["c"]
+    assert isinstance(getattr(second, name), np.ndarray)
+    assert_tree_equal(vars(second), vars(venv.channels["c"].empty_delivery()))
 
 
 def test_a_channel_with_drops_still_draws_when_idle():
