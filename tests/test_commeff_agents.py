@@ -477,3 +477,27 @@ def test_hdp_unweighted_aggregation_equals_weighted_for_equal_sizes():
     assert venv.facts.channels["hierarchical"]["aggregate"] == "unweighted"
     assert pol.delay == 1  # path of 4: sink eccentricity 2
     assert np.array_equal(w_arms, u_arms)
+
+
+# ------------------------------------------------------------------ the quiet-act countdown
+def _always_checking(cls):
+    """The agent with its countdown of quiet acts off: every act looks for ended epochs and
+    closed rounds (the behaviour before the countdown)."""
+    return type(f"Checking{cls.__name__}", (cls,), {"_quiet_acts": lambda self: 0})
+
+
+@pytest.mark.parametrize("timing", ["paper", "latency"])
+@pytest.mark.parametrize(
+    ("cls", "topology"), [(CDPMAB, "ring"), (DDPMAB, "path"), (HDPMAB, "star")]
+)
+def test_skipping_quiet_acts_changes_nothing(cls, topology, timing):
+    """Between epoch ends and round closes the act skips their checks; the arms, the pull
+    pattern, the regret and every round's record equal those of an agent that checks every act."""
+    kw = dict(num_agents=6, num_arms=5, horizon=6000, instance_seed=None, topology=topology)
+    fast_policy, slow_policy = cls(timing=timing), _always_checking(cls)(timing=timing)
+    _, fast_arms, fast_regret = _play(fast_policy, record=True, **kw)
+    _, slow_arms, slow_regret = _play(slow_policy, record=True, **kw)
+    assert np.array_equal(fast_arms, slow_arms)
+    assert np.array_equal(fast_regret, slow_regret)
+    assert fast_policy.history == slow_policy.history
+    assert all(len(h) >= 1 for h in fast_policy.history)  # every run closed a round
