@@ -65,6 +65,15 @@ def random_actions(env, rng: np.random.Generator, send_prob: float = 0.5) -> dic
     return actions
 
 
+def assert_means_within_3se(new: np.ndarray, old: np.ndarray) -> None:
+    """The mean regrets of two implementations (one value per run) agree within 3 standard
+    errors of their difference; a zero standard error (identical constant runs) is refused, so
+    the check cannot pass vacuously."""
+    se = np.hypot(new.std(ddof=1) / np.sqrt(new.size), old.std(ddof=1) / np.sqrt(old.size))
+    assert se > 0.0
+    assert abs(new.mean() - old.mean()) <= 3.0 * se, (new.mean(), old.mean(), se)
+
+
 def assert_tree_equal(a, b, path: str = "") -> None:
     """Bit-exact equality of nested dicts / lists / arrays / scalars: same keys, same types and
     dtypes, same shapes and the same bytes (so NaN == NaN and -0.0 != 0.0)."""

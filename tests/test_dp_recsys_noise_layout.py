@@ -11,6 +11,7 @@ import pytest
 from agents import DPDecentralizedUCB, DPMasterWorkerUCB, dp_recsys_common
 from fedbandit_env.privacy import HybridCounter
 from tests.dp_recsys_helpers import MEANS, rollout
+from tests.helpers import assert_means_within_3se
 
 
 def _final_regret(policy, **kwargs) -> np.ndarray:
@@ -30,9 +31,7 @@ def test_row_layout_agrees_with_the_per_arm_layout_within_3_se(cls, monkeypatch)
     monkeypatch.setattr(dp_recsys_common.HybridCounter, "__init__", per_counter)
     old = _final_regret(cls(epsilon=1.0))
     assert not np.array_equal(new, old)  # the stream did change
-    se = np.hypot(new.std(ddof=1) / np.sqrt(new.size), old.std(ddof=1) / np.sqrt(old.size))
-    assert se > 0.0
-    assert abs(new.mean() - old.mean()) <= 3.0 * se, (new.mean(), old.mean(), se)
+    assert_means_within_3se(new, old)
 
 
 def test_agents_draw_one_laplace_per_agent_and_step():

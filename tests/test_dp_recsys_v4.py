@@ -21,6 +21,7 @@ from agents import dp_decentralized_ucb, dp_master_worker_ucb
 from agents.dp_decentralized_ucb import CHANNEL, DPDecentralizedUCB
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB
 from tests.dp_recsys_helpers import MEANS, rollout
+from tests.helpers import assert_means_within_3se
 
 
 def privacy_width_v3(n, epsilon, ln_inv_delta):
@@ -84,9 +85,7 @@ def test_v4_agrees_with_v3_within_3_se(case, monkeypatch):
     old = _final_regret(old_cls(epsilon=epsilon))
     if changed:
         assert not np.array_equal(new, old)
-    se = np.hypot(new.std(ddof=1) / np.sqrt(new.size), old.std(ddof=1) / np.sqrt(old.size))
-    assert se > 0.0
-    assert abs(new.mean() - old.mean()) <= 3.0 * se, (new.mean(), old.mean(), se)
+    assert_means_within_3se(new, old)
 
 
 def test_dec_ucb_v4_draws_one_tiebreak_uniform_per_agent_and_mixes_by_sums():

@@ -12,7 +12,7 @@ import pytest
 from agents import gossip_ucb
 from agents.gossip_ucb import GossipFedUCB
 from fedbandit_env.privacy import TreeCounter
-from tests.helpers import gossip_venv
+from tests.helpers import assert_means_within_3se, gossip_venv
 
 
 def _final_regret(rounds: int = 300, runs: int = 48, epsilon: float = 1.0) -> np.ndarray:
@@ -38,9 +38,7 @@ def test_row_layout_agrees_with_the_per_arm_layout_within_3_se(epsilon, monkeypa
     monkeypatch.setattr(gossip_ucb.TreeCounter, "__init__", per_counter)
     old = _final_regret(epsilon=epsilon)
     assert not np.array_equal(new, old)  # the stream did change
-    se = np.hypot(new.std(ddof=1) / np.sqrt(new.size), old.std(ddof=1) / np.sqrt(old.size))
-    assert se > 0.0
-    assert abs(new.mean() - old.mean()) <= 3.0 * se, (new.mean(), old.mean(), se)
+    assert_means_within_3se(new, old)
 
 
 def test_fed_ucb_uses_the_row_layout():
