@@ -189,18 +189,15 @@ class Engine:
         A run that has finished its ``horizon`` pulls while others have not ignores the step."""
         if self.step_count < 0:
             raise HorizonError("step: the environment must be reset() before the first step")
-        if self.even and pull is None:
-            return self._step_all(arms, messages)
-        if pull is None and self.headroom > 0:  # after communication steps, all runs live
-            self.streak.fill(0)  # what the mixed step does when every run pulls
-            return self._step_all(arms, messages, live=True)
-        pulling = self._check_pull(pull)
-        if pulling.all():
+        pulling = None if pull is None else self._check_pull(pull)  # None: every run pulls
+        if pulling is None or pulling.all():
             if self.even:
                 return self._step_all(arms, messages)
-            if self.headroom > 0:
-                self.streak.fill(0)
+            if self.headroom > 0:  # after communication steps, all runs live
+                self.streak.fill(0)  # what the mixed step does when every run pulls
                 return self._step_all(arms, messages, live=True)
+        if pulling is None:
+            pulling = np.ones(self.num_runs, dtype=bool)
         return self._step_mixed(arms, messages, pulling)
 
     def _step_all(
