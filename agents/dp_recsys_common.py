@@ -93,11 +93,17 @@ class HybridSums:
         the counter's per-step Laplace draw (one per agent) still happens for every run, so each
         run's noise depends only on its own sequence of steps."""
         flat = self._row + arm
-        if runs is not None:
+        every_row = runs is None
+        if not every_row:
             flat, reward = flat[runs], reward[runs]
-        released = self.counter.insert_flat(flat, reward)  # the shape of flat
+        shape = flat.shape
+        flat = flat.reshape(-1)
+        # the engine checked the arms and made the rewards; a counter takes one item per step
+        released = self.counter.insert_flat_unchecked(
+            flat, np.asarray(reward, dtype=np.float64).reshape(-1), every_row
+        )
         self.value.reshape(-1)[flat] = released
-        return released
+        return released.reshape(shape)
 
 
 def make_running_sums(

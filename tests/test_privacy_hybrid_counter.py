@@ -209,6 +209,33 @@ def test_insert_flat_returns_what_release_at_reads_and_equals_insert_at():
         assert np.array_equal(by_flat.release(), by_index.release())
 
 
+def test_unchecked_insertion_equals_the_checked_one():
+    """insert_flat_unchecked (the DP recommender agents' path): the same releases, state and
+    draws as insert_flat, with every row at once (``every_row``) or a subset of the runs."""
+    runs, n, k, horizon = 3, 4, 5, 150
+    checked, unchecked = (
+        HybridCounter(
+            (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"), noise_per="row"
+        )
+        for _ in range(2)
+    )
+    gen = np.random.default_rng(2)
+    b, i = np.indices((runs, n))
+    for t in range(horizon):
+        arms = gen.integers(k, size=(runs, n))
+        rewards = gen.random((runs, n)) * 1.4 - 0.2
+        flat = (b * n + i) * k + arms
+        some = gen.random(runs) < 0.5 if t % 3 else np.ones(runs, dtype=bool)
+        want = checked.insert_flat(flat[some].reshape(-1), rewards[some].reshape(-1))
+        got = unchecked.insert_flat_unchecked(
+            flat[some].reshape(-1), rewards[some].reshape(-1), every_row=bool(some.all())
+        )
+        assert np.array_equal(got, want)
+    assert np.array_equal(unchecked.release(), checked.release())
+    assert np.array_equal(unchecked.counts, checked.counts)
+    assert np.array_equal(unchecked.noise(), checked.noise())
+
+
 def test_insert_flat_validation():
     c = HybridCounter((2, 3), 10, 1.0, rng=rng())
     with pytest.raises(PrivacyError, match="out-of-range"):
@@ -221,3 +248,11 @@ def test_insert_flat_validation():
         c.insert_flat(np.array([0, 1]), np.zeros(1))
     with pytest.raises(PrivacyError, match="finite"):
         c.insert_flat(np.array([0]), np.array([np.nan]))
+    rows = HybridCounter((2, 3), 2, 1.0, rng=rng(), noise_per="row")
+    with pytest.raises(PrivacyError, match="one item per row"):
+        rows.insert_flat(np.array([0, 1]), np.zeros(2))
+    for _ in range(2):
+        rows.insert_flat(np.array([0]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="at most 2 items"):
+        rows.insert_flat(np.array([0]), np.zeros(1))
+    assert rows.counts[0, 0, 0] == 2  # the refused insertion changed nothing

@@ -147,6 +147,11 @@ class HybridCounter:
         # noise of the open p-sums of the binary half, one per level (their exact parts add up
         # to S minus the sum at the last power of two, so only the noise is stored)
         self._alpha_noise = np.zeros((*full, self.binary_levels))
+        # flat views of the state (every insertion writes in place, so they stay views)
+        self._count_flat = self._count.reshape(-1)
+        self._sum_flat = self._sum.reshape(-1)
+        self._log_noise_flat = self._log_noise.reshape(-1)
+        self._levels = np.arange(self.binary_levels)
 
     @property
     def log_scale(self) -> float:
@@ -205,54 +210,56 @@ class HybridCounter:
         size = self._count.size
         if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
             raise PrivacyError("flat", f"positions in [0, {size})", "an out-of-range position")
-        if self._stream is not None:
-            rows = flat
-            if self.noise_per == "row":
-                rows = flat // self.shape[-1]
-                _check_one_per_row(rows)
-            lap = self._stream.next_at(rows)
-        else:
-            lap = np.zeros(values.shape)
-        counts, sums, log_noise = (a.reshape(-1) for a in self._flat_state())
-        alpha_rows = self._alpha_noise.reshape(-1, self.binary_levels)
-        count = counts[flat] + 1
+        if self._stream is not None and self.noise_per == "row":
+            _check_one_per_row(flat // self.shape[-1])
+        count = self._count_flat[flat] + 1
         if np.any(count > self.horizon):
             raise PrivacyError(
                 "index", f"at most {self.horizon} items per counter", int(count.max())
             )
+        return self.insert_flat_unchecked(flat, values).reshape(shape)
+
+    def insert_flat_unchecked(
+        self, flat: np.ndarray, values: np.ndarray, every_row: bool = False
+    ) -> np.ndarray:
+        """:meth:`insert_flat` for a caller that guarantees its input (the DP recommender agents,
+        whose positions come from the engine's checked arms): ``flat`` 1-D int64 distinct
+        positions in range, at most one per row with ``noise_per="row"``, no counter past the
+        horizon; ``values`` 1-D finite floats. ``every_row``: ``flat`` holds one position in
+        every row, in row order (so the step's draws need no gather). Nothing is checked; the
+        same numbers and draws as :meth:`insert_flat`, which calls it after its checks."""
+        if self._stream is None:
+            lap = np.zeros(values.shape)
+        elif every_row and self.noise_per == "row":
+            lap = self._stream.next().reshape(-1)
+        else:
+            lap = self._stream.next_at(flat // self.shape[-1] if self.noise_per == "row" else flat)
+        L = self.binary_levels
+        counts, sums, log_noise = self._count_flat, self._sum_flat, self._log_noise_flat
+        alpha_rows = self._alpha_noise.reshape(-1, L)
+        count = counts[flat] + 1
         counts[flat] = count
         exact = sums[flat] + np.clip(values, *self.bounds)
         sums[flat] = exact
-        k = bit_length(count) - 1
-        power = (count & (count - 1)) == 0
+        # count = 2^k + tau (k from the exponent); tau > 0 has the trailing zeros of count
+        k = np.frexp(count)[1] - 1
+        low = count & -count
+        power = low == count
         log_part = log_noise[flat] + np.where(power, self.log_scale * lap, 0.0)
         log_noise[flat] = log_part
-        tau = np.where(power, 1, count - (np.int64(1) << k))
-        level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
-        levels = np.arange(self.binary_levels)
-        p_noise = (self.log_scale * k * lap)[..., None]
+        level = np.where(power, L, np.frexp(low)[1] - 1)[:, None]
         # levels below the closed one are absorbed (0), the closed level gets the p-sum's noise,
         # the levels above stay; at a power of two (level = binary_levels) all are cleared
         alpha = alpha_rows.take(flat, axis=0)  # a copy of the items' rows
-        np.copyto(alpha, 0.0, where=levels <= level)
+        np.copyto(alpha, 0.0, where=self._levels <= level)
         inside = np.flatnonzero(~power)
-        alpha.reshape(-1)[inside * self.binary_levels + level[inside, 0]] = p_noise[inside, 0]
+        alpha.reshape(-1)[inside * L + level[inside, 0]] = (self.log_scale * k * lap)[inside]
         alpha_rows[flat] = alpha
-        released = exact + (log_part + alpha.sum(axis=-1))  # release_at's sum, rows in hand
-        return released.reshape(shape)
+        return exact + (log_part + alpha.sum(axis=-1))  # release_at's sum, rows in hand
 
     def _flat_index(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """Flat positions in (B, *shape) of a tuple of index arrays (C order)."""
         return np.ravel_multi_index(tuple(np.asarray(x) for x in index), self._count.shape)
-
-    def _flat_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The count, sum and logarithmic-noise arrays, made C-contiguous (so that their flat
-        reshapes are views that write through)."""
-        for name in ("_count", "_sum", "_log_noise", "_alpha_noise"):
-            array = getattr(self, name)
-            if not array.flags.c_contiguous:
-                setattr(self, name, np.ascontiguousarray(array))
-        return self._count, self._sum, self._log_noise
 
     def release_at(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """The private running sums of the counters at ``index``."""
@@ -283,23 +290,25 @@ class HybridCounter:
             lap = self._stream.next()
         x = np.where(mask, np.clip(values, *self.bounds), 0.0)
         count = self._count + mask
-        self._count = count
-        self._sum = self._sum + x
+        self._count[...] = count  # in place: the flat views stay views
+        self._sum += x
 
         k = bit_length(np.maximum(count, 1)) - 1
         power = mask & ((count & (count - 1)) == 0)
         inside = mask & ~power
         # logarithmic half: a new Lap(2D/eps) at every power of two; the binary block restarts
-        self._log_noise = np.where(power, self._log_noise + self.log_scale * lap, self._log_noise)
+        self._log_noise[...] = np.where(
+            power, self._log_noise + self.log_scale * lap, self._log_noise
+        )
         # binary half: offset tau = c - 2^k closes the p-sum at level ctz(tau), absorbing the
         # lower levels, with a fresh Lap(2Dk/eps)
         tau = np.where(inside, count - (np.int64(1) << k), 1)
         # at a power of two every level is cleared (no level is above binary_levels)
         level = np.where(power, self.binary_levels, trailing_zeros(tau))[..., None]
-        levels = np.arange(self.binary_levels)
+        levels = self._levels
         keep = (levels > level) | ~mask[..., None]
         p_noise = (self.log_scale * k * lap)[..., None]
-        self._alpha_noise = np.where(
+        self._alpha_noise[...] = np.where(
             keep, self._alpha_noise, np.where(levels == level, p_noise, 0.0)
         )
         return self.release()
