@@ -402,9 +402,10 @@ class GossipFedUCB(GossipUCB):
         if self.counter is None:
             super()._update_mean(t, arm, reward)
             return
-        self.counter.insert_arms(t, arm, reward)
+        # the engine checked the arms; the counter reads only the pulled arms' blocks
+        self.counter.insert_arms_unchecked(t, arm, np.asarray(reward, dtype=np.float64))
         flat = self._flat_base + arm
-        noisy_sum = self.counter.release_at(arm)  # the pulled arm's release only
+        noisy_sum = self.counter.release_flat(flat.reshape(-1)).reshape(flat.shape)
         if not self.noisy_init:
             noisy_sum = noisy_sum + self._init_rewards.reshape(-1)[flat]
         n = self.n.reshape(-1)[flat]

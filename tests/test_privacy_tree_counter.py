@@ -377,13 +377,35 @@ def test_row_layout_keeps_the_noise_distribution_and_batch_identity():
 
 
 def test_sum_levels_equals_numpys_sum_bit_for_bit():
-    from fedbandit_env.privacy.tree_counter import _sum_levels
+    """The level-major sum adds in numpy's order over a last axis of any length up to 64 levels
+    (sequential below 8, pairwise from 8), with zero levels given as None or as zeros."""
+    from fedbandit_env.privacy.tree_counter import sum_levels
 
     g = np.random.default_rng(0)
-    x = g.standard_normal((7, 5, 12)) * 10.0 ** g.integers(-8, 8, (7, 5, 12))
-    x[0, 0] = -0.0
-    x[1, 1, :3] = [-0.0, 0.0, -0.0]
-    for level in range(12):
-        want = x[..., :level].sum(axis=-1)
-        got = _sum_levels(x, level)
-        assert got.tobytes() == want.tobytes(), level
+    for count in range(65):
+        x = g.standard_normal((7, 5, count)) * 10.0 ** g.integers(-8, 8, (7, 5, count))
+        zero = g.random(count) < 0.3  # whole levels that are zero
+        x[..., zero] = 0.0
+        x[g.random(x.shape) < 0.05] = -0.0
+        if count:
+            x[0, 0] = -0.0
+        want = x.sum(axis=-1)
+        rows = [None if zero[j] else x[..., j] for j in range(count)]
+        assert sum_levels(rows, (7, 5)).tobytes() == want.tobytes(), count
+        dense = [x[..., j] for j in range(count)]
+        assert sum_levels(dense, (7, 5)).tobytes() == want.tobytes(), count
+    with pytest.raises(ValueError, match="128"):
+        sum_levels([None] * 129, (1,))
+
+
+def test_round_mode_blocks_live_only_at_the_set_bits_of_the_round():
+    """What release_flat relies on: after round t (round mode), every level whose bit of t is
+    clear holds no block (exact 0, no noise), whatever was pulled."""
+    c = TreeCounter((3, 4), 300, 1.0, rng=rng((0, 1)), init_round=True)
+    g = np.random.default_rng(3)
+    c.insert(0, g.random((2, 3, 4)))
+    for t in range(1, 301):
+        c.insert_arms(t, g.integers(4, size=(2, 3)), g.standard_normal((2, 3)))
+        clear = [j for j in range(c.storage_levels) if not t >> j & 1]
+        assert not c.block_exact[..., clear].any() and not c.block_noise[..., clear].any()
+        assert not c.block_noised[..., clear].any()

@@ -25,7 +25,7 @@ from fedbandit_env.seeding import BatchedRNG
 # ------------------------------------------------------------------ the code replaced
 class OldTreeCounter(TreeCounter):
     """``insert_arms`` always through the one-hot full insertion; ``release_at`` by fancy
-    indexing (B, *shape[:-1], levels)."""
+    indexing of the blocks in the (B, *shape, levels) layout, summed by numpy."""
 
     def insert_arms(self, t, arms, rewards):
         arms = np.asarray(arms)
@@ -39,8 +39,8 @@ class OldTreeCounter(TreeCounter):
     def release_at(self, arms):
         arms = np.asarray(arms)
         at = (*np.indices((self.num_runs, *self.shape[:-1]), sparse=True), arms)
-        exact = self._exact[at].sum(axis=-1)
-        noise = self._noise[at].sum(axis=-1)
+        exact = self.block_exact[at].sum(axis=-1)
+        noise = self.block_noise[at].sum(axis=-1)
         return (exact + self._init_exact[at]) + (noise + self._init_noise[at])
 
 

@@ -138,9 +138,15 @@ class TreeCounter:
             self._row_stream = LaplaceStream(rng.child("row"), self.shape[:-1])
 
         full = (self.num_runs, *self.shape)
-        self._exact = np.zeros((*full, self.storage_levels))
-        self._noise = np.zeros((*full, self.storage_levels))
-        self._noised = np.zeros((*full, self.storage_levels), dtype=bool)
+        # the blocks, level-major: row j of the flat views is level j of every counter, so a
+        # round's block closing clears and writes whole contiguous rows
+        levels = self.storage_levels
+        self._exact = np.zeros((levels, *full))
+        self._noise = np.zeros((levels, *full))
+        self._noised = np.zeros((levels, *full), dtype=bool)
+        self._exact_rows = self._exact.reshape(levels, -1)
+        self._noise_rows = self._noise.reshape(levels, -1)
+        self._noised_rows = self._noised.reshape(levels, -1)
         self._init_exact = np.zeros(full)
         self._init_noise = np.zeros(full)
         self._init_noised = np.zeros(full, dtype=bool)
@@ -182,25 +188,29 @@ class TreeCounter:
     def block_exact(self) -> np.ndarray:
         """Exact sums of the open blocks, one per level (B, *shape, storage_levels); the blocks
         of the current decomposition are the levels of the set bits of the tree index."""
-        return self._exact.copy()
+        return np.moveaxis(self._exact, 0, -1).copy()
 
     @property
     def block_noise(self) -> np.ndarray:
         """Cached Laplace noise of the open blocks (B, *shape, storage_levels)."""
-        return self._noise.copy()
+        return np.moveaxis(self._noise, 0, -1).copy()
 
     @property
     def block_noised(self) -> np.ndarray:
         """Which open blocks carry noise (B, *shape, storage_levels)."""
-        return self._noised.copy()
+        return np.moveaxis(self._noised, 0, -1).copy()
+
+    def _level_sum(self, rows: np.ndarray) -> np.ndarray:
+        """The sum over the levels of every counter (B, *shape) of level-major ``rows``."""
+        return sum_levels(list(rows), rows.shape[1:])
 
     def exact(self) -> np.ndarray:
         """The exact running sums (B, *shape): the noiseless part of :meth:`release`."""
-        return self._exact.sum(axis=-1) + self._init_exact
+        return self._level_sum(self._exact) + self._init_exact
 
     def noise(self) -> np.ndarray:
         """The noise part of :meth:`release` (B, *shape)."""
-        return self._noise.sum(axis=-1) + self._init_noise
+        return self._level_sum(self._noise) + self._init_noise
 
     def release(self) -> np.ndarray:
         """The private running sums (B, *shape). Releasing again without an insertion returns
@@ -209,7 +219,7 @@ class TreeCounter:
 
     def num_noise_terms(self) -> np.ndarray:
         """Number of Laplace terms in each current release (B, *shape)."""
-        return self._noised.sum(axis=-1) + self._init_noised
+        return self._noised.sum(axis=0) + self._init_noised
 
     # -- insertion ------------------------------------------------------------------------
     def _prepare(self, values: np.ndarray, pulled: np.ndarray | None) -> tuple[np.ndarray, ...]:
@@ -287,6 +297,12 @@ class TreeCounter:
             raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
         if rewards.shape != lead:
             raise PrivacyError("rewards", f"an array of shape {lead}", f"shape {rewards.shape}")
+        self.insert_arms_unchecked(t, arms, rewards)
+
+    def insert_arms_unchecked(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """:meth:`insert_arms` for a caller that guarantees ``arms`` (int, in range) and
+        ``rewards`` (float) of shape (B, *shape[:-1]), e.g. an agent passing the engine's checked
+        arms; only the round is checked. The same numbers and draws."""
         self._check_round(t)
         if self.bounds is not None:
             rewards = np.clip(rewards, *self.bounds)
@@ -319,9 +335,9 @@ class TreeCounter:
         self._last_pull.reshape(-1)[flat] = self._t
         np.add.at(self._counts.reshape(-1), flat, 1)  # flat is 1-D: the fast path
         # level 0 of the other counters stays 0 (no pull in the block, no noise)
-        self._exact.reshape(-1, self.storage_levels)[flat, 0] = rewards.reshape(-1) + 0.0
-        self._noise.reshape(-1, self.storage_levels)[flat, 0] = noise
-        self._noised.reshape(-1, self.storage_levels)[flat, 0] = True
+        self._exact_rows[0, flat] = rewards.reshape(-1) + 0.0
+        self._noise_rows[0, flat] = noise
+        self._noised_rows[0, flat] = True
 
     def release_at(self, arms: np.ndarray) -> np.ndarray:
         """``release()`` read at one index of the last axis per leading position: ``arms``
@@ -336,36 +352,51 @@ class TreeCounter:
         if np.any((arms < 0) | (arms >= self.shape[-1])):
             raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
         flat = (self._lead_rows * self.shape[-1] + arms).reshape(-1)
-        levels = self.storage_levels
-        exact = self._exact.reshape(-1, levels).take(flat, axis=0).sum(axis=-1)
-        noise = self._noise.reshape(-1, levels).take(flat, axis=0).sum(axis=-1)
+        return self.release_flat(flat).reshape(lead)
+
+    def release_flat(self, flat: np.ndarray) -> np.ndarray:
+        """:meth:`release` at the flat counter positions ``flat`` (1-D ints in range, unchecked:
+        :meth:`release_at` checks): only the levels that can hold a block are read, the set bits
+        of the round in round mode (every level in pull mode)."""
+        live = self._live_levels()
+        exact = [row.take(flat) if j in live else None for j, row in enumerate(self._exact_rows)]
+        noise = [row.take(flat) if j in live else None for j, row in enumerate(self._noise_rows)]
         init_exact = self._init_exact.reshape(-1).take(flat)
         init_noise = self._init_noise.reshape(-1).take(flat)
-        return ((exact + init_exact) + (noise + init_noise)).reshape(lead)
+        shape = flat.shape
+        return (sum_levels(exact, shape) + init_exact) + (sum_levels(noise, shape) + init_noise)
+
+    def _live_levels(self) -> range | frozenset[int]:
+        """The levels whose blocks may be non-zero: in round mode after round t, the set bits of
+        t (closing level ``ctz(t)`` clears every level below; the levels above are those of
+        ``t - 1``); every level in pull mode."""
+        if self.tree_index == "round":
+            t = max(self._t, 0)
+            return frozenset(j for j in range(self.storage_levels) if t >> j & 1)
+        return range(self.storage_levels)
 
     def _close_level_scalar(
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
     ) -> None:
         """Round mode: every counter closes block ``(t - 2^level, t]`` at ``level``."""
-        self._exact[..., level] = values + _sum_levels(self._exact, level)
-        self._exact[..., :level] = 0.0
-        self._noise[..., level] = noise
-        self._noise[..., :level] = 0.0
-        self._noised[..., level] = noised
-        self._noised[..., :level] = False
+        self._exact[level] = values + sum_levels(list(self._exact[:level]), values.shape)
+        self._exact[:level] = 0.0
+        self._noise[level] = noise
+        self._noise[:level] = 0.0
+        self._noised[level] = noised
+        self._noised[:level] = False
 
     def _close_level_array(
         self, level: np.ndarray, active: np.ndarray, values: np.ndarray, noise: np.ndarray
     ) -> None:
         """Pull mode: each active counter closes a block at its own ``level``."""
-        levels = np.arange(self.storage_levels)
-        lvl = level[..., None]
-        keep = (levels > lvl) | ~active[..., None]  # levels above the new block, or no insert
-        here = levels == lvl
-        merged = values + np.where(levels < lvl, self._exact, 0.0).sum(axis=-1)
-        self._exact = np.where(keep, self._exact, np.where(here, merged[..., None], 0.0))
-        self._noise = np.where(keep, self._noise, np.where(here, noise[..., None], 0.0))
-        self._noised = np.where(keep, self._noised, here)
+        levels = np.arange(self.storage_levels).reshape(-1, *([1] * level.ndim))
+        keep = (levels > level) | ~active  # levels above the new block, or no insert
+        here = levels == level
+        merged = values + self._level_sum(np.where(levels < level, self._exact, 0.0))
+        np.copyto(self._exact, np.where(keep, self._exact, np.where(here, merged, 0.0)))
+        np.copyto(self._noise, np.where(keep, self._noise, np.where(here, noise, 0.0)))
+        np.copyto(self._noised, np.where(keep, self._noised, here))
 
 
 def _check_one_per_row(pulled: np.ndarray) -> None:
@@ -377,17 +408,42 @@ def _check_one_per_row(pulled: np.ndarray) -> None:
         )
 
 
-_SEQUENTIAL_SUM = 8
-"""numpy sums fewer than this many numbers in a row one after the other, from 0.0 (pairwise
-summation starts at 8): :func:`_sum_levels` adds level slices in that order below it."""
+_PAIRWISE_FROM = 8
+"""numpy adds fewer numbers than this along an axis one after the other; from 8 on (up to 128,
+more levels than any counter has) it adds them pairwise in 8 partial sums."""
 
 
-def _sum_levels(blocks: np.ndarray, level: int) -> np.ndarray:
-    """``blocks[..., :level].sum(axis=-1)``, bit for bit, with one pass per level slice for the
-    few levels a round usually absorbs (a reduction along the short last axis is slow)."""
-    if level == 0 or level >= _SEQUENTIAL_SUM:
-        return blocks[..., :level].sum(axis=-1)
-    total = blocks[..., 0] + 0.0  # numpy's reduction starts at 0.0 (so -0.0 becomes 0.0)
-    for j in range(1, level):
-        total += blocks[..., j]
-    return total
+def sum_levels(rows: list[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray:
+    """The sum over levels of ``rows`` (one array of ``shape`` per level, ``None`` for a level
+    known to be zero), bit for bit what ``numpy.sum`` over a last axis of ``len(rows)`` levels
+    gives (the layout the counter had before it went level-major, and the order any reader
+    expects): from 0.0, one after the other below 8 levels, else numpy's pairwise order (8
+    partial sums over the blocks of 8, combined as a tree, then the rest in order). Adding a
+    zero is exact, so the zero levels are skipped; the leading ``0.0 +`` turns -0.0 into 0.0 as
+    numpy's does."""
+    count = len(rows)
+    if count > 128:
+        raise ValueError(f"sum_levels: at most 128 levels, got {count}")
+
+    def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+        if a is None:
+            return b
+        return a if b is None else a + b
+
+    if count < _PAIRWISE_FROM:
+        total = None
+        for row in rows:
+            total = add(total, row)
+    else:
+        part = list(rows[:8])
+        i = 8
+        while i < count - count % 8:
+            part = [add(part[j], rows[i + j]) for j in range(8)]
+            i += 8
+        total = add(
+            add(add(part[0], part[1]), add(part[2], part[3])),
+            add(add(part[4], part[5]), add(part[6], part[7])),
+        )
+        for row in rows[i:]:
+            total = add(total, row)
+    return np.zeros(shape) if total is None else total + 0.0
