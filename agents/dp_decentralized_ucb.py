@@ -151,6 +151,8 @@ class DPDecentralizedUCB(TeamPolicy):
         )
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,))  # one per agent
         self._b, self._i = np.indices((B, N))
+        rows = np.arange(B * N, dtype=np.int64).reshape(B, N)
+        self._row, self._out_row = rows * K, rows * (2 * K)  # flat (b, i, 0) of the two layouts
         self.nhat = np.zeros((B, N, K))
         self.shat = np.zeros((B, N, K))
         self.outgoing = np.zeros((B, N, 2 * K))  # (nhat + xi, shat + ds) sent with the last arm
@@ -171,14 +173,17 @@ class DPDecentralizedUCB(TeamPolicy):
     def _fold_in_reward(self, obs: VecObservation) -> None:
         """Own pull of the last step: ``xi`` and the counter increment ``ds`` go out next."""
         K = self.num_arms
-        increment = np.zeros_like(self.outgoing)
-        if obs.step > 0:
+        out = np.concatenate([self.nhat, self.shat], axis=2)  # a fresh array, sent as it is
+        if obs.step > 0:  # every agent pulled: xi = 1 and ds at its arm's two slots
             arm = obs.last_arm
-            before = self.sums.value[self._b, self._i, arm]
-            after = self.sums.insert(arm, obs.last_reward)
-            increment[self._b, self._i, arm] = 1.0
-            increment[self._b, self._i, K + arm] = after - before
-        self.outgoing = np.concatenate([self.nhat, self.shat], axis=2) + increment
+            flat = (self._row + arm).reshape(-1)  # (b, i, arm) of the (B, N, K) counters
+            before = self.sums.value.reshape(-1)[flat]
+            after = self.sums.insert_flat(flat, obs.last_reward.reshape(-1), True)
+            at = (self._out_row + arm).reshape(-1)  # (b, i, arm) of the (B, N, 2K) message
+            sent = out.reshape(-1)
+            sent[at] += 1.0
+            sent[at + K] += after - before
+        self.outgoing = out
 
     def index(self, t: int) -> np.ndarray:
         """The DP-Dec-UCB index (B, N, K) at step ``t`` from the consensus state (§4.4)."""
@@ -207,7 +212,7 @@ class DPDecentralizedUCB(TeamPolicy):
             return TeamAction(arms, {CHANNEL: (self._quiet, self.outgoing)})
         self._fold_in_reward(obs)  # the increments of the last pull go out (zero at reset)
         return TeamAction(
-            self._no_arms, {CHANNEL: (self._send, self.outgoing.copy())}, self._talk
+            self._no_arms, {CHANNEL: (self._send, self.outgoing)}, self._talk
         )
 
     def _act_latency(self, obs: VecObservation) -> TeamAction:
@@ -219,4 +224,4 @@ class DPDecentralizedUCB(TeamPolicy):
             arms = np.full(self._b.shape, (t - 1) % K, dtype=np.int64)
         else:
             arms = argmax_one_uniform(self.index(t), self._tiebreak.next())
-        return TeamAction(arms, {CHANNEL: (self._send, self.outgoing.copy())})
+        return TeamAction(arms, {CHANNEL: (self._send, self.outgoing)})

@@ -180,10 +180,14 @@ class DPMasterWorkerUCB(TeamPolicy):
         then the pull of the argmax; other rounds pull the held arm."""
         K = self.num_arms
         t = obs.pulls + 1  # (B,) the round of the next pull
-        if obs.step > 0:
+        if obs.step > 0:  # the runs that pulled in the last step fold their rewards in
             fresh = (obs.phase == PULL) & (obs.pulls > 0)
-            self.sums.insert(obs.last_arm, obs.last_reward, runs=fresh)
-            flat = (self._row + obs.last_arm)[fresh]  # each agent's pulled arm, flat
+            every = bool(fresh.all())
+            flat, reward = self._row + obs.last_arm, obs.last_reward  # pulled arms, flat
+            if not every:
+                flat, reward = flat[fresh], reward[fresh]
+            flat = flat.reshape(-1)
+            self.sums.insert_flat(flat, reward.reshape(-1), every)
             scatter_add(self.counts, flat, 1.0)
         reply = self.awaiting
         if reply.any():

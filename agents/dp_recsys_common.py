@@ -42,6 +42,11 @@ class RunningSums(Protocol):
         """Insert each agent's reward (B, N) into its counter of ``arm`` (B, N) (only in the
         runs where ``runs`` (B,) holds, if given); return the new outputs of those counters."""
 
+    def insert_flat(self, flat: np.ndarray, reward: np.ndarray, every_row: bool) -> np.ndarray:
+        """:meth:`insert` at the flat (run, agent, arm) positions ``flat`` (1-D, at most one
+        per (run, agent), in order, from the engine's checked arms) with ``reward`` (1-D);
+        ``every_row``: one position for every (run, agent). Returns the new outputs there."""
+
 
 class ExactSums:
     """Exact running sums of the clipped rewards (the non-private counters, ``epsilon = inf``)."""
@@ -58,6 +63,11 @@ class ExactSums:
             reward = reward[runs]
         self.value[idx] += np.clip(reward, self.lo, self.hi)
         return self.value[idx]
+
+    def insert_flat(self, flat: np.ndarray, reward: np.ndarray, every_row: bool) -> np.ndarray:
+        value = self.value.reshape(-1)
+        value[flat] += np.clip(reward, self.lo, self.hi)
+        return value[flat]
 
 
 class HybridSums:
@@ -96,14 +106,17 @@ class HybridSums:
         every_row = runs is None
         if not every_row:
             flat, reward = flat[runs], reward[runs]
-        shape = flat.shape
-        flat = flat.reshape(-1)
+        return self.insert_flat(flat.reshape(-1), reward.reshape(-1), every_row).reshape(
+            flat.shape
+        )
+
+    def insert_flat(self, flat: np.ndarray, reward: np.ndarray, every_row: bool) -> np.ndarray:
         # the engine checked the arms and made the rewards; a counter takes one item per step
         released = self.counter.insert_flat_unchecked(
-            flat, np.asarray(reward, dtype=np.float64).reshape(-1), every_row
+            flat, np.asarray(reward, dtype=np.float64), every_row
         )
         self.value.reshape(-1)[flat] = released
-        return released.reshape(shape)
+        return released
 
 
 def make_running_sums(

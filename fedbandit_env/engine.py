@@ -28,6 +28,7 @@ PULL = 0
 COMMUNICATION = 1
 """``phase`` of a communication-only step: messages travelled, no arm was pulled
 (docs/architecture.md, "Communication steps")."""
+assert (PULL, COMMUNICATION) == (0, 1)  # the mixed step builds the phase as ``~pulling``
 
 
 @dataclass
@@ -277,17 +278,22 @@ class Engine:
         sees the same reward draws whatever communication steps come before it; the channels
         draw every step, as in any step. A run's streams depend only on its own sequence of
         steps, so run b of a batch stays bit-identical to that seed run alone."""
-        live = self.pulls < self.horizon
-        if not live.any():
+        every_live = self.headroom > 0  # every run has pulls left: no run is finished
+        live = None if every_live else self.pulls < self.horizon
+        if live is not None and not live.any():
             raise HorizonError(
                 f"step: horizon exceeded: the episode ended after {self.horizon} pulls; "
                 "call reset() to start a new one"
             )
         self.even = False
-        pulling = pulling & live
-        talking = live & ~pulling
-        self.streak = np.where(talking, self.streak + 1, 0)
-        if (self.streak > self.max_communication_steps).any():
+        if live is None:
+            talking = ~pulling
+        else:
+            pulling = pulling & live
+            talking = live & ~pulling
+        self.streak += 1
+        self.streak *= talking  # communication steps in a row: 0 where the run pulled (or ended)
+        if self.streak.max() > self.max_communication_steps:
             b = int(np.argmax(self.streak > self.max_communication_steps))
             run = f"run {b}: " if self.num_runs > 1 else ""
             raise CommunicationError(
@@ -297,7 +303,7 @@ class Engine:
             )
         arms = self._check_arms(arms)
         sends = self._check_messages(messages or {})
-        if not live.all():  # finished runs send nothing
+        if live is not None and not live.all():  # finished runs send nothing
             for name, (send, payload) in list(sends.items()):
                 sends[name] = (send & live[:, None], payload)
         self.step_count += 1
@@ -318,7 +324,7 @@ class Engine:
         context = self.linear.context if self.linear is not None else None
         self.last_arm = np.where(rows, arms, self.last_arm)
         self.last_reward = np.where(rows, rewards, self.last_reward)
-        phase = np.where(pulling, PULL, COMMUNICATION).astype(np.int64)
+        phase = (~pulling).astype(np.int64)  # COMMUNICATION (1) where no pull, else PULL (0)
         obs = VecObservation(
             self.step_count,
             self.last_arm,
