@@ -409,3 +409,27 @@ def test_round_mode_blocks_live_only_at_the_set_bits_of_the_round():
         clear = [j for j in range(c.storage_levels) if not t >> j & 1]
         assert not c.block_exact[..., clear].any() and not c.block_noise[..., clear].any()
         assert not c.block_noised[..., clear].any()
+
+
+@pytest.mark.parametrize("tree_index", ["round", "pull"])
+def test_unchecked_paths_equal_the_checked_ones(tree_index):
+    """insert_arms_unchecked and release_flat (Fed_UCB's path): the same releases, bit for bit,
+    as insert_arms and release(); release_flat reads only the live levels in round mode."""
+    checked, unchecked = (
+        TreeCounter((3, 4), 200, 1.0, rng=rng((0, 1)), tree_index=tree_index, init_round=True)
+        for _ in range(2)
+    )
+    g = np.random.default_rng(5)
+    init = g.random((2, 3, 4))
+    checked.insert(0, init)
+    unchecked.insert(0, init)
+    every = np.arange(2 * 3 * 4)
+    for t in range(1, 201):
+        arms, rewards = g.integers(4, size=(2, 3)), g.standard_normal((2, 3))
+        checked.insert_arms(t, arms, rewards)
+        unchecked.insert_arms_unchecked(t, arms, rewards)
+        got = unchecked.release_flat(every)
+        assert got.tobytes() == checked.release().reshape(-1).tobytes()
+        assert np.array_equal(unchecked.release_at(arms), checked.release_at(arms))
+    with pytest.raises(PrivacyError, match="next round"):
+        unchecked.insert_arms_unchecked(5, arms, rewards)
