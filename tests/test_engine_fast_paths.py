@@ -136,7 +136,7 @@ def test_everyone_sends_path_equals_the_padded_reduction(kind, reduce):
     for step in range(1, 4):
         payload = rng.standard_normal((2, topo.num_agents, 3)) * 10.0 ** rng.integers(-5, 5)
         ref, ref_charge = padded.transmit(step, send, payload)
-        value, count = agg._slot_loop(send, payload, None)  # the loop itself, any graph
+        value, count = agg._slot_loop(send, payload, None, True)  # the loop itself, any graph
         got, charge = agg.transmit(step, send, payload)
         mask = ref.mask
         if reduce == "max":
@@ -150,6 +150,10 @@ def test_everyone_sends_path_equals_the_padded_reduction(kind, reduce):
         assert np.array_equal(count, mask.sum(axis=2))
         assert np.array_equal(value, want)
         assert np.array_equal(got.value, want)
+        assert np.array_equal(got.count, count)
+        slot_loop = agg._csr is None and not (agg._cliques and reduce == "max")
+        if slot_loop:  # the slot loop's counts: one read-only array for every such step
+            assert not got.count.flags.writeable
         for field in ("messages", "floats", "cost", "dropped", "sent"):
             assert np.array_equal(getattr(charge, field), getattr(ref_charge, field))
 

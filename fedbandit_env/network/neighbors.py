@@ -96,6 +96,10 @@ class NeighborsChannel(Channel):
         shape = (self.num_agents, self.max_degree)
         self._drops = rng.buffered("uniform", shape) if self.drop_prob > 0 else None
         if self.reduce is not None:
+            # the counts of a step in which every agent sends and nothing drops: the same every
+            # such step, handed out read-only
+            self._full_count = np.repeat(self._degree[None, :], self.num_runs, axis=0)
+            self._full_count.setflags(write=False)
             value = np.zeros((self.num_runs, self.num_agents, self.dim))
             count = np.zeros((self.num_runs, self.num_agents), dtype=np.int64)
             value.setflags(write=False)
@@ -104,6 +108,8 @@ class NeighborsChannel(Channel):
             return
         mask = np.zeros((self.num_runs, *shape), dtype=bool)
         payload = np.zeros((self.num_runs, *shape, self.dim))
+        self._all_heard = np.ones((self.num_runs, *shape), dtype=bool)
+        self._all_heard.setflags(write=False)
         mask.setflags(write=False)
         payload.setflags(write=False)
         self._empty = NeighborsDelivery(self.senders, mask, payload)
@@ -140,9 +146,8 @@ class NeighborsChannel(Channel):
         """Padded delivery when every agent sends, nothing drops and every slot holds a
         neighbour: every message arrives, so no masking and constant counts (the same delivery
         and charge as the general path)."""
-        B = payload.shape[0]
-        mask = np.ones((B, self.num_agents, self.max_degree), dtype=bool)
         out = payload.take(self._gather, axis=1)
+        mask = self._all_heard  # read-only, the same every such step
         charge.messages[:, AGENT_AGENT] = self._total_degree
         charge.floats[:, AGENT_AGENT] = self._total_degree * self.dim
         charge.cost[:, AGENT_AGENT] = self.c2 * self._total_degree
@@ -152,7 +157,7 @@ class NeighborsChannel(Channel):
     # ------------------------------------------------------------ aggregating delivery
     def _transmit_aggregate(self, send, payload, drop_u, charge):
         B = send.shape[0]
-        everyone = bool(send.all())
+        everyone = bool(send.all())  # every agent sends (some messages may still drop)
         if everyone:  # every agent sends to all its neighbours: the same count in every run
             messages = self._total_degree
         else:
@@ -162,7 +167,7 @@ class NeighborsChannel(Channel):
         elif drop_u is None and self._csr is not None:
             value, count = self._sparse_sum(send, payload)
         else:
-            value, count = self._slot_loop(send, payload, drop_u)
+            value, count = self._slot_loop(send, payload, drop_u, everyone)
         if self.reduce == "mean":
             value = np.divide(value, np.maximum(count, 1)[..., None])
         charge.messages[:, AGENT_AGENT] = messages
@@ -173,16 +178,16 @@ class NeighborsChannel(Channel):
         charge.sent[:] = self.topology.degrees if everyone else send * self.topology.degrees
         return NeighborsAggregate(value, count), charge
 
-    def _slot_loop(self, send, payload, drop_u):
+    def _slot_loop(self, send, payload, drop_u, sends_all: bool):
         """One pass per neighbour slot d (ascending neighbour id): exact, O(B N dim) memory.
         When every agent sends and nothing drops (the common case), the payloads need no
         masking and each agent hears from all its neighbours (count = degree)."""
         B, N = send.shape
         fill = -np.inf if self.reduce == "max" else 0.0
-        everyone = drop_u is None and bool(send.all())
+        everyone = drop_u is None and sends_all
         if everyone:
             masked = payload
-            count = np.repeat(self._degree[None, :], B, axis=0)
+            count = self._full_count
         else:
             count = np.zeros((B, N), dtype=np.int64)
             if drop_u is None:  # mask the senders once; each slot is then one gather
