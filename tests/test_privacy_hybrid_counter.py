@@ -185,18 +185,22 @@ def test_row_noise_refuses_two_items_in_one_row():
         HybridCounter((2, 3), 10, 1.0, rng=rng(), noise_per="arm")
 
 
+def twin_counters(noise_per: str, n: int, k: int, horizon: int) -> tuple[HybridCounter, ...]:
+    """Two identical (n, k) counters over runs 4, 5, 6, to compare two insertion paths."""
+    return tuple(
+        HybridCounter(
+            (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"), noise_per=noise_per
+        )
+        for _ in range(2)
+    )
+
+
 def test_insert_flat_returns_what_release_at_reads_and_equals_insert_at():
     """insert_flat at the flat (run, agent, arm) positions: the same counters and draws as
     insert_at, and it returns exactly the releases release_at reads afterwards."""
     runs, n, k, horizon = 3, 4, 5, 150
     for noise_per in ("counter", "row"):
-        by_index, by_flat = (
-            HybridCounter(
-                (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"),
-                noise_per=noise_per,
-            )
-            for _ in range(2)
-        )
+        by_index, by_flat = twin_counters(noise_per, n, k, horizon)
         gen = np.random.default_rng(1)
         b, i = np.indices((runs, n))
         for _ in range(horizon):
@@ -213,12 +217,7 @@ def test_unchecked_insertion_equals_the_checked_one():
     """insert_flat_unchecked (the DP recommender agents' path): the same releases, state and
     draws as insert_flat, with every row at once (``every_row``) or a subset of the runs."""
     runs, n, k, horizon = 3, 4, 5, 150
-    checked, unchecked = (
-        HybridCounter(
-            (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"), noise_per="row"
-        )
-        for _ in range(2)
-    )
+    checked, unchecked = twin_counters("row", n, k, horizon)
     gen = np.random.default_rng(2)
     b, i = np.indices((runs, n))
     for t in range(horizon):
