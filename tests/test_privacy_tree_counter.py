@@ -411,10 +411,15 @@ def test_round_mode_blocks_live_only_at_the_set_bits_of_the_round():
         assert not c.block_noised[..., clear].any()
 
 
+@pytest.mark.parametrize("gather_all", [True, False])
 @pytest.mark.parametrize("tree_index", ["round", "pull"])
-def test_unchecked_paths_equal_the_checked_ones(tree_index):
+def test_unchecked_paths_equal_the_checked_ones(tree_index, gather_all, monkeypatch):
     """insert_arms_unchecked and release_flat (Fed_UCB's path): the same releases, bit for bit,
-    as insert_arms and release(); release_flat reads only the live levels in round mode."""
+    as insert_arms and release(), whether release_flat gathers every level at once (few
+    positions) or reads the live levels one at a time (only the set bits of t in round mode)."""
+    from fedbandit_env.privacy import tree_counter
+
+    monkeypatch.setattr(tree_counter, "_GATHER_ALL_LEVELS", 10**9 if gather_all else 0)
     checked, unchecked = (
         TreeCounter((3, 4), 200, 1.0, rng=rng((0, 1)), tree_index=tree_index, init_round=True)
         for _ in range(2)

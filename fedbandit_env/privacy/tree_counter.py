@@ -147,6 +147,7 @@ class TreeCounter:
         self._exact_rows = self._exact.reshape(levels, -1)
         self._noise_rows = self._noise.reshape(levels, -1)
         self._noised_rows = self._noised.reshape(levels, -1)
+        self._live: tuple[int, tuple[bool, ...]] | None = None  # (t, live levels) of release_flat
         self._init_exact = np.zeros(full)
         self._init_noise = np.zeros(full)
         self._init_noised = np.zeros(full, dtype=bool)
@@ -356,24 +357,30 @@ class TreeCounter:
 
     def release_flat(self, flat: np.ndarray) -> np.ndarray:
         """:meth:`release` at the flat counter positions ``flat`` (1-D ints in range, unchecked:
-        :meth:`release_at` checks): only the levels that can hold a block are read, the set bits
-        of the round in round mode (every level in pull mode)."""
-        live = self._live_levels()
-        exact = [row.take(flat) if j in live else None for j, row in enumerate(self._exact_rows)]
-        noise = [row.take(flat) if j in live else None for j, row in enumerate(self._noise_rows)]
+        :meth:`release_at` checks). A few positions gather every level of each and sum them in
+        one reduction; many positions read only the levels that can hold a block, the set bits
+        of the round in round mode (every level in pull mode), one level at a time."""
         init_exact = self._init_exact.reshape(-1).take(flat)
         init_noise = self._init_noise.reshape(-1).take(flat)
+        if flat.size * self.storage_levels <= _GATHER_ALL_LEVELS:
+            # (positions, levels) rows, C-ordered: numpy's sum over the last axis, as defined
+            exact = self._exact_rows.T.take(flat, axis=0).sum(axis=-1)
+            noise = self._noise_rows.T.take(flat, axis=0).sum(axis=-1)
+            return (exact + init_exact) + (noise + init_noise)
+        live = self._live_levels()
+        exact = [row.take(flat) if live[j] else None for j, row in enumerate(self._exact_rows)]
+        noise = [row.take(flat) if live[j] else None for j, row in enumerate(self._noise_rows)]
         shape = flat.shape
         return (sum_levels(exact, shape) + init_exact) + (sum_levels(noise, shape) + init_noise)
 
-    def _live_levels(self) -> range | frozenset[int]:
-        """The levels whose blocks may be non-zero: in round mode after round t, the set bits of
-        t (closing level ``ctz(t)`` clears every level below; the levels above are those of
-        ``t - 1``); every level in pull mode."""
-        if self.tree_index == "round":
-            t = max(self._t, 0)
-            return frozenset(j for j in range(self.storage_levels) if t >> j & 1)
-        return range(self.storage_levels)
+    def _live_levels(self) -> tuple[bool, ...]:
+        """Per level, whether its blocks may be non-zero: in round mode after round t, the set
+        bits of t (closing level ``ctz(t)`` clears every level below; the levels above are those
+        of ``t - 1``); every level in pull mode."""
+        t = max(self._t, 0) if self.tree_index == "round" else -1  # -1: every bit set
+        if self._live is None or self._live[0] != t:
+            self._live = (t, tuple(bool(t >> j & 1) for j in range(self.storage_levels)))
+        return self._live[1]
 
     def _close_level_scalar(
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
@@ -407,6 +414,10 @@ def _check_one_per_row(pulled: np.ndarray) -> None:
             "pulled", "at most one pulled counter per row in a leaf round (noise_per='row')", "two"
         )
 
+
+_GATHER_ALL_LEVELS = 2048
+"""release_flat gathers every level of its positions at once up to this many numbers (few
+positions: one strided gather beats a numpy call per level), else one level at a time."""
 
 _PAIRWISE_FROM = 8
 """numpy adds fewer numbers than this along an axis one after the other; from 8 on (up to 128,
