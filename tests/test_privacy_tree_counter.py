@@ -438,3 +438,24 @@ def test_unchecked_paths_equal_the_checked_ones(tree_index, gather_all, monkeypa
         assert np.array_equal(unchecked.release_at(arms), checked.release_at(arms))
     with pytest.raises(PrivacyError, match="next round"):
         unchecked.insert_arms_unchecked(5, arms, rewards)
+
+
+@pytest.mark.parametrize("tree_index", ["round", "pull"])
+def test_level_sums_one_level_at_a_time_equal_one_reduction(tree_index, monkeypatch):
+    """release(), exact() and noise() summed level by level over the live levels (many
+    counters) equal numpy's one reduction over (counters, levels) rows (few counters), bit for
+    bit, with real-valued increments and a full insertion every few rounds."""
+    from fedbandit_env.privacy import tree_counter
+
+    c = TreeCounter((5, 7), 600, 1.0, rng=rng((0, 1, 2)), tree_index=tree_index)
+    g = np.random.default_rng(9)
+    for t in range(1, 601):
+        if t % 4 == 0:
+            c.insert(t, g.standard_normal((3, 5, 7)) * 100.0, g.random((3, 5, 7)) < 0.5)
+        else:
+            c.insert_arms(t, g.integers(7, size=(3, 5)), g.standard_normal((3, 5)))
+        got = {}
+        for threshold in (0, 10**9):
+            monkeypatch.setattr(tree_counter, "_GATHER_ALL_LEVELS", threshold)
+            got[threshold] = [c.release().tobytes(), c.exact().tobytes(), c.noise().tobytes()]
+        assert got[0] == got[10**9], t

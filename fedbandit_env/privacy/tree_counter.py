@@ -201,17 +201,24 @@ class TreeCounter:
         """Which open blocks carry noise (B, *shape, storage_levels)."""
         return np.moveaxis(self._noised, 0, -1).copy()
 
-    def _level_sum(self, rows: np.ndarray) -> np.ndarray:
-        """The sum over the levels of every counter (B, *shape) of level-major ``rows``."""
-        return sum_levels(list(rows), rows.shape[1:])
+    def _level_sum(self, blocks: np.ndarray, state: bool = False) -> np.ndarray:
+        """The sum over the levels of every counter (B, *shape) of level-major ``blocks``; with
+        ``state`` (the counter's own blocks) only the live levels are added. Few numbers are
+        summed in one reduction over (counters, levels) rows, as defined."""
+        shape = blocks.shape[1:]
+        if blocks.size <= _GATHER_ALL_LEVELS:
+            rows = blocks.reshape(len(blocks), -1)
+            return np.ascontiguousarray(rows.T).sum(axis=-1).reshape(shape)
+        live = self._live_levels() if state else (True,) * len(blocks)
+        return sum_levels([row if live[j] else None for j, row in enumerate(blocks)], shape)
 
     def exact(self) -> np.ndarray:
         """The exact running sums (B, *shape): the noiseless part of :meth:`release`."""
-        return self._level_sum(self._exact) + self._init_exact
+        return self._level_sum(self._exact, state=True) + self._init_exact
 
     def noise(self) -> np.ndarray:
         """The noise part of :meth:`release` (B, *shape)."""
-        return self._level_sum(self._noise) + self._init_noise
+        return self._level_sum(self._noise, state=True) + self._init_noise
 
     def release(self) -> np.ndarray:
         """The private running sums (B, *shape). Releasing again without an insertion returns
