@@ -140,16 +140,10 @@ class IndexPolicy(TeamPolicy):
                 self._all_pulled = bool(self.counts.all())
         messages = {}
         if self.shared:
-            slots = self._heard(obs.deliveries[CHANNEL])
-            # neighbour slots added in ascending id order, from 0.0 (x + 0.0 == 0.0 + x)
-            if len(slots):
-                received = np.add(slots[0], 0.0)
-            else:  # no neighbour slot (isolated agents everywhere)
-                received = np.zeros(self._latest.shape[1:])
-            for latest in slots[1:]:
-                received += latest
-            n = self.counts + np.maximum(received[..., : self.num_arms], 0.0)
-            s = self.sums + received[..., self.num_arms :]
+            # (2, B, N, M): the neighbours' counts and sums, each added over the slots
+            received = self._received(obs.deliveries[CHANNEL])
+            n = self.counts + np.maximum(received[0], 0.0)
+            s = self.sums + received[1]
             # exact for integer counts; None for an index that ignores it
             total = np.einsum("bnm->bn", n)[..., None] if self.uses_total else None
             index = self.index(n, s, total)
@@ -163,20 +157,25 @@ class IndexPolicy(TeamPolicy):
             arms = argmax_one_uniform(index, self._tiebreak.next())
         return TeamAction(self.choose(arms), messages)
 
-    def _heard(self, heard) -> list[np.ndarray]:
-        """The latest statistics of every neighbour slot, slot by slot (each (B, N, 2M)), after
-        this step's padded delivery ``heard``. A delivery that fills every slot is kept as it is
-        (the channel hands out a fresh array each step) and copied into the per-slot table only
-        when a later delivery misses a slot, whose previous statistics must then be kept."""
+    def _received(self, heard) -> np.ndarray:
+        """The neighbours' latest counts and sums, each summed over the neighbour slots in
+        ascending slot order from 0 (2, B, N, M), after this step's padded delivery ``heard``.
+        A delivery that fills every slot is kept as it is (the channel hands out a fresh array
+        each step) and copied into the per-slot table only when a later delivery misses a slot,
+        whose previous statistics must then be kept. One ``einsum`` adds the slots and splits
+        counts from sums (the slot sum of the payload's agent-major layout read in place)."""
+        B, N, D, width = heard.payload.shape
+        M = width // 2
         if bool(heard.mask.all()):  # every slot heard: this payload is the table
             self._full = heard.payload
-            return [self._full[:, :, d] for d in range(self._full.shape[2])]
+            table = self._full.reshape(B, N, D, 2, M)
+            return np.einsum("bndcm->cbnm", table)
         if self._full is not None:  # the table is the last full payload: write it out first
             np.copyto(self._latest, self._full.transpose(2, 0, 1, 3))
             self._full = None
         for d, latest in enumerate(self._latest):
             np.copyto(latest, heard.payload[:, :, d], where=heard.mask[:, :, d, None])
-        return list(self._latest)
+        return np.einsum("dbncm->cbnm", self._latest.reshape(D, B, N, 2, M))
 
     @property
     def latest(self) -> np.ndarray:

@@ -9,6 +9,9 @@ straightforward forms they replace: same numbers, bit for bit, and the same rand
   reduction), isolated agents included;
 * the ``gossip`` channel on flat (run, agent) indices equals the 2-D indexed form;
 * a channel nobody sends on and that draws nothing is skipped: zero step charge, totals kept;
+* an all-True send mask reaches the channel as its shared read-only ``everyone`` mask, and the
+  ``neighbors`` channel's constant charge of an everyone-sends step is shared read-only, the
+  engine adding other channels' charges into a copy;
 * ``LaplaceStream.next_at`` equals ``next()`` at those positions;
 * the arm check still names the first bad arm.
 """
@@ -257,6 +260,66 @@ def test_an_idle_channel_without_drops_is_skipped_and_charges_nothing():
     assert np.array_equal(info.ledger.total.messages, sent)
     assert_tree_equal(vars(obs.deliveries["n"]), vars(venv.channels["n"].empty_delivery()))
     assert venv.channels["n"].idle_is_free
+
+
+def _ring_env(**channels):
+    return fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0", num_runs=3, num_agents=5, num_arms=3, horizon=9,
+        topology="ring", c2=2.5, channels=channels,
+    )
+
+
+def test_an_all_true_mask_is_the_channels_shared_everyone_mask():
+    """A learner's all-True send mask (or a payload without a mask) reaches the channel as the
+    channel's own read-only ``everyone`` array; a mask with a False is passed as it is."""
+    venv = _ring_env(n={"kind": "neighbors", "dim": 2})
+    venv.reset(seed=0)
+    engine, channel = venv.engine, venv.channels["n"]
+    payload = np.ones((3, 5, 2))
+    assert not channel.everyone.flags.writeable and channel.everyone.all()
+    ones = np.ones((3, 5), dtype=np.int64)  # 0/1 integers are masks too
+    for message in (payload, (np.ones((3, 5), dtype=bool), payload), (ones, payload)):
+        send, _ = engine._check_messages({"n": message})["n"]
+        assert send is channel.everyone
+    partial = np.ones((3, 5), dtype=bool)
+    partial[1, 2] = False
+    send, _ = engine._check_messages({"n": (partial, payload)})["n"]
+    assert send is partial
+
+
+def test_constant_charges_are_shared_read_only_and_added_into_a_copy():
+    """Every agent sends on two neighbors channels and a gossip channel: the neighbors
+    channels hand out their read-only constant charge, the engine adds the others into a copy,
+    and the ledger counts exactly what the channels carried (a ring of 5: 10 directed messages
+    per neighbors channel, 2 per gossip edge, in every run and step)."""
+    venv = _ring_env(
+        a={"kind": "neighbors", "dim": 2},
+        b={"kind": "neighbors", "dim": 3, "reduce": "sum"},
+        g={"kind": "gossip", "dim": 1},
+    )
+    venv.reset(seed=4)
+    full = venv.channels["a"]._full_charge
+    kept = full.copy()
+    arms = np.zeros((3, 5), dtype=np.int64)
+    messages = {"a": np.ones((3, 5, 2)), "b": np.ones((3, 5, 3)), "g": np.ones((3, 5, 1))}
+    for step in range(1, 5):
+        info = venv.step(arms, messages)[-1]
+        assert full.frozen and info.ledger.step is not full
+        for field in ("messages", "floats", "cost", "dropped", "sent"):
+            assert np.array_equal(getattr(full, field), getattr(kept, field)), field
+        per_step = {"messages": 10 + 10 + 2, "floats": 10 * 2 + 10 * 3 + 2 * 1}
+        for field, value in per_step.items():
+            assert (getattr(info.ledger.step, field)[:, AGENT_AGENT] == value).all(), field
+            assert (getattr(info.ledger.total, field)[:, AGENT_AGENT] == step * value).all()
+        assert (info.ledger.total.cost[:, AGENT_AGENT] == step * 2.5 * 22).all()
+        assert (info.ledger.total.sent.sum(axis=1) == step * 22).all()
+    # one channel alone: its constant charge is the step's charge, the totals still add up
+    solo = _ring_env(a={"kind": "neighbors", "dim": 2})
+    solo.reset(seed=4)
+    for step in range(1, 4):
+        info = solo.step(arms, {"a": np.ones((3, 5, 2))})[-1]
+        assert info.ledger.step is solo.channels["a"]._full_charge
+        assert (info.ledger.total.messages[:, AGENT_AGENT] == step * 10).all()
 
 
 @pytest.mark.parametrize(

@@ -319,3 +319,37 @@ def test_shared_latest_table_keeps_the_last_statistics_of_every_slot(drop_prob):
         assert np.array_equal(policy.latest, want)
         obs, *_ = venv.step(action.arms, action.messages)
     assert (partial > 0) == (drop_prob > 0)
+
+
+@pytest.mark.parametrize("topology", ["ring", "complete", "star"])
+def test_shared_received_sum_equals_the_slot_by_slot_sum(topology):
+    """The shared variants' neighbour sums (one ``einsum`` over the slots, counts split from
+    sums) equal the former slot-by-slot sum from 0.0 bit for bit, on real-valued (noisy)
+    statistics, full deliveries and deliveries with missed slots alike."""
+    policy = UCB1Shared()
+    M = 3
+    channels = {CHANNEL: {"kind": "neighbors", "dim": 2 * M}}
+    venv = fedbandit_env.make_vec(
+        "FedBandit/Homogeneous-v0", num_runs=2, num_agents=6, num_arms=M, horizon=5,
+        topology=topology, channels=channels,
+    )
+    obs, _ = venv.reset(seed=0)
+    policy.reset(venv.facts, venv.agent_rng())
+    senders = obs.deliveries[CHANNEL].senders
+    D = senders.shape[1]
+    rng = np.random.default_rng(5)
+    table = np.zeros((D, 2, 6, 2 * M))  # the slot-by-slot latest table of the former code
+    for step in range(12):
+        mask = np.broadcast_to(senders >= 0, (2, 6, D)).copy()
+        if step % 3 == 2:  # some slots missed: their previous statistics stay
+            mask &= rng.random(mask.shape) < 0.6
+        payload = rng.standard_normal((2, 6, D, 2 * M)) * 10.0 ** rng.integers(-3, 4)
+        payload = np.where(mask[..., None], payload, 0.0)
+        delivery = type(obs.deliveries[CHANNEL])(senders, mask, payload)
+        got = policy._received(delivery)
+        table = np.where(mask.transpose(2, 0, 1)[..., None], payload.transpose(2, 0, 1, 3), table)
+        want = np.add(table[0], 0.0)
+        for slot in table[1:]:
+            want += slot
+        assert got.shape == (2, 2, 6, M)
+        assert np.array_equal(got[0], want[..., :M]) and np.array_equal(got[1], want[..., M:])

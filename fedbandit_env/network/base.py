@@ -66,6 +66,11 @@ class Channel(ABC):
         """Start a batch of runs; ``rng`` is this channel's sub-stream of the network stream."""
         self.num_runs = rng.num_runs
         self._idle = None
+        # the send mask of a step in which every agent sends: the engine hands this very array
+        # to :meth:`transmit` whenever a learner's mask is all True (or absent), so a channel
+        # may test ``send is self.everyone`` instead of reducing the mask
+        self.everyone = np.ones((self.num_runs, self.num_agents), dtype=bool)
+        self.everyone.setflags(write=False)
         self._reset(rng)
 
     def idle_delivery(self) -> Any:
@@ -118,3 +123,12 @@ class Channel(ABC):
 
     def _charge(self) -> Charge:
         return Charge.zeros(self.num_runs, self.num_agents)
+
+    def _constant_charge(self, fill) -> Charge:
+        """A read-only :class:`Charge` for steps whose charge is always the same (e.g. every
+        agent sends and nothing can drop): ``fill(charge)`` writes it once; the engine copies
+        a read-only charge before adding another channel's into it."""
+        charge = self._charge()
+        fill(charge)
+        charge.freeze()
+        return charge

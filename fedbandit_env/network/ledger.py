@@ -38,6 +38,19 @@ class Charge:
             sent=np.zeros((num_runs, num_agents), dtype=np.int64),
         )
 
+    def freeze(self) -> None:
+        """Make every array read-only (a charge shared by many steps)."""
+        for array in vars(self).values():
+            array.setflags(write=False)
+
+    @property
+    def frozen(self) -> bool:
+        return not self.messages.flags.writeable
+
+    def copy(self) -> Charge:
+        """A writable copy."""
+        return Charge(**{name: array.copy() for name, array in vars(self).items()})
+
     def add(self, other: Charge) -> None:
         self.messages += other.messages
         self.floats += other.floats

@@ -95,6 +95,9 @@ class NeighborsChannel(Channel):
     def _reset(self, rng: BatchedRNG) -> None:
         shape = (self.num_agents, self.max_degree)
         self._drops = rng.buffered("uniform", shape) if self.drop_prob > 0 else None
+        # the charge of a step in which every agent sends and nothing drops: the same every
+        # such step (messages = total degree in every run), made once and read-only
+        self._full_charge = self._constant_charge(self._fill_full_charge)
         if self.reduce is not None:
             # the counts of a step in which every agent sends and nothing drops: the same every
             # such step, handed out read-only
@@ -121,15 +124,26 @@ class NeighborsChannel(Channel):
     def idle_is_free(self) -> bool:
         return self.drop_prob == 0  # without drops nothing is drawn per step
 
+    def _fill_full_charge(self, charge) -> None:
+        charge.messages[:, AGENT_AGENT] = self._total_degree
+        charge.floats[:, AGENT_AGENT] = self._total_degree * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * self._total_degree
+        charge.sent[:] = self.topology.degrees[None, :]
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
+        everyone = send is self.everyone or bool(send.all())
+        if drop_u is None and everyone:  # every message arrives: the constant charge
+            if self.reduce is not None:
+                value, count = self._aggregate(send, payload, None, True)
+                return NeighborsAggregate(value, count), self._full_charge
+            if self._all_valid:
+                return self._transmit_everyone(payload)
         charge = self._charge()
-        if not send.any():
+        if not everyone and not send.any():
             return self._empty, charge
         if self.reduce is not None:
-            return self._transmit_aggregate(send, payload, drop_u, charge)
-        if drop_u is None and self._all_valid and send.all():
-            return self._transmit_everyone(payload, charge)
+            return self._transmit_aggregate(send, payload, drop_u, charge, everyone)
         transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): receiver-major
         mask = transmitted if drop_u is None else transmitted & (drop_u >= self.drop_prob)
         out = payload.take(self._gather, axis=1)
@@ -142,26 +156,17 @@ class NeighborsChannel(Channel):
         charge.sent[:] = send * self.topology.degrees[None, :]
         return NeighborsDelivery(self.senders, mask, out), charge
 
-    def _transmit_everyone(self, payload, charge):
+    def _transmit_everyone(self, payload):
         """Padded delivery when every agent sends, nothing drops and every slot holds a
-        neighbour: every message arrives, so no masking and constant counts (the same delivery
-        and charge as the general path)."""
+        neighbour: every message arrives, so no masking and the constant counts and charge
+        (the same delivery and charge as the general path)."""
         out = payload.take(self._gather, axis=1)
         mask = self._all_heard  # read-only, the same every such step
-        charge.messages[:, AGENT_AGENT] = self._total_degree
-        charge.floats[:, AGENT_AGENT] = self._total_degree * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * self._total_degree
-        charge.sent[:] = self.topology.degrees[None, :]
-        return NeighborsDelivery(self.senders, mask, out), charge
+        return NeighborsDelivery(self.senders, mask, out), self._full_charge
 
     # ------------------------------------------------------------ aggregating delivery
-    def _transmit_aggregate(self, send, payload, drop_u, charge):
-        B = send.shape[0]
-        everyone = bool(send.all())  # every agent sends (some messages may still drop)
-        if everyone:  # every agent sends to all its neighbours: the same count in every run
-            messages = self._total_degree
-        else:
-            messages = (send * self.topology.degrees[None, :]).sum(axis=1)
+    def _aggregate(self, send, payload, drop_u, everyone: bool):
+        """The reduction over the neighbours whose message arrived, and their count."""
         if drop_u is None and self._cliques and self.reduce == "max":
             value, count = self._clique_max(send, payload)
         elif drop_u is None and self._csr is not None:
@@ -170,6 +175,16 @@ class NeighborsChannel(Channel):
             value, count = self._slot_loop(send, payload, drop_u, everyone)
         if self.reduce == "mean":
             value = np.divide(value, np.maximum(count, 1)[..., None])
+        return value, count
+
+    def _transmit_aggregate(self, send, payload, drop_u, charge, everyone: bool):
+        """``everyone``: every agent sends (some messages may still drop)."""
+        B = send.shape[0]
+        if everyone:  # every agent sends to all its neighbours: the same count in every run
+            messages = self._total_degree
+        else:
+            messages = (send * self.topology.degrees[None, :]).sum(axis=1)
+        value, count = self._aggregate(send, payload, drop_u, everyone)
         charge.messages[:, AGENT_AGENT] = messages
         charge.floats[:, AGENT_AGENT] = messages * self.dim
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
