@@ -262,7 +262,8 @@ class GossipFedUCB(GossipUCB):
     The counters draw their noise with ``noise_per="row"``: a round that closes only level-0
     blocks (odd t, round index) draws one Laplace per agent, for its pulled arm, and the other
     rounds one per (agent, arm) (results version 4; docs/privacy.md, "Binary-tree counter").
-    The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its
+    The counters keep only the noise of their blocks (``exact_blocks=False``): a release is the
+    agent's own exact running sum S plus that noise (results version 5). The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its
     privacy term read as ``ln max(n, dp_log_floor)``. The paper's ``ln n`` (``dp_log_floor=1``)
     makes the privacy term zero at n = 1: an arm whose noisy initial estimate comes out far below
     zero then keeps an index below every other arm's and is never pulled again (a stranded arm).
@@ -291,7 +292,10 @@ class GossipFedUCB(GossipUCB):
     """
 
     agent_id = "gossip_fed_ucb"
-    version = 4  # v4: one Laplace per agent in leaf rounds (v3: one per arm, K - 1 unused)
+    # v5: releases are S + block noise (the counter keeps no exact blocks) and the bonus is
+    # expanded into kept per-counter terms: the same formulas, other roundings (v4: one Laplace
+    # per agent in leaf rounds; v3: one per arm, K - 1 unused)
+    version = 5
 
     def __init__(
         self,
@@ -364,6 +368,7 @@ class GossipFedUCB(GossipUCB):
                 levels=self.privacy_levels,
                 init_round=self.noisy_init,
                 noise_per="row",  # one agent pulls one arm per round: no unused leaf draws
+                exact_blocks=False,  # the exact part of a release is the agent's own S
             )
             if bounds is None:
                 caveats.append(
@@ -391,32 +396,33 @@ class GossipFedUCB(GossipUCB):
         if self.counter is None:
             return super()._initial_mean()
         # n = 1 everywhere now (_finish_init): the bonus's per-counter terms
-        self._ln_n = self._ln_floor(self.n)
-        self._n_eps2 = self.n * self.epsilon**2
+        self._inv_n = 1.0 / self.n
+        self._ln_term = self._ln_floor(self.n) / (self.n * self.n * self.epsilon**2)
         if self.noisy_init:  # item 7: the init sample is one more leaf with its own noise
             self.counter.insert(0, self._init_rewards)
-            return self.counter.release()
+            return self.S + self.counter.noise()  # S = X(0) now
         return self._init_rewards.copy()  # the paper: X̄̃(0) = X(0), unprotected
 
     def _update_mean(self, t: int, arm: np.ndarray, reward: np.ndarray) -> None:
         if self.counter is None:
             super()._update_mean(t, arm, reward)
             return
-        # the engine checked the arms; the counter reads only the pulled arms' blocks
+        # the engine checked the arms; the counter reads only the pulled arms' blocks. A release
+        # is the exact running sum S (init sample included) plus the noise of its blocks
         self.counter.insert_arms_unchecked(t, arm, np.asarray(reward, dtype=np.float64))
         flat = self._flat_base + arm
-        noisy_sum = self.counter.release_flat(flat.reshape(-1)).reshape(flat.shape)
-        if not self.noisy_init:
-            noisy_sum = noisy_sum + self._init_rewards.reshape(-1)[flat]
+        noise = self.counter.noise_flat(flat.reshape(-1)).reshape(flat.shape)
+        noisy_sum = self.S.reshape(-1)[flat] + noise
         n = self.n.reshape(-1)[flat]
         self.xbar.reshape(-1)[flat] = noisy_sum / n  # line 17: others keep
         self._refresh_log_n(flat, n)
 
     def _refresh_log_n(self, flat: np.ndarray, n: np.ndarray) -> None:
-        """The bonus's ``ln max(n, dp_log_floor)`` and ``n epsilon^2`` at the counters ``flat``
-        whose counts became ``n`` (elementwise the same numbers as from the whole ``n``)."""
-        self._ln_n.reshape(-1)[flat] = self._ln_floor(n)
-        self._n_eps2.reshape(-1)[flat] = n * self.epsilon**2
+        """The bonus's per-counter terms ``1/n`` and ``ln max(n, dp_log_floor) / (n^2
+        epsilon^2)`` at the counters ``flat`` whose counts became ``n`` (elementwise the same
+        numbers as from the whole ``n``)."""
+        self._inv_n.reshape(-1)[flat] = 1.0 / n
+        self._ln_term.reshape(-1)[flat] = self._ln_floor(n) / (n * n * self.epsilon**2)
 
     def _ln_floor(self, n: np.ndarray) -> np.ndarray:
         """``ln max(n, dp_log_floor)`` (the privacy term's log, gossip.md; a floor of 1 is ln n)."""
@@ -426,15 +432,15 @@ class GossipFedUCB(GossipUCB):
         """C_{i,k}(t) of Eq. (12) with ln max(n, dp_log_floor); Eq. (11) when epsilon is inf."""
         if not self.private:
             return super().bonus(t)
+        # (2 N ln t / n)(1 + dp), dp = 128 N ln^2 T ln t ln n / (n eps^2), expanded into two
+        # terms of kept per-counter factors: c1 / n + c2 ln n / (n^2 eps^2)
         ln_t, ln_big_t = math.log(t), math.log(self.T)
-        dp = (
-            self.dp_bonus_scale
-            * 128.0
-            * self.N
-            * ln_big_t**2
-            * ln_t
-            * self._ln_n  # ln max(n, dp_log_floor)
-            / self._n_eps2  # n epsilon^2
-        )
-        inner = (2.0 * self.N * ln_t / self.n) * (1.0 + dp)
-        return self.bonus_scale * np.sqrt(inner) + self.alpha1
+        c1 = 2.0 * self.N * ln_t
+        c2 = c1 * self.dp_bonus_scale * 128.0 * self.N * ln_big_t**2 * ln_t
+        inner = np.multiply(self._inv_n, c1)
+        inner += self._ln_term * c2
+        out = np.sqrt(inner, out=inner)
+        if self.bonus_scale != 1.0:
+            out *= self.bonus_scale
+        out += self.alpha1
+        return out

@@ -154,6 +154,8 @@ class Engine:
         self.streak = np.zeros(self.num_runs, dtype=np.int64)  # communication steps in a row
         self.even = True  # every run has pulled in every step so far
         self.headroom = self.horizon  # steps every run can still pull in: horizon - max pulls
+        self._all_pull_phase = np.zeros(self.num_runs, dtype=np.int64)  # PULL in every run
+        self._all_pull_phase.setflags(write=False)
         shape = (self.num_runs, self.num_agents)
         self.cumulative_regret = np.zeros(shape)
         self.last_arm = np.full(shape, -1, dtype=np.int64)
@@ -232,7 +234,8 @@ class Engine:
         return obs, rewards, info
 
     def _pull_phase(self) -> np.ndarray:
-        return np.zeros(self.num_runs, dtype=np.int64)
+        """The ``phase`` of a step in which every run pulled: one read-only array per reset."""
+        return self._all_pull_phase
 
     def _draw(
         self, arms: np.ndarray, runs: np.ndarray | None = None
@@ -265,9 +268,9 @@ class Engine:
             deliveries[name], ch_charge = channel.transmit(t, send, payload)
             if charge is None:
                 charge = ch_charge  # a channel's own (possibly read-only, shared) charge
+            elif charge.frozen:  # a channel's constant charge is never written: a new sum
+                charge = charge.plus(ch_charge)
             else:
-                if charge.frozen:  # a channel's constant charge: add into a copy
-                    charge = charge.copy()
                 charge.add(ch_charge)
         if charge is None:  # nothing travelled: the totals stay, the step's charge is zero
             self.ledger.step = self._no_charge

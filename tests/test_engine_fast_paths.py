@@ -11,7 +11,7 @@ straightforward forms they replace: same numbers, bit for bit, and the same rand
 * a channel nobody sends on and that draws nothing is skipped: zero step charge, totals kept;
 * an all-True send mask reaches the channel as its shared read-only ``everyone`` mask, and the
   ``neighbors`` channel's constant charge of an everyone-sends step is shared read-only, the
-  engine adding other channels' charges into a copy;
+  engine adding other channels' charges into a new one;
 * ``LaplaceStream.next_at`` equals ``next()`` at those positions;
 * the arm check still names the first bad arm.
 """
@@ -287,9 +287,9 @@ def test_an_all_true_mask_is_the_channels_shared_everyone_mask():
     assert send is partial
 
 
-def test_constant_charges_are_shared_read_only_and_added_into_a_copy():
+def test_constant_charges_are_shared_read_only_and_added_into_a_new_one():
     """Every agent sends on two neighbors channels and a gossip channel: the neighbors
-    channels hand out their read-only constant charge, the engine adds the others into a copy,
+    channels hand out their read-only constant charge, the engine adds the others into a new one,
     and the ledger counts exactly what the channels carried (a ring of 5: 10 directed messages
     per neighbors channel, 2 per gossip edge, in every run and step)."""
     venv = _ring_env(
@@ -299,14 +299,14 @@ def test_constant_charges_are_shared_read_only_and_added_into_a_copy():
     )
     venv.reset(seed=4)
     full = venv.channels["a"]._full_charge
-    kept = full.copy()
+    kept = {field: array.copy() for field, array in vars(full).items()}
     arms = np.zeros((3, 5), dtype=np.int64)
     messages = {"a": np.ones((3, 5, 2)), "b": np.ones((3, 5, 3)), "g": np.ones((3, 5, 1))}
     for step in range(1, 5):
         info = venv.step(arms, messages)[-1]
         assert full.frozen and info.ledger.step is not full
         for field in ("messages", "floats", "cost", "dropped", "sent"):
-            assert np.array_equal(getattr(full, field), getattr(kept, field)), field
+            assert np.array_equal(getattr(full, field), kept[field]), field
         per_step = {"messages": 10 + 10 + 2, "floats": 10 * 2 + 10 * 3 + 2 * 1}
         for field, value in per_step.items():
             assert (getattr(info.ledger.step, field)[:, AGENT_AGENT] == value).all(), field

@@ -46,4 +46,4 @@ def test_fed_ucb_uses_the_row_layout():
     policy = GossipFedUCB(epsilon=1.0)
     venv.reset(seed=0)
     policy.reset(venv.facts, venv.agent_rng())
-    assert policy.counter.noise_per == "row" and policy.version == 4
+    assert policy.counter.noise_per == "row" and policy.version >= 4

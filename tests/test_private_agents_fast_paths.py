@@ -1,9 +1,9 @@
 """The faster paths of Fed_UCB's binary-tree counter and of DP-MW-UCB's decision rounds give the
 same trajectories, bit for bit, as the straightforward code they replace (kept here as the
 comparison): the level-0 rounds of ``TreeCounter.insert_arms`` that touch only the pulled
-counters, ``TreeCounter.release_at`` through flat rows, Fed_UCB's bonus with its per-counter
-``ln max(n, floor)`` and ``n epsilon^2`` kept up to date at the pulled arms, and DP-MW-UCB's
-indices computed for the deciding runs only."""
+counters, ``TreeCounter.noise_flat`` through flat rows, Fed_UCB's bonus with its per-counter
+``1/n`` and ``ln max(n, floor) / (n^2 epsilon^2)`` kept up to date at the pulled arms, and
+DP-MW-UCB's indices computed for the deciding runs only."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from fedbandit_env.seeding import BatchedRNG
 
 # ------------------------------------------------------------------ the code replaced
 class OldTreeCounter(TreeCounter):
-    """``insert_arms`` always through the one-hot full insertion; ``release_at`` by fancy
-    indexing of the blocks in the (B, *shape, levels) layout, summed by numpy."""
+    """``insert_arms`` always through the one-hot full insertion; the noise of a release read
+    by fancy indexing of the blocks in the (B, *shape, levels) layout, summed by numpy."""
 
     def insert_arms(self, t, arms, rewards):
         arms = np.asarray(arms)
@@ -36,15 +36,17 @@ class OldTreeCounter(TreeCounter):
         pulled = arms[..., None] == np.arange(self.shape[-1])
         self._insert_checked(np.where(pulled, rewards[..., None], 0.0), pulled)
 
-    def release_at(self, arms):
+    def noise_at(self, arms):
         arms = np.asarray(arms)
         at = (*np.indices((self.num_runs, *self.shape[:-1]), sparse=True), arms)
-        exact = self.block_exact[at].sum(axis=-1)
-        noise = self.block_noise[at].sum(axis=-1)
-        return (exact + self._init_exact[at]) + (noise + self._init_noise[at])
+        return self.block_noise[at].sum(axis=-1) + self._init_noise[at]
 
 
 class OldGossipFedUCB(GossipFedUCB):
+    """Fed_UCB (results version 5) written out: a release is S plus the noise of the pulled
+    counter's blocks, and the bonus's per-counter terms are computed from the whole ``n``
+    every round."""
+
     def _reset_privacy(self, facts, rng):
         super()._reset_privacy(facts, rng)
         if self.counter is not None:
@@ -56,9 +58,7 @@ class OldGossipFedUCB(GossipFedUCB):
             return
         self.counter.insert_arms(t, arm, reward)
         b, i = self._rows
-        noisy_sum = self.counter.release_at(arm)
-        if not self.noisy_init:
-            noisy_sum = noisy_sum + self._init_rewards[b, i, arm]
+        noisy_sum = self.S[b, i, arm] + self.counter.noise_at(arm)
         self.xbar[b, i, arm] = noisy_sum / self.n[b, i, arm]
 
     def bonus(self, t):
@@ -66,16 +66,9 @@ class OldGossipFedUCB(GossipFedUCB):
             return super().bonus(t)
         ln_t, ln_big_t = math.log(t), math.log(self.T)
         ln_n = np.log(self.n if self.dp_log_floor == 1.0 else np.maximum(self.n, self.dp_log_floor))
-        dp = (
-            self.dp_bonus_scale
-            * 128.0
-            * self.N
-            * ln_big_t**2
-            * ln_t
-            * ln_n
-            / (self.n * self.epsilon**2)
-        )
-        inner = (2.0 * self.N * ln_t / self.n) * (1.0 + dp)
+        c1 = 2.0 * self.N * ln_t
+        c2 = c1 * self.dp_bonus_scale * 128.0 * self.N * ln_big_t**2 * ln_t
+        inner = (1.0 / self.n) * c1 + (ln_n / (self.n * self.n * self.epsilon**2)) * c2
         return self.bonus_scale * np.sqrt(inner) + self.alpha1
 
 

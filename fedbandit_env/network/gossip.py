@@ -32,7 +32,7 @@ from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, payload_space
-from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.network.ledger import AGENT_AGENT, Charge
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -79,6 +79,14 @@ class GossipChannel(Channel):
         self._edge_u = rng.buffered("uniform", (1,))
         self._drops = rng.buffered("uniform", (2,)) if self.drop_prob > 0 else None
         self._row_base = np.arange(self.num_runs, dtype=np.int64) * self.num_agents
+        # an exchange in which both ends send and nothing drops: two messages in every run,
+        # the same counts every such step (read-only; only ``sent`` differs per step)
+        self._exchange = self._constant_charge(self._fill_exchange)
+
+    def _fill_exchange(self, charge) -> None:
+        charge.messages[:, AGENT_AGENT] = 2
+        charge.floats[:, AGENT_AGENT] = 2 * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * 2
 
     def empty_delivery(self) -> GossipDelivery:
         shape = (self.num_runs, self.num_agents)
@@ -175,13 +183,11 @@ class GossipChannel(Channel):
         delivery = GossipDelivery(
             partner.reshape(B, N), received.reshape(B, N), out.reshape(B, N, self.dim)
         )
-        charge = self._charge()
-        charge.messages[:, AGENT_AGENT] = 2
-        charge.floats[:, AGENT_AGENT] = 2 * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * 2
-        sent = charge.sent.reshape(-1)
+        sent = np.zeros(B * N, dtype=np.int64)
         sent[fa] = 1
         sent[fc] = 1
+        fixed = self._exchange  # read-only counts shared by every such step, a fresh ``sent``
+        charge = Charge(fixed.messages, fixed.floats, fixed.cost, fixed.dropped, sent.reshape(B, N))
         return delivery, charge
 
     def describe(self) -> dict[str, Any]:

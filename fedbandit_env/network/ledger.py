@@ -45,11 +45,19 @@ class Charge:
 
     @property
     def frozen(self) -> bool:
+        """Its counts are read-only arrays shared between steps (a channel's constant charge, in
+        part or whole): never add into it, use :meth:`plus`."""
         return not self.messages.flags.writeable
 
-    def copy(self) -> Charge:
-        """A writable copy."""
-        return Charge(**{name: array.copy() for name, array in vars(self).items()})
+    def plus(self, other: Charge) -> Charge:
+        """A new charge: this one plus ``other`` (fresh arrays; neither is written)."""
+        return Charge(
+            self.messages + other.messages,
+            self.floats + other.floats,
+            self.cost + other.cost,
+            self.dropped + other.dropped,
+            self.sent + other.sent,
+        )
 
     def add(self, other: Charge) -> None:
         self.messages += other.messages

@@ -17,9 +17,11 @@ neighbours in ascending id order, as the padded sum over its neighbour axis does
 
 * ``max`` on a graph whose components are cliques (complete, hybrid of complete components),
   no drops: O(N dim) with the per-component maximum and runner-up, whatever |E|;
-* ``sum``/``mean``, no drops, with SciPy: one sparse CSR product, O(|E| dim);
+* ``sum``/``mean``, no drops, on an irregular graph (some neighbour slots padded), with SciPy:
+  one sparse CSR product, O(|E| dim);
 * otherwise a loop over the D neighbour slots of O(B N dim) vector work each: O(|E| dim) time
-  on regular graphs and O(B N dim) memory.
+  on regular graphs and O(B N dim) memory (on a regular graph, where no slot is padded, the
+  loop is faster than the CSR product with its transposed copies).
 
 Charges, drop draws and the ledger are the same as in the padded form.
 """
@@ -89,7 +91,9 @@ class NeighborsChannel(Channel):
         self._all_valid = bool(self.valid.all())  # regular graph: no padded slot
         self._total_degree = int(self._degree.sum())  # messages of a step where everyone sends
         self._csr = None
-        if reduce in ("sum", "mean") and self.drop_prob == 0:
+        if reduce in ("sum", "mean") and self.drop_prob == 0 and not self._all_valid:
+            # an irregular graph: the slot loop would add padded slots, the CSR product does not
+            # (on a regular graph, where no slot is padded, the slot loop is the faster one)
             self._csr = _adjacency(topology)
 
     def _reset(self, rng: BatchedRNG) -> None:

@@ -33,6 +33,12 @@ sub-stream: that round closes only the level-0 blocks of the counters pulled in 
 draws of the other counters would go unused. Other rounds draw per counter as before. The number
 of draws per round never depends on the data or on B, so run b of a batch is bit-identical to the
 same run alone. ``epsilon = inf`` draws nothing and is exact.
+
+Noise only (``exact_blocks=False``): a caller that keeps the exact running sums itself (an agent's
+own reward sums) can leave the exact part of the blocks out: the counter then keeps only the
+noise of the blocks (the same draws, the same noise in every release) and :meth:`noise_flat`
+reads a release's noise, which the caller adds to its exact sums. Reading the exact part
+(:meth:`exact`, :meth:`release`, :meth:`release_flat`, ``block_exact``) is then refused.
 """
 
 from __future__ import annotations
@@ -91,11 +97,15 @@ class TreeCounter:
         levels: int | Literal["paper"] | None = None,
         init_round: bool = False,
         noise_per: Literal["counter", "row"] = "counter",
+        exact_blocks: bool = True,
     ):
         self.shape = check_shape(shape)
         if not isinstance(noise_per, str) or noise_per not in ("counter", "row"):
             raise PrivacyError("noise_per", "'counter' or 'row'", repr(noise_per))
         self.noise_per = noise_per
+        if not isinstance(exact_blocks, bool | np.bool_):
+            raise PrivacyError("exact_blocks", "True or False", repr(exact_blocks))
+        self.exact_blocks = bool(exact_blocks)
         self.horizon = check_horizon(horizon)
         self.epsilon = check_epsilon(epsilon)
         self.bounds = check_bounds(bounds)
@@ -141,10 +151,10 @@ class TreeCounter:
         # the blocks, level-major: row j of the flat views is level j of every counter, so a
         # round's block closing clears and writes whole contiguous rows
         levels = self.storage_levels
-        self._exact = np.zeros((levels, *full))
+        self._exact = np.zeros((levels, *full)) if self.exact_blocks else None
         self._noise = np.zeros((levels, *full))
         self._noised = np.zeros((levels, *full), dtype=bool)
-        self._exact_rows = self._exact.reshape(levels, -1)
+        self._exact_rows = self._exact.reshape(levels, -1) if self.exact_blocks else None
         self._noise_rows = self._noise.reshape(levels, -1)
         self._noised_rows = self._noised.reshape(levels, -1)
         self._live: tuple[int, tuple[bool, ...]] | None = None  # (t, live levels) of release_flat
@@ -189,6 +199,7 @@ class TreeCounter:
     def block_exact(self) -> np.ndarray:
         """Exact sums of the open blocks, one per level (B, *shape, storage_levels); the blocks
         of the current decomposition are the levels of the set bits of the tree index."""
+        self._require_exact("block_exact")
         return np.moveaxis(self._exact, 0, -1).copy()
 
     @property
@@ -214,6 +225,7 @@ class TreeCounter:
 
     def exact(self) -> np.ndarray:
         """The exact running sums (B, *shape): the noiseless part of :meth:`release`."""
+        self._require_exact("exact")
         return self._level_sum(self._exact, state=True) + self._init_exact
 
     def noise(self) -> np.ndarray:
@@ -224,6 +236,15 @@ class TreeCounter:
         """The private running sums (B, *shape). Releasing again without an insertion returns
         the same values (the block noise is cached)."""
         return self.exact() + self.noise()
+
+    def _require_exact(self, what: str) -> None:
+        if not self.exact_blocks:
+            raise PrivacyError(
+                "exact_blocks",
+                f"True to read {what} (this counter keeps the blocks' noise only: add "
+                "noise_flat() or noise() to the exact sums you keep)",
+                False,
+            )
 
     def num_noise_terms(self) -> np.ndarray:
         """Number of Laplace terms in each current release (B, *shape)."""
@@ -343,7 +364,8 @@ class TreeCounter:
         self._last_pull.reshape(-1)[flat] = self._t
         np.add.at(self._counts.reshape(-1), flat, 1)  # flat is 1-D: the fast path
         # level 0 of the other counters stays 0 (no pull in the block, no noise)
-        self._exact_rows[0, flat] = rewards.reshape(-1) + 0.0
+        if self.exact_blocks:
+            self._exact_rows[0, flat] = rewards.reshape(-1) + 0.0
         self._noise_rows[0, flat] = noise
         self._noised_rows[0, flat] = True
 
@@ -367,18 +389,29 @@ class TreeCounter:
         :meth:`release_at` checks). A few positions gather every level of each and sum them in
         one reduction; many positions read only the levels that can hold a block, the set bits
         of the round in round mode (every level in pull mode), one level at a time."""
+        self._require_exact("release_flat")
         init_exact = self._init_exact.reshape(-1).take(flat)
-        init_noise = self._init_noise.reshape(-1).take(flat)
         if flat.size * self.storage_levels <= _GATHER_ALL_LEVELS:
             # (positions, levels) rows, C-ordered: numpy's sum over the last axis, as defined
             exact = self._exact_rows.T.take(flat, axis=0).sum(axis=-1)
-            noise = self._noise_rows.T.take(flat, axis=0).sum(axis=-1)
-            return (exact + init_exact) + (noise + init_noise)
+        else:
+            live = self._live_levels()
+            rows = self._exact_rows
+            exact = [r.take(flat) if live[j] else None for j, r in enumerate(rows)]
+            exact = sum_levels(exact, flat.shape)
+        return (exact + init_exact) + self.noise_flat(flat)
+
+    def noise_flat(self, flat: np.ndarray) -> np.ndarray:
+        """The noise part of :meth:`release_flat` at the flat counter positions ``flat`` (1-D
+        ints in range, unchecked): ``sum over the live levels + init noise``, added in the same
+        order as there. With ``exact_blocks=False`` a release is the caller's exact sum plus
+        this."""
+        init_noise = self._init_noise.reshape(-1).take(flat)
+        if flat.size * self.storage_levels <= _GATHER_ALL_LEVELS:
+            return self._noise_rows.T.take(flat, axis=0).sum(axis=-1) + init_noise
         live = self._live_levels()
-        exact = [row.take(flat) if live[j] else None for j, row in enumerate(self._exact_rows)]
         noise = [row.take(flat) if live[j] else None for j, row in enumerate(self._noise_rows)]
-        shape = flat.shape
-        return (sum_levels(exact, shape) + init_exact) + (sum_levels(noise, shape) + init_noise)
+        return sum_levels(noise, flat.shape) + init_noise
 
     def _live_levels(self) -> tuple[bool, ...]:
         """Per level, whether its blocks may be non-zero: in round mode after round t, the set
@@ -393,8 +426,9 @@ class TreeCounter:
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
     ) -> None:
         """Round mode: every counter closes block ``(t - 2^level, t]`` at ``level``."""
-        self._exact[level] = values + sum_levels(list(self._exact[:level]), values.shape)
-        self._exact[:level] = 0.0
+        if self.exact_blocks:
+            self._exact[level] = values + sum_levels(list(self._exact[:level]), values.shape)
+            self._exact[:level] = 0.0
         self._noise[level] = noise
         self._noise[:level] = 0.0
         self._noised[level] = noised
@@ -407,8 +441,9 @@ class TreeCounter:
         levels = np.arange(self.storage_levels).reshape(-1, *([1] * level.ndim))
         keep = (levels > level) | ~active  # levels above the new block, or no insert
         here = levels == level
-        merged = values + self._level_sum(np.where(levels < level, self._exact, 0.0))
-        np.copyto(self._exact, np.where(keep, self._exact, np.where(here, merged, 0.0)))
+        if self.exact_blocks:
+            merged = values + self._level_sum(np.where(levels < level, self._exact, 0.0))
+            np.copyto(self._exact, np.where(keep, self._exact, np.where(here, merged, 0.0)))
         np.copyto(self._noise, np.where(keep, self._noise, np.where(here, noise, 0.0)))
         np.copyto(self._noised, np.where(keep, self._noised, here))
 
