@@ -263,8 +263,9 @@ class GossipFedUCB(GossipUCB):
     blocks (odd t, round index) draws one Laplace per agent, for its pulled arm, and the other
     rounds one per (agent, arm) (results version 4; docs/privacy.md, "Binary-tree counter").
     The counters keep only the noise of their blocks (``exact_blocks=False``): a release is the
-    agent's own exact running sum S plus that noise (results version 5). The bonus is Eq. (12) (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its
-    privacy term read as ``ln max(n, dp_log_floor)``. The paper's ``ln n`` (``dp_log_floor=1``)
+    agent's own exact running sum S plus that noise (results version 5). The bonus is Eq. (12)
+    (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its privacy term read as
+    ``ln max(n, dp_log_floor)``. The paper's ``ln n`` (``dp_log_floor=1``)
     makes the privacy term zero at n = 1: an arm whose noisy initial estimate comes out far below
     zero then keeps an index below every other arm's and is never pulled again (a stranded arm).
     The default ``dp_log_floor=2`` keeps the term positive at n = 1, so every arm's index is

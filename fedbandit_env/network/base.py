@@ -126,8 +126,8 @@ class Channel(ABC):
 
     def _constant_charge(self, fill) -> Charge:
         """A read-only :class:`Charge` for steps whose charge is always the same (e.g. every
-        agent sends and nothing can drop): ``fill(charge)`` writes it once; the engine copies
-        a read-only charge before adding another channel's into it."""
+        agent sends and nothing can drop): ``fill(charge)`` writes it once; the engine sums a
+        read-only charge with another channel's into a new one (:meth:`Charge.plus`)."""
         charge = self._charge()
         fill(charge)
         charge.freeze()

@@ -390,28 +390,25 @@ class TreeCounter:
         one reduction; many positions read only the levels that can hold a block, the set bits
         of the round in round mode (every level in pull mode), one level at a time."""
         self._require_exact("release_flat")
-        init_exact = self._init_exact.reshape(-1).take(flat)
-        if flat.size * self.storage_levels <= _GATHER_ALL_LEVELS:
-            # (positions, levels) rows, C-ordered: numpy's sum over the last axis, as defined
-            exact = self._exact_rows.T.take(flat, axis=0).sum(axis=-1)
-        else:
-            live = self._live_levels()
-            rows = self._exact_rows
-            exact = [r.take(flat) if live[j] else None for j, r in enumerate(rows)]
-            exact = sum_levels(exact, flat.shape)
-        return (exact + init_exact) + self.noise_flat(flat)
+        exact = self._level_sum_at(self._exact_rows, flat)
+        return (exact + self._init_exact.reshape(-1).take(flat)) + self.noise_flat(flat)
 
     def noise_flat(self, flat: np.ndarray) -> np.ndarray:
         """The noise part of :meth:`release_flat` at the flat counter positions ``flat`` (1-D
         ints in range, unchecked): ``sum over the live levels + init noise``, added in the same
         order as there. With ``exact_blocks=False`` a release is the caller's exact sum plus
         this."""
-        init_noise = self._init_noise.reshape(-1).take(flat)
+        return self._level_sum_at(self._noise_rows, flat) + self._init_noise.reshape(-1).take(flat)
+
+    def _level_sum_at(self, rows: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """The sum over the levels of level-major ``rows`` at the flat positions ``flat``: few
+        positions gather every level at once ((positions, levels) rows, C-ordered: numpy's sum
+        over the last axis, as defined); many read only the live levels, one at a time."""
         if flat.size * self.storage_levels <= _GATHER_ALL_LEVELS:
-            return self._noise_rows.T.take(flat, axis=0).sum(axis=-1) + init_noise
+            return rows.T.take(flat, axis=0).sum(axis=-1)
         live = self._live_levels()
-        noise = [row.take(flat) if live[j] else None for j, row in enumerate(self._noise_rows)]
-        return sum_levels(noise, flat.shape) + init_noise
+        levels = [r.take(flat) if live[j] else None for j, r in enumerate(rows)]
+        return sum_levels(levels, flat.shape)
 
     def _live_levels(self) -> tuple[bool, ...]:
         """Per level, whether its blocks may be non-zero: in round mode after round t, the set
