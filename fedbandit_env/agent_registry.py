@@ -36,6 +36,10 @@ from fedbandit_env.errors import ConfigError, UnknownIdError
 ENTRY_POINT_GROUP = "fedbandit.agents"
 
 _AGENTS: dict[str, Callable[..., Any] | str] = {}
+_RESOLVED: dict[str, Any] = {}
+"""Unregistered ``module:attr`` ids that code or the command line of this process resolved
+(:func:`agent_class`): :func:`lookup_agent` finds them, so rows this process wrote can be read
+back; a file can never add one."""
 _loaded_entry_points = False
 
 LIBRARY_PREFIXES = {
@@ -97,13 +101,64 @@ def _resolve_dynamic(agent_id: str) -> Any:
     prefix, _, rest = agent_id.partition(":")
     if prefix in LIBRARY_PREFIXES:
         return _import(LIBRARY_PREFIXES[prefix])
+    if agent_id in _RESOLVED:
+        return _RESOLVED[agent_id]
     try:
-        return _import(agent_id)
+        target = _import(agent_id)
     except (ImportError, AttributeError) as err:
         raise UnknownIdError(
             f"agent id {agent_id!r} is not registered and cannot be imported as 'module:attr' "
             f"({type(err).__name__}: {err}); registered agents: {list_agents()}"
         ) from None
+    _RESOLVED[agent_id] = target
+    return target
+
+
+def lookup_agent(agent_id: Any) -> Any | None:
+    """The learner ``agent_id`` names in this process's registry, or None; for ids read from a
+    file (a results store, a reference or claims file). Never imports a module that the id
+    names: it finds built-in and entry-point learners, ids registered in code
+    (:func:`register_agent`), ``module:attr`` ids that this process's own code or command line
+    already resolved, and the library adapters (``mabwiser:``, ``smpybandits:``, whose policy
+    name is checked by the adapter against the library's own list when a learner is built).
+    Nothing is instantiated (docs/reliability.md, "Files are data")."""
+    if not isinstance(agent_id, str) or not agent_id:
+        return None
+    _discover()
+    if agent_id in _AGENTS:
+        try:
+            return agent_class(agent_id)
+        except (ImportError, AttributeError):  # a broken plug-in: not usable here
+            return None
+    if agent_id in _RESOLVED:
+        return _RESOLVED[agent_id]
+    prefix, sep, rest = agent_id.partition(":")
+    if sep and rest and prefix in LIBRARY_PREFIXES:
+        return _import(LIBRARY_PREFIXES[prefix])
+    return None
+
+
+def without_trust_flags(kwargs: Any) -> dict[str, Any]:
+    """Learner kwargs read from a file, with every trust flag dropped (``trust_model`` and any
+    other key starting with ``trust``): a file never marks itself or another file trusted, so a
+    stored ``"trust_model": true`` is ignored (docs/reliability.md, "Files are data")."""
+    return {k: v for k, v in dict(kwargs).items() if not str(k).startswith("trust")}
+
+
+def class_version(agent_id: str) -> tuple[int, str] | None:
+    """(results version, results note) of a registered learner, read from its class attributes
+    without building it: ``version`` (default 1) and ``results_note`` (the library adapters
+    compute theirs with ``class_results_note()``). None when the id is not registered here or
+    its entry is a factory without a ``version`` attribute (only an instance would tell)."""
+    target = lookup_agent(agent_id)
+    if target is None:
+        return None
+    version = getattr(target, "version", None if not isinstance(target, type) else 1)
+    if isinstance(version, bool) or not isinstance(version, int):
+        return None
+    note_of = getattr(target, "class_results_note", None)
+    note = note_of() if callable(note_of) else getattr(target, "results_note", "")
+    return version, note if isinstance(note, str) else ""
 
 
 def is_known(agent_id: str) -> bool:

@@ -301,14 +301,7 @@ class Engine:
             talking = live & ~pulling
         self.streak += 1
         self.streak *= talking  # communication steps in a row: 0 where the run pulled (or ended)
-        if self.streak.max() > self.max_communication_steps:
-            b = int(np.argmax(self.streak > self.max_communication_steps))
-            run = f"run {b}: " if self.num_runs > 1 else ""
-            raise CommunicationError(
-                f"step: {run}more than max_communication_steps={self.max_communication_steps} "
-                "communication steps in a row without a pull; the learner must pull (pull=True) "
-                "or the environment be made with a larger max_communication_steps"
-            )
+        self._check_streak(self.streak)
         arms = self._check_arms(arms)
         sends = self._check_messages(messages or {})
         if live is not None and not live.all():  # finished runs send nothing
@@ -344,6 +337,40 @@ class Engine:
         )
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
         return obs, rewards, info
+
+    def _check_streak(self, streak: np.ndarray) -> None:
+        """Refuse a step that makes a run's communication streak longer than allowed."""
+        if streak.max() > self.max_communication_steps:
+            b = int(np.argmax(streak > self.max_communication_steps))
+            run = f"run {b}: " if self.num_runs > 1 else ""
+            raise CommunicationError(
+                f"step: {run}more than max_communication_steps={self.max_communication_steps} "
+                "communication steps in a row without a pull; the learner must pull (pull=True) "
+                "or the environment be made with a larger max_communication_steps"
+            )
+
+    def check_step(
+        self, arms: Any, messages: Messages | None = None, pull: Any = None
+    ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+        """Every check :meth:`step` makes, without stepping: raises what ``step`` would raise
+        (before reset, after the last pull, a bad pull flag, a too-long communication streak, a
+        bad arm or message) and changes nothing. Returns the checked messages, the runs that
+        would pull and the runs still live (not finished), each (B,) bool; a wrapper that acts
+        on the messages before the step (privacy) calls it first, so that a refused step
+        touches nothing."""
+        if self.step_count < 0:
+            raise HorizonError("step: the environment must be reset() before the first step")
+        live = self.pulls < self.horizon
+        if not live.any():
+            raise HorizonError(
+                f"step: horizon exceeded: the episode ended after {self.horizon} pulls; "
+                "call reset() to start a new one"
+            )
+        pulling = self._check_pull(pull) & live
+        self._check_streak((self.streak + 1) * (live & ~pulling))
+        self._check_arms(arms)
+        sends = self._check_messages(messages or {})
+        return sends, pulling, live
 
     def _check_pull(self, pull: Any) -> np.ndarray:
         """The pull flag as bool (B,): None/True/False/0/1 for every run, or one per run."""

@@ -40,6 +40,11 @@ class StoreError(FedBanditError):
     """A results-store path is not a usable store (docs/reliability.md, "Store files")."""
 
 
+class StoreWriteError(StoreError):
+    """Writing a results store failed (a full disk, a file-size limit, a damaged file): the
+    transaction was rolled back and nothing of it was written; the message names the store."""
+
+
 class StoreConflictError(StoreError):
     """A run is already in the store with different numbers (docs/reliability.md, "Concurrent
     writers"): results never change silently."""

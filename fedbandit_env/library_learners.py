@@ -58,6 +58,11 @@ def _library_version(name: str) -> str:
 class MABWiserLearner(PerAgentLearner):
     """One MABWiser ``MAB`` per agent (module doc)."""
 
+    @classmethod
+    def class_results_note(cls) -> str:
+        """The results note of every MABWiser learner: the library's version."""
+        return f"mabwiser {_library_version('mabwiser')}"
+
     def __init__(self, policy: str, init_each_arm: bool = True, **kwargs: Any):
         self.agent_id = f"mabwiser:{policy}"  # type: ignore[misc]
         mab = _require("mabwiser.mab", "mabwiser", self.agent_id)
@@ -79,7 +84,7 @@ class MABWiserLearner(PerAgentLearner):
             ) from None
         self._mab = mab
         self.init_each_arm = bool(init_each_arm)
-        self.results_note = f"mabwiser {_library_version('mabwiser')}"
+        self.results_note = self.class_results_note()
 
     def reset(self, agent: str, facts: FederationFacts, rng: np.random.Generator) -> None:
         require_family(self.agent_id, facts, MULTI_ARMED)
@@ -103,6 +108,11 @@ class MABWiserLearner(PerAgentLearner):
 class SMPyBanditsLearner(PerAgentLearner):
     """One SMPyBandits policy per agent (module doc)."""
 
+    @classmethod
+    def class_results_note(cls) -> str:
+        """The results note of every SMPyBandits learner: the library's version."""
+        return f"SMPyBandits {_library_version('SMPyBandits')}"
+
     def __init__(self, policy: str, **kwargs: Any):
         self.agent_id = f"smpybandits:{policy}"  # type: ignore[misc]
         policies = _require("SMPyBandits.Policies", "smpybandits", self.agent_id)
@@ -120,7 +130,7 @@ class SMPyBanditsLearner(PerAgentLearner):
             pass
         self._cls = cls
         self.kwargs = kwargs
-        self.results_note = f"SMPyBandits {_library_version('SMPyBandits')}"
+        self.results_note = self.class_results_note()
 
     def _call(self, method: Any, *args: Any) -> Any:
         """Call into SMPyBandits with this agent's own global-RNG state swapped in (module doc):

@@ -39,7 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_env.agent_registry import agent_class, is_known, list_agents, make_agent
+from fedbandit_env.agent_registry import (
+    agent_class,
+    is_known,
+    list_agents,
+    lookup_agent,
+    make_agent,
+    without_trust_flags,
+)
 from fedbandit_env.bench.evaluate import declared_epsilon
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.privacy import AuditResult, audit_samples
@@ -672,7 +679,12 @@ def leaderboard_audits(
     for row in rows:
         if row.label in marks or row.epsilon is None or math.isinf(row.epsilon):
             continue
-        kwargs = json.loads(row.config).get("agent_kwargs", {}) or {}
+        if lookup_agent(row.agent_id) is None:  # a file's id is looked up, never imported
+            note(f"leaderboard: {row.label} not audited: learner {row.agent_id!r} is not "
+                 "registered here")
+            marks[row.label] = None
+            continue
+        kwargs = without_trust_flags(json.loads(row.config).get("agent_kwargs", {}) or {})
         try:
             audit = audit_learner(row.agent_id, kwargs, trials=trials, seed=seed)
         except (ConfigError, UnknownIdError) as err:

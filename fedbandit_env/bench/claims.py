@@ -20,11 +20,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from fedbandit_env.bench import datafiles
+from fedbandit_env.bench.datafiles import FileFormatError
 
 VERDICTS = ("reproduced", "not reproduced", "not testable")
 SOURCES = ("paper", "spec", "project")
@@ -304,11 +307,47 @@ def write_claims(
     tmp.replace(path)
 
 
+class ClaimsFileError(FileFormatError):
+    """A claims file is not what a reproduction writes (the message names the file, the row
+    and the field)."""
+
+
+_CLAIM_FIELDS = {f.name for f in fields(Claim)}
+_CLAIM_REQUIRED = {f.name for f in fields(Claim) if f.default is MISSING}
+
+
 def read_claims(path: str | Path) -> tuple[dict[str, Any], list[Claim]]:
-    data = json.loads(Path(path).read_text())
-    if not isinstance(data, dict) or "claims" not in data:
-        raise ValueError(f"{path}: not a claims file (expected an object with a 'claims' list)")
-    return data.get("meta", {}), [Claim(**row) for row in data["claims"]]
+    """A claims file, read as data (:mod:`fedbandit_env.bench.datafiles`): UTF-8, bounded depth
+    and numbers, every row checked; an error names the file, the row and the field."""
+    text = datafiles.read_text(path, "claims", ClaimsFileError, limit=1 << 26)
+    data = datafiles.parse_json(text, f"claims: {path}", error=ClaimsFileError)
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ClaimsFileError(
+            f"claims: {path}: not a claims file (expected an object with a 'claims' list)"
+        )
+    meta = data.get("meta", {})
+    datafiles.expect_object(meta, f"claims: {path}: meta", ClaimsFileError)
+    rows = []
+    for i, row in enumerate(data["claims"]):
+        where = f"claims: {path}: claim {i}"
+        datafiles.expect_object(row, where, ClaimsFileError)
+        unknown = sorted(set(row) - _CLAIM_FIELDS)
+        missing = sorted(_CLAIM_REQUIRED - set(row))
+        if unknown or missing:
+            raise ClaimsFileError(
+                f"{where}: expected the fields {sorted(_CLAIM_FIELDS)}; "
+                + (f"unknown {unknown}" if unknown else f"missing {missing}")
+            )
+        for name in ("paper", "figure", "claim", "source", "verdict", "tolerance", "reason",
+                     "provenance", "note"):  # fmt: skip
+            if name in row:
+                datafiles.expect_str(row[name], f"{where}: {name}", ClaimsFileError, 1 << 16)
+        datafiles.expect_object(row["scale"], f"{where}: scale", ClaimsFileError)
+        try:
+            rows.append(Claim(**row))
+        except ValueError as err:
+            raise ClaimsFileError(f"{where}: {err}") from None
+    return meta, rows
 
 
 def _fmt(value: Any) -> str:

@@ -41,7 +41,7 @@ from fedbandit_env.bench.suites import (
     estimated_seconds,
     get_suite,
 )
-from fedbandit_env.errors import FedBanditError, StoreConflictError
+from fedbandit_env.errors import FedBanditError, StoreConflictError, StoreWriteError
 from fedbandit_env.registration import list_envs, spec
 
 DEFAULT_STORE = "fedbandit_results.sqlite"
@@ -237,7 +237,7 @@ def cmd_reference(args) -> None:
         note=(lambda _msg: None) if args.quiet else _note,
     )
     for name in report.skipped:
-        _note(f"reference check: skipped {name}: its learner or environment is not installed")
+        _note(f"reference check: skipped {name}")
     if not report.checked:
         raise FedBanditError(f"reference check: no cell of {reference.path} could be re-run here")
     if report.differences:
@@ -279,8 +279,9 @@ def cmd_reproduce_page(extra: list[str]) -> None:
     page.add_argument(
         "--readme",
         type=Path,
-        default=README if README.exists() else None,
-        help="README whose reproductions summary block is refreshed (default: %(default)s)",
+        default=None,
+        help="also refresh the reproductions summary block of this README (default: none; "
+        "the page writes --out and nothing else)",
     )
     opts = page.parse_args(extra)
     files = _claims_files(opts.claims_dir)
@@ -759,7 +760,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.debug:
             raise
         what = "error"
-        if isinstance(err, StoreConflictError):
+        if isinstance(err, StoreConflictError | StoreWriteError):
             status = 1
         elif isinstance(err, FedBanditError):
             status = 2

@@ -111,6 +111,39 @@ def require_executor(executor: str) -> None:
             )
 
 
+LOOPBACK = "127.0.0.1"
+_RAY_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def start_local_ray(n_jobs: int) -> None:
+    """Start a Ray instance on this machine only: bound to the loopback address, with no
+    dashboard, so that no other machine can reach it (a Ray head on an outside interface
+    accepts jobs from the network). Joining a real cluster goes through ``--ray-address``
+    (docs/bench.md, "Executors")."""
+    import ray
+    from ray._private import ray_constants
+
+    # Ray turns a loopback node address into the host's outside address unless it runs as a
+    # single-machine instance (its RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER switch, read once at import,
+    # off by default on Windows and macOS only): set it off for this start and its processes.
+    saved = ray_constants.ENABLE_RAY_CLUSTER, os.environ.get(_RAY_CLUSTER_SWITCH)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ[_RAY_CLUSTER_SWITCH] = "0"
+    try:
+        ray.init(
+            num_cpus=n_jobs,
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address=LOOPBACK,
+        )
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved[0]
+        if saved[1] is None:
+            os.environ.pop(_RAY_CLUSTER_SWITCH, None)
+        else:
+            os.environ[_RAY_CLUSTER_SWITCH] = saved[1]
+
+
 def execute(
     units: Iterable[WorkUnit],
     executor: str = "serial",
@@ -134,7 +167,7 @@ def execute(
             if ray_address:
                 ray.init(address=ray_address, log_to_driver=False)
             else:
-                ray.init(num_cpus=n_jobs, include_dashboard=False, log_to_driver=False)
+                start_local_ray(n_jobs)
         remote = ray.remote(run_unit)
         pending = [remote.remote(u) for u in units]
         while pending:

@@ -57,12 +57,12 @@ def learner_kind(agent_id: str) -> str:
     ``agents``), "baseline" (package ``baselines``) or "other" (library, plug-in, unknown)."""
     if agent_id.startswith("centralized_"):
         return "oracle"
-    try:
-        from fedbandit_env.agent_registry import agent_class
+    from fedbandit_env.agent_registry import lookup_agent
 
-        module = getattr(agent_class(agent_id), "__module__", "") or ""
-    except Exception:  # not installed here: its kind is unknown
+    found = lookup_agent(agent_id)  # a file's id is looked up, never imported
+    if found is None:  # not registered here: its kind is unknown
         return "other"
+    module = getattr(found, "__module__", "") or ""
     root = module.split(".")[0]
     return {"agents": "reference", "baselines": "baseline"}.get(root, "other")
 

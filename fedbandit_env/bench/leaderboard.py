@@ -247,28 +247,24 @@ def format_paired(entry: Entry, minus: str = "−", none: str = "—") -> str:
     return f"{text} {p.verdict}" if p.verdict else text
 
 
-def _current_version(row: Row) -> str | None:
-    """The results version the row's learner would get now (None if it cannot be built here)."""
-    from fedbandit_env.bench.versions import current_results_version
-
-    config = json.loads(row.config)
-    try:
-        return current_results_version(row.env_id, row.agent_id, config["agent_kwargs"])
-    except Exception:  # an uninstalled plug-in or environment: its version is unknown here
-        return None
-
-
 def current_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[Row]:
-    """The rows whose results version is their learner's current one (rows whose learner
-    cannot be built here are kept: their version cannot be judged). Stale rows are left out
-    and ``note`` says how many, of which cells, and what to do."""
-    current: dict[tuple[str, str, str], str | None] = {}
-    kept, stale = [], []
+    """The rows whose results version is their learner's current one. Stale rows are left out
+    and ``note`` says how many, of which cells, and what to do. Rows whose learner or
+    environment is not registered in this process are kept under their stored label, with a
+    note: their version cannot be judged here. Ids are looked up, never imported, and no
+    learner is built (files are data: :func:`~fedbandit_env.bench.versions.
+    registered_results_version`)."""
+    from fedbandit_env.bench.versions import registered_results_version
+
+    current: dict[tuple[str, str], str | None] = {}
+    kept, stale, unknown = [], [], set()
     for row in rows:
-        key = (row.env_id, row.agent_id, row.config)
+        key = (row.env_id, row.agent_id)
         if key not in current:
-            current[key] = _current_version(row)
+            current[key] = registered_results_version(row.env_id, row.agent_id)
         want = current[key]
+        if want is None:
+            unknown.add(row.label)
         (kept if want is None or row.results_version == want else stale).append(row)
     if stale:
         labels = sorted({r.label for r in stale})
@@ -277,6 +273,12 @@ def current_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[R
             f"leaderboard: {len(stale)} stale row(s) of {', '.join(labels)} left out: their "
             f"results version ({'; '.join(versions)}) is not the current one; re-run the "
             "suite to replace them (docs/bench.md, results versions)"
+        )
+    if unknown:
+        note(
+            f"leaderboard: {', '.join(sorted(unknown))}: learner or environment not registered "
+            "here (or its version is known only to an instance); shown by the stored label, "
+            "results version not checked"
         )
     return kept
 

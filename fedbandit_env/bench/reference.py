@@ -32,16 +32,23 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_env.agent_registry import agent_entry, is_known
+from fedbandit_env.agent_registry import agent_entry, lookup_agent, without_trust_flags
+from fedbandit_env.bench import datafiles
 from fedbandit_env.bench.store import ResultsStore, Row
 from fedbandit_env.bench.suites import Cell, get_suite
-from fedbandit_env.bench.versions import current_results_version, package_version
+from fedbandit_env.bench.versions import (
+    current_results_version,
+    package_version,
+    registered_results_version,
+)
 from fedbandit_env.errors import FedBanditError
 from fedbandit_env.registration import list_envs
 
 FORMAT = "fedbandit-reference"
 FORMAT_VERSION = 1
 REFERENCE_PATH = Path(__file__).resolve().parent / "reference" / "reference.json"
+MAX_FILE_BYTES = 1 << 28
+"""Largest reference file read (256 MiB; the shipped one is under 1 MiB)."""
 CURVE_POINTS = 16
 """Checkpoints kept per regret curve: evenly spaced indices into the store's log-spaced
 checkpoints (which always end at the horizon)."""
@@ -292,100 +299,85 @@ def _bad(path: Path, where: str, what: str) -> ReferenceError:
     )
 
 
+def _error(message: str) -> ReferenceError:
+    return ReferenceError(f"reference: {message}")
+
+
 def _config_hash(config: dict[str, Any]) -> str:
     text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _finite_numbers(values: list, integer: bool = False) -> bool:
-    kinds = (int,) if integer else (int, float)
-    return all(
-        isinstance(v, kinds) and not isinstance(v, bool) and math.isfinite(v) for v in values
-    )
-
-
 def _validate_cell(path: Path, i: int, cell: Any) -> dict[str, Any]:
-    where = f"cell {i}"
-    if not isinstance(cell, dict):
-        raise _bad(path, where, f"expected a JSON object, got {type(cell).__name__}")
-    where = f"cell {i} ({cell.get('label', '?')!s})"
+    """One cell record, field by field (:mod:`fedbandit_env.bench.datafiles`): every error
+    names the file, the cell and the field."""
+    where = f"{path}: cell {i}"
+    datafiles.expect_object(cell, where, _error)
+    label = cell.get("label")
+    where = f"{path}: cell {i} ({str(label)[:80] if isinstance(label, str) else '?'})"
     for key, kind in _CELL_KEYS.items():
         if key not in cell:
-            raise _bad(path, where, f"missing field {key!r}")
+            raise _bad(path, where.removeprefix(f"{path}: "), f"missing field {key!r}")
         if not isinstance(cell[key], kind):
-            raise _bad(path, where, f"field {key!r}: expected a JSON {kind.__name__}")
-    config = cell["config"]
-    for key, kind in (
-        ("env_id", str),
-        ("agent_id", str),
-        ("env_kwargs", dict),
-        ("agent_kwargs", dict),
-    ):
-        if not isinstance(config.get(key), kind):
-            raise _bad(path, where, f"config.{key}: expected a JSON {kind.__name__}")
-    horizon = config["env_kwargs"].get("horizon")
-    if not isinstance(horizon, int) or horizon < 1:
-        raise _bad(path, where, "config.env_kwargs.horizon: expected a positive integer")
+            raise _error(f"{where}: {key}: expected a JSON {kind.__name__}")
+    for key in ("suite", "label", "cell_hash", "results_version"):
+        datafiles.expect_str(cell[key], f"{where}: {key}", _error)
+    config = datafiles.check_config(cell["config"], f"{where}: config", _error)
+    horizon = datafiles.expect_int(
+        config["env_kwargs"].get("horizon"), f"{where}: config.env_kwargs.horizon", _error, low=1
+    )
     if _config_hash(config) != cell["cell_hash"]:
-        raise _bad(path, where, "cell_hash does not match its config (the file was edited)")
+        raise _bad(path, where.removeprefix(f"{path}: "),
+                   "cell_hash does not match its config (the file was edited)")  # fmt: skip
     epsilon = cell.get("epsilon")
-    if not (epsilon is None or epsilon == "inf" or _finite_numbers([epsilon])):
-        raise _bad(path, where, f'epsilon: expected a number, "inf" or null, got {epsilon!r}')
-    seeds, steps = cell["seeds"], cell["steps"]
-    if not seeds or not _finite_numbers(seeds, integer=True) or len(set(seeds)) != len(seeds):
-        raise _bad(path, where, "seeds: expected distinct integers")
-    if not steps or not _finite_numbers(steps, integer=True) or steps != sorted(set(steps)):
-        raise _bad(path, where, "steps: expected increasing integers")
-    if steps[-1] != horizon:
-        raise _bad(path, where, f"steps: expected the last checkpoint to be the horizon {horizon}")
+    if not (epsilon is None or epsilon == "inf"):
+        datafiles.expect_float(epsilon, f'{where}: epsilon (a number, "inf" or null)', _error)
+    seeds = datafiles.expect_numbers(cell["seeds"], f"{where}: seeds", _error, integer=True)
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise _error(f"{where}: seeds: expected distinct integers >= 0")
+    steps = datafiles.check_steps(cell["steps"], f"{where}: steps", horizon, _error)
     for key in _PER_RUN:
         if len(cell[key]) != len(seeds):
-            raise _bad(path, where, f"{key}: expected one value per seed ({len(seeds)})")
+            raise _error(f"{where}: {key}: expected one value per seed ({len(seeds)})")
     for key in ("messages", "floats"):
-        if not _finite_numbers(cell[key], integer=True):
-            raise _bad(path, where, f"{key}: expected integers")
+        datafiles.expect_numbers(cell[key], f"{where}: {key}", _error, integer=True)
+        if min(cell[key]) < 0:
+            raise _error(f"{where}: {key}: expected integers >= 0")
     for key in ("final_regret_per_agent", "final_regret_network", "cost"):
-        if not _finite_numbers(cell[key]):
-            raise _bad(path, where, f"{key}: expected finite numbers")
-    for curve in cell["curves"]:
-        if not isinstance(curve, list) or len(curve) != len(steps) or not _finite_numbers(curve):
-            raise _bad(path, where, f"curves: expected {len(steps)} finite numbers per seed")
+        datafiles.expect_numbers(cell[key], f"{where}: {key}", _error)
+    for r, curve in enumerate(cell["curves"]):
+        datafiles.expect_numbers(curve, f"{where}: curves[{r}]", _error, length=len(steps))
     return cell
 
 
 def load_reference(path: str | Path | None = None, check_version: bool = True) -> Reference:
-    """Read and validate a reference file (JSON only). A missing or malformed file, another
-    format or format version, and (with ``check_version``) a file built by another package
-    version are a :class:`ReferenceError` naming the file and the problem."""
+    """Read and validate a reference file as data (:mod:`fedbandit_env.bench.datafiles`:
+    UTF-8, bounded lines, depth and numbers; every field checked). A missing or malformed file,
+    another format or format version, and (with ``check_version``) a file built by another
+    package version are a :class:`ReferenceError` naming the file, the cell and the field."""
     path = Path(REFERENCE_PATH if path is None else path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise ReferenceError(
             f"reference: {path} does not exist; build it with `fedbandit reference build`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ReferenceError(f"reference: {path} is not a readable text file ({err})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ReferenceError(f"reference: {path} is not JSON ({err})") from None
+        )
+    text = datafiles.read_text(path, "reference", _error, limit=MAX_FILE_BYTES)
+    data = datafiles.parse_json(text, str(path), error=_error)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ReferenceError(
             f'reference: {path} is not a fedbandit reference file (expected "format": "{FORMAT}")'
         )
     if data.get("format_version") != FORMAT_VERSION:
         raise ReferenceError(
-            f"reference: {path} has format version {data.get('format_version')!r}, this "
-            f"fedbandit reads version {FORMAT_VERSION}; rebuild it with `fedbandit reference "
-            "build` or use the fedbandit that wrote it"
+            f"reference: {path} has format version {str(data.get('format_version'))[:40]!r}, "
+            f"this fedbandit reads version {FORMAT_VERSION}; rebuild it with `fedbandit "
+            "reference build` or use the fedbandit that wrote it"
         )
     version = data.get("package_version")
     if not isinstance(version, str):
         raise _bad(path, "header", "package_version: expected a string")
     if check_version and version != package_version():
         raise ReferenceError(
-            f"reference: {path} was built by fedbandit {version} and this is fedbandit "
+            f"reference: {path} was built by fedbandit {version[:40]} and this is fedbandit "
             f"{package_version()}: its rows are of another results version and are never "
             "ranked with this version's rows; rebuild it with `fedbandit reference build "
             "--out PATH` (docs/bench.md, reference results)"
@@ -406,25 +398,19 @@ def load_reference(path: str | Path | None = None, check_version: bool = True) -
 def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[Row]:
     """The reference rows whose results version is the current code's; the others are left
     out (never pooled) and ``note`` names them. Rows whose learner or environment is not
-    installed here are left out too (their version cannot be judged)."""
-    envs = set(list_envs())
+    registered here are left out too (their version cannot be judged). Ids are looked up in
+    this process's registries, never imported, and no learner is built
+    (:func:`~fedbandit_env.bench.versions.registered_results_version`)."""
     kept, stale, unknown = [], defaultdict(list), set()
-    versions: dict[tuple[str, str, str], str | None] = {}
-    known: dict[str, bool] = {}
+    versions: dict[tuple[str, str], str | None] = {}
     for row in rows:
-        if row.agent_id not in known:
-            known[row.agent_id] = is_known(row.agent_id)
-        if row.env_id not in envs or not known[row.agent_id]:
-            unknown.add(row.label)
-            continue
-        key = (row.env_id, row.agent_id, row.config)
+        key = (row.env_id, row.agent_id)
         if key not in versions:
-            try:
-                kwargs = json.loads(row.config)["agent_kwargs"]
-                versions[key] = current_results_version(row.env_id, row.agent_id, kwargs)
-            except Exception:
-                versions[key] = None
-        if versions[key] == row.results_version:
+            versions[key] = registered_results_version(row.env_id, row.agent_id)
+        want = versions[key]
+        if want is None and not _runnable(row.env_id, row.agent_id):
+            unknown.add(row.label)
+        elif want is None or want == row.results_version:
             kept.append(row)
         else:
             stale[row.label].append(row)
@@ -441,9 +427,14 @@ def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print)
     if unknown:
         note(
             f"reference: rows of {', '.join(sorted(unknown))} left out: their learner or "
-            "environment is not installed here"
+            "environment is not registered here"
         )
     return kept
+
+
+def _runnable(env_id: str, agent_id: str) -> bool:
+    """Whether both ids are registered in this process (looked up, never imported)."""
+    return env_id in set(list_envs()) and lookup_agent(agent_id) is not None
 
 
 def merge_rows(store_rows: list[Row], reference_rows: list[Row]) -> list[Row]:
@@ -471,7 +462,7 @@ def rows_of_cells(rows: list[Row], cells: Iterable[Cell]) -> list[Row]:
 @dataclass(frozen=True)
 class CheckReport:
     checked: list[str]  # "label (suite, cell hash)" of each re-run cell
-    skipped: list[str]  # cells whose learner or environment is not installed here
+    skipped: list[str]  # "name: reason" of cells not re-run (an id not registered here, ...)
     differences: list[str]  # one line per differing (cell, seed, field)
 
 
@@ -517,7 +508,6 @@ def check_reference(
     seeds (all by default), and compare every number with the reference, bit for bit."""
     from fedbandit_env.bench.executors import WorkUnit, run_unit
 
-    envs = set(list_envs())
     candidates, skipped = [], []
     for cell in reference.cells:
         config = cell["config"]
@@ -526,8 +516,11 @@ def check_reference(
             continue
         if max_horizon is not None and config["env_kwargs"]["horizon"] > max_horizon:
             continue
-        if config["env_id"] not in envs or not is_known(config["agent_id"]):
-            skipped.append(name)
+        if not _runnable(config["env_id"], config["agent_id"]):  # never imported or run
+            skipped.append(f"{name}: its learner or environment is not registered here")
+            continue
+        if without_trust_flags(config["agent_kwargs"]) != config["agent_kwargs"]:
+            skipped.append(f"{name}: its agent_kwargs carry a trust flag, which a file cannot set")
             continue
         candidates.append((name, cell))
     if sample is not None and sample < len(candidates):

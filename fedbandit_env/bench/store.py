@@ -45,9 +45,10 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.bench.datafiles import check_store_row
 from fedbandit_env.bench.evaluate import EvalResult
 from fedbandit_env.bench.suites import Cell
-from fedbandit_env.errors import StoreConflictError, StoreError
+from fedbandit_env.errors import StoreConflictError, StoreError, StoreWriteError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -275,16 +276,15 @@ def _file_state(path: Path) -> tuple:
     return st.st_ino, st.st_size, st.st_mtime_ns, Path(f"{path}-wal").exists()
 
 
-def _connect(
-    path: Path, read_only: bool, immutable: bool = True
-) -> tuple[sqlite3.Connection, tuple | None]:
+def _connect(path: Path, read_only: bool) -> tuple[sqlite3.Connection, tuple | None]:
     """A writer: autocommit (transactions are explicit ``BEGIN IMMEDIATE``), a long busy
     timeout (WAL mode and full sync are set once the file is known to be a store).
 
     A reader: ``mode=ro``, and ``immutable=1`` when the store is in WAL format without a
     ``-wal`` file (no writer is active), so that nothing is created beside it (a ``mode=ro``
-    connection to a WAL store creates ``-wal`` and ``-shm`` and cannot remove them). Returns the
-    connection and, for an immutable one, the file's state at opening (see
+    connection to a WAL store creates ``-wal`` and ``-shm`` and cannot remove them); with a
+    ``-wal`` file (a writer is active, or was killed) the files it needs are already there.
+    Returns the connection and, for an immutable one, the file's state at opening (see
     :meth:`ResultsStore._query`)."""
     state = None
     try:
@@ -292,7 +292,7 @@ def _connect(
             uri = f"{path.absolute().as_uri()}?mode=ro"
             with open(path, "rb") as f:
                 wal_format = f.read(20)[18:19] == b"\x02"
-            if immutable and wal_format:
+            if wal_format:
                 state = _file_state(path)
                 if state[-1]:  # a -wal file: a writer is active, or was killed
                     state = None
@@ -497,21 +497,33 @@ class ResultsStore:
         self._conn.close()
 
     def _query(self, sql: str, params: tuple | list = ()) -> list[tuple]:
-        """The rows of a read query. A reader that opened an idle store as immutable checks that
-        no writer has touched the file since it opened (a writer may start at any time); if
-        one has, it reopens the store as an ordinary read-only connection and reads again."""
-        if self._immutable_state is not None:
-            rows = None
+        """The rows of a read query; any SQLite error is a :class:`StoreError` naming the store.
+
+        A reader that opened an idle store as immutable checks that no writer has touched the
+        file since it opened (a writer may start at any time); if one has, it reopens the store
+        by the same rule (:func:`_connect`) and reads again. A query that fails on a file no
+        writer touched is a damaged store: an error, never a second connection that could
+        create files beside it."""
+        try:
+            if self._immutable_state is None:
+                return self._conn.execute(sql, params).fetchall()
+            failure = None
             if _file_state(self._file) == self._immutable_state:
                 try:
                     rows = self._conn.execute(sql, params).fetchall()
-                except sqlite3.DatabaseError:
-                    rows = None
-            if rows is not None and _file_state(self._file) == self._immutable_state:
-                return rows
+                except sqlite3.DatabaseError as err:  # damaged, or torn by a writer since
+                    failure = err
+                if _file_state(self._file) == self._immutable_state:
+                    if failure is not None:
+                        raise failure
+                    return rows
             self._conn.close()
-            self._conn, self._immutable_state = _connect(self._file, True, immutable=False)
-        return self._conn.execute(sql, params).fetchall()
+            self._conn, self._immutable_state = _connect(self._file, True)
+            return self._query(sql, params)
+        except sqlite3.Error as err:
+            raise StoreError(f"store: {self.path} is not a readable SQLite database ({err})") from None
+        except OSError as err:
+            raise StoreError(f"store: {self.path} is not readable ({err.strerror})") from None
 
     def done_seeds(self, cell_hash: str, results_version: str | None = None) -> set[int]:
         """Seeds of the cell already stored (of ``results_version`` only, when given)."""
@@ -529,7 +541,10 @@ class ResultsStore:
         (waiting up to the busy timeout for another writer), commits, or rolls back on error."""
         if self.read_only:
             raise StoreError(f"store: {self.path} was opened read-only")
-        return _immediate(self._conn, fn)
+        try:
+            return _immediate(self._conn, fn)
+        except sqlite3.Error as err:  # disk full, a file-size limit, a damaged file
+            raise StoreWriteError(f"store: {self.path}: cannot write to it ({err})") from None
 
     def append(self, rows: Iterable[dict[str, Any]]) -> int:
         """Insert rows in one transaction (all or none); returns how many were new.
@@ -613,8 +628,17 @@ class ResultsStore:
 
     def rows(self) -> list[Row]:
         """Every stored row."""
-        rows = self._query(f"SELECT {', '.join(COLUMNS)} FROM runs ORDER BY env_key, label, cell_hash, results_version, seed")
-        return [Row(*r) for r in rows]
+        rows = self._query(
+            f"SELECT {', '.join(COLUMNS)} FROM runs "
+            "ORDER BY env_key, label, cell_hash, results_version, seed"
+        )
+        return [self._row(r) for r in rows]
+
+    def _row(self, values: tuple) -> Row:
+        """A stored row, checked to be what the store writes (files are data: a row edited by
+        hand or damaged is an error naming the store, the row and the column)."""
+        check_store_row(dict(zip(COLUMNS, values, strict=True)), f"store: {self.path}", StoreError)
+        return Row(*values)
 
     def rows_for(self, cells: Iterable[Cell]) -> list[Row]:
         """The stored rows of ``cells`` (a suite's cells): each cell's (hash, seed) pairs,
@@ -629,7 +653,7 @@ class ResultsStore:
                 f"WHERE cell_hash IN ({', '.join('?' for _ in part)})"
             )
             for r in self._query(sql, part):
-                row = Row(*r)
+                row = self._row(r)
                 cell = wanted[row.cell_hash]
                 if cell.seed <= row.seed < cell.seed + cell.runs:
                     out.append(dataclasses.replace(row, label=cell.name))

@@ -25,18 +25,40 @@ def package_version() -> str:
 
 def results_version(env_id: str, agent_id: str, policy: Any) -> str:
     """The results version of ``policy`` (a built learner, labelled ``agent_id``) on ``env_id``."""
-    env_version = spec(env_id).version
-    learner_version = int(getattr(policy, "version", 1))
-    note = getattr(policy, "results_note", "")
+    version = int(getattr(policy, "version", 1))
+    return _format(env_id, spec(env_id).version, agent_id, version, getattr(policy, "results_note", ""))
+
+
+def _format(env_id: str, env_version: int, agent_id: str, version: int, note: str) -> str:
     return (
         f"fedbandit {package_version()} / env {env_id} v{env_version} / "
-        f"learner {agent_id} v{learner_version}" + (f" ({note})" if note else "")
+        f"learner {agent_id} v{version}" + (f" ({note})" if note else "")
     )
+
+
+def registered_results_version(env_id: str, agent_id: str) -> str | None:
+    """The results version rows of (``env_id``, ``agent_id``) get now, from the registries alone:
+    the environment's registered version and the learner's class attributes
+    (:func:`fedbandit_env.agent_registry.class_version`). Nothing is built or imported, so it is
+    safe on ids read from a file; None when either id is not registered in this process (or the
+    learner is a factory without a ``version`` attribute)."""
+    from fedbandit_env.agent_registry import class_version
+    from fedbandit_env.errors import UnknownIdError
+
+    try:
+        env_version = spec(env_id).version
+    except (UnknownIdError, TypeError):
+        return None
+    learner = class_version(agent_id)
+    if learner is None:
+        return None
+    return _format(env_id, env_version, agent_id, *learner)
 
 
 def current_results_version(env_id: str, agent_id: str, agent_kwargs: dict[str, Any]) -> str:
     """The results version a run of (env, learner id, kwargs) would get now (builds the
-    learner to read its ``version``)."""
+    learner to read its ``version``; for cells defined in code, never for ids read from a file:
+    those use :func:`registered_results_version`)."""
     from fedbandit_env.agent_registry import make_agent
 
     return results_version(env_id, agent_id, make_agent(agent_id, **dict(agent_kwargs)))

@@ -273,7 +273,7 @@ class TreeCounter:
         expected = self._t + 1
         if isinstance(t, bool) or not isinstance(t, int | np.integer) or t != expected:
             raise PrivacyError("t", f"the next round {expected}", t)
-        if t > self.horizon:
+        if t > self.horizon and self.tree_index == "round":  # "pull": the counts are capped
             raise PrivacyError("t", f"a round <= horizon {self.horizon}", t)
 
     def insert(self, t: int, values: np.ndarray, pulled: np.ndarray | None = None) -> None:

@@ -19,8 +19,9 @@ Per channel (:class:`ChannelPrivacy`):
 * ``running_sum=True`` (Laplace only): the payloads are running sums (e.g. per-arm reward sums).
   The wrapper feeds the increments (clipped to the L1 ball of radius ``sensitivity / 2`` around
   ``center`` each) to the binary-tree continual counter
-  :class:`~fedbandit_env.privacy.tree_counter.TreeCounter` (gossip.md §2.4) indexed by the step,
-  with per-level budget ``epsilon / levels``, and sends the noisy prefix sums. The whole stream
+  :class:`~fedbandit_env.privacy.tree_counter.TreeCounter` indexed by the agent's own pulls
+  (one leaf per pull at which it sends; at most ``horizon`` leaves, whatever the communication
+  steps), with per-level budget ``epsilon / levels``, and sends the noisy prefix sums. The whole stream
   is ``epsilon``-DP at every horizon, instead of ``epsilon`` per message.
 
 ``center`` is a public constant, so it does not change the guarantee: two points of a ball of
@@ -361,7 +362,12 @@ class MessagePrivatizer:
             shape = (n, self.dims[name])
             if cfg.running_sum:
                 self._trees[name] = TreeCounter(
-                    shape, self.horizon, cfg.epsilon, rng=rng, sensitivity=cfg.sensitivity
+                    shape,
+                    self.horizon,
+                    cfg.epsilon,
+                    rng=rng,
+                    sensitivity=cfg.sensitivity,
+                    tree_index="pull",
                 )
                 self._last_sum[name] = np.zeros((b, *shape))
             elif cfg.mechanism == "laplace":
@@ -426,34 +432,56 @@ class MessagePrivatizer:
         return ok
 
     def privatize(
-        self, step: int, messages: Mapping[str, tuple[np.ndarray, np.ndarray]]
+        self,
+        step: int,
+        messages: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        pulling: np.ndarray | None = None,
+        live: np.ndarray | None = None,
     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Noisy copies of the wrapped channels' (send, payload); other channels pass through."""
+        """Noisy copies of the wrapped channels' (send, payload) of engine step ``step``; other
+        channels pass through. ``messages`` must already be checked by the environment
+        (:meth:`~fedbandit_env.engine.Engine.check_step`), so that a refused step privatizes
+        and accounts nothing. ``pulling`` (B,) marks the runs that pull in this step (default
+        all): a running sum enters its tree counter only at a pull (see :meth:`_noisy`).
+        ``live`` (B,) marks the runs that have pulls left (default all): a finished run sends
+        nothing and is charged nothing."""
         out = dict(messages)
+        shape = (self.num_runs, self.num_agents)
+        pulling = np.ones(self.num_runs, dtype=bool) if pulling is None else pulling
         for name, cfg in self.channels.items():
             send, payload = messages.get(name, (None, None))
             if send is None:
-                send = np.zeros((self.num_runs, self.num_agents), dtype=bool)
-                payload = np.zeros((self.num_runs, self.num_agents, self.dims[name]))
-            send = send.copy()
+                send = np.zeros(shape, dtype=bool)
+                payload = np.zeros((*shape, self.dims[name]))
+            send = np.broadcast_to(send, shape).copy()
+            if live is not None:
+                send &= live[:, None]
             if self._budgeted and send.any():
                 blocked = send & ~self._within_budget(name, send)
                 self.suppressed += blocked
                 self.exhausted |= blocked
                 send &= ~blocked
-            out[name] = (send, self._noisy(name, cfg, step, send, payload))
+            out[name] = (send, self._noisy(name, cfg, step, send, payload, pulling))
             self.accountant.record(name, **self._release(name, send))
             self.messages[name] += send
         return out
 
-    def _noisy(self, name, cfg: ChannelPrivacy, step, send, payload) -> np.ndarray:
+    def _noisy(self, name, cfg: ChannelPrivacy, step, send, payload, pulling) -> np.ndarray:
+        """The released payloads of one channel. A running sum's tree counter is indexed by
+        the agent's own pulls (``tree_index="pull"``): at a step where the run pulls and the
+        agent sends, the change of its sum since its last insertion (clipped) enters the tree
+        as the agent's next leaf; any message releases the tree's noisy prefix sum. So an
+        agent has at most ``horizon`` leaves however many communication steps it takes, and a
+        message at a communication step re-releases the last noisy sum (post-processing, no
+        extra cost)."""
         center = self._centers[name]
         if cfg.running_sum:
+            leaf = send & pulling[:, None]
             increment = payload - self._last_sum[name]
             if cfg.clip:
                 increment = clip_to_ball(increment, center, cfg.sensitivity / 2, 1)
-            self._last_sum[name] = np.where(send[..., None], payload, self._last_sum[name])
-            pulled = np.broadcast_to(send[..., None], increment.shape)
+            self._last_sum[name] = np.where(leaf[..., None], payload, self._last_sum[name])
+            pulled = np.broadcast_to(leaf[..., None], increment.shape)
             self._trees[name].insert(step, increment, pulled)
             return self._trees[name].release()
         order = 1 if cfg.mechanism == "laplace" else 2
@@ -507,7 +535,8 @@ class PrivacyWrapper(BaseParallelWrapper):
         if not base.agents:  # the episode is over: the environment raises its HorizonError
             return self.env.step(actions)
         arms, messages, pull = base._parse_actions(actions)
-        noisy = self.privatizer.privatize(base.engine.step_count + 1, messages)
+        checked, pulling, live = base.engine.check_step(arms, messages, pull)
+        noisy = self.privatizer.privatize(base.engine.step_count + 1, checked, pulling, live)
         if self.env is base:  # no wrapper in between: step the parsed arrays directly
             out = base._step_parsed(arms, noisy, pull)
         else:
@@ -561,8 +590,8 @@ class PrivacyVectorWrapper:
 
     def step(self, arms: np.ndarray, messages=None, pull=None):
         engine = self.venv.engine
-        checked = engine._check_messages(messages or {})
-        noisy = self.privatizer.privatize(engine.step_count + 1, checked)
+        checked, pulling, live = engine.check_step(arms, messages, pull)  # before any noise
+        noisy = self.privatizer.privatize(engine.step_count + 1, checked, pulling, live)
         obs, rewards, terminated, truncated, info = self.venv.step(arms, noisy, pull)
         return obs, rewards, terminated, truncated, self._with_privacy(info)
 
