@@ -141,3 +141,27 @@ def test_mean_se():
     mean, se = C.mean_se([1.0, 2.0, 3.0, 4.0])
     assert mean == 2.5 and se == pytest.approx(1.2909944487 / 2)
     assert C.mean_se([5.0])[0] == 5.0 and C.mean_se([5.0])[1] != C.mean_se([5.0])[1]  # NaN
+
+
+def test_reproduce_page_writes_only_where_asked(tmp_path):
+    """`reproduce page --claims-dir mine --out page.md` writes page.md and nothing else (the
+    checkout's README is untouched); `--readme PATH` also refreshes that README's summary."""
+    import shutil
+
+    from fedbandit_env.bench.cli import CLAIMS_DIR, README, main
+
+    mine = tmp_path / "mine"
+    shutil.copytree(CLAIMS_DIR, mine)
+    (mine / "gossip-ci.json").unlink()
+    readme_before = README.read_bytes()
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    main(["reproduce", "page", "--claims-dir", str(mine), "--out", str(tmp_path / "page.md")])
+    assert README.read_bytes() == readme_before
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([*before, "page.md"])
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{C.SUMMARY_START}\nold\n{C.SUMMARY_END}\n")
+    main(["reproduce", "page", "--claims-dir", str(mine), "--out", str(tmp_path / "page.md"),
+          "--readme", str(readme)])  # fmt: skip
+    summary = readme.read_text().split(C.SUMMARY_START)[1].split(C.SUMMARY_END)[0]
+    assert summary.strip().count("\n") + 1 == len(list(mine.glob("*.json")))
+    assert "old" not in readme.read_text() and README.read_bytes() == readme_before
