@@ -46,7 +46,7 @@ from fedbandit_env.rl import register_gymnasium_envs  # noqa: E402
 register_gymnasium_envs()
 # --- end RL views ---
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ActionError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +12,7 @@ import networkx as nx
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.graphs import GraphError, Topology
+from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance
 from fedbandit_env.linear import LinearSpec
 from fedbandit_env.network import normalize_channels
@@ -166,6 +167,14 @@ def make_topology(topology: Any, num_agents: int, topology_kwargs: Mapping[str, 
         if not isinstance(topology, str | nx.Graph):
             raise ConfigError(
                 f"topology: expected a kind name, a networkx Graph or a Topology, got {topology!r}"
+            )
+        if isinstance(topology, str) and topology not in GRAPH_KINDS:
+            kinds = [*GRAPH_KINDS, "hybrid"]
+            close = difflib.get_close_matches(topology, kinds, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(
+                f"topology: unknown kind {topology!r}; expected one of {', '.join(kinds)}, a "
+                f"networkx Graph or a Topology.{hint}"
             )
         return Topology.from_graph(topology, num_agents, **kwargs)
     except GraphError as err:

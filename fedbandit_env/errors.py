@@ -51,4 +51,12 @@ class StoreConflictError(StoreError):
 
 
 class LearnerError(FedBanditError):
-    """A learner's own code raised, or returned something that is not a valid action."""
+    """A learner's own code raised, or returned something that is not a valid action.
+
+    ``agent`` and ``run`` (the run's index in its batch) are set when known; ``evaluate`` adds
+    the learner, the run's seed and the step to the message (docs/bench.md, "Errors")."""
+
+    def __init__(self, message: str, agent: str | None = None, run: int | None = None):
+        super().__init__(message)
+        self.agent = agent
+        self.run = run

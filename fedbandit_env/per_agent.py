@@ -184,10 +184,14 @@ def _located(learner_id: str):
         raise ActionError(f"{learner_id}: {err.agent}", err.field, message) from None
 
 
-def _user_error(learner_id: str, agent: str, method: str, err: Exception) -> FedBanditError:
+def _user_error(
+    learner_id: str, agent: str, method: str, err: Exception, run: int | None = None
+) -> FedBanditError:
     if isinstance(err, FedBanditError) and method == "reset":  # e.g. "family: expected ..."
         return ConfigError(f"{learner_id}: {agent}: {str(err).removeprefix(f'{learner_id}: ')}")
-    return LearnerError(f"{learner_id}: {agent}: {method} raised {type(err).__name__}: {err}")
+    return LearnerError(
+        f"{learner_id}: {agent}: {method} raised {type(err).__name__}: {err}", agent, run
+    )
 
 
 # ------------------------------------------------------------------------------ the adapters
@@ -242,7 +246,7 @@ class PerAgentTeam(TeamPolicy):
                 try:
                     action = learner.act(agent_view(channels, obs, b, i))
                 except Exception as err:
-                    raise _user_error(self.agent_id, agent_name(i), "act", err) from err
+                    raise _user_error(self.agent_id, agent_name(i), "act", err, b) from err
                 self._parser.put(self.agent_id, out, b, i, action, pulls)
             self._parser.end_run(self.agent_id, out, b, pulls)
         return out
@@ -318,12 +322,39 @@ def is_learner_class(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, TeamPolicy | PerAgentLearner)
 
 
+def accepted_kwargs(cls: Any) -> list[str] | None:
+    """The keyword arguments a learner class's constructor accepts (None when it takes any, or
+    has no signature to read)."""
+    import inspect
+
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return sorted(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def bad_kwargs_error(name: str, cls: Any, kwargs: dict, err: Exception) -> ConfigError:
+    """"bad keyword arguments", with the ones the class accepts."""
+    import difflib
+
+    accepted = accepted_kwargs(cls)
+    known = ""
+    if accepted is not None:
+        hints = [f"{k!r} -> {close[0]!r}" for k in sorted(set(kwargs) - set(accepted))
+                 if (close := difflib.get_close_matches(str(k), accepted, n=1))]  # fmt: skip
+        known = f"; accepted: {accepted}" + (f"; did you mean {', '.join(hints)}?" if hints else "")
+    return ConfigError(f"{name}: bad keyword arguments {sorted(kwargs)}: {err}{known}")
+
+
 def per_agent_team(cls: type[PerAgentLearner], agent_id: str, kwargs: dict) -> PerAgentTeam:
     """A :class:`PerAgentTeam` of ``cls(**kwargs)`` instances (kwargs copied per instance)."""
     try:
         return PerAgentTeam(lambda: cls(**copy.deepcopy(kwargs)), agent_id)
     except TypeError as err:
-        raise ConfigError(f"{agent_id}: bad keyword arguments {sorted(kwargs)}: {err}") from None
+        raise bad_kwargs_error(agent_id, cls, kwargs, err) from None
 
 
 def as_team_policy(obj: Any, agent_id: str | None = None, kwargs: dict | None = None) -> TeamPolicy:
@@ -337,7 +368,7 @@ def as_team_policy(obj: Any, agent_id: str | None = None, kwargs: dict | None = 
             made = obj(**kwargs)
         except TypeError as err:
             name = agent_id or getattr(obj, "agent_id", "") or obj.__name__
-            raise ConfigError(f"{name}: bad keyword arguments {sorted(kwargs)}: {err}") from None
+            raise bad_kwargs_error(name, obj, kwargs, err) from None
         return as_team_policy(made, agent_id)
     if kwargs:
         raise ConfigError("agent_kwargs: only allowed with an agent id or class, not an instance")

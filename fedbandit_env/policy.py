@@ -43,6 +43,12 @@ class FederationFacts:
     c2: float
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def max_degree(self) -> int:
+        """The largest number of neighbours of any agent (d_max of the consensus papers)."""
+        degrees = self.topology.degrees
+        return int(degrees.max()) if degrees.size else 0
+
     @classmethod
     def from_config(cls, config: EnvConfig, num_runs: int, channels: Mapping) -> FederationFacts:
         return cls(

@@ -4,6 +4,7 @@ text and sorting script in headless Chromium."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -155,7 +156,9 @@ def test_tradeoff_and_epsilon_figures_have_no_overlap_and_nothing_outside(entrie
     fig = figures.tradeoff_figure(entries)
     assert any(ax.get_label() == "colorbar" for ax in fig.axes)  # privacy shown as colour
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert sorted(texts) == sorted(label for label, *_ in LEARNERS)
+    assert sorted(texts) == sorted(  # oracles are marked: they are left out of the front
+        label + (" (oracle)" if label.startswith("centralized_") else "") for label, *_ in LEARNERS
+    )
     plt.close(fig)
 
 
@@ -255,7 +258,7 @@ def test_page_has_header_contents_alt_text_and_needs_no_network(entries, tmp_pat
     info = RunInfo(suite="quick", seeds=tuple(range(10)), date="2026-11-25 04:00 UTC")
     page = write_html(entries, tmp_path / "html", "board", info=info)
     text = page.read_text()
-    for fact in ("quick", "0–9 (10)", "fedbandit 0.1.0", "2026-11-25 04:00 UTC", "92 runs"):
+    for fact in ("quick", "0–9 (10)", "fedbandit 0.2.0", "2026-11-25 04:00 UTC", "92 runs"):
         assert fact in text, fact
     assert "learner ucb1 v1" in text  # results versions listed
     parser = _Page()
@@ -336,3 +339,32 @@ def test_cli_latex_flag_and_html_exports(tmp_path, capsys):
     assert (out / "leaderboard.tex").read_text() + "\n" == by_format  # print adds the newline
     page = (out / "index.html").read_text()
     assert "log time axis" in page and "0–1 (2)" in page  # seeds 0 and 1
+
+
+def test_every_registered_learner_and_every_label_of_a_figure_gets_its_own_colour():
+    """Registered ids have distinct colours everywhere; within one figure every label (suite
+    labels such as 'gossip_fed_ucb eps=2' included) has a colour no other label has; the
+    line-style key names every kind."""
+    from fedbandit_env.agent_registry import list_agents
+    from fedbandit_env.bench.figures import (
+        KIND_LINESTYLE,
+        PALETTE,
+        STYLE_KEY,
+        figure_styles,
+        style_of,
+    )
+
+    ids = list_agents()
+    assert len(ids) <= len(PALETTE)
+    colours = [style_of(a, a, ids).colour for a in ids]
+    assert len(set(colours)) == len(ids)
+    labels = [*ids, "gossip_fed_ucb eps=2", "gossip_fed_ucb eps=5", "fed_lin_ucb non-private",
+              "dp_dec_ucb eps=1.5", "mymod:MyUCB"]  # fmt: skip
+    template = _entries()[0]
+    entries = [dataclasses.replace(template, label=label, agent_id=label.split(" ")[0])
+               for label in labels]  # fmt: skip
+    styles = figure_styles(entries, ids)
+    assert len({s.colour for s in styles.values()}) == len(labels)
+    assert styles["fed1_ucb"].colour != styles["gossip_fed_ucb eps=2"].colour
+    assert styles["mymod:MyUCB"].linestyle == KIND_LINESTYLE["other"] == "-."
+    assert all(mark in STYLE_KEY for mark in ("reference", "baseline", "oracle", "other", "-·"))

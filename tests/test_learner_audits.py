@@ -229,9 +229,16 @@ def test_cli_audits_every_private_learner_family(capsys):
     out = capsys.readouterr().out
     assert "cdp_mab {'epsilon': 1.0}: declared epsilon 3, per-release epsilon 3" in out
     assert "consistent with the claim" in out
-    main(["audit", "ucb1_shared", "--epsilon", "1", "--trials", "300", "--broken"])
-    out = capsys.readouterr().out
+    with pytest.raises(SystemExit) as refuted:  # a refuted claim is a failure: exit status 1
+        main(["audit", "ucb1_shared", "--epsilon", "1", "--trials", "300", "--broken"])
+    assert refuted.value.code == 1
+    out, err = capsys.readouterr()
     assert "under the privacy wrapper (epsilon 1 per message)" in out and "EXCEEDS" in out
+    assert "the audit refutes the privacy claim of ucb1_shared" in err
+    main(["audit", "gossip_ucb", "--wrapper-epsilon", "1", "--trials", "300"])  # any learner
+    assert "gossip_ucb under the privacy wrapper (epsilon 1 per message) {}: declared epsilon 1" in (
+        capsys.readouterr().out
+    )
     main(["audit", "fed_lin_ucb", "--trials", "200"])
     assert "fed_lin_ucb {}: declared epsilon 1" in capsys.readouterr().out
     with pytest.raises(SystemExit):

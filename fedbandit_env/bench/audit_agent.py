@@ -30,6 +30,7 @@ A lower bound, never a proof.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 import time
@@ -101,6 +102,21 @@ def shared_wrapper(epsilon: float, num_arms: int) -> dict[str, Any]:
     [0, 1] moves one ``sums`` entry by at most 1; ``clip=False``: clipping to a ball would mix
     the coordinates and weaken the audit without changing the guarantee)."""
     return {"neighbors": {"epsilon": float(epsilon), "sensitivity": 1.0, "clip": False}}
+
+
+def _any_wrapper(
+    agent_id: str, kwargs: dict[str, Any], tgt: AuditTarget
+) -> Callable[[float, int], dict[str, Any]]:
+    """The privacy wrapper's options for a learner without a target of its own: Laplace per
+    message at the given epsilon on every channel it sends on, each payload clipped to the L1
+    ball of radius 1/2 (sensitivity 1), so the guarantee holds whatever the learner sends."""
+    policy = make_agent(agent_id, **kwargs)
+    names = sorted(_build_env(tgt, policy, agent_id, 1).engine.channels)
+
+    def options(epsilon: float, _num_arms: int) -> dict[str, Any]:
+        return {name: {"epsilon": float(epsilon), "sensitivity": 1.0} for name in names}
+
+    return options
 
 
 def _gaussian_epsilon(mu: float, delta: float) -> float:
@@ -393,8 +409,8 @@ def _run(
             venv = PrivacyVectorWrapper(venv, wrapper_options)
             privatize = venv.privatizer.privatize
 
-            def capture(step: int, messages: Any) -> Any:
-                out = privatize(step, messages)
+            def capture(step: int, messages: Any, *args: Any) -> Any:
+                out = privatize(step, messages, *args)
                 recorder.record(step - 1, out)
                 return out
 
@@ -594,10 +610,9 @@ def audit_learner(
     kwargs = dict(agent_kwargs or {})
     if wrapper_epsilon is not None:
         if tgt.wrapper is None:
-            raise ConfigError(
-                f"{agent_id}: audit: wrapper_epsilon: the learner has no privacy-wrapper target "
-                f"(expected one of {sorted(k for k, v in TARGETS.items() if v.wrapper)})"
-            )
+            tgt = dataclasses.replace(tgt, wrapper=_any_wrapper(agent_id, kwargs, tgt),
+                                      per_release=None, note="privacy wrapper: Laplace per "
+                                      "message, payloads clipped to sensitivity 1")  # fmt: skip
         if not (isinstance(wrapper_epsilon, int | float) and 0 < wrapper_epsilon < math.inf):
             raise ConfigError(f"{agent_id}: audit: wrapper_epsilon: expected a positive finite "
                               f"number, got {wrapper_epsilon!r}")

@@ -21,8 +21,10 @@ shows the traceback instead (docs/reliability.md, "Errors"). The exit statuses a
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
+import re
 import sqlite3
 import subprocess
 import sys
@@ -37,19 +39,28 @@ from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import (
     AGENT_STEPS_PER_SECOND,
     SUITES,
+    Cell,
+    Suite,
     cell_agent_steps,
     estimated_seconds,
     get_suite,
 )
-from fedbandit_env.errors import FedBanditError, StoreConflictError, StoreWriteError
+from fedbandit_env.errors import (
+    FedBanditError,
+    LearnerError,
+    StoreConflictError,
+    StoreWriteError,
+)
 from fedbandit_env.registration import list_envs, spec
 
 DEFAULT_STORE = "fedbandit_results.sqlite"
 EXIT_STATUSES = (
-    "exit status: 0 success; 2 bad input (a usage error, an invalid option value, an unknown id "
-    "or a configuration the project rejects: one line on stderr naming it); 1 failure (a store "
-    "conflict, an I/O or SQLite error, an unexpected error, or differences found by `reference "
-    "check`); 130 interrupted. --debug shows the traceback instead of the one line."
+    "exit status: 0 success; 2 bad input (a usage error, an invalid option value, an unknown id, "
+    "a configuration the project rejects, or a file that is not what fedbandit writes: one line "
+    "on stderr naming it); 1 failure (a learner that raised, an audit that refutes a privacy "
+    "claim, failed units of --keep-going, a store conflict, a store that cannot be written, an "
+    "I/O error, an unexpected error, or differences found by `reference check`); 130 "
+    "interrupted. --debug shows the traceback instead of the one line."
 )
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 FIGURES = {
@@ -109,24 +120,72 @@ def cmd_suites(args) -> None:
 
 
 def cmd_run(args) -> None:
+    """One cell: its JSON summary; with ``--store`` its rows are kept (suite name ``run``)."""
     env_kwargs = dict(args.env_kwargs)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
-    res = evaluate(
-        args.env,
-        args.agent,
-        runs=args.runs,
-        seed=args.seed,
-        env_kwargs=env_kwargs,
-        agent_kwargs=dict(args.agent_kwargs),
-    )
-    print(json.dumps(res.summary(), indent=2))
+    privacy = dict(args.privacy) or None
+    if args.store is None:
+        res = evaluate(args.env, args.agent, runs=args.runs, seed=args.seed,
+                       env_kwargs=env_kwargs, agent_kwargs=dict(args.agent_kwargs),
+                       privacy=privacy)  # fmt: skip
+        print(json.dumps(res.summary(), indent=2))
+        return
+    from fedbandit_env.bench.store import log_checkpoints, rows_from_result
+    from fedbandit_env.registration import make_vec
+
+    horizon = env_kwargs.pop("horizon", None) or make_vec(args.env, 1, **env_kwargs).horizon
+    cell = Cell(args.env, args.agent, int(horizon), args.runs, env_kwargs,
+                dict(args.agent_kwargs), args.seed, privacy=privacy or {})  # fmt: skip
+    store = ResultsStore(args.store)
+    res = evaluate(args.env, args.agent, runs=args.runs, seed=args.seed,
+                   env_kwargs={**env_kwargs, "horizon": cell.horizon},
+                   agent_kwargs=dict(args.agent_kwargs), privacy=privacy,
+                   checkpoints=log_checkpoints(cell.horizon))  # fmt: skip
+    written = store.append(rows_from_result(cell, "run", res))
+    print(json.dumps({**res.summary(), "store": args.store, "rows_written": written,
+                      "cell_hash": cell.config_hash}, indent=2))  # fmt: skip
+
+
+def _agent_list(text: str) -> list[str]:
+    ids = [t.strip() for t in text.split(",") if t.strip()]
+    if not ids:
+        raise ValueError(f"expected learner ids separated by commas, got {text!r}")
+    for agent_id in ids:
+        _agent_id(agent_id)
+    return ids
+
+
+def _suite_cells(suite, args) -> list[Cell]:
+    """The cells ``fedbandit suite`` runs: every available cell, or with ``--agents`` only those
+    learners' cells (:func:`~fedbandit_env.bench.rank.learner_cells`), with ``--privacy`` as
+    wrapped copies."""
+    from fedbandit_env.bench.rank import learner_cells, resolve_learner
+
+    if not args.agents and not args.privacy:
+        return []  # run_suite plans the whole suite
+    agents = args.agents or sorted({c.agent_id for c in suite.available(lambda _m: None)})
+    cells = []
+    for agent_id in agents:
+        resolve_learner(agent_id)
+        mine = learner_cells(suite, agent_id, privacy=dict(args.privacy or {}), note=_note)
+        if not mine:
+            _note(f"suite {suite.name}: no cell of {agent_id} (its reset refuses every "
+                  "environment of the suite)")  # fmt: skip
+        cells += mine
+    if not cells:
+        raise FedBanditError(f"suite {suite.name}: no cell to run for {', '.join(agents)}")
+    return cells
 
 
 def cmd_suite(args) -> None:
     suite = get_suite(args.name)
     require_executor(args.executor)  # a missing extra is an error before the store is created
+    cells = _suite_cells(suite, args)
+    if cells:
+        suite = Suite(suite.name, tuple(cells), suite.baseline, suite.description)
     store = ResultsStore(args.store)
+    failures: list[str] = []
     written = run_suite(
         suite,
         store,
@@ -136,11 +195,68 @@ def cmd_suite(args) -> None:
         args.ray_address,
         args.quiet,
         verbose=args.verbose,
+        failures=failures if args.keep_going else None,
     )
     if not args.quiet:
         print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
         cells = suite.available(lambda _msg: None)
-        print(to_markdown(build(current_rows(store.rows_for(cells), _note), suite.baseline_for)))
+        rows = current_rows(store.rows_for(cells), _note)
+        if rows:
+            print(to_markdown(build(rows, suite.baseline_for)))
+    _report_failures(failures)
+
+
+def _report_failures(failures: list[str]) -> None:
+    if failures:
+        for line in failures:
+            _note(f"failed: {line}")
+        raise LearnerError(
+            f"{len(failures)} work unit(s) failed (listed above); the other cells' rows are "
+            "stored, and re-running the command retries only the missing seeds"
+        )
+
+
+def cmd_rank(args) -> None:
+    """``fedbandit rank ID``: the learner's cells of a suite into a store, ranked against the
+    shipped reference in the tables where it ran (docs/bench.md, "Ranking a new learner")."""
+    from fedbandit_env.bench.rank import learner_cells, rank_rows, resolve_learner
+
+    if args.html:
+        from fedbandit_env.bench.html import pyplot
+
+        pyplot()
+    require_executor(args.executor)
+    suite = get_suite(args.suite)
+    agent_id = resolve_learner(args.agent)
+    cells = learner_cells(suite, agent_id, dict(args.agent_kwargs), dict(args.privacy),
+                          note=_note)  # fmt: skip
+    if not cells:
+        raise FedBanditError(
+            f"rank: {agent_id} runs on no environment of suite {suite.name!r} (the notes above "
+            "say why); try another suite (`fedbandit suites`)"
+        )
+    mine = Suite(f"rank:{suite.name}", tuple(cells), suite.baseline, suite.description)
+    store = ResultsStore(args.store)
+    failures: list[str] = []
+    run_suite(mine, store, args.executor, args.jobs, args.chunk, None, args.quiet,
+              failures=failures if args.keep_going else None)  # fmt: skip
+    ranking = rank_rows(store, cells, args.reference, _note)
+    if not ranking.rows:
+        raise FedBanditError(f"rank: no rows of {agent_id} in {args.store}")
+    entries = build(ranking.rows, suite.baseline_for)
+    highlight = {c.name for c in cells}
+    mark_entries(entries, ranking.rows[: ranking.mine], highlight)
+    print(to_markdown(entries))
+    _note(f"rank: {ranking.mine} row(s) of {agent_id} from {args.store}, {ranking.reference} "
+          f"reference row(s) from {ranking.reference_path} (fedbandit "
+          f"{ranking.reference_version})")  # fmt: skip
+    if args.html:
+        sources = (("store", args.store, ranking.mine),
+                   ("reference", f"{ranking.reference_path} (fedbandit "
+                    f"{ranking.reference_version})", ranking.reference))  # fmt: skip
+        _write_page(entries, ranking.rows, args, f"fedbandit rank {agent_id} ({suite.name})",
+                    suite.name, sources)  # fmt: skip
+    _report_failures(failures)
 
 
 def cmd_leaderboard(args) -> None:
@@ -149,52 +265,116 @@ def cmd_leaderboard(args) -> None:
 
         pyplot()  # a missing matplotlib is an error before any output
     store = ResultsStore(args.store, create=False)
+    everything = store.rows()
     if args.suite:
         suite = get_suite(args.suite)
         rows = store.rows_for(suite.available(lambda _msg: None))
         baseline = args.baseline or suite.baseline_for
+        rows += _unregistered_suite_rows(everything, rows, suite, args.include_unregistered)
     else:
-        rows, baseline = store.rows(), args.baseline
-    rows = current_rows(rows, _note)
+        rows, baseline = everything, args.baseline
+    rows = current_rows(rows, _note, include_unregistered=args.include_unregistered)
+    mine = len(rows)
+    sources = [("store", args.store, mine)]
     if args.reference:
-        rows = _with_reference(rows, args)
+        rows, ref_path, ref_version = _with_reference(rows, args)
+        sources.append(("reference", f"{ref_path} (fedbandit {ref_version})", len(rows) - mine))
     if not rows:
         which = f" of suite {args.suite!r}" if args.suite else ""
         raise FedBanditError(
             f"leaderboard: no results{which} in {args.store}; run `fedbandit suite` first"
         )
     entries = build(rows, baseline)
+    highlight = set(args.highlight or ())
+    if args.reference and not highlight:
+        highlight = {r.label for r in rows[:mine]}  # your rows, beside the reference's
+    mark_entries(entries, rows[:mine] if args.reference else [], highlight)
+    refuted = []
     if args.audit:
         from fedbandit_env.bench.audit_agent import leaderboard_audits
         from fedbandit_env.bench.leaderboard import attach_audits
 
         attach_audits(entries, leaderboard_audits(rows, trials=args.audit_trials, note=_note))
+        refuted = sorted({e.label for e in entries if e.audit is not None and e.audit.exceeds})
     print(to_latex(entries) if args.format == "latex" else to_markdown(entries))
     if args.html:
-        from datetime import datetime, timezone
-
-        from fedbandit_env.bench.html import RunInfo, write_html
-
-        info = RunInfo(
-            suite=args.suite,
-            seeds=tuple(sorted({r.seed for r in rows})),
-            date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        _write_page(entries, rows, args, f"fedbandit leaderboard ({args.store})", args.suite,
+                    tuple(sources))  # fmt: skip
+    if refuted:
+        raise Refuted(
+            f"leaderboard --audit: the audit refutes the privacy claim of {', '.join(refuted)} "
+            "(audited lower bound above the declared epsilon)"
         )
-        page = write_html(
-            entries,
-            Path(args.html),
-            f"fedbandit leaderboard ({args.store})",
-            info=info,
-            log_time=args.log_time,
-        )
-        (page.parent / "leaderboard.tex").write_text(to_latex(entries))
-        print(f"HTML: {page}")
 
 
-def _with_reference(rows: list, args) -> list:
+class Refuted(Exception):
+    """An audit refuted a privacy claim: exit status 1 (docs/bench.md, "Command line")."""
+
+
+def _unregistered_suite_rows(everything, selected, suite, include: bool) -> list:
+    """Rows of ``everything`` not selected by ``suite`` whose learner is not registered here
+    but whose table is one of the suite's (a learner registered at run time in the process
+    that ran the suite): counted on stderr, and returned with ``include``."""
+    from fedbandit_env.agent_registry import lookup_agent
+
+    tables = {c.env_key for c in suite.candidates()}
+    chosen = {(r.cell_hash, r.results_version, r.seed) for r in selected}
+    extra = [r for r in everything if (r.cell_hash, r.results_version, r.seed) not in chosen
+             and r.env_key in tables and lookup_agent(r.agent_id) is None]  # fmt: skip
+    other = len(everything) - len(selected) - len(extra)
+    if extra:
+        labels = ", ".join(sorted({r.label for r in extra}))
+        _note(f"leaderboard: {len(extra)} row(s) of {labels} on suite {suite.name}'s "
+              "environments: learner not registered here; "
+              + ("ranked by their stored id (--include-unregistered)" if include
+                 else "left out (--include-unregistered ranks them)"))  # fmt: skip
+    if other > 0:
+        _note(f"leaderboard: {other} row(s) of the store are not cells of suite {suite.name}: "
+              "left out (drop --suite to rank them)")  # fmt: skip
+    return extra if include else []
+
+
+def mark_entries(entries, mine_rows, highlight: set[str]) -> None:
+    """Mark each entry's source ("store" for the user's rows when ranked beside a reference,
+    "reference" for the reference's) and whether it is highlighted."""
+    mine = {(r.cell_hash, r.results_version) for r in mine_rows}
+    for e in entries:
+        if mine_rows:
+            e.source = "store" if (e.cell_hash, e.results_version) in mine else "reference"
+        e.highlight = e.label in highlight or e.agent_id in highlight
+
+
+def _write_page(entries, rows, args, title: str, suite: str | None, sources: tuple) -> None:
+    from datetime import datetime, timezone
+
+    from fedbandit_env.bench.html import RunInfo, write_html
+
+    info = RunInfo(
+        suite=suite,
+        seeds=tuple(sorted({r.seed for r in rows})),
+        date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        sources=sources,
+    )
+    page = write_html(entries, Path(args.html), title, info=info, log_time=args.log_time,
+                      curves=_curve_choice(args))  # fmt: skip
+    (page.parent / "leaderboard.tex").write_text(to_latex(entries))
+    print(f"HTML: {page}")
+
+
+def _curve_choice(args):
+    """Which learners get a curve in the regret panels: ``--agents`` ids, or the ``--top K``
+    best of each table (the baseline and highlighted learners always)."""
+    from fedbandit_env.bench.figures import CurveChoice
+
+    return CurveChoice(agents=tuple(getattr(args, "curve_agents", None) or ()),
+                       top=getattr(args, "top", None))  # fmt: skip
+
+
+def _with_reference(rows: list, args) -> tuple[list, Path, str]:
     """The store's current rows plus the shipped reference's current rows of the cells the
     store does not hold (docs/bench.md, "Reference results"): reference rows of another
-    results version are left out with a note, never pooled."""
+    results version are left out with a note, never pooled. Also the reference's path and
+    package version (the page's header names them)."""
     from fedbandit_env.bench.reference import (
         current_reference_rows,
         load_reference,
@@ -206,7 +386,8 @@ def _with_reference(rows: list, args) -> list:
     ref_rows = reference.rows()
     if args.suite:
         ref_rows = rows_of_cells(ref_rows, get_suite(args.suite).available(lambda _msg: None))
-    return merge_rows(rows, current_reference_rows(ref_rows, _note))
+    merged = merge_rows(rows, current_reference_rows(ref_rows, _note))
+    return merged, reference.path, reference.package_version
 
 
 def cmd_reference(args) -> None:
@@ -327,12 +508,20 @@ def cmd_audit(args) -> None:
     bound = f"empirical lower bound {result.epsilon_lower:.3f} (95% confidence)"
     verdict = "EXCEEDS the claim" if result.epsilon_lower > claim else "consistent with the claim"
     print(f"{args.target} {kwargs}: claimed epsilon {claim:g}, {bound}: {verdict}")
+    if result.epsilon_lower > claim:
+        raise Refuted(f"audit: the audit refutes the claim of {args.target} (epsilon {claim:g})")
 
 
 class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit status 2 (argparse's convention)."""
 
     def error(self, message: str):
+        match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if match:
+            choices = re.findall(r"'([^']*)'", match.group(2))
+            close = difflib.get_close_matches(match.group(1), choices, n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -437,6 +626,15 @@ EPSILON = _arg_type("epsilon", _positive_float)
 JSON_OBJECT = _arg_type("JSON object", _json_object)
 ENV_ID = _arg_type("environment id", _env_id)
 AGENT_ID = _arg_type("learner id", _agent_id)
+AGENT_HELP = (
+    "a learner id: registered (`fedbandit agents`), or module:Class of a file in the current "
+    "folder or an installed module, or mabwiser:POLICY / smpybandits:POLICY"
+)
+PRIVACY_HELP = (
+    "wrap the learner's channels with the privacy wrapper, a JSON object: the options of every "
+    'channel (\'{"epsilon": 1}\'), or {"channels": {NAME: options}} with "budget", '
+    '"composition", "delta_prime", "delta_budget" (docs/privacy.md, "Privacy wrappers")'
+)
 
 
 def _version() -> str:
@@ -487,6 +685,11 @@ def _audit_learner(args, kwargs: dict) -> None:
         f"{name} {kwargs}: declared epsilon {audit.declared:g}, {what} {claim:.4g}, {bound}: "
         f"{verdict}; {detail}"
     )
+    if audit.exceeds_claim():
+        raise Refuted(
+            f"audit: the audit refutes the privacy claim of {name} (lower bound "
+            f"{result.epsilon_lower:.3f} above {claim:.4g})"
+        )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -522,7 +725,7 @@ def parser() -> argparse.ArgumentParser:
     suites.add_argument("--verbose", action="store_true", help="also list each suite's learners")
     run = command("run", "evaluate one cell and print its summary (JSON)")
     run.add_argument("env", type=ENV_ID, help="a registered environment id (`fedbandit envs`)")
-    run.add_argument("agent", type=AGENT_ID, help="a registered learner id (`fedbandit agents`)")
+    run.add_argument("agent", type=AGENT_ID, help=AGENT_HELP)
     run.add_argument("--runs", type=POSITIVE, default=10, help="number of seeds (runs)")
     run.add_argument("--seed", type=NON_NEGATIVE, default=0, help="first seed")
     run.add_argument(
@@ -538,6 +741,10 @@ def parser() -> argparse.ArgumentParser:
         help='learner kwargs, a JSON object (a saved model needs {"trust_model": true}, '
         "docs/rl.md)",
     )
+    run.add_argument(
+        "--store", default=None, help="also keep the cell's rows in this results store"
+    )
+    run.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
     suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
     suite.add_argument(
         "name",
@@ -563,6 +770,20 @@ def parser() -> argparse.ArgumentParser:
     )
     suite.add_argument("--ray-address", default=None, help="a Ray cluster (default: local Ray)")
     suite.add_argument(
+        "--agents",
+        type=_arg_type("learner ids", _agent_list),
+        default=None,
+        metavar="ID[,ID...]",
+        help="run only these learners' cells (default: every cell of the suite)",
+    )
+    suite.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
+    suite.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="when a learner raises, record the failed work unit and go on; the failures are "
+        "listed at the end (exit status 1)",
+    )
+    suite.add_argument(
         "--quiet", action="store_true", help="no skip note, no progress bar and no table"
     )
     suite.add_argument(
@@ -570,6 +791,42 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one line per skipped environment and reason (default: one summary line)",
     )
+    rank = command(
+        "rank",
+        "run a learner's cells of a suite into a store and rank it against the shipped "
+        "reference results, in the tables where it ran",
+    )
+    rank.add_argument("agent", type=AGENT_ID, help=AGENT_HELP)
+    rank.add_argument(
+        "--suite",
+        type=_arg_type("suite", _suite_name),
+        default="standard",
+        help=f"the suite whose environments it runs on: {', '.join(SUITES)}",
+    )
+    rank.add_argument(
+        "--store", default=DEFAULT_STORE, help="results store (SQLite file, created if missing)"
+    )
+    rank.add_argument(
+        "--agent-kwargs", type=JSON_OBJECT, default={}, help="learner kwargs, a JSON object"
+    )
+    rank.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
+    rank.add_argument(
+        "--reference",
+        type=_arg_type("reference file", _reference_file),
+        default=None,
+        metavar="PATH",
+        help="rank against this reference file (default: the one shipped with fedbandit)",
+    )
+    rank.add_argument(
+        "--executor", choices=EXECUTORS, default="serial", help="where work units run"
+    )
+    rank.add_argument("--jobs", type=POSITIVE, default=2, help="workers for joblib / ray")
+    rank.add_argument("--chunk", type=POSITIVE, default=10, help="seeds per work unit")
+    rank.add_argument(
+        "--keep-going", action="store_true", help="record failed work units and go on"
+    )
+    rank.add_argument("--quiet", action="store_true", help="no skip note and no progress bar")
+    _page_options(rank)
     board = command("leaderboard", "render the leaderboard from the store (read-only)")
     board.add_argument("--store", default=DEFAULT_STORE, help="results store (SQLite file)")
     board.add_argument(
@@ -597,16 +854,19 @@ def parser() -> argparse.ArgumentParser:
         const="latex",
         help="shorthand for --format latex",
     )
+    _page_options(board)
     board.add_argument(
-        "--log-time",
-        action="store_true",
-        help="with --html: log-scale time axis in the regret-vs-t plots (default: linear)",
+        "--highlight",
+        type=_arg_type("learner ids", lambda t: [x.strip() for x in t.split(",") if x.strip()]),
+        default=None,
+        metavar="ID[,ID...]",
+        help="mark and highlight these learners (default with --reference: your own rows)",
     )
     board.add_argument(
-        "--html",
-        type=_arg_type("folder", _html_dir),
-        default=None,
-        help="also write a static HTML page (index.html and PNGs) into this folder (default: none)",
+        "--include-unregistered",
+        action="store_true",
+        help="rank rows whose learner is not registered here by their stored id (default: "
+        "left out and counted on stderr)",
     )
     board.add_argument(
         "--audit",
@@ -726,6 +986,37 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _page_options(cmd: argparse.ArgumentParser) -> None:
+    """The options of an HTML page (leaderboard and rank)."""
+    cmd.add_argument(
+        "--html",
+        type=_arg_type("folder", _html_dir),
+        default=None,
+        help="also write a static HTML page (index.html and PNGs) into this folder (default: none)",
+    )
+    cmd.add_argument(
+        "--log-time",
+        action="store_true",
+        help="with --html: log-scale time axis in the regret-vs-t plots (default: linear)",
+    )
+    cmd.add_argument(
+        "--agents",
+        dest="curve_agents",
+        type=_arg_type("learner ids", lambda t: [x.strip() for x in t.split(",") if x.strip()]),
+        default=None,
+        metavar="ID[,ID...]",
+        help="with --html: draw regret curves of these learners only (and the baseline)",
+    )
+    cmd.add_argument(
+        "--top",
+        type=POSITIVE,
+        default=None,
+        metavar="K",
+        help="with --html: draw regret curves of the K best learners of each table (and the "
+        "baseline and highlighted ones; default: every learner)",
+    )
+
+
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
@@ -735,8 +1026,12 @@ def main(argv: list[str] | None = None) -> None:
     of the project (:class:`FedBanditError`) with status 2, a store conflict or an I/O error
     with status 1, each as one line; ``--debug`` shows the traceback instead
     (docs/reliability.md, "Errors")."""
+    from fedbandit_env.bench.rank import current_folder_on_path
+
+    current_folder_on_path()  # module:Class ids resolve from the current folder, as `-m` does
     args = parser().parse_args(argv)
     commands = {
+        "rank": cmd_rank,
         "envs": cmd_envs,
         "agents": cmd_agents,
         "run": cmd_run,
@@ -760,7 +1055,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.debug:
             raise
         what = "error"
-        if isinstance(err, StoreConflictError | StoreWriteError):
+        if isinstance(err, StoreConflictError | StoreWriteError | LearnerError | Refuted):
             status = 1
         elif isinstance(err, FedBanditError):
             status = 2

@@ -8,17 +8,19 @@ cumulative regrets at the horizon.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
-from fedbandit_env.bench.versions import results_version
+from fedbandit_env.bench.versions import results_version, wrapper_suffix
 from fedbandit_env.engine import PULL
-from fedbandit_env.errors import ConfigError, FedBanditError
+from fedbandit_env.errors import ConfigError, FedBanditError, LearnerError
 from fedbandit_env.network import LINK_TYPES
 from fedbandit_env.per_agent import as_team_policy
 from fedbandit_env.policy import TeamPolicy
@@ -180,6 +182,60 @@ def incompatibility(
     return None
 
 
+WRAPPER_OPTIONS = ("budget", "composition", "delta_prime", "delta_budget")
+PRIVACY_WRAPPER_VERSION = 1
+"""Results version of the privacy wrapper's part of a row (bumped when a change of the wrapper
+moves the results of wrapped learners)."""
+
+
+def privacy_wrapper_args(privacy: Any, channels: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The :class:`~fedbandit_env.wrappers.PrivacyVectorWrapper` arguments of a ``privacy``
+    option: ``{"channels": {name: options}, "budget": ..., ...}``, or the options of one
+    channel (``{"epsilon": 1.0, "sensitivity": 2.0}``) applied to every channel in
+    ``channels``; the wrapper-level keys (:data:`WRAPPER_OPTIONS`) may sit beside either."""
+    from fedbandit_env.privacy.errors import PrivacyConfigError
+
+    if not isinstance(privacy, dict) or not privacy:
+        raise PrivacyConfigError(
+            "privacy", "", 'a non-empty JSON object such as {"epsilon": 1.0}', privacy
+        )
+    wrapper = {k: v for k, v in privacy.items() if k in WRAPPER_OPTIONS}
+    rest = {k: v for k, v in privacy.items() if k not in WRAPPER_OPTIONS}
+    if "channels" in rest:
+        unknown = sorted(set(rest) - {"channels"})
+        if unknown:
+            raise PrivacyConfigError(
+                "privacy", "", f"'channels' and options among {list(WRAPPER_OPTIONS)}", unknown
+            )
+        return dict(rest["channels"]), wrapper
+    return {name: dict(rest) for name in channels}, wrapper
+
+
+@contextlib.contextmanager
+def _learner_errors(agent_id: str, venv: Any, method: str) -> Iterator[None]:
+    """A learner's own exception as a :class:`LearnerError` that names the learner, the agent
+    (when the adapter knows it), the run's seed and the step (docs/bench.md, "Errors"); the
+    project's input errors (a bad action, a bad configuration) pass as they are."""
+    try:
+        yield
+    except FedBanditError as err:
+        if not isinstance(err, LearnerError):
+            raise
+        seeds = list(venv.seeds)
+        where = (f"run seed {seeds[err.run]}" if err.run is not None
+                 else f"run seeds {seeds[0]}..{seeds[-1]}" if len(seeds) > 1
+                 else f"run seed {seeds[0]}")  # fmt: skip
+        raise LearnerError(f"{err} ({where}, step {venv.engine.step_count + 1})",
+                           err.agent, err.run) from err  # fmt: skip
+    except Exception as err:
+        seeds = list(venv.seeds)
+        runs = f"run seeds {seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else f"run seed {seeds[0]}"
+        raise LearnerError(
+            f"{agent_id}: all agents: {method} raised {type(err).__name__}: {err} ({runs}, "
+            f"step {venv.engine.step_count + 1}; a batched learner acts for every run at once)"
+        ) from err
+
+
 def evaluate(
     env_id: str,
     agent: Any,
@@ -189,6 +245,7 @@ def evaluate(
     agent_kwargs: dict[str, Any] | None = None,
     checkpoints: np.ndarray | None = None,
     name: str | None = None,
+    privacy: dict[str, Any] | None = None,
 ) -> EvalResult:
     """Run ``runs`` seeds (``seed``, ``seed+1``, ...) of a learner on an environment.
 
@@ -198,22 +255,36 @@ def evaluate(
     (:mod:`fedbandit_env.per_agent`); ``name`` labels the result (default: the id, the
     learner's ``agent_id`` or the callable's ``module:qualname``). When ``env_kwargs`` names no
     channels, the learner's ``channel_spec`` decides which channels the environment gets.
+
+    ``privacy`` wraps the learner's channels with
+    :class:`~fedbandit_env.wrappers.PrivacyVectorWrapper` (any learner, docs/privacy.md
+    "Privacy wrappers"): ``{"epsilon": 1.0}`` privatizes every channel with those options,
+    ``{"channels": {"neighbors": {...}}, "budget": 20}`` chooses channels and wrapper options.
+    The result's ``privacy_epsilon`` is then the largest epsilon any agent spent in any run,
+    from the wrapper's accountant, and its results version names the wrapper.
     """
     agent_kwargs = dict(agent_kwargs or {})
     policy, agent_id = _policy(agent, agent_kwargs, name)
     env_kwargs, venv = _build(policy, env_id, runs, env_kwargs)
+    if privacy is not None:
+        from fedbandit_env.wrappers import PrivacyVectorWrapper
+
+        channels, wrapper = privacy_wrapper_args(privacy, venv.engine.channels)
+        venv = PrivacyVectorWrapper(venv, channels, **wrapper)
     steps = default_checkpoints(venv.horizon) if checkpoints is None else np.asarray(checkpoints)
     if steps.size == 0 or steps.min() < 1 or steps.max() > venv.horizon:
         raise ConfigError(f"checkpoints: expected steps in [1, {venv.horizon}]")
     start = time.perf_counter()
     obs, _ = venv.reset(seed=seed)
-    policy.reset(venv.facts, venv.agent_rng())
+    with _learner_errors(agent_id, venv, "reset"):
+        policy.reset(venv.facts, venv.agent_rng())
     curve = np.zeros((runs, len(steps), venv.num_agents))
     k = np.zeros(runs, dtype=np.int64)  # next checkpoint of each run
     rows = np.arange(runs)
     last = len(steps) - 1
     while not venv.engine.truncated:
-        action = policy.act(obs)
+        with _learner_errors(agent_id, venv, "act"):
+            action = policy.act(obs)
         obs, _, _, _, info = venv.step(action.arms, action.messages, action.pull)
         # a run reaches its checkpoints in pulls (communication steps do not count)
         hit = (obs.phase == PULL) & (k <= last) & (obs.pulls == steps[np.minimum(k, last)])
@@ -222,6 +293,11 @@ def evaluate(
             k += hit
     wall = time.perf_counter() - start
     total = venv.engine.ledger.total
+    epsilon = declared_epsilon(policy)
+    version = results_version(env_id, agent_id, policy)
+    if privacy is not None:
+        epsilon = float(venv.privatizer.info().epsilon_spent.max())
+        version += wrapper_suffix(privacy)
     return EvalResult(
         env_id=env_id,
         agent_id=agent_id,
@@ -236,6 +312,6 @@ def evaluate(
         wall_time=wall,
         env_kwargs=env_kwargs,
         agent_kwargs=agent_kwargs,
-        privacy_epsilon=declared_epsilon(policy),
-        results_version=results_version(env_id, agent_id, policy),
+        privacy_epsilon=epsilon,
+        results_version=version,
     )

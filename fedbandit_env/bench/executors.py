@@ -20,7 +20,7 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from fedbandit_env.bench.evaluate import EvalResult, evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
 from fedbandit_env.bench.versions import current_results_version
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.errors import ConfigError, LearnerError
 
 EXECUTORS = ("serial", "joblib", "ray")
 
@@ -55,6 +55,7 @@ def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
         env_kwargs={**cell.env_kwargs, "horizon": cell.horizon},
         agent_kwargs=dict(cell.agent_kwargs),
         checkpoints=log_checkpoints(cell.horizon),
+        privacy=dict(cell.privacy) or None,
     )
     return rows_from_result(cell, unit.suite, result)
 
@@ -75,7 +76,9 @@ def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -
     results version (:mod:`fedbandit_env.bench.versions`), in chunks."""
     units = []
     for cell in cells:
-        version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+        version = current_results_version(
+            cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy
+        )
         missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash, version))
         entry = agent_entry(cell.agent_id)
         units.extend(
@@ -144,22 +147,46 @@ def start_local_ray(n_jobs: int) -> None:
             os.environ[_RAY_CLUSTER_SWITCH] = saved[1]
 
 
+@dataclass(frozen=True)
+class UnitFailure:
+    """A work unit whose learner raised (``run_suite(..., failures=[])`` goes on)."""
+
+    label: str
+    cell_hash: str
+    seeds: tuple[int, ...]
+    error: str
+
+    def __str__(self) -> str:
+        return (f"{self.label} (cell {self.cell_hash}, seeds {self.seeds[0]}..{self.seeds[-1]}): "
+                f"{self.error}")  # fmt: skip
+
+
+def run_unit_or_failure(unit: WorkUnit) -> list[dict[str, Any]] | UnitFailure:
+    """:func:`run_unit`, with a learner's error returned as a :class:`UnitFailure`."""
+    try:
+        return run_unit(unit)
+    except LearnerError as err:
+        return UnitFailure(unit.cell.name, unit.cell.config_hash, unit.seeds, str(err))
+
+
 def execute(
     units: Iterable[WorkUnit],
     executor: str = "serial",
     n_jobs: int = 2,
     ray_address: str | None = None,
-) -> Iterator[list[dict[str, Any]]]:
-    """Yield each unit's rows as it finishes (in completion order for parallel executors)."""
+    fn: Callable[[WorkUnit], Any] = run_unit,
+) -> Iterator[Any]:
+    """Yield ``fn(unit)`` (by default each unit's rows) as each unit finishes (in completion
+    order for parallel executors)."""
     require_executor(executor)
     if executor == "serial":
         for unit in units:
-            yield run_unit(unit)
+            yield fn(unit)
     elif executor == "joblib":
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-        yield from parallel(delayed(run_unit)(u) for u in units)
+        yield from parallel(delayed(fn)(u) for u in units)
     elif executor == "ray":
         import ray
 
@@ -168,7 +195,7 @@ def execute(
                 ray.init(address=ray_address, log_to_driver=False)
             else:
                 start_local_ray(n_jobs)
-        remote = ray.remote(run_unit)
+        remote = ray.remote(fn)
         pending = [remote.remote(u) for u in units]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -257,10 +284,13 @@ def run_suite(
     ray_address: str | None = None,
     quiet: bool = False,
     verbose: bool = False,
+    failures: list[str] | None = None,
 ) -> int:
     """Run every missing (cell, seed) of ``suite`` into ``store``; returns rows written.
     Skipped cells are one summary line (:meth:`Suite.skip_summary`), or with ``verbose`` one
-    line per environment and reason; ``quiet`` prints nothing."""
+    line per environment and reason; ``quiet`` prints nothing. With a ``failures`` list, a
+    unit whose learner raises is appended to it (:class:`UnitFailure`) and the suite goes on;
+    without, the first such error stops the suite (the finished units' rows are kept)."""
     require_executor(executor)
     if verbose and not quiet:
         cells = suite.available(print)
@@ -277,7 +307,11 @@ def run_suite(
         bar = tqdm(total=len(units), desc=f"suite {suite.name}", unit="unit")
     written = 0
     todo = claimed(units, store) if executor == "serial" else units
-    for rows in execute(todo, executor, n_jobs, ray_address):
+    fn = run_unit if failures is None else run_unit_or_failure
+    for rows in execute(todo, executor, n_jobs, ray_address, fn):
+        if isinstance(rows, UnitFailure):
+            failures.append(str(rows))
+            continue
         written += store.append(rows)
         if bar is not None:
             bar.update(1)

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbandit_env.bench.leaderboard import Entry, display_label, env_title
+from fedbandit_env.bench.leaderboard import Entry, display_label, env_title, is_oracle
 
-# 36 colours: tab20 without its greys (grey means "not private"), then Dark2, then Set1 without
+# 60 colours: tab20 without its greys (grey means "not private"), then Dark2, then Set1 without
 # its yellow and grey and three darker ones; black is the baseline's.
 _TAB20 = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
@@ -36,7 +36,14 @@ _SET1 = [
     "#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf", "#6a3d9a",
     "#b15928", "#01665e",
 ]  # fmt: skip
-PALETTE = _TAB20 + _DARK2 + _SET1
+# 24 more for pages with many labels (suite labels beside every registered id): tab20b and
+# tab20c without their greys and lightest shades
+_MORE = [
+    "#393b79", "#5254a3", "#6b6ecf", "#637939", "#8ca252", "#b5cf6b", "#8c6d31", "#bd9e39",
+    "#e7ba52", "#843c39", "#ad494a", "#d6616b", "#7b4173", "#a55194", "#ce6dbd", "#3182bd",
+    "#6baed6", "#e6550d", "#fd8d3c", "#31a354", "#74c476", "#756bb1", "#9e9ac8", "#de9ed6",
+]  # fmt: skip
+PALETTE = _TAB20 + _DARK2 + _SET1 + _MORE
 BASELINE_COLOUR = "black"
 NON_PRIVATE_COLOUR = "#9a9a9a"
 KIND_LINESTYLE = {"reference": "-", "baseline": "--", "oracle": ":", "other": "-."}
@@ -78,11 +85,58 @@ def style_of(label: str, agent_id: str | None = None, registry: list[str] | None
     not an agent id is hashed into the palette), line style and marker from its kind."""
     registry = _registry() if registry is None else registry
     kind = learner_kind(agent_id or label)
+    return Style(PALETTE[_colour_index(label, registry)], KIND_LINESTYLE[kind],
+                 KIND_MARKER[kind], kind)  # fmt: skip
+
+
+def _colour_index(label: str, registry: list[str]) -> int:
     if label in registry:
-        index = registry.index(label)
-    else:
-        index = int(hashlib.sha256(label.encode()).hexdigest()[:8], 16)
-    return Style(PALETTE[index % len(PALETTE)], KIND_LINESTYLE[kind], KIND_MARKER[kind], kind)
+        return registry.index(label) % len(PALETTE)
+    return int(hashlib.sha256(label.encode()).hexdigest()[:8], 16) % len(PALETTE)
+
+
+def figure_styles(entries: list[Entry], registry: list[str] | None = None) -> dict[str, Style]:
+    """The style of every label of one figure, with distinct colours: registered ids keep their
+    registry colour; a label that is not an id (a suite label such as ``gossip_fed_ucb eps=2``)
+    takes its hashed colour, or the next colour no other learner of the figure has."""
+    registry = _registry() if registry is None else registry
+    labels = sorted({e.label for e in entries}, key=lambda x: (x not in registry, x))
+    agent_of = {e.label: e.agent_id for e in entries}
+    used: set[int] = set()
+    out = {}
+    for label in labels:
+        index = _colour_index(label, registry)
+        while index in used and len(used) < len(PALETTE):
+            index = (index + 1) % len(PALETTE)
+        used.add(index)
+        kind = learner_kind(agent_of[label] or label)
+        out[label] = Style(PALETTE[index], KIND_LINESTYLE[kind], KIND_MARKER[kind], kind)
+    return out
+
+
+STYLE_KEY = "— reference agent   -- baseline   ·· oracle   -· other (library, plug-in, yours)"
+"""The legend title that explains the line styles (every kind of :data:`KIND_LINESTYLE`)."""
+
+
+@dataclass(frozen=True)
+class CurveChoice:
+    """Which learners of a table get a regret curve: ``agents`` (ids or labels) if given, else
+    the ``top`` best by rank if given, else all; the baseline and highlighted learners always."""
+
+    agents: tuple[str, ...] = ()
+    top: int | None = None
+
+    def pick(self, entries: list[Entry]) -> list[Entry]:
+        def always(e: Entry) -> bool:
+            return e.label == e.baseline or e.highlight
+
+        if self.agents:
+            return [e for e in entries if always(e) or e.label in self.agents
+                    or e.agent_id in self.agents]  # fmt: skip
+        if self.top is not None:
+            best = {id(e) for e in sorted(entries, key=lambda x: x.rank)[: self.top]}
+            return [e for e in entries if always(e) or id(e) in best]
+        return list(entries)
 
 
 def pyplot():
@@ -110,24 +164,33 @@ def by_environment(entries: list[Entry]) -> dict[str, list[Entry]]:
 
 
 # --------------------------------------------------------------------------- regret curves
-def regret_figure(entries: list[Entry], title: str | None = None, log_time: bool = False):
+def regret_figure(
+    entries: list[Entry],
+    title: str | None = None,
+    log_time: bool = False,
+    curves: CurveChoice | None = None,
+):
     """Regret vs t of one environment's entries: mean curve and a light 2.5–97.5 % band per
-    learner, the legend outside the axes (right), the full title wrapped; time axis linear
-    unless ``log_time``."""
+    learner (``curves`` chooses which learners), the legend outside the axes (right) with the
+    line-style key, the full title wrapped; time axis linear unless ``log_time``. Highlighted
+    learners are drawn thick, on top, marked ★ in the legend."""
     plt = pyplot()
-    registry = _registry()
-    n = len(entries)
+    styles = figure_styles(entries)
+    shown = (curves or CurveChoice()).pick(entries)
+    n = len(shown)
     ncol = 1 if n <= 16 else 2
     fig, ax = plt.subplots(figsize=(6.8 + 2.2 * ncol, 4.8), layout="constrained")
-    for e in sorted(entries, key=lambda x: x.rank):
-        st = style_of(e.label, e.agent_id, registry)
+    for e in sorted(shown, key=lambda x: x.rank):
+        st = styles[e.label]
         is_base = e.label == e.baseline
         colour = BASELINE_COLOUR if is_base else st.colour
         mean = e.curves.mean(axis=0)
         label = display_label(e, entries, _mpl) + (" (baseline)" if is_base else "")
+        label = ("★ " if e.highlight else "") + label
+        width = 2.8 if e.highlight else 2.0 if is_base else 1.4
         ax.plot(
-            e.steps, mean, color=colour, linestyle=st.linestyle, lw=2.0 if is_base else 1.4,
-            label=label, zorder=3 if is_base else 2,
+            e.steps, mean, color=colour, linestyle=st.linestyle, lw=width,
+            label=label, zorder=4 if e.highlight else 3 if is_base else 2,
         )  # fmt: skip
         if e.curves.shape[0] > 1:
             lo, hi = np.percentile(e.curves, [2.5, 97.5], axis=0)
@@ -139,7 +202,8 @@ def regret_figure(entries: list[Entry], title: str | None = None, log_time: bool
     ax.set_title(wrapped_title(title), fontsize=9)
     ax.legend(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, ncol=ncol, frameon=False,
-        title="— reference  -- baseline  ·· oracle", title_fontsize=6,
+        title=STYLE_KEY + (f"\n{len(entries) - n} more learners in the table"
+                           if n < len(entries) else ""), title_fontsize=6,
     )  # fmt: skip
     return fig
 
@@ -160,6 +224,22 @@ def _front_order(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Indices of the Pareto-front points ordered by x (then y), for the step line."""
     front = np.flatnonzero(pareto_front(xs, ys))
     return front[np.lexsort((ys[front], xs[front]))]
+
+
+def _point_label(e: Entry, entries: list[Entry]) -> str:
+    """A scatter point's label: ★ when highlighted, ``(oracle)`` for an oracle."""
+    text = display_label(e, entries, _mpl) + (" (oracle)" if is_oracle(e.agent_id) else "")
+    return ("★ " if e.highlight else "") + text
+
+
+def _front_of(entries: list[Entry], xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """The Pareto front of a panel, oracles left out: a centralized learner is charged no
+    messages for what it sees, so it would dominate every honest trade-off."""
+    honest = np.array([not is_oracle(e.agent_id) for e in entries], dtype=bool)
+    if not honest.any():
+        return np.array([], dtype=np.int64)
+    index = np.flatnonzero(honest)
+    return index[_front_order(xs[honest], ys[honest])]
 
 
 def _plain(minor: bool = False):
@@ -311,7 +391,7 @@ def tradeoff_figure(entries: list[Entry], x: str = "messages"):
         for xi, yi, c, m, e in zip(xs, ys, colours, markers, env_entries, strict=True):
             edge = BASELINE_COLOUR if e.label == e.baseline else "white"
             ax.plot(xi, yi, marker=m, color=c, mec=edge, mew=1.0, ms=7, ls="none", zorder=4)
-        front = _front_order(xs, ys)
+        front = _front_of(env_entries, xs, ys)
         if front.size:
             fx, fy = xs[front], ys[front]
             _draw_front(ax, fx, fy)
@@ -336,7 +416,7 @@ def tradeoff_figure(entries: list[Entry], x: str = "messages"):
     for ax, env_entries in zip(axes.flat, envs.values(), strict=False):
         place_labels(
             ax, [getattr(e, x) + 1.0 for e in env_entries], [e.mean for e in env_entries],
-            [display_label(e, env_entries, _mpl) for e in env_entries],
+            [_point_label(e, env_entries) for e in env_entries],
         )  # fmt: skip
     return fig
 
@@ -345,7 +425,7 @@ def epsilon_figure(entries: list[Entry]):
     """Final regret (with its 95 % CI) vs declared epsilon of the private learners, one panel
     per environment; the Pareto front (smallest epsilon for the regret) as a step line."""
     plt = pyplot()
-    registry = _registry()
+    styles = figure_styles(entries)
     envs = by_environment(entries)
     fig, axes = _grid(plt, len(envs))
     placements = []
@@ -361,13 +441,14 @@ def epsilon_figure(entries: list[Entry]):
         xs = np.array([e.epsilon for e in private])
         ys = np.array([e.mean for e in private])
         for e, xi, yi in zip(private, xs, ys, strict=True):
-            st = style_of(e.label, e.agent_id, registry)
+            st = styles[e.label]
             ax.errorbar(
                 xi, yi, yerr=[[yi - e.ci_low], [e.ci_high - yi]], fmt=st.marker,
                 color=st.colour, ms=6, capsize=2, lw=0.8, zorder=4,
             )  # fmt: skip
-        front = _front_order(xs, ys)
-        _draw_front(ax, xs[front], ys[front])
+        front = _front_of(private, xs, ys)
+        if front.size:
+            _draw_front(ax, xs[front], ys[front])
         ax.set_xscale("log")
         ax.margins(x=0.3, y=0.15)
         ax.set(xlabel="declared privacy ε (log scale)", ylabel="final regret / agent")
@@ -375,7 +456,7 @@ def epsilon_figure(entries: list[Entry]):
         ax.xaxis.set_minor_formatter(_plain(minor=True))
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", fontsize=6, frameon=False)
-        placements.append((ax, xs, ys, [display_label(e, private, _mpl) for e in private]))
+        placements.append((ax, xs, ys, [_point_label(e, private) for e in private]))
     for ax in axes.flat[len(envs) :]:
         ax.remove()
     fig.suptitle("Regret vs privacy (private learners)")

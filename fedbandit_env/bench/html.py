@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedbandit_env.bench.figures import by_environment
+from fedbandit_env.bench.figures import CurveChoice, by_environment
 from fedbandit_env.bench.leaderboard import (
     Entry,
     display_label,
@@ -20,6 +20,7 @@ from fedbandit_env.bench.leaderboard import (
     format_audit,
     format_epsilon,
     format_paired,
+    is_oracle,
     paired_header,
 )
 from fedbandit_env.errors import ConfigError
@@ -36,6 +37,10 @@ dl.info { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; 
 dl.info dt { font-weight: bold; } dl.info dd { margin: 0; }
 figure { margin: 1em 0; } figcaption { font-size: 90%; color: #555; }
 td.audit-exceeds { color: #fff; background: #c0392b; font-weight: bold; }
+tr.highlight td { background: #fff3c4; font-weight: bold; }
+span.tag { font-size: 80%; font-weight: normal; color: #555; border: 1px solid #bbb;
+  border-radius: 3px; padding: 0 3px; margin-left: 4px; }
+span.tag.yours { color: #7a4d00; border-color: #e0a800; background: #fff8dc; }
 """
 
 
@@ -94,9 +99,11 @@ def _table(entries: list[Entry]) -> str:
     for e in sorted(entries, key=lambda x: x.rank):
         norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
         eps = format_epsilon(e.epsilon)
-        name = display_label(e, entries, html.escape)
+        name = ("★ " if e.highlight else "") + display_label(e, entries, html.escape) + _tags(e)
+        row_class = "entry highlight" if e.highlight else "entry"
         body.append(
-            f"<tr class='entry'><td>{e.rank}</td><td class='name'>{name}</td>"
+            f"<tr class='{row_class}' data-source='{e.source or 'store'}'><td>{e.rank}</td>"
+            f"<td class='name'>{name}</td>"
             f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
             f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td>"
             f"<td>{html.escape(format_paired(e))}</td>"
@@ -107,6 +114,19 @@ def _table(entries: list[Entry]) -> str:
         f"<table class='board'><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+
+
+def _tags(e: Entry) -> str:
+    """The row's tags: where it came from (yours / reference) and whether it is an oracle."""
+    tags = []
+    if e.source == "store":
+        tags.append("<span class='tag yours'>yours</span>")
+    elif e.source == "reference":
+        tags.append("<span class='tag'>reference</span>")
+    if is_oracle(e.agent_id):
+        tags.append("<span class='tag' title='sees every agent at no communication cost; "
+                    "left out of the Pareto fronts'>oracle</span>")  # fmt: skip
+    return "".join(tags)
 
 
 # Sorting by a header click: numbers (first number of the cell, "∞" and "—" last) or text;
@@ -144,6 +164,9 @@ class RunInfo:
     suite: str | None = None
     seeds: tuple[int, ...] = ()
     date: str = ""
+    sources: tuple[tuple[str, str, int], ...] = ()
+    """(kind, what, rows) of each source of rows: ("store", path, n), ("reference", "path
+    (fedbandit version)", n)."""
 
 
 def _seed_text(seeds: tuple[int, ...]) -> str:
@@ -160,10 +183,17 @@ def _header(entries: list[Entry], info: RunInfo) -> str:
 
     versions = sorted({e.results_version for e in entries if e.results_version})
     runs = sum(e.runs for e in entries)
+    mine = [e for e in entries if e.source != "reference"]
+    ref = [e for e in entries if e.source == "reference"]
+    split = ""
+    if ref:
+        split = (f": {sum(e.runs for e in mine):,} runs of {len(mine)} cells yours, "
+                 f"{sum(e.runs for e in ref):,} runs of {len(ref)} cells from the reference")
     items = [
         ("suite", info.suite or "every row of the store"),
         ("runs", f"{runs:,} runs of {len(entries)} cells on {len(by_environment(entries))} "
-                 "environments"),
+                 f"environments{split}"),
+        *((f"rows from the {kind}", f"{what}: {n:,} rows") for kind, what, n in info.sources),
         ("seeds", _seed_text(info.seeds)),
         ("package", f"fedbandit {__version__}"),
         ("date", info.date or "—"),
@@ -190,9 +220,11 @@ def write_html(
     title: str,
     info: RunInfo | None = None,
     log_time: bool = False,
+    curves: CurveChoice | None = None,
 ) -> Path:
     """Write ``index.html`` and its figures (PNG shown, PDF and SVG linked) into ``out_dir``;
-    returns the page's path. The page needs no network (inline style and script)."""
+    returns the page's path. The page needs no network (inline style and script). ``curves``
+    chooses which learners get a regret curve (default: all)."""
     from fedbandit_env.bench import figures
 
     pyplot()  # fail before writing anything if matplotlib is missing
@@ -204,7 +236,11 @@ def write_html(
     for k, (env_key, env_entries) in enumerate(envs.items()):
         name = env_title(env_key)
         stem = f"regret_{k}"
-        figures.save(figures.regret_figure(env_entries, name, log_time=log_time), out_dir, stem)
+        figures.save(
+            figures.regret_figure(env_entries, name, log_time=log_time, curves=curves),
+            out_dir,
+            stem,
+        )
         toc.append(f"<li><a href='#env-{k}'>{html.escape(name)}</a></li>")
         scale = "log" if log_time else "linear"
         alt = (
@@ -225,7 +261,8 @@ def write_html(
         + _figure_block(
             "scatter",
             "Final regret vs messages sent, one panel per environment; marker colour is the "
-            "declared privacy epsilon (grey: not private), the red step line is the Pareto front",
+            "declared privacy epsilon (grey: not private), the red step line is the Pareto front "
+            "(oracles, which see every agent for free, are left out of it)",
             "Regret vs messages",
         )
         + _figure_block(

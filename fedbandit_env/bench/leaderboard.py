@@ -83,6 +83,8 @@ class Entry:
     finals: np.ndarray | None = None  # final regret per agent, one per seed (in ``seeds`` order)
     paired: Paired | None = None  # vs the table's baseline (:func:`attach_paired`)
     audit: AuditMark | None = None
+    source: str = ""  # "store" (your rows) or "reference" when ranked beside a reference
+    highlight: bool = False  # marked and highlighted on the page (``--highlight``)
 
 
 @dataclass(frozen=True)
@@ -247,25 +249,30 @@ def format_paired(entry: Entry, minus: str = "−", none: str = "—") -> str:
     return f"{text} {p.verdict}" if p.verdict else text
 
 
-def current_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[Row]:
-    """The rows whose results version is their learner's current one. Stale rows are left out
-    and ``note`` says how many, of which cells, and what to do. Rows whose learner or
-    environment is not registered in this process are kept under their stored label, with a
-    note: their version cannot be judged here. Ids are looked up, never imported, and no
-    learner is built (files are data: :func:`~fedbandit_env.bench.versions.
-    registered_results_version`)."""
+def current_rows(
+    rows: list[Row], note: Callable[[str], None] = print, include_unregistered: bool = False
+) -> list[Row]:
+    """The rows whose results version is their learner's current one. Every row left out is
+    counted by ``note`` with its reason: stale rows (another results version), and rows whose
+    learner or environment is not registered in this process (their version cannot be judged
+    here), which ``include_unregistered`` keeps, ranked by their stored id and label. Ids are
+    looked up, never imported, and no learner is built (files are data:
+    :func:`~fedbandit_env.bench.versions.registered_results_version`)."""
     from fedbandit_env.bench.versions import registered_results_version
 
-    current: dict[tuple[str, str], str | None] = {}
+    current: dict[tuple[str, str, bool], str | None] = {}
     kept, stale, unknown = [], [], set()
     for row in rows:
-        key = (row.env_id, row.agent_id)
+        key = (row.env_id, row.agent_id, bool(json.loads(row.config).get("privacy")))
         if key not in current:
-            current[key] = registered_results_version(row.env_id, row.agent_id)
+            current[key] = registered_results_version(*key)
         want = current[key]
         if want is None:
             unknown.add(row.label)
-        (kept if want is None or row.results_version == want else stale).append(row)
+            if include_unregistered:
+                kept.append(row)
+            continue
+        (kept if row.results_version == want else stale).append(row)
     if stale:
         labels = sorted({r.label for r in stale})
         versions = sorted({r.results_version for r in stale})
@@ -275,10 +282,12 @@ def current_rows(rows: list[Row], note: Callable[[str], None] = print) -> list[R
             "suite to replace them (docs/bench.md, results versions)"
         )
     if unknown:
+        n = sum(1 for r in rows if r.label in unknown)
+        what = ("ranked by the stored id, results version not checked" if include_unregistered
+                else "left out (--include-unregistered ranks them by their stored id)")  # fmt: skip
         note(
-            f"leaderboard: {', '.join(sorted(unknown))}: learner or environment not registered "
-            "here (or its version is known only to an instance); shown by the stored label, "
-            "results version not checked"
+            f"leaderboard: {n} row(s) of {', '.join(sorted(unknown))}: learner or environment "
+            f"not registered here (or its version is known only to an instance); {what}"
         )
     return kept
 
@@ -347,6 +356,28 @@ def paired_header(baseline: str, latex: bool = False) -> str:
     return f"paired Δ vs {baseline} (95% CI)"
 
 
+def mark(entry: Entry, label: str) -> str:
+    """A label with its marks: ``★`` for a highlighted learner, ``(yours)`` for your rows
+    ranked beside a reference, ``(reference)`` for the reference's, ``(oracle)`` for an oracle
+    (a learner that sees what others cannot: ``centralized_*``)."""
+    marks = []
+    if entry.highlight:
+        label = f"★ {label}"
+    if entry.source == "store":
+        marks.append("yours")
+    elif entry.source == "reference":
+        marks.append("reference")
+    if is_oracle(entry.agent_id):
+        marks.append("oracle")
+    return label + (f" ({', '.join(marks)})" if marks else "")
+
+
+def is_oracle(agent_id: str) -> bool:
+    """An oracle learner: centralized, it sees every agent's rewards at no communication cost
+    (ranked, but never on a Pareto front)."""
+    return agent_id.startswith("centralized_")
+
+
 def to_markdown(entries: list[Entry]) -> str:
     """Markdown tables, one per environment configuration, ranked by mean final regret."""
     out = []
@@ -366,7 +397,7 @@ def to_markdown(entries: list[Entry]) -> str:
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
-            label = display_label(e, env_entries, escape_markdown)
+            label = mark(e, display_label(e, env_entries, escape_markdown))
             out.append(
                 f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "

@@ -1,13 +1,13 @@
 """Reference results shipped with the package (docs/bench.md, "Reference results").
 
-The file ``fedbandit_env/bench/reference/reference.json`` holds the rows of the ``standard``
-suite and of each per-paper suite's headline cells (:data:`HEADLINES`), on fixed seeds, so that
+The file ``fedbandit_env/bench/reference/reference.json`` holds the rows of the ``standard`` and
+``quick`` suites and of each per-paper suite's headline cells (:data:`HEADLINES`), on fixed seeds, so that
 ``fedbandit leaderboard --reference`` ranks a user's own rows against the published learners
 without re-running them. It is plain JSON (read with :mod:`json` only, nothing executable or
 pickled), validated on load (:func:`load_reference`), one cell per line, with no timings or
 dates, so that a rebuild of unchanged code gives the same bytes. Per cell it keeps what the store
 keeps per run (final regrets, messages, floats, cost, declared epsilon, results version) and the
-regret curve at :data:`CURVE_POINTS` of the store's log-spaced checkpoints.
+regret curve at every one of the store's log-spaced checkpoints.
 
 ``fedbandit reference build`` writes it; ``fedbandit reference check`` re-runs a sample of its
 cells and requires bit-identical rows (:func:`check_reference`), which CI does too, so a change
@@ -34,6 +34,7 @@ import numpy as np
 
 from fedbandit_env.agent_registry import agent_entry, lookup_agent, without_trust_flags
 from fedbandit_env.bench import datafiles
+from fedbandit_env.bench.datafiles import FileFormatError
 from fedbandit_env.bench.store import ResultsStore, Row
 from fedbandit_env.bench.suites import Cell, get_suite
 from fedbandit_env.bench.versions import (
@@ -41,7 +42,6 @@ from fedbandit_env.bench.versions import (
     package_version,
     registered_results_version,
 )
-from fedbandit_env.errors import FedBanditError
 from fedbandit_env.registration import list_envs
 
 FORMAT = "fedbandit-reference"
@@ -49,11 +49,13 @@ FORMAT_VERSION = 1
 REFERENCE_PATH = Path(__file__).resolve().parent / "reference" / "reference.json"
 MAX_FILE_BYTES = 1 << 28
 """Largest reference file read (256 MiB; the shipped one is under 1 MiB)."""
-CURVE_POINTS = 16
+CURVE_POINTS = 100
 """Checkpoints kept per regret curve: evenly spaced indices into the store's log-spaced
-checkpoints (which always end at the horizon)."""
+checkpoints (which always end at the horizon); at least as many as the store keeps, so every
+checkpoint is kept and a reference curve is as smooth as a store's."""
 
 STANDARD = "standard"
+QUICK = "quick"
 HEADLINES: dict[str, tuple[int, tuple[str, ...]]] = {
     "gossip": (4, ("ucb1", "gossip_ucb", "gossip_fed_ucb eps=2")),
     "dp_recsys": (10, ("ucb1", "dp_dec_ucb eps=2", "dp_mw_ucb eps=2")),
@@ -83,7 +85,7 @@ _CELL_KEYS = {
 }
 
 
-class ReferenceError(FedBanditError):
+class ReferenceError(FileFormatError):
     """A reference file is missing, malformed, of another format or of another package
     version (docs/bench.md, "Reference results")."""
 
@@ -138,7 +140,7 @@ def reference_cells(note: Callable[[str], None] = print) -> list[tuple[str, Cell
     """(suite name, cell) of every reference cell: the ``standard`` suite's available cells and
     each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
     error, so a renamed cell is noticed)."""
-    out = [(STANDARD, cell) for cell in get_suite(STANDARD).available(note)]
+    out = [(name, cell) for name in (STANDARD, QUICK) for cell in get_suite(name).available(note)]
     for name, (runs, labels) in HEADLINES.items():
         suite = get_suite(name)
         by_label = {cell.name: cell for cell in suite.cells}
@@ -256,7 +258,9 @@ def build_reference(
         results = ResultsStore(store if store is not None else Path(tmp) / "reference.sqlite")
         units = []
         for suite, cell in cells:
-            version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+            version = current_results_version(
+                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy
+            )
             missing = sorted(set(cell.seeds) - results.done_seeds(cell.config_hash, version))
             entry = agent_entry(cell.agent_id)
             for i in range(0, len(missing), chunk):
@@ -276,7 +280,9 @@ def build_reference(
         records = []
         n_rows = 0
         for suite, cell in cells:
-            version = current_results_version(cell.env_id, cell.agent_id, cell.agent_kwargs)
+            version = current_results_version(
+                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy
+            )
             rows = [r for r in results.rows_for([cell]) if r.results_version == version]
             n_rows += len(rows)
             records.append(cell_record(suite, rows))
@@ -319,7 +325,7 @@ def _validate_cell(path: Path, i: int, cell: Any) -> dict[str, Any]:
         if key not in cell:
             raise _bad(path, where.removeprefix(f"{path}: "), f"missing field {key!r}")
         if not isinstance(cell[key], kind):
-            raise _error(f"{where}: {key}: expected a JSON {kind.__name__}")
+            raise _error(f"{where}: field {key!r}: expected a JSON {kind.__name__}")
     for key in ("suite", "label", "cell_hash", "results_version"):
         datafiles.expect_str(cell[key], f"{where}: {key}", _error)
     config = datafiles.check_config(cell["config"], f"{where}: config", _error)
@@ -331,7 +337,9 @@ def _validate_cell(path: Path, i: int, cell: Any) -> dict[str, Any]:
                    "cell_hash does not match its config (the file was edited)")  # fmt: skip
     epsilon = cell.get("epsilon")
     if not (epsilon is None or epsilon == "inf"):
-        datafiles.expect_float(epsilon, f'{where}: epsilon (a number, "inf" or null)', _error)
+        if not datafiles.is_number(epsilon):
+            raise _error(f'{where}: epsilon: expected a number, "inf" or null, got {epsilon!r:.40}')
+        datafiles.expect_float(epsilon, f"{where}: epsilon", _error)
     seeds = datafiles.expect_numbers(cell["seeds"], f"{where}: seeds", _error, integer=True)
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise _error(f"{where}: seeds: expected distinct integers >= 0")
@@ -402,11 +410,11 @@ def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print)
     this process's registries, never imported, and no learner is built
     (:func:`~fedbandit_env.bench.versions.registered_results_version`)."""
     kept, stale, unknown = [], defaultdict(list), set()
-    versions: dict[tuple[str, str], str | None] = {}
+    versions: dict[tuple[str, str, bool], str | None] = {}
     for row in rows:
-        key = (row.env_id, row.agent_id)
+        key = (row.env_id, row.agent_id, bool(json.loads(row.config).get("privacy")))
         if key not in versions:
-            versions[key] = registered_results_version(row.env_id, row.agent_id)
+            versions[key] = registered_results_version(*key)
         want = versions[key]
         if want is None and not _runnable(row.env_id, row.agent_id):
             unknown.add(row.label)
@@ -541,6 +549,7 @@ def check_reference(
             dict(config["agent_kwargs"]),
             run_seeds[0],
             cell["label"],
+            dict(config.get("privacy") or {}),
         )
         if cells.config_hash != cell["cell_hash"]:
             differences.append(f"{name}: the cell's hash is {cells.config_hash} in this code")

@@ -123,7 +123,12 @@ class Row:
         )
 
 
-def log_checkpoints(horizon: int, points: int = 60) -> np.ndarray:
+CURVE_CHECKPOINTS = 100
+"""Log-spaced checkpoints of a stored regret curve (fewer after rounding at short horizons,
+where every early step is one)."""
+
+
+def log_checkpoints(horizon: int, points: int = CURVE_CHECKPOINTS) -> np.ndarray:
     """Log-spaced steps in [1, horizon], always including the horizon."""
     return np.unique(np.geomspace(1, horizon, points).round().astype(np.int64))
 

@@ -15,6 +15,7 @@ raises there is skipped, and the note says which and why (``fedbandit suite`` pr
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -51,8 +52,13 @@ class Cell:
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     label: str = ""
+    privacy: dict[str, Any] = field(default_factory=dict)
+    """Options of the privacy wrapper put around the learner's channels (``evaluate``'s
+    ``privacy``; empty: none). Part of the cell's identity when given."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.privacy, dict):
+            raise ConfigError(f"cell.privacy: expected a dict of wrapper options, got {self.privacy!r}")
         for name in ("horizon", "runs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -60,14 +66,15 @@ class Cell:
 
     @property
     def config(self) -> dict[str, Any]:
-        return _canonical(
-            {
-                "env_id": self.env_id,
-                "env_kwargs": {**self.env_kwargs, "horizon": self.horizon},
-                "agent_id": self.agent_id,
-                "agent_kwargs": self.agent_kwargs,
-            }
-        )
+        config = {
+            "env_id": self.env_id,
+            "env_kwargs": {**self.env_kwargs, "horizon": self.horizon},
+            "agent_id": self.agent_id,
+            "agent_kwargs": self.agent_kwargs,
+        }
+        if self.privacy:  # absent otherwise, so cells without a wrapper keep their hashes
+            config["privacy"] = self.privacy
+        return _canonical(config)
 
     @property
     def config_hash(self) -> str:
@@ -136,11 +143,40 @@ def cell_agent_steps(cell: Cell) -> int:
     return int(cell.horizon) * int(cell.runs) * int(agents)
 
 
-AGENT_STEPS_PER_SECOND = {"multi-armed": 0.36e6, "linear": 0.14e6}
+AGENT_STEPS_PER_SECOND = {
+    "multi-armed": 0.36e6,
+    "linear": 0.14e6,
+    "per-agent": 0.073e6,
+    "library": 0.0085e6,
+}
 """Serial agent-steps per second of a suite's cells per family, as
 ``python benchmarks/bench_quick_suite.py`` printed them for the ``quick`` suite (its last line) on
 the shared 2-core machine at low load (docs/bench.md, "Command line"); :func:`estimated_seconds`
-divides by them. Learners differ several-fold around these figures, and an idle machine is faster."""
+divides by them. Learners differ several-fold around these figures, and an idle machine is faster.
+A per-agent learner (a ``PerAgentLearner`` class or a parallel-view policy callable: one Python
+call per agent and step) runs at the ``per-agent`` rate and a library adapter (``mabwiser:``,
+``smpybandits:``) at the ``library`` rate, both as ``python benchmarks/bench_per_agent.py``
+printed them (docs/writing-agents.md)."""
+
+
+def _rate_kind(cell: Cell) -> str:
+    """Which :data:`AGENT_STEPS_PER_SECOND` rate a cell runs at."""
+    from fedbandit_env.agent_registry import agent_class
+    from fedbandit_env.per_agent import PerAgentLearner
+    from fedbandit_env.policy import TeamPolicy
+
+    if cell.agent_id.partition(":")[0] in ("mabwiser", "smpybandits"):
+        return "library"
+    try:
+        cls = agent_class(cell.agent_id)
+    except Exception:  # not resolvable here: the family's rate
+        cls = None
+    if isinstance(cls, type) and issubclass(cls, PerAgentLearner):
+        return "per-agent"
+    if cls is not None and not isinstance(cls, type) and not isinstance(cls, TeamPolicy):
+        return "per-agent"  # a policy callable
+    linear = env_family(cell.env_id, cell.env_kwargs) == "linear"
+    return "linear" if linear else "multi-armed"
 
 
 def estimated_seconds(cells: list[Cell]) -> float:
@@ -148,9 +184,7 @@ def estimated_seconds(cells: list[Cell]) -> float:
     (:func:`cell_agent_steps`) over its family's measured rate (:data:`AGENT_STEPS_PER_SECOND`)."""
     total = 0.0
     for cell in cells:
-        linear = env_family(cell.env_id, cell.env_kwargs) == "linear"
-        rate = AGENT_STEPS_PER_SECOND["linear" if linear else "multi-armed"]
-        total += cell_agent_steps(cell) / rate
+        total += cell_agent_steps(cell) / AGENT_STEPS_PER_SECOND[_rate_kind(cell)]
     return total
 
 
@@ -464,5 +498,7 @@ SUITES["field"] = _field_suite()
 
 def get_suite(name: str) -> Suite:
     if name not in SUITES:
-        raise UnknownIdError(f"suite {name!r} is not defined; suites: {sorted(SUITES)}")
+        close = difflib.get_close_matches(str(name), list(SUITES), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownIdError(f"suite {name!r} is not defined; suites: {sorted(SUITES)}.{hint}")
     return SUITES[name]

@@ -36,7 +36,14 @@ def _format(env_id: str, env_version: int, agent_id: str, version: int, note: st
     )
 
 
-def registered_results_version(env_id: str, agent_id: str) -> str | None:
+def wrapper_suffix(privacy: Any) -> str:
+    """The part of a results version that names the privacy wrapper (empty without one)."""
+    from fedbandit_env.bench.evaluate import PRIVACY_WRAPPER_VERSION
+
+    return f" / privacy wrapper v{PRIVACY_WRAPPER_VERSION}" if privacy else ""
+
+
+def registered_results_version(env_id: str, agent_id: str, privacy: Any = None) -> str | None:
     """The results version rows of (``env_id``, ``agent_id``) get now, from the registries alone:
     the environment's registered version and the learner's class attributes
     (:func:`fedbandit_env.agent_registry.class_version`). Nothing is built or imported, so it is
@@ -52,13 +59,16 @@ def registered_results_version(env_id: str, agent_id: str) -> str | None:
     learner = class_version(agent_id)
     if learner is None:
         return None
-    return _format(env_id, env_version, agent_id, *learner)
+    return _format(env_id, env_version, agent_id, *learner) + wrapper_suffix(privacy)
 
 
-def current_results_version(env_id: str, agent_id: str, agent_kwargs: dict[str, Any]) -> str:
+def current_results_version(
+    env_id: str, agent_id: str, agent_kwargs: dict[str, Any], privacy: Any = None
+) -> str:
     """The results version a run of (env, learner id, kwargs) would get now (builds the
     learner to read its ``version``; for cells defined in code, never for ids read from a file:
     those use :func:`registered_results_version`)."""
     from fedbandit_env.agent_registry import make_agent
 
-    return results_version(env_id, agent_id, make_agent(agent_id, **dict(agent_kwargs)))
+    policy = make_agent(agent_id, **dict(agent_kwargs))
+    return results_version(env_id, agent_id, policy) + wrapper_suffix(privacy)
