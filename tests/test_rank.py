@@ -134,3 +134,34 @@ def test_a_bad_learner_kwarg_lists_the_accepted_ones(capsys):
     assert status.value.code == 2
     err = capsys.readouterr().err
     assert "accepted: ['alpha', 'scale']" in err and "did you mean 'alpah' -> 'alpha'" in err
+
+
+def test_rows_of_a_learner_not_registered_here_are_counted_never_dropped_in_silence(
+    tmp_path, monkeypatch, capsys
+):
+    """A learner registered at run time in the process that ran the suite: a later
+    `leaderboard --suite` counts its rows on stderr and leaves them out, or ranks them by their
+    stored id with --include-unregistered."""
+    from baselines.ucb import UCB1
+    from fedbandit_env.agent_registry import _AGENTS
+    from fedbandit_env.bench.executors import run_suite
+    from fedbandit_env.bench.store import ResultsStore
+    from fedbandit_env.bench.suites import LearnerSweep
+
+    kw = {"num_agents": 3, "num_arms": 3, "topology": "ring"}
+    sweep = LearnerSweep("FedBandit/Homogeneous-v0", 40, 2, kw,
+                         exclude=tuple(a for a in _AGENTS if a not in ("ucb1", "my_runtime")))  # fmt: skip
+    monkeypatch.setitem(suites_module.SUITES, "tiny", Suite("tiny", (), None, "", (sweep,)))
+    monkeypatch.setitem(_AGENTS, "my_runtime", UCB1)
+    store_path = tmp_path / "s.sqlite"
+    store = ResultsStore(store_path)
+    run_suite(suites_module.SUITES["tiny"], store, quiet=True)
+    store.close()
+    del _AGENTS["my_runtime"]  # a new process: the learner is not registered there
+    main(["leaderboard", "--store", str(store_path), "--suite", "tiny"])
+    out, err = capsys.readouterr()
+    assert "my_runtime" not in out
+    assert "2 row(s) of my_runtime on suite tiny's environments" in err and "left out" in err
+    main(["leaderboard", "--store", str(store_path), "--suite", "tiny", "--include-unregistered"])
+    out, err = capsys.readouterr()
+    assert "my_runtime" in out and "ranked by their stored id" in err

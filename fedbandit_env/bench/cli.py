@@ -626,6 +626,7 @@ EPSILON = _arg_type("epsilon", _positive_float)
 JSON_OBJECT = _arg_type("JSON object", _json_object)
 ENV_ID = _arg_type("environment id", _env_id)
 AGENT_ID = _arg_type("learner id", _agent_id)
+ID_LIST = _arg_type("learner ids", lambda t: [x.strip() for x in t.split(",") if x.strip()])
 AGENT_HELP = (
     "a learner id: registered (`fedbandit agents`), or module:Class of a file in the current "
     "folder or an installed module, or mabwiser:POLICY / smpybandits:POLICY"
@@ -857,7 +858,7 @@ def parser() -> argparse.ArgumentParser:
     _page_options(board)
     board.add_argument(
         "--highlight",
-        type=_arg_type("learner ids", lambda t: [x.strip() for x in t.split(",") if x.strip()]),
+        type=ID_LIST,
         default=None,
         metavar="ID[,ID...]",
         help="mark and highlight these learners (default with --reference: your own rows)",
@@ -1002,7 +1003,7 @@ def _page_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--agents",
         dest="curve_agents",
-        type=_arg_type("learner ids", lambda t: [x.strip() for x in t.split(",") if x.strip()]),
+        type=ID_LIST,
         default=None,
         metavar="ID[,ID...]",
         help="with --html: draw regret curves of these learners only (and the baseline)",
