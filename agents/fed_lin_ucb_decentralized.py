@@ -233,10 +233,12 @@ class FedLinUCBDecentralized(FedUCBBase):
             used = (obs.pulls - 1) % self.gamma  # (B,) the slot of the trial just pulled
             if fresh.any():
                 self._fold_runs(obs, used, fresh)
-                trigger = self._trigger_runs(used) & fresh[:, None]
+                # no trigger after a run's last trial: it has finished, and would send nothing
+                # (in a batch the others may still communicate; alone it would not be asked)
+                trigger = self._trigger_runs(used) & (fresh & (obs.pulls < self.T))[:, None]
             self._receive([obs.deliveries[name] for name in self._channels])
         talk = trigger.any(axis=1)
-        messages = self._outgoing_paper(trigger, used, talk)
+        messages = self._outgoing_paper(trigger, used, talk, obs.pulls < self.T)
         slot = obs.pulls % self.gamma  # (B,) the slot of the next trial
         run = self._runs
         W, w = self._W[run, :, slot], self._w[run, :, slot]
@@ -264,11 +266,13 @@ class FedLinUCBDecentralized(FedUCBBase):
         lhs = self.logdet(W + self.U[run, :, slot] + inflate) - self.logdet(W)
         return self.since[run, :, slot] * lhs >= self.threshold
 
-    def _outgoing_paper(self, trigger, used, talk) -> dict:
+    def _outgoing_paper(self, trigger, used, talk, live) -> dict:
         """A talking run sends only its triggers (request + own release of the slot just used);
         its pending requests wait for the next pull, when the trial they arrived for starts.
-        The other runs answer their pending requests with this pull, as under latency."""
-        answer = self.pending & (self.since > 0) & ~talk[:, None, None]
+        The other runs answer their pending requests with this pull, as under latency. A run
+        that has finished (``live`` False) answers nothing: the environment would not deliver
+        it, so it is neither released nor counted."""
+        answer = self.pending & (self.since > 0) & (~talk & live)[:, None, None]
         run = self._runs
         if used is not None:
             answer[run, :, used] |= trigger

@@ -87,10 +87,13 @@ class FedUCBBase(TeamPolicy):
 
     def floor_W(self, W: np.ndarray, run: np.ndarray) -> np.ndarray:
         """A28: ``W`` (k, d, d) with its spectrum floored at ``eig_floor``; one event per
-        floored matrix is added to ``eig_clip_events`` of its run (``run`` (k,) run indices)."""
-        W, low = floor_spectrum(W, self.eig_floor)
-        if low.any():
-            self.eig_clip_events += np.bincount(run[low], minlength=len(self.eig_clip_events))
+        floored matrix is added to ``eig_clip_events`` of its run (``run`` (k,) run indices),
+        unless its deficit under the floor is only rounding (:data:`ROUNDING_DEFICIT`: it is
+        floored all the same, but not counted)."""
+        low, real = _below_floor(W, self.eig_floor)
+        W, _ = _floored(W, self.eig_floor, low)
+        if real.any():
+            self.eig_clip_events += np.bincount(run[real], minlength=len(self.eig_clip_events))
         return W
 
     def logdet(self, V: np.ndarray) -> np.ndarray:
@@ -152,11 +155,31 @@ class FedUCBBase(TeamPolicy):
         return self.beta_scale * beta
 
 
+ROUNDING_DEFICIT = 1e-12
+"""Relative size (of ``max(1, floor)``) below which a matrix's deficit under the floor is
+rounding, not a real clip: a rank-deficient sum of released matrices shows eigenvalues a few
+ulps under the floor (1e-15), which :meth:`FedUCBSafeguards.floor_W` floors but does not
+count."""
+
+
 def floor_spectrum(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Clip the eigenvalues of symmetric matrices ``W`` (..., d, d) from below at ``floor``
-    (specs/linear.md A28, §2.10). Returns the result and the mask of matrices that had an
-    eigenvalue below the floor; the others are returned unchanged, bit for bit."""
-    low = np.linalg.eigvalsh(W)[..., 0] < floor
+    (A28 of the FedUCB safeguards: the spectrum floor). Returns the result and the mask of
+    matrices that had an eigenvalue below the floor; the others are returned unchanged, bit
+    for bit."""
+    low, _ = _below_floor(W, floor)
+    return _floored(W, floor, low)
+
+
+def _below_floor(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which matrices have an eigenvalue below ``floor``, and which of them by more than
+    rounding (:data:`ROUNDING_DEFICIT`)."""
+    smallest = np.linalg.eigvalsh(W)[..., 0]
+    low = smallest < floor
+    return low, low & (floor - smallest > ROUNDING_DEFICIT * max(1.0, abs(floor)))
+
+
+def _floored(W: np.ndarray, floor: float, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not low.any():
         return W, low
     out = W.copy()

@@ -258,3 +258,48 @@ def test_a_sync_completes_within_two_gamma_trials(gamma):
             late.append(lag)
     assert len(late) > 50
     assert max(late) == 2 * gamma
+
+
+def _counters(seeds: list[int], kw: dict, agent_kwargs: dict) -> dict[str, np.ndarray]:
+    """The learner's counters after a batch of ``seeds``, per run."""
+    from fedbandit_env.bench.evaluate import _build
+
+    policy = FedLinUCBDecentralized(**agent_kwargs)
+    _, venv = _build(policy, ENV, len(seeds), kw)
+    obs, _ = venv.reset(seed=seeds)
+    policy.reset(venv.facts, venv.agent_rng())
+    while not venv.engine.truncated:
+        action = policy.act(obs)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
+    return {"n_requests": policy.n_requests.copy(), "releases": policy.releases.sum(axis=(1, 2)),
+            "eig_clip_events": policy.eig_clip_events.copy()}  # fmt: skip
+
+
+@pytest.mark.parametrize("gamma", [1, 2])
+def test_counters_do_not_depend_on_the_batch(gamma):
+    """Runs that finish while others still take communication steps request and release
+    nothing more: every counter of run b equals that seed's run alone; a rank-deficient
+    singleton clique's rounding deficit under the floor is not counted as a clip."""
+    kw = {"num_agents": 5, "horizon": 150, "topology": "path"}
+    agent_kwargs = {"private": False, "gamma": gamma, "sync_threshold": 0.5}
+    seeds = [0, 1, 2, 3, 4, 5]
+    batch = _counters(seeds, kw, agent_kwargs)
+    for b, seed in enumerate(seeds):
+        alone = _counters([seed], kw, agent_kwargs)
+        for name, values in batch.items():
+            assert values[b] == alone[name][0], (name, seed)
+    assert batch["n_requests"].sum() > 0
+
+
+def test_a_rounding_deficit_under_the_floor_is_floored_but_not_counted():
+    from agents.fed_ucb_common import FedUCBBase
+
+    guard = FedLinUCBDecentralized()
+    assert isinstance(guard, FedUCBBase)
+    guard.eig_floor = 1.0
+    guard.eig_clip_events = np.zeros(2, dtype=np.int64)
+    rounding = np.diag([1.0 - 1e-15, 2.0])
+    real = np.diag([0.5, 2.0])
+    out = guard.floor_W(np.stack([rounding, real]), np.array([0, 1]))
+    assert guard.eig_clip_events.tolist() == [0, 1]
+    assert np.linalg.eigvalsh(out)[:, 0].min() >= 1.0 - 1e-12

@@ -634,7 +634,8 @@ AGENT_HELP = (
 PRIVACY_HELP = (
     "wrap the learner's channels with the privacy wrapper, a JSON object: the options of every "
     'channel (\'{"epsilon": 1}\'), or {"channels": {NAME: options}} with "budget", '
-    '"composition", "delta_prime", "delta_budget" (docs/privacy.md, "Privacy wrappers")'
+    '"composition", "delta_prime", "delta_budget" (docs/privacy.md, "Privacy wrappers"); {}: '
+    "no wrapper"
 )
 
 
@@ -743,7 +744,8 @@ def parser() -> argparse.ArgumentParser:
         "docs/rl.md)",
     )
     run.add_argument(
-        "--store", default=None, help="also keep the cell's rows in this results store"
+        "--store", default=None, help="also keep the cell's rows in this results store "
+        "(default: none, print the summary only)"
     )
     run.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
     suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
@@ -1006,7 +1008,8 @@ def _page_options(cmd: argparse.ArgumentParser) -> None:
         type=ID_LIST,
         default=None,
         metavar="ID[,ID...]",
-        help="with --html: draw regret curves of these learners only (and the baseline)",
+        help="with --html: draw regret curves of these learners only (and the baseline; "
+        "default: every learner)",
     )
     cmd.add_argument(
         "--top",
