@@ -199,8 +199,23 @@ def expect_numbers(
         raise error(f"{place}: expected a list of {what}, got {_got(values)}")
     if length is not None and len(values) != length:
         raise error(f"{place}: expected {length} {what}, got {len(values)}")
+    if _all_fine(values, integer):  # the common case, checked in bulk
+        return list(values)
     check = expect_int if integer else expect_float
     return [check(v, f"{place}[{i}]", error) for i, v in enumerate(values)]
+
+
+def _all_fine(values: list, integer: bool) -> bool:
+    """Whether every value is an int64 integer (``integer``) or a finite float, in one pass of
+    type checks and one numpy reduction; False sends the caller to the checks that name the
+    first bad value."""
+    if integer:
+        return all(type(v) is int for v in values) and (
+            not values or (INT64[0] <= min(values) and max(values) <= INT64[1])
+        )
+    return all(type(v) is float for v in values) and bool(
+        np.isfinite(np.fromiter(values, dtype=np.float64, count=len(values))).all()
+    )
 
 
 def expect_str(value: Any, place: str, error: Error = FileFormatError, limit: int = 4096) -> str:
