@@ -231,7 +231,7 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     dom = _chromium_run(
         browser, tmp_path / "profile", "--dump-dom", probe_page.as_uri(), text=True
     ).stdout
-    assert dom.count('<tr class="entry">') == 4 and "ucb1_shared" in dom
+    assert dom.count('<tr class="entry"') == 4 and "ucb1_shared" in dom
     probe = json.loads(dom.split('<pre id="probe">')[1].split("</pre>")[0].replace("&quot;", '"'))
     assert probe["dpr"] == 1
     images = {img["src"]: img for img in probe["images"]}
