@@ -32,7 +32,7 @@ SMALL = {"num_agents": 3, "num_arms": 3, "topology": "ring"}
 def test_the_shipped_reference_is_valid_and_names_existing_headline_cells():
     ref = load_reference()  # validates the schema and the package version
     assert ref.path == REFERENCE_PATH and ref.cells
-    assert {c["suite"] for c in ref.cells} <= {"standard", *HEADLINES}
+    assert {c["suite"] for c in ref.cells} <= {"standard", "quick", *HEADLINES}
     reference_cells(lambda _msg: None)  # raises if a headline label left its suite
     for name, (_, labels) in HEADLINES.items():
         assert set(labels) <= {c.name for c in get_suite(name).cells}
@@ -52,13 +52,15 @@ def test_a_sample_of_the_shipped_reference_reproduces_bit_for_bit():
 
 @pytest.fixture
 def tiny(monkeypatch):
-    """A tiny `standard` suite and one tiny paper suite with one headline cell."""
+    """A tiny `standard` suite, an empty `quick` one and one tiny paper suite with one headline
+    cell."""
     standard = Suite(
         "standard",
         tuple(Cell(ENV, a, 60, 3, SMALL, {}, label=a) for a in ("ucb1", "uniform", "kl_ucb")),
     )
     paper = Suite("tinypaper", (Cell(ENV, "ucb1", 40, 4, SMALL, {}, label="ucb1"),))
     monkeypatch.setitem(SUITES, "standard", standard)
+    monkeypatch.setitem(SUITES, "quick", Suite("quick", ()))
     monkeypatch.setitem(SUITES, "tinypaper", paper)
     monkeypatch.setattr(reference, "HEADLINES", {"tinypaper": (2, ("ucb1",))})
     return standard
@@ -137,10 +139,11 @@ def test_the_cli_ranks_user_rows_against_the_reference(tiny, tmp_path, capsys, m
     run_suite(mine, store, quiet=True)
     main(["leaderboard", "--store", str(tmp_path / "mine.sqlite"), "--reference", str(path)])
     out = capsys.readouterr().out
-    for label in ("thompson_beta", "ucb1", "uniform", "kl_ucb"):
-        assert f"| {label} | 3 |" in out
-    assert "| ucb1 | 3 |" in out and "baseline" in out  # the paired column
-    assert "| ucb1 | 2 |" in out  # the paper suite's headline cell has its own table
+    assert "| ★ thompson_beta (yours) | 3 |" in out  # your rows, marked and highlighted
+    for label in ("ucb1", "uniform", "kl_ucb"):
+        assert f"| {label} (reference) | 3 |" in out
+    assert "baseline" in out  # the paired column
+    assert "| ucb1 (reference) | 2 |" in out  # the paper suite's headline cell: its own table
 
 
 def test_reference_rows_of_another_learner_version_are_left_out(tiny, tmp_path, monkeypatch):

@@ -145,7 +145,7 @@ def parse_json(
         raise error(f"{place}: not readable JSON ({type(err).__name__}: {err})") from None
 
 
-def _got(value: Any) -> str:
+def got(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -167,7 +167,7 @@ def expect_int(
 ) -> int:
     """An integer in [low, high] (int64 by default)."""
     if not is_int(value) or not low <= value <= high:
-        raise error(f"{place}: expected an integer in [{low}, {high}], got {_got(value)}")
+        raise error(f"{place}: expected an integer in [{low}, {high}], got {got(value)}")
     return value
 
 
@@ -176,12 +176,12 @@ def expect_float(
 ) -> float:
     """A finite number (``inf`` too with ``allow_inf``); integers are accepted."""
     if not is_number(value):
-        raise error(f"{place}: expected a number, got {_got(value)}")
+        raise error(f"{place}: expected a number, got {got(value)}")
     if is_int(value) and not INT64[0] <= value <= INT64[1]:
-        raise error(f"{place}: expected a number in float range, got {_got(value)}")
+        raise error(f"{place}: expected a number in float range, got {got(value)}")
     out = float(value)
     if math.isnan(out) or (math.isinf(out) and not allow_inf):
-        raise error(f"{place}: expected a finite number, got {_got(value)}")
+        raise error(f"{place}: expected a finite number, got {got(value)}")
     return out
 
 
@@ -196,7 +196,7 @@ def expect_numbers(
     given."""
     what = "integers" if integer else "finite numbers"
     if not isinstance(values, list):
-        raise error(f"{place}: expected a list of {what}, got {_got(values)}")
+        raise error(f"{place}: expected a list of {what}, got {got(values)}")
     if length is not None and len(values) != length:
         raise error(f"{place}: expected {length} {what}, got {len(values)}")
     if _all_fine(values, integer):  # the common case, checked in bulk
@@ -220,7 +220,7 @@ def _all_fine(values: list, integer: bool) -> bool:
 
 def expect_str(value: Any, place: str, error: Error = FileFormatError, limit: int = 4096) -> str:
     if not isinstance(value, str):
-        raise error(f"{place}: expected a string, got {_got(value)}")
+        raise error(f"{place}: expected a string, got {got(value)}")
     if len(value) > limit:
         raise error(f"{place}: expected a string of at most {limit} characters, got {len(value)}")
     return value
@@ -228,7 +228,7 @@ def expect_str(value: Any, place: str, error: Error = FileFormatError, limit: in
 
 def expect_object(value: Any, place: str, error: Error = FileFormatError) -> dict:
     if not isinstance(value, dict):
-        raise error(f"{place}: expected a JSON object, got {_got(value)}")
+        raise error(f"{place}: expected a JSON object, got {got(value)}")
     return value
 
 
@@ -291,7 +291,7 @@ def check_store_row(row: dict[str, Any], store: str, error: Error = FileFormatEr
     numbers are finite numbers of the right kind, the JSON columns parse under the module's
     rules, and the curve has one value per checkpoint. The error names the store, the row
     (cell hash and seed) and the column."""
-    where = f"{store}: row (cell {str(row.get('cell_hash'))[:64]!r}, seed {_got(row.get('seed'))})"
+    where = f"{store}: row (cell {str(row.get('cell_hash'))[:64]!r}, seed {got(row.get('seed'))})"
     for name, limit in _TEXT_LIMITS.items():
         expect_str(row[name], f"{where}: {name}", error, limit)
     expect_int(row["seed"], f"{where}: seed", error, low=0)

@@ -137,10 +137,13 @@ class Reference:
 
 
 def reference_cells(note: Callable[[str], None] = print) -> list[tuple[str, Cell]]:
-    """(suite name, cell) of every reference cell: the ``standard`` suite's available cells and
-    each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
+    """(suite name, cell) of every reference cell: the ``standard`` and ``quick`` suites'
+    available cells and each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
     error, so a renamed cell is noticed)."""
-    out = [(name, cell) for name in (STANDARD, QUICK) for cell in get_suite(name).available(note)]
+    out: list[tuple[str, Cell]] = []
+    for name in (STANDARD, QUICK):  # a cell of both is kept once, under the first
+        seen = {c.config_hash for _, c in out}
+        out += [(name, c) for c in get_suite(name).available(note) if c.config_hash not in seen]
     for name, (runs, labels) in HEADLINES.items():
         suite = get_suite(name)
         by_label = {cell.name: cell for cell in suite.cells}
@@ -376,7 +379,7 @@ def load_reference(path: str | Path | None = None, check_version: bool = True) -
         )
     if data.get("format_version") != FORMAT_VERSION:
         raise ReferenceError(
-            f"reference: {path} has format version {str(data.get('format_version'))[:40]!r}, "
+            f"reference: {path} has format version {datafiles.got(data.get('format_version'))}, "
             f"this fedbandit reads version {FORMAT_VERSION}; rebuild it with `fedbandit "
             "reference build` or use the fedbandit that wrote it"
         )
