@@ -87,7 +87,7 @@ def test_a_learner_file_is_ranked_against_the_reference_with_one_command(tmp_pat
     wrapped = fedbandit(tmp_path, "rank", "mymod:MyUCB", "--suite", "quick", "--quiet",
                         "--privacy", '{"epsilon": 0.5, "center": 0.5}')  # fmt: skip
     assert wrapped.returncode == 0, wrapped.stderr
-    line = next(x for x in wrapped.stdout.splitlines() if "mymod:MyUCB +privacy" in x)
+    line = next(x for x in wrapped.stdout.splitlines() if r"mymod:MyUCB \+privacy eps=0.5" in x)
     assert "(yours)" in line and "| 1000 |" in line  # 2000 messages of 0.5 each per agent
     assert "ucb1 (reference)" in wrapped.stdout
 
