@@ -318,3 +318,30 @@ def test_locate_compares_transcripts_of_different_lengths():
     Generator per run); the pilot compares the common steps and the audit still catches it."""
     bad = audit_learner("dp_mw_ucb", {"epsilon": 1.0}, trials=1000, broken=True, block=False)
     assert bad.exceeds_claim()
+
+
+def test_leaderboard_audit_exits_1_when_an_audit_refutes_a_claim(tmp_path, capsys, monkeypatch):
+    """A learner that declares epsilon 1 but adds a hundredth of the noise: `leaderboard --audit`
+    flags it and exits with status 1 (a script or CI sees the refutation)."""
+    from agents.dp_master_worker_ucb import DPMasterWorkerUCB
+    from fedbandit_env.agent_registry import _AGENTS
+    from fedbandit_env.bench.audit_agent import TARGETS, half_noise_variant
+    from fedbandit_env.bench.cli import main
+    from fedbandit_env.bench.executors import run_suite
+    from fedbandit_env.bench.store import ResultsStore
+    from fedbandit_env.bench.suites import Cell, Suite
+
+    monkeypatch.setitem(_AGENTS, "leaky_dp_mw_ucb", half_noise_variant(DPMasterWorkerUCB, 100.0))
+    monkeypatch.setitem(TARGETS, "leaky_dp_mw_ucb", TARGETS["dp_mw_ucb"])
+    env, small = "FedBandit/Homogeneous-v0", {"num_agents": 3, "num_arms": 2}
+    cells = (Cell(env, "ucb1", 60, 2, small, {}, label="ucb1"),
+             Cell(env, "leaky_dp_mw_ucb", 60, 2, small, {"epsilon": 1.0}))  # fmt: skip
+    store = tmp_path / "r.sqlite"
+    run_suite(Suite("tiny", cells, baseline="ucb1"), ResultsStore(store), quiet=True)
+    with pytest.raises(SystemExit) as status:
+        main(["leaderboard", "--store", str(store), "--audit", "--audit-trials", "1000"])
+    assert status.value.code == 1
+    out, err = capsys.readouterr()
+    line = next(x for x in out.splitlines() if "| leaky_dp_mw_ucb |" in x)
+    assert "EXCEEDS" in line
+    assert "refutes the privacy claim of leaky_dp_mw_ucb" in err
