@@ -1,9 +1,13 @@
 """Private FedUCB (`fed_lin_ucb`) against the independent plain loop of tests/test_fed_lin_ucb_plain.py.
 
+A development script (it imports the tests, so it is not part of the package): run it from a
+source checkout.
+
     python benchmarks/reproduce_linear_plain.py
 
-The plain loop restates specs/linear.md §2.3–2.5 and §4.1 line by line with its own random
-streams; both run the same small instance (M = 3, d = 3, K = 5, T = 150, beta_scale = 0.01, 40
+The plain loop restates the paper's Algorithm 1 (Dubey & Pentland 2020, with its privacy
+constants and the instance of its experiments; docs/linear.md) line by line with its own
+random streams; both run the same small instance (M = 3, d = 3, K = 5, T = 150, beta_scale = 0.01, 40
 runs each). Prints the mean final per-agent regret of each (standard errors), their difference
 in standard errors, and the expected regret of uniform play, for D = 0 and Theorem 1's D at
 epsilon 1 and Theorem 1's D at epsilon 0.1 and 10: the orderings that the reproduction's claims
@@ -30,8 +34,10 @@ def main() -> None:
         sa, sp = a.std(ddof=1) / math.sqrt(RUNS), p.std(ddof=1) / math.sqrt(RUNS)
         z = (a.mean() - p.mean()) / math.hypot(sa, sp)
         label = "0" if D == 0.0 else "Theorem 1"
-        print(f"| {eps:g} | {label} | {a.mean():.2f} ({sa:.2f}) | {p.mean():.2f} ({sp:.2f}) | "
-              f"{z:+.2f} |")
+        print(
+            f"| {eps:g} | {label} | {a.mean():.2f} ({sa:.2f}) | {p.mean():.2f} ({sp:.2f}) | "
+            f"{z:+.2f} |"
+        )
 
 
 if __name__ == "__main__":

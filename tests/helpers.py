@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 import fedbandit_env
 from fedbandit_env.engine import PULL, VecObservation
@@ -88,7 +92,9 @@ def assert_tree_equal(a, b, path: str = "") -> None:
     elif isinstance(a, np.ndarray | np.generic) or isinstance(b, np.ndarray | np.generic):
         assert type(a) is type(b), f"{path}: {type(a)} != {type(b)}"
         x, y = np.asarray(a), np.asarray(b)
-        assert x.dtype == y.dtype and x.shape == y.shape, f"{path}: {x.dtype}{x.shape} != {y.dtype}{y.shape}"
+        assert x.dtype == y.dtype and x.shape == y.shape, (
+            f"{path}: {x.dtype}{x.shape} != {y.dtype}{y.shape}"
+        )
         assert x.tobytes() == y.tobytes(), f"{path}: {a} != {b}"
     elif isinstance(a, float):
         assert type(b) is float and np.float64(a).tobytes() == np.float64(b).tobytes(), (
@@ -192,7 +198,7 @@ class Pausing(Chatty):
 
 
 def gossip_venv(n, m, rounds, topology, runs, reward=None, **kw):
-    """A heterogeneous vector env with the two channels of the gossip agents (gossip.md §2.3),
+    """A heterogeneous vector env with the two channels of the gossip agents (docs/gossip.md),
     horizon ``rounds + m`` (the M initialization steps first) and Gaussian(1) rewards by default."""
     return fedbandit_env.make_vec(
         "FedBandit/Heterogeneous-v0",
@@ -205,3 +211,20 @@ def gossip_venv(n, m, rounds, topology, runs, reward=None, **kw):
         channels=("neighbors", "gossip"),
         **kw,
     )
+
+
+def data_file_or_skip(relative: str) -> tuple[Path | None, pytest.MarkDecorator]:
+    """The data set file ``relative`` in the data folder ($FEDBANDIT_DATA,
+    :func:`fedbandit_env.datasets.files.data_file`) and a ``skipif`` mark for the tests that need
+    it, with the reason naming the variable and the expected path."""
+    from fedbandit_env.datasets.files import DATA_VAR, find_data_file
+
+    path = find_data_file(relative)
+    where = os.environ.get(DATA_VAR)
+    reason = (
+        f"{relative} is not in the data folder {where} ({DATA_VAR})"
+        if where
+        else f"{DATA_VAR} is not set: point it to the data folder that holds {relative} "
+        "(the package never ships or downloads it)"
+    )
+    return path, pytest.mark.skipif(path is None, reason=reason)

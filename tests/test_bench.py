@@ -88,7 +88,7 @@ HOMO = {"num_agents": 5, "num_arms": 3, "horizon": 300, "topology": "ring"}
         ("FedBandit/Homogeneous-v0", "dp_dec_ucb", {"epsilon": 1.5}, 1.5),
         ("FedBandit/Homogeneous-v0", "gossip_fed_ucb", {"epsilon": 3}, 3.0),
         ("FedBandit/Homogeneous-v0", "gossip_ucb", {}, math.inf),
-        # commeff paper mode: every message is N_eff * epsilon-DP, known after reset (A1)
+        # commeff paper mode: every message is N_eff * epsilon-DP, known after reset (docs/commeff.md)
         ("FedBandit/Homogeneous-v0", "cdp_mab", {}, 5.0),
         ("FedBandit/Homogeneous-v0", "ddp_mab", {"epsilon": 0.5}, 2.5),
         ("FedBandit/Homogeneous-v0", "hdp_mab", {"privacy": "per_message", "epsilon": 0.5}, 0.5),

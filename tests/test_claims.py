@@ -83,13 +83,26 @@ def test_claim_validation():
         C.Claim("p", "f", "c", "paper", None, 1, {}, "not testable", "t")
 
 
-def test_readme_summary_matches_the_shipped_claims_files():
-    """README's reproductions summary is what `fedbandit reproduce page` writes from docs/claims/."""
+def _page_script():
+    """benchmarks/make_claims_page.py (a development script, not in the package)."""
+    import importlib.util
     from pathlib import Path
 
-    from fedbandit_env.bench.cli import CLAIMS_DIR, README, _claims_files
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "make_claims_page.py"
+    spec = importlib.util.spec_from_file_location("make_claims_page", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    files = _claims_files(CLAIMS_DIR)
+
+def test_readme_summary_matches_the_shipped_claims_files():
+    """README's reproductions summary is what benchmarks/make_claims_page.py writes from
+    docs/claims/."""
+    from pathlib import Path
+
+    script = _page_script()
+    CLAIMS_DIR, README = script.CLAIMS_DIR, script.README
+    files = script.claims_files(CLAIMS_DIR)
     assert files, "docs/claims/ has no claims file"
     text = README.read_text()
     assert C.replace_summary(text, C.summary_lines(files)) == text
@@ -143,25 +156,34 @@ def test_mean_se():
     assert C.mean_se([5.0])[0] == 5.0 and C.mean_se([5.0])[1] != C.mean_se([5.0])[1]  # NaN
 
 
-def test_reproduce_page_writes_only_where_asked(tmp_path):
-    """`reproduce page --claims-dir mine --out page.md` writes page.md and nothing else (the
+def test_make_claims_page_writes_only_where_asked(tmp_path):
+    """`make_claims_page.py --claims-dir mine --out page.md` writes page.md and nothing else (the
     checkout's README is untouched); `--readme PATH` also refreshes that README's summary."""
     import shutil
 
-    from fedbandit_env.bench.cli import CLAIMS_DIR, README, main
+    script = _page_script()
+    CLAIMS_DIR, README, main = script.CLAIMS_DIR, script.README, script.main
 
     mine = tmp_path / "mine"
     shutil.copytree(CLAIMS_DIR, mine)
     (mine / "gossip-ci.json").unlink()
     readme_before = README.read_bytes()
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    main(["reproduce", "page", "--claims-dir", str(mine), "--out", str(tmp_path / "page.md")])
+    main(["--claims-dir", str(mine), "--out", str(tmp_path / "page.md")])
     assert README.read_bytes() == readme_before
     assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([*before, "page.md"])
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{C.SUMMARY_START}\nold\n{C.SUMMARY_END}\n")
-    main(["reproduce", "page", "--claims-dir", str(mine), "--out", str(tmp_path / "page.md"),
-          "--readme", str(readme)])  # fmt: skip
+    main(["--claims-dir", str(mine), "--out", str(tmp_path / "page.md"), "--readme", str(readme)])
     summary = readme.read_text().split(C.SUMMARY_START)[1].split(C.SUMMARY_END)[0]
     assert summary.strip().count("\n") + 1 == len(list(mine.glob("*.json")))
     assert "old" not in readme.read_text() and README.read_bytes() == readme_before
+
+
+def test_the_user_cli_has_no_page_command(capsys):
+    """The page generator is a development script: `fedbandit reproduce page` is unknown."""
+    from fedbandit_env.bench.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "page"])
+    assert exc.value.code == 2 and "unknown figure 'page'" in capsys.readouterr().err

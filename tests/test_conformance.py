@@ -1,4 +1,4 @@
-"""Ecosystem conformance (ecosystem.md §1.1-§1.3): PettingZoo's own checkers on every registered
+"""Ecosystem conformance (docs/rl.md): PettingZoo's own checkers on every registered
 id (parallel and AEC API, seed, render, max_cycles, state), seeding across vectorized copies
 (Gymnasium ``SyncVectorEnv``, SB3 ``make_vec_env``), flat spaces and infos, the RL views on the
 linear family, garbage collection, and TorchRL's PettingZoo wrapper."""

@@ -1,5 +1,6 @@
-"""The gossip paper's real-data environment (gossip.md §4.3, §6 item 18) on a shipped synthetic
-CSV with the real schema."""
+"""The gossip paper's real-data environment (Zhu et al., Sec. 5.2 and Fig. 2(c); docs/gossip.md)
+on a shipped synthetic CSV with the real schema, and on the UCI file where the data folder
+(``FEDBANDIT_DATA``, docs/reproductions.md) holds it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import fedbandit_env
 from fedbandit_env import ConfigError
 from fedbandit_env.bench import evaluate
 from fedbandit_env.datasets.diabetes import load_diabetes_means
+from fedbandit_env.datasets.files import DIABETES
+from tests.helpers import data_file_or_skip
 
 SAMPLE = Path(__file__).parent / "data" / "diabetic_data_sample.csv"
 ENV = "FedBandit/DiabetesHospitals-v0"
@@ -61,7 +64,7 @@ def test_env_uses_the_pool_means_and_local_best_arms_differ():
     engine = env.unwrapped.engine
     assert np.allclose(engine.means[0], load_diabetes_means(SAMPLE))
     assert np.allclose(engine.global_expected[0], load_diabetes_means(SAMPLE).mean(axis=0))
-    # the local best arms differ across hospitals (gossip.md §6 item 18), and one hospital's local
+    # the local best arms differ across hospitals (the paper's Sec. 5.2), and one hospital's local
     # best is not the global best, so no hospital can find it alone. Sample means per hospital:
     # best arm 2 (0.8), arms 2 and 3 tied (0.6), arm 3 (0.6); global best arm 3 (0.6 vs 0.533)
     local = engine.means[0]
@@ -81,7 +84,7 @@ def test_random_split_differs_and_is_seeded():
 
 
 def test_missing_file_gives_a_clear_error(monkeypatch):
-    monkeypatch.delenv("FEDBANDIT_DIABETES_CSV", raising=False)
+    monkeypatch.delenv("FEDBANDIT_DATA", raising=False)
     with pytest.raises(
         ConfigError, match=r"data_path: expected the path of diabetic_data.csv.*UCI"
     ):
@@ -90,13 +93,9 @@ def test_missing_file_gives_a_clear_error(monkeypatch):
         fedbandit_env.make(ENV, data_path=str(SAMPLE), split="shuffled")
 
 
-# ------------------------------------------------------------ the shared UCI file (Fig. 2(c))
+# ------------------------------------------------------------ the UCI file (Fig. 2(c))
 
-SHARED = Path(__file__).resolve().parents[1] / "../shared/data/diabetes-130-us/diabetic_data.csv.gz"
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_file(),
-    reason=f"the UCI diabetes file is not at {SHARED} (the package never ships or downloads it)",
-)
+SHARED, needs_shared = data_file_or_skip(DIABETES)
 
 
 def _pandas_pools(reward_map: str) -> tuple[np.ndarray, np.ndarray]:
@@ -167,3 +166,27 @@ def test_shared_file_small_run_and_plain_csv(tmp_path):
         agent_kwargs={"epsilon": 1.0},
     )
     assert res.regret_per_agent.shape[0] == 2 and np.all(res.regret_per_agent[:, -1] >= 0)
+
+
+def test_the_data_folder_resolver(tmp_path, monkeypatch):
+    """One resolver finds every data set: --data, else $FEDBANDIT_DATA; a clear error naming the
+    variable and the expected file otherwise; a plain .csv stands in for a missing .csv.gz."""
+    from fedbandit_env.datasets.files import DATA_VAR, data_file
+
+    monkeypatch.delenv(DATA_VAR, raising=False)
+    with pytest.raises(ConfigError, match=f"no data folder; set {DATA_VAR}"):
+        data_file(DIABETES)
+    with pytest.raises(ConfigError, match=f"expected {DIABETES} in the data folder"):
+        data_file(DIABETES, tmp_path)
+    plain = tmp_path / "diabetes-130-us" / "diabetic_data.csv"
+    plain.parent.mkdir()
+    plain.write_text(SAMPLE.read_text())
+    monkeypatch.setenv(DATA_VAR, str(tmp_path))
+    assert data_file(DIABETES) == plain
+    # the environment finds the file through the variable when no data_path is given
+    env = fedbandit_env.make(ENV, horizon=20)
+    env.reset(seed=0)
+    assert np.allclose(env.unwrapped.engine.means[0], load_diabetes_means(SAMPLE))
+    monkeypatch.setenv(DATA_VAR, str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match=f"{DATA_VAR} = .* is not a folder"):
+        data_file(DIABETES)

@@ -1,4 +1,4 @@
-"""Invariant 5 (DESIGN.md §6): bad input raises a clear error naming the agent and the field."""
+"""Bad input raises a clear error naming the agent and the field."""
 
 from __future__ import annotations
 

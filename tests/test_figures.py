@@ -20,7 +20,8 @@ from fedbandit_env.bench.leaderboard import Entry, to_latex, to_markdown
 pytest.importorskip("matplotlib")
 
 from fedbandit_env.bench import figures  # noqa: E402
-from fedbandit_env.bench.html import RunInfo, pyplot, write_html  # noqa: E402
+from fedbandit_env.bench.html import RunInfo, write_html  # noqa: E402
+from fedbandit_env.bench.plotting import pyplot  # noqa: E402
 
 ENV_KEY = json.dumps(
     {
@@ -163,7 +164,7 @@ def test_tradeoff_and_epsilon_figures_have_no_overlap_and_nothing_outside(entrie
 
 
 def test_layout_check_sees_overlapping_labels_and_text_outside_the_figure(entries):
-    """The check can fail: naive labels at their points (as before) overprint each other, and
+    """The check can fail: naive labels at their points (no placement) overprint each other, and
     a title pushed off the figure is reported."""
     plt = pyplot()
     table = [e for e in entries if e.env_key == ENV_KEY]

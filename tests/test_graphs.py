@@ -1,5 +1,5 @@
-"""Tests of fedbandit_env.graphs (topologies and graph facts; gossip.md §1.4, commeff.md §2.6,
-dp-recsys.md §4.1, linear.md §1.4/§2.8/§7)."""
+"""Tests of fedbandit_env.graphs (topologies and graph facts; docs/gossip.md, docs/commeff.md,
+docs/dp-recsys.md, docs/linear.md)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def connected_graphs(draw: st.DrawFn) -> nx.Graph:
 
 
 # --------------------------------------------------------------------------------------------
-# lambda2 (gossip.md §1.4 table)
+# lambda2 (the gossip paper's settings, docs/gossip.md)
 # --------------------------------------------------------------------------------------------
 
 LAMBDA2_TABLE = [
@@ -371,7 +371,7 @@ def test_power_graph_edges_are_pairs_within_gamma(G: nx.Graph, gamma: int) -> No
 
 
 # --------------------------------------------------------------------------------------------
-# clique cover (linear.md §2.8, §7 item 6)
+# clique cover (docs/linear.md)
 # --------------------------------------------------------------------------------------------
 
 
@@ -423,7 +423,7 @@ def test_clique_cover_fast_on_large_ring() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# mixing matrices (dp-recsys.md §4.1, A13)
+# mixing matrices (docs/dp-recsys.md)
 # --------------------------------------------------------------------------------------------
 
 

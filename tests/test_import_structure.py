@@ -1,4 +1,5 @@
-"""The package's layers (DESIGN.md §2: dependencies point down only), read from the source.
+"""The package's layers (docs/architecture.md: dependencies point down only), read from the
+source.
 
 Every ``import`` statement of ``fedbandit_env`` is parsed with :mod:`ast`, including imports
 inside functions (a lazy import is still a dependency). The engine, the network channels and the
@@ -108,3 +109,11 @@ def test_no_circular_import_among_top_level_modules():
             top.add_edge(layer(a), layer(b))
     cycles = list(nx.simple_cycles(top))
     assert not cycles, f"import circles among fedbandit_env modules: {cycles[:5]}"
+
+
+def test_figures_and_the_html_page_import_no_circle():
+    """The page imports the figures, never the other way round; both take their matplotlib
+    helpers from bench.plotting."""
+    figures, html = f"{PACKAGE}.bench.figures", f"{PACKAGE}.bench.html"
+    assert figures in imported(html) and html not in reached(figures)
+    assert f"{PACKAGE}.bench.plotting" in imported(figures) & imported(html)

@@ -1,4 +1,4 @@
-"""Instance generators (gossip.md §6 item 15, commeff.md §4.4) and reward models."""
+"""Instance generators (docs/gossip.md, docs/commeff.md) and reward models."""
 
 from __future__ import annotations
 

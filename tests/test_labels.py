@@ -103,7 +103,8 @@ class _Cells(HTMLParser):
 
 def test_html_page_and_plots_show_every_label_literally(entries, tmp_path):
     pytest.importorskip("matplotlib")
-    from fedbandit_env.bench.html import mpl_text, pyplot, scatter_figure, write_html
+    from fedbandit_env.bench.html import scatter_figure, write_html
+    from fedbandit_env.bench.plotting import mpl_text, pyplot
 
     page = write_html(entries, tmp_path / "html", "board <&> $x$")
     parser = _Cells()

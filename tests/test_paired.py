@@ -144,7 +144,8 @@ def _front_points(ax) -> list[tuple[float, float]]:
 def test_the_html_page_has_both_pareto_fronts_with_escaped_labels(tmp_path):
     pytest.importorskip("matplotlib")
     from fedbandit_env.bench.figures import epsilon_figure, pyplot, tradeoff_figure
-    from fedbandit_env.bench.html import mpl_text, write_html
+    from fedbandit_env.bench.html import write_html
+    from fedbandit_env.bench.plotting import mpl_text
 
     rows = (
         _rows("ucb1", [10, 11, 12], "a" * 16, messages=0)

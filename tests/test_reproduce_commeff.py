@@ -42,14 +42,15 @@ def test_reproduce_commeff_tiny(tmp_path):
     claims_file = tmp_path / "commeff-ci.json"
     cmd = [
         sys.executable,
-        str(ROOT / "benchmarks" / "reproduce_commeff.py"),
+        "-m",
+        "fedbandit_env.reproductions.commeff",
         "--arms", "6", "--horizon", "1000", "--seeds", "2", "--fig8-horizons", "4100",
         "--out", str(tmp_path), "--claims", str(claims_file),
     ]  # fmt: skip
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     meta, rows = C.read_claims(claims_file)
     assert meta["scale_name"] == "CI" and meta["wall_time_s"] > 0
-    assert meta["command"].startswith("python benchmarks/reproduce_commeff.py")
+    assert meta["command"].startswith("fedbandit reproduce commeff --arms 6")
     assert Counter((r.figure, r.source) for r in rows) == Counter(REQUIRED)
     assert all(r.verdict in C.VERDICTS and r.source in C.SOURCES for r in rows)
     assert all(r.paper == "commeff" and r.tolerance for r in rows)

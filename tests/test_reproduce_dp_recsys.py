@@ -5,26 +5,25 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 from fedbandit_env.bench import claims as C
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce_dp_recsys.py"
+SCRIPT = ["-m", "fedbandit_env.reproductions.dp_recsys"]
 REQUIRED = {  # (figure, source, start of the claim)
     ("Fig. 2(a)", "paper", "Sec. IV, literally: regret increases with epsilon"),
     ("Fig. 2(a)", "paper", "Sec. IV: the runs show a trade-off"),
     ("Fig. 2(b)", "paper", "Sec. IV: regret increases with rho"),
     ("Fig. 2(a), 2(b)", "paper", "magnitudes"),
-    ("Fig. 2(a)", "spec", "§6.6 item 1"),
-    ("Fig. 2(b)", "spec", "§6.6 item 2"),
-    ("Fig. 2(a), 2(b)", "spec", "§6.3/§6.6 item 3"),
-    ("Alg. 1 (no figure)", "spec", "§6.6 item 4"),
-    ("§6.5 (prototype)", "spec", "DP-Dec-UCB, private"),
-    ("§6.5 (prototype)", "spec", "DP-Dec-UCB, non-private (rewards clipped"),
-    ("§6.5 (prototype)", "project", "DP-Dec-UCB, non-private without clipping"),
-    ("§6.5 (prototype)", "project", "DP-Dec-UCB, non-private: timing"),
-    ("§6.5 (prototype)", "spec", "DP-MW-UCB"),
-    ("§6.4 (long run)", "spec", "T = 10^5"),
+    ("Fig. 2(a)", "spec", "Prediction 1 (our reading of Sec. IV)"),
+    ("Fig. 2(b)", "spec", "Prediction 2:"),
+    ("Fig. 2(a), 2(b)", "spec", "Prediction 3 (shape"),
+    ("Alg. 1 (no figure)", "spec", "Prediction 4:"),
+    ("Prototype", "spec", "DP-Dec-UCB, private"),
+    ("Prototype", "spec", "DP-Dec-UCB, non-private (rewards clipped"),
+    ("Prototype", "project", "DP-Dec-UCB, non-private without clipping"),
+    ("Prototype", "project", "DP-Dec-UCB, non-private: timing"),
+    ("Prototype", "spec", "DP-MW-UCB"),
+    ("Long run", "spec", "T = 10^5"),
 }
 
 
@@ -32,7 +31,7 @@ def test_reproduce_dp_recsys_tiny(tmp_path):
     claims_file = tmp_path / "dp-recsys-ci.json"
     cmd = [
         sys.executable,
-        str(SCRIPT),
+        *SCRIPT,
         *("--agents", "4", "--arms", "3", "--horizon", "120", "--seeds", "3"),
         *("--delta-horizon", "0", "--out", str(tmp_path), "--claims", str(claims_file)),
     ]
@@ -42,7 +41,7 @@ def test_reproduce_dp_recsys_tiny(tmp_path):
     assert (tmp_path / "dp_recsys.png").stat().st_size > 10_000
     meta, rows = C.read_claims(claims_file)
     assert meta["scale_name"] == "CI" and meta["wall_time_s"] > 0
-    assert meta["command"].startswith("python benchmarks/reproduce_dp_recsys.py")
+    assert meta["command"].startswith("fedbandit reproduce dp-recsys --agents 4")
     found = {(r.figure, r.source, r.claim) for r in rows}
     for figure, source, start in REQUIRED:
         assert any(f == figure and s == source and c.startswith(start) for f, s, c in found), start
@@ -51,7 +50,7 @@ def test_reproduce_dp_recsys_tiny(tmp_path):
     assert all(r.paper == "dp-recsys" and r.tolerance for r in rows)
     assert C.to_markdown(rows) in done.stdout  # the printed table renders from the same rows
     # the tiny instance is not the prototype's: those rows say so instead of passing
-    proto = [r for r in rows if r.figure == "§6.5 (prototype)" and "timing" not in r.claim]
+    proto = [r for r in rows if r.figure == "Prototype" and "timing" not in r.claim]
     assert {r.verdict for r in proto} == {"not testable"}
     assert "c0 = " in table and "decision rounds" in table
     timing = [

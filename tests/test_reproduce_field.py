@@ -1,5 +1,5 @@
-"""``fedbandit reproduce field`` (benchmarks/reproduce_field.py) at CI scale: every sanity module
-in benchmarks/field/ runs end to end (one test per module, found at collection time), and the
+"""``fedbandit reproduce field`` (fedbandit_env/reproductions/field.py) at CI scale: every sanity
+module in fedbandit_env/reproductions/field_sanity/ runs end to end (one test per module, found at collection time), and the
 CLI writes the claims file with the table's rows."""
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import pytest
 from fedbandit_env.bench.claims import PROVENANCES, VERDICTS, read_claims
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = sorted(p.stem for p in (ROOT / "benchmarks" / "field").glob("sanity_*.py"))
+SANITY = ROOT / "fedbandit_env" / "reproductions" / "field_sanity"
+MODULES = sorted(p.stem for p in SANITY.glob("sanity_*.py"))
+SCRIPT = ["-m", "fedbandit_env.reproductions.field"]
 
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "benchmarks/reproduce_field.py", *args],
+        [sys.executable, *SCRIPT, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -79,7 +81,7 @@ def test_the_cli_passes_options_and_writes_the_claims_file(tmp_path):
 
 def test_an_unknown_module_is_a_clear_error():
     err = subprocess.run(
-        [sys.executable, "benchmarks/reproduce_field.py", "--only", "sanity_nope"],
+        [sys.executable, *SCRIPT, "--only", "sanity_nope"],
         cwd=ROOT,
         capture_output=True,
         text=True,

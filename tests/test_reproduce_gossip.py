@@ -3,27 +3,21 @@ required figure row present, verdicts computed and in the allowed set, ``source`
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from fedbandit_env.bench import claims as C
+from fedbandit_env.datasets.files import DIABETES
+from fedbandit_env.reproductions import gossip
+from tests.helpers import data_file_or_skip
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / "../shared/data/diabetes-130-us/diabetic_data.csv.gz"
+SHARED, _ = data_file_or_skip(DIABETES)
 TINY = [
     "--rounds", "300", "--runs", "3", "--ablation-runs", "2", "--init-runs", "3",
     "--init-rounds", "300", "--executor", "serial",
 ]  # fmt: skip
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("reproduce_gossip", ROOT / "benchmarks/reproduce_gossip.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _rows(path: Path) -> tuple[dict, list[C.Claim]]:
@@ -37,10 +31,10 @@ def _rows(path: Path) -> tuple[dict, list[C.Claim]]:
 @pytest.mark.slow
 def test_tiny_scale_claims_file(tmp_path, capsys):
     claims = tmp_path / "gossip.json"
-    _script().main([*TINY, "--out", str(tmp_path), "--claims", str(claims)])
+    gossip.main([*TINY, "--out", str(tmp_path), "--claims", str(claims)])
     meta, rows = _rows(claims)
     assert meta["title"] == "Gossip paper (Zhu et al.)" and meta["scale_name"] == "CI"
-    assert meta["wall_time_s"] > 0 and "reproduce_gossip.py" in meta["command"]
+    assert meta["wall_time_s"] > 0 and meta["command"].startswith("fedbandit reproduce gossip")
     figures = [r.figure for r in rows]
     for fig, count in [("Fig. 2(a)", 3), ("Fig. 2(b)", 4), ("Fig. 2(c)", 2), ("Sec. 5.2", 3),
                        ("Theorem 1 (panel a)", 1), ("Initial sample", 3)]:  # fmt: skip
@@ -52,15 +46,17 @@ def test_tiny_scale_claims_file(tmp_path, capsys):
     sub = [r for r in rows if "sublinear" in r.claim]
     assert sub and all(r.source == "spec" for r in sub)
     assert all(r.source == "project" for r in rows if r.figure == "Initial sample")
-    if SHARED.is_file():  # the Fig. 2(c) and Sec. 5.2 rows are computed on the shared file
-        assert all(r.verdict != "not testable" for r in rows if r.figure in ("Fig. 2(c)", "Sec. 5.2"))
+    if SHARED is not None:  # the Fig. 2(c) and Sec. 5.2 rows are computed on the UCI file
+        assert all(
+            r.verdict != "not testable" for r in rows if r.figure in ("Fig. 2(c)", "Sec. 5.2")
+        )
     printed = capsys.readouterr().out
     assert C.to_markdown(rows) in printed  # the printed table is rendered from the same rows
 
 
 def test_missing_data_makes_fig_2c_not_testable(tmp_path):
     claims = tmp_path / "gossip.json"
-    _script().main([*TINY, "--panels", "c", "--data", str(tmp_path / "none.csv"),
+    gossip.main([*TINY, "--panels", "c", "--data", str(tmp_path / "no-data"),
                     "--init-rounds", "50", "--out", str(tmp_path), "--claims", str(claims)])  # fmt: skip
     _, rows = _rows(claims)
     c_rows = [r for r in rows if r.figure in ("Fig. 2(c)", "Sec. 5.2")]

@@ -19,9 +19,27 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_reproduce_linear_tiny_claims(tmp_path):
     path = tmp_path / "linear-ci.json"
     out = subprocess.run(
-        [sys.executable, "benchmarks/reproduce_linear.py", "--horizon", "60", "--runs", "2",
-         "--trend", "80", "--ablation", "--out", str(tmp_path), "--claims", str(path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
+        [
+            sys.executable,
+            "-m",
+            "fedbandit_env.reproductions.linear",
+            "--horizon",
+            "60",
+            "--runs",
+            "2",
+            "--trend",
+            "80",
+            "--ablation",
+            "--out",
+            str(tmp_path),
+            "--claims",
+            str(path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     )
     meta, rows = C.read_claims(path)
     assert meta["scale_name"] == "CI" and meta["title"] and meta["wall_time_s"] > 0

@@ -1,4 +1,4 @@
-"""No file runs code unless the user marks it trusted (DESIGN.md §6.6, docs/reliability.md
+"""No file runs code unless the user marks it trusted (docs/reliability.md,
 "Files are data"): a crafted SB3 model zip that would run code when unpickled is refused on every
 public path without ``trust_model=True``; a genuine model still loads with it."""
 

@@ -1,4 +1,4 @@
-"""The ParallelEnv view and the vector view give bit-identical trajectories (DESIGN.md §2).
+"""The ParallelEnv view and the vector view give bit-identical trajectories (docs/architecture.md).
 
 Run b of a vector batch, turned into per-agent dicts, must equal the ParallelEnv episode with the
 same run seed in every observation entry (channel deliveries and senders included), every info

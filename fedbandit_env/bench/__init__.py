@@ -1,4 +1,4 @@
-"""The bench: run learners on environments and compare them (DESIGN.md §5)."""
+"""The bench: run learners on environments and compare them (docs/bench.md)."""
 
 from fedbandit_env.bench.evaluate import EvalResult, default_checkpoints, evaluate
 

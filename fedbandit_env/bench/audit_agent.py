@@ -1,4 +1,4 @@
-"""Targeted empirical privacy audits of whole learners (DESIGN.md §4: claims are checked, not
+"""Targeted empirical privacy audits of whole learners (docs/privacy.md: claims are checked, not
 trusted; docs/privacy.md "Auditing learners").
 
 The neighbouring pair. Agent 0 of a small federation (3 agents on a ring unless the learner's
@@ -176,8 +176,9 @@ class LinearAuditLimits:
     rho_epsilon: float
 
 
-def linear_audit_limits(agent_id: str, agent_kwargs: dict[str, Any] | None = None
-                        ) -> LinearAuditLimits:
+def linear_audit_limits(
+    agent_id: str, agent_kwargs: dict[str, Any] | None = None
+) -> LinearAuditLimits:
     """:class:`LinearAuditLimits` of a Gram-tree learner on its audit federation."""
     from fedbandit_env.privacy.accountant import zcdp_to_dp
 
@@ -215,15 +216,27 @@ LINEAR_ENV = "FedBandit/LinearContextual-v0"
 
 TARGETS: dict[str, AuditTarget] = {
     "fed_lin_ucb": AuditTarget(
-        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
-        per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
-        audit_delta=_learner_delta, horizon=16,
+        num_arms=2,
+        env=LINEAR_ENV,
+        env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
+        per_release=_gram_per_release,
+        align=False,
+        unit_context=True,
+        broken_factor=50.0,
+        audit_delta=_learner_delta,
+        horizon=16,
         note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
     ),
     "fed_lin_ucb_decentralized": AuditTarget(
-        num_arms=2, env=LINEAR_ENV, env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
-        per_release=_gram_per_release, align=False, unit_context=True, broken_factor=50.0,
-        audit_delta=_learner_delta, horizon=16,
+        num_arms=2,
+        env=LINEAR_ENV,
+        env_kwargs={"dim": 2, "num_agents": 3, "instance_seed": 0},
+        per_release=_gram_per_release,
+        align=False,
+        unit_context=True,
+        broken_factor=50.0,
+        audit_delta=_learner_delta,
+        horizon=16,
         note="Gram tree: one node, Gaussian of Frobenius sensitivity 2 Lt2",
     ),
     "gossip_fed_ucb": AuditTarget(
@@ -242,12 +255,18 @@ TARGETS: dict[str, AuditTarget] = {
     "ddp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
     "hdp_mab": AuditTarget(horizon=176, per_release=_declared, note="one Laplace epoch mean"),
     "ldp_ucb": AuditTarget(
-        horizon=16, per_release=_declared, note="local: one Laplace (or randomized-response) "
-        "report per reward, made at the agent"
+        horizon=16,
+        per_release=_declared,
+        note="local: one Laplace (or randomized-response) report per reward, made at the agent",
     ),
 }
-for _sid in ("ucb1_shared", "kl_ucb_shared", "epsilon_greedy_shared", "thompson_beta_shared",
-             "thompson_gaussian_shared"):
+for _sid in (
+    "ucb1_shared",
+    "kl_ucb_shared",
+    "epsilon_greedy_shared",
+    "thompson_beta_shared",
+    "thompson_gaussian_shared",
+):
     TARGETS[_sid] = AuditTarget(
         horizon=8,
         per_release=None,
@@ -372,8 +391,10 @@ class _Recorder:
     def record(self, step: int, messages: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
         if self.candidates is None:
             self.steps.append(
-                {n: (np.array(s, dtype=bool), self._aligned(np.asarray(p, dtype=float)))
-                 for n, (s, p) in messages.items()}
+                {
+                    n: (np.array(s, dtype=bool), self._aligned(np.asarray(p, dtype=float)))
+                    for n, (s, p) in messages.items()
+                }
             )
             return
         for k, ch, i, c in self.by_step.get(step, ()):
@@ -517,8 +538,9 @@ class LearnerAudit:
 
 def _check_trials(agent_id: str, trials: Any) -> int:
     if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < MIN_TRIALS:
-        raise ConfigError(f"{agent_id}: audit: trials: expected an int >= {MIN_TRIALS}, got "
-                          f"{trials!r}")
+        raise ConfigError(
+            f"{agent_id}: audit: trials: expected an int >= {MIN_TRIALS}, got {trials!r}"
+        )
     return int(trials)
 
 
@@ -540,8 +562,14 @@ def declared_claim(
 ) -> float | None:
     """The privacy epsilon the learner declares on the audit's federation (after ``reset``):
     a number, ``inf`` (not private) or None (no declaration)."""
-    claim, _, _ = _claims(agent_id, dict(agent_kwargs or {}), target(agent_id), None,
-                       horizon=horizon, num_arms=num_arms)
+    claim, _, _ = _claims(
+        agent_id,
+        dict(agent_kwargs or {}),
+        target(agent_id),
+        None,
+        horizon=horizon,
+        num_arms=num_arms,
+    )
     return claim
 
 
@@ -555,8 +583,13 @@ def _claims(
     num_arms: int | None = None,
 ) -> tuple[float | None, float | None, float]:
     if horizon is not None or num_arms is not None:
-        tgt = AuditTarget(**{**tgt.__dict__, "horizon": horizon or tgt.horizon,
-                             "num_arms": num_arms or tgt.num_arms})
+        tgt = AuditTarget(
+            **{
+                **tgt.__dict__,
+                "horizon": horizon or tgt.horizon,
+                "num_arms": num_arms or tgt.num_arms,
+            }
+        )
     if wrapper_epsilon is not None:
         return wrapper_epsilon, wrapper_epsilon, 0.0
     policy = make_agent(agent_id, **kwargs)
@@ -604,8 +637,9 @@ def audit_learner(
     started = time.perf_counter()
     tgt = target(agent_id)
     if scope not in ("release", "transcript"):
-        raise ConfigError(f"{agent_id}: audit: scope: expected 'release' or 'transcript', got "
-                          f"{scope!r}")
+        raise ConfigError(
+            f"{agent_id}: audit: scope: expected 'release' or 'transcript', got {scope!r}"
+        )
     trials = _check_trials(agent_id, trials)
     kwargs = dict(agent_kwargs or {})
     if wrapper_epsilon is not None:
@@ -614,26 +648,34 @@ def audit_learner(
                                       per_release=None, note="privacy wrapper: Laplace per "
                                       "message, payloads clipped to sensitivity 1")  # fmt: skip
         if not (isinstance(wrapper_epsilon, int | float) and 0 < wrapper_epsilon < math.inf):
-            raise ConfigError(f"{agent_id}: audit: wrapper_epsilon: expected a positive finite "
-                              f"number, got {wrapper_epsilon!r}")
+            raise ConfigError(
+                f"{agent_id}: audit: wrapper_epsilon: expected a positive finite "
+                f"number, got {wrapper_epsilon!r}"
+            )
     declared, per_release, delta = _claims(agent_id, kwargs, tgt, wrapper_epsilon)
     if (broken or require_claim) and (declared is None or math.isinf(declared)):
         wrapped = sorted(k for k, v in TARGETS.items() if v.wrapper)
         raise ConfigError(
             f"{agent_id}: audit: the learner is not private (privacy_epsilon = "
             f"{'none declared' if declared is None else 'inf'}), so it has no claim to check"
-            + ("; audit it under the privacy wrapper with wrapper_epsilon"
-               if agent_id in wrapped else "")
+            + (
+                "; audit it under the privacy wrapper with wrapper_epsilon"
+                if agent_id in wrapped
+                else ""
+            )
         )
     wrap = None
     if wrapper_epsilon is not None:
         wrap = tgt.wrapper(2.0 * wrapper_epsilon if broken else wrapper_epsilon, tgt.num_arms)
     make_policy = _policy_factory(agent_id, kwargs, broken, tgt)
-    candidates = locate(make_policy, agent_id, tgt, wrap, seed=seed,
-                        max_candidates=max_candidates, block=block)
+    candidates = locate(
+        make_policy, agent_id, tgt, wrap, seed=seed, max_candidates=max_candidates, block=block
+    )
     if not candidates:
-        raise ConfigError(f"{agent_id}: audit: no release of agent 0 depends on its reward "
-                          f"within {tgt.horizon} steps; nothing to audit")
+        raise ConfigError(
+            f"{agent_id}: audit: no release of agent 0 depends on its reward "
+            f"within {tgt.horizon} steps; nothing to audit"
+        )
     if scope == "release":  # the first message that carries the changed reward
         first = candidates[0][:2]
         candidates = [c for c in candidates if c[:2] == first]
@@ -645,14 +687,21 @@ def audit_learner(
     seq_a, seq_b = np.random.SeedSequence([int(seed), 16]).spawn(2)
     feats = []
     for stream, seq in ((base, seq_a), (neighbour, seq_b)):
-        seeds = [int(s) for s in np.random.Generator(np.random.PCG64(seq)).integers(
-            2**31, size=trials)]
+        seeds = [
+            int(s) for s in np.random.Generator(np.random.PCG64(seq)).integers(2**31, size=trials)
+        ]
         rec = _Recorder(candidates, trials, tgt.num_arms)
         _run(make_policy, agent_id, tgt, wrap, stream, seeds, rec, block)
         feats.append(rec.out)
     names = [f"{ch}[t={t},agent={i},coord={c}]" for t, ch, i, c in candidates]
-    result = audit_samples(feats[0], feats[1], confidence=confidence, delta=delta,
-                           likelihood_ratio=scope == "transcript", names=names)
+    result = audit_samples(
+        feats[0],
+        feats[1],
+        confidence=confidence,
+        delta=delta,
+        likelihood_ratio=scope == "transcript",
+        names=names,
+    )
     return LearnerAudit(
         agent_id=agent_id,
         result=result,
@@ -695,8 +744,10 @@ def leaderboard_audits(
         if row.label in marks or row.epsilon is None or math.isinf(row.epsilon):
             continue
         if lookup_agent(row.agent_id) is None:  # a file's id is looked up, never imported
-            note(f"leaderboard: {row.label} not audited: learner {row.agent_id!r} is not "
-                 "registered here")
+            note(
+                f"leaderboard: {row.label} not audited: learner {row.agent_id!r} is not "
+                "registered here"
+            )
             marks[row.label] = None
             continue
         kwargs = without_trust_flags(json.loads(row.config).get("agent_kwargs", {}) or {})

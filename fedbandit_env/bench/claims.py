@@ -4,12 +4,13 @@ A reproduction script compares our numbers with what a paper states, one :class:
 figure panel, table or quantitative statement. The verdict of a claim is never typed by hand: a
 *check* function below takes the numbers and returns a :class:`Check` with the verdict and the
 tolerance it applied, and :func:`claim` builds the row from it. The rows are written as a JSON
-list (``--claims FILE`` of every ``benchmarks/reproduce_*.py`` script) and rendered as the
-Markdown table the scripts print and as docs/reproductions.md (``fedbandit reproduce page``).
+list (``--claims FILE`` of every ``fedbandit reproduce PAPER`` script, fedbandit_env.reproductions)
+and rendered as the Markdown table the scripts print and as docs/reproductions.md (written by the
+development script benchmarks/make_claims_page.py).
 
 Verdicts: ``"reproduced"``, ``"not reproduced"`` and ``"not testable"`` (with a ``reason``).
 ``source`` says whose statement a row checks: ``"paper"`` (the paper says it), ``"spec"`` (a
-prediction of our spec in ../shared/specs/) or ``"project"`` (a property we expect of our own
+prediction of ours that the paper does not state, explained in the paper's docs/*.md page) or ``"project"`` (a property we expect of our own
 implementation). ``provenance`` marks where a paper statement was read: ``"paper"`` when read in
 the paper text, ``"code"`` when read in the authors' code, ``"mem"`` when it is an unverified
 recollection (rendered as *unverified*).
@@ -218,8 +219,7 @@ def ordered_steps(
         return _untestable_numbers(tol)
     sign = 1.0 if increasing else -1.0
     ok = all(
-        sign * (b - a) > z * se
-        for a, b, se in zip(values[:-1], values[1:], step_se, strict=True)
+        sign * (b - a) > z * se for a, b, se in zip(values[:-1], values[1:], step_se, strict=True)
     )
     return Check("reproduced" if ok else "not reproduced", tol)
 
@@ -260,10 +260,17 @@ def ordered(pairs: Sequence[tuple[float, float, float]], z: float = 2.0) -> Chec
         return Check("reproduced", tol)
     worst = max(reversed_by)
     if worst > z:
-        return Check("not reproduced", tol, f"{len(reversed_by)} of {len(pairs)} pairs reversed, "
-                     f"the largest by {worst:.1f} se")
-    return Check("not testable", tol, f"{len(reversed_by)} of {len(pairs)} pairs reversed, all "
-                 f"within {z:g} se (largest {worst:.1f} se): too few runs to order them")
+        return Check(
+            "not reproduced",
+            tol,
+            f"{len(reversed_by)} of {len(pairs)} pairs reversed, the largest by {worst:.1f} se",
+        )
+    return Check(
+        "not testable",
+        tol,
+        f"{len(reversed_by)} of {len(pairs)} pairs reversed, all "
+        f"within {z:g} se (largest {worst:.1f} se): too few runs to order them",
+    )
 
 
 def not_testable(reason: str, tolerance: str = "none") -> Check:
@@ -429,7 +436,7 @@ def render_page(files: Sequence[str | Path], intro: str = "") -> str:
     return "\n".join(parts + summary + [""] + sections)
 
 
-SUMMARY_START = "<!-- reproductions-summary: written by `fedbandit reproduce page` -->"
+SUMMARY_START = "<!-- reproductions-summary: written by benchmarks/make_claims_page.py -->"
 SUMMARY_END = "<!-- /reproductions-summary -->"
 
 

@@ -1,4 +1,4 @@
-"""The ``fedbandit`` command line (DESIGN.md §5).
+"""The ``fedbandit`` command line (docs/bench.md, "Command line").
 
 fedbandit envs | agents | suites [--verbose]
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
@@ -62,14 +62,16 @@ EXIT_STATUSES = (
     "I/O error, an unexpected error, or differences found by `reference check`); 130 "
     "interrupted. --debug shows the traceback instead of the one line."
 )
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+# NAME -> (module of fedbandit_env.reproductions, what it reproduces); the CLI names the modules
+# and never imports them (the reproductions import the bench, not the other way round)
+REPRODUCTIONS = "fedbandit_env.reproductions"
 FIGURES = {
-    "gossip": ("reproduce_gossip.py", "gossip paper, Fig. 2 and Sec. 5.2"),
-    "gossip-fig2": ("reproduce_gossip.py", "alias of gossip"),
-    "dp-recsys": ("reproduce_dp_recsys.py", "DP recommender paper, Section IV experiment"),
-    "commeff": ("reproduce_commeff.py", "commeff paper, Figs. 4-12"),
-    "linear": ("reproduce_linear.py", "DP federated linear bandits, Fig. 1A-C"),
-    "field": ("reproduce_field.py", "field agents' sanity experiments (field-coverage spec)"),
+    "gossip": ("gossip", "gossip paper, Fig. 2 and Sec. 5.2"),
+    "gossip-fig2": ("gossip", "alias of gossip"),
+    "dp-recsys": ("dp_recsys", "DP recommender paper, Section IV experiment"),
+    "commeff": ("commeff", "commeff paper, Figs. 4-12"),
+    "linear": ("linear", "DP federated linear bandits, Fig. 1A-C"),
+    "field": ("field", "field agents' sanity experiments (docs/field.md)"),
 }
 
 
@@ -222,7 +224,7 @@ def cmd_rank(args) -> None:
     from fedbandit_env.bench.rank import learner_cells, rank_rows, resolve_learner
 
     if args.html:
-        from fedbandit_env.bench.html import pyplot
+        from fedbandit_env.bench.plotting import pyplot
 
         pyplot()
     require_executor(args.executor)
@@ -261,7 +263,7 @@ def cmd_rank(args) -> None:
 
 def cmd_leaderboard(args) -> None:
     if args.html:
-        from fedbandit_env.bench.html import pyplot
+        from fedbandit_env.bench.plotting import pyplot
 
         pyplot()  # a missing matplotlib is an error before any output
     store = ResultsStore(args.store, create=False)
@@ -433,61 +435,11 @@ def cmd_reference(args) -> None:
     print(f"reference check: {len(report.checked)} cell(s) re-run, every row bit-identical")
 
 
-CLAIMS_DIR = Path(__file__).resolve().parents[2] / "docs" / "claims"
-PAGE = CLAIMS_DIR.parent / "reproductions.md"
-README = CLAIMS_DIR.parents[1] / "README.md"
-PAGE_ORDER = ("gossip", "dp-recsys", "commeff", "linear", "field")
-
-
-def _claims_files(folder: Path) -> list[Path]:
-    def key(path: Path) -> tuple[int, int, str]:
-        stem = path.stem
-        paper, _, scale = stem.rpartition("-")
-        rank = PAGE_ORDER.index(paper) if paper in PAGE_ORDER else len(PAGE_ORDER)
-        return (rank, 0 if scale == "ci" else 1, stem)
-
-    return sorted(folder.glob("*.json"), key=key)
-
-
-def cmd_reproduce_page(extra: list[str]) -> None:
-    """docs/reproductions.md from the claims files in docs/claims/ (docs/reproductions.md)."""
-    from fedbandit_env.bench.claims import render_page, replace_summary, summary_lines
-
-    page = argparse.ArgumentParser(prog="fedbandit reproduce page")
-    page.add_argument("--claims-dir", type=Path, default=CLAIMS_DIR,
-                      help="folder of claims files PAPER-SCALE.json (default: %(default)s)")
-    page.add_argument("--out", type=Path, default=PAGE, help="page to write (default: %(default)s)")
-    page.add_argument(
-        "--readme",
-        type=Path,
-        default=None,
-        help="also refresh the reproductions summary block of this README (default: none; "
-        "the page writes --out and nothing else)",
-    )
-    opts = page.parse_args(extra)
-    files = _claims_files(opts.claims_dir)
-    if not files:
-        raise FedBanditError(f"reproduce page: no claims file (*.json) in {opts.claims_dir}")
-    intro_path = opts.claims_dir / "intro.md"
-    intro = intro_path.read_text() if intro_path.exists() else ""
-    opts.out.write_text(render_page(files, intro=intro))
-    print(f"reproduce page: {opts.out} from {len(files)} claims file(s)")
-    if opts.readme is not None:
-        opts.readme.write_text(replace_summary(opts.readme.read_text(), summary_lines(files)))
-        print(f"reproduce page: the reproductions summary of {opts.readme}")
-
-
 def cmd_reproduce(args, extra: list[str]) -> None:
-    if args.figure == "page":
-        cmd_reproduce_page(extra)
-        return
-    script = BENCHMARKS / FIGURES[args.figure][0]
-    if not script.exists():
-        raise FedBanditError(
-            f"reproduce: {script} is not in this installation (a source "
-            "checkout of fedbandit has benchmarks/)"
-        )
-    raise SystemExit(subprocess.call([sys.executable, str(script), *extra]))
+    """Run reproduction ``args.figure`` (``python -m fedbandit_env.reproductions.NAME``) with
+    the remaining arguments; its exit status is the command's."""
+    module = f"{REPRODUCTIONS}.{FIGURES[args.figure][0]}"
+    raise SystemExit(subprocess.call([sys.executable, "-m", module, *extra]))
 
 
 def cmd_audit(args) -> None:
@@ -613,7 +565,7 @@ def _reference_file(text: str) -> str:
 
 
 def _figure(text: str) -> str:
-    if text not in FIGURES and text != "page":
+    if text not in FIGURES:
         known = ", ".join(f"{k} ({v[1]})" for k, v in FIGURES.items())
         raise ValueError(f"unknown figure {text!r}; known: {known}")
     return text
@@ -744,8 +696,10 @@ def parser() -> argparse.ArgumentParser:
         "docs/rl.md)",
     )
     run.add_argument(
-        "--store", default=None, help="also keep the cell's rows in this results store "
-        "(default: none, print the summary only)"
+        "--store",
+        default=None,
+        help="also keep the cell's rows in this results store "
+        "(default: none, print the summary only)",
     )
     run.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
     suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
@@ -877,7 +831,9 @@ def parser() -> argparse.ArgumentParser:
         help="audit every private learner on the board and show the bound beside its claim "
         "(flagged when the audit exceeds it)",
     )
-    board.add_argument("--audit-trials", type=TRIALS, default=3000, help="trials per audit (>= 100)")
+    board.add_argument(
+        "--audit-trials", type=TRIALS, default=3000, help="trials per audit (>= 100)"
+    )
     board.add_argument(
         "--reference",
         nargs="?",
@@ -945,8 +901,8 @@ def parser() -> argparse.ArgumentParser:
         )
     rep = command(
         "reproduce",
-        f"reproduce a paper ({', '.join(FIGURES)}; `page` renders docs/reproductions.md "
-        "from docs/claims/); later arguments, --help included, go to the script",
+        f"reproduce a paper ({', '.join(FIGURES)}); later arguments, --help included, go to "
+        "the script (docs/reproductions.md)",
         add_help=False,
     )
     rep.add_argument("figure", type=_arg_type("figure", _figure), help="the figure's name")
@@ -968,7 +924,9 @@ def parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--kwargs", type=JSON_OBJECT, default={}, help="mechanism or learner kwargs (JSON object)"
     )
-    audit.add_argument("--trials", type=TRIALS, default=20000, help="audit trials per input (>= 100)")
+    audit.add_argument(
+        "--trials", type=TRIALS, default=20000, help="audit trials per input (>= 100)"
+    )
     audit.add_argument("--seed", type=NON_NEGATIVE, default=0, help="the audit's seed")
     audit.add_argument(
         "--wrapper-epsilon",

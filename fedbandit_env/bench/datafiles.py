@@ -138,7 +138,9 @@ def parse_json(
             parse_constant=_parse_constant,
         )
     except json.JSONDecodeError as err:
-        raise error(f"{place} is not JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+        raise error(
+            f"{place} is not JSON ({err.msg} at line {err.lineno}, column {err.colno})"
+        ) from None
     except _NumberError as err:
         raise error(f"{place}: expected {err}") from None
     except (RecursionError, ValueError) as err:  # defensive: the checks above should catch them

@@ -1,4 +1,4 @@
-"""``evaluate``: run one (env, learner) cell for many seeds through the vector view (DESIGN.md §5).
+"""``evaluate``: run one (env, learner) cell for many seeds through the vector view (docs/bench.md).
 
 The B runs are stepped together and the environment is built once; regret curves are recorded
 at checkpoint steps (all steps for short horizons, a log- and linear-spaced grid of at most 400
@@ -166,7 +166,7 @@ def incompatibility(
 
     Decided by the learner itself: it is built with ``agent_kwargs``, the environment is built
     (one run) with the channels the learner asks for, and the learner's own ``reset`` validates
-    the federation's facts, as before the first step of a real run. A :class:`FedBanditError`
+    the federation's facts, the same call that precedes the first step of a real run. A :class:`FedBanditError`
     (e.g. "family: expected 'linear'") is an incompatibility; so is any other exception, which
     the reason names with its type, so that one broken plug-in does not stop a suite.
     """

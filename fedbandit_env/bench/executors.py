@@ -1,6 +1,6 @@
 """Sweeps: split suites into work units and run them serially, in local processes or on Ray.
 
-DESIGN.md §5 and specs/ecosystem.md §5. A work unit is (cell, contiguous seeds); its result is a
+docs/bench.md, "Executors". A work unit is (cell, contiguous seeds); its result is a
 list of store rows. Every run of a batch is bit-identical to the same seed run alone, so any
 split of the seeds and any executor give identical numbers. The parent process writes each
 finished unit to the store in one transaction as soon as it arrives; the serial executor claims
@@ -233,21 +233,22 @@ def run_task(task: EvalTask) -> tuple[EvalResult, dict[str, Any]]:
     return result, {name: copy.deepcopy(getattr(agent, name)) for name in task.attrs}
 
 
+def _keyed_task(item: tuple[Hashable, EvalTask]) -> tuple[Hashable, Any]:
+    key, task = item
+    return key, run_task(task)
+
+
 def evaluate_many(
     tasks: Mapping[Hashable, EvalTask], executor: str = "serial", n_jobs: int = 2
 ) -> dict[Hashable, tuple[EvalResult, dict[str, Any]]]:
-    """Run independent :class:`EvalTask` s serially or with joblib (``n_jobs`` workers); the
-    results keyed as the tasks. Any executor gives identical numbers (each task is seeded)."""
+    """Run independent :class:`EvalTask` s through :func:`execute` (serial, joblib or Ray with
+    ``n_jobs`` workers); the results keyed and ordered as the tasks. Any executor gives
+    identical numbers (each task is seeded)."""
     require_executor(executor)
-    if executor == "ray":
-        raise ConfigError("evaluate_many: executor 'ray' is not supported, use serial or joblib")
-    keys = list(tasks)
-    if executor == "serial" or n_jobs == 1:
-        return {key: run_task(tasks[key]) for key in keys}
-    from joblib import Parallel, delayed
-
-    done = Parallel(n_jobs=n_jobs)(delayed(run_task)(tasks[key]) for key in keys)
-    return dict(zip(keys, done, strict=True))
+    if n_jobs == 1 or len(tasks) <= 1:
+        executor = "serial"
+    done = dict(execute(list(tasks.items()), executor, n_jobs, fn=_keyed_task))
+    return {key: done[key] for key in tasks}
 
 
 def _missing(unit: WorkUnit, store: ResultsStore) -> bool:

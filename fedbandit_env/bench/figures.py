@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from fedbandit_env.bench.leaderboard import Entry, display_label, env_title, is_oracle
+from fedbandit_env.bench.plotting import mpl_text as _mpl
+from fedbandit_env.bench.plotting import pyplot
 
 # 60 colours: tab20 without its greys (grey means "not private"), then Dark2, then Set1 without
 # its yellow and grey and three darker ones; black is the baseline's.
@@ -137,18 +139,6 @@ class CurveChoice:
             best = {id(e) for e in sorted(entries, key=lambda x: x.rank)[: self.top]}
             return [e for e in entries if always(e) or id(e) in best]
         return list(entries)
-
-
-def pyplot():
-    from fedbandit_env.bench.html import pyplot as _pyplot
-
-    return _pyplot()
-
-
-def _mpl(text: str) -> str:
-    from fedbandit_env.bench.html import mpl_text
-
-    return mpl_text(text)
 
 
 def wrapped_title(text: str, width: int = 70) -> str:

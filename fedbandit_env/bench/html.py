@@ -2,7 +2,7 @@
 run, a table of contents, the ranked tables (sortable by a header click, inline script), the
 regret-vs-t figure of each environment and the trade-off figures of
 :mod:`fedbandit_env.bench.figures` (PNG shown, PDF and SVG linked); no network needed. Every label
-is escaped for its output: HTML text and attributes, matplotlib text (:func:`mpl_text`).
+is escaped for its output: HTML text and attributes, matplotlib text (:func:`fedbandit_env.bench.plotting.mpl_text`).
 matplotlib is optional (extra ``plots``); without it :func:`write_html` raises a
 :class:`ConfigError` naming the extra."""
 
@@ -23,7 +23,7 @@ from fedbandit_env.bench.leaderboard import (
     is_oracle,
     paired_header,
 )
-from fedbandit_env.errors import ConfigError
+from fedbandit_env.bench.plotting import pyplot
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
@@ -42,29 +42,6 @@ span.tag { font-size: 80%; font-weight: normal; color: #555; border: 1px solid #
   border-radius: 3px; padding: 0 3px; margin-left: 4px; }
 span.tag.yours { color: #7a4d00; border-color: #e0a800; background: #fff8dc; }
 """
-
-
-def pyplot():
-    """matplotlib's pyplot on the Agg backend, or a clear error naming the extra."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise ConfigError(
-            "leaderboard --html: the plots need matplotlib, which is not installed; "
-            "pip install 'fedbandit[plots]' (in a checkout: pip install -e '.[plots]')"
-        ) from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def mpl_text(text: str) -> str:
-    """``text`` shown literally by matplotlib: a ``$`` is escaped (two of them would start
-    mathtext, which mangles the label or fails to parse), and a leading underscore, which hides
-    a legend entry, is preceded by a space."""
-    text = " ".join(str(text).split()).replace("$", r"\$")
-    return " " + text if text.startswith("_") else text
 
 
 def scatter_figure(entries: list[Entry]):
@@ -111,8 +88,7 @@ def _table(entries: list[Entry]) -> str:
             + "</tr>"
         )
     return (
-        f"<table class='board'><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f"<table class='board'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
 
@@ -187,8 +163,10 @@ def _header(entries: list[Entry], info: RunInfo) -> str:
     ref = [e for e in entries if e.source == "reference"]
     split = ""
     if ref:
-        split = (f": {sum(e.runs for e in mine):,} runs of {len(mine)} cells yours, "
-                 f"{sum(e.runs for e in ref):,} runs of {len(ref)} cells from the reference")
+        split = (
+            f": {sum(e.runs for e in mine):,} runs of {len(mine)} cells yours, "
+            f"{sum(e.runs for e in ref):,} runs of {len(ref)} cells from the reference"
+        )
     items = [
         ("suite", info.suite or "every row of the store"),
         ("runs", f"{runs:,} runs of {len(entries)} cells on {len(by_environment(entries))} "

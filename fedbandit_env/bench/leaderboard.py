@@ -1,4 +1,4 @@
-"""Leaderboard: rank the cells of each environment by final regret (DESIGN.md §5).
+"""Leaderboard: rank the cells of each environment by final regret (docs/bench.md).
 
 Per cell: mean final per-agent regret with a 95% percentile-bootstrap CI, regret normalized to a
 baseline learner on the same environment, mean messages and floats sent, and the privacy epsilon
@@ -401,7 +401,8 @@ def to_markdown(entries: list[Entry]) -> str:
             out.append(
                 f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
-                f"{e.floats:,.0f} | {eps} |" + f" {format_paired(e)} |"
+                f"{e.floats:,.0f} | {eps} |"
+                + f" {format_paired(e)} |"
                 + (f" {format_audit(e.audit)} |" if audited else "")
             )
         out.append("")
@@ -439,8 +440,9 @@ def to_latex(entries: list[Entry]) -> str:
         rows = sorted(env_entries, key=lambda x: x.rank)
         bold = {
             "mean": _bold_best([round(e.mean, 1) for e in rows]),  # as shown
-            "norm": _bold_best([None if e.normalized is None else round(e.normalized, 2)
-                                for e in rows]),  # fmt: skip
+            "norm": _bold_best(
+                [None if e.normalized is None else round(e.normalized, 2) for e in rows]
+            ),  # fmt: skip
             "messages": _bold_best([round(e.messages) for e in rows]),
             "floats": _bold_best([round(e.floats) for e in rows]),
             "eps": _bold_best([e.epsilon for e in rows]),

@@ -86,8 +86,17 @@ def learner_cells(
             blocks.setdefault(cell.env_key, cell)
         label = _label(agent_id, agent_kwargs, privacy)
         cells = [
-            Cell(c.env_id, agent_id, c.horizon, c.runs, dict(c.env_kwargs), agent_kwargs,
-                 c.seed, label, privacy)  # fmt: skip
+            Cell(
+                c.env_id,
+                agent_id,
+                c.horizon,
+                c.runs,
+                dict(c.env_kwargs),
+                agent_kwargs,
+                c.seed,
+                label,
+                privacy,
+            )  # fmt: skip
             for c in blocks.values()
         ]
     mine = Suite(suite.name, tuple(cells), suite.baseline, suite.description)

@@ -1,7 +1,7 @@
 """Results store: an embedded SQLite database, one row per (cell config hash, results version,
 seed).
 
-DESIGN.md §5. Append-only: rows are only ever inserted, each batch of finished runs in one
+docs/bench.md and docs/reliability.md. Append-only: rows are only ever inserted, each batch of finished runs in one
 transaction, so a process killed mid-sweep leaves every finished row and no partial one, and a
 re-run skips the (cell, seed) pairs already there. Regret curves are stored at log-spaced
 checkpoints (JSON arrays). The ``epsilon`` column is the privacy guarantee the learner declares
@@ -16,8 +16,10 @@ Each row records its results version (:mod:`fedbandit_env.bench.versions`: packa
 environment and learner versions) and a row's identity is (cell hash, results version, seed): a
 re-run after a version bump writes new rows beside the old ones, and the leaderboard ranks only
 the current version's (docs/bench.md). A store written before results versions existed (no
-``results_version`` column) is refused with a message, until :func:`migrate` keeps its rows
-under the version ``"unversioned"`` (never current, so never ranked with new rows).
+``results_version`` column) is refused with a message, until
+:func:`~fedbandit_env.bench.migrate.migrate` keeps its rows under the version ``"unversioned"``
+(never current, so never ranked with new rows); the file checks and the migration live in
+:mod:`fedbandit_env.bench.migrate`.
 
 Any number of processes may write one store (docs/reliability.md, "Concurrent writers"): the
 store is in WAL mode (readers never block a writer), every write is one ``BEGIN IMMEDIATE``
@@ -35,7 +37,6 @@ import json
 import math
 import os
 import sqlite3
-import stat
 import time
 import uuid
 from collections.abc import Iterable
@@ -47,37 +48,22 @@ import numpy as np
 
 from fedbandit_env.bench.datafiles import check_store_row
 from fedbandit_env.bench.evaluate import EvalResult
+from fedbandit_env.bench.migrate import (
+    BUSY_TIMEOUT,
+    CLAIMS,
+    COLUMNS,
+    SCHEMA,
+    UNVERSIONED,
+    check_schema,
+    check_store_path,
+    immediate,
+    migrate,
+    new_claims,
+    retry_busy,
+    wal,
+)
 from fedbandit_env.bench.suites import Cell
 from fedbandit_env.errors import StoreConflictError, StoreError, StoreWriteError
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS {table} (
-    cell_hash TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    suite TEXT NOT NULL,
-    env_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    label TEXT NOT NULL,
-    env_key TEXT NOT NULL,
-    config TEXT NOT NULL,
-    horizon INTEGER NOT NULL,
-    final_regret_per_agent REAL NOT NULL,
-    final_regret_network REAL NOT NULL,
-    messages INTEGER NOT NULL,
-    floats INTEGER NOT NULL,
-    cost REAL NOT NULL,
-    epsilon REAL,
-    wall_time REAL NOT NULL,
-    steps TEXT NOT NULL,
-    curve TEXT NOT NULL,
-    created REAL NOT NULL,
-    results_version TEXT NOT NULL,
-    PRIMARY KEY (cell_hash, results_version, seed)
-)
-"""
-
-UNVERSIONED = "unversioned"
-"""The results version :func:`migrate` gives the rows of a store older than results versions."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +109,14 @@ class Row:
         )
 
 
+if COLUMNS != tuple(f.name for f in dataclasses.fields(Row)):  # pragma: no cover
+    raise AssertionError("store: Row and the schema's COLUMNS differ")
+# Not compared when a run is stored twice: timings, and which suite / label wrote it first.
+UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
+__all__ = ["COLUMNS", "UNVERSIONED", "ResultsStore", "Row", "log_checkpoints", "migrate",
+           "rows_from_result"]  # fmt: skip
+
+
 CURVE_CHECKPOINTS = 100
 """Log-spaced checkpoints of a stored regret curve (fewer after rounding at short horizons,
 where every early step is one)."""
@@ -165,80 +159,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
     return rows
 
 
-COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
-# Not compared when a run is stored twice: timings, and which suite / label wrote it first.
-UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
-
-# Work units a writer is running (a hint so that concurrent writers split the work; rows, not
-# claims, decide what is done: a stale claim of a killed process only defers that unit). A
-# unit is (cell hash, results version, first seed): a version bump re-runs the cell.
-CLAIMS = """
-CREATE TABLE IF NOT EXISTS claims (
-    cell_hash TEXT NOT NULL,
-    results_version TEXT NOT NULL,
-    first_seed INTEGER NOT NULL,
-    owner TEXT NOT NULL,
-    claimed REAL NOT NULL,
-    PRIMARY KEY (cell_hash, results_version, first_seed)
-)
-"""
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-BUSY_TIMEOUT = 600.0  # seconds a writer waits for another one's transaction
 CLAIM_TTL = 3600.0  # seconds after which a claim no longer defers its unit
-
-
-def _kind(head: bytes, size: int) -> str:
-    """What a file that is not an SQLite database looks like, for the error message."""
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError as err:  # a character cut by the 100-byte read is still text
-        text = head[: err.start].decode("utf-8") if err.start >= len(head) - 3 else None
-    if text is not None and all(c.isprintable() or c in "\t\r\n" for c in text):
-        return f"a text file ({size} bytes)"
-    return f"a binary file ({size} bytes)"
-
-
-def check_store_path(path: Path, writable: bool) -> bool:
-    """Raise a :class:`StoreError` naming ``path`` and what it is unless it is an SQLite file
-    (or, for a writer, may become one: a missing file in an existing folder). Reads at most the
-    first 100 bytes, writes nothing. Returns whether the file exists."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        if not writable:
-            raise StoreError(
-                f"store: {path} does not exist; run `fedbandit suite NAME --store {path}` first"
-            ) from None
-        if not path.parent.is_dir():
-            raise StoreError(f"store: {path}: the folder {path.parent} does not exist") from None
-        return False
-    except OSError as err:
-        raise StoreError(f"store: {path}: cannot look at it ({err.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"store: {path} is a directory, not a results store file")
-    if not stat.S_ISREG(st.st_mode):
-        raise StoreError(f"store: {path} is not a regular file (a device, pipe or socket)")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(100)
-    except OSError as err:
-        raise StoreError(f"store: {path} is not readable ({err.strerror})") from None
-    if not head:
-        raise StoreError(
-            f"store: {path} is an empty file, not a results store (an SQLite database written "
-            "by `fedbandit suite`)"
-        )
-    if not head.startswith(SQLITE_MAGIC):
-        raise StoreError(f"store: {path} is {_kind(head, st.st_size)}, not an SQLite results store")
-    if writable and not os.access(path, os.W_OK):
-        raise StoreError(f"store: {path} is read-only (no permission to write it)")
-    if writable and not os.access(path.parent, os.W_OK):
-        raise StoreError(
-            f"store: {path}: its folder {path.parent} is read-only (a writer needs to create "
-            f"{path.name}-wal beside it; read-only commands work there)"
-        )
-    return True
 
 
 def _create_store(path: Path) -> None:
@@ -315,101 +236,6 @@ def _connect(path: Path, read_only: bool) -> tuple[sqlite3.Connection, tuple | N
         raise StoreError(f"store: {path} is not readable ({err.strerror})") from None
 
 
-def _wal(conn: sqlite3.Connection) -> None:
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode=WAL")
-
-
-def _retry_busy(fn, timeout: float = BUSY_TIMEOUT):
-    """Run ``fn``, retrying while SQLite reports the database busy (the busy handler does not
-    cover every statement, e.g. changing the journal mode)."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
-        try:
-            return fn()
-        except sqlite3.OperationalError as err:
-            if "locked" not in str(err) and "busy" not in str(err):
-                raise
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-
-
-def _immediate(conn: sqlite3.Connection, fn):
-    """Run ``fn()`` in one ``BEGIN IMMEDIATE`` transaction on an autocommit connection: it takes
-    the write lock up front (waiting up to the busy timeout for another writer), commits, or
-    rolls back on error."""
-    _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
-        out = fn()
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return out
-
-
-def _new_claims(conn: sqlite3.Connection) -> None:
-    """Replace a ``claims`` table keyed without the results version (claims are only hints)."""
-    conn.execute("DROP TABLE IF EXISTS claims")
-    conn.execute(CLAIMS)
-
-
-def migrate(path: str | Path) -> int:
-    """Add the ``results_version`` column to a store written before results versions, in one
-    ``BEGIN IMMEDIATE`` transaction (safe beside other processes using the store): its rows keep
-    their numbers under the version ``"unversioned"`` (stale for every learner, so the
-    leaderboard never ranks them with new rows). Returns the rows kept (0 if the store already
-    has the column). The path is checked like a writer's (docs/reliability.md, "Store files")."""
-    file = Path(path)
-    if not check_store_path(file, writable=True):
-        raise StoreError(f"store: {file} does not exist; there is nothing to migrate")
-    conn, _ = _connect(file, read_only=False)
-    try:
-        old = [c for c in COLUMNS if c != "results_version"]
-
-        def columns() -> set[str]:
-            return {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
-
-        have = columns()
-        if "results_version" in have:
-            return 0
-        missing = [c for c in old if c not in have]
-        if not have:
-            raise StoreError(f"store: {file} has no 'runs' table, not a fedbandit results store")
-        if missing:
-            raise StoreError(
-                f"store: {file} has a 'runs' table without the columns {missing}, not a "
-                "fedbandit results store"
-            )
-
-        def copy() -> int:
-            if "results_version" in columns():  # another process migrated it meanwhile
-                return 0
-            names = ", ".join(old)
-            conn.execute("DROP TABLE IF EXISTS runs_versioned")
-            conn.execute(SCHEMA.format(table="runs_versioned"))
-            conn.execute(
-                f"INSERT INTO runs_versioned ({names}, results_version) "
-                f"SELECT {names}, ? FROM runs",
-                (UNVERSIONED,),
-            )
-            kept = int(conn.execute("SELECT COUNT(*) FROM runs_versioned").fetchone()[0])
-            conn.execute("DROP TABLE runs")
-            conn.execute("ALTER TABLE runs_versioned RENAME TO runs")
-            _new_claims(conn)
-            return kept
-
-        return int(_immediate(conn, copy))
-    except sqlite3.Error as err:
-        raise StoreError(f"store: {file}: cannot migrate it ({err})") from None
-    finally:
-        conn.close()
-
-
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
@@ -455,46 +281,17 @@ class ResultsStore:
             raise
 
     def _check_schema(self) -> None:
-        """The file holds the ``runs`` table (a writer adds it to a database without tables)."""
-        try:
-            tables = {n for (n,) in self._query("SELECT name FROM sqlite_master")}
-            if "runs" not in tables and not tables and not self.read_only:
-                self._conn.execute(SCHEMA.format(table="runs"))
-                tables.add("runs")
-            if "runs" not in tables:
-                what = "an empty SQLite database" if not tables else "an SQLite database"
-                raise StoreError(
-                    f"store: {self.path} is {what} without a 'runs' table, not a fedbandit "
-                    "results store"
-                )
-            have = {r[1] for r in self._query("PRAGMA table_info(runs)")}
-        except sqlite3.DatabaseError as err:
-            raise StoreError(
-                f"store: {self.path} is not a readable SQLite database ({err})"
-            ) from None
-        missing = [c for c in COLUMNS if c not in have]
-        if missing == ["results_version"]:
-            raise StoreError(
-                f"store: {self.path} was written before results versions (its rows do not say "
-                "which package, environment and learner versions produced them), so its rows "
-                "cannot be compared with new ones. Either move it aside and re-run your suites "
-                "into a new store, or keep its rows as 'unversioned' (never ranked with new "
-                "rows): python -c \"from fedbandit_env.bench.store import migrate; "
-                f"migrate({self.path!r})\""
-            )
-        if missing:
-            raise StoreError(
-                f"store: {self.path} has a 'runs' table without the columns {missing}, not a "
-                "fedbandit results store"
-            )
+        """The file holds a current ``runs`` table (:func:`~fedbandit_env.bench.migrate.check_schema`);
+        a writer then sets WAL mode and full sync and keeps a current ``claims`` table."""
+        check_schema(self.path, self._query, self._conn, self.read_only)
         if not self.read_only:  # only now that the file is known to be a store
             try:
-                _retry_busy(lambda: _wal(self._conn))
+                retry_busy(lambda: wal(self._conn))
                 self._conn.execute("PRAGMA synchronous=FULL")
                 self._conn.execute(CLAIMS)
                 claim_cols = {r[1] for r in self._query("PRAGMA table_info(claims)")}
                 if "results_version" not in claim_cols:  # claims are hints: rebuilt, not kept
-                    self._write(lambda: _new_claims(self._conn))
+                    self._write(lambda: new_claims(self._conn))
             except sqlite3.Error as err:
                 raise StoreError(f"store: {self.path}: cannot write to it ({err})") from None
 
@@ -526,7 +323,9 @@ class ResultsStore:
             self._conn, self._immutable_state = _connect(self._file, True)
             return self._query(sql, params)
         except sqlite3.Error as err:
-            raise StoreError(f"store: {self.path} is not a readable SQLite database ({err})") from None
+            raise StoreError(
+                f"store: {self.path} is not a readable SQLite database ({err})"
+            ) from None
         except OSError as err:
             raise StoreError(f"store: {self.path} is not readable ({err.strerror})") from None
 
@@ -547,7 +346,7 @@ class ResultsStore:
         if self.read_only:
             raise StoreError(f"store: {self.path} was opened read-only")
         try:
-            return _immediate(self._conn, fn)
+            return immediate(self._conn, fn)
         except sqlite3.Error as err:  # disk full, a file-size limit, a damaged file
             raise StoreWriteError(f"store: {self.path}: cannot write to it ({err})") from None
 
@@ -576,8 +375,7 @@ class ResultsStore:
                 else:
                     self._check_identical(row)
             self._conn.execute(
-                "DELETE FROM claims WHERE cell_hash = ? AND results_version = ? "
-                "AND first_seed = ?",
+                "DELETE FROM claims WHERE cell_hash = ? AND results_version = ? AND first_seed = ?",
                 (
                     rows[0]["cell_hash"],
                     rows[0]["results_version"],

@@ -1,6 +1,6 @@
 """Suites: named sets of cells (environment + kwargs, learner + kwargs, runs, horizon).
 
-DESIGN.md §5. A cell's identity is the SHA-256 of its canonical JSON (env id and kwargs with the
+docs/bench.md. A cell's identity is the SHA-256 of its canonical JSON (env id and kwargs with the
 horizon, agent id and kwargs): the results store keys rows by (cell hash, seed).
 
 A suite lists explicit cells (learners with specific kwargs) and :class:`LearnerSweep` entries:
@@ -58,7 +58,9 @@ class Cell:
 
     def __post_init__(self) -> None:
         if not isinstance(self.privacy, dict):
-            raise ConfigError(f"cell.privacy: expected a dict of wrapper options, got {self.privacy!r}")
+            raise ConfigError(
+                f"cell.privacy: expected a dict of wrapper options, got {self.privacy!r}"
+            )
         for name in ("horizon", "runs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -331,7 +333,7 @@ LINEAR_EXPLICIT = (
 )
 
 FIELD_MAB = ("dducb", "coop_ucb2", "fed1_ucb", "fed2_ucb", "gosine", "ldp_ucb")
-"""The multi-armed field agents (shared/specs/field-coverage.md); each runs on the field
+"""The multi-armed field agents (docs/field.md); each runs on the field
 environments its ``reset`` accepts, the others are skipped with its reason."""
 FIELD_BASELINES = ("ucb1", "ucb1_shared", "gossip_ucb", "centralized_ucb1")
 FIELD_LINEAR = (

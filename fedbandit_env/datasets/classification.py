@@ -1,6 +1,6 @@
 """A real-data contextual bandit from a classification data set bundled with scikit-learn.
 
-docs/linear.md, "Real-data environment" (decision sets of specs/linear.md §1.1). The data ship
+docs/linear.md, "Real-data environment" (decision sets as in Dubey & Pentland 2020; docs/linear.md). The data ship
 inside the scikit-learn package (``load_wine``, ``load_iris``, ``load_digits``,
 ``load_breast_cancer``; never a ``fetch_*``), so nothing is downloaded. One arm per class; each
 step every agent draws one sample (with replacement) from its own share of the data; the context

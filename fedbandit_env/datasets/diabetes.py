@@ -1,14 +1,16 @@
-"""The gossip paper's real-data environment: UCI "Diabetes 130-US hospitals" (specs/gossip.md §4.3).
+"""The gossip paper's real-data environment: UCI "Diabetes 130-US hospitals" (Zhu et al.,
+"Federated Bandit: A Gossiping Approach", Sec. 5.2 and Fig. 2(c); docs/gossip.md).
 
 The data are never downloaded: pass the path of ``diabetic_data.csv`` or of its gzip copy
-``diabetic_data.csv.gz`` (``data_path=`` or the ``FEDBANDIT_DIABETES_CSV`` environment variable).
-Processing follows gossip.md §6 item 18:
+``diabetic_data.csv.gz`` as ``data_path=``, or keep it in the data folder named by the
+``FEDBANDIT_DATA`` environment variable, as ``diabetes-130-us/diabetic_data.csv.gz``
+(:mod:`fedbandit_env.datasets.files`). Processing follows the paper's Sec. 5.2:
 
 * reward 1 iff ``readmitted == ">30"`` (``reward_map="paper"``; ``"no_record_positive"`` is the
   opposite mapping the paper's section 5.2 rejects: reward 1 unless ``readmitted == "<30"``);
   records with any medication ``Up``/``Down`` are dropped;
 * arms 1-4: records in which some medication of group g is ``Steady`` (pools may overlap;
-  tolazamide in group 4, citoglipton ignored — both flagged by the spec); arm 5: records in which
+  tolazamide in group 4, citoglipton ignored — docs/gossip.md); arm 5: records in which
   every medication column is ``No``; ``exclusive_arms=True`` keeps only records whose steady
   medications all fall in one group;
 * three hospitals: contiguous thirds in file order (``split="contiguous"``, the paper's bias) or
@@ -30,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.datasets.files import DATA_VAR, DIABETES, find_data_file
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.validation import ConfigTypeError, check_int
 
-ENV_VAR = "FEDBANDIT_DIABETES_CSV"
 GROUPS: tuple[tuple[str, ...], ...] = (
     ("insulin",),
     ("metformin",),
@@ -92,13 +94,14 @@ def resolve_path(data_path: str | os.PathLike | None) -> Path:
             f"data_path: expected the path (str or os.PathLike) of diabetic_data.csv, "
             f"got {type(data_path).__name__} {data_path!r}"
         )
-    path = data_path or os.environ.get(ENV_VAR)
+    path = data_path or find_data_file(DIABETES)
     if not path or not Path(path).is_file():
         raise ConfigError(
             f"data_path: expected the path of diabetic_data.csv (or .csv.gz), got {path!r} "
             "(file not found). "
             "Download 'Diabetes 130-US hospitals for years 1999-2008' from the UCI Machine "
-            f"Learning Repository and pass data_path=... or set {ENV_VAR}; nothing is downloaded."
+            f"Learning Repository and pass data_path=... or set {DATA_VAR} to the folder that "
+            f"holds {DIABETES}; nothing is downloaded."
         )
     return Path(path)
 
@@ -166,7 +169,7 @@ def load_diabetes_pools(
     seed: int = 0,
     reward_map: str = "paper",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pool means and pool sizes, both 3 x 5 (hospital i, arm k), of gossip.md §6 item 18."""
+    """Pool means and pool sizes, both 3 x 5 (hospital i, arm k), of the paper's Sec. 5.2 (module docstring)."""
     if not isinstance(split, str) or split not in ("contiguous", "random"):
         raise ConfigError(f"split: expected 'contiguous' or 'random', got {split!r}")
     if not isinstance(exclusive_arms, bool | np.bool_):
@@ -197,7 +200,7 @@ def load_diabetes_means(
     seed: int = 0,
     reward_map: str = "paper",
 ) -> np.ndarray:
-    """The 3 x 5 matrix of pool means (hospital i, arm k) of gossip.md §6 item 18."""
+    """The 3 x 5 matrix of pool means (hospital i, arm k) of the paper's Sec. 5.2 (module docstring)."""
     return load_diabetes_pools(data_path, split, exclusive_arms, seed, reward_map)[0]
 
 

@@ -5,16 +5,16 @@ Graphs are plain simple undirected :class:`networkx.Graph` objects whose nodes a
 graph into one. One module per concern:
 
 * :mod:`~fedbandit_env.graphs.build`: the generators of the topology kinds, user graphs and power
-  graphs ``G_gamma`` (linear.md §1.4).
-* :mod:`~fedbandit_env.graphs.facts`: hop distances ``d(j, i)`` (gossip.md §3), diameter (GIS
-  delay), eccentricities and graph centres (commeff.md §2.4-§2.7, FindSinkAgents).
+  graphs ``G_gamma`` (docs/linear.md).
+* :mod:`~fedbandit_env.graphs.facts`: hop distances ``d(j, i)`` (docs/gossip.md), diameter (GIS
+  delay), eccentricities and graph centres (docs/commeff.md, FindSinkAgents).
 * :mod:`~fedbandit_env.graphs.spectra`: the Laplacian and the expected gossip matrix
-  ``I - L/(2|E|)``'s ``lambda2`` (gossip.md §1.4 and §3).
-* :mod:`~fedbandit_env.graphs.cliques`: clique covers (linear.md §2.8 and §7 item 6).
+  ``I - L/(2|E|)``'s ``lambda2`` (docs/gossip.md).
+* :mod:`~fedbandit_env.graphs.cliques`: clique covers (docs/linear.md).
 * :mod:`~fedbandit_env.graphs.mixing`: the consensus matrix ``P = I - (kappa/d_max) L`` and the
-  check ``max_{p>=2} |lambda_p(P)| < 1`` (dp-recsys.md §4.1-§4.2 and A13), Metropolis weights.
+  check ``max_{p>=2} |lambda_p(P)| < 1`` (docs/dp-recsys.md), Metropolis weights.
 * :mod:`~fedbandit_env.graphs.topology`: :class:`Topology`, one connected graph or hybrid
-  components with one sink each (commeff.md §1.3, §2.7), with lazily cached facts.
+  components with one sink each (docs/commeff.md), with lazily cached facts.
 
 Every name lives here too. Setting a module-level name on this package (a tunable such as
 ``BFS_BLOCK_ENTRIES``, or a function replaced in a test) sets it in every submodule that uses it.

@@ -1,5 +1,5 @@
 """Errors and the cheap checks every graph function runs (graphs are simple undirected
-``networkx.Graph`` objects on nodes ``0..N-1``; gossip.md §1.4)."""
+``networkx.Graph`` objects on nodes ``0..N-1``; docs/gossip.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def _num_nodes(G: Any) -> int:
 
 
 def _check_no_self_loops(G: nx.Graph) -> None:
-    """Reject self-loops (the graphs are simple, gossip.md §1.4)."""
+    """Reject self-loops (the graphs are simple, docs/gossip.md)."""
     loops = nx.number_of_selfloops(G)
     if loops > 0:
         raise GraphError(f"graph: has {loops} self-loop(s); expected a graph without self-loops")

@@ -1,5 +1,5 @@
 """Graph construction: the generators of the topology kinds, user graphs, power graphs
-(DESIGN §3 "Topology"; commeff.md §4.4, linear.md §1.4).
+(docs/environments.md; docs/commeff.md, docs/linear.md).
 
 All randomness comes from a seed (``int``) or a :class:`numpy.random.Generator` passed in; there is
 no global RNG.
@@ -32,9 +32,9 @@ MAX_CONNECT_TRIES = 1000
 
 
 def validate_graph(G: Any, num_agents: int | None = None) -> nx.Graph:
-    """Check a user graph and return a copy relabelled to ``0..N-1`` (DESIGN §3 "Topology").
+    """Check a user graph and return a copy relabelled to ``0..N-1`` (docs/environments.md).
 
-    Requirements (gossip.md §1.4, commeff.md §1.3, linear.md §1.4): an undirected simple
+    Requirements (docs/gossip.md, docs/commeff.md, docs/linear.md): an undirected simple
     ``networkx.Graph`` (no ``DiGraph``, no ``MultiGraph``), no self-loops, at least one node,
     connected (a single node without edges is connected), and ``num_agents`` nodes when given.
 
@@ -90,7 +90,7 @@ def _grid(n: int, rng: np.random.Generator, rows: Any = None, cols: Any = None) 
 
 
 def _erdos_renyi(n: int, rng: np.random.Generator, p: Any = None) -> nx.Graph:
-    """G(n, p) resampled until connected (commeff.md §4.4); default ``p = min(1, 2 ln N / N)``."""
+    """G(n, p) resampled until connected (docs/commeff.md); default ``p = min(1, 2 ln N / N)``."""
     if p is None:
         p = min(1.0, 2.0 * math.log(n) / n)
     if not is_real(p):
@@ -167,12 +167,12 @@ def make_graph(
     seed: SeedLike = 0,
     **params: Any,
 ) -> nx.Graph:
-    """Build the agents' communication graph on nodes ``0..num_agents-1`` (DESIGN §3 "Topology").
+    """Build the agents' communication graph on nodes ``0..num_agents-1`` (docs/environments.md).
 
     Kinds: ``"complete"``; ``"ring"`` (cycle, N >= 3); ``"path"``; ``"star"`` (node 0 is the
     centre); ``"grid"`` (params ``rows``, ``cols``, default the most square factorisation, node id
     ``r * cols + c``); ``"erdos_renyi"`` (param ``p``, default ``min(1, 2 ln N / N)``, resampled
-    until connected, commeff.md §4.4); ``"random_regular"`` (param ``degree``, default 3,
+    until connected, docs/commeff.md); ``"random_regular"`` (param ``degree``, default 3,
     resampled until connected). A ``networkx.Graph`` is checked and relabelled by
     :func:`validate_graph`. Random kinds draw from ``seed`` (an int or a Generator); the other
     kinds ignore it. Unknown parameters raise :class:`GraphError`.
@@ -200,7 +200,7 @@ def make_graph(
 
 
 def power_graph(G: nx.Graph, gamma: int) -> nx.Graph:
-    """Power graph ``G_gamma``: edge ``(i, j)`` iff ``1 <= d(i, j) <= gamma`` (linear.md §1.4)."""
+    """Power graph ``G_gamma``: edge ``(i, j)`` iff ``1 <= d(i, j) <= gamma`` (docs/linear.md)."""
     n = _num_nodes(G)
     gamma = _as_int(gamma, "gamma", 1)
     edges = (

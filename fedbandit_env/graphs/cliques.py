@@ -1,4 +1,4 @@
-"""Clique covers of a graph (linear.md §2.8 and §7 item 6): exact on chordal graphs, greedy
+"""Clique covers of a graph (docs/linear.md): exact on chordal graphs, greedy
 DSATUR on the complement otherwise."""
 
 from __future__ import annotations
@@ -77,15 +77,15 @@ def _dsatur_complement_classes(H: nx.Graph, n: int) -> list[list[int]]:
 
 
 def clique_cover(G: nx.Graph) -> list[list[int]]:
-    """Partition the nodes into cliques of ``G`` (linear.md §2.8; realized ``chi-bar``).
+    """Partition the nodes into cliques of ``G`` (docs/linear.md; realized ``chi-bar``).
 
-    General method, as linear.md §2.8 suggests: greedy DSATUR colouring of the complement (run on
+    General method, as docs/linear.md suggests: greedy DSATUR colouring of the complement (run on
     ``G`` itself, without materialising the dense complement); each colour class is a clique of
     ``G``. For chordal graphs (trees, paths and their powers
     ``P_M^gamma``, complete graphs) the exact method of Gavril (1972) is used instead: walk a
     perfect elimination ordering and open a new clique, made of the node and its still uncovered
     later neighbours, at each uncovered node. This is optimal for chordal graphs, so the cover of
-    ``P_M^gamma`` has ``ceil(M/(gamma+1))`` cliques under any labelling (linear.md §7 item 6),
+    ``P_M^gamma`` has ``ceil(M/(gamma+1))`` cliques under any labelling (docs/linear.md),
     which DSATUR alone does not guarantee.
 
     Deterministic. Each clique is sorted; the list is sorted by smallest member.

@@ -1,5 +1,5 @@
 """Graph facts from breadth-first search: edges, neighbour tables, hop distances,
-eccentricities, diameter and centres (gossip.md §3, commeff.md §2.4-§2.6), streamed in blocks so
+eccentricities, diameter and centres (docs/gossip.md, docs/commeff.md), streamed in blocks so
 that only :func:`hop_distances` holds an N x N array."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def neighbor_table(G: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
     """Padded neighbour ids ``(N, Dmax)`` int64 (``-1`` padding, ascending) and degrees ``(N,)``.
 
     ``Dmax`` is the maximum degree, at least 1. Built from the edge list in O(|E| log |E|) time and
-    O(N * Dmax) memory; no N x N array (used for large rings, gossip.md §1.4 count propagation).
+    O(N * Dmax) memory; no N x N array (used for large rings, docs/gossip.md count propagation).
     """
     n = _num_nodes(G)
     e = edge_array(G)
@@ -105,7 +105,7 @@ def distances_from(G: nx.Graph, sources: Sequence[int] | np.ndarray) -> np.ndarr
 def hop_distances(G: nx.Graph) -> np.ndarray:
     """All-pairs BFS hop distances ``(N, N)`` int64, ``-1`` between unreachable nodes.
 
-    ``d(j, i)`` of gossip.md §3 (Lemma 1) and ``sd`` of commeff.md §2.6; the ``-1`` entries mark
+    ``d(j, i)`` of the gossip paper's Lemma 1 (docs/gossip.md) and ``sd`` of docs/commeff.md; the ``-1`` entries mark
     different components of a hybrid topology. This is the one N x N fact: the other facts
     (:func:`eccentricities`, :func:`diameter`, :func:`graph_centre`) stream it in blocks.
     """
@@ -132,10 +132,10 @@ def eccentricities(G: nx.Graph) -> np.ndarray:
 
 
 def diameter(G: nx.Graph) -> int:
-    """Diameter ``d_G`` of a connected graph (GIS needs ``d_G`` hops, commeff.md §2.4)."""
+    """Diameter ``d_G`` of a connected graph (GIS needs ``d_G`` hops, docs/commeff.md)."""
     return int(eccentricities(G).max())
 
 
 def graph_centre(G: nx.Graph) -> int:
-    """A centre of a connected graph: minimum eccentricity, lowest id on ties (commeff.md §2.6)."""
+    """A centre of a connected graph: minimum eccentricity, lowest id on ties (docs/commeff.md)."""
     return int(np.argmin(eccentricities(G)))

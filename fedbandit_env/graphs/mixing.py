@@ -1,5 +1,5 @@
 """Mixing matrices: consensus weights ``P = I - (kappa/d_max) L`` with the spectral check of
-dp-recsys.md §4.1-§4.2 and A13, and Metropolis-Hastings weights."""
+docs/dp-recsys.md, and Metropolis-Hastings weights."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from fedbandit_env.graphs.facts import edge_array, neighbor_table
 from fedbandit_env.graphs.spectra import laplacian
 
 SPECTRAL_TOL = 1e-9
-"""dp-recsys.md A13: reject mixing matrices with ``max_{p>=2} |lambda_p| >= 1 - SPECTRAL_TOL``."""
+"""Reject mixing matrices with ``max_{p>=2} |lambda_p| >= 1 - SPECTRAL_TOL``."""
 
 
 def default_kappa(G: nx.Graph) -> float:
-    """Default consensus step size ``kappa = d_max/(d_max + 1)`` (dp-recsys.md A13).
+    """Default consensus step size ``kappa = d_max/(d_max + 1)`` (docs/dp-recsys.md).
 
     Its diagonal ``1 - kappa d_i/d_max >= 1/(d_max+1) > 0`` keeps ``lambda_N(P) > -1`` also on
     bipartite graphs. A single agent (``d_max = 0``) gets 1.0, since then ``P = [[1]]`` for every
@@ -33,7 +33,7 @@ def check_mixing_spectrum(
 ) -> float:
     """Return ``max_{p>=2} |lambda_p(P)|`` of a symmetric mixing matrix; raise if ``>= 1 - tol``.
 
-    dp-recsys.md §4.1-§4.2 and A13: the constants ``c0``, ``c_i`` need ``|lambda_p| < 1`` for
+    docs/dp-recsys.md: the constants ``c0``, ``c_i`` need ``|lambda_p| < 1`` for
     ``p >= 2``. This fails for ``kappa = 1`` on a bipartite graph (``lambda_N = -1``, e.g. an even
     cycle) and for a disconnected graph (``lambda_2 = 1``). The error names ``kappa`` when given.
     Eigenvalues are sorted in descending order; the first (``lambda_1 = 1``) is skipped.
@@ -55,11 +55,11 @@ def check_mixing_spectrum(
 
 
 def consensus_weights(G: nx.Graph, kappa: float) -> np.ndarray:
-    """Consensus matrix ``P = I - (kappa/d_max) L`` ``(N, N)`` float64 (dp-recsys.md §4.1).
+    """Consensus matrix ``P = I - (kappa/d_max) L`` ``(N, N)`` float64 (docs/dp-recsys.md).
 
     ``G`` must be connected and ``0 < kappa <= 1``. ``P`` is symmetric, doubly stochastic and
     non-negative. Raises :class:`GraphError` naming ``kappa`` when
-    ``max_{p>=2} |lambda_p(P)| >= 1 - 1e-9`` (A13; e.g. ``kappa = 1`` on an even cycle).
+    ``max_{p>=2} |lambda_p(P)| >= 1 - 1e-9`` (e.g. ``kappa = 1`` on an even cycle; docs/dp-recsys.md).
     A single agent gets ``P = [[1.0]]``.
     """
     n = _require_connected(G)

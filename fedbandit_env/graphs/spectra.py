@@ -1,5 +1,5 @@
 """Spectral facts: the Laplacian and ``lambda2`` of the expected gossip matrix
-``I - L/(2|E|)`` (gossip.md §1.4 and §3), dense or, for large graphs, by sparse Lanczos."""
+``I - L/(2|E|)`` (docs/gossip.md), dense or, for large graphs, by sparse Lanczos."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fedbandit_env.graphs.facts import _sparse_adjacency, edge_array
 
 
 def laplacian(G: nx.Graph) -> np.ndarray:
-    """Dense Laplacian ``L = D - A``, ``(N, N)`` float64 (gossip.md §1.4, dp-recsys.md §4.1)."""
+    """Dense Laplacian ``L = D - A``, ``(N, N)`` float64 (docs/gossip.md, docs/dp-recsys.md)."""
     n = _num_nodes(G)
     e = edge_array(G)
     L = np.zeros((n, n), dtype=np.float64)
@@ -24,7 +24,7 @@ def laplacian(G: nx.Graph) -> np.ndarray:
 
 
 def gossip_lambda2(G: nx.Graph) -> float:
-    """Second-largest eigenvalue of the expected gossip matrix ``I - L/(2|E|)`` (gossip.md §1.4).
+    """Second-largest eigenvalue of the expected gossip matrix ``I - L/(2|E|)`` (docs/gossip.md).
 
     Computed as ``1 - a(G)/(2|E|)`` with ``a(G)`` the algebraic connectivity; in ``[0, 1)`` for a
     connected graph with at least one edge, exactly 1.0 for a disconnected one. A graph without

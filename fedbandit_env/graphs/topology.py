@@ -1,5 +1,5 @@
 """The agents' network as one immutable object with lazily computed, cached facts
-(commeff.md §1.3, §2.6-§2.7; docs/architecture.md, lazy facts)."""
+(docs/commeff.md; docs/architecture.md, lazy facts)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 class Topology:
     """The agents' network: one connected graph, or disjoint components with one sink each.
 
-    ``graph`` holds all N agents (ids ``0..N-1``). For a hybrid topology (commeff.md §1.3, §2.7)
+    ``graph`` holds all N agents (ids ``0..N-1``). For a hybrid topology (docs/commeff.md)
     it is the disjoint union of the components, which occupy consecutive id ranges in order;
     otherwise there is a single component holding every agent. ``sinks[q]`` is the agent of
     component ``q`` that talks to the server: a centre of the component (minimum eccentricity
-    inside it, lowest id on ties; commeff.md §2.6, FindSinkAgents). ``component_kind`` records the
+    inside it, lowest id on ties; docs/commeff.md, FindSinkAgents). ``component_kind`` records the
     generator of the components of a hybrid topology (``None`` otherwise).
 
     The graph is stored as a frozen copy, and array-valued facts are cached and read-only.
@@ -123,7 +123,7 @@ class Topology:
         seed: SeedLike = 0,
         **params: Any,
     ) -> Topology:
-        """Disjoint components of the given sizes plus one sink each (commeff.md §1.3, §2.6-§2.7).
+        """Disjoint components of the given sizes plus one sink each (docs/commeff.md).
 
         Component ``q`` is ``make_graph(component_graph, sizes[q], seed=child_q, **params)`` where
         ``child_q`` is the ``q``-th Generator spawned from ``seed``. A component of size 1 is a
@@ -186,7 +186,7 @@ class Topology:
     @cached_property
     def sinks(self) -> tuple[int, ...]:
         """The sink of every component: its centre (minimum eccentricity inside the component,
-        lowest id on ties; commeff.md §2.6), unless given at construction. Computed on first use
+        lowest id on ties; docs/commeff.md), unless given at construction. Computed on first use
         by BFS (O(N (N + |E|)) time, no N x N array)."""
         if self.num_components == 1:
             return (int(np.argmin(self._row_max)),)
@@ -213,7 +213,7 @@ class Topology:
     @cached_property
     def distance_to_sink(self) -> np.ndarray:
         """Hop distance of every agent to its component's sink ``(N,)`` int64, read-only
-        (one BFS per sink, commeff.md §2.6-§2.7)."""
+        (one BFS per sink, docs/commeff.md)."""
         sinks = np.asarray(self.sinks, dtype=np.int64)
         comp = self.component_of
         out = np.empty(self.num_agents, dtype=np.int64)
@@ -243,7 +243,7 @@ class Topology:
 
     @cached_property
     def sink_eccentricities(self) -> np.ndarray:
-        """Eccentricity of each sink inside its component ``(Q,)`` int64 (commeff.md §2.6)."""
+        """Eccentricity of each sink inside its component ``(Q,)`` int64 (docs/commeff.md)."""
         ecc = np.zeros(self.num_components, dtype=np.int64)
         np.maximum.at(ecc, self.component_of, self.distance_to_sink)
         return _read_only(ecc)

@@ -1,31 +1,29 @@
-"""Reproduce Figs. 4–12 of Li & Song (seed 004, specs/commeff.md §4) with CDP/DDP/HDP-MAB.
+"""Reproduce Figs. 4–12 of Li & Song (Sec. VII; docs/commeff.md) with CDP/DDP/HDP-MAB.
 
 Readable top to bottom: parameters, the cells of every figure (one evaluate task each, run by
-fedbandit_env.bench.executors.evaluate_many), then the claims: one row per statement of the
-paper's Section VII and per prediction of spec §4.6, verdicts computed by
-fedbandit_env.bench.claims. Settings of §4.4: Bernoulli arms, means ~ U[0, 1] drawn per seed,
+fedbandit_env.reproductions.harness.run_tasks), then the claims: one row per statement of the
+paper's Section VII and per prediction of ours (docs/commeff.md), verdicts computed by
+fedbandit_env.bench.claims. Settings (docs/commeff.md): Bernoulli arms, means ~ U[0, 1] drawn per seed,
 pseudo-regret (network total, the paper plots it per agent), paired seeds (seed s is the same
 instance and reward stream in every cell), eps = 1 where the paper gives none, the R-schedule's
 delta = the oracle minimum gap of each run's instance, random graph G(50, 0.1) / components
 G(20, 0.2), case 2 sizes {53, 24, 10, 6, 7}.
 
-    python benchmarks/reproduce_commeff.py            # CI scale (K = 20, T = 3000, 5 seeds)
-    python benchmarks/reproduce_commeff.py --full     # paper scale (K = 100, T = 10^4, 20 seeds)
+    fedbandit reproduce commeff            # CI scale (K = 20, T = 3000, 5 seeds)
+    fedbandit reproduce commeff --full     # paper scale (K = 100, T = 10^4, 20 seeds)
+    python -m fedbandit_env.reproductions.commeff ...   # the same
 
 Writes fig4.png … fig12.png and predictions.md into --out (git-ignored) and prints the claims
-table, with a timing table: the agents' default paper timing (§1.7) next to
+table, with a timing table: the agents' default paper timing (docs/commeff.md) next to
 ``timing="latency"``; ``--claims FILE`` writes the rows as a claims file (docs/reproductions.md).
-``--executor joblib --jobs 2`` runs the cells in two processes (same numbers).
+``--executor joblib --jobs 2`` runs the cells in two processes, ``--executor ray`` on Ray (same
+numbers; fedbandit_env.reproductions.harness).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import shlex
-import sys
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -37,11 +35,11 @@ import fedbandit_env  # noqa: E402
 from agents import CDPMAB, DDPMAB, HDPMAB  # noqa: E402
 from agents.commeff.single import SingleMAB  # noqa: E402
 from fedbandit_env.bench import claims as C  # noqa: E402
-from fedbandit_env.bench.executors import EvalTask, evaluate_many  # noqa: E402
+from fedbandit_env.bench.executors import EvalTask  # noqa: E402
+from fedbandit_env.reproductions import harness  # noqa: E402
 
 # ------------------------------------------------------------------ parameters
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-parser.add_argument("--full", action="store_true", help="paper scale: K=100, T=1e4, 20 seeds")
+parser = harness.parser("commeff", __doc__, executor=None)
 parser.add_argument("--arms", type=int, default=None, help="K (default 20, --full 100)")
 parser.add_argument("--horizon", type=int, default=None, help="T (default 3000, --full 10^4)")
 parser.add_argument("--seeds", type=int, default=None, help="runs per cell (default 5, --full 20)")
@@ -52,24 +50,15 @@ parser.add_argument(
     help="comma-separated horizons of the Fig. 8 instance (M=5, K=10; default 10^4, "
     "--full 10^4,10^5: the trend of Single/CDP with T)",
 )
-parser.add_argument(
-    "--executor",
-    choices=("serial", "joblib"),
-    default=None,
-    help="where the cells run (default: serial, --full: joblib)",
-)
-parser.add_argument("--jobs", type=int, default=2, help="joblib workers")
-parser.add_argument("--claims", type=Path, default=None, help="write the claims file (JSON)")
-parser.add_argument("--out", default="benchmarks/out/commeff", help="output folder")
 args = parser.parse_args()
 
 K = args.arms or (100 if args.full else 20)
 T = args.horizon or (10_000 if args.full else 3000)
 SEEDS = args.seeds or (20 if args.full else 5)
-EXECUTOR = args.executor or ("joblib" if args.full else "serial")
-M_CENTRAL, C1_CENTRAL = 50, 25.0  # Figs. 4-7, 10 (§4.1, §4.2)
-M_HYBRID, C1_HYBRID, C2 = 100, 50.0, 1.0  # Figs. 11-12 (§4.3)
-M_SMALL, K_SMALL = 5, 10  # Fig. 8 (§4.5; single agents need T >= 3971)
+EXECUTOR = harness.executor_of(args)
+M_CENTRAL, C1_CENTRAL = 50, 25.0  # Figs. 4-7, 10
+M_HYBRID, C1_HYBRID, C2 = 100, 50.0, 1.0  # Figs. 11-12
+M_SMALL, K_SMALL = 5, 10  # Fig. 8 (single agents need T >= 3971)
 FIG8_T = [
     int(float(x))
     for x in (args.fig8_horizons or ("1e4,1e5" if args.full else "1e4")).split(",")
@@ -79,7 +68,7 @@ EPSILONS = [0.1, 0.3, 0.5, 1.0, math.inf]
 PARTICIPATION = [0.2, 0.4, 0.6, 0.8, 1.0]
 ROUNDS = [2, 3, 4, 5]
 ALT_DELTA = 0.1  # the alternative R-schedule delta of the Fig. 6 check (the paper gives none)
-CASES = {  # Table II, case 2 with the sizes summing to 100 (A18)
+CASES = {  # Table II, case 2 with the sizes summing to 100 (docs/commeff.md)
     1: ([20] * 5, "complete", {}),
     2: ([53, 24, 10, 6, 7], "complete", {}),
     3: ([100], "complete", {}),
@@ -93,8 +82,7 @@ GRAPHS = {
     "Random": ("erdos_renyi", {"p": 0.1}),
     "Ring": ("ring", {}),
 }
-OUT = Path(args.out)
-OUT.mkdir(parents=True, exist_ok=True)
+OUT = harness.out_dir(args)
 HOMOG, HETERO = "FedBandit/Homogeneous-v0", "FedBandit/Heterogeneous-v0"
 BASE = dict(num_arms=K, horizon=T, instance_seed=None)
 PAPER = "commeff"
@@ -110,7 +98,7 @@ def cell(env_id, policy, attrs=(), **env_kwargs):
 
 
 def oracle_gaps(env_id, **env_kwargs):
-    """Each run's oracle minimum gap (A6), read from the instances the env draws for its seeds."""
+    """Each run's oracle minimum gap (the R-schedule's delta, docs/commeff.md), read from the instances the env draws for its seeds."""
     venv = fedbandit_env.make_vec(env_id, num_runs=SEEDS, channels=(), **env_kwargs)
     venv.reset(seed=args.seed)
     gaps = []
@@ -121,7 +109,7 @@ def oracle_gaps(env_id, **env_kwargs):
 
 
 def heterogeneous_means(num_agents, mu, rng):
-    """§4.4 recipe around fixed global means: mu + w_k (u - mean u), w_k <= 0.3, in [0, 1]."""
+    """The heterogeneous recipe (docs/commeff.md) around fixed global means: mu + w_k (u - mean u), w_k <= 0.3, in [0, 1]."""
     dev = rng.uniform(-1.0, 1.0, (num_agents, len(mu)))
     dev -= dev.mean(axis=0)
     w = np.minimum(0.3, np.minimum(mu, 1.0 - mu) / np.abs(dev).max(axis=0))
@@ -193,7 +181,7 @@ tasks["ctl12", "DDP"] = cell(
     HETERO, DDPMAB(), topology="erdos_renyi", topology_kwargs={"p": 0.05}, **het_ctl
 )
 tasks["ctl12", "HDP"] = cell(HETERO, HDPMAB(), topology="hybrid", topology_kwargs=CASE4, **het_ctl)
-# Timing: the agents run §1.7 by default (timing="paper": the round's upload is a
+# Timing: the agents run the paper's timing by default (timing="paper": the round's upload is a
 # communication-only step); timing="latency" sends the upload with a pull.
 TIMING = {
     "CDP-MAB": (CDPMAB, {"c1": C1_CENTRAL}),
@@ -208,7 +196,7 @@ for name, (cls, env) in TIMING.items():
         )  # fmt: skip
 
 start = time.perf_counter()
-done = evaluate_many(tasks, executor=EXECUTOR, n_jobs=args.jobs)
+done = harness.run_tasks(tasks, args)
 WALL = time.perf_counter() - start
 res = {key: value[0] for key, value in done.items()}
 extra = {key: value[1] for key, value in done.items()}
@@ -314,7 +302,7 @@ row(
 )
 row(
     "Fig. 5",
-    "§4.6 item 2: communication cost increases with p",
+    "Prediction 2: communication cost increases with p",
     C.monotone([cost(k) for k in p_keys], increasing=True),
     {f"p={k[1]:g}": cost(k) for k in p_keys},
     source="spec",
@@ -343,9 +331,9 @@ row(
         ],
     },  # fmt: skip
     reason="the paper does not give the delta of the R-schedule; with the oracle minimum gap "
-    f"(spec A6) R = 4 completes {extra['fig6', 4]['rounds_done'].mean():.2f} rounds and R = 5 "
+    f"(docs/commeff.md) R = 4 completes {extra['fig6', 4]['rounds_done'].mean():.2f} rounds and R = 5 "
     f"{extra['fig6', 5]['rounds_done'].mean():.2f} by T, and after round R the agents commit to "
-    "the best aggregate (A5); the spec's own simulation found the same gap (148k vs 102k at "
+    "the best aggregate (docs/commeff.md); an independent simulation found the same gap (148k vs 102k at "
     f"T = 10^4). With delta = {ALT_DELTA:g} (next row): R = 4 {a4:,.0f}, R = 5 {a5:,.0f}"
     if abs(r5 / r4 - 1) > 0.1
     else "",
@@ -366,7 +354,7 @@ rounds = float(extra["fig4", 1.0]["rounds_done"].mean())
 row(
     "Fig. 6",
     "about log(T) ~ 4 communication rounds eliminate all suboptimal arms (unconstrained "
-    "CDP-MAB, epsilon = 1; log read as base 10, A21)",
+    "CDP-MAB, epsilon = 1; log read as base 10, docs/commeff.md)",
     C.absolute_close(rounds, math.log10(T), 1.0),
     {"mean rounds done": rounds, "log10 T": math.log10(T)},
     paper_value=4,
@@ -405,14 +393,14 @@ row(
     C.relative_close(g15, ref_reg, 0.2),
     {"(1, 5)": g15, "Fig. 4 eps=1": ref_reg},
     reason=f"regret ratio {g15 / ref_reg:.2f}; (1, 5) completes {rounds15:.2f} rounds against "
-    f"{rounds:.2f} unconstrained and commits to its best aggregate after round R (A5), as in "
+    f"{rounds:.2f} unconstrained and commits to its best aggregate after round R (docs/commeff.md), as in "
     "Fig. 6 (docs/commeff.md)"
     if abs(g15 / ref_reg - 1) > 0.2
     else "",
 )
 row(
     "Fig. 7",
-    "§4.6 item 4: (p = 1, R = 5) is the grid's most expensive point",
+    "Prediction 4: (p = 1, R = 5) is the grid's most expensive point",
     C.at_least(c15, float(costs.max())),
     {"(1, 5)": c15, "grid max": float(costs.max())},
     source="spec",
@@ -511,7 +499,7 @@ row(
 )
 row(
     "Fig. 10",
-    "§4.6 item 6: regret Star <= Random <= Ring (random instances)",
+    "Prediction 6: regret Star <= Random <= Ring (random instances)",
     C.ordered_steps(
         [mean(g["Star"]), mean(g["Random"]), mean(g["Ring"])],
         [paired_se(g["Star"], g["Random"]), paired_se(g["Random"], g["Ring"])],
@@ -524,14 +512,14 @@ row(
 )
 row(
     "Fig. 10",
-    "§4.6 item 6: cost Star < Random < Complete",
+    "Prediction 6: cost Star < Random < Complete",
     C.monotone([gcost["Star"], gcost["Random"], gcost["Complete"]], increasing=True),
     gcost,
     source="spec",
 )
 row(
     "Fig. 10",
-    "§4.6 item 6: cost of Ring within 10 % of Complete",
+    "Prediction 6: cost of Ring within 10 % of Complete",
     C.relative_close(gcost["Ring"], gcost["Complete"], 0.1),
     {"Ring": gcost["Ring"], "Complete": gcost["Complete"]},
     source="spec",
@@ -556,7 +544,7 @@ row(
     "six component structures of M = 100 agents",
     C.not_testable(
         "a set-up table; case 2's sizes {63, 24, 10, 6, 7} sum to 110, not 100: we run "
-        "{53, 24, 10, 6, 7} (spec A18)"
+        "{53, 24, 10, 6, 7} (docs/commeff.md)"
     ),
     {
         f"case {c}": "+".join(map(str, v[0])) if len(v[0]) < 10 else "100 x 1"
@@ -610,7 +598,7 @@ row(
 )
 row(
     "Fig. 11",
-    "§4.6 item 7: case 4 (random components, delay) slightly higher than case 1 (paired, > 3 se)",
+    "Prediction 7: case 4 (random components, delay) slightly higher than case 1 (paired, > 3 se)",
     C.at_least(paired_z(h[4], h[1]), 3.0),
     {"case 4": mean(h[4]), "case 1": mean(h[1]), "paired z": paired_z(h[4], h[1])},
     reason=NOISE,
@@ -780,7 +768,7 @@ lines = [
     *fig8_rows,
     "",
     f"Timing (M={M_CENTRAL}, eps=1): the paper's protocol (default, rounds as communication "
-    'steps, §1.7) against timing="latency" (one upload slot more per round).',
+    'steps, docs/commeff.md) against timing="latency" (one upload slot more per round).',
     "",
     "| agent | final regret paper | final regret latency | rounds paper / latency | "
     "pulled slots per round paper / latency | cost paper / latency |",
@@ -790,18 +778,15 @@ lines = [
 table = "\n".join(lines)
 (OUT / "predictions.md").write_text(table + "\n")
 print(table)
-if args.claims is not None:
-    command = "python benchmarks/reproduce_commeff.py " + shlex.join(sys.argv[1:])
-    C.write_claims(
-        args.claims,
-        rows,
-        meta={
-            "title": "Communication-efficient private FMAB (Li & Song)",
-            "scale_name": "full" if args.full else "CI",
-            "command": command.strip(),
-            "wall_time_s": WALL,
-            "executor": EXECUTOR,
-        },
-    )
-    print(f"wrote {args.claims}")
+harness.write_claims(
+    args,
+    rows,
+    {
+        "title": "Communication-efficient private FMAB (Li & Song)",
+        "scale_name": "full" if args.full else "CI",
+        "command": harness.command("commeff"),
+        "wall_time_s": WALL,
+        "executor": EXECUTOR,
+    },
+)
 print(f"figures and table in {OUT}/")

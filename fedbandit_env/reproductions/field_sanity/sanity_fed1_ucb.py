@@ -1,4 +1,4 @@
-"""Fed1-UCB sanity experiment (field-coverage.md §4): M in {1, 5, 10} with the communication loss.
+"""Fed1-UCB sanity experiment (docs/fed-ucb12.md): M in {1, 5, 10} with the communication loss.
 
 The authors' instance: K = 10 global means mu = (0.70, 0.71, ..., 0.76, 0.765, 0.77, 0.79),
 Gaussian rewards with sigma = 1/2, local means ``mu * W`` with a client-by-arm weight matrix W
@@ -29,8 +29,10 @@ def instance(num_clients: int, gap_scale: float, seed: int = 0) -> np.ndarray:
     """Local means (M, K): the global means (gaps scaled) times a weight matrix whose columns
     average to 1 (drawn from the ``instance`` stream of ``seed``)."""
     mu = CODE_MU[0] + gap_scale * (CODE_MU - CODE_MU[0])
-    z = BatchedRNG.for_runs([seed], "instance").generators[0].standard_normal(
-        (num_clients, len(mu))
+    z = (
+        BatchedRNG.for_runs([seed], "instance")
+        .generators[0]
+        .standard_normal((num_clients, len(mu)))
     )
     weights = 1.0 + 0.3 * (z - z.mean(axis=0))
     return mu * weights

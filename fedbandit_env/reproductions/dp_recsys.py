@@ -1,36 +1,34 @@
 """Reproduce the experiment of Li, Song & Fragouli, "Federated Recommendation System via Differential
-Privacy" (seed 001; spec shared/specs/dp-recsys.md §6) with the suite's reference agents.
+Privacy" (Section IV; docs/dp-recsys.md) with the suite's reference agents.
 
-Protocol (§6.4): M = 20 agents on the cycle C_20, K = 10 arms with means 0.9, 0.8, ..., 0.0,
+Protocol (the paper's Section IV): M = 20 agents on the cycle C_20, K = 10 arms with means 0.9, 0.8, ..., 0.0,
 Gaussian rewards N(mu, 0.1^2) (the agents clip to [0, 1] for their counters), DP-Dec-UCB
 (``dp_dec_ucb``) with kappa = d_max/(d_max+1) = 2/3 and index sigma = 1; sweep A: epsilon in
 {1.5, 2, 5} at rho = 2; sweep B: rho in {1.2, 2, 4} at epsilon = 2; a non-private reference
-(epsilon = inf), also without clipping (the spec prototype's non-private run). Extra (the paper
+(epsilon = inf), also without clipping (the reference prototype's non-private run). Extra (the paper
 has no experiment for it): DP-MW-UCB (``dp_mw_ucb``) with Bernoulli rewards and epsilon in
 {1.5, 2, 5, inf}. Regret = network-total cumulative pseudo-regret R(t), mean +- std over paired
 seeds (the same seeds for every configuration).
 
 Prints and writes to ``--out`` the claims table (one row per statement of the paper's Section IV
-and per prediction of the spec, verdicts computed by fedbandit_env.bench.claims), our R(t) next
-to the spec author's prototype numbers of §6.5, a timing table (the default paper timing next to
+and per prediction of ours (docs/dp-recsys.md), verdicts computed by fedbandit_env.bench.claims), our R(t) next
+to the reference prototype's numbers (docs/dp-recsys.md), a timing table (the default paper timing next to
 ``timing="latency"``) and a figure; ``--claims FILE`` writes the rows as a claims file
 (docs/reproductions.md).
 
-    python benchmarks/reproduce_dp_recsys.py            # CI scale: T = 2500, 10 seeds (~1 min)
-    python benchmarks/reproduce_dp_recsys.py --full     # paper scale: T = 10^4, 20 seeds, + T = 10^5
+    fedbandit reproduce dp-recsys            # CI scale: T = 2500, 10 seeds (~1 min)
+    fedbandit reproduce dp-recsys --full     # paper scale: T = 10^4, 20 seeds, + T = 10^5
+    python -m fedbandit_env.reproductions.dp_recsys ...   # the same
 
-Every configuration is one task of fedbandit_env.bench.executors.evaluate_many (``--executor
-joblib --jobs 2`` runs them in two processes; the numbers do not depend on the executor).
+Every configuration is one task of fedbandit_env.reproductions.harness.run_tasks (``--executor
+joblib --jobs 2`` runs them in two processes, ``--executor ray`` on Ray; the numbers do not
+depend on the executor).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import shlex
-import sys
 import time
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -41,12 +39,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 from agents import DPDecentralizedUCB, DPMasterWorkerUCB  # noqa: E402
 from agents.graph_constants import graph_constants  # noqa: E402
 from fedbandit_env.bench import claims as C  # noqa: E402
-from fedbandit_env.bench.executors import EvalTask, evaluate_many  # noqa: E402
+from fedbandit_env.bench.executors import EvalTask  # noqa: E402
 from fedbandit_env.graphs import consensus_weights, default_kappa, make_graph  # noqa: E402
+from fedbandit_env.reproductions import harness  # noqa: E402
 
 # ------------------------------------------------------------------------------ parameters
-parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--full", action="store_true", help="paper scale: T = 10^4, 20 seeds, T = 10^5")
+parser = harness.parser("dp-recsys", __doc__, executor=None)
 parser.add_argument("--agents", type=int, default=20, help="M, agents on the cycle C_M")
 parser.add_argument("--arms", type=int, default=10, help="K, arms with evenly spaced means")
 parser.add_argument("--horizon", type=int, default=None, help="T (default 2500, --full 10^4)")
@@ -60,22 +58,18 @@ parser.add_argument(
     help="the T in delta (default 10^4, the paper-scale T, so that R(t) at t <= T compares with "
     "the prototype's numbers; 0: the run's own T)",
 )
-parser.add_argument("--reward-sigma", type=float, default=0.1, help="Gaussian reward std (A9)")
 parser.add_argument(
-    "--executor",
-    choices=("serial", "joblib"),
-    default=None,
-    help="where the configurations run (default: serial, --full: joblib)",
+    "--reward-sigma",
+    type=float,
+    default=0.1,
+    help="Gaussian reward std (rewards are clipped to [0, 1] for the counters; docs/dp-recsys.md)",
 )
-parser.add_argument("--jobs", type=int, default=2, help="joblib workers")
-parser.add_argument("--claims", type=Path, default=None, help="write the claims file (JSON)")
-parser.add_argument("--out", default="benchmarks/out/dp_recsys", help="output folder (git-ignored)")
 args = parser.parse_args()
 
 M, K = args.agents, args.arms
 T = args.horizon or (10_000 if args.full else 2_500)
 SEEDS = args.seeds or (20 if args.full else 10)
-EXECUTOR = args.executor or ("joblib" if args.full else "serial")
+EXECUTOR = harness.executor_of(args)
 LONG_T = args.long_horizon if args.long_horizon is not None else (100_000 if args.full else 0)
 T_DELTA = args.delta_horizon or None
 MEANS = np.linspace(0.9, 0.0, K)
@@ -87,7 +81,7 @@ MW_EPS = [1.5, 2.0, 5.0, math.inf]
 CLIP_SHOWN = (0.9, 0.8, 0.1, 0.0)
 UNCLIPPED = (-100.0, 100.0)  # no clipping of N(mu, 0.1^2) rewards in practice (epsilon = inf)
 CHECKPOINTS = [t for t in (100, 1000, 2500, 5000, 10_000) if t <= T]
-# §6.5 prototype (spec author, NOT the paper): R(100), R(1000), R(2500), R(5000), R(10^4), and
+# the reference prototype (docs/dp-recsys.md; NOT the paper): R(100), R(1000), R(2500), R(5000), R(10^4), and
 # the std of R(10^4) over its 10 seeds
 PROTOTYPE_DEC = {
     "eps=1.5, rho=2": ((846, 7375, 15212, 23305, 30747), 273),
@@ -105,8 +99,7 @@ PROTOTYPE_MW = {
 }
 PROTOTYPE_AT = (100, 1000, 2500, 5000, 10_000)
 PROTOTYPE_SEEDS = 10
-out_dir = Path(args.out)
-out_dir.mkdir(parents=True, exist_ok=True)
+out_dir = harness.out_dir(args)
 PAPER = "dp-recsys"
 SCALE = {"T": T, "runs": SEEDS, "agents": M, "arms": K}
 
@@ -128,7 +121,7 @@ def task(agent, horizon: int, seeds: int, reward) -> EvalTask:
 
 
 def clipped_mean(mu: float, sigma: float, lo: float = 0.0, hi: float = 1.0) -> float:
-    """E[clip(X, lo, hi)] for X ~ N(mu, sigma^2): the mean the agent's counters see (A9)."""
+    """E[clip(X, lo, hi)] for X ~ N(mu, sigma^2): the mean the agent's counters see (docs/dp-recsys.md)."""
     cdf = lambda z: 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))  # noqa: E731
     pdf = lambda z: math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)  # noqa: E731
     a, b = (lo - mu) / sigma, (hi - mu) / sigma
@@ -168,7 +161,7 @@ if LONG_T:
         tasks["long", "paper", key] = task(DPDecentralizedUCB(**DEC[key]), LONG_T, 1, GAUSSIAN)
 
 start = time.perf_counter()
-done = evaluate_many(tasks, executor=EXECUTOR, n_jobs=args.jobs)
+done = harness.run_tasks(tasks, args)
 wall = time.perf_counter() - start
 results: dict[tuple[str, str], dict[str, dict]] = {}
 for (group, timing, key), (res, extra) in done.items():
@@ -252,8 +245,8 @@ rows.append(
         check=C.ordered_steps(means(dec, a_keys), steps_se(dec, a_keys), increasing=True, z=3),
         ours={f"eps={eps_values[k]}": m for k, m in zip(a_keys, means(dec, a_keys), strict=False)},
         scale=SCALE,
-        reason=f"measured: regret {direction} as epsilon grows. The spec reads the sentence as a "
-        "typo (A17): the privacy width is proportional to 1/epsilon, Theorem 4's privacy term "
+        reason=f"measured: regret {direction} as epsilon grows. We read the sentence as a "
+        "typo (docs/dp-recsys.md): the privacy width is proportional to 1/epsilon, Theorem 4's privacy term "
         "falls as epsilon grows, and the same paragraph concludes that the runs show a "
         "privacy/regret trade-off (next row)",
     )
@@ -287,7 +280,7 @@ rows.append(
         check=C.not_testable(
             "the paper prints no number: no axis value in the text, and T, the arm means, sigma, "
             "kappa, the number of runs and whether regret is per agent or network-total are "
-            "not stated (spec §6.2)"
+            "not stated (docs/dp-recsys.md)"
         ),
         ours={k: m for k, m in zip(a_all, means(dec, a_all), strict=False)},
         scale=SCALE,
@@ -297,7 +290,7 @@ rows.append(
     C.claim(
         paper=PAPER,
         figure="Fig. 2(a)",
-        text="§6.6 item 1 (A17 reading): R(T; eps=1.5) > R(T; eps=2) > R(T; eps=5) > "
+        text="Prediction 1 (our reading of Sec. IV): R(T; eps=1.5) > R(T; eps=2) > R(T; eps=5) > "
         "R(T; non-private), margins far larger than the seed spread",
         check=C.at_least(margins(dec, a_all, decreasing=True), 3.0),
         ours=round(margins(dec, a_all, decreasing=True), 2),
@@ -310,7 +303,7 @@ rows.append(
     C.claim(
         paper=PAPER,
         figure="Fig. 2(b)",
-        text="§6.6 item 2: R(T; rho=1.2) < R(T; rho=2) < R(T; rho=4), margins far larger than "
+        text="Prediction 2: R(T; rho=1.2) < R(T; rho=2) < R(T; rho=4), margins far larger than "
         "the seed spread",
         check=C.at_least(margins(dec, b_keys, decreasing=False), 3.0),
         ours=round(margins(dec, b_keys, decreasing=False), 2),
@@ -329,7 +322,7 @@ rows.append(
     C.claim(
         paper=PAPER,
         figure="Fig. 2(a), 2(b)",
-        text="§6.3/§6.6 item 3 (shape, inferred by the spec): sublinear, R(T) - R(T/2) < R(T/2) "
+        text="Prediction 3 (shape, inferred): sublinear, R(T) - R(T/2) < R(T/2) "
         "for every configuration",
         check=C.at_most(max(growth.values()), 0.999999),
         ours={"largest (R(T) - R(T/2)) / R(T/2)": growth[worst], "at": worst},
@@ -342,7 +335,7 @@ rows.append(
     C.claim(
         paper=PAPER,
         figure="Alg. 1 (no figure)",
-        text="§6.6 item 4: DP-MW-UCB, R(T; 1.5) > R(T; 2) > R(T; 5) > R(T; non-private), "
+        text="Prediction 4: DP-MW-UCB, R(T; 1.5) > R(T; 2) > R(T; 5) > R(T; non-private), "
         "margins far larger than the seed spread (the paper has no experiment for Alg. 1)",
         check=C.at_least(margins(mw, mw_keys, decreasing=True), 3.0),
         ours=round(margins(mw, mw_keys, decreasing=True), 2),
@@ -356,8 +349,8 @@ check, shown = prototype_check(dec, PROTOTYPE_DEC, private_keys)
 rows.append(
     C.claim(
         paper=PAPER,
-        figure="§6.5 (prototype)",
-        text="DP-Dec-UCB, private configurations: R(T) equals the spec author's prototype "
+        figure="Prototype",
+        text="DP-Dec-UCB, private configurations: R(T) equals the reference prototype's "
         "within 3 se",
         check=check,
         ours=shown or None,
@@ -369,7 +362,7 @@ check, shown = prototype_check(dec, PROTOTYPE_DEC, ["non-private, rho=2"])
 rows.append(
     C.claim(
         paper=PAPER,
-        figure="§6.5 (prototype)",
+        figure="Prototype",
         text="DP-Dec-UCB, non-private (rewards clipped to [0, 1], the agent's default): R(T) "
         "equals the prototype within 3 se",
         check=check,
@@ -390,7 +383,7 @@ check, shown = prototype_check(unclipped, PROTOTYPE_DEC, ["non-private, rho=2"])
 rows.append(
     C.claim(
         paper=PAPER,
-        figure="§6.5 (prototype)",
+        figure="Prototype",
         text="DP-Dec-UCB, non-private without clipping (clip = (-100, 100)): R(T) equals the "
         "prototype within 3 se",
         check=check,
@@ -409,7 +402,7 @@ lat, pap = final(dec_latency["non-private, rho=2"]), final(dec["non-private, rho
 rows.append(
     C.claim(
         paper=PAPER,
-        figure="§6.5 (prototype)",
+        figure="Prototype",
         text='DP-Dec-UCB, non-private: timing="latency" (one step late) changes R(T) by at most '
         "1 % against the paper timing",
         check=C.relative_close(float(lat.mean()), float(pap.mean()), 0.01),
@@ -422,7 +415,7 @@ check, shown = prototype_check(mw, PROTOTYPE_MW, mw_keys)
 rows.append(
     C.claim(
         paper=PAPER,
-        figure="§6.5 (prototype)",
+        figure="Prototype",
         text="DP-MW-UCB (Bernoulli): R(T) equals the prototype within 3 se for every epsilon",
         check=check,
         ours=shown or None,
@@ -442,7 +435,7 @@ else:
 rows.append(
     C.claim(
         paper=PAPER,
-        figure="§6.4 (long run)",
+        figure="Long run",
         text="T = 10^5, 1 run per private configuration: the curves flatten, "
         "R(10^5) - R(10^4) < R(10^4)",
         check=long_check,
@@ -454,7 +447,7 @@ rows.append(
 
 # ------------------------------------------------------------------------------ table
 lines = [
-    f"# DP recommender paper (seed 001) — reproduction, T = {T}, {SEEDS} seeds, M = {M}, K = {K}",
+    f"# DP recommender paper (Li, Song & Fragouli) — reproduction, T = {T}, {SEEDS} seeds, M = {M}, K = {K}",
     "",
     f"Cycle C_{M}, kappa = {KAPPA:.4f} (d_max/(d_max+1)), c0 = {CONST.c0:.2f}, "
     f"c_i in [{CONST.c.min():.1f}, {CONST.c.max():.1f}] (numpy eigh, per agent). "
@@ -462,7 +455,7 @@ lines = [
     + (f", {args.jobs} jobs" if EXECUTOR == "joblib" else "")
     + ").",
     "",
-    "Means the counters see with rewards clipped to [0, 1] (A9; arms 0.9, 0.8, 0.1, 0.0): "
+    "Means the counters see with rewards clipped to [0, 1] (docs/dp-recsys.md; arms 0.9, 0.8, 0.1, 0.0): "
     + ", ".join(f"{mu:.1f} -> {clipped_mean(mu, args.reward_sigma):.4f}" for mu in CLIP_SHOWN)
     + f"; the gaps 0.9-0.8 and 0.1-0.0 become "
     f"{clipped_mean(0.9, args.reward_sigma) - clipped_mean(0.8, args.reward_sigma):.4f} and "
@@ -472,7 +465,7 @@ lines = [
     "",
     C.to_markdown(rows),
     "",
-    "## DP-Dec-UCB: R(t) mean ± std (network total); [spec prototype §6.5, not the paper; "
+    "## DP-Dec-UCB: R(t) mean ± std (network total); [reference prototype, not the paper; "
     "T = 10^4, 10 seeds, delta with T = 10^4]",
     "",
     "| config | " + " | ".join(f"R({t})" for t in CHECKPOINTS) + " | R(T)/M |",
@@ -551,20 +544,17 @@ if long:
 table = "\n".join(lines) + "\n"
 (out_dir / "dp_recsys.md").write_text(table)
 print(table)
-if args.claims is not None:
-    command = "python benchmarks/reproduce_dp_recsys.py " + shlex.join(sys.argv[1:])
-    C.write_claims(
-        args.claims,
-        rows,
-        meta={
-            "title": "DP recommender paper (Li, Song & Fragouli)",
-            "scale_name": "full" if args.full else "CI",
-            "command": command.strip(),
-            "wall_time_s": wall,
-            "executor": EXECUTOR,
-        },
-    )
-    print(f"wrote {args.claims}")
+harness.write_claims(
+    args,
+    rows,
+    {
+        "title": "DP recommender paper (Li, Song & Fragouli)",
+        "scale_name": "full" if args.full else "CI",
+        "command": harness.command("dp-recsys"),
+        "wall_time_s": wall,
+        "executor": EXECUTOR,
+    },
+)
 
 # ------------------------------------------------------------------------------ figure
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))

@@ -1,28 +1,30 @@
 """Reproduce the three experiments of "Differentially-Private Federated Linear Bandits" (Fig. 1A-C).
 
-    python benchmarks/reproduce_linear.py                       # CI scale (T = 1500, 3 runs)
-    python benchmarks/reproduce_linear.py --claims docs/claims/linear-ci.json
-    python benchmarks/reproduce_linear.py --full --claims docs/claims/linear-full.json
-    python benchmarks/reproduce_linear.py --trend 6000 24000   # each claim against T
+    fedbandit reproduce linear                       # CI scale (T = 1500, 3 runs)
+    fedbandit reproduce linear --claims docs/claims/linear-ci.json
+    fedbandit reproduce linear --full --claims docs/claims/linear-full.json
+    fedbandit reproduce linear --trend 6000 24000   # each claim against T
+    python -m fedbandit_env.reproductions.linear ... # the same
 
 Centralized FedUCB (`fed_lin_ucb`) on FedBandit/LinearContextual-v0 (theta* on the sphere per run,
 K - 1 actions with mean in [0.5, 0.6] and one in [0.7, 0.8], Bernoulli rewards), per-agent regret:
 1. Fig. 1A: regret against epsilon, one curve per M ("competitive even at large privacy budget";
-   our spec reads it as regret falling monotonically as epsilon grows);
+   we read it as regret falling monotonically as epsilon grows, docs/linear.md);
 2. Fig. 1B: communication, D = 0 (n = O(MT)), DisLinUCB's D = T ln(MT)/(dM) (n = O(M^1.5)) and
    Theorem 1's D (n = O(M log T)), private (eps = 1) and non-private: more communication, lower
-   regret (Remark 1); private >= non-private (spec);
+   regret (Remark 1); private >= non-private (our prediction, docs/linear.md);
 3. Fig. 1C: regret against d, "essentially a quadratic dependence" (log-log slope 2).
 The rows are claims (fedbandit_env.bench.claims) with verdicts computed from the numbers; the
 printed table renders from the same rows that ``--claims FILE`` writes. With theory constants the
-private agent barely learns at small scale (linear.md §2.3), so the radius is multiplied by
---beta-scale (stated in every output). claims.md also lists every configuration run with its
-realized sync rounds, messages and privacy constants (spec §4.4). The paper's scale (T = 10^7,
-M up to 100, 100 runs) is out of reach on 2 cores: ``--full`` runs the CI grid at T = 100000 (with
-the trend at T = 1500, 6000 and 24000; about half an hour of CPU, under an hour on 2 cores), and every run prints the estimated CPU time of the paper's scale
-from the measured cost per agent-step; ``--trend`` runs
-the experiments at several horizons and prints each claim's verdict and numbers against T.
-Configurations run through joblib (``--jobs``, default 1 worker: the machine is shared).
+private agent barely learns at small scale (docs/linear.md, "Why three claims fail"), so the
+radius is multiplied by --beta-scale (stated in every output). claims.md also lists every
+configuration run with its realized sync rounds, messages and privacy constants. The paper's
+scale (T = 10^7, M up to 100, 100 runs) is out of reach on 2 cores: ``--full`` runs the CI grid
+at T = 100000 (with the trend at T = 1500, 6000 and 24000; about half an hour of CPU, under an
+hour on 2 cores), and every run prints the estimated CPU time of the paper's scale from the
+measured cost per agent-step; ``--trend`` runs the experiments at several horizons and prints
+each claim's verdict and numbers against T. Configurations run through the bench executors
+(``--executor``, default joblib with ``--jobs 1``: the machine is shared).
 """
 
 from __future__ import annotations
@@ -39,15 +41,16 @@ import numpy as np
 from agents.fed_lin_ucb import FedLinUCB
 from fedbandit_env.bench import claims as C
 from fedbandit_env.bench import evaluate
-from fedbandit_env.bench.executors import require_executor
 from fedbandit_env.privacy import linear_privacy_constants
+from fedbandit_env.reproductions import harness
 
 PAPER = "DP federated linear bandits (Dubey & Pentland 2020)"
 ENV = "FedBandit/LinearContextual-v0"
 EVERY, DISLIN, THEOREM = "D = 0 (every trial)", "DisLinUCB D", "Theorem-1 D"
 Z = 2.0  # an ordering is contradicted when reversed by more than Z standard errors
 SLOPE_TARGET, SLOPE_TOL = 2.0, 0.5  # "essentially quadratic": log-log slope within 2 +- 0.5
-# the paper's scale (specs/linear.md §4.4): T, runs, and the agent counts of its configurations
+# the paper's scale (Dubey & Pentland 2020, Fig. 1): T, runs, and the agent counts of its
+# configurations
 PAPER_T, PAPER_RUNS = 10_000_000, 100
 PAPER_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, math.inf)
 PAPER_M = (10, 25, 50, 100)
@@ -56,22 +59,27 @@ PAPER_DIMS = (2, 4, 6, 8, 10, 15, 20)
 
 # ---------------------------------------------------------------- parameters (one block)
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--full", action="store_true", help="the largest scale that fits (see docs)")
+    p = harness.parser("linear", __doc__, executor="joblib", jobs=1)
     p.add_argument("--horizon", type=int, default=None, help="T (default 1500; --full 100000)")
     p.add_argument("--runs", type=int, default=None, help="runs per configuration (3)")
     p.add_argument("--beta-scale", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=int, default=1, help="joblib workers (default 1)")
-    p.add_argument("--claims", type=Path, default=None, help="write the claims JSON here")
-    p.add_argument("--trend", type=int, nargs="+", default=None, metavar="T",
-                   help="also run every experiment at these horizons and print each claim "
-                        "against T (--full: 1500 6000 24000)")
+    p.add_argument(
+        "--trend",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="T",
+        help="also run every experiment at these horizons and print each claim "
+        "against T (--full: 1500 6000 24000)",
+    )
     p.add_argument("--trend-runs", type=int, default=None, help="runs per trend configuration")
-    p.add_argument("--ablation", action="store_true",
-                   help="also run non-private FedUCB with lambda = the private regularizer "
-                        "Lambda (epsilon = 1), no noise: Fig. 1B and 1C without the noise")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/out/linear"))
+    p.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also run non-private FedUCB with lambda = the private regularizer "
+        "Lambda (epsilon = 1), no noise: Fig. 1B and 1C without the noise",
+    )
     return p.parse_args(argv)
 
 
@@ -117,8 +125,13 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
         "syncs": float(policy.n_sync.mean()),
         "bound": 2.0 * math.sqrt(d * T / D * ell) + 4.0 if D > 0 else None,
         "D_value": D,
-        "constants": None if c is None else {
-            "m": c.m, "sigma_N": c.sigma_N, "rho_min": c.rho_min, "rho_max": c.rho_max,
+        "constants": None
+        if c is None
+        else {
+            "m": c.m,
+            "sigma_N": c.sigma_N,
+            "rho_min": c.rho_min,
+            "rho_max": c.rho_max,
             "kappa": c.kappa,
         },
         "eig_clips": int(policy.eig_clip_events.sum()),
@@ -128,45 +141,60 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def configs(T: int, runs: int, g: dict[str, Any], seed: int, beta: float,
-            latency: bool) -> list[dict[str, Any]]:
+def configs(
+    T: int, runs: int, g: dict[str, Any], seed: int, beta: float, latency: bool
+) -> list[dict[str, Any]]:
     """Every configuration of the three experiments at horizon T."""
     base = {"T": T, "runs": runs, "seed": seed, "beta_scale": beta, "timing": "paper"}
     out = [
         {**base, "exp": "1", "M": m, "d": D_FIXED, "eps": e, "D": None}
-        for m in g["agents"] for e in g["eps"]
+        for m in g["agents"]
+        for e in g["eps"]
     ]
     mc = g["m_comm"]
     dislin = T * math.log(mc * T) / (D_FIXED * mc)
     for label, thr in ((EVERY, 0.0), (DISLIN, dislin), (THEOREM, None)):
         for eps in (1.0, math.inf):
-            out.append({**base, "exp": "2", "regime": label, "M": mc, "d": D_FIXED, "eps": eps,
-                        "D": thr})
+            out.append(
+                {**base, "exp": "2", "regime": label, "M": mc, "d": D_FIXED, "eps": eps, "D": thr}
+            )
             if latency:
-                out.append({**base, "exp": "2", "regime": label, "M": mc, "d": D_FIXED,
-                            "eps": eps, "D": thr, "timing": "latency"})
+                out.append(
+                    {
+                        **base,
+                        "exp": "2",
+                        "regime": label,
+                        "M": mc,
+                        "d": D_FIXED,
+                        "eps": eps,
+                        "D": thr,
+                        "timing": "latency",
+                    }
+                )
     out += [
         {**base, "exp": "3", "M": mc, "d": d, "eps": eps, "D": None}
-        for eps in (1.0, math.inf) for d in g["dims"]
+        for eps in (1.0, math.inf)
+        for d in g["dims"]
     ]
     return out
 
 
-def execute(cfgs: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
-    """Run the configurations through joblib (in order; ``jobs`` workers); one progress line
-    per finished configuration on stderr, so an interrupted run still leaves its numbers."""
-    require_executor("joblib")
-    from joblib import Parallel, delayed
-
-    out = []
-    for r in Parallel(n_jobs=jobs, return_as="generator")(delayed(run_config)(c) for c in cfgs):
+def execute(cfgs: list[dict[str, Any]], a: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the configurations on ``--executor`` with ``--jobs`` workers (harness.fan_out); one
+    progress line per finished configuration on stderr, so an interrupted run still leaves its
+    numbers. The results in the order of ``cfgs``."""
+    out: list[dict[str, Any] | None] = [None] * len(cfgs)
+    for i, r in harness.fan_out(run_config, cfgs, a.executor, a.jobs):
         mean, se = C.mean_se(r["finals"])
-        print(f"[T={r['T']} runs={r['runs']}] exp {r['exp']} {r.get('regime', '')} M={r['M']} "
-              f"d={r['d']} eps={r['eps']:g} timing={r['timing']}: regret {mean:.1f} (se "
-              f"{se:.1f}), syncs {r['syncs']:.1f}, cpu {r['cpu']:.1f} s", file=sys.stderr,
-              flush=True)
-        out.append(r)
-    return out
+        print(
+            f"[T={r['T']} runs={r['runs']}] exp {r['exp']} {r.get('regime', '')} M={r['M']} "
+            f"d={r['d']} eps={r['eps']:g} timing={r['timing']}: regret {mean:.1f} (se "
+            f"{se:.1f}), syncs {r['syncs']:.1f}, cpu {r['cpu']:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        out[i] = r
+    return out  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- measured quantities
@@ -176,7 +204,7 @@ def loglog_slope(dims: list[int], regrets: list[float]) -> float:
 
 
 def uniform_regret(T: int, d: int) -> float:
-    """Expected per-agent regret of uniform play: T * 0.2 (K - 1)/K (mean gap of §4.1 sets)."""
+    """Expected per-agent regret of uniform play: T * 0.2 (K - 1)/K (mean gap of the decision sets, docs/linear.md)."""
     K = min(10, d * d)
     return T * 0.2 * (K - 1) / K
 
@@ -200,8 +228,11 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         means = [C.mean_se(r["finals"])[0] for r in rows]
         per_run = np.array([r["finals"] for r in rows])  # (dims, runs)
         run_slopes = [loglog_slope(dims, per_run[:, k]) for k in range(per_run.shape[1])]
-        se = (float(np.std(run_slopes, ddof=1) / math.sqrt(len(run_slopes)))
-              if len(run_slopes) > 1 else math.nan)
+        se = (
+            float(np.std(run_slopes, ddof=1) / math.sqrt(len(run_slopes)))
+            if len(run_slopes) > 1
+            else math.nan
+        )
         big = [i for i, dd in enumerate(dims) if dd >= 4]
         slopes[eps] = {
             "dims": dims,
@@ -209,12 +240,15 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "slope": loglog_slope(dims, means),
             "slope_se": se,
             "slope_d_ge_4": loglog_slope([dims[i] for i in big], [means[i] for i in big])
-            if len(big) >= 2 else math.nan,
+            if len(big) >= 2
+            else math.nan,
             "slope_vs_uniform": loglog_slope(
-                dims, [m / uniform_regret(rows[0]["T"], dd) for m, dd in zip(means, dims,
-                                                                           strict=True)]),
-            "fraction_of_uniform": [m / uniform_regret(rows[0]["T"], dd)
-                                    for m, dd in zip(means, dims, strict=True)],
+                dims,
+                [m / uniform_regret(rows[0]["T"], dd) for m, dd in zip(means, dims, strict=True)],
+            ),
+            "fraction_of_uniform": [
+                m / uniform_regret(rows[0]["T"], dd) for m, dd in zip(means, dims, strict=True)
+            ],
         }
     return {"exp1": exp1, "exp2": exp2, "latency": lat, "exp3": slopes, "log": paper}
 
@@ -222,10 +256,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
 # ---------------------------------------------------------------- claims
 def pairs_from(values: list[tuple[float, float]]) -> list[tuple[float, float, float]]:
     """Consecutive (lower, higher, se of the difference) pairs of a claimed decreasing order."""
-    return [
-        (b[0], a[0], math.hypot(a[1], b[1]))
-        for a, b in zip(values, values[1:], strict=False)
-    ]
+    return [(b[0], a[0], math.hypot(a[1], b[1])) for a, b in zip(values, values[1:], strict=False)]
 
 
 def why(check: C.Check, cause: str) -> str:
@@ -242,9 +273,11 @@ def build_claims(s: dict[str, Any], scale: dict[str, Any]) -> list[C.Claim]:
     T = scale["T"]
     share = data_share(T, scale["M_fig1BC"], (1.0,))[1.0]
     paper_share = data_share(PAPER_T, 100, (1.0,))[1.0]
-    regime = (f"the privacy regularizer M rho_min I outweighs the data: T / (d rho_min) = "
-              f"{share:.3g} at epsilon 1 here against {paper_share:.3g} at the paper's scale "
-              "(docs/linear.md)")
+    regime = (
+        f"the privacy regularizer M rho_min I outweighs the data: T / (d rho_min) = "
+        f"{share:.3g} at epsilon 1 here against {paper_share:.3g} at the paper's scale "
+        "(docs/linear.md)"
+    )
     # Fig. 1A, paper: "competitive even at large privacy budget" (no number, no plot values)
     ratio = {}
     for m, vals in exp1.items():
@@ -252,92 +285,156 @@ def build_claims(s: dict[str, Any], scale: dict[str, Any]) -> list[C.Claim]:
         nonp = [v for v in vals if math.isinf(v[0])]
         if priv and nonp:
             ratio[f"M={m}"] = priv[0][1] / nonp[0][1]
-    rows.append(C.claim(
-        paper=PAPER, figure="Fig. 1A",
-        text="per-agent regret after T against epsilon and M is competitive even at large "
-             "privacy budget (ours: regret at the smallest epsilon / non-private)",
-        check=C.not_testable(
-            "the paper states no number and no threshold for 'competitive', and the plot's "
-            "values are not in the text; ours shows the ratio"),
-        ours=ratio, scale=scale, source="paper"))
-    # Fig. 1A, spec reading: regret falls monotonically as epsilon grows (every M)
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Fig. 1A",
+            text="per-agent regret after T against epsilon and M is competitive even at large "
+            "privacy budget (ours: regret at the smallest epsilon / non-private)",
+            check=C.not_testable(
+                "the paper states no number and no threshold for 'competitive', and the plot's "
+                "values are not in the text; ours shows the ratio"
+            ),
+            ours=ratio,
+            scale=scale,
+            source="paper",
+        )
+    )
+    # Fig. 1A, our reading (docs/linear.md): regret falls monotonically as epsilon grows (every M)
     pairs, shown = [], {}
     for m, vals in exp1.items():
         pairs += pairs_from([(v[1], v[2]) for v in vals])
         shown[f"M={m}"] = [round(v[1], 1) for v in vals]
     check = C.ordered(pairs, z=Z)
-    rows.append(C.claim(
-        paper=PAPER, figure="Fig. 1A",
-        text="regret falls monotonically as epsilon grows, every M (epsilon grid "
-             + " / ".join(f"{v[0]:g}" for v in next(iter(exp1.values()))) + ")",
-        check=check, ours=shown, scale=scale, source="spec",
-        reason=why(check, regime + "; the private index is then nearly independent of "
-                   "epsilon")))
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Fig. 1A",
+            text="regret falls monotonically as epsilon grows, every M (epsilon grid "
+            + " / ".join(f"{v[0]:g}" for v in next(iter(exp1.values())))
+            + ")",
+            check=check,
+            ours=shown,
+            scale=scale,
+            source="spec",
+            reason=why(check, regime + "; the private index is then nearly independent of epsilon"),
+        )
+    )
     # Fig. 1B, paper (Remark 1): more communication, lower regret, private and non-private
     exp2 = s["exp2"]
     for eps, group in ((1.0, "private eps=1"), (math.inf, "non-private")):
-        regs = sorted((exp2[(lab, eps)] for lab in (EVERY, DISLIN, THEOREM)),
-                      key=lambda r: r["messages"])  # least communication first: regret falls
+        regs = sorted(
+            (exp2[(lab, eps)] for lab in (EVERY, DISLIN, THEOREM)), key=lambda r: r["messages"]
+        )  # least communication first: regret falls
         vals = [C.mean_se(r["finals"]) for r in regs]
         check = C.ordered(pairs_from(vals), z=Z)
-        rows.append(C.claim(
-            paper=PAPER, figure="Fig. 1B",
-            text=f"more communication, lower regret ({group}; regimes ordered by realized "
-                 "messages)",
-            check=check,
-            reason=why(check, "" if math.isinf(eps) else regime + "; each sync replaces the "
-                       "agents' exact own data by the privatized sums (noise and a 2 Lambda I "
-                       "shift per release)"),
-            ours={r["regime"]: f"{v[0]:.1f} ({r['messages']:.0f} msgs)"
-                  for r, v in zip(regs, vals, strict=True)},
-            scale=scale, source="paper"))
-    # Fig. 1B, spec: private >= non-private at every communication level
+        rows.append(
+            C.claim(
+                paper=PAPER,
+                figure="Fig. 1B",
+                text=f"more communication, lower regret ({group}; regimes ordered by realized "
+                "messages)",
+                check=check,
+                reason=why(
+                    check,
+                    ""
+                    if math.isinf(eps)
+                    else regime + "; each sync replaces the "
+                    "agents' exact own data by the privatized sums (noise and a 2 Lambda I "
+                    "shift per release)",
+                ),
+                ours={
+                    r["regime"]: f"{v[0]:.1f} ({r['messages']:.0f} msgs)"
+                    for r, v in zip(regs, vals, strict=True)
+                },
+                scale=scale,
+                source="paper",
+            )
+        )
+    # Fig. 1B, our prediction: private >= non-private at every communication level
     pp = []
     for lab in (EVERY, DISLIN, THEOREM):
         a, b = C.mean_se(exp2[(lab, math.inf)]["finals"]), C.mean_se(exp2[(lab, 1.0)]["finals"])
         pp.append((a[0], b[0], math.hypot(a[1], b[1])))
-    rows.append(C.claim(
-        paper=PAPER, figure="Fig. 1B",
-        text="private (eps = 1) regret above non-private at every communication level",
-        check=C.ordered(pp, z=Z),
-        ours={lab: f"{p[1]:.1f} vs {p[0]:.1f}" for lab, p in zip((EVERY, DISLIN, THEOREM), pp,
-                                                                  strict=True)},
-        scale=scale, source="spec"))
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Fig. 1B",
+            text="private (eps = 1) regret above non-private at every communication level",
+            check=C.ordered(pp, z=Z),
+            ours={
+                lab: f"{p[1]:.1f} vs {p[0]:.1f}"
+                for lab, p in zip((EVERY, DISLIN, THEOREM), pp, strict=True)
+            },
+            scale=scale,
+            source="spec",
+        )
+    )
     # Fig. 1C, paper: essentially quadratic in d
     sl = s["exp3"][1.0]
     check = C.absolute_close(sl["slope"], SLOPE_TARGET, SLOPE_TOL)
     fractions = " / ".join(f"{f:.2f}" for f in sl["fraction_of_uniform"])
-    rows.append(C.claim(
-        paper=PAPER, figure="Fig. 1C",
-        text="per-agent regret (private, eps = 1, M fixed) is essentially quadratic in d: "
-             "log-log slope of final regret against d over the tested d",
-        check=check,
-        reason=why(check, f"the private regret is {fractions} of uniform play at d = "
-                   f"{' / '.join(map(str, sl['dims']))}: {regime}"),
-        paper_value=SLOPE_TARGET, ours=round(sl["slope"], 3), scale=scale, source="paper",
-        note=(f"d = {sl['dims']}; regret {[round(v, 1) for v in sl['regret']]}; per-run slope "
-              f"se {sl['slope_se']:.3f}; alternatives: d >= 4 only {sl['slope_d_ge_4']:.3f}, "
-              f"regret / uniform-play regret {sl['slope_vs_uniform']:.3f}, non-private "
-              f"{s['exp3'][math.inf]['slope']:.3f}")))
+    rows.append(
+        C.claim(
+            paper=PAPER,
+            figure="Fig. 1C",
+            text="per-agent regret (private, eps = 1, M fixed) is essentially quadratic in d: "
+            "log-log slope of final regret against d over the tested d",
+            check=check,
+            reason=why(
+                check,
+                f"the private regret is {fractions} of uniform play at d = "
+                f"{' / '.join(map(str, sl['dims']))}: {regime}",
+            ),
+            paper_value=SLOPE_TARGET,
+            ours=round(sl["slope"], 3),
+            scale=scale,
+            source="paper",
+            note=(
+                f"d = {sl['dims']}; regret {[round(v, 1) for v in sl['regret']]}; per-run slope "
+                f"se {sl['slope_se']:.3f}; alternatives: d >= 4 only {sl['slope_d_ge_4']:.3f}, "
+                f"regret / uniform-play regret {sl['slope_vs_uniform']:.3f}, non-private "
+                f"{s['exp3'][math.inf]['slope']:.3f}"
+            ),
+        )
+    )
     # Proposition 1 (paper): realized sync rounds within the bound
     for group, pick in (("non-private", math.isinf), ("private", math.isfinite)):
-        ok = [r["syncs"] <= r["bound"] for r in s["log"] if r["bound"] is not None
-              and pick(r["eps"])]
-        worst = max((r["syncs"] / r["bound"] for r in s["log"] if r["bound"] is not None
-                     and pick(r["eps"])), default=math.nan)
+        ok = [
+            r["syncs"] <= r["bound"] for r in s["log"] if r["bound"] is not None and pick(r["eps"])
+        ]
+        worst = max(
+            (
+                r["syncs"] / r["bound"]
+                for r in s["log"]
+                if r["bound"] is not None and pick(r["eps"])
+            ),
+            default=math.nan,
+        )
         check = C.at_most(worst, 1.0)
         dis = s["exp2"][(DISLIN, 1.0)]
-        rows.append(C.claim(
-            paper=PAPER, figure="Prop. 1",
-            text=f"realized sync rounds <= 2 sqrt((dT/D) ell) + 4 in every configuration "
-                 f"({group}; worst ratio shown)",
-            check=check, ours=f"{sum(ok)} of {len(ok)}; worst {worst:.2f}",
-            reason=why(check, "" if group == "non-private" else "the trigger's inflation term M (rho_max - rho_min) I keeps its "
-                       "left side near d ln 2 after a sync, forcing one every ceil(D / (d ln 2)) "
-                       f"trials whatever the data: with DisLinUCB's D = {dis['D_value']:.4g}, "
-                       f"every {math.ceil(dis['D_value'] / (D_FIXED * math.log(2)))} trials, "
-                       f"{dis['syncs']:.1f} syncs against a bound of {dis['bound']:.4g}"),
-            scale=scale, source="paper"))
+        rows.append(
+            C.claim(
+                paper=PAPER,
+                figure="Prop. 1",
+                text=f"realized sync rounds <= 2 sqrt((dT/D) ell) + 4 in every configuration "
+                f"({group}; worst ratio shown)",
+                check=check,
+                ours=f"{sum(ok)} of {len(ok)}; worst {worst:.2f}",
+                reason=why(
+                    check,
+                    ""
+                    if group == "non-private"
+                    else "the trigger's inflation term M (rho_max - rho_min) I keeps its "
+                    "left side near d ln 2 after a sync, forcing one every ceil(D / (d ln 2)) "
+                    f"trials whatever the data: with DisLinUCB's D = {dis['D_value']:.4g}, "
+                    f"every {math.ceil(dis['D_value'] / (D_FIXED * math.log(2)))} trials, "
+                    f"{dis['syncs']:.1f} syncs against a bound of {dis['bound']:.4g}",
+                ),
+                scale=scale,
+                source="paper",
+            )
+        )
     return rows
 
 
@@ -354,19 +451,21 @@ def config_table(s: dict[str, Any], beta: float, runs: int) -> list[str]:
         "Syncs are realized (completed) sync rounds; the bound is Proposition 1's "
         "2 sqrt((dT/D) ell) + 4 (none for D = 0); messages are the ledger's totals (requests, "
         "uploads, downloads); m, sigma_N, rho_min = Lambda, rho_max = 3 Lambda and kappa are "
-        "the §2.3 constants (non-private: rho = lambda = 1); A28 floors counts the synchronized "
+        "the paper's privacy constants (docs/linear.md) (non-private: rho = lambda = 1); eig. floors "
+        "counts the synchronized "
         "W whose spectrum had to be floored; se is the standard error over runs.",
         "",
         "| exp. | M | d | epsilon | D | regret | se | syncs | Prop. 1 bound | messages | m | "
-        "sigma_N | rho_min / rho_max | kappa | A28 floors |",
+        "sigma_N | rho_min / rho_max | kappa | eig. floors |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in s["log"]:
         c = e["constants"]
         consts = (
-            "– | – | λ = 1 | –" if c is None
+            "– | – | λ = 1 | –"
+            if c is None
             else f"{c['m']} | {fmt(c['sigma_N'])} | {fmt(c['rho_min'])} / {fmt(c['rho_max'])} "
-                 f"| {fmt(c['kappa'])}"
+            f"| {fmt(c['kappa'])}"
         )
         mean, se = C.mean_se(e["finals"])
         lines.append(
@@ -403,8 +502,9 @@ def timing_table(s: dict[str, Any]) -> list[str]:
 
 
 def paper_scale_estimate(results: list[dict[str, Any]]) -> tuple[float, dict[str, float]]:
-    """CPU seconds of one core for the paper's scale (§4.4 grids, T = 10^7, 100 runs), from the
+    """CPU seconds of one core for the paper's scale (its grids, T = 10^7, 100 runs), from the
     measured seconds per agent-step of the rarely-syncing and the D = 0 configurations."""
+
     def cost(pick) -> float:
         rows = [r for r in results if pick(r)]
         return sum(r["cpu"] for r in rows) / max(sum(r["agent_steps"] for r in rows), 1)
@@ -416,36 +516,50 @@ def paper_scale_estimate(results: list[dict[str, Any]]) -> tuple[float, dict[str
     exp1 = steps * len(PAPER_EPS) * sum(PAPER_M) * sparse
     exp2 = steps * 100 * 2 * (every + dislin + sparse)
     exp3 = steps * 100 * len(PAPER_DIMS) * sparse  # d-cost ignored: a lower bound for d > 10
-    per = {"s per agent-step (Theorem-1 D)": sparse, "s per agent-step (D = 0)": every,
-           "s per agent-step (DisLinUCB D)": dislin}
+    per = {
+        "s per agent-step (Theorem-1 D)": sparse,
+        "s per agent-step (D = 0)": every,
+        "s per agent-step (DisLinUCB D)": dislin,
+    }
     return exp1 + exp2 + exp3, per
 
 
 def data_share(T: int, M: int, eps_grid: tuple[float, ...]) -> dict[float, float]:
     """Pooled data per direction at T over the privacy regularizer, (M T / d) / (M rho_min) =
-    T / (d rho_min), at d = 10 for each finite epsilon (specs/linear.md §2.3 constants)."""
+    T / (d rho_min), at d = 10 for each finite epsilon (the paper's privacy constants, docs/linear.md)."""
     return {
         e: T / (D_FIXED * linear_privacy_constants(e, 0.1, D_FIXED, M, T, alpha=0.1).rho_min)
-        for e in eps_grid if math.isfinite(e)
+        for e in eps_grid
+        if math.isfinite(e)
     }
 
 
-def ablation(T: int, runs: int, g: dict[str, Any], a: argparse.Namespace,
-             s: dict[str, Any]) -> list[str]:
+def ablation(
+    T: int, runs: int, g: dict[str, Any], a: argparse.Namespace, s: dict[str, Any]
+) -> list[str]:
     """Non-private FedUCB whose regularizer is the private agent's (lambda = Lambda at epsilon
     = 1, the same M, d and T; no noise, kappa = 0) on the Fig. 1B regimes and the Fig. 1C
     dimensions, next to the private and the lambda = 1 agents of the same run."""
     mc = g["m_comm"]
-    base = {"T": T, "runs": runs, "seed": a.seed, "beta_scale": a.beta_scale, "timing": "paper",
-            "eps": math.inf, "M": mc}
+    base = {
+        "T": T,
+        "runs": runs,
+        "seed": a.seed,
+        "beta_scale": a.beta_scale,
+        "timing": "paper",
+        "eps": math.inf,
+        "M": mc,
+    }
 
     def lam(d: int) -> float:
         return linear_privacy_constants(1.0, 0.1, d, mc, T, alpha=0.1).rho_min
 
-    cfgs = [{**base, "exp": "A", "regime": lab, "d": D_FIXED, "D": thr, "lam": lam(D_FIXED)}
-            for lab, thr in ((EVERY, 0.0), (THEOREM, None))]
+    cfgs = [
+        {**base, "exp": "A", "regime": lab, "d": D_FIXED, "D": thr, "lam": lam(D_FIXED)}
+        for lab, thr in ((EVERY, 0.0), (THEOREM, None))
+    ]
     cfgs += [{**base, "exp": "A", "d": d, "D": None, "lam": lam(d)} for d in g["dims"]]
-    res = execute(cfgs, a.jobs)
+    res = execute(cfgs, a)
     lines = [
         "## Ablation: the private agent's regularizer without its noise",
         "",
@@ -463,24 +577,31 @@ def ablation(T: int, runs: int, g: dict[str, Any], a: argparse.Namespace,
         lines.append(
             f"| Fig. 1B {lab}, d = {D_FIXED} | {fmt(r['lam'])} | "
             + " | ".join("{:.1f} ({:.1f})".format(*C.mean_se(x["finals"])) for x in (r, p, n))
-            + " |")
+            + " |"
+        )
     dims = [r["d"] for r in res[2:]]
     for r in res[2:]:
         k = s["exp3"][1.0]["dims"].index(r["d"])
         p, n = s["exp3"][1.0]["regret"][k], s["exp3"][math.inf]["regret"][k]
-        lines.append(f"| Fig. 1C d = {r['d']} | {fmt(r['lam'])} | "
-                     "{:.1f} ({:.1f})".format(*C.mean_se(r["finals"]))
-                     + f" | {p:.1f} | {n:.1f} |")
+        lines.append(
+            f"| Fig. 1C d = {r['d']} | {fmt(r['lam'])} | {{:.1f}} ({{:.1f}})".format(
+                *C.mean_se(r["finals"])
+            )
+            + f" | {p:.1f} | {n:.1f} |"
+        )
     slope = loglog_slope(dims, [C.mean_se(r["finals"])[0] for r in res[2:]])
-    lines.append(f"| Fig. 1C log-log slope | | {slope:.3f} | {s['exp3'][1.0]['slope']:.3f} | "
-                 f"{s['exp3'][math.inf]['slope']:.3f} |")
+    lines.append(
+        f"| Fig. 1C log-log slope | | {slope:.3f} | {s['exp3'][1.0]['slope']:.3f} | "
+        f"{s['exp3'][math.inf]['slope']:.3f} |"
+    )
     return lines
 
 
-def measure(T: int, runs: int, g: dict[str, Any], a: argparse.Namespace,
-            latency: bool) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+def measure(
+    T: int, runs: int, g: dict[str, Any], a: argparse.Namespace, latency: bool
+) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
     start = time.perf_counter()
-    results = execute(configs(T, runs, g, a.seed, a.beta_scale, latency), a.jobs)
+    results = execute(configs(T, runs, g, a.seed, a.beta_scale, latency), a)
     return results, summarize(results), time.perf_counter() - start
 
 
@@ -494,22 +615,37 @@ def figure(s: dict[str, Any], path: Path, title: str) -> None:
     for m, vals in s["exp1"].items():
         finite = [v[0] for v in vals if math.isfinite(v[0])]
         xs = [v[0] if math.isfinite(v[0]) else 2 * max(finite) for v in vals]
-        axes[0].errorbar(xs, [v[1] for v in vals], yerr=[v[2] for v in vals], marker="o",
-                         label=f"M={m}")
-    axes[0].set(xscale="log", xlabel="epsilon (rightmost: non-private)",
-                ylabel="regret per agent", title="Fig. 1A: regret vs epsilon")
+        axes[0].errorbar(
+            xs, [v[1] for v in vals], yerr=[v[2] for v in vals], marker="o", label=f"M={m}"
+        )
+    axes[0].set(
+        xscale="log",
+        xlabel="epsilon (rightmost: non-private)",
+        ylabel="regret per agent",
+        title="Fig. 1A: regret vs epsilon",
+    )
     axes[0].legend()
     labels = [EVERY, DISLIN, THEOREM]
     for eps, style in ((1.0, "-o"), (math.inf, "--s")):
-        axes[1].plot(labels, [C.mean_se(s["exp2"][(lab, eps)]["finals"])[0] for lab in labels],
-                     style, label="private eps=1" if math.isfinite(eps) else "non-private")
+        axes[1].plot(
+            labels,
+            [C.mean_se(s["exp2"][(lab, eps)]["finals"])[0] for lab in labels],
+            style,
+            label="private eps=1" if math.isfinite(eps) else "non-private",
+        )
     axes[1].set(ylabel="regret per agent", title="Fig. 1B: communication")
     axes[1].legend()
     for eps, sl in s["exp3"].items():
-        axes[2].plot(sl["dims"], sl["regret"], marker="o",
-                     label=f"eps={eps:g} (slope {sl['slope']:.2f})")
-    axes[2].set(xscale="log", yscale="log", xlabel="d", ylabel="regret per agent",
-                title="Fig. 1C: regret vs d")
+        axes[2].plot(
+            sl["dims"], sl["regret"], marker="o", label=f"eps={eps:g} (slope {sl['slope']:.2f})"
+        )
+    axes[2].set(
+        xscale="log",
+        yscale="log",
+        xlabel="d",
+        ylabel="regret per agent",
+        title="Fig. 1C: regret vs d",
+    )
     axes[2].legend()
     fig.suptitle(title)
     fig.tight_layout()
@@ -519,8 +655,7 @@ def figure(s: dict[str, Any], path: Path, title: str) -> None:
 def trend_table(trend: list[tuple[int, int, list[C.Claim]]]) -> list[str]:
     """Each claim's verdict and numbers at every horizon of ``--trend``."""
     head = "| claim | " + " | ".join(f"T = {T} ({r} runs)" for T, r, _ in trend) + " |"
-    lines = ["## Trend of each claim with the horizon", "", head,
-             "|---|" + "---|" * len(trend)]
+    lines = ["## Trend of each claim with the horizon", "", head, "|---|" + "---|" * len(trend)]
     for k, first in enumerate(trend[0][2]):
         cells = [f"{rows[k].verdict}: {C._cell(rows[k].ours)}" for _, _, rows in trend]
         lines.append(f"| {first.figure}: {C._cell(first.claim)} | " + " | ".join(cells) + " |")
@@ -534,11 +669,17 @@ def main(argv: list[str] | None = None) -> None:
     if a.full and a.trend is None:
         a.trend = [1500, 6000, 24_000]
     g = grid(a.full)
-    a.out.mkdir(parents=True, exist_ok=True)
+    harness.out_dir(a)
     start = time.perf_counter()
     results, s, _ = measure(T, runs, g, a, latency=not a.full)
-    scale = {"T": T, "runs": runs, "M": list(g["agents"]), "M_fig1BC": g["m_comm"],
-             "d_fig1A": D_FIXED, "beta_scale": a.beta_scale}
+    scale = {
+        "T": T,
+        "runs": runs,
+        "M": list(g["agents"]),
+        "M_fig1BC": g["m_comm"],
+        "d_fig1A": D_FIXED,
+        "beta_scale": a.beta_scale,
+    }
     rows = build_claims(s, scale)
     trend = []
     for h in a.trend or []:
@@ -554,24 +695,28 @@ def main(argv: list[str] | None = None) -> None:
     # the trend goes into each row's note (the claims file keeps it)
     if trend:
         rows = [
-            C.Claim(**{**row.to_dict(), "note": (row.note + "; " if row.note else "") + "trend: "
-                       + "; ".join(f"T={h}: {tr[k].verdict} ({C._fmt(tr[k].ours)})"
-                                   for h, _, tr in trend)})
+            C.Claim(
+                **{
+                    **row.to_dict(),
+                    "note": (row.note + "; " if row.note else "")
+                    + "trend: "
+                    + "; ".join(
+                        f"T={h}: {tr[k].verdict} ({C._fmt(tr[k].ours)})" for h, _, tr in trend
+                    ),
+                }
+            )
             for k, row in enumerate(rows)
         ]
-    command = "python benchmarks/reproduce_linear.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
     meta = {
         "title": "DP federated linear bandits (Fig. 1A-C)",
         "scale_name": "full" if a.full else "CI",
-        "command": command.strip(),
+        "command": harness.command("linear", argv),
         "wall_time_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
         "paper_scale_estimate_s": round(estimate),
         "beta_scale": a.beta_scale,
     }
-    if a.claims:
-        C.write_claims(a.claims, rows, meta)
+    harness.write_claims(a, rows, meta)
     out = [
         f"# DP federated linear bandits: claims vs measured (T = {T}, {runs} runs, "
         f"beta_scale = {a.beta_scale}, wall {wall:.0f} s)",
@@ -588,16 +733,19 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "Pooled data per direction over the privacy regularizer, T / (d rho_min) at d = 10 "
         f"(M = {g['agents'][-1]}): this run (T = {T}) "
-        + ", ".join(f"eps {e:g}: {v:.3g}" for e, v in data_share(T, g["agents"][-1], g["eps"]).items())
+        + ", ".join(
+            f"eps {e:g}: {v:.3g}" for e, v in data_share(T, g["agents"][-1], g["eps"]).items()
+        )
         + "; paper (T = 10^7, M = 100) "
         + ", ".join(f"eps {e:g}: {v:.3g}" for e, v in data_share(PAPER_T, 100, g["eps"]).items()),
         "",
         f"CPU time of this run's configurations: {cpu:.0f} s of one core (wall {wall:.0f} s on "
         "a shared machine).",
         "",
-        f"Paper scale (T = 10^7, 100 runs, §4.4 grids): estimated {estimate:.3g} CPU s of one "
+        f"Paper scale (T = 10^7, 100 runs, the paper's grids): estimated {estimate:.3g} CPU s of one "
         f"core = {estimate / 86400:.0f} days, {estimate / 2 / 86400:.0f} days on 2 cores ("
-        + ", ".join(f"{k} {v:.3g}" for k, v in per.items()) + ")",
+        + ", ".join(f"{k} {v:.3g}" for k, v in per.items())
+        + ")",
         "",
         *config_table(s, a.beta_scale, runs),
         *timing_table(s),

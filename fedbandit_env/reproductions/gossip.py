@@ -1,7 +1,8 @@
-"""Reproduce the experiments of "Federated Bandit: A Gossiping Approach" (specs/gossip.md §4).
+"""Reproduce the experiments of Zhu et al., "Federated Bandit: A Gossiping Approach" (Sec. 5).
 
-    python benchmarks/reproduce_gossip.py --claims docs/claims/gossip-ci.json   # CI scale
-    python benchmarks/reproduce_gossip.py --full --claims docs/claims/gossip-full.json
+    fedbandit reproduce gossip --claims docs/claims/gossip-ci.json   # CI scale
+    fedbandit reproduce gossip --full --claims docs/claims/gossip-full.json
+    python -m fedbandit_env.reproductions.gossip ...                 # the same
 
 Every figure panel and quantitative statement of the paper's section 5 gets one claims row
 (fedbandit_env/bench/claims.py) whose verdict is computed from the numbers printed here:
@@ -10,10 +11,11 @@ Every figure panel and quantitative statement of the paper's section 5 gets one 
   settings, (a) N=3, M=5, K3 (lambda2 = 0.5) and (b) N=10, M=10, path P10 (lambda2 = 0.9946),
   Gaussian(1) rewards, one fixed seeded instance per panel; the ordering, the ratio
   1 : 1/2 : 1/5 at t = 6*10^5 (0.6 T at smaller scale), sublinearity of epsilon = inf (our
-  spec's prediction) and the Theorem 1 bound;
+  prediction, docs/gossip.md) and the Theorem 1 bound;
 * panel (b)'s cause: the same runs with the privacy term of Eq. (12) off (``dp_bonus_scale=0``)
   and the size of that term at n = t/M;
-* Fig. 2(c): the UCI diabetes data (3 hospitals from a seeded random split, 5 medication arms);
+* Fig. 2(c): the UCI diabetes data (3 hospitals from a seeded random split, 5 medication arms),
+  read from the data folder (``--data`` or ``FEDBANDIT_DATA``, docs/reproductions.md);
 * Sec. 5.2: local bias of the record-order split against the random split, and the opposite
   reward mapping that makes nearly every steady medication look harmful;
 * the initial sample (project rows): panel (a) at epsilon 1, T = 2*10^4, with the paper's
@@ -22,25 +24,24 @@ Every figure panel and quantitative statement of the paper's section 5 gets one 
 
 The reproduction runs the paper's setting: ``noisy_init=False`` and ``dp_log_floor=1`` (the
 agent's defaults are private and never strand an arm, docs/gossip.md). Regret is the
-agent-averaged pseudo-regret of rounds 1..t (the M initialization pulls excluded, §6 item 12),
+agent-averaged pseudo-regret of rounds 1..t (the M initialization pulls excluded; docs/gossip.md),
 except in the Theorem 1 row (the worst agent). Work units (one curve each) run through the
-bench executors (``--executor joblib|ray|serial``); finished units are cached in ``--out``.
+bench executors (``--executor joblib|ray|serial``); finished units are cached in ``--out``
+(fedbandit_env.reproductions.harness).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
-import os
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from fedbandit_env.datasets.files import DIABETES as DIABETES_FILE
+from fedbandit_env.reproductions import harness
 
 EPSILONS = (1.0, 2.0, 5.0, math.inf)
 PRIVATE = (1.0, 2.0, 5.0)
@@ -55,12 +56,10 @@ INIT_OPTIONS = {  # the initial-sample study (docs/gossip.md, "Initial sample")
 }
 REPORT_T = 600_000  # the paper reads its ratios at t = 6*10^5 (of T = 10^6)
 RATIO_TOL = 0.25  # "approximately 1 : 1/2 : 1/5": each ratio within 25 % of its target
-SHARED_DATA = Path(__file__).resolve().parents[1] / "../shared/data/diabetes-130-us"
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--full", action="store_true", help="large scale (see --help of each size)")
+    p = harness.parser("gossip", __doc__, executor="joblib", data=True, cache=True)
     p.add_argument("--rounds", type=int, default=None, help="T of panels (a), (c) [2e4; full 1e6]")
     p.add_argument("--rounds-b", type=int, default=None, help="T of panel (b) [2e4; full 6e5]")
     p.add_argument("--runs", type=int, default=None, help="runs per curve [8; full 30]")
@@ -69,12 +68,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--init-rounds", type=int, default=20_000, help="initial-sample study T")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--panels", default="abc", help="subset of abc (c needs the diabetes file)")
-    p.add_argument("--executor", default="joblib", help="serial, joblib or ray")
-    p.add_argument("--jobs", type=int, default=2, help="workers of the executor")
-    p.add_argument("--data", default=None, help="diabetic_data.csv(.gz) [shared copy]")
-    p.add_argument("--claims", type=Path, default=None, help="write the claims JSON here")
-    p.add_argument("--no-cache", action="store_true", help="recompute every unit")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/out/gossip"))
     a = p.parse_args(argv)
     full = a.full
     a.rounds = a.rounds or (1_000_000 if full else 20_000)
@@ -82,10 +75,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     a.runs = a.runs or (30 if full else 8)
     a.ablation_runs = a.ablation_runs or (10 if full else a.runs)
     a.init_runs = a.init_runs or (128 if full else 64)
-    if a.data is None:
-        a.data = os.environ.get("FEDBANDIT_DIABETES_CSV") or str(
-            (SHARED_DATA / "diabetic_data.csv.gz").resolve()
-        )
+    a.data_file, a.data_missing = harness.data_path(a, DIABETES_FILE)
     return a
 
 
@@ -134,81 +124,17 @@ def run_unit(unit: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def unit_key(unit: dict[str, Any]) -> str:
-    from agents.gossip_ucb import GossipFedUCB
-    from fedbandit_env.bench.versions import package_version
-
-    text = json.dumps(
-        {**unit, "learner_version": GossipFedUCB.version, "package": package_version()},
-        sort_keys=True,
-        default=str,
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def parallel_map(
-    fn: Callable[[dict[str, Any]], dict[str, Any]],
-    units: list[dict[str, Any]],
-    executor: str,
-    jobs: int,
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, result) of each unit in completion order, on the bench's executors
-    (fedbandit_env.bench.executors: serial, joblib processes or Ray tasks)."""
-    from fedbandit_env.bench.executors import require_executor
-
-    require_executor(executor)
-    indexed = list(enumerate(units))
-    if executor == "serial" or len(units) <= 1:
-        for i, u in indexed:
-            yield i, fn(u)
-    elif executor == "joblib":
-        from joblib import Parallel, delayed
-
-        par = Parallel(n_jobs=jobs, return_as="generator_unordered")
-        yield from par(delayed(_tagged)(fn, i, u) for i, u in indexed)
-    else:
-        import ray
-
-        if not ray.is_initialized():
-            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
-        remote = ray.remote(_tagged)
-        pending = [remote.remote(fn, i, u) for i, u in indexed]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
-
-
-def _tagged(fn, i, unit):
-    return i, fn(unit)
-
-
 def run_units(units: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every unit's result, cached as ``--out/cache/<key>.npz`` (the longest run first)."""
-    cache = args.out / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    results: list[dict[str, Any] | None] = [None] * len(units)
-    todo = []
-    for i, u in enumerate(units):
-        f = cache / f"{unit_key(u)}.npz"
-        if f.is_file() and not args.no_cache:
-            with np.load(f) as z:
-                results[i] = {k: z[k] for k in z.files}
-        else:
-            todo.append(i)
-    todo.sort(key=lambda i: -units[i]["runs"] * units[i]["rounds"] * units[i]["agents"])
-    # the wall time of the invocation that computed these units (a re-render from the cache
-    # reports that one, not its own)
-    wall_file = cache / f"wall-{hashlib.sha256(''.join(map(unit_key, units)).encode()).hexdigest()[:16]}.json"
-    start = time.perf_counter()
-    for j, res in parallel_map(run_unit, [units[i] for i in todo], args.executor, args.jobs):
-        i = todo[j]
-        results[i] = res
-        np.savez(cache / f"{unit_key(units[i])}.npz", **res)
-        print(f"  done: {units[i]['label']} ({res['wall']:.0f} s)", file=sys.stderr, flush=True)
-    if todo or not wall_file.is_file():
-        wall_file.write_text(json.dumps({"wall_time_s": time.perf_counter() - start}))
-    args.compute_wall = json.loads(wall_file.read_text())["wall_time_s"]
-    return results  # type: ignore[return-value]
+    from agents.gossip_ucb import GossipFedUCB
+
+    return harness.cached(
+        run_unit,
+        units,
+        args,
+        GossipFedUCB.version,
+        cost=lambda u: u["runs"] * u["rounds"] * u["agents"],
+    )
 
 
 # ---------------------------------------------------------------------------- instances
@@ -230,10 +156,10 @@ def synthetic_instance(panel: str) -> dict[str, Any]:
     }
 
 
-def diabetes_instance(data: str) -> dict[str, Any]:
+def diabetes_instance(data: Path) -> dict[str, Any]:
     from fedbandit_env.datasets.diabetes import load_diabetes_means
 
-    kw = {"data_path": data, "split": "random", "seed": 0}
+    kw = {"data_path": str(data), "split": "random", "seed": 0}
     return {
         "env_id": DIABETES,
         "env_kwargs": kw,
@@ -289,14 +215,17 @@ def panel_claims(
     scale = {"T": rounds, "runs": runs, "agents": inst["agents"], "arms": inst["arms"]}
     tr = report_t(rounds)
     mean = {e: float(at(res[e], tr).mean()) for e in EPSILONS}
-    se = {e: float(at(res[e], tr).std(ddof=1) / math.sqrt(runs)) if runs > 1 else 0.0
-          for e in EPSILONS}
+    se = {
+        e: float(at(res[e], tr).std(ddof=1) / math.sqrt(runs)) if runs > 1 else 0.0
+        for e in EPSILONS
+    }
     mu = np.asarray(inst["global_means"])
     gaps = mu.max() - mu
     uniform = float(tr * gaps.mean())
     lines.append(
         f"{fig}: regret per agent at t = {tr:,} (mean ± se over {runs} runs), eps 1 / 2 / 5 / "
-        "inf: " + " / ".join(f"{mean[e]:,.0f} ± {se[e]:,.0f}" for e in EPSILONS)
+        "inf: "
+        + " / ".join(f"{mean[e]:,.0f} ± {se[e]:,.0f}" for e in EPSILONS)
         + f"; uniform play {uniform:,.0f}"
     )
     growth = {
@@ -316,13 +245,16 @@ def panel_claims(
     near = " / ".join(f"{mean[e] / uniform:.2f}" for e in PRIVATE)
     dp = {e: privacy_term(inst, tr, e, rounds) for e in PRIVATE}
     # R proportional to eps^-a: the paper's 1 : 1/2 : 1/5 is a = 1
-    slope = [-math.log(max(r, 1e-12)) / math.log(k) for r, k in zip(ratios, (2.0, 5.0), strict=True)]
+    slope = [
+        -math.log(max(r, 1e-12)) / math.log(k) for r, k in zip(ratios, (2.0, 5.0), strict=True)
+    ]
     reason = (
         f"at t = {tr:,} the regret falls like eps^-{slope[0]:.2f} from eps 1 to 2 and "
         f"eps^-{slope[1]:.2f} from 1 to 5, where 1 : 1/2 : 1/5 is eps^-1; the private curves are "
         f"at {near} of uniform play's regret (eps 1 / 2 / 5; eps = inf "
         f"{mean[math.inf] / uniform:.2f}) and the privacy term of the Eq. 12 bonus at n = t/M "
-        "adds " + " / ".join(f"{dp[e]:.2f}" for e in PRIVATE)
+        "adds "
+        + " / ".join(f"{dp[e]:.2f}" for e in PRIVATE)
         + f" to the index against arm gaps {gaps[gaps > 0].min():.2f}-{gaps.max():.2f}"
     )
     if panel == "b" and check.verdict == "not reproduced" and ablation:
@@ -375,7 +307,7 @@ def panel_claims(
             scale=scale,
             source="spec",
             paper_value=None,
-            note="our spec's prediction (prototype about 1.5 at T = 10^6), not a paper number",
+            note="our prediction (docs/gossip.md; prototype about 1.5 at T = 10^6), not a paper number",
         )
     )
     if panel == "b" and ablation:
@@ -391,8 +323,10 @@ def panel_claims(
                 "(dp_bonus_scale = 0) the same noisy runs learn: each closes at least half of "
                 "the gap from uniform play to eps = inf",
                 check=C.at_least(min(learned_off.values()), 0.5),
-                ours={f"eps {fmt_eps(e)} off / on": f"{learned_off[e]:.2f} / {learned_on[e]:.2f}"
-                      for e in PRIVATE},
+                ours={
+                    f"eps {fmt_eps(e)} off / on": f"{learned_off[e]:.2f} / {learned_on[e]:.2f}"
+                    for e in PRIVATE
+                },
                 scale={**scale, "runs (term off)": len(ablation[1.0]["curves"])},
                 source="project",
                 note="fraction (uniform - R) / (uniform - R(eps = inf)) at the report round, "
@@ -417,8 +351,10 @@ def panel_claims(
                 figure="Theorem 1 (panel a)",
                 text=f"eps = inf below the Theorem 1 bound at T = {rounds:,}, every agent and run",
                 check=C.at_most(worst_single, bound),
-                ours={"worst agent (mean over runs)": round(float(final.mean(axis=0).max())),
-                      "worst run and agent": round(worst_single)},
+                ours={
+                    "worst agent (mean over runs)": round(float(final.mean(axis=0).max())),
+                    "worst run and agent": round(worst_single),
+                },
                 scale=scale,
                 paper_value=round(bound),
             )
@@ -436,7 +372,8 @@ def privacy_term(inst: dict[str, Any], t: int, epsilon: float, rounds: int) -> f
 def diabetes_claims(
     inst: dict[str, Any] | None,
     res: dict[float, dict[str, Any]] | None,
-    data: str,
+    data: Path | None,
+    missing: str,
     rounds: int,
     runs: int,
     lines: list[str],
@@ -446,8 +383,7 @@ def diabetes_claims(
 
     rows = []
     if inst is None or res is None:
-        why = f"the diabetes file is not available ({data}; pass --data or set "
-        why += "FEDBANDIT_DIABETES_CSV)"
+        why = f"the diabetes file is not available ({missing})"
         for fig, text in (
             ("Fig. 2(c)", "regret ordered eps = 1 > 2 > 5 > inf on the hospital data"),
             ("Fig. 2(c)", "Fed_UCB learns on the hospital data (feasibility)"),
@@ -455,8 +391,16 @@ def diabetes_claims(
             ("Sec. 5.2", "random split: no local bias"),
             ("Sec. 5.2", "opposite reward mapping: nearly every steady medication harmful"),
         ):
-            rows.append(C.claim(paper=PAPER, figure=fig, text=text, check=C.not_testable(why),
-                                ours=None, scale={}))
+            rows.append(
+                C.claim(
+                    paper=PAPER,
+                    figure=fig,
+                    text=text,
+                    check=C.not_testable(why),
+                    ours=None,
+                    scale={},
+                )
+            )
         return rows
     from fedbandit_env.datasets.diabetes import load_diabetes_pools, medication_effects
 
@@ -465,11 +409,13 @@ def diabetes_claims(
     gaps = mu.max() - mu
     final = {e: float(at(res[e], rounds).mean()) for e in EPSILONS}
     uniform = float(rounds * gaps.mean())
-    growth = {e: float(final[e] / max(at(res[e], max(rounds // 10, 1)).mean(), 1e-12))
-              for e in EPSILONS}
+    growth = {
+        e: float(final[e] / max(at(res[e], max(rounds // 10, 1)).mean(), 1e-12)) for e in EPSILONS
+    }
     lines.append(
         f"Fig. 2(c): global means {np.round(mu, 4).tolist()}; regret per agent at T = {rounds:,}, "
-        "eps 1 / 2 / 5 / inf: " + " / ".join(f"{final[e]:,.0f}" for e in EPSILONS)
+        "eps 1 / 2 / 5 / inf: "
+        + " / ".join(f"{final[e]:,.0f}" for e in EPSILONS)
         + f"; uniform play {uniform:,.0f}; R(T)/R(T/10): "
         + " / ".join(f"{growth[e]:.2f}" for e in EPSILONS)
     )
@@ -577,7 +523,9 @@ def init_claims(
     scale = {"T": rounds, "runs": runs, "agents": 3, "arms": 5, "epsilon": 1}
     stats = {}
     lines.append(f"Initial sample, panel (a), eps 1, T = {rounds:,}, {runs} runs:")
-    lines.append("| option | runs with a stranded arm | best arm stranded | regret mean | sd | worst |")
+    lines.append(
+        "| option | runs with a stranded arm | best arm stranded | regret mean | sd | worst |"
+    )
     lines.append("|---|---|---|---|---|---|")
     for name, r in res.items():
         final = r["curves"][:, -1]
@@ -630,7 +578,7 @@ def init_claims(
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     start = time.perf_counter()
-    args.out.mkdir(parents=True, exist_ok=True)
+    harness.out_dir(args)
     units, where = [], {}
 
     def add(key, inst, label, kw, runs, rounds):
@@ -641,23 +589,46 @@ def main(argv: list[str] | None = None) -> None:
     rounds_of = {"a": args.rounds, "b": args.rounds_b, "c": args.rounds}
     for p, inst in insts.items():
         for e in EPSILONS:
-            add((p, e), inst, f"Fig. 2({p}) eps {fmt_eps(e)}", {**PAPER_SETTING, "epsilon": e},
-                args.runs, rounds_of[p])
+            add(
+                (p, e),
+                inst,
+                f"Fig. 2({p}) eps {fmt_eps(e)}",
+                {**PAPER_SETTING, "epsilon": e},
+                args.runs,
+                rounds_of[p],
+            )
     if "b" in insts:
         for e in PRIVATE:
-            add(("b-off", e), insts["b"], f"Fig. 2(b) eps {fmt_eps(e)}, privacy term off",
-                {**PAPER_SETTING, "epsilon": e, "dp_bonus_scale": 0.0}, args.ablation_runs,
-                args.rounds_b)
+            add(
+                ("b-off", e),
+                insts["b"],
+                f"Fig. 2(b) eps {fmt_eps(e)}, privacy term off",
+                {**PAPER_SETTING, "epsilon": e, "dp_bonus_scale": 0.0},
+                args.ablation_runs,
+                args.rounds_b,
+            )
     diabetes = None
-    if "c" in args.panels and Path(args.data).is_file():
-        diabetes = diabetes_instance(args.data)
+    if "c" in args.panels and args.data_file is not None:
+        diabetes = diabetes_instance(args.data_file)
         for e in EPSILONS:
-            add(("c", e), diabetes, f"Fig. 2(c) eps {fmt_eps(e)}", {**PAPER_SETTING, "epsilon": e},
-                args.runs, args.rounds)
+            add(
+                ("c", e),
+                diabetes,
+                f"Fig. 2(c) eps {fmt_eps(e)}",
+                {**PAPER_SETTING, "epsilon": e},
+                args.runs,
+                args.rounds,
+            )
     tri = insts.get("a") or synthetic_instance("a")
     for name, kw in INIT_OPTIONS.items():
-        add(("init", name), tri, f"initial sample: {name}", {"epsilon": 1.0, **kw},
-            args.init_runs, args.init_rounds)
+        add(
+            ("init", name),
+            tri,
+            f"initial sample: {name}",
+            {"epsilon": 1.0, **kw},
+            args.init_runs,
+            args.init_rounds,
+        )
 
     results = run_units(units, args)
     got = {k: results[i] for k, i in where.items()}
@@ -671,7 +642,9 @@ def main(argv: list[str] | None = None) -> None:
         rows += panel_claims(p, insts[p], res, rounds_of[p], args.runs, ablation, lines)
     if "c" in args.panels:
         res_c = {e: got[("c", e)] for e in EPSILONS} if diabetes else None
-        rows += diabetes_claims(diabetes, res_c, args.data, args.rounds, args.runs, lines)
+        rows += diabetes_claims(
+            diabetes, res_c, args.data_file, args.data_missing, args.rounds, args.runs, lines
+        )
     rows += init_claims(
         {n: got[("init", n)] for n in INIT_OPTIONS},
         tri["global_means"],
@@ -686,7 +659,7 @@ def main(argv: list[str] | None = None) -> None:
     from fedbandit_env.bench import claims as C
 
     scale_name = "full" if args.full else "CI"
-    command = "python benchmarks/reproduce_gossip.py " + " ".join(argv or sys.argv[1:])
+    command = harness.command("gossip", argv)
     print(f"# Gossip paper (Zhu et al.), {scale_name} scale\n")
     print("\n".join(lines))
     print()
@@ -712,20 +685,18 @@ def main(argv: list[str] | None = None) -> None:
     fig_path = figure(args, got, insts, diabetes, rounds_of)
     if fig_path:
         print(f"figure: {fig_path}")
-    if args.claims:
-        C.write_claims(
-            args.claims,
-            rows,
-            {
-                "title": "Gossip paper (Zhu et al.)",
-                "scale_name": scale_name,
-                "command": command.strip(),
-                "wall_time_s": round(wall, 1),
-                "compute_s": round(compute, 1),
-                "executor": f"{args.executor} x {args.jobs}",
-            },
-        )
-        print(f"claims: {args.claims}")
+    harness.write_claims(
+        args,
+        rows,
+        {
+            "title": "Gossip paper (Zhu et al.)",
+            "scale_name": scale_name,
+            "command": command,
+            "wall_time_s": round(wall, 1),
+            "compute_s": round(compute, 1),
+            "executor": f"{args.executor} x {args.jobs}",
+        },
+    )
 
 
 def figure(args, got, insts, diabetes, rounds_of) -> Path | None:

@@ -1,4 +1,4 @@
-"""Fed2-UCB sanity experiment (field-coverage.md §4): clients that join over time, f(p) varied.
+"""Fed2-UCB sanity experiment (docs/fed-ucb12.md): clients that join over time, f(p) varied.
 
 The authors' approximate model: K = 10 global means mu = (0.70, ..., 0.79) (gaps multiplied by 5
 at CI scale), local means ``mu_{m,k} ~ N(mu_k, sigma_c^2)`` with sigma_c = 1/50 (drawn once from

@@ -1,11 +1,11 @@
-"""DisLinUCB sanity experiment (field-coverage.md §5): against centralised and independent LinUCB
+"""DisLinUCB sanity experiment (docs/dislinucb.md): against centralised and independent LinUCB
 and private FedUCB at the same D.
 
-The spec's setup is the FedGLB synthetic one (d = 10, N = 200 users, T = 2000 rounds, 25
+The reference setup is the FedGLB synthetic one (d = 10, N = 200 users, T = 2000 rounds, 25
 candidates a round from 1000 unit-sphere features plus a bias coordinate, unit-norm theta*). Our
 linear family draws its own decision sets (``FedBandit/LinearContextual-v0``: theta* on the unit
 sphere, per agent and step K - 1 actions with mean in [0.5, 0.6] and one in [0.7, 0.8]), with
-Gaussian rewards (sigma = 0.1); the sizes follow the spec at full scale (d = 10, N = 200,
+Gaussian rewards (sigma = 0.1); the sizes follow that setup at full scale (d = 10, N = 200,
 T = 2000, K = 25) and are reduced at CI scale (d = 5, N = 20, T = 600, K = 10). D is the
 documented heuristic T / (N d ln(N T)) (DisLinUCB's default; not the paper's). Regret is the
 network pseudo-regret per agent. The communication claim compares the syncs over T and over T/4,
