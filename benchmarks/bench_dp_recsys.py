@@ -5,7 +5,7 @@ Prints, does not assert (the machines are shared and noisy):
 * agent-steps/s of ``dp_mw_ucb`` and ``dp_dec_ucb`` (private, epsilon = 2, and non-private) at
   B = 100 runs, N = 20 agents, K = 10 arms (ring C_20, Gaussian rewards), environment included,
   and the agent's own share of the time;
-* messages sent per 10^4 rounds by ``dp_mw_ucb`` (M = 20, K = 10, Bernoulli, the §6.4 means)
+* messages sent per 10^4 rounds by ``dp_mw_ucb`` (M = 20, K = 10, Bernoulli, the means of the paper's experiments)
   against an agent that uploads every round (2 M messages per round: M uploads + M broadcasts).
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_dp_recsys.py
@@ -18,6 +18,7 @@ import math
 import time
 
 import numpy as np
+import record
 
 import fedbandit_env
 from agents import DPDecentralizedUCB, DPMasterWorkerUCB
@@ -31,7 +32,9 @@ parser.add_argument("--arms", type=int, default=10, help="K")
 parser.add_argument("--steps", type=int, default=1000, help="steps timed per agent")
 parser.add_argument("--rounds", type=int, default=10_000, help="horizon of the message count")
 parser.add_argument("--seeds", type=int, default=5, help="runs of the message count")
+record.add_json_option(parser)
 args = parser.parse_args()
+record.start(__file__, args)
 
 MEANS = np.linspace(0.9, 0.0, args.arms)
 
@@ -78,6 +81,7 @@ for name, policy in [
     ("dp_dec_ucb eps=inf", DPDecentralizedUCB(epsilon=math.inf)),
 ]:
     r, share = rate(policy)
+    record.row("agent-steps/s", {"learner": name.strip(), "agent-steps/s": r, "act share": share})
     print(f"  {name}: {r:12,.0f} agent-steps/s  (agent act: {100 * share:.0f}% of the time)")
 
 print(f"\ndp_mw_ucb messages per {args.rounds} rounds (M={args.agents}, K={args.arms}, Bernoulli)")
@@ -98,6 +102,10 @@ for eps in (1.5, 2.0, 5.0, math.inf):
         checkpoints=np.array([args.rounds]),
     )
     sent = res.messages[:, AGENT_SERVER].mean()
+    record.row(
+        "dp_mw_ucb messages",
+        {"eps": eps, "messages": sent, "uploading every round": every, "share": sent / every},
+    )
     print(
         f"  eps={eps:<4}: {sent:10,.0f} messages ({sent / (2 * args.agents):6,.0f} decision "
         f"rounds) vs {every:,} when uploading every round: {100 * sent / every:.1f}%"

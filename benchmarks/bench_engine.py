@@ -22,9 +22,11 @@ communicate without pulling. Target: the pull loop at most 10 % slower.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
+import record
 
 import fedbandit_env
 from baselines.trivial import Flooding, UniformRandom
@@ -55,6 +57,18 @@ def vector_rate(
     return num_runs * num_agents * steps / (time.perf_counter() - start)
 
 
+@functools.cache
+def _legacy_indices(num_runs: int, num_agents: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (B, 1) and (1, N) index arrays the legacy step gathered with, made once."""
+    return np.arange(num_runs)[:, None], np.arange(num_agents)[None, :]
+
+
+@functools.cache
+def _legacy_silence(num_runs: int, num_agents: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The all-False send mask and zero payload the legacy step used for a silent channel."""
+    return np.zeros((num_runs, num_agents), dtype=bool), np.zeros((num_runs, num_agents, dim))
+
+
 def legacy_step(engine, arms, messages=None):
     """The engine's step before communication-only steps (pull loop only), for comparison."""
     from fedbandit_env.engine import VecInfo, VecObservation
@@ -67,15 +81,18 @@ def legacy_step(engine, arms, messages=None):
     engine.step_count += 1
     t = engine.step_count
     noise = engine._noise.next()
-    pulled = engine.means[engine._run_index, engine._agent_index, arms]
+    run_index, agent_index = _legacy_indices(engine.num_runs, engine.num_agents)
+    pulled = engine.means[run_index, agent_index, arms]
     rewards = engine.config.reward.sample(pulled, noise)
-    expected = engine.global_expected[engine._run_index, arms]
+    expected = engine.global_expected[run_index, arms]
     regret = engine.best_expected[:, None] - expected
     engine.cumulative_regret += regret
     charge = None
     deliveries = {}
     for name, channel in engine.channels.items():
-        send, payload = sends.get(name, (engine._no_send, engine._zeros[name]))
+        send, payload = sends.get(name) or _legacy_silence(
+            engine.num_runs, engine.num_agents, channel.dim
+        )
         deliveries[name], ch_charge = channel.transmit(t, send, payload)
         if charge is None:
             charge = ch_charge
@@ -185,7 +202,9 @@ def main() -> None:
         "--pull-loop", action="store_true", help="only the communication-steps comparison"
     )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (--pull-loop)")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     if args.pull_loop:
         print_pull_loop(args.steps, args.rounds)
         return
@@ -195,6 +214,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     print(f"| vector (uniform, neighbors) | 100 | 10 | 10 | {vec:,.0f} |")
     print(f"| ParallelEnv dict loop | 1 | 10 | 10 | {dic:,.0f} |")
+    record.figure("vector / dict", vec / dic)
     print(f"\nvector / dict = {vec / dic:.1f}x   (target >= 20x; vector target >= 2e6/s)\n")
     print("| agent | ring N | B | microseconds per step | microseconds per agent-step |")
     print("|---|---|---|---|---|")
@@ -208,11 +228,14 @@ def main() -> None:
     print()
     for policy in (UniformRandom, Flooding):
         growth = per_step[policy, 1000] / per_step[policy, 100]
+        record.figure(f"{policy.agent_id} step cost N=1000 / N=100", growth)
         print(
             f"{policy.agent_id}: step cost N=1000 / N=100 = {growth:.1f} "
             "(linear in N: <= 10; N x N work: ~100)"
         )
-    print("\n| flood channel, ring N | ttl | senders per step | ms per step | deliveries per step |")
+    print(
+        "\n| flood channel, ring N | ttl | senders per step | ms per step | deliveries per step |"
+    )
     print("|---|---|---|---|---|")
     for n, p in ((100, 1.0), (1000, 0.01), (1000, 0.1)):
         ttl, ms, rows = flood_step_cost(n, p, max(20, args.steps // 100))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import record
+
 import fedbandit_env
 from fedbandit_env.agent_registry import is_known, make_agent
 from fedbandit_env.bench.evaluate import env_kwargs_for
@@ -44,7 +46,9 @@ parser.add_argument("--runs", type=int, default=100)
 parser.add_argument("--agents", type=int, default=10)
 parser.add_argument("--steps", type=int, default=2000)
 parser.add_argument("--repeats", type=int, default=2)
+record.add_json_option(parser)
 args = parser.parse_args()
+record.start(__file__, args)
 
 
 def rate(agent_id: str, env_id: str, kwargs: dict) -> float:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import record
+
 import fedbandit_env
 from agents.gossip_ucb import GossipFedUCB, GossipUCB
 
@@ -30,7 +32,9 @@ def rate(policy, env_id: str, runs: int, steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     print("| agent | setting | agent-steps/s | one Fig. 2 curve (100 runs x 1e6), 1 core |")
     print("|---|---|---|---|")
     for name, make in (

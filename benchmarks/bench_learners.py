@@ -5,7 +5,7 @@ view (engine, channels, validation included) and of a hand-written numpy loop of
 algorithm on the same instance (its own Bernoulli rewards, flat statistics, one generator, no
 framework), and their ratio, measured side by side in one run (best of ``--repeats``, learner and
 reference interleaved); the same reference again with the suite's reproducibility contract
-(DESIGN.md §2: one generator per run, drawn a chunk of steps at a time, ``PerRunStreams``) and the
+(docs/architecture.md: one generator per run, drawn a chunk of steps at a time, ``PerRunStreams``) and the
 learner's ratio to that; the share of the learner's wall time spent in its own ``act`` (the rest is
 the engine: validation, rewards, channels, ledger); and "act only: ratio", the learner's ``act``
 alone against the reference's whole step (one-generator loop), i.e. the ratio the learner would
@@ -30,6 +30,7 @@ import time
 from functools import partial
 
 import numpy as np
+import record
 from learner_refs_base import ENV, Ref, per_run_streams, policy_rate, timed
 from learner_refs_private import BUILDERS, reference_rate
 
@@ -278,7 +279,10 @@ def engine_floor(B: int, N: int, M: int, calls: int = 2000) -> list[tuple[str, f
         ("  engine.step", per_call_us(lambda: engine.step(arms), calls)),
         ("  arm check", per_call_us(lambda: engine._check_arms(arms), calls)),
         ("  rewards, expected rewards, regret", per_call_us(lambda: engine._draw(arms), calls)),
-        ("    of which the reward draws (B per-run streams)", per_call_us(engine._noise.next, calls)),
+        (
+            "    of which the reward draws (B per-run streams)",
+            per_call_us(engine._noise.next, calls),
+        ),
         ("uniform reference, whole step", per_call_us(ref_step, calls)),
     ]
 
@@ -292,7 +296,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=None, help="learner ids to measure")
     parser.add_argument("--floor", action="store_true", help="only the engine's per-step costs")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     dims = (args.runs, args.agents, args.arms, args.steps)
     if args.floor:
         print(f"{ENV}, B={args.runs}, N={args.agents}, M={args.arms}: microseconds per step\n")
@@ -323,6 +329,7 @@ def main() -> None:
         # the learner's own act against the reference's whole step: the ratio if the engine
         # (checks, rewards, channels, ledger, records) cost nothing
         act_only = ours / share / theirs
+        record.figure(f"{agent_id} / numpy loop", ours / theirs)
         print(
             f"| {agent_id} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f} | "
             f"{contract:,.0f} | {ours / contract:.2f} | {share:.0%} | {act_only:.2f} |",

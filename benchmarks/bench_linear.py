@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import record
+
 import fedbandit_env
 from agents.fed_lin_ucb import FedLinUCB
 
@@ -35,7 +37,9 @@ def seconds_per_step(policy: FedLinUCB, runs: int, steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     runs, agents = 20, 100
     rare = seconds_per_step(FedLinUCB(epsilon=1.0), runs, args.steps)
     every = seconds_per_step(FedLinUCB(epsilon=1.0, sync_threshold=0.0), runs, args.steps)
@@ -43,6 +47,7 @@ def main() -> None:
     print("|---|---|---|")
     print(f"| Theorem-1 D (rare syncs) | {rare * 1e3:.1f} | {runs * agents / rare:,.0f} |")
     print(f"| D = 0 (a sync every trial) | {every * 1e3:.1f} | {runs * agents / every:,.0f} |")
+    record.figure("cost of one sync ms", (every - rare) * 1e3)
     print(
         f"\ncost of one sync (20 runs x 100 agents): {(every - rare) * 1e3:.1f} ms "
         f"= {(every - rare) / runs * 1e3:.2f} ms per run"

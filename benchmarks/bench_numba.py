@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import record
 from learner_refs_base import ENV, make_venv, policy_rate
 
 from baselines.ucb import KLUCB, UCB1
@@ -382,7 +383,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--skip-kl", action="store_true", help="only ucb1")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     t0 = time.perf_counter()
     try:
         import numba
@@ -401,7 +404,9 @@ def main() -> None:
         f"N={args.agents}, M={args.arms}, {args.steps} steps, best of {args.repeats}\n"
     )
     print(f"import numba: {import_s:.2f} s")
+    record.figure("import numba s", import_s)
     for name, seconds in compile_s.items():
+        record.figure(f"first call (compile) {name} s", seconds)
         print(f"first call (compile) {name}: {seconds:.2f} s")
     print(
         "log of 1,000,000 uniform arguments in (0, 2), numpy array vs compiled scalar loop: "

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 from fedbandit_env.bench.executors import run_suite
 from fedbandit_env.bench.html import RunInfo, write_html
 from fedbandit_env.bench.leaderboard import build, current_rows
@@ -28,7 +30,9 @@ def main() -> None:
     parser.add_argument("--standard", action="store_true", help="also the standard suite")
     parser.add_argument("--store-dir", type=Path, default=None, help="where the stores go")
     parser.add_argument("--jobs", type=int, default=2, help="joblib workers for the suite runs")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     folder = args.store_dir or Path(tempfile.mkdtemp())
     folder.mkdir(parents=True, exist_ok=True)
     print("| suite | cells | runs | build entries s | page + figures s | files |")

@@ -15,6 +15,8 @@ import importlib.util
 import math
 from types import SimpleNamespace
 
+import record
+
 from fedbandit_env import PerAgentLearner
 from fedbandit_env.bench import evaluate
 from fedbandit_env.per_agent import last_pull
@@ -65,7 +67,9 @@ parser.add_argument("--runs", type=int, default=10)
 parser.add_argument("--horizon", type=int, default=2000)
 parser.add_argument("--num-agents", type=int, default=10)
 parser.add_argument("--num-arms", type=int, default=10)
+record.add_json_option(parser)
 args = parser.parse_args()
+record.start(__file__, args)
 
 ENV = "FedBandit/Homogeneous-v0"
 env_kwargs = {

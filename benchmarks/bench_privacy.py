@@ -18,6 +18,7 @@ import argparse
 import time
 
 import numpy as np
+import record
 
 import fedbandit_env
 from fedbandit_env.wrappers import PrivacyVectorWrapper, PrivacyWrapper
@@ -98,7 +99,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="steps per measurement")
     parser.add_argument("--runs", type=int, default=10, help="B of the vector view")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per figure")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     print(
         "| view | N | unwrapped ms/step | wrapped ms/step | wrapped + budget ms/step "
         "| overhead ms/step | wrapped / unwrapped |"

@@ -22,6 +22,8 @@ import argparse
 import math
 import time
 
+import record
+
 from fedbandit_env.bench.audit_agent import audit_learner, linear_audit_limits
 from fedbandit_env.privacy import LaplaceMechanism, audit_output_mechanism
 
@@ -32,7 +34,9 @@ parser.add_argument("--only", nargs="*", default=None, help="learner ids (or lap
 parser.add_argument(
     "--compare", action="store_true", help="also time the audits with per-run Generators"
 )
+record.add_json_option(parser)
 args = parser.parse_args()
+record.start(__file__, args)
 
 # learner, kwargs at epsilon = 1, privacy-wrapper epsilon
 LEARNERS = [

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import record
 
 from fedbandit_env.bench import evaluate
 from fedbandit_env.bench.suites import cell_agent_steps, env_family, get_suite
@@ -32,7 +33,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="quick")
     parser.add_argument("--agents", nargs="*", default=None, help="only these learner ids")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     cells = get_suite(args.suite).available(lambda _m: None)
     if args.agents:
         cells = [c for c in cells if c.agent_id in args.agents]
@@ -66,6 +69,10 @@ def main() -> None:
         for family in sorted(steps_by_family)
     )
     print(f"\n{len(cells)} cells, {total:.1f} s of runs; agent-steps/s: {rates}")
+    record.figure("cells", len(cells))
+    record.figure("seconds of runs", total)
+    for family in sorted(steps_by_family):
+        record.figure(f"agent-steps/s {family}", steps_by_family[family] / time_by_family[family])
 
 
 if __name__ == "__main__":

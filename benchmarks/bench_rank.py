@@ -29,10 +29,12 @@ import textwrap
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PER_AGENT = textwrap.dedent(
-    '''
+    """
     import math
 
     import numpy as np
@@ -59,11 +61,11 @@ PER_AGENT = textwrap.dedent(
                 return int(np.argmin(self.n))
             t = self.n.sum()
             return int(np.argmax(self.s / self.n + np.sqrt(2 * math.log(t) / self.n)))
-    '''
+    """
 )
 
 SUITE_WITH_LEARNER = textwrap.dedent(
-    '''
+    """
     import sys
 
     from fedbandit_env import register_agent
@@ -71,7 +73,7 @@ SUITE_WITH_LEARNER = textwrap.dedent(
 
     register_agent("batched_mod:BatchedUCB1", "batched_mod:BatchedUCB1")
     main(sys.argv[1:])
-    '''
+    """
 )
 
 
@@ -98,7 +100,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="standard", help="the suite (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=2, help="joblib workers of the suite re-run")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     cli = [sys.executable, "-m", "fedbandit_env.bench"]
     with tempfile.TemporaryDirectory(prefix="fedbandit-rank-") as tmp:
         folder = Path(tmp)

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from baselines.ucb import UCB1  # noqa: E402
@@ -67,6 +69,12 @@ def run(suite_name: str, executor: str, jobs: int) -> None:
         t_board = _quiet_cli(["leaderboard", "--suite", suite_name, "--store", str(full_store)])
 
     size = REFERENCE_PATH.stat().st_size
+    record.figure("reference file bytes", size)
+    record.figure("new learner cells", len(mine))
+    record.figure("new learner runs s", t_new)
+    record.figure("ranking with leaderboard --reference s", t_ref)
+    record.figure("re-run the suite + leaderboard s", t_suite + t_board)
+    record.figure("speed-up", (t_suite + t_board) / (t_new + t_ref))
     print(
         f"suite {suite_name}: {len(suite.available(lambda _m: None))} cells; executor "
         f"{executor} ({jobs}); reference file {size:,} bytes"
@@ -88,5 +96,7 @@ if __name__ == "__main__":
     p.add_argument("--suite", default=STANDARD, help="the suite to re-run (default standard)")
     p.add_argument("--executor", default="joblib", help="serial, joblib or ray")
     p.add_argument("--jobs", type=int, default=2, help="workers")
+    record.add_json_option(p)
     a = p.parse_args()
+    record.start(__file__, a)
     run(a.suite, a.executor, a.jobs)

@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+import record
+
 ENV = "FedBandit/Homogeneous-v0"
 
 
@@ -93,8 +95,11 @@ def main() -> None:
     parser.add_argument("--eval-horizon", type=int, default=10_000)
     parser.add_argument("--skip-eval", action="store_true")
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 5000, 20_000, 100_000])
+    record.add_json_option(parser)
     args = parser.parse_args()
-    if args.child is not None:
+    if args.child is None:
+        record.start(__file__, args)
+    else:
         kind, *rest = args.child
         if kind == "step":
             topology, n, runs, steps, padded = rest
@@ -118,6 +123,9 @@ def main() -> None:
     for padded in (False, True):
         ratio = cost["complete", padded]["step_ms"] / cost["ring", padded]["step_ms"]
         label = "padded" if padded else "aggregating"
+        record.figure(
+            f"complete / ring per step ({'padded' if padded else 'aggregating max'})", ratio
+        )
         print(f"\ncomplete / ring per step ({label}): {ratio:.1f}x", end="")
     print("\n\n## ring federations, B = 1, M = 10, flooding\n")
     print("| N | build + reset s | steps/s | agent-steps/s | peak RSS MB |")
@@ -126,6 +134,7 @@ def main() -> None:
         steps = str(max(20, 200_000 // n))
         r = run_child("step", "ring", str(n), "1", steps, "0")
         rate = 1e3 / r["step_ms"]
+        record.figure(f"ring N={n} build + reset s", r["build_s"])
         print(
             f"| {n:,} | {r['build_s']:.2f} | {rate:,.0f} | {rate * n:,.0f} | {r['rss_mb']:.0f} |",
             flush=True,

@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -106,7 +108,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=6, help="seeds per cell")
     parser.add_argument("--horizon", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=2, help="seeds per work unit")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     with tempfile.TemporaryDirectory() as tmp:
         run(args, Path(tmp))
 
@@ -131,6 +135,17 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
         units += trial_units
         for line in failed:
             print(f"trial {k}: failure: {line}", flush=True)
+    for name, value in (
+        ("processes per trial", args.processes),
+        ("rows per store", len(clean)),
+        ("trials", args.trials),
+        ("rows compared", compared),
+        ("mismatches", mismatches),
+        ("failures", failures),
+        ("units computed", units),
+        ("units needed per trial", min_units),
+    ):
+        record.figure(name, value)
     print(f"{args.processes} processes per trial, {len(clean)} rows per store")
     print(f"trials run: {args.trials}")
     print(f"rows compared: {compared}")

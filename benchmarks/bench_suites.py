@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 from fedbandit_env.bench.executors import run_suite
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import get_suite
@@ -23,7 +25,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", nargs="+", default=["quick", "standard"])
     parser.add_argument("--executors", nargs="+", default=["serial", "joblib", "ray"])
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     tmp = Path(tempfile.mkdtemp())
     print("| suite | cells | executor | wall s |")
     print("|---|---|---|---|")
@@ -48,6 +52,7 @@ def main() -> None:
     for cell_rows in by_cell.values():
         store.append([dict(row) for row in cell_rows])
     per_cell = (time.perf_counter() - start) / max(1, len(by_cell))
+    record.figure("store overhead ms per cell", per_cell * 1e3)
     print(
         f"\nstore overhead: {per_cell * 1e3:.2f} ms per cell "
         f"({len(rows) // max(1, len(by_cell))} rows per cell, one transaction)"

@@ -1,30 +1,31 @@
 """Paper timing against latency timing: decision or sync rounds and messages per run of the
-reference agents next to the numbers of their specs (docs/architecture.md, "Communication
-steps").
+reference agents next to the expected numbers, printed in the ``spec`` columns: the counts the
+papers' protocols imply and the regrets of a prototype implementation (docs/architecture.md,
+"Communication steps").
 
 ``timing="paper"`` (the default) runs a paper's "communicate, then pull" rounds as
 communication-only steps; ``timing="latency"`` sends with the pulls and uses the replies one
 step later. Prints, does not assert. Runs all agents converted so far:
 
-* ``dp_mw_ucb`` (dp-recsys.md §3.4, §6.5): M = 20, K = 10, means 0.9..0.0 (Bernoulli),
+* ``dp_mw_ucb`` (docs/dp-recsys.md): M = 20, K = 10, means 0.9..0.0 (Bernoulli),
   T = 10^4, decision rounds per run (the spec's prototype: about 2.4k / 2.7k / 2.8k / 3.3k for
   eps = 1.5 / 2 / 5 / inf) and messages (M uploads + M broadcasts per decision round), and the
   network regret R(T) (prototype: 54,045 / 46,805 / 26,373 / 6,976).
-* ``dp_dec_ucb`` (dp-recsys.md §4.6, §6.5): M = 20 on C_20, K = 10, means 0.9..0.0, Gaussian
+* ``dp_dec_ucb`` (docs/dp-recsys.md): M = 20 on C_20, K = 10, means 0.9..0.0, Gaussian
   rewards (sigma 0.1, clipped by the agents), T = 10^4: engine steps, messages per run (spec: 2K
   numbers per edge, direction and round, i.e. 2 |E| = 40 messages per round) and R(T)
   (prototype: 30,747 / 23,942 / 10,897 / 3,240 for eps = 1.5 / 2 / 5 / inf).
-* ``cdp_mab``, ``ddp_mab``, ``hdp_mab`` (commeff.md §4.5): M = 50 (HDP: 100 in five complete
+* ``cdp_mab``, ``ddp_mab``, ``hdp_mab`` (docs/commeff.md): M = 50 (HDP: 100 in five complete
   components of 20, c1 = 50), K = 100, mu ~ U[0, 1] per run, eps = 1, T = 10^4: rounds per run
   (spec: about 3.9), engine steps, pulled delay slots, messages and cost (spec per round: CDP
   c1 M = 50 at c1 = 1, GIS ring 1250 with t_delay 24, star 98 with 1, HDP case 1: 1200 under
   the "edges" model), and R(T) (spec: 41.3k +- 2.5k for CDP).
-* ``fed_lin_ucb`` (linear.md §2.5-§2.6): M = 10, d = 5, K = 10, T = 10^4, private (eps = 1)
+* ``fed_lin_ucb`` (docs/linear.md): M = 10, d = 5, K = 10, T = 10^4, private (eps = 1)
   and not, Theorem 1's D, D = 0 and a fixed schedule of 20: completed syncs per run (spec:
   Proposition 1's bound 2 sqrt((d T / D) ell) + 4 for an adaptive D, T - 1 syncs for D = 0,
   n for the fixed schedule), engine steps, messages (spec: 2 M per sync, plus the requests of
   the environment's protocol) and R(T).
-* ``fed_lin_ucb_decentralized`` (linear.md §2.8): M = 10 on a ring, d = 5, K = 10, T = 2000,
+* ``fed_lin_ucb_decentralized`` (docs/linear.md): M = 10 on a ring, d = 5, K = 10, T = 2000,
   non-private, gamma = 1 and 2, D = 5: requests (triggers) and releases per run, engine steps
   (paper: one communication step per trial with a trigger), messages (spec: one broadcast of v
   costs sum of deg(u) over u within gamma - 1 hops, i.e. 2 per broadcast on a ring at gamma = 1)
@@ -40,6 +41,7 @@ import math
 import time
 
 import numpy as np
+import record
 
 from agents import (
     CDPMAB,
@@ -253,7 +255,9 @@ def main() -> None:
         choices=["dp_mw_ucb", "dp_dec_ucb", "commeff", "fed_lin_ucb", "decentralized"],
         help="one agent family only",
     )
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     if args.only in (None, "dp_mw_ucb"):
         dp_mw_ucb(args.runs, args.horizon)
     if args.only in (None, "dp_dec_ucb"):

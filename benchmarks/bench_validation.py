@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
@@ -47,8 +49,16 @@ print(json.dumps({"rate": B * N * steps / (time.perf_counter() - start),
 
 def measure(tree: Path, args: argparse.Namespace) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    cmd = [sys.executable, "-c", CHILD, str(args.runs), str(args.agents), str(args.arms),
-           str(args.horizon), args.agent]
+    cmd = [
+        sys.executable,
+        "-c",
+        CHILD,
+        str(args.runs),
+        str(args.agents),
+        str(args.arms),
+        str(args.horizon),
+        args.agent,
+    ]
     out = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["module"].startswith(str(tree)), result["module"]
@@ -57,27 +67,47 @@ def measure(tree: Path, args: argparse.Namespace) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", type=Path, default=Path("/tmp/base-ed75d5a"),
-                        help="checkout of the code before the change")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=Path("/tmp/base-ed75d5a"),
+        help="checkout of the code before the change",
+    )
     parser.add_argument("--runs", type=int, default=100, help="B")
     parser.add_argument("--agents", type=int, default=10, help="N")
     parser.add_argument("--arms", type=int, default=10, help="M")
     parser.add_argument("--horizon", type=int, default=1000, help="steps per measurement")
     parser.add_argument("--agent", default="ucb1")
     parser.add_argument("--repeats", type=int, default=5)
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     trees = {"before": args.base.resolve(), "after": ROOT}
     rates: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(args.repeats):
         for name, tree in trees.items():
             rates[name].append(measure(tree, args))
-    print(f"vector view, {args.agent}, B={args.runs}, N={args.agents}, M={args.arms}, "
-          f"{args.horizon} steps, {args.repeats} alternating repeats (agent-steps/s)")
+    print(
+        f"vector view, {args.agent}, B={args.runs}, N={args.agents}, M={args.arms}, "
+        f"{args.horizon} steps, {args.repeats} alternating repeats (agent-steps/s)"
+    )
     for name, values in rates.items():
-        print(f"  {name:<7} median {statistics.median(values):>12,.0f}   "
-              f"min {min(values):>12,.0f}   max {max(values):>12,.0f}")
+        record.row(
+            "agent-steps/s",
+            {
+                "code": name,
+                "median": statistics.median(values),
+                "min": min(values),
+                "max": max(values),
+            },
+        )
+        print(
+            f"  {name:<7} median {statistics.median(values):>12,.0f}   "
+            f"min {min(values):>12,.0f}   max {max(values):>12,.0f}"
+        )
     ratio = statistics.median(rates["after"]) / statistics.median(rates["before"])
     print(f"  after / before = {ratio:.3f}")
+    record.figure("after / before", ratio)
 
 
 if __name__ == "__main__":

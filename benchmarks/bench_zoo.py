@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+import record
+
 from fedbandit_env.bench import evaluate
 
 ZOO = ["uniform", "ucb1", "kl_ucb", "epsilon_greedy", "thompson_beta", "thompson_gaussian"]
@@ -21,7 +23,9 @@ parser.add_argument("--horizon", type=int, default=2000)
 parser.add_argument("--num-agents", type=int, default=10)
 parser.add_argument("--num-arms", type=int, default=10)
 parser.add_argument("--full", action="store_true")
+record.add_json_option(parser)
 args = parser.parse_args()
+record.start(__file__, args)
 if args.full:
     args.runs, args.horizon = 100, 10_000
 

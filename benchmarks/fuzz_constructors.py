@@ -17,6 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import record
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fuzz_harness import fuzz, targets  # noqa: E402
@@ -29,7 +31,9 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=100, help="examples per target")
     parser.add_argument("--show", type=int, default=20, help="'other' outcomes to list")
     parser.add_argument("--only", default="", help="substring of the targets to run")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     total: Counter[str] = Counter()
     others: list[str] = []
     start = time.perf_counter()
@@ -38,17 +42,20 @@ def main() -> int:
     for name in names:
         counts: Counter[str] = Counter()
 
-        def record(target, kwargs, outcome, detail, counts=counts):
+        def tally(target, kwargs, outcome, detail, counts=counts):
             counts[outcome] += 1
             if outcome == "other":
                 others.append(f"{target} {kwargs!r}: {detail[:300]}")
 
-        fuzz(name, args.examples, record)
+        fuzz(name, args.examples, tally)
         total.update(counts)
+        record.row("outcomes", {"target": name, **{c: counts[c] for c in CLASSES}})
         print(f"{name:<48}" + "".join(f"{counts[c]:>11}" for c in CLASSES), flush=True)
     print(f"{'total':<48}" + "".join(f"{total[c]:>11}" for c in CLASSES))
-    print(f"{sum(total.values())} examples over {len(names)} targets in "
-          f"{time.perf_counter() - start:.1f} s")
+    print(
+        f"{sum(total.values())} examples over {len(names)} targets in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
     for line in others[: args.show]:
         print("OTHER", line)
     return 1 if total["other"] else 0

@@ -36,7 +36,7 @@ def per_run_streams() -> Iterator[None]:
 
 
 class PerRunStreams:
-    """The draws of a reference under the suite's reproducibility contract (DESIGN.md §2): one
+    """The draws of a reference under the suite's reproducibility contract (docs/architecture.md): one
     generator per run, each run's numbers drawn a chunk of steps at a time and handed out step by
     step (the suite's :class:`~fedbandit_env.seeding.BufferedStream`), so that run b's numbers do
     not depend on its batch. Each (kind, size) of a per-step draw takes one buffered stream; a

@@ -42,7 +42,7 @@ def _ctz(x: np.ndarray) -> np.ndarray:
 
 
 class HybridCounters:
-    """Chan–Shi–Song hybrid counters (dp-recsys.md §2.3), one per flat (run, agent, arm), whose
+    """Chan–Shi–Song hybrid counters (docs/privacy.md, "Hybrid counter"), one per flat (run, agent, arm), whose
     count is ``ref.counts`` and exact sum ``ref.sums``: ``Lap(2/eps)`` added to the logarithmic
     noise at every power-of-two count, else one binary-half p-sum at level ``ctz(c - 2^k)`` with
     ``Lap(2k/eps)``, absorbing the levels below; ``value`` holds each counter's release."""
@@ -84,7 +84,7 @@ class HybridCounters:
 def make_gossip_fed_ucb(
     B: int, N: int, M: int, steps: int, epsilon: float = 1.0
 ) -> tuple[Ref, Loop]:
-    """Fed_UCB (gossip.md §2.4) on a ring: Gossip_UCB's round (lagging arms first, UCB argmax,
+    """Fed_UCB (docs/gossip.md) on a ring: Gossip_UCB's round (lagging arms first, UCB argmax,
     one random edge averages theta, max-consensus of the counts) on the noisy means of a
     binary-tree counter per (agent, arm) over the round index, with its own noisy init leaf and
     the bonus of Eq. (12) with ln max(n, 2); scale = levels / epsilon, levels = floor(log2 T) + 1."""
@@ -153,7 +153,7 @@ def make_gossip_fed_ucb(
 
 
 def make_dp_mw_ucb(B: int, N: int, M: int, steps: int, epsilon: float = 2.0) -> tuple[Ref, Loop]:
-    """DP-MW-UCB (dp-recsys.md §3, paper timing): rounds 1..M pull arm t - 1; from then on, in a
+    """DP-MW-UCB (docs/dp-recsys.md, paper timing): rounds 1..M pull arm t - 1; from then on, in a
     round whose ``eta`` is a power of two every agent computes its private index (hybrid-counter
     sums, delta = T^-4) and the server's average picks the run's arm (lowest index on ties); a
     switch resets ``eta`` to 1. Every round all agents pull the held arm and insert the reward."""
@@ -196,7 +196,7 @@ def make_dp_mw_ucb(B: int, N: int, M: int, steps: int, epsilon: float = 2.0) -> 
 
 def ring_constants(N: int) -> tuple[float, float, np.ndarray]:
     """Self and neighbour weights of ``P = I - (kappa/2) L`` on a ring with the default
-    ``kappa = 2/3`` and the agents' constants ``c_i`` (dp-recsys.md §4.1, A13)."""
+    ``kappa = 2/3`` and the agents' constants ``c_i`` (docs/dp-recsys.md)."""
     kappa = 2.0 / 3.0
     P = (1.0 - kappa) * np.eye(N)
     P += 0.5 * kappa * (np.roll(np.eye(N), 1, axis=1) + np.roll(np.eye(N), -1, axis=1))
@@ -206,9 +206,9 @@ def ring_constants(N: int) -> tuple[float, float, np.ndarray]:
 def make_dp_dec_ucb(
     B: int, N: int, M: int, steps: int, epsilon: float = 2.0, rho: float = 2.0
 ) -> tuple[Ref, Loop]:
-    """DP-Dec-UCB (dp-recsys.md §4, paper timing) on a ring: each round every agent adds its last
+    """DP-Dec-UCB (docs/dp-recsys.md, paper timing) on a ring: each round every agent adds its last
     pull (one count, the hybrid counter's increment) to its consensus state ``(nhat, shat)``,
-    mixes it with both neighbours' by ``P``, and plays the argmax of the §4.4 index (rounds 1..M:
+    mixes it with both neighbours' by ``P``, and plays the argmax of the paper's index (rounds 1..M:
     arm t - 1); delta = T^-rho / 2."""
     r = Ref(B, N, M)
     sums = HybridCounters(r, steps, epsilon)
@@ -251,7 +251,7 @@ def make_dp_dec_ucb(
 def make_elimination(
     B: int, N: int, M: int, steps: int, delay: int, epsilon: float = 1.0
 ) -> tuple[Ref, Loop]:
-    """CDP/DDP/HDP-MAB (commeff.md §2.1, doubling schedule, paper timing): epoch r explores every
+    """CDP/DDP/HDP-MAB (docs/commeff.md, doubling schedule, paper timing): epoch r explores every
     active arm n_r times round-robin; its end privatises each agent's epoch means (Laplace
     1/(eps_msg n_r), eps_msg = N epsilon), folds them into ``ybar`` and uploads (a communication
     step, not a pull); after ``delay`` slots of local greedy play (A7) every agent holds the mean

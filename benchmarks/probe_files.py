@@ -23,6 +23,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import record
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fedbandit_env.bench.cli import main  # noqa: E402
@@ -61,7 +63,9 @@ def outcome(argv: list[str], path: Path, folder: Path) -> str:
 def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=10, help="timed loads of the reference")
+    record.add_json_option(parser)
     args = parser.parse_args()
+    record.start(__file__, args)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         valid = folder / "valid.sqlite"
@@ -80,6 +84,7 @@ def main_() -> None:
             damage(path)
             kind = outcome(["leaderboard", "--store", str(path)], path, case_dir)
             results["store"][kind] += 1
+            record.row("cases", {"file": "store", "case": name, "outcome": kind})
             print(f"store     | {name:45s} | {kind}")
         mine = folder / "mine"
         mine.mkdir()
@@ -90,6 +95,7 @@ def main_() -> None:
             argv = ["leaderboard", "--store", str(mine / "r.sqlite"), "--reference", str(ref)]
             kind = outcome(argv, ref, mine)
             results["reference"][kind] += 1
+            record.row("cases", {"file": "reference", "case": name, "outcome": kind})
             print(f"reference | {name:45s} | {kind}")
     print()
     for what, counts in results.items():
@@ -107,6 +113,9 @@ def main_() -> None:
 
     plain = best(lambda: json.loads(text))
     checked = best(lambda: load_reference())
+    record.figure("reference bytes", len(text))
+    record.figure("json.loads ms", plain * 1e3)
+    record.figure("load_reference (validated) ms", checked * 1e3)
     print(
         f"\nshipped reference ({len(text):,} bytes): json.loads {plain * 1e3:.1f} ms, "
         f"load_reference (validated) {checked * 1e3:.1f} ms, best of {args.repeats}"

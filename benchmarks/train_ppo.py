@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import matplotlib
+import record
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -64,7 +65,9 @@ parser.add_argument("--compare", nargs="+", default=["ucb1", "ucb1_shared", "gos
 parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 parser.add_argument("--out", default="benchmarks/out/train_ppo")
 parser.add_argument("--full", action="store_true", help="train 20x longer")
+record.add_json_option(parser)
 args = parser.parse_args()
+record.start(__file__, args)
 if args.full:
     args.total_timesteps *= 20
 unknown = sorted(set(args.compare) - set(fedbandit_env.list_agents()))
@@ -104,6 +107,9 @@ train_time = time.perf_counter() - start
 steps_per_s = model.num_timesteps / train_time
 model_path = out / "ppo_fedbandit.zip"
 model.save(model_path)
+record.figure("PPO agent-steps", model.num_timesteps)
+record.figure("PPO training s", train_time)
+record.figure("PPO agent-steps/s", steps_per_s)
 print(
     f"PPO: {model.num_timesteps} agent-steps in {train_time:.1f} s = {steps_per_s:.0f} "
     f"agent-steps/s ({venv.num_envs} sub-envs = {args.num_copies} copies x {args.num_agents})"

@@ -1,4 +1,4 @@
-"""Results versions: which code produced a stored row (DESIGN.md §5, docs/bench.md).
+"""Results versions: which code produced a stored row (docs/bench.md, "Results versions").
 
 A row's results version is ``"fedbandit <package version> / env <env id> v<env version> /
 learner <learner id> v<learner version>"``: the package version, the environment's registered
@@ -8,6 +8,9 @@ optional ``results_note`` in parentheses (the library adapters put the library's
 environment's or a learner's results bumps its version, so rows of the old code never pool with
 rows of the new one: the store keys rows by (cell hash, results version, seed) and the
 leaderboard ranks only rows of the current version, noting the stale ones.
+
+:data:`HISTORY` lists every bump; docs/bench.md ("Version history") shows it as the table that
+:func:`history_markdown` renders (a test checks that the page and the data agree).
 """
 
 from __future__ import annotations
@@ -15,6 +18,119 @@ from __future__ import annotations
 from typing import Any
 
 from fedbandit_env.registration import spec
+
+# Every results-version bump, newest first: (what changed version, the new version, why).
+# A commit that bumps a version (a learner's ``version``, an environment's
+# ``register(..., version=)``, the package version) adds its row at the top, here and in the
+# table of docs/bench.md between the version-history markers: paste the output of
+#     python -c "from fedbandit_env.bench.versions import history_markdown; print(history_markdown())"
+HISTORY: tuple[tuple[str, str, str], ...] = (
+    # --- add new rows below this line, newest first ---
+    (
+        "`ucb1`",
+        "3",
+        "one index for both variants (`ucb1` and `ucb1_shared` compute the UCB1 index the same way)",
+    ),
+    (
+        "`gossip_fed_ucb`",
+        "6",
+        "the Eq. (12) bonus is evaluated as the paper prints it",
+    ),
+    (
+        "`gossip_ucb`",
+        "3",
+        "the Eq. (11) index is evaluated as the paper prints it",
+    ),
+    (
+        "package (every row)",
+        "0.2.0",
+        "rows keep their regret curves at 100 log-spaced checkpoints instead of 60 (the "
+        "reference file keeps all of them instead of 16); the numbers of every run are "
+        "unchanged, the stored curves are finer, so rows of 0.1.0 are not pooled with new ones. "
+        "Learners run under the privacy wrapper (`--privacy`) carry ` / privacy wrapper v1` in "
+        "their version",
+    ),
+    (
+        "`gossip_fed_ucb`",
+        "5",
+        "a release of a tree counter is the agent's exact running sum S plus the noise of the "
+        "counter's blocks (`TreeCounter(exact_blocks=False)`), and the Eq. (12) bonus is computed "
+        "from per-counter factors kept up to date at the pulled arms. Same formulas, mechanism "
+        "and random streams, other roundings: a trajectory can move where two indices were "
+        "within a few ulps. Final regret agrees with version 4 within 3 standard errors "
+        "(`tests/test_gossip_fed_ucb_v5.py`)",
+    ),
+    (
+        "`gossip_fed_ucb`",
+        "4",
+        "leaf rounds draw one standard Laplace per (run, agent), for the pulled arm's block, "
+        'instead of one per (run, agent, arm) (`TreeCounter(noise_per="row")`); same mechanism '
+        "and noise distribution, other streams. Final regret agrees with version 3 within 3 "
+        "standard errors at epsilon 1 and 100 (`tests/test_gossip_fed_ucb_noise_layout.py`)",
+    ),
+    (
+        "`dp_dec_ucb`",
+        "4",
+        "index ties are broken with one uniform per agent and step (`argmax_one_uniform`) "
+        "instead of one per arm; the consensus mixing takes the neighbours' sum from the "
+        "aggregating `neighbors` delivery and weights it by kappa/d_max once; ln^1.5 n of the "
+        "privacy width is computed as ln n sqrt(ln n). Regret agrees with version 3 within 3 "
+        "standard errors (`tests/test_dp_recsys_v4.py`)",
+    ),
+    (
+        "`dp_mw_ucb`",
+        "4",
+        "ln^1.5 n of the privacy width is computed as ln n sqrt(ln n) instead of `** 1.5` (they "
+        "differ in the last bits, which can flip an exact tie of indices); regret agrees with "
+        "version 3 within 3 standard errors (`tests/test_dp_recsys_v4.py`)",
+    ),
+    (
+        "`dp_mw_ucb`, `dp_dec_ucb`",
+        "3",
+        "their hybrid counters draw one standard Laplace per (run, agent) and step, for the "
+        "pulled arm's counter, instead of one per (run, agent, arm) "
+        '(`HybridCounter(noise_per="row")`); same mechanism and noise distribution, other '
+        "streams. Final regret agrees with version 2 within 3 standard errors "
+        "(`tests/test_dp_recsys_noise_layout.py`)",
+    ),
+    (
+        "`dducb`, `coop_ucb2`, `gosine`, `ldp_ucb`, `fed1_ucb`, `fed2_ucb`, `dislinucb`",
+        "1",
+        "new: the field's standard baselines ([field.md](field.md))",
+    ),
+    (
+        "`gossip_fed_ucb`",
+        "3",
+        "the privacy term of the Eq. (12) bonus uses ln max(n, 2) (`dp_log_floor=2`) instead of "
+        "ln n, which is zero at n = 1 and let a very negative noisy first estimate strand its "
+        "arm; finite-epsilon streams only. `dp_log_floor=1` gives version-2 behaviour "
+        "([gossip.md](gossip.md#initial-sample))",
+    ),
+    (
+        "`dp_mw_ucb`, `dp_dec_ucb`, `cdp_mab`, `ddp_mab`, `hdp_mab`, `fed_lin_ucb`, "
+        "`fed_lin_ucb_decentralized`",
+        "2",
+        "the papers' timing by default: server rounds, uploads and synchronisations are "
+        'communication-only steps ([architecture.md](architecture.md)); `timing="latency"` '
+        "runs the version-1 protocol (same trajectories, recorded as version 2)",
+    ),
+    (
+        "`ucb1`, `ucb1_shared`, `kl_ucb`, `kl_ucb_shared`, `epsilon_greedy`, "
+        "`epsilon_greedy_shared`, `gossip_ucb`, `gossip_fed_ucb`",
+        "2",
+        "ties (and, for the gossip agents, lagging arms) are broken with one uniform per agent "
+        "and step instead of one per arm; regret agrees with version 1 within 3 standard errors. "
+        "`thompson_beta`, `thompson_gaussian`, their shared variants and `flooding` keep "
+        "version 1: their trajectories are bit-identical",
+    ),
+)
+
+
+def history_markdown() -> str:
+    """:data:`HISTORY` as the Markdown table of docs/bench.md, "Version history"."""
+    lines = ["| what | version | why |", "|---|---|---|"]
+    lines += [f"| {what} | {version} | {why} |" for what, version, why in HISTORY]
+    return "\n".join(lines)
 
 
 def package_version() -> str:
@@ -26,7 +142,9 @@ def package_version() -> str:
 def results_version(env_id: str, agent_id: str, policy: Any) -> str:
     """The results version of ``policy`` (a built learner, labelled ``agent_id``) on ``env_id``."""
     version = int(getattr(policy, "version", 1))
-    return _format(env_id, spec(env_id).version, agent_id, version, getattr(policy, "results_note", ""))
+    return _format(
+        env_id, spec(env_id).version, agent_id, version, getattr(policy, "results_note", "")
+    )
 
 
 def _format(env_id: str, env_version: int, agent_id: str, version: int, note: str) -> str:
