@@ -9,7 +9,7 @@ from agents.dp_master_worker_ucb import DPMasterWorkerUCB  # Li, Song & Fragouli
 from agents.fed1_ucb import Fed1UCB  # Shi & Shen (field coverage)
 from agents.fed2_ucb import Fed2UCB  # Shi & Shen (field coverage)
 from agents.fed_lin_ucb import FedLinUCB  # Dubey & Pentland (seed 003)
-from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # (seed 003, §2.8)
+from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # Dubey & Pentland (seed 003)
 from agents.gosine import GosInE  # Chawla, Sankararaman, Ganesh & Shakkottai (field coverage)
 from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. (seeds 000/002)
 from agents.ldp_ucb import LDPUCB  # Ren, Zhou, Liu & Shroff (field coverage)

@@ -1,10 +1,11 @@
 """coop-UCB2 (Landgren, Srivastava & Leonard), running-consensus UCB, registered as ``coop_ucb2``.
 
-field-coverage.md §3. N agents on a connected graph, K shared arms. Agent i keeps, per arm k,
-``nhat_i[k]`` and ``shat_i[k]``: its estimates of the per-agent average pull count and reward sum.
+Decisions and their reasons: docs/coop-ucb2.md. N agents on a connected graph, K shared arms. Agent
+i keeps, per arm k, ``nhat_i[k]`` and ``shat_i[k]``: its estimates of the per-agent average pull
+count and reward sum.
 
 Consensus matrix ``P = I - (kappa/d_max) L`` (:func:`fedbandit_env.graphs.consensus_weights`),
-``kappa = 0.5`` by default (§3 resolution: the paper's ``d_max/(d_max-1) > 1`` is not a valid step
+``kappa = 0.5`` by default (the paper's ``d_max/(d_max-1) > 1`` is not a valid step
 size). Its off-diagonal weight is the same on every edge, so an agent needs only the sum of its
 neighbours' messages (the aggregating ``neighbors`` delivery, ``reduce="sum"``, 2K floats per
 directed edge per round).
@@ -14,7 +15,7 @@ communication step (docs/writing-agents.md, "Communication steps"):
 
 1. communication step (rounds t >= 2): each agent sends ``(nhat_i + xi_i, shat_i + r_i xi_i)``,
    ``xi_i[k] = 1[agent i pulled k in round t-1]``, ``r_i`` its reward (``xi`` is reset every round,
-   the spec's fix of the vip-mab copy), and applies row i of P to what it sent and received:
+   unlike the vip-mab copy, which keeps it), and applies row i of P to what it sent and received:
    ``nhat <- P (nhat + xi)``, ``shat <- P (shat + r xi)`` (a dropped message, not in the paper,
    gives its weight to the receiver);
 2. pull: rounds 1..K pull arm t-1 (every agent samples each arm once; the consensus runs from
@@ -26,11 +27,11 @@ communication step (docs/writing-agents.md, "Communication steps"):
 
    uniform tie-break (one uniform per agent from its ``tiebreak`` stream).
 
-A run takes 2T - 1 engine steps. Defaults (§3 resolutions): ``gamma = 2`` (the paper needs
+A run takes 2T - 1 engine steps. Defaults: ``gamma = 2`` (the paper needs
 ``gamma > 1``), ``eta = 2`` (G = 0.75, the numba copy; ``eta = 0`` is the vip-mab form without G),
 ``sigma = 1``, ``kappa = 0.5``; ``ln(max(t, 2))`` avoids ``ln 1 = 0``. The original coop-UCB
 (ECC'16, a graph constant instead of ``f(t)``) is not this id: ``dp_dec_ucb`` with
-``epsilon = inf`` runs it. Unverified against the paper [mem]: ``gamma > 1`` and
+``epsilon = inf`` runs it. Not checked against the paper's text: ``gamma > 1`` and
 ``kappa in (0, 1]``; the index form and the consensus were read in third-party code only.
 """
 
@@ -42,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from agents.field_common import Consensus, consensus_setup, mix
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
@@ -63,7 +65,9 @@ CHANNEL = "neighbors"
 
 @dataclass(frozen=True)
 class CoopUCB2Config:
-    """Validated parameters (field-coverage.md §3)."""
+    """Hyperparameters of coop-UCB2: ``gamma`` (> 0) and ``eta`` (in [0, 4)) give the exploration
+    constant ``c0 = 2 gamma / G(eta)``; ``sigma`` (> 0) scales the width; ``kappa`` (in (0, 1])
+    is the consensus step of ``P = I - (kappa/d_max) L``."""
 
     gamma: float = 2.0
     eta: float = 2.0
@@ -72,8 +76,15 @@ class CoopUCB2Config:
 
     def __post_init__(self) -> None:
         gamma = check_real("gamma", self.gamma, low=0.0, low_open=True, where=AGENT_ID)
-        eta = check_real("eta", self.eta, low=0.0, high=4.0, high_open=True,
-                         hint="G(eta) = 1 - eta^2/16 must be positive", where=AGENT_ID)
+        eta = check_real(
+            "eta",
+            self.eta,
+            low=0.0,
+            high=4.0,
+            high_open=True,
+            hint="G(eta) = 1 - eta^2/16 must be positive",
+            where=AGENT_ID,
+        )
         sigma = check_real("sigma", self.sigma, low=0.0, low_open=True, where=AGENT_ID)
         kappa = check_real("kappa", self.kappa, low=0.0, low_open=True, high=1.0, where=AGENT_ID)
         for name, value in (("gamma", gamma), ("eta", eta), ("sigma", sigma), ("kappa", kappa)):
@@ -86,22 +97,25 @@ class CoopUCB2Config:
 
 
 class CoopUCB2(TeamPolicy):
-    """Batched coop-UCB2 over B runs and N agents; see the module docstring (§3)."""
+    """Batched coop-UCB2 over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
     version = 1
 
-    def __init__(self, gamma: float = 2.0, eta: float = 2.0, sigma: float = 1.0,
-                 kappa: float = 0.5):
+    def __init__(
+        self, gamma: float = 2.0, eta: float = 2.0, sigma: float = 1.0, kappa: float = 0.5
+    ):
         self.config = CoopUCB2Config(gamma, eta, sigma, kappa)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Zero consensus state (the initial rounds then leave ``nhat == 1`` at round K+1) and
+        the consensus matrix ``P = I - (kappa/d_max) L`` of the topology."""
         require_family(AGENT_ID, facts, MULTI_ARMED)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        self.require_channel(facts, CHANNEL, "neighbors", 2 * K)
+        check_channels(self, facts)
         if facts.horizon <= K:
             raise ConfigError(
                 f"{AGENT_ID}: horizon: expected more than K = {K} rounds (the initialization "
@@ -120,10 +134,12 @@ class CoopUCB2(TeamPolicy):
 
     @property
     def nhat(self) -> np.ndarray:
+        """``nhat_i[k]`` (B, N, K): the estimate of the per-agent average pull count."""
         return self.state[..., : self.K]
 
     @property
     def shat(self) -> np.ndarray:
+        """``shat_i[k]`` (B, N, K): the estimate of the per-agent average reward sum."""
         return self.state[..., self.K :]
 
     def index(self, t: int) -> np.ndarray:
@@ -135,11 +151,14 @@ class CoopUCB2(TeamPolicy):
         return self.shat / n + cfg.sigma * np.sqrt(width)
 
     def _choose(self, t: int) -> np.ndarray:
+        """Step 2 of the module docstring: arm t-1 in the initial rounds, then the argmax of Q."""
         if t <= self.K:
             return np.full(self._idle.shape, t - 1, dtype=np.int64)
         return argmax_one_uniform(self.index(t), self._tiebreak.next())
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """One engine step of round t: after a pull, send ``(nhat + xi, shat + r xi)`` in a
+        communication step; when the messages arrive, apply row i of P (step 1) and pull."""
         t = int(obs.pulls[0]) + 1  # the round whose arm is chosen (all runs share the schedule)
         if obs.step == 0:
             return TeamAction(self._choose(t), {CHANNEL: (self._quiet, self.outgoing)})

@@ -1,30 +1,30 @@
 """DDUCB, decentralized delayed UCB (Martínez-Rubio, Kanade & Rebeschini), registered as ``dducb``.
 
-field-coverage.md §2. N agents on a connected graph, K shared arms, every agent pulls every step.
-Each agent keeps, per arm, pairs (reward sum, count) of K-vectors: ``alpha`` (used for decisions,
-an estimate of the network **average**), ``beta`` (being mixed in the current stage), ``gamma``
-(own samples of this stage) and, accelerated variant only, ``delta`` (accumulated mixed stages);
-and a scalar ``s`` (estimate of the network's total pulls).
+Decisions and their reasons: docs/dducb.md. N agents on a connected graph, K shared arms, every
+agent pulls every step. Each agent keeps, per arm, pairs (reward sum, count) of K-vectors: ``alpha``
+(used for decisions, an estimate of the network **average**), ``beta`` (being mixed in the current
+stage), ``gamma`` (own samples of this stage) and, accelerated variant only, ``delta`` (accumulated
+mixed stages); and a scalar ``s`` (estimate of the network's total pulls).
 
 Gossip matrix: ``P = I - (kappa/d_max) L`` (:func:`fedbandit_env.graphs.consensus_weights`,
 ``kappa`` default ``d_max/(d_max+1)``). On a d-regular graph this is ``(I + A)/(d+1)``, the
-authors' lazy normalised-Laplacian walk [code]; on irregular graphs (grid) the authors use
+authors' lazy normalised-Laplacian walk (their code); on irregular graphs (grid) the authors use
 ``I - D^{-1/2} L_norm D^{-1/2}/(d_max+1)``, which differs: we keep the suite's consensus matrix
 (its off-diagonal weight is the same on every edge, so each agent only needs the sum of its
 neighbours' messages: the aggregating ``neighbors`` delivery, ``reduce="sum"``).
 ``lambda2 = max_{p>=2} |lambda_p(P)|``.
 
-Stage length (§2) ``C``: accelerated ``ceil(ln(2N/eps) / sqrt(2 ln(1/lambda2)))``, unaccelerated
+Stage length ``C``: accelerated ``ceil(ln(2N/eps) / sqrt(2 ln(1/lambda2)))``, unaccelerated
 ``ceil(ln(N/eps) / ln(1/lambda2))`` (``stage_length="standard"``); ``"small"`` is the code's
 C_small (the accelerated formula for both variants, divided by 3 (``ceil`` of the quotient) for
 the accelerated one); an int fixes C. At least 1; a graph with ``lambda2 = 0`` (complete graph,
 exact averaging in one round) has C = 1.
 
 Init: steps 1..K pull arm k at step k+1 (all agents), ``beta = (rewards, 1)``, ``alpha = beta/N``
-(the spec's resolution: alpha estimates the network average; the code's ``beta/K`` is not
-followed), ``gamma = delta = 0``, ``t = s = K``.
+(alpha estimates the network average; the authors' code divides by K instead, which is
+not followed: docs/dducb.md), ``gamma = delta = 0``, ``t = s = K``.
 
-Per step r = 0..C-1 of a stage (step t, one neighbour exchange per step, §2 "one round per step"):
+Per step r = 0..C-1 of a stage (step t, one neighbour exchange per step):
 
 1. ``k* = argmax_k alpha_sum[k]/alpha_cnt[k] + sqrt(2 eta sigma^2 ln s / (N alpha_cnt[k]))``
    (uniform tie-break, one uniform per agent from its ``tiebreak`` stream; an arm whose
@@ -46,11 +46,11 @@ not in the paper) gives its weight to the receiver's own value.
 End of stage (after its C-th step, before the next choice): ``s = (t - C) N`` (t = pulls done).
 Accelerated: ``delta += beta_mixed``, ``alpha = delta`` (a copy), ``beta = gamma``, ``gamma = 0``.
 Unaccelerated: ``alpha = beta_mixed`` (a copy), ``beta = beta_mixed + gamma``, ``gamma = 0``.
-Copies, not the code's aliased references (§2: the aliasing double-counts own data).
+Copies, not the code's aliased references (the aliasing double-counts own data).
 
-Defaults (§2, code): ``eta = 2``, ``eps = 1/22``, ``sigma = 1``. Not implemented: the code's
-whole-operator-per-step mixing (the spec's ``code_faithful`` flag). Unverified against the paper
-[mem]: one communication round per step and the per-step (rather than per-stage) arm choice.
+Defaults (the authors' code): ``eta = 2``, ``eps = 1/22``, ``sigma = 1``. Not implemented: the
+code's whole-operator-per-step mixing. Not checked against the paper's text: one communication round
+per step and the per-step (rather than per-stage) arm choice.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from agents.field_common import Consensus, consensus_setup, mix
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
@@ -83,7 +84,11 @@ STAGE_LENGTHS = ("standard", "small")
 
 @dataclass(frozen=True)
 class DDUCBConfig:
-    """Validated parameters (field-coverage.md §2, defaults from the authors' code)."""
+    """Hyperparameters of DDUCB (defaults from the authors' code): ``accelerated`` (Chebyshev
+    mixing or plain powers of P), ``eta`` (> 0) and ``sigma`` (> 0) of the index width, ``eps``
+    (in (0, 1)) the target accuracy of a stage's mixing, ``stage_length`` (``"standard"``,
+    ``"small"`` or an int >= 1: the rule for C) and ``kappa`` (in (0, 1], None:
+    ``d_max/(d_max+1)``) of the gossip matrix."""
 
     accelerated: bool = True
     eta: float = 2.0
@@ -99,8 +104,9 @@ class DDUCBConfig:
         for name in ("eta", "sigma"):
             value = check_real(name, getattr(self, name), low=0.0, low_open=True, where=AGENT_ID)
             object.__setattr__(self, name, value)
-        eps = check_real("eps", self.eps, low=0.0, low_open=True, high=1.0, high_open=True,
-                         where=AGENT_ID)
+        eps = check_real(
+            "eps", self.eps, low=0.0, low_open=True, high=1.0, high_open=True, where=AGENT_ID
+        )
         object.__setattr__(self, "eps", eps)
         if isinstance(self.stage_length, str):
             if self.stage_length not in STAGE_LENGTHS:
@@ -112,14 +118,23 @@ class DDUCBConfig:
             c = check_int("stage_length", self.stage_length, minimum=1, where=AGENT_ID)
             object.__setattr__(self, "stage_length", int(c))
         if self.kappa is not None:
-            kappa = check_real("kappa", self.kappa, low=0.0, low_open=True, high=1.0,
-                               hint="or None: d_max/(d_max+1)", where=AGENT_ID)
+            kappa = check_real(
+                "kappa",
+                self.kappa,
+                low=0.0,
+                low_open=True,
+                high=1.0,
+                hint="or None: d_max/(d_max+1)",
+                where=AGENT_ID,
+            )
             object.__setattr__(self, "kappa", kappa)
 
 
-def stage_length(num_agents: int, lambda2: float, eps: float, accelerated: bool,
-                 rule: Any = "standard") -> int:
-    """C of field-coverage.md §2 (``rule`` "standard", "small" or a fixed int); at least 1."""
+def stage_length(
+    num_agents: int, lambda2: float, eps: float, accelerated: bool, rule: Any = "standard"
+) -> int:
+    """The stage length C (module docstring; ``rule`` "standard", "small" or a fixed int); at
+    least 1."""
     if not isinstance(rule, str):
         return int(rule)
     if lambda2 <= 1e-12:
@@ -150,8 +165,35 @@ def chebyshev_coefficients(lambda2: float, rounds: int) -> tuple[np.ndarray, np.
     return a, b
 
 
+@dataclass
+class DDUCBState:
+    """What one DDUCB agent carries from step to step (batched: arrays (B, N, 2K), each the K
+    reward sums then the K counts): ``alpha`` (used for decisions), ``beta`` (the stage's
+    starting value y_0), ``gamma`` (own samples of the stage), ``delta`` (accumulated mixed
+    stages, accelerated only), the mixing iterates ``z`` (z_r, what is sent) and ``z_prev``
+    (z_{r-1}), ``r`` (mixing rounds done in the stage), ``s`` (estimate of the network's total
+    pulls), ``pulls`` (pulls done) and ``sent_last`` (the last arm went out with an iterate)."""
+
+    alpha: np.ndarray
+    beta: np.ndarray
+    gamma: np.ndarray
+    delta: np.ndarray
+    z: np.ndarray
+    z_prev: np.ndarray
+    r: int
+    s: float
+    pulls: int
+    sent_last: bool
+
+    @classmethod
+    def initial(cls, shape: tuple[int, int, int], num_arms: int) -> DDUCBState:
+        """Zeros before the initialization; ``s = K``."""
+        zeros = [np.zeros(shape) for _ in range(6)]
+        return cls(*zeros, r=0, s=float(num_arms), pulls=0, sent_last=False)
+
+
 class DDUCB(TeamPolicy):
-    """Batched DDUCB over B runs and N agents; see the module docstring (field-coverage.md §2)."""
+    """Batched DDUCB over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
     version = 1
@@ -171,10 +213,12 @@ class DDUCB(TeamPolicy):
         return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """The gossip matrix, the stage length C and its Chebyshev coefficients, and the zero
+        state before the initialization (module docstring, "Init")."""
         cfg = self.config
         require_family(AGENT_ID, facts, MULTI_ARMED)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        self.require_channel(facts, CHANNEL, "neighbors", 2 * K)
+        check_channels(self, facts)
         if facts.horizon <= K:
             raise ConfigError(
                 f"{AGENT_ID}: horizon: expected more than K = {K} steps (the initialization "
@@ -186,17 +230,7 @@ class DDUCB(TeamPolicy):
         self._a, self._b = chebyshev_coefficients(lam, self.C)
         self.N, self.K = N, K
         self.bonus = 2.0 * cfg.eta * cfg.sigma**2 / N
-        shape = (B, N, 2 * K)  # [sums (K), counts (K)]
-        self.alpha = np.zeros(shape)
-        self.beta = np.zeros(shape)  # the stage's starting value y_0
-        self.gamma = np.zeros(shape)
-        self.delta = np.zeros(shape)
-        self.z = np.zeros(shape)  # current mixing iterate z_r (what is sent)
-        self.z_prev = np.zeros(shape)  # z_{r-1}
-        self.r = 0  # mixing rounds done in the current stage
-        self.s = float(K)
-        self.pulls = 0
-        self._sent_last = False
+        self.state = DDUCBState.initial((B, N, 2 * K), K)
         self._rows = np.indices((B, N))
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,))
         self._send = np.ones((B, N), dtype=bool)
@@ -205,68 +239,73 @@ class DDUCB(TeamPolicy):
     # ------------------------------------------------------------------ updates
     def _fold_in(self, obs: VecObservation) -> None:
         """The reward of the last step: init sample (steps 1..K) or ``gamma``/``alpha``/``s``."""
+        st = self.state
         b, i = self._rows
         arm, u = obs.last_arm, obs.last_reward
         K, N = self.K, self.N
-        if self.pulls <= K:
-            self.beta[b, i, arm] = u
-            self.beta[b, i, K + arm] = 1.0
-            if self.pulls == K:  # init done: alpha = beta / N, the first stage starts
-                self.alpha = self.beta / N
-                self.z = self.beta.copy()
+        if st.pulls <= K:
+            st.beta[b, i, arm] = u
+            st.beta[b, i, K + arm] = 1.0
+            if st.pulls == K:  # init done: alpha = beta / N, the first stage starts
+                st.alpha = st.beta / N
+                st.z = st.beta.copy()
             return
-        self.gamma[b, i, arm] += u
-        self.gamma[b, i, K + arm] += 1.0
-        self.alpha[b, i, arm] += u / N
-        self.alpha[b, i, K + arm] += 1.0 / N
-        self.s += N
+        st.gamma[b, i, arm] += u
+        st.gamma[b, i, K + arm] += 1.0
+        st.alpha[b, i, arm] += u / N
+        st.alpha[b, i, K + arm] += 1.0 / N
+        st.s += N
 
     def _mix(self, obs: VecObservation) -> None:
         """One exchange of the current iterate (sent at the last step), then, after C rounds,
         the end of the stage."""
-        pz = mix(self.consensus, self.z, obs.deliveries[CHANNEL])
-        if self.config.accelerated and self.r >= 1:
-            new = self._a[self.r] * pz - self._b[self.r] * self.z_prev
+        st = self.state
+        pz = mix(self.consensus, st.z, obs.deliveries[CHANNEL])
+        if self.config.accelerated and st.r >= 1:
+            new = self._a[st.r] * pz - self._b[st.r] * st.z_prev
         else:
             new = pz
-        self.z_prev, self.z = self.z, new
-        self.r += 1
-        if self.r < self.C:
+        st.z_prev, st.z = st.z, new
+        st.r += 1
+        if st.r < self.C:
             return
-        self.s = float((self.pulls - self.C) * self.N)
+        st.s = float((st.pulls - self.C) * self.N)
         if self.config.accelerated:
-            self.delta += self.z
-            self.alpha = self.delta.copy()
-            self.beta = self.gamma
+            st.delta += st.z
+            st.alpha = st.delta.copy()
+            st.beta = st.gamma
         else:
-            self.alpha = self.z.copy()
-            self.beta = self.z + self.gamma
-        self.gamma = np.zeros_like(self.gamma)
-        self.z = self.beta.copy()
-        self.z_prev = np.zeros_like(self.z)
-        self.r = 0
+            st.alpha = st.z.copy()
+            st.beta = st.z + st.gamma
+        st.gamma = np.zeros_like(st.gamma)
+        st.z = st.beta.copy()
+        st.z_prev = np.zeros_like(st.z)
+        st.r = 0
 
     def index(self) -> np.ndarray:
         """The DDUCB index (B, N, K) from ``alpha`` and ``s`` (step 1 of the module docstring)."""
         K = self.K
-        sums, cnt = self.alpha[..., :K], self.alpha[..., K:]
+        sums, cnt = self.state.alpha[..., :K], self.state.alpha[..., K:]
         ok = cnt > 0
         safe = np.where(ok, cnt, 1.0)
-        value = sums / safe + np.sqrt(self.bonus * math.log(max(self.s, 1.0)) / safe)
+        value = sums / safe + np.sqrt(self.bonus * math.log(max(self.state.s, 1.0)) / safe)
         return np.where(ok, value, np.inf)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """Fold in the last reward, mix the iterate sent with it (one round), then choose: arm
+        t-1 during the initialization, else the argmax of the index (steps 1-3)."""
+        st = self.state
         K = self.K
         if obs.step > 0:
-            self.pulls += 1
-            mixing = self._sent_last  # the iterate went out with the last arm
+            st.pulls += 1
+            mixing = st.sent_last  # the iterate went out with the last arm
             self._fold_in(obs)
             if mixing:
                 self._mix(obs)
-        if self.pulls < K:
-            arms = np.full(self._send.shape, self.pulls, dtype=np.int64)
-            self._sent_last = False
-            return TeamAction(arms, {CHANNEL: (self._quiet, self.z)})
+        if st.pulls < K:
+            arms = np.full(self._send.shape, st.pulls, dtype=np.int64)
+            st.sent_last = False
+            return TeamAction(arms, {CHANNEL: (self._quiet, st.z)})
         arms = argmax_one_uniform(self.index(), self._tiebreak.next())
-        self._sent_last = True
-        return TeamAction(arms, {CHANNEL: (self._send, self.z.copy())})
+        st.sent_last = True
+        return TeamAction(arms, {CHANNEL: (self._send, st.z.copy())})

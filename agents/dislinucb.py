@@ -1,9 +1,9 @@
 """DisLinUCB (Wang, Hu, Chen & Wang, ICLR'20), registered as ``dislinucb``.
 
-field-coverage.md §5: N clients share theta*; each runs LinUCB on its local statistics and a
-server sums the clients' buffered updates when a client's log-det trigger fires. It is the
-non-private twin of FedUCB (``fed_lin_ucb``): the same family, the same two ``server`` channels
-(aggregate ``"sum"``), no privacy noise and no shifted regulariser.
+Decisions and their reasons: docs/dislinucb.md. N clients share theta*; each runs LinUCB on its
+local statistics and a server sums the clients' buffered updates when a client's log-det trigger
+fires. It is the non-private twin of FedUCB (``fed_lin_ucb``): the same family, the same two
+``server`` channels (aggregate ``"sum"``), no privacy noise and no shifted regulariser.
 
 Per client i (batched over runs and clients): the Gram matrix ``A_i`` without the regulariser,
 ``b_i``, the sample count ``n_i``, and upload buffers ``dA_i``, ``db_i``, ``dn_i`` accumulated
@@ -37,10 +37,10 @@ keeps the running global sums from the broadcasts (the server's state is their s
 sync: the request(s) (one upload each, and the broadcast of the request to the N clients) plus N
 uploads and N downloads of d^2 + d + 1 floats (the server channel's ledger).
 
-Resolved ambiguities (field-coverage.md §5):
+Resolved ambiguities:
 
-* **Default D (deviation).** The spec recommends requiring D explicitly. The registry's sweeps
-  (the ``quick`` and ``standard`` suites) build every learner with its default keyword
+* **Default D (deviation).** Requiring D explicitly would be the faithful choice. The registry's
+  sweeps (the ``quick`` and ``standard`` suites) build every learner with its default keyword
   arguments, so ``sync_threshold=None`` uses the documented heuristic ``T / (N d ln(N T))`` (the
   FedGLB authors' synthetic-data threshold, **not from the paper**); pass a number to choose D.
   ``sync_threshold=0`` syncs after every trial.
@@ -49,16 +49,19 @@ Resolved ambiguities (field-coverage.md §5):
 * A sync collects every client's buffer (pull), as the code does, charging N uploads and N
   downloads.
 
-Not verified against the paper ([mem] in the spec): the paper's choice of D and its regret and
+Not checked against the paper's text: the paper's choice of D and its regret and
 communication bounds.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -67,6 +70,7 @@ from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
 
+AGENT_ID = "dislinucb"
 SYNC, STATS = "sync", "stats"
 TIE_TOLERANCE = 1e-12
 """Relative tolerance under which two UCB values are a tie (unit-norm features make the first
@@ -78,10 +82,47 @@ def heuristic_threshold(horizon: int, num_agents: int, dim: int) -> float:
     return horizon / (num_agents * dim * math.log(num_agents * horizon))
 
 
+@dataclass(frozen=True)
+class DisLinUCBConfig:
+    """``sync_threshold``: D of the log-det trigger (None: :func:`heuristic_threshold`; 0: sync
+    after every trial); ``lam``: the ridge; ``delta``: the confidence level of alpha_t; ``R``:
+    the reward noise's sub-Gaussian scale; ``alpha``: a fixed exploration width (None: alpha_t)."""
+
+    sync_threshold: float | None = None
+    lam: float = 0.2
+    delta: float = 0.01
+    R: float = 0.5
+    alpha: float | None = None
+
+    def __post_init__(self) -> None:
+        set_ = partial(object.__setattr__, self)
+        if self.sync_threshold is not None:
+            set_(
+                "sync_threshold",
+                check_real("sync_threshold", self.sync_threshold, low=0.0, where=AGENT_ID),
+            )
+        set_("lam", check_real("lam", self.lam, low=0.0, low_open=True, where=AGENT_ID))
+        set_(
+            "delta",
+            check_real(
+                "delta",
+                self.delta,
+                low=0.0,
+                high=1.0,
+                low_open=True,
+                high_open=True,
+                where=AGENT_ID,
+            ),
+        )
+        set_("R", check_real("R", self.R, low=0.0, where=AGENT_ID))
+        if self.alpha is not None:
+            set_("alpha", check_real("alpha", self.alpha, low=0.0, where=AGENT_ID))
+
+
 class DisLinUCB(TeamPolicy):
     """Batched DisLinUCB (module docstring)."""
 
-    agent_id = "dislinucb"
+    agent_id = AGENT_ID
     version = 1
     privacy_epsilon = math.inf  # explicitly not private (the twin of fed_lin_ucb)
 
@@ -93,17 +134,14 @@ class DisLinUCB(TeamPolicy):
         R: float = 0.5,
         alpha: float | None = None,
     ):
-        aid = self.agent_id
-        self.D = (
-            None
-            if sync_threshold is None
-            else check_real("sync_threshold", sync_threshold, low=0.0, where=aid)
+        self.config = cfg = DisLinUCBConfig(sync_threshold, lam, delta, R, alpha)
+        self.D, self.lam, self.delta, self.R, self.alpha = (
+            cfg.sync_threshold,
+            cfg.lam,
+            cfg.delta,
+            cfg.R,
+            cfg.alpha,
         )
-        self.lam = check_real("lam", lam, low=0.0, low_open=True, where=aid)
-        self.delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True,
-                                where=aid)
-        self.R = check_real("R", R, low=0.0, where=aid)
-        self.alpha = None if alpha is None else check_real("alpha", alpha, low=0.0, where=aid)
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
@@ -114,20 +152,19 @@ class DisLinUCB(TeamPolicy):
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Zero local statistics and buffers, ``V^-1 = I / lam`` and the trigger threshold D."""
         d = check_linear(self.agent_id, facts)
-        self.require_channel(facts, SYNC, "server", 1)
-        self.require_channel(facts, STATS, "server", d * d + d + 1)
+        check_channels(self, facts)
         for name in (SYNC, STATS):
             ch = facts.channels[name]
             if (
-                ch.get("aggregate") != "sum"
-                or ch.get("participation", 1.0) != 1.0
+                ch.get("participation", 1.0) != 1.0
                 or ch.get("drop_prob", 0.0) != 0.0
                 or ch.get("join_round") is not None
             ):
                 raise ConfigError(
-                    f"{self.agent_id}: channels.{name}: expected aggregate 'sum', participation "
-                    f"1, no drops and no join schedule (a sync collects every client's buffer)"
+                    f"{self.agent_id}: channels.{name}: expected participation 1, no drops and no "
+                    f"join schedule (a sync collects every client's buffer)"
                 )
         B, N = facts.num_runs, facts.num_agents
         self.d, self.N = d, N
@@ -161,6 +198,9 @@ class DisLinUCB(TeamPolicy):
 
     # ------------------------------------------------------------------ trial
     def act(self, obs: VecObservation) -> TeamAction:
+        """One trial: fold in the last pull, take the server's sum after a sync, upload the
+        buffers if a sync is due (a communication step), choose the UCB arm and request a
+        sync when the trigger will fire after it (module docstring, Decision/Update/Trigger)."""
         B, N = self.n.shape
         requested = np.zeros(B, dtype=bool)
         if obs.step > 0:
@@ -217,6 +257,8 @@ class DisLinUCB(TeamPolicy):
         return (self.dn + 1.0) * ratio >= self.threshold
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> None:
+        """Update: ``x x^T`` and ``r x`` into the local statistics and the buffers (only in the
+        runs that pulled), ``ln det`` by the determinant lemma, ``V^-1`` by Sherman-Morrison."""
         b, i = self._rows
         x = self._context[b, i, obs.last_arm]
         w = fresh[:, None].astype(np.float64)

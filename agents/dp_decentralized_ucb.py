@@ -1,32 +1,37 @@
-"""DP-Decentralized UCB (dp-recsys.md §4, the paper's Algorithm 2), registered as ``dp_dec_ucb``.
+"""DP-Decentralized UCB (Li, Song & Fragouli, Algorithm 2), registered as ``dp_dec_ucb``.
+
+Decisions and their reasons: docs/dp-recsys.md.
 
 Running consensus over the ``neighbors`` channel (dim 2K, aggregating ``reduce="sum"`` delivery;
-a padded channel gives the same numbers) with ``P = I - (kappa/d_max) L`` (§4.1; ``kappa`` defaults
-to ``d_max/(d_max+1)``, A13). Agent i keeps, per arm j, the consensus
+a padded channel gives the same numbers) with ``P = I - (kappa/d_max) L`` (the paper's Eq. (4);
+``kappa`` defaults to ``d_max/(d_max+1)``). Agent i keeps, per arm j, the consensus
 count ``nhat_ij`` and the consensus private sum ``shat_ij`` and, each step, sends
 ``(nhat_i + xi_i, shat_i + ds_i)`` to its neighbours, where ``xi_ij = 1[last arm = j]`` and
-``ds_ij`` is the increment of its hybrid counter of arm j (the repaired update A10). From what it
-receives it applies row i of ``P``:
+``ds_ij`` is the increment of its hybrid counter of arm j (Algorithm 2 lines 12 and 16, with the
+private sums mixed as ``P (shat + ds)``: line 16 alone would never add the new rewards). From what
+it receives it applies row i of ``P``:
 
     nhat_i <- P_ii (nhat_i + xi_i) + sum_{k in N(i)} P_ik (nhat_k + xi_k)      (same for shat)
 
-and plays the argmax (uniform random tie-break, A15: one uniform per agent and step from its own
+and plays the argmax (uniform random tie-break: one uniform per agent and step from its own
 ``tiebreak`` stream picks among the tied arms) of
 
     I_ij = shat_ij/nhat_ij + sigma sqrt(2 rho (nhat_ij + c_i)/(M nhat_ij) ln t / nhat_ij)
            + upsilon(nhat_ij)/nhat_ij,   upsilon(n) = (1/eps)(ln 2 + rho ln T) ln^{1.5} max(n, 1)
 
-(§4.4; ``delta = T^-rho / 2`` with T the environment's horizon or ``delta_horizon``, A7/A25; ``sigma = index_sigma``, default 1 = the paper's pseudocode, A11;
-``c_i`` from :mod:`agents.graph_constants`, ``ci_mode`` per A13). ``epsilon = inf`` gives the
-non-private coop-UCB. Privacy: pure epsilon-DP per agent (A7, A22); counts travel in the clear.
+(Algorithm 2 lines 14 and 19; ``delta = T^-rho / 2`` with T the environment's horizon or
+``delta_horizon``; ``sigma = index_sigma``, default 1 as the pseudocode; ``c_i`` from
+:mod:`agents.graph_constants`, Lemma 2, chosen by ``ci_mode``). ``epsilon = inf`` gives the
+non-private coop-UCB. Privacy: pure epsilon-DP per agent (docs/dp-recsys.md, "Privacy"); counts
+travel in the clear.
 
 Timing (``timing``, docs/writing-agents.md, "Communication steps"). ``"paper"`` (the default)
-runs §4.5 exactly: every round t is a communication step (each agent sends
+runs Algorithm 2 as written: every round t is a communication step (each agent sends
 ``(nhat_i + xi_i, shat_i + ds_i)`` with the increments of its pull of round t-1, and mixes what it
 receives) followed by the pull of round t, chosen from the mixed values; a run takes 2T engine
-steps. Rounds 1..K pull arms 0..K-1 (A1, A18: consensus from round 1 with zero state); from round
-K+1 on ``nhat >= 1`` and the index is used. The §4.5 invariants hold as written (``nhat == 1`` at
-round K+1; column sums equal the network's counts and private sums of rounds 1..t-1).
+steps. Rounds 1..K pull arms 0..K-1 (consensus from round 1 with zero state); from round
+K+1 on ``nhat >= 1`` and the index is used. The invariants of the consensus hold as written
+(``nhat == 1`` at round K+1; column sums equal the network's counts and private sums of rounds 1..t-1).
 
 ``"latency"`` sends the values with the pulls: the mixing done before choosing the arm of step
 t + 1 uses the values every agent sent at step t, so the recursion runs one step late: the
@@ -43,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from agents.dp_recsys_common import (
     check_clip,
     check_delta_horizon,
@@ -68,7 +74,11 @@ CHANNEL = "neighbors"
 
 @dataclass(frozen=True)
 class DPDecentralizedConfig:
-    """Validated parameters (dp-recsys.md §4.4, A11, A13, A14)."""
+    """Hyperparameters of DP-Dec-UCB: ``epsilon`` (> 0, ``inf``: non-private); ``rho`` (> 1, the
+    exploration parameter of Algorithm 2 line 19); ``kappa`` (in (0, 1], None: ``d_max/(d_max+1)``)
+    of Eq. (4); ``index_sigma`` (> 0) the sigma of the index; ``clip`` the counters' input range;
+    ``ci_mode`` (``"per_agent"`` or ``"max"``) of the Lemma 2 constants; ``delta_horizon`` the T
+    of ``delta = T^-rho / 2`` (None: the environment's horizon); ``timing``."""
 
     epsilon: float = 2.0
     rho: float = 2.0
@@ -82,11 +92,23 @@ class DPDecentralizedConfig:
     def __post_init__(self) -> None:
         check_timing(AGENT_ID, self.timing)
         object.__setattr__(self, "epsilon", check_epsilon(AGENT_ID, self.epsilon))
-        rho = check_real("rho", self.rho, hint="A14", low=1.0, low_open=True, where=AGENT_ID)
+        rho = check_real(
+            "rho",
+            self.rho,
+            hint="the regret bound needs rho > 1",
+            low=1.0,
+            low_open=True,
+            where=AGENT_ID,
+        )
         object.__setattr__(self, "rho", rho)
         if self.kappa is not None:
             kappa = check_real(
-                "kappa", self.kappa, hint="or None: d_max/(d_max+1)", low=0.0, low_open=True, high=1.0,
+                "kappa",
+                self.kappa,
+                hint="or None: d_max/(d_max+1)",
+                low=0.0,
+                low_open=True,
+                high=1.0,
                 where=AGENT_ID,
             )
             object.__setattr__(self, "kappa", kappa)
@@ -103,7 +125,7 @@ class DPDecentralizedUCB(TeamPolicy):
     """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 4  # results version (docs/bench.md): v4 one tie-break uniform per agent
+    version = 4  # results version (docs/bench.md)
 
     def __init__(
         self,
@@ -133,10 +155,12 @@ class DPDecentralizedUCB(TeamPolicy):
 
     # ---------------------------------------------------------------------------- reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Algorithm 2 lines 1-3: zero consensus state, one mechanism ``H_ij`` per agent and arm,
+        the consensus matrix of Eq. (4) and the Lemma 2 constants ``c_i``."""
         cfg = self.config
         self.paper = cfg.timing == "paper"
         check_facts(AGENT_ID, facts, init_steps=facts.num_arms + (0 if self.paper else 1))
-        self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
+        check_channels(self, facts)
         self.consensus = consensus_setup(AGENT_ID, facts, cfg.kappa)
         self.kappa, self.P = self.consensus.kappa, self.consensus.P
         self.constants = graph_constants(self.P, kappa=self.kappa)
@@ -163,7 +187,8 @@ class DPDecentralizedUCB(TeamPolicy):
 
     # ------------------------------------------------------------------------------ act
     def _mix(self, obs: VecObservation) -> None:
-        """Row i of P applied to agent i's own last message and its neighbours' (A10, A18):
+        """Row i of P applied to agent i's own last message and its neighbours' (Algorithm 2
+        lines 12 and 16):
         ``P_ii`` times its own plus ``kappa/d_max`` times the sum of what arrived (every edge
         of ``P`` has that weight); a lost message's weight goes to the receiver's own value."""
         mixed = mix(self.consensus, self.outgoing, obs.deliveries[CHANNEL])
@@ -186,7 +211,8 @@ class DPDecentralizedUCB(TeamPolicy):
         self.outgoing = out
 
     def index(self, t: int) -> np.ndarray:
-        """The DP-Dec-UCB index (B, N, K) at step ``t`` from the consensus state (§4.4)."""
+        """The DP-Dec-UCB index (B, N, K) at step ``t`` from the consensus state
+        (Algorithm 2 lines 14 and 19)."""
         cfg = self.config
         n = self.nhat
         spread = (n + self.c[None, :, None]) / (self.num_agents * n)
@@ -194,28 +220,31 @@ class DPDecentralizedUCB(TeamPolicy):
         return self.shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """One engine step under the configured ``timing`` (module docstring)."""
         if self.paper:
             return self._act_paper(obs)
         return self._act_latency(obs)
 
     def _choose(self, t: int) -> np.ndarray:
+        """Algorithm 2 lines 6-7 (arm t-1 in the initial rounds), else line 20: the argmax of
+        the index of line 19."""
         if t <= self.num_arms:
             return np.full(self._b.shape, t - 1, dtype=np.int64)
         return argmax_one_uniform(self.index(t), self._tiebreak.next())
 
     def _act_paper(self, obs: VecObservation) -> TeamAction:
-        """§4.5: round t = a communication step (send, then mix) and the pull of round t. All
-        runs share the schedule, so they take their communication steps together."""
+        """Algorithm 2 as written: round t = a communication step (send, then mix) and the pull of
+        round t. All runs share the schedule, so they take their communication steps together."""
         if obs.phase[0] == COMMUNICATION:  # the round's messages arrived: mix, then pull
             self._mix(obs)
             arms = self._choose(int(obs.pulls[0]) + 1)
             return TeamAction(arms, {CHANNEL: (self._quiet, self.outgoing)})
         self._fold_in_reward(obs)  # the increments of the last pull go out (zero at reset)
-        return TeamAction(
-            self._no_arms, {CHANNEL: (self._send, self.outgoing)}, self._talk
-        )
+        return TeamAction(self._no_arms, {CHANNEL: (self._send, self.outgoing)}, self._talk)
 
     def _act_latency(self, obs: VecObservation) -> TeamAction:
+        """Algorithm 2 with the messages sent with the pulls: mix what arrived, fold in the
+        last reward, choose (module docstring, "latency")."""
         t = obs.step + 1
         K = self.num_arms
         self._mix(obs)

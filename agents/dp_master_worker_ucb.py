@@ -1,26 +1,29 @@
-"""DP-Master-worker UCB (dp-recsys.md §3, the paper's Algorithm 1), registered as ``dp_mw_ucb``.
+"""DP-Master-worker UCB (Li, Song & Fragouli, Algorithm 1), registered as ``dp_mw_ucb``.
 
-Every agent keeps one hybrid counter per arm (§2.5) whose output ``s_ij`` is its private reward
-sum. In a *decision round* each agent uploads its index vector over the ``server`` channel
-(kind ``server``, aggregate ``"mean"``, dim K, full participation),
+Decisions and their reasons: docs/dp-recsys.md.
+
+Every agent keeps one hybrid counter per arm (Algorithm 1 line 2) whose output ``s_ij`` is its
+private reward sum. In a *decision round* each agent uploads its index vector over the ``server``
+channel (kind ``server``, aggregate ``"mean"``, dim K, full participation),
 
     I_ij(t) = s_ij/n_ij + sqrt(2 ln t / n_ij) + upsilon(n_ij)/n_ij,
-    upsilon(n) = (1/eps) ln(1/delta) ln^{1.5} n,   delta = T^-4  (§3.1, A5-A7),
+    upsilon(n) = (1/eps) ln(1/delta) ln^{1.5} n,   delta = T^-4  (Algorithm 1 lines 12-13, Theorem
+    1),
 
 the server averages the vectors and broadcasts ``I^avg``, and every agent plays
-``argmax_j I^avg_j`` with the common tie-break "lowest arm index" (A15), so all agents play the
-same arm (lock step, §3.4). Decisions happen only when ``eta`` — rounds since the last switch,
-1 in the first round after initialisation — is a power of two (A3, A4: no previous arm at the
+``argmax_j I^avg_j`` with the common tie-break "lowest arm index" (lines 15-18), so all agents
+play the same arm (lock step). Decisions happen only when ``eta`` — rounds since the last switch,
+1 in the first round after initialisation — is a power of two (line 10; no previous arm at the
 first decision, so it counts as a switch); agents send nothing in the other rounds, which the
 ledger shows. ``epsilon = inf`` gives the non-private variant (exact sums, no privacy width).
-Privacy: pure epsilon-DP per agent over the whole transcript (A7, A22): each reward enters one
-counter; the uploads are post-processing of counter outputs and public counts.
+Privacy: pure epsilon-DP per agent over the whole transcript (docs/dp-recsys.md, "Privacy"): each
+reward enters one counter; the uploads are post-processing of counter outputs and public counts.
 
 Timing (``timing``, docs/writing-agents.md, "Communication steps"). ``"paper"`` (the default)
-follows §3.3 exactly: in a decision round t the agents first take a communication step (upload
-the indices of the pulls of rounds 1..t-1 with ``ln t``, the server's average comes back in the
-same step's observation) and then pull the argmax in round t; rounds 1..K pull arms 0..K-1
-(A1, A2), round K+1 is the first decision round (A3, A4). A run takes one engine step more per
+follows Algorithm 1 as written: in a decision round t the agents first take a communication step
+(upload the indices of the pulls of rounds 1..t-1 with ``ln t``, the server's average comes back in
+the same step's observation) and then pull the argmax in round t; rounds 1..K pull arms 0..K-1
+(lines 6-8), round K+1 is the first decision round. A run takes one engine step more per
 decision round; T counts pulls.
 
 ``"latency"`` keeps the one-step round trip of an environment in which messages travel with the
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from agents.dp_recsys_common import (
     check_clip,
     check_delta_horizon,
@@ -63,8 +67,8 @@ CHANNEL = "server"
 
 @dataclass(frozen=True)
 class DPMasterWorkerConfig:
-    """``epsilon`` > 0 (``math.inf``: non-private); ``clip``: the counters' input range (A9);
-    ``delta_horizon``: the T of ``delta = T^-4`` (None: the environment's horizon, A7/A25);
+    """``epsilon`` > 0 (``math.inf``: non-private); ``clip``: the counters' input range;
+    ``delta_horizon``: the T of ``delta = T^-4`` (None: the environment's horizon);
     ``timing``: ``"paper"`` or ``"latency"`` (module docstring)."""
 
     epsilon: float = 2.0
@@ -88,7 +92,7 @@ class DPMasterWorkerUCB(TeamPolicy):
     """Batched DP-MW-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 4  # results version (docs/bench.md): v4 ln^1.5 n as ln n sqrt(ln n)
+    version = 4  # results version (docs/bench.md)
 
     def __init__(
         self,
@@ -110,9 +114,10 @@ class DPMasterWorkerUCB(TeamPolicy):
 
     # ---------------------------------------------------------------------------- reset
     def _check_channel(self, facts: FederationFacts) -> None:
-        self.require_channel(facts, CHANNEL, "server", facts.num_arms)
+        """The server must average every agent's upload (Algorithm 1 line 32)."""
+        check_channels(self, facts)
         have = facts.channels[CHANNEL]
-        if have.get("aggregate") != "mean" or have.get("participation") != 1.0:
+        if have.get("participation") != 1.0:
             raise ConfigError(
                 f"{AGENT_ID}: channels.{CHANNEL}: expected aggregate 'mean' with participation "
                 f"1.0 (the server averages all M index vectors), got aggregate "
@@ -120,6 +125,8 @@ class DPMasterWorkerUCB(TeamPolicy):
             )
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Algorithm 1 lines 1-3: ``eta = 1``, one mechanism ``H_ij`` per agent and arm, and
+        ``delta = T^-4`` (Theorem 1)."""
         self.paper = self.config.timing == "paper"
         check_facts(AGENT_ID, facts, init_steps=facts.num_arms + (0 if self.paper else 1))
         self._check_channel(facts)
@@ -127,14 +134,14 @@ class DPMasterWorkerUCB(TeamPolicy):
         self.num_arms = K
         self.horizon = facts.horizon
         horizon = self.config.delta_horizon or facts.horizon
-        self.ln_inv_delta = 4.0 * math.log(horizon)  # delta = T^-4 (§3.1)
+        self.ln_inv_delta = 4.0 * math.log(horizon)  # delta = T^-4 (Theorem 1)
         self.counts = np.zeros((B, N, K))
         self.sums = make_running_sums(
             self.config.epsilon, (B, N, K), self.config.clip, rng.child("privacy"), facts.horizon
         )
         self._row = np.arange(B * N, dtype=np.int64).reshape(B, N) * K  # flat (b, i, 0)
         self.held = np.zeros((B, N), dtype=np.int64)  # the arm played outside decision rounds
-        self.undecided = np.ones((B, N), dtype=bool)  # no decision yet (a_prev = None, A4)
+        self.undecided = np.ones((B, N), dtype=bool)  # no decision yet (a_prev = None)
         self.eta = np.ones((B, N), dtype=np.int64)
         self.uploaded = np.zeros((B, N), dtype=bool)  # sent an index vector with the last pull
         self.awaiting = np.zeros(B, dtype=bool)  # paper timing: uploaded in the last step
@@ -143,9 +150,9 @@ class DPMasterWorkerUCB(TeamPolicy):
 
     # ------------------------------------------------------------------------------ act
     def index(self, t: int | np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
-        """Private UCB indices (B, N, K) at round ``t`` (an int, or one per run (B,)) from the
-        current sums and counts; with ``runs`` (int indices) only those runs' rows (and ``t``
-        an int or one per listed run), the same numbers as ``index(t)[runs]``."""
+        """Private UCB indices (B, N, K) at round ``t`` (Algorithm 1 lines 11-13) (an int, or one
+        per run (B,)) from the current sums and counts; with ``runs`` (int indices) only those runs'
+        rows (and ``t`` an int or one per listed run), the same numbers as ``index(t)[runs]``."""
         n, value = self.counts, self.sums.value
         if runs is not None:
             n, value = n[runs], value[runs]
@@ -156,28 +163,31 @@ class DPMasterWorkerUCB(TeamPolicy):
         return value / n + width + privacy_width(n, self.config.epsilon, self.ln_inv_delta)
 
     def _fold_in_reward(self, obs: VecObservation) -> None:
+        """Algorithm 1 lines 8 and 26: the reward into the pulled arm's mechanism; its count + 1."""
         arm = obs.last_arm
         self.sums.insert(arm, obs.last_reward)
         scatter_add(self.counts, self._row + arm, 1.0)
 
     def _fold_in_reply(self, obs: VecObservation) -> None:
-        """The server's average of the uploads of the last step: the new decision."""
+        """The server's average of the uploads of the last step: the new decision (Algorithm 1
+        lines 16-21)."""
         reply = obs.deliveries[CHANNEL]
         got = self.uploaded & (reply.count > 0)[:, None]
-        new = np.argmax(reply.aggregate, axis=1)[:, None]  # lowest index on ties (A15)
+        new = np.argmax(reply.aggregate, axis=1)[:, None]  # lowest index on ties (line 18)
         switched = got & (self.undecided | (new != self.held))
         self.held = np.where(got, new, self.held)
         self.undecided &= ~got
         self.eta = np.where(switched, 1, self.eta)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """One engine step under the configured ``timing`` (module docstring)."""
         if self.paper:
             return self._act_paper(obs)
         return self._act_latency(obs)
 
     def _act_paper(self, obs: VecObservation) -> TeamAction:
-        """§3.3 as written: a decision round is a communication step (upload, average back),
-        then the pull of the argmax; other rounds pull the held arm."""
+        """Algorithm 1 as written (lines 10-27): a decision round is a communication step (upload,
+        average back), then the pull of the argmax; other rounds pull the held arm."""
         K = self.num_arms
         t = obs.pulls + 1  # (B,) the round of the next pull
         if obs.step > 0:  # the runs that pulled in the last step fold their rewards in
@@ -192,7 +202,7 @@ class DPMasterWorkerUCB(TeamPolicy):
         reply = self.awaiting
         if reply.any():
             aggregate = obs.deliveries[CHANNEL].aggregate
-            new = np.argmax(aggregate, axis=1)[:, None]  # lowest index on ties (A15)
+            new = np.argmax(aggregate, axis=1)[:, None]  # lowest index on ties (line 18)
             got = reply[:, None]
             switched = got & (self.undecided | (new != self.held))
             self.held = np.where(got, new, self.held)
@@ -215,6 +225,8 @@ class DPMasterWorkerUCB(TeamPolicy):
         return TeamAction(arms.astype(np.int64), {CHANNEL: (send, payload)}, pull)
 
     def _act_latency(self, obs: VecObservation) -> TeamAction:
+        """Algorithm 1 with the uploads sent with the pulls: the reply is used one step later
+        (module docstring, "latency")."""
         t = obs.step + 1
         K = self.num_arms
         if obs.step > 0:

@@ -1,19 +1,20 @@
-"""What the two agents of the DP recommender paper share (dp-recsys.md §2.4-§2.5, §3.1, §4.4).
+"""What the two agents of the DP recommender paper share (Li, Song & Fragouli; docs/dp-recsys.md).
 
 * :class:`ExactSums` — the running reward sums of every (run, agent, arm), without noise: the
-  ``epsilon = inf`` (non-private) stand-in for one hybrid counter per agent and arm (§2.5).
+  ``epsilon = inf`` (non-private) stand-in for one hybrid counter per agent and arm.
 * :class:`HybridSums` — the private sums of every (run, agent, arm): one Chan–Shi–Song hybrid
-  counter per agent and arm (§2.3), :class:`fedbandit_env.privacy.HybridCounter` over (N, K);
-  each step inserts every agent's reward into its pulled arm's counter only
-  (``HybridCounter.insert_flat`` at the flat (run, agent, arm) positions), which returns those
-  counters' new releases;
+  counter per agent and arm (the paper's mechanism H_ij, Figure 1),
+  :class:`fedbandit_env.privacy.HybridCounter` over (N, K); each step inserts every agent's reward
+  into its pulled arm's counter only (``HybridCounter.insert_flat`` at the flat (run, agent, arm)
+  positions), which returns those counters' new releases;
 * :func:`make_running_sums` — :class:`HybridSums` for a finite ``epsilon``, :class:`ExactSums`
   (same outputs as the counter at ``epsilon = inf``, faster) otherwise.
 * :func:`privacy_width` — the privacy width ``upsilon(n)/n`` with
-  ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (§2.4, A5, A6).
+  ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (Algorithm 1 line 12, Algorithm 2
+  line 14; natural logarithms).
 * validation helpers that raise :class:`fedbandit_env.ConfigError` naming the agent id and field.
 
-Clipping (A9): rewards are clipped to ``clip = (lo, hi)`` (default ``[0, 1]``) only when they are
+Clipping: rewards are clipped to ``clip = (lo, hi)`` (default ``[0, 1]``) only when they are
 inserted into the counters; the sensitivity of a counter is ``hi - lo``.
 """
 
@@ -57,6 +58,7 @@ class ExactSums:
         self._b, self._i = np.indices(shape[:2])
 
     def insert(self, arm: np.ndarray, reward: np.ndarray, runs: np.ndarray | None = None):
+        """Add the clipped rewards at ``arm`` (only in ``runs``); return the new sums there."""
         idx = (self._b, self._i, arm)
         if runs is not None:  # only the runs that pulled (communication steps)
             idx = tuple(x[runs] for x in idx)
@@ -65,21 +67,22 @@ class ExactSums:
         return self.value[idx]
 
     def insert_flat(self, flat: np.ndarray, reward: np.ndarray, every_row: bool) -> np.ndarray:
+        """Add the clipped rewards at the flat (run, agent, arm) positions; return the sums."""
         value = self.value.reshape(-1)
         value[flat] += np.clip(reward, self.lo, self.hi)
         return value[flat]
 
 
 class HybridSums:
-    """One hybrid counter per (run, agent, arm) (§2.3, §2.5); ``value`` is their latest release.
+    """One hybrid counter per (run, agent, arm) (the mechanisms H_ij); ``value`` is their latest
+    release.
 
     :meth:`insert` touches only the pulled counter of each (run, agent): ``insert_at`` adds the
     reward there and ``release_at`` reads its new output into ``value`` (the other counters'
     outputs are unchanged, since they received nothing). The counters draw one standard Laplace
     per (run, agent) and step (``noise_per="row"``: the one item of the step is the pulled arm's),
     from the agents' ``privacy`` stream, so a run's noise does not depend on the other runs of its
-    batch or on the arms pulled, and no draw goes unused (results version 3 of both DP
-    recommender agents; version 2 drew one per arm and step).
+    batch or on the arms pulled, and no draw goes unused.
     """
 
     def __init__(
@@ -106,12 +109,11 @@ class HybridSums:
         every_row = runs is None
         if not every_row:
             flat, reward = flat[runs], reward[runs]
-        return self.insert_flat(flat.reshape(-1), reward.reshape(-1), every_row).reshape(
-            flat.shape
-        )
+        return self.insert_flat(flat.reshape(-1), reward.reshape(-1), every_row).reshape(flat.shape)
 
     def insert_flat(self, flat: np.ndarray, reward: np.ndarray, every_row: bool) -> np.ndarray:
         # the engine checked the arms and made the rewards; a counter takes one item per step
+        """Add the clipped rewards at the flat (run, agent, arm) positions; return the sums."""
         released = self.counter.insert_flat_unchecked(
             flat, np.asarray(reward, dtype=np.float64), every_row
         )
@@ -127,16 +129,19 @@ def make_running_sums(
     horizon: int,
 ) -> RunningSums:
     """One counter per (run, agent, arm): exact sums for ``epsilon = inf``, hybrid counters
-    (dp-recsys.md §2.3) otherwise; their noise comes from ``rng`` (the agents' ``privacy`` child)."""
+    (the mechanisms H_ij) otherwise; their noise comes from ``rng`` (the agents' ``privacy``
+    child)."""
     if math.isinf(epsilon):
         return ExactSums(shape, clip)
     return HybridSums(epsilon, shape, clip, rng, horizon)
 
 
 def privacy_width(n: np.ndarray, epsilon: float, ln_inv_delta: float) -> np.ndarray:
-    """``upsilon(n)/n`` with ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (§2.4).
+    """``upsilon(n)/n`` with ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (Algorithm 1
+    line 12, Algorithm 2 line 14).
 
-    Zero at ``n = 1`` (A6, faithful) and for ``epsilon = inf``. ``n`` must be >= 1 where used.
+    Zero at ``n = 1`` (``ln 1 = 0``, as printed) and for ``epsilon = inf``. ``n`` must be >= 1 where
+    used.
     """
     if math.isinf(epsilon):
         return np.zeros_like(n, dtype=np.float64)
@@ -149,33 +154,44 @@ def privacy_width(n: np.ndarray, epsilon: float, ln_inv_delta: float) -> np.ndar
 
 
 def _is_number(value: Any) -> bool:
+    """True for real numbers other than bools."""
     return is_real(value)
 
 
 def check_epsilon(agent_id: str, epsilon: Any) -> float:
     """``epsilon > 0``; ``math.inf`` selects the non-private variant."""
     return check_real(
-        "epsilon", epsilon, hint="math.inf for the non-private variant", low=0.0, low_open=True,
-        allow_inf=True, where=agent_id,
+        "epsilon",
+        epsilon,
+        hint="math.inf for the non-private variant",
+        low=0.0,
+        low_open=True,
+        allow_inf=True,
+        where=agent_id,
     )
 
 
 def check_positive(agent_id: str, name: str, value: Any) -> float:
+    """``value > 0`` (a finite number) or a ConfigError naming the agent and the field."""
     return check_real(name, value, low=0.0, low_open=True, where=agent_id)
 
 
 def check_delta_horizon(agent_id: str, value: Any) -> int | None:
-    """``None`` (use the environment's horizon T) or an int >= 2: the T in delta (A7, A25)."""
+    """``None`` (use the environment's horizon T) or an int >= 2: the T in delta."""
     if value is None:
         return None
     return check_int(
-        "delta_horizon", value, hint="or None: the env's horizon", minimum=2, maximum=MAX_HORIZON,
+        "delta_horizon",
+        value,
+        hint="or None: the env's horizon",
+        minimum=2,
+        maximum=MAX_HORIZON,
         where=agent_id,
     )
 
 
 def check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
-    """``(lo, hi)`` with finite ``lo < hi``: the counters' input range (A9)."""
+    """``(lo, hi)`` with finite ``lo < hi``: the counters' input range."""
     ok = (
         isinstance(clip, tuple | list)
         and len(clip) == 2

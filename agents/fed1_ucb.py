@@ -1,18 +1,18 @@
 """Fed1-UCB (Shi & Shen, "Federated Multi-Armed Bandits", AAAI'21), registered as ``fed1_ucb``.
 
-field-coverage.md §4, the exact model: a fixed federation of N clients whose local means differ
-(the heterogeneous family: agent i sees ``mu[i, k]``, the global mean is their average) and one
-server. The phase machine is :mod:`agents.fed_mab_common`: in phase p every client pulls each
-active arm ``f`` times (round-robin, all clients on the same arm), then one communication-only
-step uploads the local sample means of the active arms and the server's average comes back. With
-``n = f(1) + ... + f(p)`` the pulls per client of an active arm so far and M the clients whose
-upload arrived,
+Decisions and their reasons: docs/fed-ucb12.md. The exact model: a fixed federation of N clients
+whose local means differ (the heterogeneous family: agent i sees ``mu[i, k]``, the global mean is
+their average) and one server. The phase machine is :mod:`agents.fed_mab_common`: in phase p every
+client pulls each active arm ``f`` times (round-robin, all clients on the same arm), then one
+communication-only step uploads the local sample means of the active arms and the server's average
+comes back. With ``n = f(1) + ... + f(p)`` the pulls per client of an active arm so far and M the
+clients whose upload arrived,
 
     B = width_scale * sqrt(4 sigma^2 ln T / (M n)),   eliminate k if mean_k + B < max_j mean_j - B.
 
 When one arm is left every client commits to it and communication stops.
 
-Resolved ambiguities (field-coverage.md §4, the recommended choices):
+Resolved ambiguities:
 
 * width constants: the authors' code's (``4 sigma^2``, said there to be "tuned from the original
   ones in the paper"), scaled by ``width_scale`` (default 1);
@@ -22,32 +22,59 @@ Resolved ambiguities (field-coverage.md §4, the recommended choices):
   and no drops (a missing client breaks the exact model's average);
 * pseudo-regret against the global means (the environment's), not noisy draws.
 
-Not verified against the paper ([mem] in the spec): the paper's own width constants and the
+Not checked against the paper's text: the paper's own width constants and the
 log T regret claim.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from agents.fed_mab_common import CHANNEL, FedMABBase, Schedule, check_schedule, schedule_value
+from agents.fed_mab_common import (
+    CHANNEL,
+    FedMABBase,
+    Schedule,
+    check_schedule,
+    check_width,
+    schedule_value,
+)
 from fedbandit_env.errors import ConfigError
+
+AGENT_ID = "fed1_ucb"
+
+
+@dataclass(frozen=True)
+class Fed1UCBConfig:
+    """``f``: pulls per active arm and phase (None: ``floor(10 ln T)``, an int or a callable of
+    the phase); ``sigma``: the sub-Gaussian scale of the rewards; ``width_scale``: a factor on
+    the confidence width."""
+
+    f: Schedule | None = None
+    sigma: float = 0.5
+    width_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_width(AGENT_ID, self)
+        if self.f is not None:
+            object.__setattr__(self, "f", check_schedule(AGENT_ID, "f", self.f, None))
 
 
 class Fed1UCB(FedMABBase):
     """Batched Fed1-UCB (module docstring)."""
 
-    agent_id = "fed1_ucb"
+    agent_id = AGENT_ID
     version = 1
 
     def __init__(self, f: Schedule | None = None, sigma: float = 0.5, width_scale: float = 1.0):
-        super().__init__(sigma, width_scale)
-        self.f = check_schedule(self.agent_id, "f", f, None) if f is not None else None
+        super().__init__(Fed1UCBConfig(f, sigma, width_scale))
+        self.f = self.config.f
 
     def reset(self, facts, rng) -> None:
+        """``f`` defaults to ``floor(10 ln T)`` (the authors' code) once T is known."""
         if self.f is None:
             self._f = max(1, math.floor(10.0 * math.log(max(facts.horizon, 2))))
         else:
@@ -55,9 +82,11 @@ class Fed1UCB(FedMABBase):
         super().reset(facts, rng)
 
     def pulls_per_arm(self, p: int) -> int:
+        """``f(p)``: pulls per active arm in phase p."""
         return schedule_value(self.agent_id, "f", self._f, p)
 
     def check_channel(self, have: dict[str, Any]) -> None:
+        """The exact model needs every client in every phase: no join schedule either."""
         super().check_channel(have)
         if have.get("join_round") is not None:
             raise ConfigError(
@@ -67,6 +96,7 @@ class Fed1UCB(FedMABBase):
             )
 
     def width(self, p: np.ndarray, runs: np.ndarray) -> np.ndarray:
+        """``B = width_scale sqrt(4 sigma^2 ln T / (M n))`` (module docstring)."""
         n = np.array([self.cumulative_pulls(int(q)) for q in p], dtype=np.float64)
         M = self.joined()[runs].sum(axis=1)
         return self.width_scale * np.sqrt(4.0 * self.sigma**2 * self.log_T / (M * n))

@@ -1,29 +1,33 @@
 """Centralized FedUCB (Dubey & Pentland, "Differentially-Private Federated Linear Bandits").
 
-specs/linear.md §2.1–2.5 with the fixes of §5 A1–A4. Every agent runs LinUCB on
-``V = W + U``, ``u~ = w + u_own``: ``(W, w)`` are the last synchronized, privatized group statistics
-(the controller's sum of every agent's release), ``(U, u_own)`` the agent's own exact data since.
-The regularizer is the shifted privacy noise (``W`` starts at ``M rho_min I``), the radius is
-Proposition 2 (A5 form, radicand clamped), and syncs follow the rarely-switching log-det rule
-``(Delta + 1) [ln det(W + U + M (rho_max - rho_min) I) - ln det W] >= D`` (A3), with Theorem 1's D by
-default (``sync_threshold`` overrides it; 0 syncs every trial). Each agent privatizes its
+Algorithm 1 of the paper (CENTRALIZED FEDUCB), with the repairs listed in docs/linear.md,
+"Decisions". Every agent runs LinUCB on ``V = W + U``, ``u~ = w + u_own``: ``(W, w)`` are the last
+synchronized, privatized group statistics (the controller's sum of every agent's release),
+``(U, u_own)`` the agent's own exact data since. The regularizer is the shifted privacy noise
+(``W`` starts at ``M rho_min I``), the radius is Proposition 2 (radicand
+``2 ln(2/alpha) + ln det V - d ln(M rho_min)``, clamped at 0), and syncs follow the
+rarely-switching log-det rule of Algorithm 1,
+
+    (Delta + 1) [ln det(W + U + M (rho_max - rho_min) I) - ln det W] >= D,
+
+with Delta the trials since the last sync and Theorem 1's D by default (``sync_threshold`` overrides it; 0 syncs every trial). Each agent privatizes its
 whole-history augmented Gram matrix with the tree-based Gaussian mechanism
-(:class:`~fedbandit_env.privacy.GramTreePrivatizer`, constants of §2.3 from
+(:class:`~fedbandit_env.privacy.GramTreePrivatizer`, constants of Proposition 2 from
 :func:`~fedbandit_env.privacy.linear_privacy_constants`); ``private=False`` releases the exact
-``G_i + lambda I`` (non-private FedUCB, §2.7).
+``G_i + lambda I`` (non-private FedUCB).
 
 Communication over two ``server`` channels (aggregate "sum"): ``sync`` (dim 1) carries sync
 requests, ``stats`` (dim d^2 + d) the releases (U_hat, u_hat).
 
 Timing (``timing``, docs/writing-agents.md, "Communication steps"). ``"paper"`` (the default)
-syncs at the end of trial t exactly as A4 says. The trigger depends on the chosen x only (not on
-the reward), so an agent knows with its choice of trial t whether its trigger fires after the
-trial and sends its request with that pull; the request reaches everybody in that step's
-observation, and every agent of the run then takes one communication step in which it uploads
-its release (data through trial t) and receives the sum, used from trial t+1 on. With
-``sync_threshold=0`` a sync follows every trial and nobody needs to request it.
-``schedule="fixed"`` (A25, dp-safe) syncs after the data-independent trials
-ceil(k (T - 1) / n), k = 1..n (T - 1 so that the last sync is used).
+syncs at the end of trial t, after all M agents have acted on the state before it. The trigger
+depends on the chosen x only (not on the reward), so an agent knows with its choice of trial t
+whether its trigger fires after the trial and sends its request with that pull; the request reaches
+everybody in that step's observation, and every agent of the run then takes one communication step
+in which it uploads its release (data through trial t) and receives the sum, used from trial t+1 on.
+With ``sync_threshold=0`` a sync follows every trial and nobody needs to request it.
+``schedule="fixed"`` syncs after the data-independent trials ceil(k (T - 1) / n), k = 1..n
+(T - 1 so that the last sync is used), so the sync pattern reveals nothing about the data.
 
 ``"latency"`` keeps the environment's one-step message latency (a sync 3 trials after its
 trigger): an agent whose trigger fires after trial t requests a sync with its pull of trial t+1;
@@ -34,21 +38,23 @@ or counted twice. With ``sync_threshold=0`` every agent uploads every step witho
 trial-t data then reaches the decisions of trial t+2); the fixed schedule syncs at
 ceil(k (T - 2) / n) (T - 2 so the last sync completes within the horizon).
 
-With ``num_syncs = n`` the tree depth is m = 1 + ceil(log2 n). When a tree is full (A13) the agent
+With ``num_syncs = n`` the tree depth is m = 1 + ceil(log2 n). When a tree is full the agent
 re-sends its last release (no new privacy spent) and reports it in ``capacity_refusals``.
-``beta_scale`` multiplies the radius (default 1 = theory, A9); report it with every result.
+``beta_scale`` multiplies the radius (default 1 = theory); report it with every result.
 A private agent clips rewards to [-B, B] (``B``, default 1; counted in ``clipped_rewards``) and
-floors the spectrum of every synchronized W at ``eig_floor`` (A28; counted in
+floors the spectrum of every synchronized W at ``eig_floor`` (counted in
 ``eig_clip_events``), see :mod:`agents.fed_ucb_common`. ``n_sync`` counts completed syncs per run.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from agents.fed_ucb_common import FedUCBBase
+from agents.channel_check import check_channels
+from agents.fed_ucb_common import FedUCBBase, LinearFedUCBConfig
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -61,11 +67,41 @@ from fedbandit_env.validation import MAX_HORIZON, check_int
 SYNC, STATS = "sync", "stats"
 
 
+@dataclass(frozen=True)
+class FedLinUCBConfig(LinearFedUCBConfig):
+    """The shared FedUCB hyperparameters plus the sync ``schedule`` (``"adaptive"``: the log-det
+    rule; ``"fixed"``: ``num_syncs`` data-independent syncs) and the ``timing`` of a sync
+    (``"paper"``: a communication step; ``"latency"``: messages travel with the pulls)."""
+
+    schedule: str = "adaptive"
+    num_syncs: int | None = None
+    timing: str = "paper"
+
+    def __post_init__(self) -> None:
+        aid = self.agent_id
+        check_timing(aid, self.timing)
+        super().__post_init__()
+        if not isinstance(self.schedule, str) or self.schedule not in ("adaptive", "fixed"):
+            raise ConfigError(
+                f"{aid}: schedule: expected 'adaptive' or 'fixed', got {self.schedule!r}"
+            )
+        if self.schedule == "fixed" or self.num_syncs is not None:
+            num_syncs = check_int(
+                "num_syncs",
+                self.num_syncs,
+                hint="with schedule='fixed'",
+                minimum=1,
+                maximum=MAX_HORIZON,
+                where=aid,
+            )
+            object.__setattr__(self, "num_syncs", num_syncs)
+
+
 class FedLinUCB(FedUCBBase):
     """Centralized FedUCB (see the module docstring)."""
 
     agent_id = "fed_lin_ucb"
-    version = 2  # results version: the paper's timing by default (communication-only steps)
+    version = 2  # results version (docs/bench.md)
 
     def __init__(
         self,
@@ -85,31 +121,27 @@ class FedLinUCB(FedUCBBase):
         eig_floor: float | None = None,
         timing: str = "paper",
     ):
-        self.timing = check_timing(self.agent_id, timing)
-        self.paper = timing == "paper"
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            alpha=alpha,
-            private=private,
-            sync_threshold=sync_threshold,
-            beta_scale=beta_scale,
-            lam=lam,
-            sigma=sigma,
-            S=S,
-            L=L,
-            B=B,
-            eig_floor=eig_floor,
+        config = FedLinUCBConfig(
+            self.agent_id,
+            epsilon,
+            delta,
+            alpha,
+            private,
+            sync_threshold,
+            beta_scale,
+            lam,
+            sigma,
+            S,
+            L,
+            B,
+            eig_floor,
+            schedule,
+            num_syncs,
+            timing,
         )
-        aid = self.agent_id
-        if not isinstance(schedule, str) or schedule not in ("adaptive", "fixed"):
-            raise ConfigError(f"{aid}: schedule: expected 'adaptive' or 'fixed', got {schedule!r}")
-        if schedule == "fixed" or num_syncs is not None:
-            num_syncs = check_int(
-                "num_syncs", num_syncs, hint="with schedule='fixed'", minimum=1, maximum=MAX_HORIZON,
-                where=aid,
-            )
-        self.schedule, self.num_syncs = schedule, num_syncs
+        super().__init__(config)
+        self.timing, self.paper = config.timing, config.timing == "paper"
+        self.schedule, self.num_syncs = config.schedule, config.num_syncs
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
@@ -120,15 +152,13 @@ class FedLinUCB(FedUCBBase):
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Algorithm 1 line 1: ``W = M rho_min I``, zero own statistics, the privatizer trees
+        with the constants of Proposition 2, and Theorem 1's D (or ``sync_threshold``)."""
         d = check_linear(self.agent_id, facts)
-        self.require_channel(facts, SYNC, "server", 1)
-        self.require_channel(facts, STATS, "server", d * d + d)
+        check_channels(self, facts)
         for name in (SYNC, STATS):
-            ch = facts.channels[name]
-            if ch.get("aggregate") != "sum" or ch.get("participation", 1.0) != 1.0:
-                raise ConfigError(
-                    f"{self.agent_id}: channels.{name}: expected aggregate 'sum' and participation 1"
-                )
+            if facts.channels[name].get("participation", 1.0) != 1.0:
+                raise ConfigError(f"{self.agent_id}: channels.{name}.participation: expected 1")
         n_agents, horizon = facts.num_agents, facts.horizon
         if horizon < 3:
             raise ConfigError(
@@ -197,6 +227,7 @@ class FedLinUCB(FedUCBBase):
 
     # ------------------------------------------------------------- the trial
     def act(self, obs: VecObservation) -> TeamAction:
+        """One trial of Algorithm 1 under the configured ``timing`` (module docstring)."""
         if self.paper:
             return self._act_paper(obs)
         if obs.step > 0:
@@ -213,7 +244,8 @@ class FedLinUCB(FedUCBBase):
         return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)})
 
     def _act_paper(self, obs: VecObservation) -> TeamAction:
-        """A4 exactly: a sync is one communication step between trial t and trial t+1."""
+        """Algorithm 1 with the sync at the end of trial t: one communication step between trial t
+        and trial t+1."""
         if obs.step > 0:
             fresh = (obs.phase == PULL) & (obs.pulls > 0)
             if fresh.any():
@@ -243,8 +275,8 @@ class FedLinUCB(FedUCBBase):
         return fresh & (obs.deliveries[SYNC].count > 0)
 
     def _request_after(self, context: np.ndarray, arms: np.ndarray, due: np.ndarray):
-        """A3 after the trial about to be played: (Delta + 1) * lhs >= D with U + x x^T (the
-        trigger needs x only, so the request travels with the pull)."""
+        """Algorithm 1's trigger after the trial about to be played: (Delta + 1) * lhs >= D with U +
+        x x^T (the trigger needs x only, so the request travels with the pull)."""
         if self.schedule == "fixed" or self.threshold == 0.0:
             return np.zeros(self.W.shape[:2], dtype=bool)
         b, i = self._rows
@@ -261,10 +293,13 @@ class FedLinUCB(FedUCBBase):
         return self._logdet_W
 
     def _fold(self, obs: VecObservation) -> None:
+        """Algorithm 1: the last pull's ``x x^T`` and ``y x`` into the agent's own statistics."""
         self.fold(obs, self._context, self._rows, (self.U, self.u, self.G, self.g, self.Q))
         self.since_sync += 1
 
     def _receive(self, obs: VecObservation) -> None:
+        """The controller's sum of the releases (Algorithm 1's sync): the new ``W`` (spectrum
+        floored) and ``w`` replace the old ones; own data released with it leaves ``U``."""
         stats = obs.deliveries[STATS]
         arrived = stats.count > 0
         if arrived.any():
@@ -281,6 +316,7 @@ class FedLinUCB(FedUCBBase):
         self._requested = obs.deliveries[SYNC].count > 0
 
     def _upload_now(self, obs: VecObservation) -> np.ndarray:
+        """Latency timing: the runs whose agents upload their releases with this pull."""
         runs = self.W.shape[0]
         if self.schedule == "fixed":
             return np.full(runs, obs.step in self._fixed)
@@ -312,7 +348,8 @@ class FedLinUCB(FedUCBBase):
         return self._last_release
 
     def _request(self, upload: np.ndarray) -> np.ndarray:
-        """Adaptive trigger (A3): (Delta + 1) * lhs >= D; no request while a sync is under way."""
+        """Adaptive trigger (Algorithm 1): (Delta + 1) * lhs >= D; no request while a sync is under
+        way."""
         if self.schedule == "fixed" or self.threshold == 0.0:
             return np.zeros(self.W.shape[:2], dtype=bool)
         total = self.W + self.flight_U + self.U + self._inflate

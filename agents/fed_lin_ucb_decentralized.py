@@ -1,4 +1,7 @@
-"""Decentralized FedUCB (specs/linear.md §2.8, the spec's reconstruction; A20–A24).
+"""Decentralized FedUCB (Dubey & Pentland), registered as ``fed_lin_ucb_decentralized``.
+
+The paper's decentralized algorithm is described in prose only (its appendix is missing); this
+is our reconstruction, with every choice in docs/linear.md, "Decentralized FedUCB".
 
 Agents talk only through ``flood`` channels (LOCAL protocol with TTL gamma), one per slot:
 ``flood`` carries slot 0 and ``flood_g`` slot g >= 1, so an agent can send one message per slot
@@ -8,30 +11,31 @@ partitioned into cliques of the power graph G^gamma
 (``fedbandit_env.graphs.clique_cover``); an agent pools only its clique's data. Each agent keeps
 gamma round-robin estimators (slot g is used in trials t with (t - 1) mod gamma = g), each with
 its own privatizer tree (``GramTreePrivatizer`` over (N, gamma) trees, m = 1 + ceil(log2 ceil(T /
-gamma)), the extra log gamma term of A23) and its own sync state:
+gamma)), the extra log gamma term of the paper's Remark 5) and its own sync state:
 
 * after using slot g, an agent whose trigger ``Delta (ln det(W + U + c (rho_max - rho_min) I)
   - ln det W) >= D_dec`` fires broadcasts a request for g together with its own release of g
-  (D_dec: Theorem 1's D with T -> T/gamma, A24);
+  (D_dec: Theorem 1's D with T -> T/gamma);
 * a clique member receiving a request for g releases its own statistics of g in the same trial
   (if it has unreleased data); so all members hold each other's new releases of g within 2 gamma
-  trials of the request (§2.8); the releases (privatized cumulative (U_hat, u_hat), A22) replace the sender's entry in
+  trials of the request; the releases (privatized cumulative (U_hat, u_hat)) replace the sender's
+  entry in
   every receiver's table, so ``W_{i,g}`` is the sum of the latest releases of i's clique members,
   updated member by member as they arrive (never atomically).
 
 The group size in beta, in the trigger inflation and in the initial W is the clique size c_i
-(A21). Each message carries [request flag, slot, release number, U_hat (d^2), u_hat (d)]; a
+c_i. Each message carries [request flag, slot, release number, U_hat (d^2), u_hat (d)]; a
 request and the requester's own release of the slot travel in one message. Memory: the table of
 members' releases is (B, N, gamma, c_max, d, d).
 
 Timing (``timing``, docs/writing-agents.md, "Communication steps"): ``"paper"`` (the default)
 sends a trigger's request and release in a communication step right after the pull that fired
-it (§2.8: broadcast at trial t, at distance d at the start of trial t + d) and answers with the
+it (broadcast at trial t, at distance d at the start of trial t + d) and answers with the
 next pull; ``"latency"`` sends the trigger's messages with the next pull (one trial later).
 With gamma >= 2 a communication step also advances messages already in flight by one hop.
 
 A private agent clips rewards to [-B, B] (``clipped_rewards``) and floors the spectrum of every
-``W_{i,g}`` at ``eig_floor`` when a member's release changes it (A28; ``eig_clip_events`` counts
+``W_{i,g}`` at ``eig_floor`` when a member's release changes it (``eig_clip_events`` counts
 the floored matrices per run), see :mod:`agents.fed_ucb_common`. The horizon must allow one sync
 round: T >= 2 gamma + 1.
 """
@@ -39,10 +43,12 @@ round: T >= 2 gamma + 1.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from agents.fed_ucb_common import FedUCBBase
+from agents.channel_check import check_channels
+from agents.fed_ucb_common import FedUCBBase, LinearFedUCBConfig
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -57,11 +63,27 @@ FLOOD = "flood"
 HEADER = 3  # request flag, slot, release number
 
 
+@dataclass(frozen=True)
+class FedLinUCBDecentralizedConfig(LinearFedUCBConfig):
+    """The shared FedUCB hyperparameters plus ``gamma`` (the flood TTL, the number of slots and
+    the hop radius of the cliques) and the ``timing`` of a trigger's messages."""
+
+    gamma: int = 1
+    timing: str = "paper"
+
+    def __post_init__(self) -> None:
+        aid = self.agent_id
+        check_timing(aid, self.timing)
+        gamma = check_int("gamma", self.gamma, minimum=1, maximum=MAX_AGENTS, where=aid)
+        object.__setattr__(self, "gamma", gamma)
+        super().__post_init__()
+
+
 class FedLinUCBDecentralized(FedUCBBase):
     """Decentralized FedUCB over the flood channel (see the module docstring)."""
 
     agent_id = "fed_lin_ucb_decentralized"
-    version = 2  # results version: the paper's timing by default (communication-only steps)
+    version = 2  # results version (docs/bench.md)
 
     def __init__(
         self,
@@ -80,24 +102,26 @@ class FedLinUCBDecentralized(FedUCBBase):
         eig_floor: float | None = None,
         timing: str = "paper",
     ):
-        aid = self.agent_id
-        self.timing = check_timing(aid, timing)
-        self.paper = timing == "paper"
-        self.gamma = check_int("gamma", gamma, minimum=1, maximum=MAX_AGENTS, where=aid)
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            alpha=alpha,
-            private=private,
-            sync_threshold=sync_threshold,
-            beta_scale=beta_scale,
-            lam=lam,
-            sigma=sigma,
-            S=S,
-            L=L,
-            B=B,
-            eig_floor=eig_floor,
+        config = FedLinUCBDecentralizedConfig(
+            self.agent_id,
+            epsilon,
+            delta,
+            alpha,
+            private,
+            sync_threshold,
+            beta_scale,
+            lam,
+            sigma,
+            S,
+            L,
+            B,
+            eig_floor,
+            gamma,
+            timing,
         )
+        super().__init__(config)
+        self.timing, self.paper = config.timing, config.timing == "paper"
+        self.gamma = config.gamma
 
     def channel_spec(self, config: EnvConfig):
         d = config.linear.dim if config.linear is not None else 1
@@ -108,14 +132,11 @@ class FedLinUCBDecentralized(FedUCBBase):
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Clique cover of G^gamma, the per-slot privatizer trees (the extra log gamma of
+        Remark 5), ``W_{i,g}`` from the members' initial ``rho_min I`` and D_dec."""
         d = check_linear(self.agent_id, facts)
         self._channels = [slot_channel(g) for g in range(self.gamma)]
-        for name in self._channels:
-            self.require_channel(facts, name, "flood", HEADER + d * d + d)
-            if facts.channels[name].get("ttl", 0) < self.gamma:
-                raise ConfigError(
-                    f"{self.agent_id}: channels.{name}.ttl: expected >= gamma = {self.gamma}"
-                )
+        check_channels(self, facts)
         if len(facts.topology.components) != 1:
             raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
         n, runs, g = facts.num_agents, facts.num_runs, self.gamma
@@ -165,7 +186,7 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.R_U = np.broadcast_to(self.R_U, (runs, n, g, c_max, d, d)).copy()
         self.R_u = np.zeros((runs, n, g, c_max, d))
         self.init_safeguards(runs, n)
-        self._W = self.R_U.sum(axis=3)  # (B, N, gamma, d, d): W_{i,g}, floored (A28)
+        self._W = self.R_U.sum(axis=3)  # (B, N, gamma, d, d): W_{i,g}, floored
         self._w = self.R_u.sum(axis=3)
         self.seen = np.zeros((runs, n, g, c_max), dtype=np.int64)
         self.U = np.zeros((runs, n, g, d, d))
@@ -186,11 +207,11 @@ class FedLinUCBDecentralized(FedUCBBase):
     # ------------------------------------------------------------- the trial
     def W(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
         """``(W_{i,g}, w_{i,g})`` of every run and agent for slot ``g``: the sums of the clique
-        members' latest releases, with the spectrum of W floored (A28)."""
+        members' latest releases, with the spectrum of W floored."""
         return self._W[:, :, slot], self._w[:, :, slot]
 
     def _refresh(self, run: np.ndarray, agent: np.ndarray, slot: np.ndarray) -> None:
-        """Recompute ``W``, ``w`` where a member's release changed (A28 floor, counted once per
+        """Recompute ``W``, ``w`` where a member's release changed (spectrum floor, counted once per
         changed matrix)."""
         key = np.unique(np.ravel_multi_index((run, agent, slot), self._W.shape[:3]))
         r, v, s = np.unravel_index(key, self._W.shape[:3])
@@ -198,6 +219,9 @@ class FedLinUCBDecentralized(FedUCBBase):
         self._w[r, v, s] = self.R_u[r, v, s].sum(axis=1)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """One trial under the configured ``timing``; this body is the latency timing: fold in
+        the last pull, fire triggers, take what arrived, answer requests, choose with the
+        slot of the next trial."""
         if self.paper:
             return self._act_paper(obs)
         runs, n = self._rows[0].shape
@@ -218,9 +242,9 @@ class FedLinUCBDecentralized(FedUCBBase):
         self._context = obs.context
         return TeamAction(arms, messages)
 
-    # ------------------------------------------------------- paper timing (§2.8)
+    # ------------------------------------------------------------- paper timing
     def _act_paper(self, obs: VecObservation) -> TeamAction:
-        """§2.8's timing: a trigger after the pull of trial t broadcasts the request and the
+        """The paper's timing: a trigger after the pull of trial t broadcasts the request and the
         release at trial t, so a run in which some agent triggers takes one communication step
         carrying those messages (they reach distance 1 at the start of trial t+1); answers to
         requests go out with the pull of the trial in which the requests arrive. Slots follow
@@ -260,6 +284,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.since[run, :, slot] += fresh[:, None]
 
     def _trigger_runs(self, slot: np.ndarray) -> np.ndarray:
+        """The trigger ``Delta (ln det(W + U + c_i (rho_max - rho_min) I) - ln det W) >= D_dec``
+        for each run's slot just used."""
         run = self._runs
         W = self._W[run, :, slot]
         inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
@@ -280,11 +306,13 @@ class FedLinUCBDecentralized(FedUCBBase):
         return self._messages(answer, trigger, None if used is None else (run, slice(None), used))
 
     def _fold(self, obs: VecObservation, slot: int) -> None:
+        """The last pull into the statistics of slot ``slot`` (every run pulled)."""
         views = tuple(a[:, :, slot] for a in (self.U, self.u, self.G, self.g_vec, self.Q))
         self.fold(obs, self._context, self._rows, views)
         self.since[:, :, slot] += 1
 
     def _trigger(self, slot: int) -> np.ndarray:
+        """The trigger of :meth:`_trigger_runs` for one slot shared by every run."""
         W, _ = self.W(slot)
         inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
         lhs = self.logdet(W + self.U[:, :, slot] + inflate) - self.logdet(W)
@@ -346,6 +374,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         }
 
     def _release(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every agent and slot in ``mask`` releases its privatized cumulative statistics; its
+        own entry of its table changes at once and its own unreleased data is cleared."""
         if self.tree is not None:
             rel = self.tree.release(self.Q, mask)
             U_hat, u_hat = rel.U_hat, rel.u_hat

@@ -1,4 +1,4 @@
-"""The phase machine that Fed1-UCB and Fed2-UCB share (field-coverage.md §4, Shi & Shen).
+"""The phase machine that Fed1-UCB and Fed2-UCB share (Shi & Shen; docs/fed-ucb12.md).
 
 Every run moves through phases p = 1, 2, ... in lock step: in phase p every participating agent
 pulls each arm of the run's active set ``f(p)`` times, round-robin over the active arms in
@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import (
@@ -45,8 +46,8 @@ from fedbandit_env.validation import check_int, check_real
 CHANNEL = "server"
 
 Schedule = int | Callable[[int], int]
-"""A phase schedule: a constant, or a function of the phase p = 1, 2, ... (field-coverage.md §4:
-"make both callables"). JSON configs (suites, the CLI) use the constant form."""
+"""A phase schedule: a constant, or a function of the phase p = 1, 2, ... (a
+callable lets a schedule grow with p). JSON configs (suites, the CLI) use the constant form."""
 
 
 def check_schedule(agent_id: str, name: str, value: Any, default: Schedule | None) -> Schedule:
@@ -56,6 +57,14 @@ def check_schedule(agent_id: str, name: str, value: Any, default: Schedule | Non
     if callable(value):
         return value
     return check_int(name, value, minimum=1, where=agent_id, hint="or a callable of the phase")
+
+
+def check_width(agent_id: str, config: Any) -> None:
+    """Validate the ``sigma`` (> 0) and ``width_scale`` (>= 0) of a frozen config in place."""
+    sigma = check_real("sigma", config.sigma, low=0.0, low_open=True, where=agent_id)
+    width_scale = check_real("width_scale", config.width_scale, low=0.0, where=agent_id)
+    object.__setattr__(config, "sigma", sigma)
+    object.__setattr__(config, "width_scale", width_scale)
 
 
 def schedule_value(agent_id: str, name: str, schedule: Schedule, p: int) -> int:
@@ -70,16 +79,16 @@ class FedMABBase(TeamPolicy):
     Subclasses give the per-phase pull count (:meth:`pulls_per_arm`), the width
     (:meth:`width`) and may restrict the server channel (:meth:`check_channel`)."""
 
-    def __init__(self, sigma: float, width_scale: float):
-        aid = self.agent_id
-        self.sigma = check_real("sigma", sigma, low=0.0, low_open=True, where=aid)
-        self.width_scale = check_real("width_scale", width_scale, low=0.0, where=aid)
+    def __init__(self, config: Any):
+        self.config = config
+        self.sigma, self.width_scale = config.sigma, config.width_scale
 
     def channel_spec(self, config):
         return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
 
     # ------------------------------------------------------------------ hooks
     def pulls_per_arm(self, p: int) -> int:
+        """``f(p)``: pulls per active arm in phase p (the algorithm's schedule)."""
         raise NotImplementedError
 
     def width(self, p: np.ndarray, runs: np.ndarray) -> np.ndarray:
@@ -87,7 +96,8 @@ class FedMABBase(TeamPolicy):
         raise NotImplementedError
 
     def check_channel(self, have: dict[str, Any]) -> None:
-        if have.get("aggregate") != "mean" or have.get("participation") != 1.0:
+        """The server must average every participating client's upload, without losses."""
+        if have.get("participation") != 1.0:
             raise ConfigError(
                 f"{self.agent_id}: channels.{CHANNEL}: expected aggregate 'mean' with "
                 f"participation 1.0 (the server averages every participating client), got "
@@ -102,8 +112,10 @@ class FedMABBase(TeamPolicy):
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Phase 1 with every arm active, zero local statistics, the join schedule of the
+        server channel (none: every client from phase 1)."""
         require_family(self.agent_id, facts, MULTI_ARMED)
-        self.require_channel(facts, CHANNEL, "server", facts.num_arms)
+        check_channels(self, facts)
         have = facts.channels[CHANNEL]
         self.check_channel(have)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
@@ -138,6 +150,9 @@ class FedMABBase(TeamPolicy):
 
     # -------------------------------------------------------------------- act
     def act(self, obs: VecObservation) -> TeamAction:
+        """Fold in the last pull (clients that have joined), apply the elimination rule when
+        the server's average arrived, then pull the round-robin arm or upload in a
+        communication step at the end of the phase (module docstring)."""
         if obs.step > 0:
             fresh = (obs.phase == PULL) & (obs.pulls > 0) & ~self.committed
             keep = fresh[:, None] & self.joined()

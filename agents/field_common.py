@@ -1,4 +1,5 @@
-"""What the field-coverage agents share (field-coverage.md §2, §3, §6, §7).
+"""What the field-coverage agents share (DDUCB, coop-UCB2, GosInE, LDP-UCB;
+docs/field.md).
 
 * :func:`consensus_setup` — the consensus matrix ``P = I - (kappa/d_max) L`` of a connected
   topology (:func:`fedbandit_env.graphs.consensus_weights`), its off-diagonal weight

@@ -1,20 +1,21 @@
 """GosInE, gossiping insert-eliminate UCB (Chawla, Sankararaman, Ganesh & Shakkottai), synchronous
 version, registered as ``gosine``.
 
-field-coverage.md §6. N agents on a connected graph, K shared arms; agents exchange **only arm
-ids**, never rewards.
+Decisions and their reasons: docs/gosine.md. N agents on a connected graph, K shared arms; agents
+exchange **only arm ids**, never rewards.
 
 State of agent i (0-based id): a sticky set ``S_i`` of ``s = ceil(K/N)`` consecutive arms starting
 at ``(i s) mod K`` (wrapping around; it never changes) and two extra slots ``U`` and ``L``, at first
 the next two arms after the sticky block; the active set is ``S_i + {U, L}``. It keeps its own
 per-arm counts and reward sums over **all** arms (kept when an arm leaves and re-enters the active
-set, never reset per phase) [code].
+set, never reset per phase), as the authors' code.
 
 Per step (t = pulls done so far, the global time): UCB restricted to the active set, index
 ``mean_k + sqrt(alpha ln(t + 1) / n_k)``, an unplayed active arm has an infinite index, ties
-broken uniformly (one uniform per agent from its ``tiebreak`` stream) [code].
+broken uniformly (one uniform per agent from its ``tiebreak`` stream), as the authors' code.
 
-Phase j ends after pull ``j^beta`` [code]. With ``dn`` the per-arm pulls during the phase:
+Phase j ends after pull ``j^beta`` (the authors' code). With ``dn`` the per-arm pulls during the
+phase:
 
 1. if ``dn(U) < dn(L)``, swap U and L (U is the more-played non-sticky arm);
 2. communication step (docs/writing-agents.md, "Communication steps"): every agent offers its
@@ -25,11 +26,11 @@ Phase j ends after pull ``j^beta`` [code]. With ``dn`` the per-arm pulls during 
 3. if the recommended arm is not active, it replaces L.
 
 The swap happens before the insertion, statistics are never reset, ``ln(t+1)`` uses global time
-(§6 resolutions, all [code]). Defaults ``alpha = 4``, ``beta = 3`` [code]. A run takes T pulls plus
-one communication step per phase end before the horizon (about ``T^(1/beta)``). Needs a connected
-graph with N >= 2 and ``K >= ceil(K/N) + 2`` (room for U and L outside the sticky set).
-Not implemented: the asynchronous version (per-agent phase clocks). Unverified against the paper
-[mem]: the regret claims, and that the recommendation is the most-played arm of the last phase.
+(all as the authors' code). Defaults ``alpha = 4``, ``beta = 3`` (the authors' code). A run takes T
+pulls plus one communication step per phase end before the horizon (about ``T^(1/beta)``). Needs a
+connected graph with N >= 2 and ``K >= ceil(K/N) + 2`` (room for U and L outside the sticky set).
+Not implemented: the asynchronous version (per-agent phase clocks). Not checked against the paper's
+text: the regret claims, and that the recommendation is the most-played arm of the last phase.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -61,7 +63,8 @@ PULL_MODE = "pull_one_neighbour"
 
 @dataclass(frozen=True)
 class GosInEConfig:
-    """Validated parameters (field-coverage.md §6)."""
+    """Hyperparameters of GosInE: ``alpha`` (> 0) scales the UCB width; phase j ends after pull
+    ``j^beta`` (``beta`` an int >= 2)."""
 
     alpha: float = 4.0
     beta: int = 3
@@ -76,8 +79,8 @@ class GosInEConfig:
 
 
 def sticky_sets(num_agents: int, num_arms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(sticky (N, K) bool, U (N,), L (N,))`` of §6: ``ceil(K/N)`` consecutive arms from
-    ``(i ceil(K/N)) mod K``, then the next two arms."""
+    """``(sticky (N, K) bool, U (N,), L (N,))``, the initial state of every agent: ``ceil(K/N)``
+    consecutive arms from ``(i ceil(K/N)) mod K``, then the next two arms."""
     s = math.ceil(num_arms / num_agents)
     start = (np.arange(num_agents) * s) % num_arms
     sticky = np.zeros((num_agents, num_arms), dtype=bool)
@@ -87,7 +90,7 @@ def sticky_sets(num_agents: int, num_arms: int) -> tuple[np.ndarray, np.ndarray,
 
 
 class GosInE(TeamPolicy):
-    """Batched synchronous GosInE over B runs and N agents; see the module docstring (§6)."""
+    """Batched synchronous GosInE over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
     version = 1
@@ -99,15 +102,10 @@ class GosInE(TeamPolicy):
         return {CHANNEL: {"kind": "gossip", "dim": 1, "mode": PULL_MODE}}
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Sticky sets, slots U and L, zero statistics; phase 1 ends after pull 1."""
         require_family(AGENT_ID, facts, MULTI_ARMED)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        self.require_channel(facts, CHANNEL, "gossip", 1)
-        mode = facts.channels[CHANNEL].get("mode", "edge")
-        if mode != PULL_MODE:
-            raise ConfigError(
-                f"{AGENT_ID}: channels.{CHANNEL}.mode: expected {PULL_MODE!r} (each agent pulls "
-                f"one random neighbour's recommendation), got {mode!r}"
-            )
+        check_channels(self, facts)
         if N < 2 or facts.topology.num_components != 1:
             raise ConfigError(
                 f"{AGENT_ID}: topology: expected one connected graph of at least 2 agents, got "
@@ -187,6 +185,8 @@ class GosInE(TeamPolicy):
         self._refresh()
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """Fold in the last pull; at a phase end swap and recommend (steps 1-2), after the
+        communication step insert (step 3); otherwise pull the UCB arm of the active set."""
         if obs.step > 0:
             if obs.phase[0] == COMMUNICATION:
                 self._insert(obs)

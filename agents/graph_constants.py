@@ -1,4 +1,5 @@
-"""Graph constants ``c0`` and ``c_i`` of the DP-Dec-UCB index (dp-recsys.md §4.2, Lemma 2, A13).
+"""Graph constants ``c0`` and ``c_i`` of the DP-Dec-UCB index (Li, Song & Fragouli,
+Lemma 2; docs/dp-recsys.md).
 
 For a symmetric mixing matrix ``P`` with eigenvalues ``1 = lambda_1 >= ... >= lambda_M`` (sorted in
 descending order) and orthonormal eigenvectors ``u_p`` (``numpy.linalg.eigh``):
@@ -6,12 +7,13 @@ descending order) and orthonormal eigenvectors ``u_p`` (``numpy.linalg.eigh``):
 * ``c0 = sqrt(M) * sum_{p>=2} |lambda_p| / (1 - |lambda_p|)`` (basis-free);
 * ``c_i = M * sum_{p>=1} sum_{k>=2} |lambda_p lambda_k| / (1 - |lambda_p lambda_k|) * a_pk(i)``
   with ``w^d_pk = u_p^d u_k^d``, ``e_pk(i) = w^i_pk``, ``nu+_pk`` / ``nu-_pk`` the sums of the
-  positive / negative ``w^d_pk`` over ``d``, and ``a_pk(i)`` = ``nu+ e`` (``lambda_p lambda_k >= 0``,
-  ``e >= 0``), ``nu- e`` (``lambda_p lambda_k >= 0``, ``e < 0``), ``max(|nu-|, nu+) |e|``
-  (``lambda_p lambda_k < 0``) — the spec's repaired reading of the paper's Lemma 2.
+  positive / negative ``w^d_pk`` over ``d``, and ``a_pk(i)`` = ``nu+ e``
+  (``lambda_p lambda_k >= 0``, ``e >= 0``), ``nu- e`` (``lambda_p lambda_k >= 0``, ``e < 0``),
+  ``max(|nu-|, nu+) |e|`` (``lambda_p lambda_k < 0``) — our repaired reading of the paper's
+  Lemma 2, whose printed indicator makes ``nu+-`` degenerate (docs/dp-recsys.md, "Decisions").
 
 ``c_i`` depends on the eigenbasis when eigenvalues repeat (the cycle's do). ``mode="per_agent"``
-(default, A13) uses each agent's own value; ``mode="max"`` gives every agent ``max_i c_i``, which is
+(default) uses each agent's own value; ``mode="max"`` gives every agent ``max_i c_i``, which is
 less sensitive to the LAPACK build. The loop over ``p`` runs once per reset, not per step.
 """
 

@@ -1,37 +1,37 @@
 """LDP-UCB (Ren, Zhou, Liu & Shroff), UCB on locally private rewards, registered as ``ldp_ucb``.
 
-field-coverage.md §7 (quick notes) and §1 rank 6. The *local* trust model: every agent privatizes
+Decisions and their reasons: docs/ldp-ucb.md. The *local* trust model: every agent privatizes
 each reward itself, before it leaves the agent; the server (and every other agent) only ever sees
 the privatized report. Federated form: N agents pull every round; after each pull round, a
 communication step (docs/writing-agents.md, "Communication steps") in which every agent uploads,
 over a ``server`` channel (aggregate ``"sum"``, full participation, dim 2K), the indicator of its
 arm (K floats, in the clear) and its private report at that arm (K floats); the server sums the N
 uploads and broadcasts the sums, so every agent holds the same global statistics: ``n_a``, the
-number of reports of arm a (starting at the pseudo-count 1, [code]), and ``S_a`` their sum
-(starting at 0); ``n = sum_a n_a``. With N = 1 this is the paper's single learner.
+number of reports of arm a (starting at the pseudo-count 1, as the authors' code), and ``S_a`` their
+sum (starting at 0); ``n = sum_a n_a``. With N = 1 this is the paper's single learner.
 
 Rewards are first mapped into [0, 1]: affinely through the environment's finite reward bounds,
-or through a sigmoid when they are unbounded (Gaussian rewards, the code's squashing [code]);
+or through a sigmoid when they are unbounded (Gaussian rewards, the authors' code's squashing);
 ``squash`` forces either.
 
 * ``mechanism="laplace"`` (LDP-UCB-L): the report is ``r + Lap(1/epsilon)``
   (:class:`fedbandit_env.privacy.LaplaceMechanism`, sensitivity 1, drawn from the agent's
   ``privacy`` stream). Arms are forced-explored while ``n_a <= 4 ln(n + 1)`` (the lowest such
   arm); otherwise the index is ``S_a/n_a + sqrt(2 ln n / n_a) + sqrt(32 ln n / (epsilon^2 n_a))``
-  [code].
+  (the authors' code).
 * ``mechanism="bernoulli"`` (LDP-UCB-B): the report is one bit, 1 with probability
   ``(r e^epsilon + 1 - r)/(1 + e^epsilon)`` (a Bernoulli(r) draw passed through randomized
   response; one uniform from the ``privacy`` stream); UCB1 on the bits,
   ``S_a/n_a + w sqrt(2 ln n / n_a)`` with ``w = (e^epsilon + 1)/(e^epsilon - 1)`` by default (the
-  spec's resolution: the paper's rescaled width [mem]) or ``w = 1`` with ``rescale_width=False``
-  (the authors' code [code]).
+  paper's rescaled width, as recalled; docs/ldp-ucb.md) or ``w = 1`` with ``rescale_width=False``
+  (the authors' code).
 
 The arm of maximal index is pulled, ties broken uniformly (each agent its own ``tiebreak`` stream).
 A run takes 2T - 1 engine steps. Privacy (declared ``privacy_epsilon = epsilon``,
 ``privacy_trust_model = "local"``): each reward is released once, through an epsilon-LDP
 mechanism, so every report is epsilon-LDP with respect to the reward it carries; the arm ids are
 not private. ``epsilon = inf`` sends the exact (squashed) reward (Bernoulli: a Bernoulli(r) bit).
-Unverified against the paper [mem]: the rescaled width of LDP-UCB-B.
+Not checked against the paper's text: the rescaled width of LDP-UCB-B.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.channel_check import check_channels
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -66,7 +67,9 @@ SQUASHES = ("auto", "bounds", "sigmoid")
 
 @dataclass(frozen=True)
 class LDPUCBConfig:
-    """Validated parameters (field-coverage.md §7)."""
+    """Hyperparameters of LDP-UCB: ``epsilon`` (> 0, ``inf``: exact rewards) of each report;
+    ``mechanism`` ``"laplace"`` (LDP-UCB-L) or ``"bernoulli"`` (LDP-UCB-B); ``rescale_width``
+    (LDP-UCB-B only); ``squash`` ``"auto"``, ``"bounds"`` or ``"sigmoid"`` (rewards into [0, 1])."""
 
     epsilon: float = 1.0
     mechanism: str = "laplace"
@@ -74,8 +77,9 @@ class LDPUCBConfig:
     squash: str = "auto"
 
     def __post_init__(self) -> None:
-        eps = check_real("epsilon", self.epsilon, low=0.0, low_open=True, allow_inf=True,
-                         where=AGENT_ID)
+        eps = check_real(
+            "epsilon", self.epsilon, low=0.0, low_open=True, allow_inf=True, where=AGENT_ID
+        )
         object.__setattr__(self, "epsilon", eps)
         if not isinstance(self.mechanism, str) or self.mechanism not in MECHANISMS:
             raise ConfigError(
@@ -91,14 +95,19 @@ class LDPUCBConfig:
 
 
 class LDPUCB(TeamPolicy):
-    """Batched LDP-UCB (B runs, N agents sharing a server); see the module docstring (§7)."""
+    """Batched LDP-UCB (B runs, N agents sharing a server); see the module docstring."""
 
     agent_id = AGENT_ID
     version = 1
     privacy_trust_model = "local"
 
-    def __init__(self, epsilon: float = 1.0, mechanism: str = "laplace",
-                 rescale_width: bool = True, squash: str = "auto"):
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        mechanism: str = "laplace",
+        rescale_width: bool = True,
+        squash: str = "auto",
+    ):
         self.config = LDPUCBConfig(epsilon, mechanism, rescale_width, squash)
 
     @property
@@ -110,16 +119,16 @@ class LDPUCB(TeamPolicy):
         return {CHANNEL: {"kind": "server", "dim": 2 * config.num_arms, "aggregate": "sum"}}
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Pseudo-count 1 per arm, the mechanism's noise stream and constants, the squashing."""
         cfg = self.config
         require_family(AGENT_ID, facts, MULTI_ARMED)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        self.require_channel(facts, CHANNEL, "server", 2 * K)
-        have = facts.channels[CHANNEL]
-        if have.get("aggregate") != "sum" or have.get("participation", 1.0) != 1.0:
+        check_channels(self, facts)
+        participation = facts.channels[CHANNEL].get("participation", 1.0)
+        if participation != 1.0:
             raise ConfigError(
-                f"{AGENT_ID}: channels.{CHANNEL}: expected aggregate 'sum' with participation "
-                f"1.0 (the server sums every agent's report), got aggregate "
-                f"{have.get('aggregate')!r} with participation {have.get('participation')!r}"
+                f"{AGENT_ID}: channels.{CHANNEL}.participation: expected 1.0 (the server sums "
+                f"every agent's report), got {participation!r}"
             )
         lo, hi = facts.reward_bounds
         squash = cfg.squash
@@ -132,7 +141,7 @@ class LDPUCB(TeamPolicy):
         self.squash, self.lo, self.hi = squash, lo, hi
         self.N, self.K = N, K
         eps = cfg.epsilon
-        self.counts = np.ones((B, K))  # pseudo-count 1 per arm [code]
+        self.counts = np.ones((B, K))  # pseudo-count 1 per arm (the authors' code)
         self.sums = np.zeros((B, K))
         self.outgoing = np.zeros((B, N, 2 * K))
         privacy = rng.child("privacy")
@@ -181,11 +190,14 @@ class LDPUCB(TeamPolicy):
             value = value + np.sqrt(self.priv_coef * log_n / n)
             forced = n <= 4.0 * np.log(n.sum(axis=1, keepdims=True) + 1.0)
             first = forced & (np.cumsum(forced, axis=1) == 1)  # the lowest forced arm
-            value = np.where(forced.any(axis=1, keepdims=True),
-                             np.where(first, np.inf, -np.inf), value)
+            value = np.where(
+                forced.any(axis=1, keepdims=True), np.where(first, np.inf, -np.inf), value
+            )
         return value
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """After a pull: upload the arm indicator and the private report (a communication
+        step); when the server's sums arrive: update the global statistics and choose."""
         if obs.step > 0 and obs.phase[0] != COMMUNICATION:  # after a pull: upload the reports
             b, i = self._rows
             K = self.K

@@ -1,4 +1,5 @@
-"""Shared set-up of the DP recommender agents' tests (dp-recsys.md §6.4 instance)."""
+"""Shared set-up of the DP recommender agents' tests (the reproduction's instance,
+docs/dp-recsys.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import fedbandit_env
 from fedbandit_env.policy import TeamPolicy
 
-MEANS = np.linspace(0.9, 0.0, 10)  # dp-recsys.md §6.4: 0.9, 0.8, ..., 0.0
+MEANS = np.linspace(0.9, 0.0, 10)  # the reproduction's means: 0.9, 0.8, ..., 0.0
 GAUSSIAN = {"kind": "gaussian", "sigma": 0.1}
 
 
@@ -41,8 +42,8 @@ def rollout(
 ) -> dict[str, Any]:
     """Play a whole episode; returns arms (S, B, N), per-channel sends (S, B, N) and payloads
     (S, B, N, dim), rewards (S, B, N), ``pulls`` (S, B), the env and the final info, over the S
-    engine steps (S = T unless the learner takes communication steps). ``hook(t, policy, action)`` runs
-    after each ``act`` (t = the step being chosen); ``before_step(t, venv)`` before ``act``."""
+    engine steps (S = T unless the learner takes communication steps). ``hook(t, policy, action)``
+    runs after each ``act`` (t = the step being chosen); ``before_step(t, venv)`` before ``act``."""
     venv = make_venv(policy, runs, **kwargs)
     obs, info = venv.reset(seed=seed)
     policy.reset(venv.facts, venv.agent_rng())

@@ -1,4 +1,4 @@
-"""coop-UCB2 (field-coverage.md §3): agreement with a plain per-agent loop written from the spec,
+"""coop-UCB2 (docs/coop-ucb2.md): agreement with a plain per-agent loop written from the rules,
 the consensus invariants, the light cone, determinism and bad input."""
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ SIGMA = 0.5
 N, K, T, RUNS = 6, 4, 300, 40
 
 
-def plain_coop(rng, *, A, gamma=2.0, eta=2.0, sigma=1.0, kappa=0.5, T=T, means=MEANS,
-               noise=SIGMA) -> tuple[float, int]:
-    """One run of coop-UCB2, agent by agent, from §3: choose, pull, then
+def plain_coop(
+    rng, *, A, gamma=2.0, eta=2.0, sigma=1.0, kappa=0.5, T=T, means=MEANS, noise=SIGMA
+) -> tuple[float, int]:
+    """One run of coop-UCB2, agent by agent, from docs/coop-ucb2.md: choose, pull, then
     nhat <- P (nhat + xi), shat <- P (shat + r xi) with P = I - (kappa/d_max) L."""
     n, k = A.shape[0], len(means)
     d_max = A.sum(axis=1).max()
@@ -41,8 +42,10 @@ def plain_coop(rng, *, A, gamma=2.0, eta=2.0, sigma=1.0, kappa=0.5, T=T, means=M
                 lt = math.log(max(t, 2))
                 q = [
                     shat[i, a] / nhat[i, a]
-                    + sigma * math.sqrt(c0 * (nhat[i, a] + math.sqrt(lt)) / (n * nhat[i, a])
-                                        * lt / nhat[i, a])
+                    + sigma
+                    * math.sqrt(
+                        c0 * (nhat[i, a] + math.sqrt(lt)) / (n * nhat[i, a]) * lt / nhat[i, a]
+                    )
                     for a in range(k)
                 ]
                 top = [a for a in range(k) if q[a] == max(q)]
@@ -58,12 +61,18 @@ def plain_coop(rng, *, A, gamma=2.0, eta=2.0, sigma=1.0, kappa=0.5, T=T, means=M
     return regret, messages
 
 
-@pytest.mark.parametrize(("kwargs", "topology"), [({}, "ring"), ({"gamma": 1.01, "eta": 0.0},
-                                                                 "star")])
+@pytest.mark.parametrize(
+    ("kwargs", "topology"), [({}, "ring"), ({"gamma": 1.01, "eta": 0.0}, "star")]
+)
 def test_agrees_with_a_plain_loop_within_3_standard_errors(kwargs, topology):
     A, _ = graph(topology, N)
-    kw = {"num_agents": N, "means": MEANS, "horizon": T, "topology": topology,
-          "reward": {"kind": "gaussian", "sigma": SIGMA}}
+    kw = {
+        "num_agents": N,
+        "means": MEANS,
+        "horizon": T,
+        "topology": topology,
+        "reward": {"kind": "gaussian", "sigma": SIGMA},
+    }
     reg, msg = batched(CoopUCB2(**kwargs), RUNS, **kw)
     preg, pmsg = plain(lambda g: plain_coop(g, A=A, **kwargs), RUNS, 11)
     assert_agree(reg, preg, f"regret {kwargs}")
@@ -100,13 +109,27 @@ def test_consensus_keeps_the_network_totals():
 
 @pytest.mark.parametrize(("topology", "n"), [("ring", 9), ("star", 7), ("path", 6)])
 def test_light_cone(topology, n):
-    light_cone(CoopUCB2, "neighbors", topology=topology, n=n, j=0, horizon=60, t_change=25,
-               reward={"kind": "gaussian", "sigma": 0.1})
+    light_cone(
+        CoopUCB2,
+        "neighbors",
+        topology=topology,
+        n=n,
+        j=0,
+        horizon=60,
+        t_change=25,
+        reward={"kind": "gaussian", "sigma": 0.1},
+    )
 
 
 def test_batch_member_equals_run_alone():
-    kw = {"family": "homogeneous", "num_agents": 5, "means": MEANS, "horizon": 50,
-          "topology": "ring", "reward": {"kind": "gaussian", "sigma": 0.5}}
+    kw = {
+        "family": "homogeneous",
+        "num_agents": 5,
+        "means": MEANS,
+        "horizon": 50,
+        "topology": "ring",
+        "reward": {"kind": "gaussian", "sigma": 0.5},
+    }
     batch = evaluate("FedBandit/Homogeneous-v0", CoopUCB2(), runs=3, seed=10, env_kwargs=kw)
     alone = evaluate("FedBandit/Homogeneous-v0", CoopUCB2(), runs=1, seed=12, env_kwargs=kw)
     assert np.array_equal(batch.regret_network[2], alone.regret_network[0])
@@ -120,6 +143,14 @@ def test_bad_input_and_environments_it_cannot_run_on():
     with pytest.raises(ConfigError, match="coop_ucb2: family"):
         evaluate("FedBandit/LinearContextual-v0", CoopUCB2(), runs=1, env_kwargs={"horizon": 10})
     with pytest.raises(ConfigError, match="coop_ucb2: kappa"):  # kappa = 1 on an even ring
-        evaluate("FedBandit/Homogeneous-v0", CoopUCB2(kappa=1.0), runs=1,
-                 env_kwargs={"family": "homogeneous", "num_agents": 4, "horizon": 20,
-                             "topology": "ring"})
+        evaluate(
+            "FedBandit/Homogeneous-v0",
+            CoopUCB2(kappa=1.0),
+            runs=1,
+            env_kwargs={
+                "family": "homogeneous",
+                "num_agents": 4,
+                "horizon": 20,
+                "topology": "ring",
+            },
+        )

@@ -1,4 +1,4 @@
-"""DDUCB (field-coverage.md §2): agreement with a plain per-agent loop written from the spec,
+"""DDUCB (docs/dducb.md): agreement with a plain per-agent loop written from the rules,
 stage lengths and the Chebyshev mixing, the light cone, determinism and bad input."""
 
 from __future__ import annotations
@@ -18,10 +18,21 @@ SIGMA = 0.5
 N, K, T, RUNS = 6, 4, 300, 40
 
 
-def plain_dducb(rng, *, accelerated: bool, A: np.ndarray, nbrs, T: int = T,
-                means=MEANS, sigma=SIGMA, eta=2.0, eps=1 / 22) -> tuple[float, int]:
-    """One run of DDUCB, agent by agent, from the text of §2 (not from the agent's code): the
-    Chebyshev recursion is run on the raw iterates y_r and divided by T_C(1/lambda) at the end."""
+def plain_dducb(
+    rng,
+    *,
+    accelerated: bool,
+    A: np.ndarray,
+    nbrs,
+    T: int = T,
+    means=MEANS,
+    sigma=SIGMA,
+    eta=2.0,
+    eps=1 / 22,
+) -> tuple[float, int]:
+    """One run of DDUCB, agent by agent, from the rules of docs/dducb.md (not from the agent's
+    code): the Chebyshev recursion is run on the raw iterates y_r and divided by T_C(1/lambda) at
+    the end."""
     n, k = A.shape[0], len(means)
     d_max = A.sum(axis=1).max()
     kappa = d_max / (d_max + 1)
@@ -100,8 +111,13 @@ def plain_dducb(rng, *, accelerated: bool, A: np.ndarray, nbrs, T: int = T,
 @pytest.mark.parametrize("accelerated", [True, False])
 def test_agrees_with_a_plain_loop_within_3_standard_errors(accelerated):
     A, nbrs = graph("ring", N)
-    kw = {"num_agents": N, "means": MEANS, "horizon": T, "topology": "ring",
-          "reward": {"kind": "gaussian", "sigma": SIGMA}}
+    kw = {
+        "num_agents": N,
+        "means": MEANS,
+        "horizon": T,
+        "topology": "ring",
+        "reward": {"kind": "gaussian", "sigma": SIGMA},
+    }
     reg, msg = batched(DDUCB(accelerated=accelerated), RUNS, **kw)  # index sigma 1
     preg, pmsg = plain(lambda g: plain_dducb(g, accelerated=accelerated, A=A, nbrs=nbrs), RUNS, 7)
     assert_agree(reg, preg, f"regret (accelerated={accelerated})")
@@ -112,9 +128,18 @@ def test_agrees_with_a_plain_loop_within_3_standard_errors(accelerated):
 def test_sigma_enters_the_bonus_squared():
     """The plain loop above uses the index sigma 1; sigma enters as 2 eta sigma^2 / N."""
     agent = DDUCB(sigma=2.0)
-    evaluate("FedBandit/Homogeneous-v0", agent, runs=1,
-             env_kwargs={"family": "homogeneous", "num_agents": 4, "means": MEANS,
-                         "horizon": 20, "topology": "ring"})
+    evaluate(
+        "FedBandit/Homogeneous-v0",
+        agent,
+        runs=1,
+        env_kwargs={
+            "family": "homogeneous",
+            "num_agents": 4,
+            "means": MEANS,
+            "horizon": 20,
+            "topology": "ring",
+        },
+    )
     assert agent.bonus == pytest.approx(2 * 2.0 * 4.0 / 4)
 
 
@@ -137,7 +162,7 @@ def test_chebyshev_normalised_recursion_equals_the_polynomial():
 
 
 def test_stage_lengths():
-    lam = (1 + 2 * math.cos(2 * math.pi / 100)) / 3  # the 100-cycle of §2
+    lam = (1 + 2 * math.cos(2 * math.pi / 100)) / 3  # the authors' 100-cycle
     assert stage_length(100, lam, 1 / 22, True) == math.ceil(
         math.log(4400) / math.sqrt(2 * math.log(1 / lam))
     )
@@ -151,34 +176,67 @@ def test_stage_lengths():
 
 
 def test_complete_graph_averages_exactly_in_one_round():
-    res = evaluate("FedBandit/Homogeneous-v0", DDUCB(), runs=2,
-                   env_kwargs={"family": "homogeneous", "num_agents": 5, "means": MEANS,
-                               "horizon": 60, "topology": "complete"})
+    res = evaluate(
+        "FedBandit/Homogeneous-v0",
+        DDUCB(),
+        runs=2,
+        env_kwargs={
+            "family": "homogeneous",
+            "num_agents": 5,
+            "means": MEANS,
+            "horizon": 60,
+            "topology": "complete",
+        },
+    )
     assert np.all(np.isfinite(res.final_regret_network))
 
 
 @pytest.mark.parametrize(("topology", "n"), [("ring", 9), ("star", 7), ("path", 6)])
 @pytest.mark.parametrize("accelerated", [True, False])
 def test_light_cone(topology, n, accelerated):
-    light_cone(lambda: DDUCB(accelerated=accelerated, stage_length=3), "neighbors",
-               topology=topology, n=n, j=0, horizon=70, t_change=25,
-               reward={"kind": "gaussian", "sigma": 0.1})
+    light_cone(
+        lambda: DDUCB(accelerated=accelerated, stage_length=3),
+        "neighbors",
+        topology=topology,
+        n=n,
+        j=0,
+        horizon=70,
+        t_change=25,
+        reward={"kind": "gaussian", "sigma": 0.1},
+    )
 
 
 def test_padded_and_aggregating_channels_give_the_same_run():
-    kw = {"family": "homogeneous", "num_agents": 6, "means": MEANS, "horizon": 80,
-          "topology": "grid", "reward": {"kind": "gaussian", "sigma": 0.5}}
+    kw = {
+        "family": "homogeneous",
+        "num_agents": 6,
+        "means": MEANS,
+        "horizon": 80,
+        "topology": "grid",
+        "reward": {"kind": "gaussian", "sigma": 0.5},
+    }
     out = []
     for spec in ({"kind": "neighbors", "dim": 8, "reduce": "sum"}, {"kind": "neighbors", "dim": 8}):
-        res = evaluate("FedBandit/Homogeneous-v0", DDUCB(), runs=3, seed=4,
-                       env_kwargs={**kw, "channels": {"neighbors": spec}})
+        res = evaluate(
+            "FedBandit/Homogeneous-v0",
+            DDUCB(),
+            runs=3,
+            seed=4,
+            env_kwargs={**kw, "channels": {"neighbors": spec}},
+        )
         out.append(res.regret_network)
     assert np.array_equal(out[0], out[1])
 
 
 def test_batch_member_equals_run_alone():
-    kw = {"family": "homogeneous", "num_agents": 5, "means": MEANS, "horizon": 50,
-          "topology": "ring", "reward": {"kind": "gaussian", "sigma": 0.5}}
+    kw = {
+        "family": "homogeneous",
+        "num_agents": 5,
+        "means": MEANS,
+        "horizon": 50,
+        "topology": "ring",
+        "reward": {"kind": "gaussian", "sigma": 0.5},
+    }
     batch = evaluate("FedBandit/Homogeneous-v0", DDUCB(), runs=3, seed=10, env_kwargs=kw)
     alone = evaluate("FedBandit/Homogeneous-v0", DDUCB(), runs=1, seed=12, env_kwargs=kw)
     assert np.array_equal(batch.regret_network[2], alone.regret_network[0])
@@ -192,7 +250,15 @@ def test_bad_input_and_environments_it_cannot_run_on():
     with pytest.raises(ConfigError, match="dducb: family"):
         evaluate("FedBandit/LinearContextual-v0", DDUCB(), runs=1, env_kwargs={"horizon": 10})
     with pytest.raises(ConfigError, match="dducb: topology: expected one connected graph"):
-        evaluate("FedBandit/Homogeneous-v0", DDUCB(), runs=1,
-                 env_kwargs={"family": "homogeneous", "num_agents": 4, "horizon": 20,
-                             "topology": "hybrid",
-                             "topology_kwargs": {"sizes": [2, 2], "component_graph": "path"}})
+        evaluate(
+            "FedBandit/Homogeneous-v0",
+            DDUCB(),
+            runs=1,
+            env_kwargs={
+                "family": "homogeneous",
+                "num_agents": 4,
+                "horizon": 20,
+                "topology": "hybrid",
+                "topology_kwargs": {"sizes": [2, 2], "component_graph": "path"},
+            },
+        )

@@ -1,4 +1,4 @@
-"""DisLinUCB (field-coverage.md §5): agreement with an independent plain-loop implementation
+"""DisLinUCB (docs/dislinucb.md): agreement with an independent plain-loop implementation
 (exactly on replayed rewards, within 3 standard errors with independent reward noise), syncs as
 communication steps, the light cone, determinism, both views and bad input."""
 
@@ -21,7 +21,7 @@ SIGMA = 0.3
 
 
 def plain_dislinucb(contexts, reward_of, D, tiebreak, lam=0.2, delta=0.01, R=0.5):
-    """One run of DisLinUCB as the spec reads (field-coverage.md §5), one client at a time.
+    """One run of DisLinUCB from the rules of docs/dislinucb.md, one client at a time.
 
     ``contexts`` (T, N, K, d): the decision sets of each trial; ``reward_of(t, i, k)`` the
     reward. All clients of a trial decide on the statistics they hold before it (the
@@ -29,7 +29,8 @@ def plain_dislinucb(contexts, reward_of, D, tiebreak, lam=0.2, delta=0.01, R=0.5
     and a sync (every buffer to the server, the global sums back to everyone) follows the trial
     if any trigger fired. ``tiebreak()`` gives (N, K) uniforms, called once per trial and once
     per sync (the agents draw once per engine step); among values within a relative 1e-12 of
-    the best, the largest uniform wins. Returns the chosen arms (T, N), the syncs and the ledger's messages."""
+    the best, the largest uniform wins. Returns the chosen arms (T, N), the syncs and the ledger's
+    messages."""
     T, N, K, d = contexts.shape
     A = [np.zeros((d, d)) for _ in range(N)]
     b = [np.zeros(d) for _ in range(N)]
@@ -239,16 +240,17 @@ def _play_perturbed(j, t_change):
 def test_batch_equals_single_runs_and_views_agree():
     steps, _, _, regret, _, _ = _play(DisLinUCB(sync_threshold=0.5), runs=3, seed=5, horizon=60)
     for b in range(3):
-        one, _, _, reg1, _, _ = _play(DisLinUCB(sync_threshold=0.5), runs=1, seed=5 + b,
-                                      horizon=60)
+        one, _, _, reg1, _, _ = _play(DisLinUCB(sync_threshold=0.5), runs=1, seed=5 + b, horizon=60)
         assert np.array_equal(one[:, 0][one[:, 0, 0] >= 0], steps[:, b][steps[:, b, 0] >= 0])
         assert np.array_equal(reg1[0], regret[b])
     policy = DisLinUCB(sync_threshold=0.5)
     env = fedbandit_env.make(LINEAR, **_kwargs(policy, horizon=60))
     traj = fedbandit_env.run_episode(env, policy, seed=5)
     dict_arms = np.array(
-        [[a[f"agent_{i}"]["arm"] if a[f"agent_{i}"].get("pull", 1) else -1 for i in range(4)]
-         for a, *_ in traj]
+        [
+            [a[f"agent_{i}"]["arm"] if a[f"agent_{i}"].get("pull", 1) else -1 for i in range(4)]
+            for a, *_ in traj
+        ]
     )
     assert (dict_arms == -1).any()
     assert np.array_equal(dict_arms, steps[: len(dict_arms), 0])
@@ -261,11 +263,20 @@ def test_bad_input_is_a_clear_error():
         DisLinUCB(lam=0.0)
     with pytest.raises(ConfigError, match=r"dislinucb: delta"):
         DisLinUCB(delta=1.0)
-    with pytest.raises(ConfigError, match=r"dislinucb: family: expected 'linear', got "
-                       r"'heterogeneous'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"dislinucb: family: expected 'linear', got "
+        r"'heterogeneous'",
+    ):
         evaluate("FedBandit/Heterogeneous-v0", "dislinucb", runs=1, env_kwargs={"horizon": 5})
     venv = fedbandit_env.make_vec(
-        LINEAR, num_runs=1, dim=4, channels={"sync": {"kind": "server", "dim": 1}, "stats": {"kind": "server", "dim": 21, "aggregate": "sum"}}
+        LINEAR,
+        num_runs=1,
+        dim=4,
+        channels={
+            "sync": {"kind": "server", "dim": 1},
+            "stats": {"kind": "server", "dim": 21, "aggregate": "sum"},
+        },
     )
     venv.reset(seed=0)
     with pytest.raises(ConfigError, match=r"dislinucb: channels.sync: expected aggregate 'sum'"):

@@ -1,5 +1,6 @@
-"""DP-Dec-UCB (dp-recsys.md §4): the invariants of §4.5, equality with coop-UCB at epsilon = inf,
-the index fed by the counters, the light cone, determinism and bad input."""
+"""DP-Dec-UCB (docs/dp-recsys.md, Algorithm 2): the consensus invariants of Algorithm 2, equality
+with coop-UCB at epsilon = inf, the index fed by the counters, the light cone, determinism and bad
+input."""
 
 from __future__ import annotations
 
@@ -138,7 +139,7 @@ def test_index_is_built_from_the_counter_outputs(epsilon):
     if math.isinf(epsilon):
         np.testing.assert_allclose(noise, 0.0, atol=1e-9)
     else:
-        # the hybrid counters' releases, with noise of the closed-form size (§2.3)
+        # the hybrid counters' releases, with noise of the closed-form size (the hybrid mechanism)
         counter = policy.sums.counter
         np.testing.assert_array_equal(policy.sums.value, counter.release())
         np.testing.assert_allclose(counter.exact(), exact, atol=1e-9)
@@ -177,7 +178,7 @@ def _light_cone_run(topology, n, epsilon, perturb_agent=None):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_light_cone(topology, n, j, epsilon):
     """Agent j's rewards from step T_CHANGE on cannot change agent i's arms or messages at steps
-    <= T_CHANGE + d(i, j) (DESIGN.md §6 invariant 2)."""
+    <= T_CHANGE + d(i, j) (the light-cone invariant)."""
     base_arms, base_msgs, dist = _light_cone_run(topology, n, epsilon)
     arms, msgs, _ = _light_cone_run(topology, n, epsilon, perturb_agent=j)
     for i in range(n):

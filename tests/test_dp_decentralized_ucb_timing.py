@@ -1,8 +1,8 @@
-"""DP-Dec-UCB under its default ``timing="paper"`` (dp-recsys.md §4.5 exactly: every round is a
-communication step, then the pull): the §4.5 invariants as written, and an independent plain
-loop of the §4.5 pseudocode written here that plays the same arms in every round on the
+"""DP-Dec-UCB under its default ``timing="paper"`` (Algorithm 2 as printed: every round is a
+communication step, then the pull): the consensus invariants as written, and an independent plain
+loop of Algorithm 2's pseudocode written here that plays the same arms in every round on the
 environment's rewards (non-private: the streams align; the graph constants of a ring are the
-only input taken from the agent, they are checked against the spec's table elsewhere)."""
+only input taken from the agent, they are checked against a reference table elsewhere)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ K = 4
 
 
 def plain_dec_ucb(P, c, T, rho, sigma, reward, tie):
-    """§4.5 non-private, line by line (H = exact running sums). ``reward(t, i, a)``;
+    """Algorithm 2 non-private, line by line (H = exact running sums). ``reward(t, i, a)``;
     ``tie(t, i, candidates)`` picks among exactly tied arms (the agent's random tie-break)."""
     M = P.shape[0]
     nhat, shat = np.zeros((M, K)), np.zeros((M, K))
@@ -80,7 +80,7 @@ def test_paper_timing_matches_the_plain_loop_step_for_step(topology, kappa):
     k = kappa if kappa is not None else 2 / 3  # d_max / (d_max + 1) on the ring
     L = nx.laplacian_matrix(graph, nodelist=range(M)).toarray().astype(float)
     P = np.eye(M) - k / max(d for _, d in graph.degree()) * L
-    c = np.zeros(M) if topology == "complete" else policy.c  # §4.2 constants (ring)
+    c = np.zeros(M) if topology == "complete" else policy.c  # Lemma 2 constants (ring)
     for b in range(2):
         arms = out["arms"][pulled[:, b], b]
         rewards = out["rewards"][pulled[:, b], b]

@@ -1,8 +1,8 @@
-"""DP-MW-UCB (dp-recsys.md §3): lock step, the doubling decision schedule, messages only in
-decision rounds, the index fed by the counters, determinism and bad input, under both timings:
-``"paper"`` (communication steps, the default) is checked step for step and in distribution
-against independent plain-loop implementations of §3.3 and §2.3 written here; ``"latency"``
-against a plain loop with the one-step round trip."""
+"""DP-MW-UCB (docs/dp-recsys.md, Algorithm 1): lock step, the doubling decision schedule, messages
+only in decision rounds, the index fed by the counters, determinism and bad input, under both
+timings: ``"paper"`` (communication steps, the default) is checked step for step and in distribution
+against independent plain-loop implementations of Algorithm 1 and the hybrid counter written here;
+``"latency"`` against a plain loop with the one-step round trip."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_index_is_built_from_the_counter_outputs(epsilon):
     if math.isinf(epsilon):
         np.testing.assert_allclose(noise, 0.0, atol=1e-9)
     else:
-        # the hybrid counters' releases, with noise of the closed-form size (§2.3)
+        # the hybrid counters' releases, with noise of the closed-form size (the hybrid mechanism)
         counter = policy.sums.counter
         np.testing.assert_array_equal(policy.sums.value, counter.release())
         np.testing.assert_allclose(counter.exact(), exact, atol=1e-9)
@@ -232,8 +232,8 @@ def test_registered_id_and_non_private_variant():
 
 
 def test_matches_a_plain_loop_reference_of_section_3_3_with_latency():
-    """A scalar re-implementation of §3.3 (non-private, M = 3) with the one-step latency, replayed
-    on the recorded rewards, plays exactly the same arms (run 0)."""
+    """A scalar re-implementation of Algorithm 1 (non-private, M = 3) with the one-step latency,
+    replayed on the recorded rewards, plays exactly the same arms (run 0)."""
     policy = DPMasterWorkerUCB(epsilon=math.inf, timing="latency")
     out = rollout(policy, runs=1, num_agents=3, horizon=200)
     arms, rewards = out["arms"][:, 0], np.clip(out["rewards"][:, 0], 0, 1)
@@ -266,11 +266,11 @@ def test_matches_a_plain_loop_reference_of_section_3_3_with_latency():
             s[i][arm] += rewards[t - 1, i]
 
 
-# ------------------------------------------------------------------ paper timing (§3.3 exact)
+# ------------------------------------------------------------------ paper timing (Algorithm 1 as printed)
 
 
 class PlainHybridCounter:
-    """§2.3's hybrid counter as the spec writes it (one scalar counter, its own Generator)."""
+    """The hybrid counter of Chan, Shi & Song (one scalar counter, its own Generator)."""
 
     def __init__(self, eps: float, rng: np.random.Generator):
         self.eps, self.rng = eps, rng
@@ -302,7 +302,7 @@ class PlainHybridCounter:
 
 
 def plain_mw_ucb(M, K, T, eps, pull, rng=None):
-    """§3.3 line by line. ``pull(t, i, a)`` returns agent i's reward of arm a in round t.
+    """Algorithm 1 line by line. ``pull(t, i, a)`` returns agent i's reward of arm a in round t.
     Returns (the arm of every round, decision rounds, messages: M uploads + M broadcasts per
     decision round)."""
     ln_inv_delta = 4 * math.log(T)
@@ -345,7 +345,7 @@ def plain_mw_ucb(M, K, T, eps, pull, rng=None):
 
 
 def test_paper_timing_matches_the_plain_loop_step_for_step():
-    """Non-private: the plain §3.3 loop, fed the rewards the environment drew for each pull,
+    """Non-private: the plain Algorithm 1 loop, fed the rewards the environment drew for each pull,
     plays exactly the same arm in every round, decides in the same rounds, and every decision
     round is one communication step (upload, average back) before its pull."""
     M, T = 3, 300
@@ -411,8 +411,9 @@ def test_paper_timing_agrees_in_distribution_with_the_plain_loop(epsilon):
     ("epsilon", "spec"), [(1.5, 2425), (2.0, 2698), (5.0, 2836), (math.inf, 3340)]
 )
 def test_paper_timing_decision_rounds_of_section_3_4(epsilon, spec):
-    """§3.4 / §6.5: M = 20, K = 10, means 0.9..0.0 (Bernoulli), T = 10^4, 10 runs: the mean
-    number of decision rounds is within 10 % of the spec's prototype (about 12 s per epsilon)."""
+    """The reproduction's lock-step instance: M = 20, K = 10, means 0.9..0.0 (Bernoulli), T = 10^4,
+    10 runs: the mean number of decision rounds is within 10 % of the reference prototype (about 12
+    s per epsilon)."""
     policy = DPMasterWorkerUCB(epsilon=epsilon)
     rollout(
         policy,

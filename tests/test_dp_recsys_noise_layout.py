@@ -1,7 +1,7 @@
 """The DP recommender agents' counter noise layout (results version 3, docs/bench.md "Results
 versions"): one standard Laplace per (run, agent) and step instead of one per arm. The random
 stream changed, so trajectories differ; regret must agree with the version-2 layout within 3
-standard errors on a fixed instance (dp-recsys.md §6.4 means, Gaussian rewards)."""
+standard errors on a fixed instance (the reproduction's means, Gaussian rewards)."""
 
 from __future__ import annotations
 

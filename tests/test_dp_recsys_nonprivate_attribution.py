@@ -1,9 +1,9 @@
-"""Why the non-private DP-Dec-UCB sits about 4 % above the spec prototype's R(10^4) = 3,240
-(dp-recsys.md §6.5): an independent implementation of §4.5 (non-private, paper timing), written
-here as a loop over rounds on its own reward draws, agrees with ``dp_dec_ucb`` within 3 standard
-errors with and without clipping the rewards to [0, 1], and only the unclipped variant agrees
-with the prototype: the difference comes from clipping at epsilon = inf, not from timing
-(docs/dp-recsys.md, "Reproduction")."""
+"""Why the non-private DP-Dec-UCB sits about 4 % above the reference prototype's R(10^4) = 3,240
+(the prototype numbers of fedbandit_env/reproductions/dp_recsys.py): an independent implementation
+of Algorithm 2 (non-private, paper timing), written here as a loop over rounds on its own reward
+draws, agrees with ``dp_dec_ucb`` within 3 standard errors with and without clipping the rewards to
+[0, 1], and only the unclipped variant agrees with the prototype: the difference comes from clipping
+at epsilon = inf, not from timing (docs/dp-recsys.md, "Reproduction")."""
 
 from __future__ import annotations
 
@@ -20,17 +20,17 @@ from fedbandit_env.graphs import consensus_weights, default_kappa, make_graph
 M, K, T, RUNS = 20, 10, 10_000, 10
 MEANS = np.linspace(0.9, 0.0, K)
 SIGMA_R = 0.1
-PROTOTYPE, PROTOTYPE_STD, PROTOTYPE_SEEDS = 3240.0, 9.0, 10  # §6.5, non-private, R(10^4)
+PROTOTYPE, PROTOTYPE_STD, PROTOTYPE_SEEDS = 3240.0, 9.0, 10  # the prototype, non-private, R(10^4)
 
 
 def plain_nonprivate_dec_ucb(clip: bool, runs: int, seed: int) -> np.ndarray:
-    """§4.5 with exact sums (epsilon = inf), rho = 2, index sigma = 1, kappa = 2/3 on C_M:
+    """Algorithm 2 with exact sums (epsilon = inf), rho = 2, index sigma = 1, kappa = 2/3 on C_M:
     each round mixes (n_hat + xi, s_hat + ds) with P, then every agent plays the argmax of the
     coop-UCB index (rounds 1..K: arm t-1). Returns the network regret R(T) of each run."""
     graph = make_graph("ring", M)
     kappa = default_kappa(graph)
     P = consensus_weights(graph, kappa)
-    c = graph_constants(P, kappa=kappa).c  # (M,) the §4.2 constants
+    c = graph_constants(P, kappa=kappa).c  # (M,) the Lemma 2 constants
     rng = np.random.default_rng(seed)
     nhat, shat = np.zeros((runs, M, K)), np.zeros((runs, M, K))
     xi, ds = np.zeros((runs, M, K)), np.zeros((runs, M, K))

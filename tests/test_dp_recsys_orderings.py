@@ -1,5 +1,6 @@
-"""The checkable predictions 1-4 of dp-recsys.md §6.6 at a CI scale (the paper's M = 20, K = 10,
-C_20, a shorter horizon), each ordering with a margin larger than the seed spread."""
+"""The checkable predictions 1-4 of the reproduction (docs/dp-recsys.md) at a CI scale (the paper's
+M = 20, K = 10, C_20, a shorter horizon), each ordering with a margin larger than the seed
+spread."""
 
 from __future__ import annotations
 

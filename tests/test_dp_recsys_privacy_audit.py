@@ -1,4 +1,4 @@
-"""Empirical privacy audit of the DP recommender agents (DESIGN.md §4, dp-recsys.md §1.6).
+"""Empirical privacy audit of the DP recommender agents (docs/privacy.md, docs/dp-recsys.md).
 
 Agent 0 plays against a fixed reward table ``stream[t, arm]`` (Bernoulli env with means in
 {0, 1}, so the reward of a pull is exactly the table entry); the neighbouring table differs in one

@@ -40,9 +40,7 @@ class DecUCBv3(DPDecentralizedUCB):
         N, K = facts.num_agents, facts.num_arms
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N, K))
         senders = facts.topology.neighbors
-        self.neighbor_weight = np.where(
-            senders >= 0, self.P[np.arange(N)[:, None], senders], 0.0
-        )
+        self.neighbor_weight = np.where(senders >= 0, self.P[np.arange(N)[:, None], senders], 0.0)
         self.self_weight = self.P.diagonal().copy()
 
     def _mix(self, obs):

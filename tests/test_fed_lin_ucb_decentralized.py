@@ -1,4 +1,4 @@
-"""Decentralized FedUCB (specs/linear.md §2.8): cliques of G^gamma, flooding, light cone."""
+"""Decentralized FedUCB (docs/linear.md): cliques of G^gamma, flooding, light cone."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ SCALE = {"private": False, "beta_scale": 0.1}
 
 
 def test_complete_graph_matches_centralized_and_path_sits_between():
-    """§7 item 6: complete G, gamma = 1 is close to centralized FedUCB; a path (pairs) sits
+    """complete G, gamma = 1 is close to centralized FedUCB; a path (pairs) sits
     between that and independent agents."""
     kw = {"num_agents": 6, "horizon": 1000}
     dec = evaluate(
@@ -139,11 +139,14 @@ def test_bad_input():
         FedLinUCBDecentralized(gamma=0)
     with pytest.raises(ConfigError, match=r"fed_lin_ucb_decentralized: epsilon"):
         FedLinUCBDecentralized(epsilon=-1.0)
-    v = fedbandit_env.make_vec(
-        ENV, num_runs=1, channels={"flood": {"kind": "flood", "dim": 113, "ttl": 1}}
-    )
+    slots = {name: {"kind": "flood", "dim": 113, "ttl": 1} for name in ("flood", "flood_1")}
+    v = fedbandit_env.make_vec(ENV, num_runs=1, channels=slots)
     v.reset(seed=0)
-    with pytest.raises(ConfigError, match=r"channels\.flood\.ttl: expected >= gamma = 2"):
+    with pytest.raises(ConfigError, match=r"channels\.flood: expected ttl >= 2, got ttl 1"):
+        FedLinUCBDecentralized(gamma=2).reset(v.facts, v.agent_rng())
+    v = fedbandit_env.make_vec(ENV, num_runs=1, channels={"flood": {**slots["flood"], "ttl": 2}})
+    v.reset(seed=0)
+    with pytest.raises(ConfigError, match=r"channels\.flood_1: expected a 'flood' channel"):
         FedLinUCBDecentralized(gamma=2).reset(v.facts, v.agent_rng())
 
 
@@ -215,7 +218,7 @@ def play_recorded(gamma, n=7, horizon=90, threshold=0.5, topology="path", runs=2
 
 
 def test_round_robin_slots_are_isolated():
-    """§2.8: estimator g only ever holds data of the trials that used it, its own and its
+    """estimator g only ever holds data of the trials that used it, its own and its
     clique members' (each table entry is lambda I + a prefix of that member's slot-g pulls)."""
     gamma, horizon = 3, 90
     policy, xs, _, _, requests = play_recorded(gamma, horizon=horizon)
@@ -238,7 +241,7 @@ def test_round_robin_slots_are_isolated():
 
 @pytest.mark.parametrize("gamma", [2, 3])
 def test_a_sync_completes_within_two_gamma_trials(gamma):
-    """§2.8: once agent i requests slot g at trial t, every member of its clique holds every
+    """once agent i requests slot g at trial t, every member of its clique holds every
     member's slot-g data of trial t by trial t + 2 gamma (and the bound is tight on a path)."""
     horizon = 90
     policy, _, own, table, requests = play_recorded(gamma, horizon=horizon)

@@ -1,11 +1,11 @@
-"""Decentralized FedUCB (linear.md §2.8) under its default ``timing="paper"``: a trigger after
+"""Decentralized FedUCB (docs/linear.md) under its default ``timing="paper"``: a trigger after
 the pull of trial t broadcasts its request and release at trial t (one communication step), so
-they reach the neighbours at the start of trial t+1, as §2.8's network model says; answers go out
-at the start of the trial the request arrives in. An independent plain loop of the §2.8
-pseudocode written here (gamma = 1, non-private; the clique cover, a graph fact, is the only
-input taken from the agent) plays the same actions in every trial on the environment's decision
-sets and rewards; under ``timing="latency"`` it does not. With gamma = 2 each run's slots follow
-its own trials, and a run of a batch equals that seed alone."""
+they reach the neighbours at the start of trial t+1, as the reconstruction's network model says;
+answers go out at the start of the trial the request arrives in. An independent plain loop of the
+reconstruction's pseudocode written here (gamma = 1, non-private; the clique cover, a graph fact, is
+the only input taken from the agent) plays the same actions in every trial on the environment's
+decision sets and rewards; under ``timing="latency"`` it does not. With gamma = 2 each run's slots
+follow its own trials, and a run of a batch equals that seed alone."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ ENV = "FedBandit/LinearContextual-v0"
 
 
 def plain_decentralized(graph, cliques, T, d, D, contexts, reward, tie, lam=1.0):
-    """§2.8 with gamma = 1, non-private (releases G + lambda I, g). Returns actions (T, M)."""
+    """The reconstruction with gamma = 1, non-private (releases G + lambda I, g). Returns actions
+    (T, M)."""
     M = graph.number_of_nodes()
     sigma, S, alpha = 0.5, 1.0, 0.1
     clique_of = {i: c for c in cliques for i in c}

@@ -1,8 +1,9 @@
-"""Private centralized FedUCB against an independent plain loop of specs/linear.md §2.3–2.5 and
-§4.1 written here (instance generator, constants, tree privatizer, Algorithm 1 with the A3/A4
-fixes, A28 floor), with its own random streams: on a small instance the mean final per-agent
-regret agrees with ``fed_lin_ucb`` within 3 standard errors, for D = 0 and Theorem 1's D. This
-is the implementation check behind the linear reproduction's failed claims (docs/linear.md)."""
+"""Private centralized FedUCB against an independent plain loop written here (the paper's
+privatizer and instance generator, Proposition 2's constants, Algorithm 1 with the trigger and
+sync moment of docs/linear.md and the spectrum floor), with its own random streams: on a small
+instance the mean final per-agent regret agrees with ``fed_lin_ucb`` within 3 standard errors,
+for D = 0 and Theorem 1's D. This is the implementation check behind the linear reproduction's
+failed claims (docs/linear.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ BETA_SCALE, SIGMA, ALPHA, DELTA, S = 0.01, 0.5, 0.1, 0.1, 1.0
 
 
 def constants(eps: float, d: int, n_agents: int, horizon: int) -> dict[str, float]:
-    """§2.3 with n = T (adaptive schedule), L = B = 1, and Theorem 1's D (§2.6)."""
+    """The privacy constants with n = T (adaptive schedule), L = B = 1, and Theorem 1's D."""
     m = 1 + math.ceil(math.log2(horizon))
     lt2 = 2.0
     log_term = 2.0 * math.log(2.0 * horizon * n_agents / ALPHA)
@@ -28,12 +29,18 @@ def constants(eps: float, d: int, n_agents: int, horizon: int) -> dict[str, floa
     lam = math.sqrt(32.0) * m * lt2 * math.log(4.0 / DELTA) * (4 * math.sqrt(d) + log_term) / eps
     kappa = math.sqrt(m * lt2 * (math.sqrt(d) + log_term) / (math.sqrt(2.0) * eps))
     ell = math.log(3.0 + horizon / (d * lam))
-    return {"m": m, "sigma_N": sigma_n, "Lambda": lam, "kappa": kappa,
-            "D": 2.0 * horizon * d / (ell + 1.0)}
+    return {
+        "m": m,
+        "sigma_N": sigma_n,
+        "Lambda": lam,
+        "kappa": kappa,
+        "D": 2.0 * horizon * d / (ell + 1.0),
+    }
 
 
 class Tree:
-    """The binary-counter Gaussian mechanism of §2.4 for one agent (plain Python)."""
+    """The binary-counter Gaussian mechanism of the paper's tree mechanism for one agent (plain
+    Python)."""
 
     def __init__(self, d: int, sigma_n: float, lam: float, m: int, rng: np.random.Generator):
         self.d, self.sigma_n, self.lam, self.rng = d, sigma_n, lam, rng
@@ -56,7 +63,8 @@ class Tree:
 
 
 def decision_set(theta: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """§4.1: K unit actions, K - 1 with mean in [0.5, 0.6] and one in [0.7, 0.8], shuffled."""
+    """The instance generator: K unit actions, K - 1 with mean in [0.5, 0.6] and one in [0.7, 0.8],
+    shuffled."""
     means = np.concatenate([rng.uniform(0.7, 0.8, 1), rng.uniform(0.5, 0.6, K - 1)])
     rng.shuffle(means)
     xs = []
@@ -69,7 +77,8 @@ def decision_set(theta: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarra
 
 
 def plain_run(eps: float, D: float | None, seed: int) -> float:
-    """One run of private FedUCB (§2.5 with A1–A4, A28); final per-agent pseudo-regret."""
+    """One run of private FedUCB (Algorithm 1 with the repairs of docs/linear.md and the spectrum
+    floor); final per-agent pseudo-regret."""
     rng = np.random.default_rng(seed)
     d = D_DIM
     c = constants(eps, d, M, T)
@@ -92,10 +101,12 @@ def plain_run(eps: float, D: float | None, seed: int) -> float:
             V = W + U[i]
             Vinv = np.linalg.inv(V)
             theta_bar = Vinv @ (w + u[i])
-            radicand = 2 * math.log(2 / ALPHA) + np.linalg.slogdet(V)[1] - d * math.log(
-                M * rho_min)
-            beta = BETA_SCALE * (SIGMA * math.sqrt(max(radicand, 0.0)) + S * math.sqrt(
-                M * rho_max) + kappa * math.sqrt(M))
+            radicand = 2 * math.log(2 / ALPHA) + np.linalg.slogdet(V)[1] - d * math.log(M * rho_min)
+            beta = BETA_SCALE * (
+                SIGMA * math.sqrt(max(radicand, 0.0))
+                + S * math.sqrt(M * rho_max)
+                + kappa * math.sqrt(M)
+            )
             scores = [x @ theta_bar + beta * math.sqrt(max(x @ Vinv @ x, 0.0)) for x in xs]
             a = int(np.argmax(scores))
             x = xs[a]
@@ -113,7 +124,7 @@ def plain_run(eps: float, D: float | None, seed: int) -> float:
             W = sum(r[0] for r in releases)
             w = sum(r[1] for r in releases)
             vals, vecs = np.linalg.eigh(W)
-            if vals[0] < rho_min:  # A28: floor the spectrum at rho_min
+            if vals[0] < rho_min:  # floor the spectrum at rho_min
                 W = (vecs * np.maximum(vals, rho_min)) @ vecs.T
             U = [np.zeros((d, d)) for _ in range(M)]
             u = [np.zeros(d) for _ in range(M)]
@@ -126,8 +137,13 @@ def plain_run(eps: float, D: float | None, seed: int) -> float:
 
 def agent_finals(eps: float, D: float | None) -> tuple[np.ndarray, FedLinUCB]:
     policy = FedLinUCB(epsilon=eps, sync_threshold=D, beta_scale=BETA_SCALE)
-    res = evaluate(ENV, policy, runs=RUNS, seed=0,
-                   env_kwargs={"num_agents": M, "dim": D_DIM, "num_arms": K, "horizon": T})
+    res = evaluate(
+        ENV,
+        policy,
+        runs=RUNS,
+        seed=0,
+        env_kwargs={"num_agents": M, "dim": D_DIM, "num_arms": K, "horizon": T},
+    )
     return res.final_regret_per_agent, policy
 
 
@@ -135,10 +151,12 @@ def test_plain_constants_match_agent():
     _, policy = agent_finals(1.0, None)
     c = constants(1.0, D_DIM, M, T)
     assert policy.constants.m == c["m"]
-    for ours, theirs in ((policy.constants.sigma_N, c["sigma_N"]),
-                         (policy.constants.rho_min, c["Lambda"]),
-                         (policy.constants.kappa, c["kappa"]),
-                         (policy.threshold, c["D"])):
+    for ours, theirs in (
+        (policy.constants.sigma_N, c["sigma_N"]),
+        (policy.constants.rho_min, c["Lambda"]),
+        (policy.constants.kappa, c["kappa"]),
+        (policy.threshold, c["D"]),
+    ):
         assert ours == pytest.approx(theirs, rel=1e-9)
 
 

@@ -1,5 +1,5 @@
-"""Centralized FedUCB (linear.md §2.5) against an independent plain loop of the spec's
-Algorithm 1 written here, with the sync at the end of the trial that triggers it (A4): the
+"""Centralized FedUCB (docs/linear.md, Algorithm 1) against an independent plain loop of
+Algorithm 1 written here, with the sync at the end of the trial that triggers it: the
 agent's default ``timing="paper"`` plays the same action in every trial and syncs after the same
 trials, on the environment's decision sets and rewards (non-private, so the streams align);
 ``timing="latency"`` does not, and the option is validated."""
@@ -22,10 +22,10 @@ ENV = "FedBandit/LinearContextual-v0"
 def plain_fed_ucb(
     M, T, d, D, contexts, reward, lam=1.0, sigma=0.5, S=1.0, alpha=0.1, fixed=None, tie=None
 ):
-    """§2.5 non-private, line by line (rho_min = rho_max = lambda, kappa = 0). ``contexts[t-1]``
-    (M, K, d); ``reward(t, i, a)``; ``fixed``: the trials after which to sync instead of the
-    trigger; ``tie(t, i, candidates)`` picks among actions whose scores are equal up to float
-    rounding (default: the lowest index, the spec's rule; the test follows the agent, whose
+    """Algorithm 1 non-private, line by line (rho_min = rho_max = lambda, kappa = 0).
+    ``contexts[t-1]`` (M, K, d); ``reward(t, i, a)``; ``fixed``: the trials after which to sync
+    instead of the trigger; ``tie(t, i, candidates)`` picks among actions whose scores are equal up
+    to float rounding (default: the lowest index, docs/linear.md; the test follows the agent, whose
     rounding decides). Returns (actions (T, M), the trials after which a sync happened)."""
     W = [M * lam * np.eye(d) for _ in range(M)]
     w = [np.zeros(d) for _ in range(M)]

@@ -1,5 +1,5 @@
-"""Fed1-UCB and Fed2-UCB (field-coverage.md §4): agreement with an independent plain-loop
-implementation of the spec (exactly on replayed rewards, and within 3 standard errors with
+"""Fed1-UCB and Fed2-UCB (docs/fed-ucb12.md): agreement with an independent plain-loop
+implementation of the rules (exactly on replayed rewards, and within 3 standard errors with
 independent reward draws), the light cone, determinism, both views, regret accounting of
 inactive clients and bad input."""
 
@@ -19,7 +19,7 @@ from fedbandit_env.errors import ConfigError
 HETERO = "FedBandit/Heterogeneous-v0"
 SIGMA = 0.5
 # local means: the global means (0.7, 0.5, 0.4, 0.3) times a client-by-arm weight matrix whose
-# columns average to 1 (the exact model of the spec), so local optima differ from the global one
+# columns average to 1 (the paper's exact model), so local optima differ from the global one
 GLOBAL = np.array([0.7, 0.5, 0.4, 0.3])
 WEIGHTS = np.array(
     [
@@ -32,9 +32,9 @@ WEIGHTS = np.array(
 MEANS = GLOBAL * WEIGHTS
 
 
-# ------------------------------------------------------------------ the plain-loop spec
+# ------------------------------------------------------------------ the plain loop
 def plain_fed(means, horizon, f, width, join, reward_of):
-    """One run of Fed1/Fed2-UCB written as the spec reads (field-coverage.md §4), one agent and
+    """One run of Fed1/Fed2-UCB written from the rules of docs/fed-ucb12.md, one agent and
     one pull at a time. ``f(p)`` pulls per active arm in phase p; ``width(p, clients)`` the
     elimination width after phase p, ``clients`` the join phase of each current client;
     ``join[i]``: the phase (1-based) in which agent i joins; ``reward_of(i, pull, arm)`` the
@@ -203,8 +203,10 @@ def test_regret_and_messages_agree_with_independent_draws(which):
     ours_regret = res.final_regret_network
     ours_msgs = res.messages.sum(axis=1)
     rng = np.random.default_rng(123)
-    ref = [plain_fed(means, T, lambda p: 10, width, join, _gaussian_rewards(means, rng))
-           for _ in range(runs)]
+    ref = [
+        plain_fed(means, T, lambda p: 10, width, join, _gaussian_rewards(means, rng))
+        for _ in range(runs)
+    ]
     ref_regret = np.array([r[0].sum() for r in ref])
     ref_msgs = np.array([r[1] for r in ref], dtype=float)
     for a, b in ((ours_regret, ref_regret), (ours_msgs, ref_msgs)):
@@ -281,8 +283,10 @@ def test_batch_equals_single_runs_and_views_agree(factory):
     env = fedbandit_env.make(HETERO, **_env_kwargs(policy, 300))
     traj = fedbandit_env.run_episode(env, policy, seed=7)
     dict_arms = np.array(
-        [[a[f"agent_{i}"]["arm"] if a[f"agent_{i}"].get("pull", 1) else -1 for i in range(4)]
-         for a, *_ in traj]
+        [
+            [a[f"agent_{i}"]["arm"] if a[f"agent_{i}"].get("pull", 1) else -1 for i in range(4)]
+            for a, *_ in traj
+        ]
     )
     assert (dict_arms == -1).any()  # server rounds are communication steps
     assert np.array_equal(dict_arms, arms[: len(dict_arms), 0])

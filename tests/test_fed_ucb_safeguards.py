@@ -1,5 +1,6 @@
 """Safeguards of the private FedUCB agents (agents/fed_ucb_common.py): rewards clipped to
-[-B, B] (specs/linear.md §6, A26) and the A28 eigenvalue floor of the synchronized W."""
+[-B, B] (docs/linear.md, "Reward bound and clipping") and the eigenvalue floor of the synchronized
+W."""
 
 from __future__ import annotations
 

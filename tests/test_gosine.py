@@ -1,5 +1,5 @@
-"""GosInE, synchronous (field-coverage.md §6): agreement with a plain per-agent loop written from
-the spec, the active-set invariants, the light cone, determinism and bad input."""
+"""GosInE, synchronous (docs/gosine.md): agreement with a plain per-agent loop written from
+the rules, the active-set invariants, the light cone, determinism and bad input."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ N, K, T, RUNS = 5, 12, 1000, 40
 MEANS = [0.95, 0.85] + [0.85 * x for x in np.sort(np.random.default_rng(1).random(K - 2))[::-1]]
 
 
-def plain_gosine(rng, *, nbrs, n=N, k=K, T=T, means=MEANS, alpha=4.0, beta=3
-                 ) -> tuple[float, int]:
-    """One run of synchronous GosInE, agent by agent, from §6."""
+def plain_gosine(rng, *, nbrs, n=N, k=K, T=T, means=MEANS, alpha=4.0, beta=3) -> tuple[float, int]:
+    """One run of synchronous GosInE, agent by agent, from docs/gosine.md."""
     s = math.ceil(k / n)
     sticky = [{(i * s + m) % k for m in range(s)} for i in range(n)]
     U = [(i * s + s) % k for i in range(n)]
@@ -36,8 +35,11 @@ def plain_gosine(rng, *, nbrs, n=N, k=K, T=T, means=MEANS, alpha=4.0, beta=3
             active = sticky[i] | {U[i], L[i]}
             idx = {}
             for a in active:
-                idx[a] = math.inf if cnt[i, a] == 0 else (
-                    tot[i, a] / cnt[i, a] + math.sqrt(alpha * math.log(t + 1) / cnt[i, a]))
+                idx[a] = (
+                    math.inf
+                    if cnt[i, a] == 0
+                    else (tot[i, a] / cnt[i, a] + math.sqrt(alpha * math.log(t + 1) / cnt[i, a]))
+                )
             top = sorted(a for a in active if idx[a] == max(idx.values()))
             arm = top[rng.integers(len(top))]
             cnt[i, arm] += 1
@@ -69,8 +71,13 @@ def plain_gosine(rng, *, nbrs, n=N, k=K, T=T, means=MEANS, alpha=4.0, beta=3
 @pytest.mark.parametrize("topology", ["complete", "ring"])
 def test_agrees_with_a_plain_loop_within_3_standard_errors(topology):
     _, nbrs = graph(topology, N)
-    kw = {"num_agents": N, "means": MEANS, "horizon": T, "topology": topology,
-          "reward": "bernoulli"}
+    kw = {
+        "num_agents": N,
+        "means": MEANS,
+        "horizon": T,
+        "topology": topology,
+        "reward": "bernoulli",
+    }
     reg, msg = batched(GosInE(), RUNS, **kw)
     preg, pmsg = plain(lambda g: plain_gosine(g, nbrs=nbrs), RUNS, 5)
     assert_agree(reg, preg, f"regret ({topology})")
@@ -91,11 +98,26 @@ def test_active_set_invariants_and_arms_stay_active():
     states = []
 
     def hook(t, policy, action):
-        states.append((policy._active.copy(), policy.U.copy(), policy.L.copy(),
-                       action.arms.copy(), action.pull))
+        states.append(
+            (
+                policy._active.copy(),
+                policy.U.copy(),
+                policy.L.copy(),
+                action.arms.copy(),
+                action.pull,
+            )
+        )
 
-    rollout(GosInE(), runs=3, hook=hook, num_agents=N, horizon=300, topology="ring",
-            means=MEANS, reward="bernoulli")
+    rollout(
+        GosInE(),
+        runs=3,
+        hook=hook,
+        num_agents=N,
+        horizon=300,
+        topology="ring",
+        means=MEANS,
+        reward="bernoulli",
+    )
     b, i = np.indices((3, N))
     sticky = sticky_sets(N, K)[0]
     for active, U, L, arms, pull in states:
@@ -112,13 +134,29 @@ def test_active_set_invariants_and_arms_stay_active():
 @pytest.mark.parametrize("j", [0, 3])
 def test_light_cone(topology, n, j):
     means = [0.9, 0.2, 0.8, 0.1, 0.3, 0.7, 0.4, 0.6, 0.5, 0.35, 0.25, 0.15]
-    light_cone(lambda: GosInE(beta=2), "recommend", topology=topology, n=n, j=j, horizon=300,
-               t_change=30, reach=0, means=means, reward={"kind": "gaussian", "sigma": 0.1})
+    light_cone(
+        lambda: GosInE(beta=2),
+        "recommend",
+        topology=topology,
+        n=n,
+        j=j,
+        horizon=300,
+        t_change=30,
+        reach=0,
+        means=means,
+        reward={"kind": "gaussian", "sigma": 0.1},
+    )
 
 
 def test_batch_member_equals_run_alone():
-    kw = {"family": "homogeneous", "num_agents": N, "means": MEANS, "horizon": 200,
-          "topology": "ring", "reward": "bernoulli"}
+    kw = {
+        "family": "homogeneous",
+        "num_agents": N,
+        "means": MEANS,
+        "horizon": 200,
+        "topology": "ring",
+        "reward": "bernoulli",
+    }
     batch = evaluate("FedBandit/Homogeneous-v0", GosInE(), runs=3, seed=10, env_kwargs=kw)
     alone = evaluate("FedBandit/Homogeneous-v0", GosInE(), runs=1, seed=12, env_kwargs=kw)
     assert np.array_equal(batch.regret_network[2], alone.regret_network[0])
@@ -130,11 +168,24 @@ def test_bad_input_and_environments_it_cannot_run_on():
     with pytest.raises(ConfigError, match="gosine: family"):
         evaluate("FedBandit/LinearContextual-v0", GosInE(), runs=1, env_kwargs={"horizon": 10})
     with pytest.raises(ConfigError, match="gosine: num_arms"):
-        evaluate("FedBandit/Homogeneous-v0", GosInE(), runs=1,
-                 env_kwargs={"family": "homogeneous", "num_agents": 2, "num_arms": 3,
-                             "horizon": 20})
-    with pytest.raises(ConfigError, match="gosine: channels.recommend.mode"):
-        evaluate("FedBandit/Homogeneous-v0", GosInE(), runs=1,
-                 env_kwargs={"family": "homogeneous", "num_agents": 4, "num_arms": 8,
-                             "horizon": 20,
-                             "channels": {"recommend": {"kind": "gossip", "dim": 1}}})
+        evaluate(
+            "FedBandit/Homogeneous-v0",
+            GosInE(),
+            runs=1,
+            env_kwargs={"family": "homogeneous", "num_agents": 2, "num_arms": 3, "horizon": 20},
+        )
+    with pytest.raises(
+        ConfigError, match="gosine: channels.recommend: expected mode .pull_one_neighbour."
+    ):
+        evaluate(
+            "FedBandit/Homogeneous-v0",
+            GosInE(),
+            runs=1,
+            env_kwargs={
+                "family": "homogeneous",
+                "num_agents": 4,
+                "num_arms": 8,
+                "horizon": 20,
+                "channels": {"recommend": {"kind": "gossip", "dim": 1}},
+            },
+        )

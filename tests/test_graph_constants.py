@@ -1,4 +1,4 @@
-"""Graph constants c0, c_i of DP-Dec-UCB (dp-recsys.md §4.2): the spec's reference table, the
+"""Graph constants c0, c_i of DP-Dec-UCB (Lemma 2; docs/dp-recsys.md): a reference table, the
 cycle spectrum, the complete graph, and properties on random connected graphs."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from agents.graph_constants import graph_constants
 from fedbandit_env.graphs import GraphError, consensus_weights
 
-# dp-recsys.md §4.2 table (M = 20): graph, kappa, lambda_2, lambda_M, c0, (c_i min, c_i max)
+# reference table (M = 20): graph, kappa, lambda_2, lambda_M, c0, (c_i min, c_i max)
 TABLE = [
     ("cycle", 2 / 3, 0.96737, -0.33333, 375.29, (102.6, 135.9)),
     ("cycle", 0.5, 0.97553, 0.0, 509.82, (137.9, 187.8)),
     ("cycle", 0.9, 0.95595, -0.8, 328.16, (114.3, 155.6)),
     ("complete", 19 / 20, 0.0, 0.0, 0.0, (0.0, 0.0)),
-    # lambda_2 = ... = lambda_20: one 19-dimensional eigenspace, so c_i is entirely basis-dependent
-    # (A13); the spec's "9 - 23" came from one LAPACK build (numpy 2.4.6 / OpenBLAS 0.3.31 gives
+    # lambda_2 = ... = lambda_20: one 19-dimensional eigenspace, so c_i is entirely basis-dependent;
+    # the reference "9 - 23" came from one LAPACK build (numpy 2.4.6 / OpenBLAS 0.3.31 gives
     # 6.4 - 19.7). Only the basis-free bound 0 <= c_i <= M^2 max_pk weight_pk is checked.
     ("complete", 0.5, 0.47368, 0.47368, 76.47, None),
     ("path", 2 / 3, 0.99179, -0.32513, 819.64, (127.4, 445.1)),
@@ -48,7 +48,7 @@ def test_reference_table_of_section_4_2(graph, kappa, lam2, lam_m, c0, c_range):
         bound = len(lam) ** 2 * np.max(prod / (1 - prod))  # |nu| <= 1, sum_p |u_p^i| <= sqrt(M)
         assert (g.c >= 0).all() and (g.c <= bound).all()
         return
-    # c_i is basis-dependent (A13); the ranges are numpy eigh's, a loose check only
+    # c_i is basis-dependent; the ranges are numpy eigh's, a loose check only
     assert g.c.min() == pytest.approx(c_range[0], abs=0.5 + 0.05 * c_range[0])
     assert g.c.max() == pytest.approx(c_range[1], abs=0.5 + 0.05 * c_range[1])
 

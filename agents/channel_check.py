@@ -1,0 +1,76 @@
+"""The channels a reference agent needs, read from its own ``channel_spec``.
+
+An agent states its channels once, in ``channel_spec(config)``. :func:`check_channels` compares
+the environment's channels (``facts.channels``) with that statement before the first step, so
+no agent keeps a second list of names, kinds and sizes. The ``channel_spec`` of the agents in
+this package reads only ``num_agents``, ``num_arms`` and ``linear.dim`` of the configuration;
+:func:`spec_inputs` rebuilds these three from the federation's facts.
+
+Compared: every channel the spec names must exist with the same ``kind`` and ``dim``, with the
+same value of the options that change what a delivery means (:data:`MEANINGFUL`) and with at
+least the reach the spec asks for (:data:`AT_LEAST`). Options
+that only choose a delivery format (``reduce``: a padded ``neighbors`` delivery gives the same
+numbers), schedules the agent adapts to (``join_round``) and other limits an algorithm puts on a
+channel (full participation, no drops) are the agent's own business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts, TeamPolicy
+
+MEANINGFUL: dict[str, Any] = {"aggregate": "mean", "mode": "edge"}
+"""Options compared with the environment's, with the value a channel has when it names none."""
+AT_LEAST: dict[str, Any] = {"ttl": 0}
+"""Options the environment's channel must have at least as large as the spec's (a flood
+channel's ``ttl``: messages must travel at least that far), with their value when not named."""
+
+
+@dataclass(frozen=True)
+class SpecInputs:
+    """The fields of an environment configuration that ``channel_spec`` reads."""
+
+    num_agents: int
+    num_arms: int
+    linear: Any
+
+
+def spec_inputs(facts: FederationFacts) -> SpecInputs:
+    """``num_agents``, ``num_arms`` and ``linear.dim`` (None outside the linear family)."""
+    linear = SimpleNamespace(dim=int(facts.extra["dim"])) if facts.family == "linear" else None
+    return SpecInputs(facts.num_agents, facts.num_arms, linear)
+
+
+def check_channels(policy: TeamPolicy, facts: FederationFacts) -> None:
+    """Raise a :class:`ConfigError` naming the agent and the channel if the environment lacks a
+    channel of ``policy.channel_spec`` or has it with another kind, size or meaning."""
+    aid = policy.agent_id
+    for name, want in (policy.channel_spec(spec_inputs(facts)) or {}).items():
+        kind, dim = want["kind"], want["dim"]
+        have = facts.channels.get(name)
+        if have is None:
+            raise ConfigError(
+                f"{aid}: channels.{name}: expected a {kind!r} channel of dim {dim}; "
+                f"the environment has {sorted(facts.channels) or 'no channels'}"
+            )
+        if have["kind"] != kind or have["dim"] != dim:
+            raise ConfigError(
+                f"{aid}: channels.{name}: expected kind {kind!r} with dim {dim}, got "
+                f"kind {have['kind']!r} with dim {have['dim']}"
+            )
+        for key, default in MEANINGFUL.items():
+            if key in want and have.get(key, default) != want[key]:
+                raise ConfigError(
+                    f"{aid}: channels.{name}: expected {key} {want[key]!r}, got {key} "
+                    f"{have.get(key, default)!r}"
+                )
+        for key, default in AT_LEAST.items():
+            if key in want and have.get(key, default) < want[key]:
+                raise ConfigError(
+                    f"{aid}: channels.{name}: expected {key} >= {want[key]!r}, got {key} "
+                    f"{have.get(key, default)!r}"
+                )
