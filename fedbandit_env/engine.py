@@ -1,6 +1,6 @@
 """The batched engine: B independent runs of N agents on M arms, stepped with array operations.
 
-DESIGN.md §2: arrays at the core. One engine step takes the arms (B, N) and the messages of every
+Arrays at the core (docs/architecture.md). One engine step takes the arms (B, N) and the messages of every
 channel, draws the rewards, charges and delivers the messages, and returns arrays. The PettingZoo
 view (B = 1) and the vector view are thin layers over it, so both produce bit-identical
 trajectories for the same run seed. A run may also take a communication-only step (``pull``
@@ -28,7 +28,6 @@ PULL = 0
 COMMUNICATION = 1
 """``phase`` of a communication-only step: messages travelled, no arm was pulled
 (docs/architecture.md, "Communication steps")."""
-assert (PULL, COMMUNICATION) == (0, 1)  # the mixed step builds the phase as ``~pulling``
 
 
 @dataclass
@@ -74,11 +73,6 @@ class VecInfo:
     ledger: Ledger
 
 
-_SMALL_PAYLOAD = 1 << 17
-"""Payloads up to this many floats are checked for NaN/inf with ``isfinite`` (its boolean
-temporary costs less than the error-state context of the one-pass sum up to about 2^17 floats,
-measured side by side); larger ones with the sum."""
-
 Messages = Mapping[str, np.ndarray | tuple[np.ndarray, np.ndarray]]
 
 
@@ -108,19 +102,6 @@ class Engine:
             for name, opts in config.channels.items()
         }
         self.ledger = Ledger(self.num_runs, self.num_agents)
-        shape = (self.num_runs, self.num_agents)
-        self._no_send = np.zeros(shape, dtype=bool)
-        self._run_index = np.arange(shape[0])[:, None]  # (B, 1) and (1, N): gathers by arm
-        self._agent_index = np.arange(shape[1])[None, :]
-        self._zeros = {n: np.zeros((*shape, ch.dim)) for n, ch in self.channels.items()}
-        # flat gathers by arm: (b * N + i) * M into the means, b * M into the global tables
-        self._flat_base = np.arange(shape[0] * shape[1], dtype=np.int64).reshape(shape)
-        self._flat_base *= self.num_arms
-        self._run_base = np.repeat(np.arange(shape[0], dtype=np.int64) * self.num_arms, shape[1])
-        self._run_base = self._run_base.reshape(shape)
-        self._no_charge = Charge.zeros(*shape)  # the charge of a step without channels
-        for array in vars(self._no_charge).values():
-            array.setflags(write=False)
         self._shared = config.shared_instance()
         self.linear: ContextualProcess | None = None
         if config.linear is not None:  # the linear family: generated or data-set contexts
@@ -152,10 +133,6 @@ class Engine:
         self.step_count = 0
         self.pulls = np.zeros(self.num_runs, dtype=np.int64)
         self.streak = np.zeros(self.num_runs, dtype=np.int64)  # communication steps in a row
-        self.even = True  # every run has pulled in every step so far
-        self.headroom = self.horizon  # steps every run can still pull in: horizon - max pulls
-        self._all_pull_phase = np.zeros(self.num_runs, dtype=np.int64)  # PULL in every run
-        self._all_pull_phase.setflags(write=False)
         shape = (self.num_runs, self.num_agents)
         self.cumulative_regret = np.zeros(shape)
         self.last_arm = np.full(shape, -1, dtype=np.int64)
@@ -173,170 +150,109 @@ class Engine:
         return obs, info
 
     def _set_means(self, instances: list[Instance]) -> None:
-        """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards."""
-        # C order, so the flat view the steps gather from is a view, not a copy
-        self.means = np.ascontiguousarray(np.stack([inst.means for inst in instances]), np.float64)
+        """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards; the
+        global expected reward of each arm (B, M), the mean over agents, and its best (B,)."""
+        self.means = np.stack([inst.means for inst in instances]).astype(np.float64)
         expected = np.stack([self.config.reward.expected(inst.means) for inst in instances])
         self.global_expected = expected.mean(axis=1)
         self.best_expected = self.global_expected.max(axis=1)
-        # the pseudo-regret of each (run, arm), the same subtraction a step made per pull
-        self._gap = (self.best_expected[:, None] - self.global_expected).reshape(-1)
 
     # ------------------------------------------------------------------- step
     def step(
         self, arms: np.ndarray, messages: Messages | None = None, pull: Any = None
     ) -> tuple[VecObservation, np.ndarray, VecInfo]:
-        """One engine step. ``pull`` (docs/architecture.md, "Communication steps"): None or True
-        (every run pulls), False (no run pulls) or a bool array (B,): the runs where it is False
-        take a communication-only step (messages are sent, charged and delivered as in any step;
-        no reward is drawn, regret and the run's pull count stay; ``arms`` are ignored there).
-        A run that has finished its ``horizon`` pulls while others have not ignores the step."""
-        if self.step_count < 0:
-            raise HorizonError("step: the environment must be reset() before the first step")
-        pulling = None if pull is None else self._check_pull(pull)  # None: every run pulls
-        if pulling is None or pulling.all():
-            if self.even:
-                return self._step_all(arms, messages)
-            if self.headroom > 0:  # after communication steps, all runs live
-                self.streak.fill(0)  # what the mixed step does when every run pulls
-                return self._step_all(arms, messages, live=True)
-        if pulling is None:
-            pulling = np.ones(self.num_runs, dtype=bool)
-        return self._step_mixed(arms, messages, pulling)
+        """One engine step of every run.
 
-    def _step_all(
-        self, arms, messages, live: bool = False
-    ) -> tuple[VecObservation, np.ndarray, VecInfo]:
-        """Every run pulls (the pull loop: kept as lean as before communication steps).
-        ``live``: the caller has checked that every run has pulls left (the runs' step counts
-        may differ from their pull counts after communication steps); the trajectory is the
-        one :meth:`_step_mixed` makes when every run pulls."""
-        if not live and self.step_count >= self.horizon:
-            raise HorizonError(
-                f"step: horizon exceeded: the episode ended after {self.horizon} steps; "
-                "call reset() to start a new one"
-            )
-        arms = self._check_arms(arms)
-        sends = self._check_messages(messages or {})
+        ``pull`` (docs/architecture.md, "Communication steps"): None or True (every run pulls),
+        False (no run pulls) or a bool array (B,): the runs where it is False take a
+        communication-only step: their messages are sent, charged and delivered as in any step,
+        no reward is drawn, their regret and pull count stay and their ``arms`` are ignored. A
+        run that has made its ``horizon`` pulls while others have not sends nothing and draws
+        nothing. A run that does not pull consumes none of its ``rewards`` streams, so the k-th
+        pull of a run sees the same reward draws whatever communication steps come before it,
+        and run b of a batch stays bit-identical to that seed run alone."""
+        arms, sends, pulling, live = self.check_step(arms, messages, pull)
         self.step_count += 1
-        t = self.step_count
-        self.pulls += 1
-        self.headroom -= 1
-        rewards, expected, regret = self._draw(arms)
+        self.streak = np.where(live & ~pulling, self.streak + 1, 0)
+        self.pulls += pulling
+        sends = {name: (send & live[:, None], payload) for name, (send, payload) in sends.items()}
+        rewards, expected, regret = self._draw(arms, pulling)
         self.cumulative_regret += regret
-        deliveries = self._transmit(t, sends)
-        context = self.linear.context if self.linear is not None else None
-        self.last_arm, self.last_reward = arms, rewards
+        deliveries = self._transmit(self.step_count, sends)
+        pulled = pulling[:, None]
+        self.last_arm = np.where(pulled, arms, self.last_arm)
+        self.last_reward = np.where(pulled, rewards, self.last_reward)
         obs = VecObservation(
-            t, arms, rewards, deliveries, context, self._pull_phase(), self.pulls.copy()
+            step=self.step_count,
+            last_arm=self.last_arm,
+            last_reward=self.last_reward,
+            deliveries=deliveries,
+            context=self.linear.context if self.linear is not None else None,
+            phase=np.where(pulling, PULL, COMMUNICATION),
+            pulls=self.pulls.copy(),
         )
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
         return obs, rewards, info
 
-    def _pull_phase(self) -> np.ndarray:
-        """The ``phase`` of a step in which every run pulled: one read-only array per reset."""
-        return self._all_pull_phase
-
     def _draw(
-        self, arms: np.ndarray, runs: np.ndarray | None = None
+        self, arms: np.ndarray, pulling: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rewards, expected rewards and regret of the pulls; ``runs`` (B,): only these runs
-        pull and consume their reward streams (the others' outputs are discarded)."""
+        """Rewards, expected rewards and pseudo-regret (B, N) of the pulls, 0 in the runs that
+        do not pull; only the pulling runs consume their reward streams."""
         if self.linear is not None:
-            return self.linear.pull(arms, runs)
-        noise = self._noise.next(runs)
-        # flat gathers (means[b, i, arms[b, i]] and global_expected[b, arms[b, i]]); the means
-        # are read through a view each step, so edits of ``self.means`` in place take effect
-        pulled = self.means.reshape(-1).take(self._flat_base + arms)
-        rewards = self.config.reward.sample(pulled, noise)
-        column = self._run_base + arms
-        expected = self.global_expected.reshape(-1).take(column)
-        regret = self._gap.take(column)
-        return rewards, expected, regret
+            rewards, expected, regret = self.linear.pull(arms, pulling)
+        else:
+            noise = self._noise.next(pulling)
+            pulled = np.take_along_axis(self.means, arms[..., None], axis=2)[..., 0]
+            rewards = self.config.reward.sample(pulled, noise)
+            expected = np.take_along_axis(self.global_expected, arms, axis=1)
+            regret = self.best_expected[:, None] - expected
+        pulled_rows = pulling[:, None]
+        return (
+            np.where(pulled_rows, rewards, 0.0),
+            np.where(pulled_rows, expected, 0.0),
+            np.where(pulled_rows, regret, 0.0),
+        )
 
     def _transmit(self, t: int, sends: dict) -> dict[str, Any]:
-        charge = None
+        """Every channel transmits its messages (nothing sent where a learner gave none) and the
+        step's charge, the sum of the channels' charges, goes to the ledger."""
+        charge = Charge.zeros(self.num_runs, self.num_agents)
         deliveries = {}
         for name, channel in self.channels.items():
-            message = sends.get(name)
-            if channel.idle_is_free and (
-                message is None or (message[0] is not channel.everyone and not message[0].any())
-            ):
-                deliveries[name] = channel.idle_delivery()  # nobody sends: nothing to do
-                continue
-            send, payload = message or (self._no_send, self._zeros[name])
-            deliveries[name], ch_charge = channel.transmit(t, send, payload)
-            if charge is None:
-                charge = ch_charge  # a channel's own (possibly read-only, shared) charge
-            elif charge.frozen:  # a channel's constant charge is never written: a new sum
-                charge = charge.plus(ch_charge)
-            else:
-                charge.add(ch_charge)
-        if charge is None:  # nothing travelled: the totals stay, the step's charge is zero
-            self.ledger.step = self._no_charge
-        else:
-            self.ledger.record(charge)
+            send, payload = sends.get(name) or self._silence(channel)
+            deliveries[name], channel_charge = channel.transmit(t, send, payload)
+            charge.add(channel_charge)
+        self.ledger.record(charge)
         return deliveries
 
-    def _step_mixed(self, arms, messages, pulling: np.ndarray):
-        """Some runs communicate without pulling, or some have finished their pulls.
+    def _silence(self, channel: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The message of a channel the learner said nothing on: nobody sends."""
+        shape = (self.num_runs, self.num_agents)
+        return np.zeros(shape, dtype=bool), np.zeros((*shape, channel.dim))
 
-        A run that does not pull draws nothing from its ``rewards`` streams (reward noise,
-        decision sets: its decision set stays the one it was shown), so the k-th pull of a run
-        sees the same reward draws whatever communication steps come before it; the channels
-        draw every step, as in any step. A run's streams depend only on its own sequence of
-        steps, so run b of a batch stays bit-identical to that seed run alone."""
-        every_live = self.headroom > 0  # every run has pulls left: no run is finished
-        live = None if every_live else self.pulls < self.horizon
-        if live is not None and not live.any():
+    def check_step(
+        self, arms: Any, messages: Messages | None = None, pull: Any = None
+    ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+        """Every check :meth:`step` makes, without stepping: raises what ``step`` would raise
+        (before reset, after the last pull, a bad pull flag, a too-long communication streak, a
+        bad arm or message) and changes nothing. Returns the arms (int64, a fresh copy), the
+        checked messages, the runs that would pull and the runs still live (not finished),
+        each (B,) bool; a wrapper that acts on the messages before the step (privacy) calls it
+        first, so that a refused step touches nothing."""
+        if self.step_count < 0:
+            raise HorizonError("step: the environment must be reset() before the first step")
+        live = self.pulls < self.horizon
+        if not live.any():
             raise HorizonError(
                 f"step: horizon exceeded: the episode ended after {self.horizon} pulls; "
                 "call reset() to start a new one"
             )
-        self.even = False
-        if live is None:
-            talking = ~pulling
-        else:
-            pulling = pulling & live
-            talking = live & ~pulling
-        self.streak += 1
-        self.streak *= talking  # communication steps in a row: 0 where the run pulled (or ended)
-        self._check_streak(self.streak)
-        arms = self._check_arms(arms)
+        pulling = self._check_pull(pull) & live
+        self._check_streak(np.where(live & ~pulling, self.streak + 1, 0))
+        checked_arms = self._check_arms(arms)
         sends = self._check_messages(messages or {})
-        if live is not None and not live.all():  # finished runs send nothing
-            for name, (send, payload) in list(sends.items()):
-                sends[name] = (send & live[:, None], payload)
-        self.step_count += 1
-        self.pulls += pulling
-        self.headroom = self.horizon - int(self.pulls.max())
-        rows = pulling[:, None]
-        if pulling.any():
-            rewards, expected, regret = self._draw(arms, pulling)
-            rewards = np.where(rows, rewards, 0.0)
-            expected = np.where(rows, expected, 0.0)
-            regret = np.where(rows, regret, 0.0)
-        else:  # nobody pulls: no stream is touched, nothing is drawn (the values are the same)
-            rewards, expected, regret = (np.zeros(arms.shape) for _ in range(3))
-            if self.linear is not None:  # the sets stay; a copy, as the select made before
-                self.linear.context = self.linear.context.copy()
-        self.cumulative_regret += regret
-        deliveries = self._transmit(self.step_count, sends)
-        context = self.linear.context if self.linear is not None else None
-        self.last_arm = np.where(rows, arms, self.last_arm)
-        self.last_reward = np.where(rows, rewards, self.last_reward)
-        phase = (~pulling).astype(np.int64)  # COMMUNICATION (1) where no pull, else PULL (0)
-        obs = VecObservation(
-            self.step_count,
-            self.last_arm,
-            self.last_reward,
-            deliveries,
-            context,
-            phase,
-            self.pulls.copy(),
-        )
-        info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
-        return obs, rewards, info
+        return checked_arms, sends, pulling, live
 
     def _check_streak(self, streak: np.ndarray) -> None:
         """Refuse a step that makes a run's communication streak longer than allowed."""
@@ -348,29 +264,6 @@ class Engine:
                 "communication steps in a row without a pull; the learner must pull (pull=True) "
                 "or the environment be made with a larger max_communication_steps"
             )
-
-    def check_step(
-        self, arms: Any, messages: Messages | None = None, pull: Any = None
-    ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
-        """Every check :meth:`step` makes, without stepping: raises what ``step`` would raise
-        (before reset, after the last pull, a bad pull flag, a too-long communication streak, a
-        bad arm or message) and changes nothing. Returns the checked messages, the runs that
-        would pull and the runs still live (not finished), each (B,) bool; a wrapper that acts
-        on the messages before the step (privacy) calls it first, so that a refused step
-        touches nothing."""
-        if self.step_count < 0:
-            raise HorizonError("step: the environment must be reset() before the first step")
-        live = self.pulls < self.horizon
-        if not live.any():
-            raise HorizonError(
-                f"step: horizon exceeded: the episode ended after {self.horizon} pulls; "
-                "call reset() to start a new one"
-            )
-        pulling = self._check_pull(pull) & live
-        self._check_streak((self.streak + 1) * (live & ~pulling))
-        self._check_arms(arms)
-        sends = self._check_messages(messages or {})
-        return sends, pulling, live
 
     def _check_pull(self, pull: Any) -> np.ndarray:
         """The pull flag as bool (B,): None/True/False/0/1 for every run, or one per run."""
@@ -402,11 +295,7 @@ class Engine:
     @property
     def truncated(self) -> bool:
         """Every run has made its ``horizon`` pulls (the episode is over)."""
-        if self.even:
-            return self.step_count >= self.horizon
-        if self.headroom > 0:  # no run has made its horizon pulls yet
-            return False
-        return bool((self.pulls >= self.horizon).all())
+        return bool(self.done_runs.all())
 
     # ------------------------------------------------------------- validation
     def _where(self, bad: np.ndarray) -> str:
@@ -421,20 +310,17 @@ class Engine:
             raise ActionError(
                 "all agents", "arm", f"expected an array of shape {shape}, got {arr.shape}"
             )
-        if arr.dtype != np.int64 and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.integer):
             raise ActionError("all agents", "arm", f"expected integer arms, got dtype {arr.dtype}")
-        out = arr.astype(np.int64, copy=True)  # the engine's own copy (obs.last_arm)
-        # one reduction for both bounds: read as unsigned, a negative arm is huge
-        if out.view(np.uint64).max() >= self.num_arms:
-            bad = (arr < 0) | (arr >= self.num_arms)
-            if bad.any():
-                b, i = (int(x) for x in np.argwhere(bad)[0])
-                raise ActionError(
-                    self._where(bad),
-                    "arm",
-                    f"expected an int in [0, {self.num_arms - 1}], got {int(arr[b, i])}",
-                )
-        return out
+        bad = (arr < 0) | (arr >= self.num_arms)
+        if bad.any():
+            b, i = (int(x) for x in np.argwhere(bad)[0])
+            raise ActionError(
+                self._where(bad),
+                "arm",
+                f"expected an int in [0, {self.num_arms - 1}], got {int(arr[b, i])}",
+            )
+        return arr.astype(np.int64, copy=True)  # the engine's own copy (obs.last_arm)
 
     def _check_messages(self, messages: Messages) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out = {}
@@ -451,11 +337,9 @@ class Engine:
             if isinstance(value, tuple):
                 send, payload = (np.asarray(v) for v in value)
                 send = self._check_send(name, send)
-                if send is not channel.everyone and send.all():
-                    send = channel.everyone  # every agent sends: the channel's shared mask
-            else:
+            else:  # a payload alone: every agent sends
                 payload = np.asarray(value)
-                send = channel.everyone
+                send = np.ones(shape, dtype=bool)
             if payload.shape != (*shape, dim):
                 raise ActionError(
                     "all agents",
@@ -471,14 +355,6 @@ class Engine:
             # C order: channels reduce over agents (server, hierarchical), and numpy's summation
             # order follows the memory layout, so a strided payload could change the last bits
             payload = np.ascontiguousarray(payload, dtype=np.float64)
-            if payload.size <= _SMALL_PAYLOAD:
-                clean = bool(np.isfinite(payload).all())
-            else:  # one pass, no temporary: a finite sum means no NaN/inf anywhere
-                with np.errstate(over="ignore", invalid="ignore"):  # junk may overflow the sum
-                    clean = bool(np.isfinite(payload.sum()))
-            if clean:  # fast path: no NaN/inf anywhere
-                out[name] = (send, payload)
-                continue
             finite = np.isfinite(payload).all(axis=2)
             bad = send & ~finite
             if bad.any():
@@ -487,9 +363,11 @@ class Engine:
                     f"messages.{name}.payload",
                     "expected finite numbers (NaN/inf)",
                 )
-            # Slots of agents that do not send may hold anything; channels mask them with
-            # arithmetic (0 * NaN = NaN), so zero them here, as the ParallelEnv view does.
-            out[name] = (send, np.where(send[..., None], payload, 0.0))
+            if not finite.all():
+                # the slots of agents that do not send may hold anything; zero them, as the
+                # ParallelEnv view does, so that no channel ever sees a NaN
+                payload = np.where(send[..., None], payload, 0.0)
+            out[name] = (send, payload)
         return out
 
     def _check_send(self, name: str, send: np.ndarray) -> np.ndarray:

@@ -41,7 +41,6 @@ _CHUNK_FLOATS = 1 << 14  # per run and buffer: at most 16k doubles (128 KiB)
 _MAX_CHUNK_STEPS = 1024
 _BLOCK_FLOATS = 1 << 20  # a block stream's chunk: at most 1M doubles (8 MiB) for all runs
 _BLOCK_STREAMS: contextvars.ContextVar[bool] = contextvars.ContextVar("block_streams", default=False)
-_STEP_BLOCK_FLOATS = 1 << 14  # a step-major block handed out by BufferedStream: at most 128 KiB
 
 
 MAX_RUN_SEED = 2**63 - 1
@@ -158,115 +157,52 @@ def run_seeds(seed: int | Sequence[int], num_runs: int, owner: str = "reset") ->
     return seeds
 
 
-class BufferedStream:
-    """Per-step draws of a fixed shape for B runs, refilled a chunk of steps at a time.
+def _draw(gen: np.random.Generator, kind: Kind, size: Any = None, out: Any = None) -> np.ndarray:
+    """``size`` (or ``out``-shaped) draws of ``kind`` from ``gen`` (the same numbers either way)."""
+    if kind == "uniform":
+        return gen.random(size, out=out)
+    if kind == "normal":
+        return gen.standard_normal(size, out=out)
+    return gen.standard_exponential(size, out=out)
 
-    ``next()`` returns a fresh (B, *shape) float64 array for the current step. The chunk length
-    depends only on ``shape`` (never on B), so each run's generator sees the same calls for any
-    batch size. Each run's chunk is drawn into its own contiguous row (run-major); the steps are
-    handed out from step-major blocks of a few steps, transposed from those rows one block at a
-    time (a block of at most ``_STEP_BLOCK_FLOATS`` floats stays in cache, where transposing the
-    whole chunk at once would stream it through memory twice). The run-major rows are one array
-    drawn into again at every chunk (no fresh pages per chunk); the blocks are always copies.
+
+def _check_kind(kind: str) -> None:
+    if kind not in ("uniform", "normal", "exponential"):
+        raise ValueError(f"kind: expected 'uniform', 'normal' or 'exponential', got {kind!r}")
+
+
+class BufferedStream:
+    """Per-step draws of a fixed shape for B runs, drawn a chunk of steps per run at a time.
+
+    ``next()`` returns a fresh (B, *shape) float64 array: each run's next row of its own chunk.
+    A run whose chunk is used up draws its next chunk from its own generator (one call per
+    chunk instead of per step). The chunk length depends only on ``shape``, never on B, so each
+    run's generator sees the same calls, and each run the same numbers, whatever the batch.
     """
 
     def __init__(
         self, generators: Sequence[np.random.Generator], kind: Kind, shape: tuple[int, ...]
     ):
-        if kind not in ("uniform", "normal", "exponential"):
-            raise ValueError(f"kind: expected 'uniform', 'normal' or 'exponential', got {kind!r}")
+        _check_kind(kind)
         self._generators = tuple(generators)
         self._kind = kind
         self._shape = tuple(int(s) for s in shape)
-        self._step_size = int(np.prod(self._shape, dtype=np.int64))  # floats per run and step
-        per_step = max(1, self._step_size)
+        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
         runs = len(self._generators)
-        self.block = int(max(1, min(self.chunk, _STEP_BLOCK_FLOATS // (runs * per_step))))
-        self._rows: np.ndarray | None = None  # run-major (B, chunk, *shape): the current chunk
-        self._pos = 0  # steps of the current chunk handed out
-        self._block = np.empty((0, runs, *self._shape))  # step-major (steps, B, *shape)
-        self._block_pos = 0
-        self._buffer: np.ndarray | None = None  # step-major chunk, once runs diverge
-        self._run_pos: np.ndarray | None = None  # per-run positions, once runs diverge
-
-    def _draw(self, gen: np.random.Generator, out: np.ndarray | None = None) -> np.ndarray:
-        """One chunk of ``gen``'s draws, (chunk, *shape), into ``out`` when given (the same
-        numbers either way)."""
-        size = None if out is not None else (self.chunk, *self._shape)
-        if self._kind == "uniform":
-            return gen.random(size, out=out)
-        if self._kind == "normal":
-            return gen.standard_normal(size, out=out)
-        return gen.standard_exponential(size, out=out)
-
-    def _draw_rows(self) -> np.ndarray:
-        """The next chunk of every run, run-major (B, chunk, *shape), drawn into the previous
-        chunk's array when there is one (it is internal: steps are handed out from copies)."""
-        rows = self._rows
-        if rows is None:
-            rows = np.empty((len(self._generators), self.chunk, *self._shape))
-        for b, gen in enumerate(self._generators):
-            self._draw(gen, rows[b])
-        return rows
+        self._chunks = np.empty((runs, self.chunk, *self._shape))  # run-major
+        self._pos = np.full(runs, self.chunk, dtype=np.int64)  # every run draws at its first step
+        self._runs = np.arange(runs)
 
     def next(self, advance: np.ndarray | None = None) -> np.ndarray:
-        """This step's draws (B, *shape). ``advance`` (B,) bool: only these runs consume theirs
-        (the others get the values they will consume next, for fixed-shape arithmetic; used
-        by communication-only steps, which draw nothing). Each run's numbers are the same,
-        in the same order, whatever the other runs consume."""
-        if advance is None and self._run_pos is None:
-            if self._block_pos >= self._block.shape[0]:
-                if self._rows is None or self._pos >= self.chunk:
-                    self._rows = self._draw_rows()
-                    self._pos = 0
-                end = min(self._pos + self.block, self.chunk)
-                # always a copy (ascontiguousarray would return a view of the rows for B = 1,
-                # and the rows are drawn into again at the next chunk)
-                self._block = self._rows[:, self._pos : end].swapaxes(0, 1).copy()
-                self._block_pos = 0
-            out = self._block[self._block_pos]  # contiguous (B, *shape), never written again
-            self._block_pos += 1
-            self._pos += 1
-            return out
-        return self._next_per_run(advance)
-
-    def _next_per_run(self, advance: np.ndarray | None) -> np.ndarray:
-        """Per-run positions (from the first step in which some runs do not consume). Run b's
-        next row is row ``run_pos[b] * B + b`` of the step-major buffer; those flat row
-        numbers are what is kept and advanced (``run_pos`` is read back from them only to
-        refill)."""
-        runs = len(self._generators)
-        if self._run_pos is None:
-            if self._rows is None:
-                self._buffer = np.zeros((self.chunk, runs, *self._shape))
-                self._run_pos = np.full(runs, self.chunk, dtype=np.int64)  # all refill below
-            else:  # continue the current chunk, step-major
-                self._buffer = np.ascontiguousarray(self._rows.swapaxes(0, 1))
-                self._run_pos = np.full(runs, self._pos, dtype=np.int64)
-            self._rows = None
-            self._flat_rows = np.arange(runs, dtype=np.int64)  # run b's row of a step
-            self._flat_pos = self._run_pos * runs + self._flat_rows
-            self._headroom = 0  # steps every run can take before one needs a refill
-        assert self._buffer is not None
-        if self._headroom <= 0:  # some run may have used its chunk up: refill those
-            self._run_pos = self._flat_pos // runs
-            empty = np.flatnonzero(self._run_pos >= self.chunk)
-            if empty.size:
-                self._buffer = self._buffer.copy()  # never change arrays handed out before
-                for b in empty:
-                    self._buffer[:, b] = self._draw(self._generators[b])
-                self._run_pos[empty] = 0
-                self._flat_pos = self._run_pos * runs + self._flat_rows
-            self._headroom = self.chunk - int(self._run_pos.max())
-        # buffer[run_pos[b], b] for every b, as one flat gather of (step, run) rows
-        rows = self._buffer.reshape(self.chunk * runs, self._step_size)
-        out = rows.take(self._flat_pos, axis=0).reshape(runs, *self._shape)
-        if advance is None:
-            self._flat_pos += runs
-        else:
-            self._flat_pos += runs * np.asarray(advance, dtype=bool)
-        self._headroom -= 1  # the largest position grew by at most one
+        """This step's draws (B, *shape). ``advance`` (B,) bool: only these runs consume theirs;
+        the others get the values they will consume next (communication-only steps draw
+        nothing). Each run's numbers are the same, in the same order, whatever the others do."""
+        for b in np.flatnonzero(self._pos >= self.chunk):
+            _draw(self._generators[b], self._kind, out=self._chunks[b])
+            self._pos[b] = 0
+        out = self._chunks[self._runs, self._pos]  # a gather: a fresh array
+        self._pos += 1 if advance is None else np.asarray(advance, dtype=bool)
         return out
 
 
@@ -349,51 +285,37 @@ def block_streams() -> Iterator[None]:
         _BLOCK_STREAMS.reset(token)
 
 
-class BlockStream(BufferedStream):
-    """:class:`BufferedStream` of a :class:`BlockRNG`: every refill is one draw of
-    (chunk, B, *shape) from the stream's own Generator. Run b's k-th value is entry b of the
-    k-th row whatever the other runs consume (``advance``), so two batches with the same
-    seeds and the same per-run consumption see the same numbers (common random numbers)."""
+class BlockStream:
+    """The :class:`BufferedStream` of a :class:`BlockRNG`: one generator for the whole batch,
+    each refill one draw of (chunk, B, *shape). Run b's k-th value is entry b of the k-th row
+    whatever the other runs consume (``advance``), so two batches with the same seeds and the
+    same per-run consumption see the same numbers (common random numbers)."""
 
     def __init__(
         self, generator: np.random.Generator, num_runs: int, kind: Kind, shape: tuple[int, ...]
     ):
-        super().__init__((generator,), kind, shape)
-        self._num_runs = int(num_runs)
-        per_step = max(1, self._step_size)
+        _check_kind(kind)
+        self._generator = generator
+        self._kind = kind
+        self._shape = tuple(int(s) for s in shape)
+        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
         self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _BLOCK_FLOATS // (per_step * num_runs))))
-        self._buffer = np.empty((0, self._num_runs, *self._shape))
-        self._base = 0  # stream row of the buffer's first row
-
-    def _draw_block(self) -> np.ndarray:
-        gen = self._generators[0]
-        size = (self.chunk, self._num_runs, *self._shape)
-        if self._kind == "uniform":
-            return gen.random(size)
-        if self._kind == "normal":
-            return gen.standard_normal(size)
-        return gen.standard_exponential(size)
+        self._rows = np.empty((0, num_runs, *self._shape))  # stream rows base, base + 1, ...
+        self._base = 0
+        self._pos = np.zeros(num_runs, dtype=np.int64)  # each run's next stream row
+        self._runs = np.arange(num_runs)
 
     def next(self, advance: np.ndarray | None = None) -> np.ndarray:
-        if advance is None and self._run_pos is None:
-            if self._pos >= self._base + self._buffer.shape[0]:
-                self._base, self._buffer = self._pos, self._draw_block()
-            out = self._buffer[self._pos - self._base]
-            self._pos += 1
-            return out
-        if self._run_pos is None:
-            self._run_pos = np.full(self._num_runs, self._pos, dtype=np.int64)
-        low = int(self._run_pos.min())
+        """As :meth:`BufferedStream.next`."""
+        low = int(self._pos.min())
         if low > self._base:  # rows every run has consumed
-            self._buffer = self._buffer[low - self._base :]
+            self._rows = self._rows[low - self._base :]
             self._base = low
-        while int(self._run_pos.max()) >= self._base + self._buffer.shape[0]:
-            self._buffer = np.concatenate([self._buffer, self._draw_block()])
-        out = self._buffer[self._run_pos - self._base, np.arange(self._num_runs)]
-        if advance is None:
-            self._run_pos += 1
-        else:
-            self._run_pos += np.asarray(advance, dtype=bool)
+        while int(self._pos.max()) >= self._base + self._rows.shape[0]:
+            size = (self.chunk, len(self._runs), *self._shape)
+            self._rows = np.concatenate([self._rows, _draw(self._generator, self._kind, size)])
+        out = self._rows[self._pos - self._base, self._runs]
+        self._pos += 1 if advance is None else np.asarray(advance, dtype=bool)
         return out
 
 
@@ -466,6 +388,6 @@ class BlockRNG(BatchedRNG):
         whole = np.asarray(draw(self.block(), (self._num_runs, *(int(s) for s in shape))))
         return whole[np.asarray(runs, dtype=np.int64)]
 
-    def buffered(self, kind: Kind, shape: tuple[int, ...]) -> BufferedStream:
+    def buffered(self, kind: Kind, shape: tuple[int, ...]) -> BlockStream:  # type: ignore[override]
         gen = np.random.Generator(np.random.PCG64(self._next_child("buffered")))
         return BlockStream(gen, self._num_runs, kind, shape)

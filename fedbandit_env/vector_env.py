@@ -1,4 +1,4 @@
-"""The vector view: B independent runs as arrays, for fast runners (DESIGN.md §2).
+"""The vector view: B independent runs as arrays, for fast runners (docs/architecture.md).
 
 ``reset(seed=s)`` starts runs with seeds s, s+1, ..., s+B-1 (or an explicit list of B
 non-negative ints); run b is bit-identical to a ``FedBanditParallelEnv`` reset with the same run
@@ -57,7 +57,7 @@ class FedBanditVectorEnv:
         return self.engine.channels
 
     def agent_rng(self) -> BatchedRNG:
-        """The agents' random stream of the current runs (DESIGN.md §2)."""
+        """The agents' random stream of the current runs (docs/architecture.md, "Seeding")."""
         return BatchedRNG.for_runs(self.seeds, "agents")
 
     def reset(
@@ -75,11 +75,7 @@ class FedBanditVectorEnv:
         obs, rewards, info = self.engine.step(arms, messages, pull)
         shape = (self.num_runs, self.num_agents)
         terminated = np.zeros(shape, dtype=bool)
-        if self.engine.even or self.engine.headroom > 0:  # every run ends at the same step, or
-            # no run has ended yet (``truncated`` is then False)
-            truncated = (np.ones if self.engine.truncated else np.zeros)(shape, dtype=bool)
-        else:
-            truncated = np.repeat(self.engine.done_runs[:, None], self.num_agents, axis=1)
+        truncated = np.repeat(self.engine.done_runs[:, None], self.num_agents, axis=1)
         return obs, rewards, terminated, truncated, info
 
     def close(self) -> None:

@@ -127,26 +127,3 @@ def test_parallel_view_observes_the_aggregate():
     assert env.observation_space(agent).contains(obs[agent])
     got = obs[agent]["channels"]["neighbors"]
     assert int(got["count"]) == 2 and np.array_equal(got["value"], [2.0, 2.0])
-
-
-@pytest.mark.parametrize("kind", ["ring", "grid", "complete", "star", "hybrid_path"])
-@pytest.mark.parametrize("reduce", ["sum", "mean"])
-def test_sum_takes_the_slot_loop_on_regular_graphs_and_it_equals_the_csr_product(kind, reduce):
-    """Without drops a sum/mean delivery uses the CSR product only on a graph with padded
-    neighbour slots; on a regular graph the slot loop, which gives the same numbers (both add
-    the neighbours in ascending id order)."""
-    pytest.importorskip("scipy")
-    from fedbandit_env.network.neighbors import _adjacency
-
-    topo = TOPOLOGIES[kind]()
-    _, aggregate = _pair(topo, 4, reduce, 0.0)
-    assert (aggregate._csr is None) == bool(aggregate.valid.all())
-    aggregate._csr = _adjacency(topo)  # both ways on the same input
-    rng = np.random.default_rng(11)
-    for p_send in (1.0, 0.6):
-        send = rng.random((3, topo.num_agents)) < p_send
-        payload = rng.standard_normal((3, topo.num_agents, 4)) * 10.0 ** rng.integers(-6, 6)
-        loop_value, loop_count = aggregate._slot_loop(send, payload, None, bool(send.all()))
-        csr_value, csr_count = aggregate._sparse_sum(send, payload)
-        assert np.array_equal(loop_count, csr_count)
-        assert np.array_equal(loop_value, csr_value)

@@ -195,63 +195,43 @@ def twin_counters(noise_per: str, n: int, k: int, horizon: int) -> tuple[HybridC
     )
 
 
-def test_insert_flat_returns_what_release_at_reads_and_equals_insert_at():
-    """insert_flat at the flat (run, agent, arm) positions: the same counters and draws as
-    insert_at, and it returns exactly the releases release_at reads afterwards."""
+def test_insert_at_returns_what_release_at_reads():
+    """insert_at returns exactly the releases release_at reads afterwards, with every row at
+    once or a subset of the runs."""
     runs, n, k, horizon = 3, 4, 5, 150
     for noise_per in ("counter", "row"):
-        by_index, by_flat = twin_counters(noise_per, n, k, horizon)
+        c, _ = twin_counters(noise_per, n, k, horizon)
         gen = np.random.default_rng(1)
         b, i = np.indices((runs, n))
-        for _ in range(horizon):
+        for t in range(horizon):
             arms = gen.integers(k, size=(runs, n))
             rewards = gen.random((runs, n)) * 1.4 - 0.2
-            by_index.insert_at((b, i, arms), rewards)
-            flat = ((b * n + i) * k + arms).reshape(-1)
-            got = by_flat.insert_flat(flat, rewards.reshape(-1))
-            assert np.array_equal(got, by_index.release_at((b, i, arms)).reshape(-1))
-        assert np.array_equal(by_flat.release(), by_index.release())
+            some = gen.random(runs) < 0.5 if t % 3 else np.ones(runs, dtype=bool)
+            index = (b[some], i[some], arms[some])
+            got = c.insert_at(index, rewards[some])
+            assert np.array_equal(got, c.release_at(index))
 
 
-def test_unchecked_insertion_equals_the_checked_one():
-    """insert_flat_unchecked (the DP recommender agents' path): the same releases, state and
-    draws as insert_flat, with every row at once (``every_row``) or a subset of the runs."""
-    runs, n, k, horizon = 3, 4, 5, 150
-    checked, unchecked = twin_counters("row", n, k, horizon)
-    gen = np.random.default_rng(2)
-    b, i = np.indices((runs, n))
-    for t in range(horizon):
-        arms = gen.integers(k, size=(runs, n))
-        rewards = gen.random((runs, n)) * 1.4 - 0.2
-        flat = (b * n + i) * k + arms
-        some = gen.random(runs) < 0.5 if t % 3 else np.ones(runs, dtype=bool)
-        want = checked.insert_flat(flat[some].reshape(-1), rewards[some].reshape(-1))
-        got = unchecked.insert_flat_unchecked(
-            flat[some].reshape(-1), rewards[some].reshape(-1), every_row=bool(some.all())
-        )
-        assert np.array_equal(got, want)
-    assert np.array_equal(unchecked.release(), checked.release())
-    assert np.array_equal(unchecked.counts, checked.counts)
-    assert np.array_equal(unchecked.noise(), checked.noise())
-
-
-def test_insert_flat_validation():
+def test_insert_at_validation():
     c = HybridCounter((2, 3), 10, 1.0, rng=rng())
-    with pytest.raises(PrivacyError, match="out-of-range"):
-        c.insert_flat(np.array([6]), np.zeros(1))
-    with pytest.raises(PrivacyError, match="out-of-range"):
-        c.insert_flat(np.array([-1]), np.zeros(1))
-    with pytest.raises(PrivacyError, match="flat"):
-        c.insert_flat(np.array([0.0]), np.zeros(1))
-    with pytest.raises(PrivacyError, match="flat"):
-        c.insert_flat(np.array([0, 1]), np.zeros(1))
+    zero = np.array([0])
+    with pytest.raises(PrivacyError, match="index"):
+        c.insert_at((zero, zero, np.array([3])), np.zeros(1))
+    with pytest.raises(PrivacyError, match="index"):
+        c.insert_at((zero, zero, np.array([-1])), np.zeros(1))
+    with pytest.raises(PrivacyError, match="index"):
+        c.insert_at((zero, zero, np.array([0.0])), np.zeros(1))
+    with pytest.raises(PrivacyError, match="index"):
+        c.insert_at((zero, zero, zero), np.zeros(2))
+    with pytest.raises(PrivacyError, match="distinct"):
+        c.insert_at((np.array([0, 0]), np.array([0, 0]), np.array([1, 1])), np.zeros(2))
     with pytest.raises(PrivacyError, match="finite"):
-        c.insert_flat(np.array([0]), np.array([np.nan]))
+        c.insert_at((zero, zero, zero), np.array([np.nan]))
     rows = HybridCounter((2, 3), 2, 1.0, rng=rng(), noise_per="row")
     with pytest.raises(PrivacyError, match="one item per row"):
-        rows.insert_flat(np.array([0, 1]), np.zeros(2))
+        rows.insert_at((np.array([0, 0]), np.array([0, 0]), np.array([0, 1])), np.zeros(2))
     for _ in range(2):
-        rows.insert_flat(np.array([0]), np.zeros(1))
+        rows.insert_at((zero, zero, zero), np.zeros(1))
     with pytest.raises(PrivacyError, match="at most 2 items"):
-        rows.insert_flat(np.array([0]), np.zeros(1))
+        rows.insert_at((zero, zero, zero), np.zeros(1))
     assert rows.counts[0, 0, 0] == 2  # the refused insertion changed nothing

@@ -334,7 +334,7 @@ def test_row_layout_draws_per_row_in_leaf_rounds_only():
     for t in range(1, 5):
         c.insert_arms(t, arms, np.ones((2, 3)))
     # two leaf rounds took one row draw each; two block rounds took one counter draw each
-    assert c._row_stream._stream._pos == 2 and c._stream._stream._pos == 2
+    assert (c._row_stream._stream._pos == 2).all() and (c._stream._stream._pos == 2).all()
     # a leaf round's noise lands on the pulled counter only, with the row's draw
     d = TreeCounter((3, 5), 16, 1.0, rng=rng((1, 2)), noise_per="row")
     d.insert_arms(1, arms, np.ones((2, 3)))
@@ -376,28 +376,6 @@ def test_row_layout_keeps_the_noise_distribution_and_batch_identity():
         assert np.array_equal(batch.release()[1], alone.release()[0])
 
 
-def test_sum_levels_equals_numpys_sum_bit_for_bit():
-    """The level-major sum adds in numpy's order over a last axis of any length up to 64 levels
-    (sequential below 8, pairwise from 8), with zero levels given as None or as zeros."""
-    from fedbandit_env.privacy.tree_counter import sum_levels
-
-    g = np.random.default_rng(0)
-    for count in range(65):
-        x = g.standard_normal((7, 5, count)) * 10.0 ** g.integers(-8, 8, (7, 5, count))
-        zero = g.random(count) < 0.3  # whole levels that are zero
-        x[..., zero] = 0.0
-        x[g.random(x.shape) < 0.05] = -0.0
-        if count:
-            x[0, 0] = -0.0
-        want = x.sum(axis=-1)
-        rows = [None if zero[j] else x[..., j] for j in range(count)]
-        assert sum_levels(rows, (7, 5)).tobytes() == want.tobytes(), count
-        dense = [x[..., j] for j in range(count)]
-        assert sum_levels(dense, (7, 5)).tobytes() == want.tobytes(), count
-    with pytest.raises(ValueError, match="128"):
-        sum_levels([None] * 129, (1,))
-
-
 def test_round_mode_blocks_live_only_at_the_set_bits_of_the_round():
     """What release_flat relies on: after round t (round mode), every level whose bit of t is
     clear holds no block (exact 0, no noise), whatever was pulled."""
@@ -411,51 +389,19 @@ def test_round_mode_blocks_live_only_at_the_set_bits_of_the_round():
         assert not c.block_noised[..., clear].any()
 
 
-@pytest.mark.parametrize("gather_all", [True, False])
 @pytest.mark.parametrize("tree_index", ["round", "pull"])
-def test_unchecked_paths_equal_the_checked_ones(tree_index, gather_all, monkeypatch):
-    """insert_arms_unchecked and release_flat (Fed_UCB's path): the same releases, bit for bit,
-    as insert_arms and release(), whether release_flat gathers every level at once (few
-    positions) or reads the live levels one at a time (only the set bits of t in round mode)."""
-    from fedbandit_env.privacy import tree_counter
-
-    monkeypatch.setattr(tree_counter, "_GATHER_ALL_LEVELS", 10**9 if gather_all else 0)
-    checked, unchecked = (
-        TreeCounter((3, 4), 200, 1.0, rng=rng((0, 1)), tree_index=tree_index, init_round=True)
-        for _ in range(2)
-    )
+def test_reads_at_the_pulled_arms_equal_the_whole_release(tree_index):
+    """release_at and noise_at (the Fed_UCB agents' reads) are release() and noise() read at
+    one arm per agent, bit for bit, in both tree modes."""
+    c = TreeCounter((3, 4), 200, 1.0, rng=rng((0, 1)), tree_index=tree_index, init_round=True)
     g = np.random.default_rng(5)
-    init = g.random((2, 3, 4))
-    checked.insert(0, init)
-    unchecked.insert(0, init)
-    every = np.arange(2 * 3 * 4)
+    c.insert(0, g.random((2, 3, 4)))
     for t in range(1, 201):
         arms, rewards = g.integers(4, size=(2, 3)), g.standard_normal((2, 3))
-        checked.insert_arms(t, arms, rewards)
-        unchecked.insert_arms_unchecked(t, arms, rewards)
-        got = unchecked.release_flat(every)
-        assert got.tobytes() == checked.release().reshape(-1).tobytes()
-        assert np.array_equal(unchecked.release_at(arms), checked.release_at(arms))
+        c.insert_arms(t, arms, rewards)
+        at = arms[..., None]
+        want = np.take_along_axis(c.release(), at, -1)[..., 0]
+        assert c.release_at(arms).tobytes() == want.tobytes()
+        assert c.noise_at(arms).tobytes() == np.take_along_axis(c.noise(), at, -1)[..., 0].tobytes()
     with pytest.raises(PrivacyError, match="next round"):
-        unchecked.insert_arms_unchecked(5, arms, rewards)
-
-
-@pytest.mark.parametrize("tree_index", ["round", "pull"])
-def test_level_sums_one_level_at_a_time_equal_one_reduction(tree_index, monkeypatch):
-    """release(), exact() and noise() summed level by level over the live levels (many
-    counters) equal numpy's one reduction over (counters, levels) rows (few counters), bit for
-    bit, with real-valued increments and a full insertion every few rounds."""
-    from fedbandit_env.privacy import tree_counter
-
-    c = TreeCounter((5, 7), 600, 1.0, rng=rng((0, 1, 2)), tree_index=tree_index)
-    g = np.random.default_rng(9)
-    for t in range(1, 601):
-        if t % 4 == 0:
-            c.insert(t, g.standard_normal((3, 5, 7)) * 100.0, g.random((3, 5, 7)) < 0.5)
-        else:
-            c.insert_arms(t, g.integers(7, size=(3, 5)), g.standard_normal((3, 5)))
-        got = {}
-        for threshold in (0, 10**9):
-            monkeypatch.setattr(tree_counter, "_GATHER_ALL_LEVELS", threshold)
-            got[threshold] = [c.release().tobytes(), c.exact().tobytes(), c.noise().tobytes()]
-        assert got[0] == got[10**9], t
+        c.insert_arms(5, arms, rewards)

@@ -1,6 +1,6 @@
 """What every channel shares: configuration, validation and the per-step transmit contract.
 
-A channel (DESIGN.md §3) takes, each step, the send mask (B, N) and the payloads (B, N, dim) that
+A channel (docs/architecture.md, "One step") takes, each step, the send mask (B, N) and the payloads (B, N, dim) that
 the agents submitted with their arms, and returns what is delivered to whom this step (a
 channel-specific delivery record of arrays) plus a ledger :class:`Charge`. The payload slots of
 agents that do not send are never delivered: the engine zeroes them when they hold NaN/inf, and
@@ -60,44 +60,23 @@ class Channel(ABC):
         self.c2 = float(c2)
         self.drop_prob = check_probability(f"channels.{name}.drop_prob", drop_prob, allow_one=False)
         self.num_runs = 0
-        self._idle: Any = None  # the idle delivery of the current batch (idle_delivery)
 
     def reset(self, rng: BatchedRNG) -> None:
         """Start a batch of runs; ``rng`` is this channel's sub-stream of the network stream."""
         self.num_runs = rng.num_runs
-        self._idle = None
-        # the send mask of a step in which every agent sends: the engine hands this very array
-        # to :meth:`transmit` whenever a learner's mask is all True (or absent), so a channel
-        # may test ``send is self.everyone`` instead of reducing the mask
-        self.everyone = np.ones((self.num_runs, self.num_agents), dtype=bool)
-        self.everyone.setflags(write=False)
         self._reset(rng)
-
-    def idle_delivery(self) -> Any:
-        """:meth:`empty_delivery` for a step in which nothing travels (the engine's idle steps):
-        built once per reset with read-only copies of its arrays, and handed out as a shallow
-        copy of that record, so a learner that rebinds a field changes only its own copy."""
-        if self._idle is None:
-            self._idle = self.empty_delivery()
-            for name, value in vars(self._idle).items():
-                if isinstance(value, np.ndarray):
-                    value = value.copy()
-                    value.setflags(write=False)
-                    setattr(self._idle, name, value)
-        record = object.__new__(type(self._idle))
-        record.__dict__.update(self._idle.__dict__)
-        return record
 
     @abstractmethod
     def _reset(self, rng: BatchedRNG) -> None: ...
 
     @abstractmethod
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray) -> tuple[Any, Charge]:
-        """Deliveries of this step and what they cost."""
+        """Deliveries of this step and what they cost: a fresh delivery record and a fresh
+        :class:`Charge` (the learner owns the record's arrays)."""
 
     @abstractmethod
     def empty_delivery(self) -> Any:
-        """The delivery record of a step in which nothing arrives (used at reset)."""
+        """A fresh delivery record of a step in which nothing arrives (used at reset)."""
 
     @abstractmethod
     def observation_space(self) -> spaces.Dict:
@@ -114,21 +93,5 @@ class Channel(ABC):
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "dim": self.dim, "drop_prob": self.drop_prob}
 
-    @property
-    def idle_is_free(self) -> bool:
-        """A step in which no agent sends draws no random numbers, changes no state, charges
-        nothing and delivers :meth:`empty_delivery`, so the engine may skip :meth:`transmit`
-        when no message was given for this channel. False unless a channel says so."""
-        return False
-
     def _charge(self) -> Charge:
         return Charge.zeros(self.num_runs, self.num_agents)
-
-    def _constant_charge(self, fill) -> Charge:
-        """A read-only :class:`Charge` for steps whose charge is always the same (e.g. every
-        agent sends and nothing can drop): ``fill(charge)`` writes it once; the engine sums a
-        read-only charge with another channel's into a new one (:meth:`Charge.plus`)."""
-        charge = self._charge()
-        fill(charge)
-        charge.freeze()
-        return charge

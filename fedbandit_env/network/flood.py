@@ -1,18 +1,20 @@
 """``flood`` channel: multi-hop relay with time-to-live ``ttl`` (gamma), one hop per step.
 
-linear.md §1.4 (LOCAL protocol) and commeff.md §2.4 (GIS): a payload sent by v at step s reaches
+The LOCAL protocol of decentralized FedUCB (Dubey & Pentland, Section 4.2) and GIS (Li & Song,
+Algorithm 2; docs/commeff.md, docs/linear.md): a payload sent by v at step s reaches
 every u with 1 <= d(u, v) <= ttl in the observation of step s + d(u, v) - 1, so hop 1 is the same
 step (like ``neighbors``) and each further hop takes one step. Messages are relayed verbatim.
 
 Cost models (per hop, charged at the step the hop happens, agent–agent links at ``c2``):
 
-* ``"relay"`` (default, linear.md §2.8): every node within ttl - 1 hops of the origin forwards the
+* ``"relay"`` (default; decentralized FedUCB, docs/linear.md): every node within ttl - 1 hops of the origin forwards the
   message once to all its neighbours, so a broadcast costs sum_{u: d(v,u) <= ttl-1} deg(u)
   messages, duplicates included.
-* ``"gis"`` (commeff.md §2.4 and A15): the ADV/REQ/DATA handshake; a hop costs ``c2`` per
-  undirected edge that carried at least one DATA message. A DATA message for origin v crosses the
-  directed edge x -> y at hop h iff d(v, x) = h - 1 and d(v, y) = h. With every agent sending at
-  once this gives the spec's per-round figures (M = 50: complete 1225, star 98, ring 1250).
+* ``"gis"`` (Li & Song, Algorithm 2; docs/commeff.md, Decisions, "GIS cost"): the ADV/REQ/DATA
+  handshake; a hop costs ``c2`` per undirected edge that carried at least one DATA message. A DATA
+  message for origin v crosses the directed edge x -> y at hop h iff d(v, x) = h - 1 and
+  d(v, y) = h. With every agent sending at once this gives the per-round costs of the paper's
+  Table I (M = 50: complete M(M-1)/2 = 1225, star 2(M-1) = 98, ring M^2/2 = 1250).
 
 Deliveries are kept sparse (one row per delivered message), so rare senders cost little. The
 messages in flight (sent in the last ttl steps) are one set of arrays, and each step handles all
@@ -148,12 +150,6 @@ class FloodChannel(Channel):
 
     def empty_delivery(self) -> FloodDelivery:
         return FloodDelivery(self.senders, **self._rows(), payload=np.zeros((0, self.dim)))
-
-    @property
-    def idle_is_free(self) -> bool:
-        """Without drops and with no message in flight, a step without senders draws nothing,
-        charges nothing and delivers :meth:`empty_delivery`."""
-        return self._drops is None and len(self._flight[0]) == 0
 
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None

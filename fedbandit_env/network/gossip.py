@@ -1,12 +1,12 @@
 """``gossip`` channel: random pairwise exchanges over the graph's edges, in one of two modes.
 
 ``mode="edge"`` (the default): one uniformly random edge per step; its two endpoints exchange
-payloads. gossip.md §1.4 and §6 item 11: the edge is uniform over E, i.i.d. across steps, drawn
-from the run's network stream whether or not anyone sends. An endpoint receives its partner's
+payloads. The edge is uniform over E, i.i.d. across steps (the Gossip UCB paper's asynchronous
+gossip, docs/gossip.md), drawn from the run's network stream whether or not anyone sends. An endpoint receives its partner's
 payload if the partner sent (and the message was not dropped). Each transmission is one
 agent–agent message.
 
-``mode="pull_one_neighbour"`` (field-coverage.md §6, GosInE's phase-end recommendation pull):
+``mode="pull_one_neighbour"`` (GosInE's phase-end recommendation pull, docs/gosine.md):
 every step **every** agent i with a neighbour draws one neighbour ``j`` uniformly at random among
 its neighbours (``partner[b, i] = j``; -1 for an isolated agent) and pulls j's payload: it
 receives it if j sent this step (``send[b, j]``: j answers every pull made to it) and the reply
@@ -32,7 +32,7 @@ from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, payload_space
-from fedbandit_env.network.ledger import AGENT_AGENT, Charge
+from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -79,14 +79,6 @@ class GossipChannel(Channel):
         self._edge_u = rng.buffered("uniform", (1,))
         self._drops = rng.buffered("uniform", (2,)) if self.drop_prob > 0 else None
         self._row_base = np.arange(self.num_runs, dtype=np.int64) * self.num_agents
-        # an exchange in which both ends send and nothing drops: two messages in every run,
-        # the same counts every such step (read-only; only ``sent`` differs per step)
-        self._exchange = self._constant_charge(self._fill_exchange)
-
-    def _fill_exchange(self, charge) -> None:
-        charge.messages[:, AGENT_AGENT] = 2
-        charge.floats[:, AGENT_AGENT] = 2 * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * 2
 
     def empty_delivery(self) -> GossipDelivery:
         shape = (self.num_runs, self.num_agents)
@@ -141,8 +133,6 @@ class GossipChannel(Channel):
         partner[fa] = c
         partner[fc] = a
         flat_send = send.reshape(-1)
-        if drop_u is None and flat_send.all():
-            return self._exchange_everyone(partner, payload, fa, fc)
         a_sends, c_sends = flat_send[fa], flat_send[fc]
         to_c, to_a = a_sends.copy(), c_sends.copy()
         if drop_u is not None:
@@ -167,27 +157,6 @@ class GossipChannel(Channel):
         sent = charge.sent.reshape(-1)
         sent[fa] = a_sends
         sent[fc] = c_sends
-        return delivery, charge
-
-    def _exchange_everyone(self, partner, payload, fa, fc):
-        """Edge mode when every agent sends and nothing drops: both ends of each run's edge
-        receive the other's payload (the same delivery and charge as the general path)."""
-        B, N = self.num_runs, self.num_agents
-        received = np.zeros(B * N, dtype=bool)
-        received[fa] = True
-        received[fc] = True
-        rows = payload.reshape(B * N, self.dim)
-        out = np.zeros((B * N, self.dim))
-        out[fa] = rows[fc]
-        out[fc] = rows[fa]
-        delivery = GossipDelivery(
-            partner.reshape(B, N), received.reshape(B, N), out.reshape(B, N, self.dim)
-        )
-        sent = np.zeros(B * N, dtype=np.int64)
-        sent[fa] = 1
-        sent[fc] = 1
-        fixed = self._exchange  # read-only counts shared by every such step, a fresh ``sent``
-        charge = Charge(fixed.messages, fixed.floats, fixed.cost, fixed.dropped, sent.reshape(B, N))
         return delivery, charge
 
     def describe(self) -> dict[str, Any]:

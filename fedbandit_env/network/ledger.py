@@ -1,4 +1,5 @@
-"""The communication ledger (DESIGN.md §3): messages, floats and cost per link type, per run.
+"""The communication ledger: messages, floats and cost per link type, per run (docs/environments.md,
+"Channels").
 
 Link types: ``agent_agent`` (cost ``c2`` per use) and ``agent_server`` (cost ``c1`` per use). Every
 channel reports what one step transmitted as a :class:`Charge`; the ledger keeps the last step's
@@ -36,27 +37,6 @@ class Charge:
             cost=np.zeros((num_runs, 2), dtype=np.float64),
             dropped=np.zeros(num_runs, dtype=np.int64),
             sent=np.zeros((num_runs, num_agents), dtype=np.int64),
-        )
-
-    def freeze(self) -> None:
-        """Make every array read-only (a charge shared by many steps)."""
-        for array in vars(self).values():
-            array.setflags(write=False)
-
-    @property
-    def frozen(self) -> bool:
-        """Its counts are read-only arrays shared between steps (a channel's constant charge, in
-        part or whole): never add into it, use :meth:`plus`."""
-        return not self.messages.flags.writeable
-
-    def plus(self, other: Charge) -> Charge:
-        """A new charge: this one plus ``other`` (fresh arrays; neither is written)."""
-        return Charge(
-            self.messages + other.messages,
-            self.floats + other.floats,
-            self.cost + other.cost,
-            self.dropped + other.dropped,
-            self.sent + other.sent,
         )
 
     def add(self, other: Charge) -> None:

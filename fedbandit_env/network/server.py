@@ -1,18 +1,20 @@
 """``server`` channel (master-worker): uploads from participating agents, aggregate broadcast back.
 
-commeff.md §1.3/§2.3 and dp-recsys.md §1.5: a server linked to every agent. In each step the
+The master-worker structure of Li & Song (Sections III-B and IV; docs/commeff.md) and of Li, Song &
+Fragouli 2020 (Algorithm 1; docs/dp-recsys.md): a server linked to every agent. In each step the
 server accepts uploads from the participating agents (all of them, or a fresh uniformly random
-subset of ceil(p N) agents per step, commeff.md A12), sums or averages what arrived, and broadcasts
-the result to every agent in the same step. Cost: ``c1`` per agent–server link used; an upload and
-the reply on the same two-way link count once (commeff.md §1.5), and the broadcast to agents that
-did not upload is free unless ``charge_broadcast`` (A13). Messages count uploads and deliveries.
+subset of ceil(p N) agents per step, docs/commeff.md, Decision 11), sums or averages what arrived,
+and broadcasts the result to every agent in the same step. Cost: ``c1`` per agent–server link
+used; an upload and the reply on the same two-way link count once (Li & Song, Section III-B,
+Eq. (2)), and the broadcast to agents that did not upload is free unless ``charge_broadcast``
+(docs/commeff.md, Decision 12). Messages count uploads and deliveries.
 
 Drops (``drop_prob``, not in the papers): each upload is lost independently with that
 probability. A lost upload is still charged (one message, its link's c1) and counted in
 ``dropped``; the broadcast is never lost, and happens (N messages) only if an upload arrived.
 
-Participation schedule (``join_round``, not in the commeff/dp-recsys papers; field-coverage.md
-§4, Fed2-UCB's clients that join over time): a list of N non-negative ints. Agent i is *active*
+Participation schedule (``join_round``, not in the commeff/dp-recsys papers; Fed2-UCB's clients
+that join over time, Shi & Shen 2021, docs/fed-ucb12.md): a list of N non-negative ints. Agent i is *active*
 once the server has completed ``join_round[i]`` rounds (a round is a step in which at least one
 upload arrived; each run counts its own). An inactive agent's upload is refused: it is not
 charged, not counted and not aggregated, exactly like the upload of an agent that the
@@ -85,7 +87,6 @@ class ServerChannel(Channel):
         n = self.num_agents
         self._pick = rng.buffered("uniform", (n,)) if self.num_participants < n else None
         self._drops = rng.buffered("uniform", (n,)) if self.drop_prob > 0 else None
-        self._all = np.ones((self.num_runs, n), dtype=bool)
         self._rounds = np.zeros(self.num_runs, dtype=np.int64)  # completed rounds per run
         self._join = None if self.join_round is None else np.asarray(self.join_round, np.int64)
 
@@ -93,22 +94,16 @@ class ServerChannel(Channel):
         return ServerDelivery(
             np.zeros((self.num_runs, self.dim)),
             np.zeros(self.num_runs, dtype=np.int64),
-            self._all.copy(),
+            np.ones((self.num_runs, self.num_agents), dtype=bool),
         )
-
-    @property
-    def idle_is_free(self) -> bool:
-        """Without a participation draw, drops or a schedule, a step without uploads draws
-        nothing, completes no round, charges nothing and delivers :meth:`empty_delivery`."""
-        return self._pick is None and self._drops is None and self._join is None
 
     def _participants(self) -> np.ndarray:
         if self._pick is None:
-            mask = self._all
+            mask = np.ones((self.num_runs, self.num_agents), dtype=bool)
         else:
             u = self._pick.next()
             chosen = np.argpartition(u, self.num_participants - 1, axis=1)
-            mask = np.zeros_like(self._all)
+            mask = np.zeros((self.num_runs, self.num_agents), dtype=bool)
             np.put_along_axis(mask, chosen[:, : self.num_participants], True, axis=1)
         if self._join is not None:
             mask = mask & (self._join[None, :] <= self._rounds[:, None])
@@ -119,7 +114,7 @@ class ServerChannel(Channel):
         """(B, N) bool: the agents whose uploads the server accepts in the next step (the
         participation schedule; every agent without one)."""
         if self._join is None:
-            return self._all.copy()
+            return np.ones((self.num_runs, self.num_agents), dtype=bool)
         return self._join[None, :] <= self._rounds[:, None]
 
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):

@@ -1,11 +1,14 @@
-"""Privacy mechanisms, vectorized over (runs B, agents N, arms M) where it applies (DESIGN.md §4).
+"""Privacy mechanisms, vectorized over (runs B, agents N, arms M) where it applies (docs/privacy.md).
 
 * :mod:`.calibration` — Laplace scale, Gaussian sigma (classic and analytic), validators.
 * :mod:`.mechanisms` — ``LaplaceMechanism``, ``GaussianMechanism``, symmetric Gaussian matrices.
 * :mod:`.dyadic` — dyadic block decompositions used by the tree counters.
-* :mod:`.tree_counter` — binary-tree continual counter (specs/gossip.md §2.4).
-* :mod:`.hybrid_counter` — Chan–Shi–Song hybrid counter (specs/dp-recsys.md §2.3).
-* :mod:`.gram_tree` — tree-based Gaussian mechanism over Gram matrices (specs/linear.md §2.3–2.4).
+* :mod:`.tree_counter` — binary-tree continual counter (Fed_UCB of Zhu, Zhu, Liu & Liu 2021,
+  Algorithms 2–3).
+* :mod:`.hybrid_counter` — Chan–Shi–Song hybrid counter (the DP recommender agents of Li, Song &
+  Fragouli 2020).
+* :mod:`.gram_tree` — tree-based Gaussian mechanism over Gram matrices (FedUCB of Dubey &
+  Pentland, Section 4.3, Algorithm 2).
 * :mod:`.accountant` — per-agent, per-channel ledger; basic, advanced and zCDP composition.
 * :mod:`.audit` — empirical lower bound on epsilon from neighbouring inputs.
 """

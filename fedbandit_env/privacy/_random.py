@@ -1,6 +1,6 @@
 """Random draws shared by the mechanisms: single Generators, batched runs, masked per-run streams.
 
-All draws come from seeded ``numpy.random.Generator`` objects (DESIGN.md §2, ``seeding.py``).
+All draws come from seeded ``numpy.random.Generator`` objects (:mod:`fedbandit_env.seeding`).
 Batched draws consume every run's generator by the same calls whatever the batch size, so run b
 of a batch is bit-identical to that run simulated alone.
 """
@@ -59,19 +59,8 @@ class LaplaceStream:
         return e[:, 0] - e[:, 1]
 
     def next_at(self, flat: np.ndarray) -> np.ndarray:
-        """This step's draws at the flat positions ``flat`` of (B, *shape): the same numbers
-        (and the same stream use) as ``next().reshape(-1)[flat]``, without forming the others."""
-        drawn = self._stream.next()  # (B, 2, *shape); B from the draw, whatever the stream kind
-        runs = drawn.shape[0]
-        pairs = drawn.reshape(runs, 2, -1)
-        if 4 * np.size(flat) < pairs.shape[2] * runs:  # few positions: gather both halves
-            per_run = pairs.shape[2]
-            b, rest = np.divmod(flat, per_run)
-            first = b * (2 * per_run) + rest
-            e = drawn.reshape(-1)
-            return e[first] - e[first + per_run]
-        # most positions: one subtraction over the step, then one gather (the same numbers)
-        return np.subtract(pairs[:, 0], pairs[:, 1]).reshape(-1).take(flat)
+        """This step's draws at the flat positions ``flat`` of (B, *shape)."""
+        return self.next().reshape(-1)[flat]
 
 
 class MaskedStream:

@@ -1,7 +1,7 @@
 """Privacy accountant: a per-agent, per-channel ledger of spent privacy, with composition.
 
-DESIGN.md §4 ("a privacy accountant (basic and advanced composition)"). Every release an agent
-makes about its own data is recorded on a channel (for example "gossip" or "server") as
+See docs/privacy.md, "Accountant". Every release an agent makes about its own data is recorded
+on a channel (for example "gossip" or "server") as
 ``(epsilon, delta)`` and, for Gaussian releases, as a zCDP ``rho``. Counts may differ per run and
 agent (arrays broadcastable to (B, N)), because whether an agent sends can depend on the run.
 

@@ -1,8 +1,8 @@
 """Empirical privacy audit: a high-confidence lower bound on epsilon from samples.
 
-DESIGN.md §4: claims are checked, not trusted. :func:`audit_epsilon` runs a randomized
-``mechanism(stream, rng) -> output`` many times on two neighbouring inputs (e.g. reward streams
-that differ in one entry), maps every output to a scalar with a ``featurizer``, and searches the
+Claims are checked, not trusted (docs/privacy.md, "Empirical audit"). :func:`audit_epsilon` runs
+a randomized ``mechanism(stream, rng) -> output`` many times on two neighbouring inputs (e.g.
+reward streams that differ in one entry), maps every output to a scalar with a ``featurizer``, and searches the
 threshold events ``{f > c}`` and ``{f <= c}`` in both directions. For an (epsilon, delta)-DP
 mechanism every event E satisfies ``P_A(E) <= e^epsilon P_B(E) + delta``, so
 

@@ -1,7 +1,8 @@
 """Dyadic (binary-tree) decompositions of prefixes ``1..t`` and integer bit helpers.
 
-specs/gossip.md §2.4, Algorithm 2 of [J] (the "partial sums" of Chan, Shi & Song 2011): the
-prefix ``1..t`` splits into ``popcount(t)`` aligned dyadic blocks ``(q, t']``, ``q = t' & (t'-1)``.
+Algorithm 2 ("Create partial sums") of Zhu, Zhu, Liu & Liu 2021, the partial sums of Chan, Shi &
+Song 2011: the prefix ``1..t`` splits into ``popcount(t)`` aligned dyadic blocks ``(q, t']``,
+``q = t' & (t'-1)``.
 Round ``t`` closes exactly one new block, ``(t & (t-1), t]``, at level ``ctz(t)`` (its length is
 ``2^ctz(t)``); every other block of the decomposition of ``t`` was closed earlier and is reused.
 """
@@ -64,7 +65,8 @@ def floor_levels(capacity: int) -> int:
 
 
 def paper_levels(horizon: int) -> int:
-    """``ceil(log2 horizon)`` (at least 1): the paper's ``ceil(log T)`` (specs/gossip.md §2.4)."""
+    """``ceil(log2 horizon)`` (at least 1): the paper's ``ceil(log T)`` (Zhu, Zhu, Liu & Liu 2021,
+    Section 4.1)."""
     horizon = _check_index(horizon, "horizon")
     return max(1, (horizon - 1).bit_length())
 

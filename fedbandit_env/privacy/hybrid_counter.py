@@ -147,10 +147,6 @@ class HybridCounter:
         # noise of the open p-sums of the binary half, one per level (their exact parts add up
         # to S minus the sum at the last power of two, so only the noise is stored)
         self._alpha_noise = np.zeros((*full, self.binary_levels))
-        # flat views of the state (every insertion writes in place, so they stay views)
-        self._count_flat = self._count.reshape(-1)
-        self._sum_flat = self._sum.reshape(-1)
-        self._log_noise_flat = self._log_noise.reshape(-1)
         self._levels = np.arange(self.binary_levels)
 
     @property
@@ -182,80 +178,67 @@ class HybridCounter:
         """Closed-form variance of each counter's current noise (B, *shape)."""
         return hybrid_noise_variance(self._count, self.epsilon, self.sensitivity)
 
-    def insert_at(self, index: tuple[np.ndarray, ...], values: np.ndarray) -> None:
+    def insert_at(self, index: tuple[np.ndarray, ...], values: np.ndarray) -> np.ndarray:
         """Insert one item into each counter at ``index`` (distinct positions of (B, *shape),
-        e.g. ``(b, i, pulled_arm)``): the same result and the same random draws as
-        :meth:`insert` with the matching one-hot mask, but the work is proportional to the
-        number of items, not of counters. Read the new values with :meth:`release_at`.
-
-        The counters are updated through flat views at the items' flat positions (one
-        ``ravel_multi_index``, then 1-D gathers and scatters)."""
-        self.insert_flat(self._flat_index(index), values)
-
-    def insert_flat(self, flat: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """:meth:`insert_at` at distinct flat positions of (B, *shape) (C order), e.g.
-        ``(b * N + i) * K + arm``; returns the new private sums of those counters (what
-        :meth:`release_at` reads next, computed from the updated blocks in hand)."""
-        flat = np.asarray(flat)
+        e.g. ``(b, i, pulled_arm)``); returns the new private sums of those counters. The same
+        result and the same random draws as :meth:`insert` with the matching one-hot mask, with
+        work proportional to the number of items, not of counters."""
         values = np.asarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
-        if flat.shape != values.shape or not np.issubdtype(flat.dtype, np.integer):
+        try:
+            flat = self._flat_index(index)
+        except (ValueError, TypeError) as err:
+            raise PrivacyError("index", f"int positions in {self._count.shape}", str(err)) from None
+        if flat.shape != values.shape:
             raise PrivacyError(
-                "flat", f"integer positions of the shape of values {values.shape}",
-                f"{flat.dtype} {flat.shape}",
+                "index", f"positions of the shape of values {values.shape}", flat.shape
             )
-        shape = flat.shape  # of the result; the work is on 1-D views
+        shape = flat.shape
         flat, values = flat.reshape(-1), values.reshape(-1)
-        size = self._count.size
-        if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
-            raise PrivacyError("flat", f"positions in [0, {size})", "an out-of-range position")
+        if np.unique(flat).size != flat.size:
+            raise PrivacyError("index", "distinct positions", "a repeated position")
         if self._stream is not None and self.noise_per == "row":
             _check_one_per_row(flat // self.shape[-1])
-        count = self._count_flat[flat] + 1
+        count = self._count.reshape(-1)[flat] + 1
         if np.any(count > self.horizon):
             raise PrivacyError(
                 "index", f"at most {self.horizon} items per counter", int(count.max())
             )
-        return self.insert_flat_unchecked(flat, values).reshape(shape)
+        return self._insert_items(flat, values).reshape(shape)
 
-    def insert_flat_unchecked(
-        self, flat: np.ndarray, values: np.ndarray, every_row: bool = False
-    ) -> np.ndarray:
-        """:meth:`insert_flat` for a caller that guarantees its input (the DP recommender agents,
-        whose positions come from the engine's checked arms): ``flat`` 1-D int64 distinct
-        positions in range, at most one per row with ``noise_per="row"``, no counter past the
-        horizon; ``values`` 1-D finite floats. ``every_row``: ``flat`` holds one position in
-        every row, in row order (so the step's draws need no gather). Nothing is checked; the
-        same numbers and draws as :meth:`insert_flat`, which calls it after its checks."""
+    def _insert_items(self, flat: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Algorithm 4 (the hybrid mechanism) for the counters at the flat positions ``flat``
+        (1-D, distinct, checked) with ``values``: the item count becomes ``2^k + tau``; at a power
+        of two (``tau = 0``) the logarithmic half adds a fresh ``Lap(2D/epsilon)`` and the binary
+        half restarts; else the binary half closes the p-sum at level ``ctz(tau)`` with a fresh
+        ``Lap(2Dk/epsilon)``, absorbing the levels below. Returns the new releases there."""
         if self._stream is None:
             lap = np.zeros(values.shape)
-        elif every_row and self.noise_per == "row":
-            lap = self._stream.next().reshape(-1)
         else:
-            lap = self._stream.next_at(flat // self.shape[-1] if self.noise_per == "row" else flat)
+            at = flat // self.shape[-1] if self.noise_per == "row" else flat
+            lap = self._stream.next().reshape(-1)[at]
         L = self.binary_levels
-        counts, sums, log_noise = self._count_flat, self._sum_flat, self._log_noise_flat
+        counts, sums = self._count.reshape(-1), self._sum.reshape(-1)
+        log_noise = self._log_noise.reshape(-1)
         alpha_rows = self._alpha_noise.reshape(-1, L)
         count = counts[flat] + 1
         counts[flat] = count
         exact = sums[flat] + np.clip(values, *self.bounds)
         sums[flat] = exact
-        # count = 2^k + tau (k from the exponent); tau > 0 has the trailing zeros of count
-        k = np.frexp(count)[1] - 1
-        low = count & -count
-        power = low == count
+        k = bit_length(count) - 1
+        power = (count & (count - 1)) == 0
         log_part = log_noise[flat] + np.where(power, self.log_scale * lap, 0.0)
         log_noise[flat] = log_part
-        level = np.where(power, L, np.frexp(low)[1] - 1)[:, None]
-        # levels below the closed one are absorbed (0), the closed level gets the p-sum's noise,
-        # the levels above stay; at a power of two (level = binary_levels) all are cleared
-        alpha = alpha_rows.take(flat, axis=0)  # a copy of the items' rows
-        np.copyto(alpha, 0.0, where=self._levels <= level)
-        inside = np.flatnonzero(~power)
-        alpha.reshape(-1)[inside * L + level[inside, 0]] = (self.log_scale * k * lap)[inside]
+        level = np.where(power, L, trailing_zeros(count))[:, None]
+        alpha = alpha_rows[flat]
+        closed = np.where(power[:, None], 0.0, (self.log_scale * k * lap)[:, None])
+        alpha = np.where(self._levels < level, 0.0, np.where(self._levels == level, closed, alpha))
         alpha_rows[flat] = alpha
-        return exact + (log_part + alpha.sum(axis=-1))  # release_at's sum, rows in hand
+        return exact + (log_part + alpha.sum(axis=-1))
+
+    def insert_flat_unchecked(self, flat, values, every_row=False):  # TEMPORARY old name
+        return self._insert_items(np.asarray(flat), np.asarray(values, dtype=np.float64))
 
     def _flat_index(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """Flat positions in (B, *shape) of a tuple of index arrays (C order)."""
@@ -290,7 +273,7 @@ class HybridCounter:
             lap = self._stream.next()
         x = np.where(mask, np.clip(values, *self.bounds), 0.0)
         count = self._count + mask
-        self._count[...] = count  # in place: the flat views stay views
+        self._count[...] = count
         self._sum += x
 
         k = bit_length(np.maximum(count, 1)) - 1

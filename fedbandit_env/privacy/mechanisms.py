@@ -1,7 +1,8 @@
 """Laplace and Gaussian output-perturbation mechanisms and symmetric Gaussian matrix noise.
 
-DESIGN.md §4; specs/dp-recsys.md §2.1 (Laplace: ``f(D) + Lap(s/epsilon)`` is epsilon-DP for L1
-sensitivity s, variance ``2 b^2``); specs/linear.md §2.3 (symmetric Gaussian node noise).
+See docs/privacy.md, "Guarantees and calibration". Laplace: ``f(D) + Lap(s/epsilon)`` is
+epsilon-DP for L1 sensitivity s, variance ``2 b^2`` (the Laplace mechanism as Li, Song & Fragouli
+2020 state it); symmetric Gaussian node noise as in Dubey & Pentland, Algorithm 2, line 6.
 Both mechanisms are immutable, validated configs (mabwiser style) whose ``privatize`` works on an
 array of any shape. ``rng`` is a ``numpy.random.Generator`` or a ``BatchedRNG`` (then the leading
 axis of ``values`` is the run axis and each run draws from its own generator).
@@ -159,7 +160,7 @@ def symmetric_gaussian_noise(
     The upper triangle including the diagonal is i.i.d. ``N(0, sigma^2)`` (the diagonal is then
     multiplied by ``diagonal_scale``) and the lower triangle mirrors it. ``diagonal_scale =
     sqrt(2)`` gives exactly the law of ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma^2)``
-    (specs/linear.md §2.3): off-diagonal variance ``sigma^2``, diagonal variance ``2 sigma^2``,
+    (Dubey & Pentland, Algorithm 2, line 6): off-diagonal variance ``sigma^2``, diagonal variance ``2 sigma^2``,
     from ``d(d+1)/2`` draws instead of ``d^2``. With a ``BatchedRNG``, ``size[0]`` is the run axis.
     """
     if not is_integral(d) or d < 1:

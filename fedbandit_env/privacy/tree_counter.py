@@ -148,24 +148,18 @@ class TreeCounter:
             self._row_stream = LaplaceStream(rng.child("row"), self.shape[:-1])
 
         full = (self.num_runs, *self.shape)
-        # the blocks, level-major: row j of the flat views is level j of every counter, so a
-        # round's block closing clears and writes whole contiguous rows
+        # the open blocks of every counter, one per level on the last axis: the blocks of the
+        # current decomposition are the levels of the set bits of the tree index (others are 0)
         levels = self.storage_levels
-        self._exact = np.zeros((levels, *full)) if self.exact_blocks else None
-        self._noise = np.zeros((levels, *full))
-        self._noised = np.zeros((levels, *full), dtype=bool)
-        self._exact_rows = self._exact.reshape(levels, -1) if self.exact_blocks else None
-        self._noise_rows = self._noise.reshape(levels, -1)
-        self._noised_rows = self._noised.reshape(levels, -1)
-        self._live: tuple[int, tuple[bool, ...]] | None = None  # (t, live levels) of release_flat
+        self._exact = np.zeros((*full, levels)) if self.exact_blocks else None
+        self._noise = np.zeros((*full, levels))
+        self._noised = np.zeros((*full, levels), dtype=bool)
         self._init_exact = np.zeros(full)
         self._init_noise = np.zeros(full)
         self._init_noised = np.zeros(full, dtype=bool)
         self._counts = np.zeros(full, dtype=np.int64)
         self._last_pull = np.zeros(full, dtype=np.int64)  # round of the latest pull (0: none)
         self._t = -1 if self.init_round else 0
-        # flat row of each leading position: row * shape[-1] + index is a counter's flat position
-        self._lead_rows = np.arange(math.prod(full[:-1]), dtype=np.int64).reshape(full[:-1])
 
     # -- budget ---------------------------------------------------------------------------
     @property
@@ -200,55 +194,80 @@ class TreeCounter:
         """Exact sums of the open blocks, one per level (B, *shape, storage_levels); the blocks
         of the current decomposition are the levels of the set bits of the tree index."""
         self._require_exact("block_exact")
-        return np.moveaxis(self._exact, 0, -1).copy()
+        return self._exact.copy()
 
     @property
     def block_noise(self) -> np.ndarray:
         """Cached Laplace noise of the open blocks (B, *shape, storage_levels)."""
-        return np.moveaxis(self._noise, 0, -1).copy()
+        return self._noise.copy()
 
     @property
     def block_noised(self) -> np.ndarray:
         """Which open blocks carry noise (B, *shape, storage_levels)."""
-        return np.moveaxis(self._noised, 0, -1).copy()
-
-    def _level_sum(self, blocks: np.ndarray, state: bool = False) -> np.ndarray:
-        """The sum over the levels of every counter (B, *shape) of level-major ``blocks``; with
-        ``state`` (the counter's own blocks) only the live levels are added. Few numbers are
-        summed in one reduction over (counters, levels) rows, as defined."""
-        shape = blocks.shape[1:]
-        if blocks.size <= _GATHER_ALL_LEVELS:
-            rows = blocks.reshape(len(blocks), -1)
-            return np.ascontiguousarray(rows.T).sum(axis=-1).reshape(shape)
-        live = self._live_levels() if state else (True,) * len(blocks)
-        return sum_levels([row if live[j] else None for j, row in enumerate(blocks)], shape)
+        return self._noised.copy()
 
     def exact(self) -> np.ndarray:
-        """The exact running sums (B, *shape): the noiseless part of :meth:`release`."""
+        """The exact running sums (B, *shape): the noiseless part of :meth:`release`, the sum of
+        the open blocks (Algorithm 2 of Zhu et al. 2021: the prefix as its dyadic blocks)."""
         self._require_exact("exact")
-        return self._level_sum(self._exact, state=True) + self._init_exact
+        return self._exact.sum(axis=-1) + self._init_exact
 
     def noise(self) -> np.ndarray:
         """The noise part of :meth:`release` (B, *shape)."""
-        return self._level_sum(self._noise, state=True) + self._init_noise
+        return self._noise.sum(axis=-1) + self._init_noise
 
     def release(self) -> np.ndarray:
         """The private running sums (B, *shape). Releasing again without an insertion returns
         the same values (the block noise is cached)."""
         return self.exact() + self.noise()
 
+    def release_at(self, arms: np.ndarray) -> np.ndarray:
+        """:meth:`release` read at one index of the last axis per leading position: ``arms``
+        (B, *shape[:-1]) ints, result (B, *shape[:-1])."""
+        self._require_exact("release_at")
+        rows = self._rows_at(arms)
+        exact = self._exact.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
+        return (exact + self._init_exact.reshape(-1)[rows]).reshape(arms.shape) + self.noise_at(
+            arms
+        )
+
+    def noise_at(self, arms: np.ndarray) -> np.ndarray:
+        """:meth:`noise` read at one index of the last axis per leading position (as
+        :meth:`release_at`). With ``exact_blocks=False`` a release is the caller's exact sum
+        plus this."""
+        rows = self._rows_at(arms)
+        noise = self._noise.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
+        return (noise + self._init_noise.reshape(-1)[rows]).reshape(arms.shape)
+
+    def _rows_at(self, arms: np.ndarray) -> np.ndarray:
+        """The flat counter of each leading position's index ``arms`` (checked)."""
+        arms = self._check_arms(arms)
+        lead = np.arange(arms.size, dtype=np.int64).reshape(arms.shape)
+        return (lead * self.shape[-1] + arms).reshape(-1)
+
+    def _check_arms(self, arms: np.ndarray) -> np.ndarray:
+        arms = np.asarray(arms)
+        lead = (self.num_runs, *self.shape[:-1])
+        if arms.shape != lead or not np.issubdtype(arms.dtype, np.integer):
+            raise PrivacyError(
+                "arms", f"an int array of shape {lead}", f"{arms.dtype} {arms.shape}"
+            )
+        if np.any((arms < 0) | (arms >= self.shape[-1])):
+            raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
+        return arms
+
     def _require_exact(self, what: str) -> None:
         if not self.exact_blocks:
             raise PrivacyError(
                 "exact_blocks",
                 f"True to read {what} (this counter keeps the blocks' noise only: add "
-                "noise_flat() or noise() to the exact sums you keep)",
+                "noise_at() or noise() to the exact sums you keep)",
                 False,
             )
 
     def num_noise_terms(self) -> np.ndarray:
         """Number of Laplace terms in each current release (B, *shape)."""
-        return self._noised.sum(axis=0) + self._init_noised
+        return self._noised.sum(axis=-1) + self._init_noised
 
     # -- insertion ------------------------------------------------------------------------
     def _prepare(self, values: np.ndarray, pulled: np.ndarray | None) -> tuple[np.ndarray, ...]:
@@ -280,11 +299,6 @@ class TreeCounter:
         """Insert round ``t`` (must be the next round) for every run and counter."""
         self._check_round(t)
         values, pulled = self._prepare(values, pulled)
-        self._insert_checked(values, pulled)
-
-    def _insert_checked(self, values: np.ndarray, pulled: np.ndarray) -> None:
-        """The insertion of the next round from validated (B, *shape) values and mask."""
-        t = self._t + 1
         noise = self._draw(pulled)
         self._t = int(t)
         if self.tree_index == "round":
@@ -315,134 +329,47 @@ class TreeCounter:
     def insert_arms(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Insert round ``t`` given the pulled index on the last axis: ``arms`` and ``rewards``
         of shape (B, *shape[:-1]) (e.g. one arm and one reward per run and agent)."""
-        lead = (self.num_runs, *self.shape[:-1])
-        arms = np.asarray(arms)
+        arms = self._check_arms(arms)
         rewards = np.asarray(rewards, dtype=np.float64)
-        if arms.shape != lead or not np.issubdtype(arms.dtype, np.integer):
+        if rewards.shape != arms.shape:
             raise PrivacyError(
-                "arms", f"an int array of shape {lead}", f"{arms.dtype} {arms.shape}"
+                "rewards", f"an array of shape {arms.shape}", f"shape {rewards.shape}"
             )
-        if np.any((arms < 0) | (arms >= self.shape[-1])):
-            raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
-        if rewards.shape != lead:
-            raise PrivacyError("rewards", f"an array of shape {lead}", f"shape {rewards.shape}")
-        self.insert_arms_unchecked(t, arms, rewards)
-
-    def insert_arms_unchecked(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
-        """:meth:`insert_arms` for a caller that guarantees ``arms`` (int, in range) and
-        ``rewards`` (float) of shape (B, *shape[:-1]), e.g. an agent passing the engine's checked
-        arms; only the round is checked. The same numbers and draws."""
-        self._check_round(t)
-        if self.bounds is not None:
-            rewards = np.clip(rewards, *self.bounds)
-        if self._leaf_round(t):
-            self._insert_leaf(arms, rewards)
-            return
         pulled = arms[..., None] == np.arange(self.shape[-1])
-        self._insert_checked(np.where(pulled, rewards[..., None], 0.0), pulled)
+        self.insert(t, np.where(pulled, rewards[..., None], 0.0), pulled)
 
     def _leaf_round(self, t: int) -> bool:
         """Round mode, odd ``t``, noise on non-empty blocks only: the round closes the level-0
-        block ``(t-1, t]``, which holds only this round's pulls (level 0 was cleared by round
-        ``t - 1`` or is still empty), so only the pulled counters change."""
+        block ``(t-1, t]``, which holds only this round's pulls, so only the pulled counters'
+        noise is used (``noise_per="row"`` draws one per row for it)."""
         return self.tree_index == "round" and t % 2 == 1 and not self.noise_on_empty_blocks
-
-    def _insert_leaf(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        """:meth:`_insert_checked` of a :meth:`_leaf_round` from the pulled index per leading
-        position, touching only the pulled counters: the same values, bit for bit, and the same
-        stream use (this round's Laplace draws read at the pulled counters only)."""
-        flat = (self._lead_rows * self.shape[-1] + arms).reshape(-1)
-        if self._stream is None:
-            noise = np.zeros(flat.size)
-        elif self._row_stream is not None:  # one draw per row: the pulled counter's
-            noise = self.scale * self._row_stream.next().reshape(-1)
-        else:
-            noise = self.scale * self._stream.next_at(flat)
-        self._t += 1
-        if not self._last_pull.flags.c_contiguous:  # written through a flat view below
-            self._last_pull = np.ascontiguousarray(self._last_pull)
-        self._last_pull.reshape(-1)[flat] = self._t
-        np.add.at(self._counts.reshape(-1), flat, 1)  # flat is 1-D: the fast path
-        # level 0 of the other counters stays 0 (no pull in the block, no noise)
-        if self.exact_blocks:
-            self._exact_rows[0, flat] = rewards.reshape(-1) + 0.0
-        self._noise_rows[0, flat] = noise
-        self._noised_rows[0, flat] = True
-
-    def release_at(self, arms: np.ndarray) -> np.ndarray:
-        """``release()`` read at one index of the last axis per leading position: ``arms``
-        (B, *shape[:-1]) ints, result (B, *shape[:-1]); equal to ``np.take_along_axis(
-        release(), arms[..., None], -1)[..., 0]`` but only sums the blocks of those counters."""
-        arms = np.asarray(arms)
-        lead = (self.num_runs, *self.shape[:-1])
-        if arms.shape != lead or not np.issubdtype(arms.dtype, np.integer):
-            raise PrivacyError(
-                "arms", f"an int array of shape {lead}", f"{arms.dtype} {arms.shape}"
-            )
-        if np.any((arms < 0) | (arms >= self.shape[-1])):
-            raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
-        flat = (self._lead_rows * self.shape[-1] + arms).reshape(-1)
-        return self.release_flat(flat).reshape(lead)
-
-    def release_flat(self, flat: np.ndarray) -> np.ndarray:
-        """:meth:`release` at the flat counter positions ``flat`` (1-D ints in range, unchecked:
-        :meth:`release_at` checks). A few positions gather every level of each and sum them in
-        one reduction; many positions read only the levels that can hold a block, the set bits
-        of the round in round mode (every level in pull mode), one level at a time."""
-        self._require_exact("release_flat")
-        exact = self._level_sum_at(self._exact_rows, flat)
-        return (exact + self._init_exact.reshape(-1).take(flat)) + self.noise_flat(flat)
-
-    def noise_flat(self, flat: np.ndarray) -> np.ndarray:
-        """The noise part of :meth:`release_flat` at the flat counter positions ``flat`` (1-D
-        ints in range, unchecked): ``sum over the live levels + init noise``, added in the same
-        order as there. With ``exact_blocks=False`` a release is the caller's exact sum plus
-        this."""
-        return self._level_sum_at(self._noise_rows, flat) + self._init_noise.reshape(-1).take(flat)
-
-    def _level_sum_at(self, rows: np.ndarray, flat: np.ndarray) -> np.ndarray:
-        """The sum over the levels of level-major ``rows`` at the flat positions ``flat``: few
-        positions gather every level at once ((positions, levels) rows, C-ordered: numpy's sum
-        over the last axis, as defined); many read only the live levels, one at a time."""
-        if flat.size * self.storage_levels <= _GATHER_ALL_LEVELS:
-            return rows.T.take(flat, axis=0).sum(axis=-1)
-        live = self._live_levels()
-        levels = [r.take(flat) if live[j] else None for j, r in enumerate(rows)]
-        return sum_levels(levels, flat.shape)
-
-    def _live_levels(self) -> tuple[bool, ...]:
-        """Per level, whether its blocks may be non-zero: in round mode after round t, the set
-        bits of t (closing level ``ctz(t)`` clears every level below; the levels above are those
-        of ``t - 1``); every level in pull mode."""
-        t = max(self._t, 0) if self.tree_index == "round" else -1  # -1: every bit set
-        if self._live is None or self._live[0] != t:
-            self._live = (t, tuple(bool(t >> j & 1) for j in range(self.storage_levels)))
-        return self._live[1]
 
     def _close_level_scalar(
         self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
     ) -> None:
-        """Round mode: every counter closes block ``(t - 2^level, t]`` at ``level``."""
+        """Round mode (Algorithm 3, line "a_t <- sum of the blocks below + x_t"): every counter
+        closes block ``(t - 2^level, t]`` at ``level``, merging the levels below it."""
         if self.exact_blocks:
-            self._exact[level] = values + sum_levels(list(self._exact[:level]), values.shape)
-            self._exact[:level] = 0.0
-        self._noise[level] = noise
-        self._noise[:level] = 0.0
-        self._noised[level] = noised
-        self._noised[:level] = False
+            self._exact[..., level] = values + self._exact[..., :level].sum(axis=-1)
+            self._exact[..., :level] = 0.0
+        self._noise[..., level] = noise
+        self._noise[..., :level] = 0.0
+        self._noised[..., level] = noised
+        self._noised[..., :level] = False
 
     def _close_level_array(
         self, level: np.ndarray, active: np.ndarray, values: np.ndarray, noise: np.ndarray
     ) -> None:
         """Pull mode: each active counter closes a block at its own ``level``."""
-        levels = np.arange(self.storage_levels).reshape(-1, *([1] * level.ndim))
-        keep = (levels > level) | ~active  # levels above the new block, or no insert
-        here = levels == level
+        levels = np.arange(self.storage_levels)
+        keep = (levels > level[..., None]) | ~active[..., None]  # above the new block, or idle
+        here = levels == level[..., None]
         if self.exact_blocks:
-            merged = values + self._level_sum(np.where(levels < level, self._exact, 0.0))
-            np.copyto(self._exact, np.where(keep, self._exact, np.where(here, merged, 0.0)))
-        np.copyto(self._noise, np.where(keep, self._noise, np.where(here, noise, 0.0)))
-        np.copyto(self._noised, np.where(keep, self._noised, here))
+            below = np.where(levels < level[..., None], self._exact, 0.0).sum(axis=-1)
+            merged = (values + below)[..., None]
+            self._exact = np.where(keep, self._exact, np.where(here, merged, 0.0))
+        self._noise = np.where(keep, self._noise, np.where(here, noise[..., None], 0.0))
+        self._noised = np.where(keep, self._noised, here)
 
 
 def _check_one_per_row(pulled: np.ndarray) -> None:
@@ -454,46 +381,23 @@ def _check_one_per_row(pulled: np.ndarray) -> None:
         )
 
 
-_GATHER_ALL_LEVELS = 2048
-"""release_flat gathers every level of its positions at once up to this many numbers (few
-positions: one strided gather beats a numpy call per level), else one level at a time."""
-
-_PAIRWISE_FROM = 8
-"""numpy adds fewer numbers than this along an axis one after the other; from 8 on (up to 128,
-more levels than any counter has) it adds them pairwise in 8 partial sums."""
+# TEMPORARY (removed when the agents move to the API above): the old names
+def _insert_arms_unchecked(self, t, arms, rewards):
+    self.insert_arms(t, arms, rewards)
 
 
-def sum_levels(rows: list[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray:
-    """The sum over levels of ``rows`` (one array of ``shape`` per level, ``None`` for a level
-    known to be zero), bit for bit what ``numpy.sum`` over a last axis of ``len(rows)`` levels
-    gives (the layout the counter had before it went level-major, and the order any reader
-    expects): from 0.0, one after the other below 8 levels, else numpy's pairwise order (8
-    partial sums over the blocks of 8, combined as a tree, then the rest in order). Adding a
-    zero is exact, so the zero levels are skipped; the leading ``0.0 +`` turns -0.0 into 0.0 as
-    numpy's does."""
-    count = len(rows)
-    if count > 128:
-        raise ValueError(f"sum_levels: at most 128 levels, got {count}")
+def _noise_flat(self, flat):
+    rows = np.asarray(flat)
+    noise = self._noise.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
+    return noise + self._init_noise.reshape(-1)[rows]
 
-    def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
-        if a is None:
-            return b
-        return a if b is None else a + b
 
-    if count < _PAIRWISE_FROM:
-        total = None
-        for row in rows:
-            total = add(total, row)
-    else:
-        part = list(rows[:8])
-        i = 8
-        while i < count - count % 8:
-            part = [add(part[j], rows[i + j]) for j in range(8)]
-            i += 8
-        total = add(
-            add(add(part[0], part[1]), add(part[2], part[3])),
-            add(add(part[4], part[5]), add(part[6], part[7])),
-        )
-        for row in rows[i:]:
-            total = add(total, row)
-    return np.zeros(shape) if total is None else total + 0.0
+def _release_flat(self, flat):
+    rows = np.asarray(flat)
+    exact = self._exact.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
+    return (exact + self._init_exact.reshape(-1)[rows]) + _noise_flat(self, flat)
+
+
+TreeCounter.insert_arms_unchecked = _insert_arms_unchecked
+TreeCounter.noise_flat = _noise_flat
+TreeCounter.release_flat = _release_flat

@@ -1,4 +1,4 @@
-"""Wrappers around the environment views (DESIGN.md §2): privacy."""
+"""Wrappers around the environment views (docs/architecture.md): privacy."""
 
 from fedbandit_env.wrappers.privacy import (
     ChannelPrivacy,
