@@ -1,4 +1,4 @@
-"""Agent registry: learners are found by id, never imported by name (DESIGN.md §2).
+"""Agent registry: learners are found by id, never imported by name (docs/architecture.md, "Registry").
 
 Installed packages add learners through the ``fedbandit.agents`` entry-point group
 (``my_agent = "my_pkg.module:MyTeamPolicy"``); code can also call :func:`register_agent`, with the

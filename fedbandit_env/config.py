@@ -1,4 +1,4 @@
-"""Validated configuration of a federated multi-armed bandit environment (DESIGN.md §3)."""
+"""Validated configuration of a federated multi-armed bandit environment (docs/environments.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The contextual process protocol: what the engine needs from a source of decision sets.
 
-The engine (DESIGN.md §2) steps the linear contextual family (specs/linear.md §1.1) through a
+The engine (docs/architecture.md) steps the linear contextual family (docs/linear.md) through a
 :class:`ContextualProcess`: batched decision sets, rewards, expected rewards and instant regret.
 It never names a concrete process. A :class:`ProcessSource` (the generator's
 :class:`fedbandit_env.linear.LinearSpec`, or a data set's spec such as

@@ -4,15 +4,15 @@
 |---|---|
 | ``FedBandit/Heterogeneous-v0`` | local means per agent, regret on the global (average) means |
 | ``FedBandit/Homogeneous-v0`` | one mean vector shared by every agent |
-| ``FedBandit/GossipTriangle-v0`` | gossip.md §4.2 setting (a): N=3, M=5, complete graph K3 (lambda2 = 0.5), Gaussian rewards sigma=1, T = 10^6 + M |
+| ``FedBandit/GossipTriangle-v0`` | gossip paper (Zhu et al.), Fig. 2(a): N=3, M=5, complete graph K3 (lambda2 = 0.5), Gaussian rewards sigma=1, T = 10^6 + M |
 | ``FedBandit/LinearContextual-v0`` | linear contextual: K actions in R^d per agent and step, reward <x, theta*> + noise |
-| ``FedBandit/LinearPaper-v0`` | linear.md §4 preset: d=10, M=100 agents, K=10, T=10^7 |
+| ``FedBandit/LinearPaper-v0`` | DP federated linear bandits (Dubey & Pentland 2020), paper-scale preset: d=10, M=100 agents, K=10, T=10^7 |
 | ``FedBandit/ClassificationContextual-v0`` | real-data contextual bandit (one arm per class of a scikit-learn bundled data set) |
-| ``FedBandit/DiabetesHospitals-v0`` | gossip.md §4.3: 3 hospitals, 5 medication arms, Bernoulli pools from a user-supplied diabetic_data.csv |
-| ``FedBandit/GossipPath10-v0`` | gossip.md §4.2 setting (b): N=10, M=10, path P10 (lambda2 = 0.9946), Gaussian sigma=1, T = 10^6 + M |
+| ``FedBandit/DiabetesHospitals-v0`` | gossip paper, Fig. 2(c): 3 hospitals, 5 medication arms, Bernoulli pools from a user-supplied diabetic_data.csv |
+| ``FedBandit/GossipPath10-v0`` | gossip paper (Zhu et al.), Fig. 2(b): N=10, M=10, path P10 (lambda2 = 0.9946), Gaussian sigma=1, T = 10^6 + M |
 
 The presets add M steps to the paper's T = 10^6 because the reference agents spend the first M
-steps on the initialization pulls (gossip.md §6 items 13 and 16).
+steps on the initialization pulls (docs/gossip.md).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def register_builtin_envs() -> None:
             "instance_seed": None,
             "channels": (),
         },
-        description="Linear contextual bandit: K actions in R^d per agent and step (linear.md §4.1).",
+        description="Linear contextual bandit: K actions in R^d per agent and step (docs/linear.md).",
         accepted_kwargs=LINEAR_ACCEPTED,
     )
     register(
@@ -135,7 +135,8 @@ def register_builtin_envs() -> None:
 
 
 def gossip_preset(num_agents: int, num_arms: int, topology: str) -> dict:
-    """gossip.md §4.2: fixed seeded instance (§6 item 15), Gaussian(1) noise, T = 10^6 + M."""
+    """The gossip paper's Fig. 2 settings: fixed seeded instance (docs/gossip.md), Gaussian(1)
+    noise, T = 10^6 + M."""
     return {
         "family": "heterogeneous",
         "num_agents": num_agents,

@@ -1,8 +1,8 @@
 """Bandit instances: local means per agent and arm, the global means, best arm and gaps.
 
-Heterogeneous family (specs/gossip.md §1.2, commeff.md §2.8): agent i sees arm k with local mean
+Heterogeneous family (gossip paper, Zhu et al.; commeff paper, Li & Song; docs/environments.md): agent i sees arm k with local mean
 mu[i, k]; the arm's global mean is the plain average over agents, and regret is measured against
-the global best arm. Homogeneous family (dp-recsys.md §1.2, commeff.md §1.1): one mean vector shared
+the global best arm. Homogeneous family (DP recommender paper, Li, Song & Fragouli; commeff paper): one mean vector shared
 by every agent. Arms are never reordered; the best arm is ``argmax`` of the global means.
 """
 
@@ -73,7 +73,7 @@ def fixed_instance(means: np.ndarray | list, num_agents: int) -> Instance:
 
 
 def uniform_homogeneous(num_agents: int, num_arms: int, rng: np.random.Generator) -> Instance:
-    """mu_k ~ U[0, 1] iid, the same for every agent (commeff.md §4, dp-recsys.md §6.4)."""
+    """mu_k ~ U[0, 1] iid, the same for every agent (the commeff paper's Sec. VII; the DP recommender paper's Sec. IV)."""
     return Instance(np.broadcast_to(rng.random(num_arms), (num_agents, num_arms)))
 
 
@@ -83,7 +83,7 @@ def _distinct_rankings(means: np.ndarray) -> bool:
 
 
 def gossip_heterogeneous(num_agents: int, num_arms: int, rng: np.random.Generator) -> Instance:
-    """specs/gossip.md §6 item 15: mu[i, k] ~ U[0, 1] iid, rejected until (i) no two agents share
+    """The gossip instances (docs/gossip.md): mu[i, k] ~ U[0, 1] iid, rejected until (i) no two agents share
     the same ranking of arms and (ii) some agent's local best arm is not the global best arm.
     Condition (i) is dropped when N > M! (there are not enough rankings)."""
     need_distinct = num_agents <= math.factorial(min(num_arms, 12))
@@ -93,13 +93,13 @@ def gossip_heterogeneous(num_agents: int, num_arms: int, rng: np.random.Generato
         if distinct and np.any(inst.local_best_arms != inst.best_arm):
             return inst
     raise ConfigError(
-        f"instance: no heterogeneous instance with N={num_agents}, M={num_arms} met the gossip.md "
-        f"§6.15 conditions in {MAX_REJECTION_TRIES} draws; expected N >= 2"
+        f"instance: no heterogeneous instance with N={num_agents}, M={num_arms} met the gossip "
+        f"instance conditions (docs/gossip.md) in {MAX_REJECTION_TRIES} draws; expected N >= 2"
     )
 
 
 def commeff_heterogeneous(num_agents: int, num_arms: int, rng: np.random.Generator) -> Instance:
-    """specs/commeff.md §4.4: global mu_k ~ U[0,1]; local mu[i,k] = mu_k + w_k (u[i,k] - mean_i u),
+    """The commeff paper's heterogeneous setting (docs/commeff.md): global mu_k ~ U[0,1]; local mu[i,k] = mu_k + w_k (u[i,k] - mean_i u),
     u ~ U[-1, 1], w_k = min(0.3, min(mu_k, 1 - mu_k) / max_i |u[i,k] - mean_i u|), which keeps
     every local mean in [0, 1] and the average exact; resampled until some agent's local best arm
     differs from the global best."""

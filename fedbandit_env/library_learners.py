@@ -1,4 +1,4 @@
-"""Other bandit libraries' single-agent policies as per-agent learners (DESIGN.md §2).
+"""Other bandit libraries' single-agent policies as per-agent learners (docs/learners.md).
 
 Ids ``mabwiser:<LearningPolicy>`` (e.g. ``mabwiser:UCB1`` with agent_kwargs
 ``{"alpha": 1.0}``) and ``smpybandits:<Policy>`` (e.g. ``smpybandits:Thompson``) resolve here

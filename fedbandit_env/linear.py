@@ -1,10 +1,11 @@
-"""The linear contextual family (specs/linear.md §1.1, §4.1): decision sets, rewards, regret.
+"""The linear contextual family (Dubey & Pentland 2020, the setting of its experiments; docs/linear.md): decision
+sets, rewards, regret.
 
 Each step every agent gets a decision set of K feature vectors in R^d; pulling action k pays
 ``y = <x_k, theta*> + noise`` (Bernoulli with mean <x, theta*> by default, or Gaussian), and the
 instant pseudo-regret is ``max_x <x, theta*> - <x_chosen, theta*>`` over the agent's own set.
 
-Generator (§4.1 [O]): theta* uniform on the unit sphere (or in the unit ball with norm >= 0.8, A15),
+Generator (the paper's experiments): theta* uniform on the unit sphere (or in the unit ball with norm >= 0.8, docs/linear.md),
 per run; each set has K - 1 actions with mean in [0.5, 0.6] and one with mean in [0.7, 0.8]:
 ``x = c theta_hat + sqrt(1 - c^2) w`` with w a random unit vector orthogonal to theta_hat
 (``c`` divided by ``|theta*|`` for the ball), shuffled. Sets are fresh per agent and step
@@ -59,7 +60,7 @@ class LinearSpec:
 
     def build_process(self, num_runs: int, num_agents: int, num_actions: int) -> ContextualProcess:
         """The batch's process (:class:`fedbandit_env.contextual.ProcessSource`): the data set's
-        when ``dataset`` is given, else the generator of linear.md §4.1."""
+        when ``dataset`` is given, else the generator of the paper's experiments."""
         if self.dataset is not None:
             return self.dataset.build_process(num_runs, num_agents, num_actions)
         return LinearProcess(self, num_runs, num_agents, num_actions)
@@ -107,7 +108,7 @@ class LinearProcess:
         return self.context
 
     def _draw_sets(self, advance: np.ndarray | None = None) -> np.ndarray:
-        """A (B, N, K, d) batch of decision sets per linear.md §4.1 (``advance``: the runs
+        """A (B, N, K, d) batch of decision sets per the paper's experiments (``advance``: the runs
         that draw; see :meth:`pull`)."""
         w = self._w.next(advance)
         u = self._c.next(advance)

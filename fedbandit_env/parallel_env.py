@@ -79,19 +79,17 @@ draws from fresh OS entropy. The run seed played is in every info (``run_seed``)
 nothing but a ``UserWarning`` naming them (PettingZoo's own API checkers pass
 ``options={"options": 1}`` and require it to work); a non-dict raises a ``TypeError``. The
 vector view, ``OneLearner-v0`` and ``AgentsVecEnv`` refuse unknown keys. Rewards, network
-randomness and the agents' streams are separate (DESIGN.md §2).
+randomness and the agents' streams are separate (docs/architecture.md, "Seeding").
 
 **AEC API.** :func:`env` (and :func:`raw_env`, without PettingZoo's order-enforcing wrapper)
 give the AEC view of the same environment through ``pettingzoo.utils.parallel_to_aec``;
 ``fedbandit_env.make_aec(id)`` does the same for a registered id.
 
-**Version history.** v0: initial release. Later, within v0: communication steps (the optional
-``pull`` key, the ``phase`` field and info; trajectories of runs that never use them are
-unchanged); the observation's ``step`` became a
-Box (was Discrete(T + 1)), ``last_arm`` became Discrete(M) with the ``pulled`` flag (was
-Discrete(M + 1, start=-1)), infos became flat (the ``ledger`` moved to
-:attr:`FedBanditParallelEnv.ledger`, ``run_seed`` added), and unseeded resets continue a seeded
-stream (were s + 1). Rewards, regret and every trajectory of a seeded run are unchanged.
+**Versions.** Every environment id is ``-v0``. Communication steps are optional (the ``pull``
+key, the ``phase`` field and info; runs that never use them are plain pull-every-step runs); the
+observation's ``step`` is a Box, ``last_arm`` is Discrete(M) with the ``pulled`` flag, infos are
+flat (the ledger is :attr:`FedBanditParallelEnv.ledger`, each info carries ``run_seed``), and an
+unseeded reset continues the seeded stream.
 """
 
 from __future__ import annotations

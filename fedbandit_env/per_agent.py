@@ -1,6 +1,6 @@
 """Per-agent learners and parallel-view policy callables, driven in the vector view.
 
-DESIGN.md §2 ("learners come in three shapes, all ranked alike"); docs/writing-agents.md.
+Learners come in three shapes, all ranked alike (docs/writing-agents.md).
 
 * :class:`PerAgentLearner` is the shape of most papers' code: one instance per agent,
   ``reset(agent, facts, rng)`` once per episode, then ``act(observation) -> action`` with the

@@ -1,4 +1,4 @@
-"""The team-policy protocol (DESIGN.md §2) and its adapter to the PettingZoo view.
+"""The team-policy protocol (docs/writing-agents.md) and its adapter to the PettingZoo view.
 
 A reference agent is a *batched team policy*: one object drives all N agents of all B runs with
 array operations. ``reset(facts, rng)`` gives it the federation's public facts and its own

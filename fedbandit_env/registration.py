@@ -1,6 +1,6 @@
 """Environment registry: ``make``, ``make_vec``, ``register``, ``spec`` and ``list_envs``.
 
-Ids follow the PettingZoo/Gymnasium form ``Namespace/Name-vN`` (DESIGN.md §3). Entry points are
+Ids follow the PettingZoo/Gymnasium form ``Namespace/Name-vN`` (docs/environments.md). Entry points are
 callables or ``"module:attr"`` strings imported lazily. Unknown ids and keyword arguments raise
 errors that list what exists. Each id is also registered in PettingZoo's own registry when the
 installed PettingZoo has one (1.27+), so ``pettingzoo.make("parallel", id)`` works too: that entry

@@ -43,7 +43,7 @@ class Bernoulli:
 
 @dataclass(frozen=True)
 class Gaussian:
-    """Reward ``mean + sigma * z`` with z ~ N(0, 1) (unbounded; gossip.md §4.2 uses sigma = 1)."""
+    """Reward ``mean + sigma * z`` with z ~ N(0, 1) (unbounded; the gossip paper's Fig. 2 uses sigma = 1)."""
 
     sigma: float = 1.0
     name: ClassVar[str] = "gaussian"

@@ -1,4 +1,4 @@
-"""Validation helpers shared by every constructor (docs/limits.md; DESIGN.md §3 "Configs").
+"""Validation helpers shared by every constructor (docs/limits.md).
 
 One place decides what a number is, so every boundary (environment configs, channels, graphs,
 privacy mechanisms and wrappers, data sets, learners) accepts the same values:

@@ -1,4 +1,4 @@
-"""Agents as a stable-baselines3 ``VecEnv`` (docs/rl.md, "SB3 VecEnv adapter"; ecosystem.md §1.3, §7.4).
+"""Agents as a stable-baselines3 ``VecEnv`` (docs/rl.md, "SB3 VecEnv adapter").
 
 ``AgentsVecEnv(env_id, num_copies=C, **env_kwargs)`` runs C independent runs of a registered
 environment through the batched vector view (``fedbandit_env.make_vec``, no per-agent envs) and
@@ -26,7 +26,7 @@ policy on a multi-agent env (the shape of SuperSuit's ``pettingzoo_env_to_vec_en
   (Gymnasium's convention, :class:`~fedbandit_env.seeding.SeedContinuation`: C new run seeds
   drawn from a generator seeded by s), so a whole training run is reproducible from one seed and
   adapters seeded differently never replay each other's episodes. Unlike SuperSuit's
-  ``SB3VecEnvWrapper.reset`` (which drops the seed, ecosystem.md §1.3) the seed is forwarded;
+  ``SB3VecEnvWrapper.reset`` (which drops the seed; docs/rl.md) the seed is forwarded;
   with no seed ever given the stream starts from OS entropy, never the global numpy RNG.
 * ``reset()`` returns the observations only and stores ``reset_infos`` (``{"run_seed": r}``
   for every sub-env, r the run seed of its copy; autoresets update them too); step infos carry
