@@ -31,10 +31,13 @@ class ContextualProcess(Protocol):
         """The feature dimension d."""
         ...
 
-    def reset(self, seeds: list[int], theta_seed: int | None) -> np.ndarray:
+    def reset(
+        self, seeds: list[int], theta_seed: int | None, streams: str = "per_run"
+    ) -> np.ndarray:
         """Start the runs of ``seeds`` (one per run) and return the first decision sets.
         ``theta_seed``: an int fixes the instance for every run, None draws one per run seed
-        (a process without a drawn instance ignores it)."""
+        (a process without a drawn instance ignores it). ``streams``: how the runs' streams are
+        derived (``"per_run"`` or ``"block"``, :data:`fedbandit_env.seeding.RandomStreams`)."""
         ...
 
     def expected(self) -> np.ndarray:

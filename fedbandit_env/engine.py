@@ -21,7 +21,7 @@ from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
 from fedbandit_env.network import Charge, Ledger, make_channel
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import BatchedRNG, RandomStreams, streams_for
 
 PULL = 0
 """``phase`` of a step in which the run's agents pulled an arm (and of the observation after reset)."""
@@ -83,9 +83,11 @@ def agent_name(i: int) -> str:
 class Engine:
     """B runs of one environment configuration, stepped together."""
 
-    def __init__(self, config: EnvConfig, num_runs: int):
+    def __init__(self, config: EnvConfig, num_runs: int, random_streams: RandomStreams = "per_run"):
         self.config = config
         self.num_runs = int(num_runs)
+        streams_for(random_streams, [0], "rewards")  # checks the name
+        self.random_streams = random_streams
         check_sizes(
             config.num_agents,
             config.num_arms,
@@ -116,17 +118,17 @@ class Engine:
         self.seeds = [int(s) for s in seeds]
         context = None
         if self.linear is not None:
-            context = self.linear.reset(self.seeds, self.config.instance_seed)
+            context = self.linear.reset(self.seeds, self.config.instance_seed, self.random_streams)
         else:
             if self._shared is not None:
                 self.instances = [self._shared] * self.num_runs
             else:
-                rng = BatchedRNG.for_runs(self.seeds, "instance")
+                rng = self.streams("instance")
                 self.instances = [self.config.draw_instance(g) for g in rng.generators]
             self._set_means(self.instances)
-            rewards = BatchedRNG.for_runs(self.seeds, "rewards")
+            rewards = self.streams("rewards")
             self._noise = rewards.buffered(self.config.reward.noise, (self.num_agents,))
-        network = BatchedRNG.for_runs(self.seeds, "network")
+        network = self.streams("network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
         self.ledger.reset()
@@ -148,6 +150,11 @@ class Engine:
         )
         info = VecInfo(np.zeros(shape), np.zeros(shape), self.cumulative_regret.copy(), self.ledger)
         return obs, info
+
+    def streams(self, stream: str) -> BatchedRNG:
+        """The named stream of the current runs (per run, or as a block for the privacy
+        audits: :data:`fedbandit_env.seeding.RandomStreams`)."""
+        return streams_for(self.random_streams, self.seeds, stream)
 
     def _set_means(self, instances: list[Instance]) -> None:
         """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards; the

@@ -22,7 +22,7 @@ import numpy as np
 
 from fedbandit_env.contextual import ContextualProcess, ProcessSource
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import RandomStreams, streams_for
 from fedbandit_env.validation import check_int, check_real
 
 #: Largest feature dimension d (learners keep d x d matrices per agent; docs/limits.md).
@@ -86,10 +86,12 @@ class LinearProcess:
         self.num_runs, self.num_agents, self.num_actions = num_runs, num_agents, num_actions
         self._sets_per_step = 1 if spec.shared_decision_sets else num_agents
 
-    def reset(self, seeds: list[int], theta_seed: int | None) -> np.ndarray:
+    def reset(
+        self, seeds: list[int], theta_seed: int | None, streams: RandomStreams = "per_run"
+    ) -> np.ndarray:
         """Draw theta* (per run, or one shared when ``theta_seed`` is an int) and D_1."""
         if theta_seed is None:
-            inst = BatchedRNG.for_runs(seeds, "instance")
+            inst = streams_for(streams, seeds, "instance")
             self.theta = np.stack([draw_theta(self.spec, g) for g in inst.generators])
         else:
             one = draw_theta(self.spec, np.random.default_rng(theta_seed))
@@ -97,7 +99,7 @@ class LinearProcess:
         norm = np.linalg.norm(self.theta, axis=1, keepdims=True)
         self._theta_hat = self.theta / norm
         self._inv_norm = 1.0 / norm[:, 0]
-        rng = BatchedRNG.for_runs(seeds, "rewards")
+        rng = streams_for(streams, seeds, "rewards")
         s, k, d = self._sets_per_step, self.num_actions, self.spec.dim
         self._w = rng.child("directions").buffered("normal", (s, k, d))
         self._c = rng.child("means").buffered("uniform", (s, k, 2))

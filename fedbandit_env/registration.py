@@ -199,7 +199,7 @@ def make_vec(id: str, num_runs: int = 1, **kwargs: Any) -> Any:
     spec_ = spec(id)
     if spec_.vector_entry_point is None:
         raise ConfigError(f"{id}: has no vector view registered")
-    _check_kwargs(spec_, kwargs, ("max_cycles",))
+    _check_kwargs(spec_, kwargs, ("max_cycles", "random_streams"))
     kwargs = _max_cycles_alias(kwargs)
     return _load(spec_.vector_entry_point)(num_runs=num_runs, **{**spec_.kwargs, **kwargs})
 

@@ -1,7 +1,7 @@
 """Seeding: every random number comes from a `numpy.random.Generator` derived from one seed.
 
-DESIGN.md §2: one integer seed per run is expanded with `numpy.random.SeedSequence` into separate
-streams — ``instance`` (random instances drawn per run), ``rewards`` (reward noise, decision sets),
+See docs/architecture.md, "Seeding". One integer seed per run is expanded with
+`numpy.random.SeedSequence` into separate streams — ``instance`` (random instances drawn per run), ``rewards`` (reward noise, decision sets),
 ``network`` (gossip edges, participation, message drops) and ``agents`` (everything a learner
 draws: tie-breaks, privacy noise). Changing a learner's epsilon therefore never changes the reward
 draws, and paired-seed comparisons across learners are exact on the environment side.
@@ -12,21 +12,20 @@ per-run generator is consumed by exactly the same sequence of calls whatever B i
 of a fixed shape go through :class:`BufferedStream`, which refills a chunk of steps per run at a
 time (one Generator call per run per chunk instead of per step).
 
-The empirical privacy audits alone run inside :func:`block_streams`, where a batch's streams are
-:class:`BlockRNG` objects: all runs' numbers come from whole-batch draws (deterministic for the
-batch's seeds, each run's numbers independent of the others' consumption, but not the seed run
-alone), which spares building one Generator per run.
+The empirical privacy audits alone build their environments with ``random_streams="block"``
+(:data:`RandomStreams`), where a batch's streams are :class:`BlockRNG` objects: all runs'
+numbers come from whole-batch draws (deterministic for the batch's seeds, each run's numbers
+independent of the others' consumption, but not the seed run alone), which spares building one
+Generator per run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import numbers
 import warnings
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -40,7 +39,6 @@ Kind = Literal["uniform", "normal", "exponential"]
 _CHUNK_FLOATS = 1 << 14  # per run and buffer: at most 16k doubles (128 KiB)
 _MAX_CHUNK_STEPS = 1024
 _BLOCK_FLOATS = 1 << 20  # a block stream's chunk: at most 1M doubles (8 MiB) for all runs
-_BLOCK_STREAMS: contextvars.ContextVar[bool] = contextvars.ContextVar("block_streams", default=False)
 
 
 MAX_RUN_SEED = 2**63 - 1
@@ -207,7 +205,7 @@ class BufferedStream:
 
 
 class BatchedRNG:
-    """One `numpy.random.Generator` per run of a batch (DESIGN.md §2).
+    """One `numpy.random.Generator` per run of a batch (docs/architecture.md, "Seeding").
 
     Use :meth:`buffered` for per-step draws of a fixed shape (fast path), :meth:`per_run` for
     anything irregular (one call per run), and :meth:`child` for an independent named sub-stream
@@ -230,10 +228,7 @@ class BatchedRNG:
 
     @classmethod
     def for_runs(cls, seeds: Sequence[int], stream: str) -> BatchedRNG:
-        """The named stream (one of :data:`STREAMS`) of each run seed; inside
-        :func:`block_streams`, the :class:`BlockRNG` of the batch instead."""
-        if _BLOCK_STREAMS.get():
-            return BlockRNG.for_batch(seeds, stream)
+        """The named stream (one of :data:`STREAMS`) of each run seed."""
         return cls([run_seed_sequence(s, stream) for s in seeds])
 
     @property
@@ -267,22 +262,23 @@ class BatchedRNG:
 
 
 # -- block streams: many runs from a few large draws (privacy audits) ---------------------------
-@contextlib.contextmanager
-def block_streams() -> Iterator[None]:
-    """Inside this context :meth:`BatchedRNG.for_runs` returns a :class:`BlockRNG`: the runs'
-    numbers come from a few large vectorized draws instead of one Generator per run.
+RandomStreams = Literal["per_run", "block"]
+"""How an environment derives its runs' streams (the vector view's ``random_streams``):
+``"per_run"`` (always, but in the empirical privacy audits) one Generator per run and stream,
+:meth:`BatchedRNG.for_runs`, so run b of a batch is bit-identical to its seed run alone;
+``"block"`` a :class:`BlockRNG` per stream, :meth:`BlockRNG.for_batch`: all runs' numbers come
+from a few whole-batch draws, deterministic for the batch's seeds but not the seed run alone.
+The audits (docs/privacy.md, "Auditing learners") need 10^4-10^5 short runs and no run alone;
+building one Generator per run and stream would cost most of their time."""
 
-    For the empirical privacy audits (docs/privacy.md "Auditing learners"), which need 10^4-10^5
-    independent short runs and no run alone: building one seeded Generator per run and stream
-    would cost most of their time. The runs are still a deterministic function of the batch's
-    seeds (the same seed list gives the same numbers, a different one different numbers), but
-    run b is no longer the run of its seed alone, so nothing outside the audits uses this mode:
-    every normal run keeps the per-run streams and their batch-size independence."""
-    token = _BLOCK_STREAMS.set(True)
-    try:
-        yield
-    finally:
-        _BLOCK_STREAMS.reset(token)
+
+def streams_for(kind: RandomStreams, seeds: Sequence[int], stream: str) -> BatchedRNG:
+    """The named stream of a batch of run seeds, per run or as a block (:data:`RandomStreams`)."""
+    if kind == "per_run":
+        return BatchedRNG.for_runs(seeds, stream)
+    if kind == "block":
+        return BlockRNG.for_batch(seeds, stream)
+    raise ConfigError(f"random_streams: expected 'per_run' or 'block', got {kind!r}")
 
 
 class BlockStream:
@@ -320,7 +316,7 @@ class BlockStream:
 
 
 class BlockRNG(BatchedRNG):
-    """B runs whose random numbers are positions in a few large draws (:func:`block_streams`).
+    """B runs whose random numbers are positions in a few large draws (``random_streams="block"``).
 
     One SeedSequence for the whole batch: :meth:`buffered` streams draw all runs' numbers at
     once (:class:`BlockStream`, one Generator per stream, keyed by creation order),
@@ -375,7 +371,7 @@ class BlockRNG(BatchedRNG):
         return BlockRNG(named_child(self._seq, name), self._num_runs)
 
     def run(self, b: int) -> BatchedRNG:
-        raise ValueError("BlockRNG.run: a block stream has no single-run view (block_streams)")
+        raise ValueError("BlockRNG.run: a block stream has no single-run view")
 
     def rows(
         self,

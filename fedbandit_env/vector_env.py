@@ -25,7 +25,7 @@ from fedbandit_env.config import make_config
 from fedbandit_env.engine import Engine, Messages, VecInfo, VecObservation, agent_name
 from fedbandit_env.parallel_env import action_space, observation_space
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG, SeedContinuation, check_reset_options
+from fedbandit_env.seeding import BatchedRNG, RandomStreams, SeedContinuation, check_reset_options
 from fedbandit_env.validation import check_int
 
 
@@ -34,10 +34,12 @@ class FedBanditVectorEnv:
 
     metadata = {"name": "fedbandit_vector_v0", "render_modes": []}
 
-    def __init__(self, num_runs: int = 1, **kwargs: Any):
+    def __init__(self, num_runs: int = 1, random_streams: RandomStreams = "per_run", **kwargs: Any):
+        """``random_streams``: ``"per_run"`` (the default: run b is its seed run alone) or
+        ``"block"`` (the privacy audits' whole-batch draws, :data:`~fedbandit_env.seeding.RandomStreams`)."""
         num_runs = check_int("num_runs", num_runs, minimum=1)
         self.config = make_config(**kwargs)
-        self.engine = Engine(self.config, num_runs)
+        self.engine = Engine(self.config, num_runs, random_streams)
         self.num_runs = num_runs
         self.num_agents = self.config.num_agents
         self.num_arms = self.config.num_arms
@@ -58,7 +60,7 @@ class FedBanditVectorEnv:
 
     def agent_rng(self) -> BatchedRNG:
         """The agents' random stream of the current runs (docs/architecture.md, "Seeding")."""
-        return BatchedRNG.for_runs(self.seeds, "agents")
+        return self.engine.streams("agents")
 
     def reset(
         self, seed: int | Sequence[int] | None = None, options: dict | None = None

@@ -1,7 +1,7 @@
-"""Block streams (fedbandit_env.seeding.block_streams, BlockRNG): the privacy audits' fast path.
-Normal runs keep one Generator per run (batch-size independent); inside the context a batch draws
-all runs' numbers at once, deterministically for its seeds, each run's numbers independent of
-what the other runs consume."""
+"""Block streams (``random_streams="block"``, BlockRNG): the privacy audits' fast path. Normal
+runs keep one Generator per run (batch-size independent); an environment made with block streams
+draws all runs' numbers at once, deterministically for its seeds, each run's numbers independent
+of what the other runs consume."""
 
 from __future__ import annotations
 
@@ -14,21 +14,32 @@ from fedbandit_env.privacy._random import BlockMaskedStream, MaskedStream, maske
 from fedbandit_env.seeding import (
     BatchedRNG,
     BlockRNG,
-    block_streams,
     named_child,
     run_seed_sequence,
     run_seeds,
+    streams_for,
 )
 
 
-def test_block_mode_only_inside_the_context_and_restored_on_error():
-    assert type(BatchedRNG.for_runs([1, 2], "agents")) is BatchedRNG
-    with block_streams():
-        rng = BatchedRNG.for_runs([1, 2], "agents")
-        assert isinstance(rng, BlockRNG) and rng.num_runs == 2
-    with pytest.raises(RuntimeError), block_streams():
-        raise RuntimeError("boom")
-    assert type(BatchedRNG.for_runs([1, 2], "agents")) is BatchedRNG
+def test_an_environment_uses_block_streams_only_when_asked():
+    import fedbandit_env
+    from fedbandit_env.errors import ConfigError
+
+    assert type(streams_for("per_run", [1, 2], "agents")) is BatchedRNG
+    assert isinstance(streams_for("block", [1, 2], "agents"), BlockRNG)
+    kw = dict(num_runs=2, num_agents=2, num_arms=3, horizon=5)
+    plain = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", **kw)
+    block = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", random_streams="block", **kw)
+    plain.reset(seed=1)
+    block.reset(seed=1)
+    assert type(plain.agent_rng()) is BatchedRNG and isinstance(block.agent_rng(), BlockRNG)
+    again = fedbandit_env.make_vec("FedBandit/Homogeneous-v0", random_streams="block", **kw)
+    again.reset(seed=1)
+    arms = np.zeros((2, 2), dtype=np.int64)
+    for _ in range(5):  # deterministic for the batch's seeds
+        assert np.array_equal(block.step(arms)[1], again.step(arms)[1])
+    with pytest.raises(ConfigError, match="random_streams"):
+        fedbandit_env.make_vec("FedBandit/Homogeneous-v0", random_streams="fast", **kw)
 
 
 def test_lazy_generators_give_the_per_run_numbers():
@@ -37,7 +48,9 @@ def test_lazy_generators_give_the_per_run_numbers():
         np.random.Generator(np.random.PCG64(named_child(run_seed_sequence(s, "rewards"), "x")))
         for s in (3, 9)
     ]
-    assert np.array_equal(rng.per_run(lambda g: g.random(4)), np.stack([g.random(4) for g in eager]))
+    assert np.array_equal(
+        rng.per_run(lambda g: g.random(4)), np.stack([g.random(4) for g in eager])
+    )
     alone = BatchedRNG.for_runs([9], "rewards").child("x")
     assert np.array_equal(
         BatchedRNG.for_runs([3, 9], "rewards").child("x").generators[1].random(3),
@@ -96,8 +109,12 @@ def test_rows_draw_only_the_runs_asked_for():
     assert np.array_equal(got[1], fresh[0].laplace(0.0, 1.0, size=(2,)))
     assert per_run.rows(np.array([], dtype=int), lambda g, s: g.random(s), (2,)).shape == (0, 2)
     # block: one whole-batch draw, a run's row does not depend on which runs are asked for
-    one = BlockRNG.for_batch([1, 2, 3], "agents").rows(np.array([1]), lambda g, s: g.random(s), (2,))
-    all_ = BlockRNG.for_batch([1, 2, 3], "agents").rows(np.arange(3), lambda g, s: g.random(s), (2,))
+    one = BlockRNG.for_batch([1, 2, 3], "agents").rows(
+        np.array([1]), lambda g, s: g.random(s), (2,)
+    )
+    all_ = BlockRNG.for_batch([1, 2, 3], "agents").rows(
+        np.arange(3), lambda g, s: g.random(s), (2,)
+    )
     assert np.array_equal(one[0], all_[1])
 
 

@@ -13,7 +13,7 @@ coordinate) entries whose values differ between the two inputs. Nothing is hard-
 a learner sends, so a learner whose message timing shifts is still audited on the right
 releases. The audit then records only those candidates (agent 0's first ``max_candidates``)
 over many independent batched runs (one vector environment of ``trials`` runs per input, whose
-random numbers come from whole-batch draws: :func:`fedbandit_env.seeding.block_streams`) and
+random numbers come from whole-batch draws: ``random_streams="block"``) and
 hands the (trials, K) feature matrix to :func:`fedbandit_env.privacy.audit_samples`: the first
 half selects the candidate release, a Laplace likelihood-ratio combination of all of them, the
 threshold and the direction; the held-out half gives exact Clopper–Pearson bounds.
@@ -52,7 +52,7 @@ from fedbandit_env.bench.evaluate import declared_epsilon
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.privacy import AuditResult, audit_samples
 from fedbandit_env.registration import make_vec
-from fedbandit_env.seeding import BatchedRNG, block_streams
+from fedbandit_env.seeding import BatchedRNG, streams_for
 
 ENV = "FedBandit/Homogeneous-v0"
 MIN_TRIALS = 100
@@ -315,7 +315,9 @@ def _reward_tables(horizon: int, num_arms: int) -> tuple[np.ndarray, np.ndarray]
     return base, neighbour
 
 
-def _build_env(tgt: AuditTarget, policy: Any, agent_id: str, num_runs: int) -> Any:
+def _build_env(
+    tgt: AuditTarget, policy: Any, agent_id: str, num_runs: int, streams: str = "per_run"
+) -> Any:
     kwargs = {
         "num_agents": tgt.num_agents,
         "num_arms": tgt.num_arms,
@@ -329,7 +331,7 @@ def _build_env(tgt: AuditTarget, policy: Any, agent_id: str, num_runs: int) -> A
     channels = policy.channel_spec(preview.config)
     if not channels:
         raise ConfigError(f"{agent_id}: audit: the learner sends no messages, nothing to audit")
-    return make_vec(tgt.env, num_runs=num_runs, channels=channels, **kwargs)
+    return make_vec(tgt.env, num_runs=num_runs, channels=channels, random_streams=streams, **kwargs)
 
 
 @contextlib.contextmanager
@@ -416,13 +418,12 @@ def _run(
 ) -> None:
     """Run the audit's federation on the reward table ``stream`` for ``seeds``, recording the
     releases into ``recorder``: with ``block`` (default) the runs' random numbers come from a
-    few whole-batch draws (:func:`fedbandit_env.seeding.block_streams`), else from one seeded
+    few whole-batch draws (``random_streams="block"``, :data:`fedbandit_env.seeding.RandomStreams`), else from one seeded
     Generator per run and stream as in normal runs (random buffers capped at the horizon)."""
-    streams = block_streams() if block else contextlib.nullcontext()
-    with _short_buffers(tgt.horizon), streams:
+    with _short_buffers(tgt.horizon):
         num_runs = len(seeds)
         policy = make_policy()
-        venv = _build_env(tgt, policy, agent_id, num_runs)
+        venv = _build_env(tgt, policy, agent_id, num_runs, "block" if block else "per_run")
         env_seeds = [s ^ 0x5EED for s in seeds]
         if wrapper_options is not None:
             from fedbandit_env.wrappers import PrivacyVectorWrapper
@@ -437,7 +438,7 @@ def _run(
 
             venv.privatizer.privatize = capture
         obs, _ = venv.reset(seed=env_seeds)
-        policy.reset(venv.facts, BatchedRNG.for_runs(seeds, "agents"))
+        policy.reset(venv.facts, streams_for("block" if block else "per_run", seeds, "agents"))
         engine = venv.engine
         aligned = not tgt.align
         t = 0  # engine steps: pulls and communication-only steps (docs/architecture.md)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import RandomStreams, streams_for
 from fedbandit_env.validation import check_int, check_real
 
 DATASETS = ("wine", "iris", "digits", "breast_cancer")
@@ -123,9 +123,11 @@ class DatasetProcess:
     def dim(self) -> int:
         return self.features.shape[1] * self.num_actions
 
-    def reset(self, seeds: list[int], theta_seed: int | None) -> np.ndarray:
+    def reset(
+        self, seeds: list[int], theta_seed: int | None, streams: RandomStreams = "per_run"
+    ) -> np.ndarray:
         self._pick = (
-            BatchedRNG.for_runs(seeds, "rewards")
+            streams_for(streams, seeds, "rewards")
             .child("samples")
             .buffered("uniform", (self.num_agents,))
         )

@@ -28,10 +28,18 @@ def classification_parallel_env(
 
 
 def classification_vector_env(
-    num_runs=1, dataset="wine", features=5, split="iid", dirichlet_alpha=0.5, split_seed=0, **kwargs
+    num_runs=1,
+    dataset="wine",
+    features=5,
+    split="iid",
+    dirichlet_alpha=0.5,
+    split_seed=0,
+    random_streams="per_run",
+    **kwargs,
 ):
     return FedBanditVectorEnv(
         num_runs,
+        random_streams,
         **classification.env_kwargs(dataset, features, split, dirichlet_alpha, split_seed, kwargs),
     )
 
@@ -46,8 +54,16 @@ def diabetes_parallel_env(
 
 
 def diabetes_vector_env(
-    num_runs=1, data_path=None, split="contiguous", exclusive_arms=False, seed=0, **kwargs
+    num_runs=1,
+    data_path=None,
+    split="contiguous",
+    exclusive_arms=False,
+    seed=0,
+    random_streams="per_run",
+    **kwargs,
 ):
     return FedBanditVectorEnv(
-        num_runs, **diabetes.env_kwargs(data_path, split, exclusive_arms, seed, kwargs)
+        num_runs,
+        random_streams,
+        **diabetes.env_kwargs(data_path, split, exclusive_arms, seed, kwargs),
     )

@@ -1,31 +1,34 @@
 """Tree-based Gaussian mechanism over sync releases of augmented Gram matrices (FedUCB).
 
-Implements specs/linear.md §2.3 (privacy constants) and §2.4 (PRIVATIZER) of Dubey & Pentland,
-"Differentially-Private Federated Linear Bandits" (NeurIPS 2020). Each agent owns one binary-tree
-aggregator whose leaves are its sync releases: leaf k is ``Q = sum z z^T``, ``z = [x; y]``, over
-the agent's observations since its previous release (choice A14: the window ``(t', t]``, so each
-observation enters exactly one leaf). The released prefix sum over leaves ``1..k`` carries
+Implements the privacy constants (Section 4.3, Proposition 4) and the PRIVATIZER (Algorithm 2) of
+Dubey & Pentland, "Differentially-Private Federated Linear Bandits" (NeurIPS 2020). Each agent
+owns one binary-tree aggregator whose leaves are its sync releases: leaf k is ``Q = sum z z^T``,
+``z = [x; y]``, over the agent's observations since its last release (the window ``(t', t]``,
+so each observation enters exactly one leaf). The released prefix sum over leaves ``1..k`` carries
 ``popcount(k)`` symmetric Gaussian node matrices, each drawn once and reused.
 
-Spec choices (specs/linear.md §5):
+Decisions where the paper leaves room (docs/privacy.md, "Decisions"; docs/linear.md, "Decisions"):
 
-* A6 — ``Lambda = sqrt(32) m Lt2 ln(4/delta) (4 sqrt(d) + 2 ln(2 n M/alpha)) / epsilon``
-  (``lambda_form="paper"``); ``lambda_form="sqrt2m"`` gives ``sqrt(2m) sigma_N (4 sqrt(d) +
-  2 ln(2nM/alpha))``, i.e. ln(2/delta) in place of ln(4/delta).
-* A7 — ``kappa = sqrt(m Lt2 (sqrt(d) + 2 ln(2nM/alpha)) / (sqrt(2) epsilon))``.
-* A8 — with an adaptive schedule ``n = T`` and ``m = 1 + ceil(log2 T)``; with a fixed schedule
-  of ``n_max`` releases, ``n = n_max`` and ``m = 1 + ceil(log2 n_max)``.
-* A13 — the tree holds at most ``2^(m-1)`` releases. A release beyond that is refused with a
+* Lambda (Section 4.3; the printed radical and log leave room) — ``Lambda = sqrt(32) m Lt2
+  ln(4/delta) (4 sqrt(d) + 2 ln(2 n M/alpha)) / epsilon`` (``lambda_form="paper"``);
+  ``lambda_form="sqrt2m"`` gives ``sqrt(2m) sigma_N (4 sqrt(d) + 2 ln(2nM/alpha))``, i.e.
+  ln(2/delta) in place of ln(4/delta).
+* kappa — as Proposition 4 prints it,
+  ``kappa = sqrt(m Lt2 (sqrt(d) + 2 ln(2nM/alpha)) / (sqrt(2) epsilon))``.
+* Tree depth (Algorithm 2, line 2; Remark 4) — with an adaptive schedule ``n = T`` and
+  ``m = 1 + ceil(log2 T)``; with a fixed schedule of ``n_max`` releases, ``n = n_max`` and
+  ``m = 1 + ceil(log2 n_max)``.
+* Capacity — the tree holds at most ``2^(m-1)`` releases. A release beyond that is refused with a
   :class:`~fedbandit_env.privacy.errors.PrivacyBudgetWarning` (the caller stops syncing); the
   tree is never rebuilt, which would spend extra budget.
-* A23 — decentralized (``gamma > 1``): ``n = ceil(T/gamma)``, ``m = 1 + ceil(log2 n)`` and
+* Decentralized (``gamma > 1``, Remark 5): ``n = ceil(T/gamma)``, ``m = 1 + ceil(log2 n)`` and
   ``ln(2 n M gamma/alpha)`` in Lambda and kappa; no epsilon split across the gamma slots.
-* A26 — ``Lt2 = L^2 + B^2`` wherever the paper writes ``L^2 + 1``.
+* Reward bound — ``Lt2 = L^2 + B^2`` wherever the paper writes ``L^2 + 1``.
 
 Node noise: ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma_N^2)``, drawn in the equivalent
 form "upper triangle i.i.d., diagonal times sqrt(2)" (off-diagonal variance ``sigma_N^2``,
 diagonal ``2 sigma_N^2``). Every release adds ``2 Lambda I`` to the top-left d x d block.
-A28 (eigenvalue floor of an indefinite W) is post-processing done by the agents, not here:
+The eigenvalue floor of an indefinite W is post-processing done by the agents, not here:
 ``agents.fed_ucb_common.floor_spectrum``, counted in the agents' ``eig_clip_events``.
 """
 
@@ -63,7 +66,7 @@ def _check_int(value: int, name: str, minimum: int = 1) -> int:
 
 @dataclass(frozen=True)
 class GramTreeConstants:
-    """Privacy constants of specs/linear.md §2.3 (see :func:`linear_privacy_constants`)."""
+    """Privacy constants of Dubey & Pentland, Section 4.3 (see :func:`linear_privacy_constants`)."""
 
     epsilon: float
     delta: float
@@ -85,7 +88,7 @@ class GramTreeConstants:
 
     @property
     def capacity(self) -> int:
-        """Most releases one tree may make: 2^(m-1) (specs/linear.md §2.4)."""
+        """Most releases one tree may make: 2^(m-1) (a tree of depth m, Algorithm 2)."""
         return 1 << (self.m - 1)
 
     @property
@@ -95,14 +98,15 @@ class GramTreeConstants:
 
     @property
     def ell(self) -> float:
-        """``ln(rho_max/rho_min + T L^2/(d rho_min))`` (specs/linear.md §3.1)."""
+        """``ln(rho_max/rho_min + T L^2/(d rho_min))`` (Proposition 1 and Theorem 1)."""
         return math.log(
             self.rho_max / self.rho_min + self.horizon * self.L**2 / (self.d * self.rho_min)
         )
 
     @property
     def sync_threshold(self) -> float:
-        """Theorem 1's ``D = 2 T d / (ell + 1)``; with ``gamma > 1`` T becomes T/gamma (A24)."""
+        """Theorem 1's ``D = 2 T d / (ell + 1)``; with ``gamma > 1`` T becomes T/gamma
+        (docs/linear.md, "Decisions")."""
         return 2.0 * (self.horizon / self.gamma) * self.d / (self.ell + 1.0)
 
     def sync_bound(self, threshold: float | None = None) -> float:
@@ -111,7 +115,8 @@ class GramTreeConstants:
         return 2.0 * math.sqrt(self.d * self.horizon / D * self.ell) + 4.0
 
     def beta(self, logdet_v: float, *, sigma: float = 0.5, S: float = 1.0) -> float:
-        """Proposition 2 radius with ``ln det V``, A5 form, radicand clamped at 0:
+        """Proposition 2 radius with ``ln det V`` in place of the printed ``d ln det V``
+        (docs/linear.md, "Decisions"), radicand clamped at 0:
         ``sigma sqrt(2 ln(2/alpha) + ln det V - d ln(M rho_min)) + S sqrt(M rho_max)
         + kappa sqrt(M)``."""
         M = self.num_agents
@@ -149,8 +154,8 @@ def linear_privacy_constants(
     gamma: int = 1,
     lambda_form: LambdaForm = "paper",
 ) -> GramTreeConstants:
-    """The constants m, sigma_N, Lambda = rho_min, rho_max = 3 Lambda, kappa of specs/linear.md
-    §2.3 (choices A6, A7, A8, A23, A26 as in the module docstring).
+    """The constants m, sigma_N, Lambda = rho_min, rho_max = 3 Lambda, kappa of Dubey &
+    Pentland, Section 4.3 (with the decisions listed in the module docstring).
 
     ``n_max`` is the number of releases of a fixed schedule (None: adaptive, n = T, or
     ``ceil(T/gamma)`` for the decentralized variant with TTL ``gamma``).
@@ -219,7 +224,7 @@ class GramRelease:
 
 class GramTreePrivatizer:
     """Binary-tree Gaussian aggregators over (B, *shape) trees of (d+1) x (d+1) leaves
-    (specs/linear.md §2.4); ``shape`` is e.g. (M,) agents or (M, gamma) agents and slots.
+    (Dubey & Pentland, Algorithm 2); ``shape`` is e.g. (M,) agents or (M, gamma) agents and slots.
 
     ``release(Q, mask)`` inserts leaf Q (B, *shape, d+1, d+1) into the trees where ``mask``
     holds and returns their noisy prefix sums. Node noise is drawn per run only when that run

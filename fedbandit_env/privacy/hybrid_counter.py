@@ -1,9 +1,10 @@
 """Chan–Shi–Song hybrid continual counter (Laplace), batched over runs and counters.
 
-Implements specs/dp-recsys.md §2.3 (Chan, Shi & Song 2011, Algorithms 2–4), the counter of the DP
-recommender agents (Li, Song & Fragouli): one counter per (agent, arm), whose clock is its own
-insertion count (§2.5). The budget is split ``epsilon/2 + epsilon/2`` (choice A8: the exact
-construction; the paper's "Lap(1/epsilon) per node" is not epsilon-DP and is not offered):
+Implements the hybrid mechanism of Chan, Shi & Song 2011 (Algorithms 2–4), the counter of the DP
+recommender agents (Li, Song & Fragouli 2020, Figure 1 and Fact 1): one counter per (agent, arm),
+whose clock is its own insertion count. The budget is split ``epsilon/2 + epsilon/2`` (decision:
+the exact construction; the paper's "Lap(1/epsilon) per node" is not epsilon-DP and is not
+offered; docs/privacy.md, "Decisions"):
 
 * logarithmic half: at every count ``c = 2^k`` a fresh ``Lap(2 D/epsilon)`` is added to an
   accumulated noise Z and ``base = S + Z`` is released;
@@ -11,7 +12,7 @@ construction; the paper's "Lap(1/epsilon) per node" is not epsilon-DP and is not
   (offsets ``tau = c - 2^k`` in ``1..2^k-1``, k bits) whose p-sums each get ``Lap(2 D k/epsilon)``.
 
 ``D = hi - lo`` is the sensitivity after clipping inputs to ``bounds = (lo, hi)`` (default
-(0, 1)). The private sum is not clipped (§2.3 [ours], A24). The noise at count
+(0, 1)). The private sum is not clipped (the paper does not clip it either). The noise at count
 ``n = 2^k + tau`` is a sum of ``k+1`` i.i.d. ``Lap(2D/epsilon)`` and ``popcount(tau)`` i.i.d.
 ``Lap(2Dk/epsilon)``: :func:`hybrid_noise_variance` is its closed-form variance.
 
@@ -50,7 +51,7 @@ def hybrid_noise_variance(
     n: np.ndarray | int, epsilon: float, sensitivity: float = 1.0
 ) -> np.ndarray:
     """Closed-form noise variance of the hybrid counter after ``n`` insertions
-    (specs/dp-recsys.md §2.3): with ``n = 2^k + tau``, ``0 <= tau < 2^k``,
+    (docs/privacy.md, "Hybrid counter"): with ``n = 2^k + tau``, ``0 <= tau < 2^k``,
     ``(8 D^2/epsilon^2) * ((k + 1) + k^2 * popcount(tau))``; 0 at n = 0 or epsilon = inf."""
     epsilon = check_epsilon(epsilon)
     n = np.asarray(n, dtype=np.int64)

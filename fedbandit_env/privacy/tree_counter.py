@@ -1,26 +1,28 @@
 """Binary-tree continual counter (Laplace), batched over runs and counters.
 
-Implements specs/gossip.md §2.4 (Fed_UCB, Algorithms 2–3 of Zhu et al. 2021) for B runs and any
-counter shape, typically (N agents, M arms): the private running sum of each counter's stream is
-the sum of its dyadic blocks (:mod:`~fedbandit_env.privacy.dyadic`), each block carrying one
+Implements the partial sums of Fed_UCB (Zhu, Zhu, Liu & Liu 2021, Section 4.1, Algorithms 2–3)
+for B runs and any counter shape, typically (N agents, M arms): the private running sum of each
+counter's stream is the sum of its dyadic blocks (:mod:`~fedbandit_env.privacy.dyadic`), each block carrying one
 Laplace draw made once, when the block closes, and reused in every later decomposition.
 
-Spec choices (specs/gossip.md §6):
+Decisions where the paper leaves room (docs/privacy.md, "Decisions"):
 
-* item 4 — ``levels=None`` (default) splits epsilon over ``floor(log2 T) + 1`` levels, which is
+* Levels — ``levels=None`` (default) splits epsilon over ``floor(log2 T) + 1`` levels, which is
   exactly the number of distinct blocks one round can enter, so every observation spends at most
   epsilon. ``levels="paper"`` uses the paper's ``ceil(log2 T)``, which overspends by the factor
   ``(log2 T + 1)/log2 T`` when T is a power of two (see :attr:`TreeCounter.effective_epsilon`).
-* item 6 — noise only on blocks that hold at least one pull (the text version, default);
-  ``noise_on_empty_blocks=True`` gives Algorithm 3 as printed (noise on every block).
-* item 7 — ``init_round=True`` accepts an insertion at round 0 (the initialization pull). With
-  ``tree_index="round"`` it is one extra leaf outside the tree with its own ``Lap(1/epsilon')``
-  draw (the spec's ``noisy_init=True``); with ``tree_index="pull"`` it is simply pull number 1.
-  An agent that reproduces the paper's un-noised init keeps that sample out of the counter.
-* §2.4 [REC] — ``tree_index="round"`` (paper: the tree is indexed by the global round, every
+* Empty blocks — noise only on blocks that hold at least one pull (as the text of Section 4.1
+  says; default); ``noise_on_empty_blocks=True`` gives Algorithm 3 as printed (noise on
+  every block).
+* Initialization round — ``init_round=True`` accepts an insertion at round 0 (the initialization
+  pull of Algorithm 4, line 1). With ``tree_index="round"`` it is one extra leaf outside the tree
+  with its own ``Lap(1/epsilon')`` draw (what the Fed_UCB agent's ``noisy_init=True`` uses);
+  with ``tree_index="pull"`` it is simply pull number 1. An agent that reproduces the paper's
+  un-noised init keeps that sample out of the counter.
+* Tree index — ``tree_index="round"`` (paper: the tree is indexed by the global round, every
   counter closes a block every round) or ``"pull"`` (indexed by the counter's own pull count; a
   counter closes a block only when it is pulled). Both use the same epsilon accounting.
-* item 5 — no clipping by default (sensitivity 1, as the paper ran it); ``bounds=(lo, hi)`` clips
+* Clipping — no clipping by default (sensitivity 1, as the paper ran it); ``bounds=(lo, hi)`` clips
   inserted values and sets the sensitivity to ``hi - lo``.
 
 Seeding: one fixed-shape standard Laplace draw per counter per round (``E1 - E2`` of buffered
@@ -30,7 +32,7 @@ noised block closes. With ``noise_per="row"`` (a row is a vector of counters alo
 e.g. one agent's arms, of which one is pulled per round), a *leaf round* (round index, odd t,
 noise on non-empty blocks only) draws one Laplace per row instead, from the counter's own ``row``
 sub-stream: that round closes only the level-0 blocks of the counters pulled in it, so the per-arm
-draws of the other counters would go unused. Other rounds draw per counter as before. The number
+draws of the other counters would go unused. Every other round draws one per counter. The number
 of draws per round never depends on the data or on B, so run b of a batch is bit-identical to the
 same run alone. ``epsilon = inf`` draws nothing and is exact.
 

@@ -67,7 +67,7 @@ from fedbandit_env.privacy.calibration import (
 )
 from fedbandit_env.privacy.errors import PrivacyConfigError, PrivacyError
 from fedbandit_env.privacy.tree_counter import TreeCounter
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.seeding import RandomStreams, streams_for
 
 Mechanism = Literal["laplace", "gaussian"]
 
@@ -347,7 +347,9 @@ class MessagePrivatizer:
     def _budgeted(self) -> bool:
         return self.budget is not None or self.delta_budget is not None
 
-    def reset(self, seeds: list[int]) -> None:
+    def reset(self, seeds: list[int], random_streams: RandomStreams = "per_run") -> None:
+        """Start the runs of ``seeds``; the noise comes from each run's ``network`` stream
+        (per run, or as a block for the privacy audits)."""
         b, n = len(seeds), self.num_agents
         self.num_runs = b
         self.accountant = PrivacyAccountant(n, b)
@@ -358,7 +360,7 @@ class MessagePrivatizer:
         self._trees: dict[str, TreeCounter] = {}
         self._last_sum: dict[str, np.ndarray] = {}
         for name, cfg in self.channels.items():
-            rng = BatchedRNG.for_runs(seeds, "network").child(f"privacy/{name}")
+            rng = streams_for(random_streams, seeds, "network").child(f"privacy/{name}")
             shape = (n, self.dims[name])
             if cfg.running_sum:
                 self._trees[name] = TreeCounter(
@@ -585,7 +587,7 @@ class PrivacyVectorWrapper:
 
     def reset(self, seed=None, options=None):
         obs, info = self.venv.reset(seed=seed, options=options)
-        self.privatizer.reset(self.venv.seeds)
+        self.privatizer.reset(self.venv.seeds, self.venv.engine.random_streams)
         return obs, self._with_privacy(info)
 
     def step(self, arms: np.ndarray, messages=None, pull=None):
