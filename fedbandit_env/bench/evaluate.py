@@ -183,9 +183,6 @@ def incompatibility(
 
 
 WRAPPER_OPTIONS = ("budget", "composition", "delta_prime", "delta_budget")
-PRIVACY_WRAPPER_VERSION = 1
-"""Results version of the privacy wrapper's part of a row (bumped when a change of the wrapper
-moves the results of wrapped learners)."""
 
 
 def privacy_wrapper_args(privacy: Any, channels: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -19,6 +19,10 @@ from typing import Any
 
 from fedbandit_env.registration import spec
 
+PRIVACY_WRAPPER_VERSION = 1
+"""Results version of the privacy wrapper's part of a row (bumped when a change of the wrapper
+moves the results of wrapped learners)."""
+
 # Every results-version bump, newest first: (what changed version, the new version, why).
 # A commit that bumps a version (a learner's ``version``, an environment's
 # ``register(..., version=)``, the package version) adds its row at the top, here and in the
@@ -156,8 +160,6 @@ def _format(env_id: str, env_version: int, agent_id: str, version: int, note: st
 
 def wrapper_suffix(privacy: Any) -> str:
     """The part of a results version that names the privacy wrapper (empty without one)."""
-    from fedbandit_env.bench.evaluate import PRIVACY_WRAPPER_VERSION
-
     return f" / privacy wrapper v{PRIVACY_WRAPPER_VERSION}" if privacy else ""
 
 
