@@ -1,10 +1,11 @@
 """Seeding: every random number comes from a `numpy.random.Generator` derived from one seed.
 
 See docs/architecture.md, "Seeding". One integer seed per run is expanded with
-`numpy.random.SeedSequence` into separate streams — ``instance`` (random instances drawn per run), ``rewards`` (reward noise, decision sets),
-``network`` (gossip edges, participation, message drops) and ``agents`` (everything a learner
-draws: tie-breaks, privacy noise). Changing a learner's epsilon therefore never changes the reward
-draws, and paired-seed comparisons across learners are exact on the environment side.
+`numpy.random.SeedSequence` into separate streams — ``instance`` (random instances drawn per run),
+``rewards`` (reward noise, decision sets), ``network`` (gossip edges, participation, message drops)
+and ``agents`` (everything a learner draws: tie-breaks, privacy noise). Changing a learner's epsilon
+therefore never changes the reward draws, and paired-seed comparisons across learners are exact on
+the environment side.
 
 Batched code draws for B runs at once through :class:`BatchedRNG`, which holds one Generator per
 run. Run b of a batch is bit-identical to the same run seed simulated alone (B = 1): every

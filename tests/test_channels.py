@@ -158,7 +158,8 @@ def test_flood_relay_cost_counts_every_forward():
     ("topology", "per_round"), [("complete", 1225), ("star", 98), ("ring", 1250)]
 )
 def test_flood_gis_cost_matches_commeff_per_round_figures(topology, per_round):
-    """commeff.md §4.5: M = 50, c2 = 1, every agent floods its statistics once per round."""
+    """The per-round costs of Li & Song's Table I (star 2(M-1), ring M^2/2, complete M(M-1)/2) at
+    M = 50, c2 = 1: every agent floods its statistics once per round."""
     v = fedbandit_env.make_vec(
         "FedBandit/Homogeneous-v0",
         num_runs=1,
@@ -418,7 +419,8 @@ def test_hierarchical_drops_members_not_sinks_and_uploads_only_what_arrived():
 )
 def test_flood_matches_a_brute_force_reference(topology, n, topology_kwargs, opts):
     """Every delivery, message count and cost of the vectorized flood equals a loop over the
-    messages sent in the last ttl steps (linear.md §1.4, commeff.md §2.4)."""
+    messages sent in the last ttl steps (the LOCAL protocol of Dubey & Pentland, Section 4.2; GIS,
+    Li & Song, Algorithm 2)."""
     v = venv_for(
         {"f": {"kind": "flood", "dim": 1, **opts}},
         n=n,

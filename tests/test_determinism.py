@@ -1,4 +1,5 @@
-"""Invariant 1 (DESIGN.md §6): same seed, same everything, over the whole horizon."""
+"""Determinism (docs/architecture.md, "Seeding"): same seed, same everything, over the whole
+horizon."""
 
 from __future__ import annotations
 

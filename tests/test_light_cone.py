@@ -1,4 +1,4 @@
-"""Invariant 2 (DESIGN.md §6): information moves no faster than the network.
+"""Light cone (docs/architecture.md, "One step"): information moves no faster than the network.
 
 Changing agent j's rewards from step t on must leave agent i's arms and messages unchanged at
 every step s <= t + d(i, j) (a message computed from reward t leaves j at step t + 1 and needs one
@@ -28,6 +28,7 @@ class PausingFlood(GreedyFlood):
         self.steps += 1
         action.pull = np.array([self.steps % 3 != 0, True, self.steps % 3 != 0, True])
         return action
+
 
 HORIZON = 80
 T_CHANGE = 20
@@ -79,7 +80,8 @@ def test_light_cone_greedy_flood(topology, n, topo, j, policy):
 
 
 def test_flooding_max_consensus_is_exactly_one_hop_per_step():
-    """Flooding's view of the counts equals max_j counts_j(s - 1 - d(i, j)) (gossip.md Lemma 1)."""
+    """Flooding's view of the counts equals max_j counts_j(s - 1 - d(i, j)) (Zhu, Zhu, Liu & Liu
+    2021, Lemma 1)."""
     policy = Flooding()
     horizon = 15
     venv = fedbandit_env.make_vec(

@@ -1,4 +1,5 @@
-"""Linear contextual family (specs/linear.md): environment, FedLinUCB, LinUCB baselines."""
+"""Linear contextual family (Dubey & Pentland; docs/linear.md): environment, FedLinUCB, LinUCB
+baselines."""
 
 from __future__ import annotations
 
@@ -84,8 +85,8 @@ def test_parallel_view_equals_vector_view_with_a_learner():
 
 
 def test_nonprivate_d0_synchronizes_the_exact_pooled_gram_paper_timing():
-    """§7 item 3: at trial s, W = M lambda I + the pooled Gram matrix of all agents' trials
-    <= s - 1 (a sync, one communication step, after every trial)."""
+    """Without privacy and with D = 0: at trial s, W = M lambda I + the pooled Gram matrix of all
+    agents' trials <= s - 1 (a sync, one communication step, after every trial)."""
     policy = FedLinUCB(private=False, sync_threshold=0.0)
     v = fedbandit_env.make_vec(
         ENV,
@@ -115,7 +116,7 @@ def test_nonprivate_d0_synchronizes_the_exact_pooled_gram_paper_timing():
 
 
 def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
-    """§7 item 3, shifted by the message latency (``timing="latency"``): at trial s, W = M
+    """The same, shifted by the message latency (``timing="latency"``): at trial s, W = M
     lambda I + the pooled Gram matrix of all agents' trials <= s - 2."""
     policy = FedLinUCB(private=False, sync_threshold=0.0, timing="latency")
     v = fedbandit_env.make_vec(
@@ -142,7 +143,7 @@ def test_nonprivate_d0_synchronizes_the_exact_pooled_gram():
 
 
 def test_single_agent_nonprivate_equals_oful():
-    """§7 item 4: M = 1, private=False, D = 0 plays like OFUL (up to float rounding)."""
+    """M = 1, private=False, D = 0 plays like OFUL (up to float rounding)."""
     kw = {"num_agents": 1, "horizon": 400}
     fed = evaluate(
         ENV,
@@ -185,7 +186,7 @@ def test_sync_counts_fall_as_D_grows_and_private_costs_regret():
 
 @pytest.mark.parametrize(("num_agents", "dim", "horizon"), [(5, 10, 600), (3, 4, 400)])
 def test_nonprivate_sync_count_respects_proposition_1(num_agents, dim, horizon):
-    """§7 item 5 / §3.1: with private=False (rho_min = rho_max = lambda) at most
+    """Proposition 1 of Dubey & Pentland: with private=False (rho_min = rho_max = lambda) at most
     2 sqrt((d T / D) ln(1 + T L^2 / (d lambda))) + 4 sync rounds, for every run and D."""
     ell = math.log(1.0 + horizon / dim)
     kw = {"num_agents": num_agents, "dim": dim, "num_arms": min(10, dim * dim), "horizon": horizon}
@@ -198,7 +199,7 @@ def test_nonprivate_sync_count_respects_proposition_1(num_agents, dim, horizon):
 
 
 def test_privacy_does_not_change_the_environment_draws():
-    """§7 item 8: the decision sets and the reward noise are the same with privacy on (two
+    """The decision sets and the reward noise are the same with privacy on (two
     epsilons) and off under one seed, although the agents act differently; the privatizer's
     noise does not depend on the environment's draws either."""
     kw = {"num_agents": 3, "dim": 4, "horizon": 120, "reward": {"kind": "gaussian", "sigma": 0.3}}
@@ -232,8 +233,9 @@ def test_privacy_does_not_change_the_environment_draws():
 
 
 def test_paper_preset():
-    """FedBandit/LinearPaper-v0 (§4.1, §4.4): d = 10, M = 100, K = 10, T = 10^7, Bernoulli; its
-    facts give FedLinUCB the constants of the §2.3 table row (eps = 1, M = 100, n = T)."""
+    """FedBandit/LinearPaper-v0 (Dubey & Pentland, Section 4.4): d = 10, M = 100, K = 10,
+    T = 10^7, Bernoulli; its facts give FedLinUCB the constants of the reference table row of
+    tests/test_privacy_gram_tree.py (eps = 1, M = 100, n = T)."""
     policy = FedLinUCB(epsilon=1.0)
     spec = policy.channel_spec(fedbandit_env.make_vec("FedBandit/LinearPaper-v0").config)
     v = fedbandit_env.make_vec("FedBandit/LinearPaper-v0", num_runs=1, channels=spec)

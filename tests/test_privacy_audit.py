@@ -1,5 +1,5 @@
-"""Empirical audit (DESIGN.md §4): calibrated mechanisms audit at or below their claim,
-under-noised ones are caught."""
+"""Empirical audit (docs/privacy.md, "Empirical audit"): calibrated mechanisms audit at or below
+their claim, under-noised ones are caught."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_hybrid_counter_transcript_audits_close_to_but_below_epsilon():
         return np.stack([c.insert(np.full((1, n), x))[0] for x in stream], axis=1)  # (n, 8)
 
     def llr(releases):
-        # item 5 of 8 enters the p-sums (4,5] and (4,6] (Lap(4) each: k = 2) and the log-half
+        # the 5th of 8 items enters the p-sums (4,5] and (4,6] (Lap(4) each: k = 2) and the log-half
         # increment at count 8 (Lap(2)); this is the log-likelihood ratio over the transcript
         d = releases[:, [4, 5, 7]] - releases[:, [3]]
         return (np.clip(2 * d - 1, -1, 1) / np.array([4.0, 4.0, 2.0])).sum(axis=1)

@@ -1,4 +1,5 @@
-"""Tree-based Gaussian mechanism over Gram matrices (specs/linear.md §2.3–2.4, §7 items 1–2)."""
+"""Tree-based Gaussian mechanism over Gram matrices (Dubey & Pentland, Section 4.3 and Algorithm
+2; docs/privacy.md)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from fedbandit_env.seeding import BatchedRNG
 
 PROPERTY = settings(max_examples=30, deadline=None)
 
-# specs/linear.md §2.3 reference table: L = B = S = 1, sigma = 0.5, delta = alpha = 0.1, d = 10,
-# T = 10^7; columns eps, M, n_max, m, sigma_N, Lambda, kappa, D, Prop-1 bound, beta(1), width(1)
+# Reference table of the constants (docs/privacy.md): L = B = S = 1, sigma = 0.5,
+# delta = alpha = 0.1, d = 10, T = 10^7; columns eps, M, n_max, m, sigma_N, Lambda, kappa, D,
+# Prop-1 bound, beta(1), width(1)
 TABLE = [
     (0.1, 10, None, 25, 1198, 5.789e5, 128, 7.83e7, 6.8, 4572, 1.90),
     (0.1, 100, None, 25, 1198, 6.269e5, 134, 7.92e7, 6.8, 1.505e4, 1.90),
@@ -61,12 +63,12 @@ def test_constant_options():
     c = linear_privacy_constants(1.0, 0.1, 10, 100, 10**7)
     assert c.capacity == 2**24 and c.shift == 2 * c.Lambda and c.L_tilde_sq == 2.0
     alt = linear_privacy_constants(1.0, 0.1, 10, 100, 10**7, lambda_form="sqrt2m")
-    ratio = math.log(2 / 0.1) / math.log(4 / 0.1)  # A6: ln(2/delta) in place of ln(4/delta)
+    ratio = math.log(2 / 0.1) / math.log(4 / 0.1)  # sqrt(2m) form: ln(2/delta), not ln(4/delta)
     assert alt.Lambda == pytest.approx(c.Lambda * ratio)
     dec = linear_privacy_constants(1.0, 0.1, 10, 100, 10**7, gamma=4)
     assert dec.n == 2_500_000 and dec.m == 1 + math.ceil(math.log2(2_500_000))
     b2 = linear_privacy_constants(1.0, 0.1, 10, 100, 10**7, B=2.0)
-    assert b2.L_tilde_sq == 5.0  # A26
+    assert b2.L_tilde_sq == 5.0  # L^2 + B^2
     with pytest.raises(PrivacyError, match="^lambda_form: expected 'paper' or 'sqrt2m'"):
         linear_privacy_constants(1.0, 0.1, 10, 100, 10**7, lambda_form="x")
 

@@ -1,4 +1,5 @@
-"""Chan–Shi–Song hybrid counter (specs/dp-recsys.md §2.3, §6.6 item 5, §9 item 1)."""
+"""Chan–Shi–Song hybrid counter (the DP recommender agents of Li, Song & Fragouli 2020;
+docs/privacy.md, "Hybrid counter")."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def rng(seeds=(0,), name="hybrid"):
 
 
 def test_closed_form_matches_the_spec_table():
-    # specs/dp-recsys.md §2.3: std at eps = 1, D = 1
+    # docs/privacy.md, "Hybrid counter": std at eps = 1, D = 1
     std = hybrid_noise_std(np.array([10, 100, 1000, 10**4]), 1.0)
     assert np.round(std, 1).tolist() == [10.2, 25.1, 57.6, 74.3]
     assert hybrid_noise_variance(0, 1.0) == 0.0

@@ -1,5 +1,5 @@
-"""Binary-tree continual counter (specs/gossip.md §2.4): dyadic decomposition, exact part,
-block reuse, noise count, per-observation budget, noise law, batching."""
+"""Binary-tree continual counter (Zhu, Zhu, Liu & Liu 2021, Algorithms 2–3): dyadic
+decomposition, exact part, block reuse, noise count, per-observation budget, noise law, batching."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def test_reused_blocks_carry_the_same_noise(seed, horizon):
         noise, noised = c.block_noise, c.block_noised
         new_level = (t & -t).bit_length() - 1
         if previous is not None:
-            # levels above the new block are the same blocks as before: identical noise
+            # levels above the new block are the same blocks as at round t - 1: identical noise
             assert np.array_equal(noise[..., new_level + 1 :], previous[..., new_level + 1 :])
             # levels below were absorbed into the new block
             assert not np.any(noise[..., :new_level]) and not np.any(noised[..., :new_level])

@@ -1,7 +1,7 @@
-"""Privacy wrappers' accounting (docs/privacy.md, "Privacy wrappers"): per-step reports computed once and
-vectorized give the same numbers as the per-agent reference; totals over two channels and the
-advanced / zCDP compositions against closed forms; epsilon and delta budgets; the vector
-wrapper reports the same figures as the PettingZoo wrapper."""
+"""Privacy wrappers' accounting (docs/privacy.md, "Privacy wrappers"): per-step reports computed
+once and vectorized give the same numbers as the per-agent reference; totals over two channels and
+the advanced / zCDP compositions against closed forms; epsilon and delta budgets; the vector wrapper
+reports the same figures as the PettingZoo wrapper."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ class SlowPrivatizer(MessagePrivatizer):
 
 
 def slow_report(p: MessagePrivatizer, b: int, i: int) -> dict:
-    """Reference: agent i's report recomputing every total for every agent (the old code)."""
+    """Reference: agent i's report recomputing every total for every agent."""
     total = p.spent()
     per_channel = {}
     for name in p.channels:

@@ -1,5 +1,6 @@
-"""Privacy wrappers (docs/privacy.md, "Privacy wrappers"): calibrated noise on wrapped channels only, exact
-accounting, budgets that stop sending without crashing, clear errors for bad parameters."""
+"""Privacy wrappers (docs/privacy.md, "Privacy wrappers"): calibrated noise on wrapped channels
+only, exact accounting, budgets that stop sending without crashing, clear errors for bad
+parameters."""
 
 from __future__ import annotations
 
@@ -108,8 +109,9 @@ def _tree_errors(runs: int, horizon: int, eps: float, sensitivity: float) -> np.
 
 
 def test_running_sum_tree_counter_noise_terms_and_reuse():
-    """gossip.md §2.4: the release at t carries popcount(t) Laplace terms of scale
-    levels * sensitivity / epsilon; blocks are reused, so consecutive releases share noise."""
+    """Zhu, Zhu, Liu & Liu 2021, Section 4.1: the release at t carries popcount(t) Laplace terms
+    of scale levels * sensitivity / epsilon; blocks are reused, so consecutive releases share
+    noise."""
     horizon, eps, sens = 16, 2.0, 1.0
     errors = _tree_errors(4000, horizon, eps, sens)
     scale = 5 * sens / eps  # floor(log2 16) + 1 = 5 levels
@@ -219,7 +221,7 @@ BAD_CHANNEL = [
 @pytest.mark.parametrize("wrapper", ["parallel", "vector"])
 @pytest.mark.parametrize(("cfg", "message"), BAD_CHANNEL)
 def test_bad_channel_options_name_the_channel_and_field(wrapper, cfg, message):
-    """Every channel option error is one class (a PrivacyError and a ConfigError, as before)
+    """Every channel option error is one class (a PrivacyError and a ConfigError)
     whose message starts with privacy.channels.<channel>.<field> and says what was expected."""
     with pytest.raises(PrivacyConfigError) as info:
         if wrapper == "parallel":

@@ -1,4 +1,5 @@
-"""Invariant 3 (DESIGN.md §6): pseudo-regret from the global means; uniform play in closed form."""
+"""Pseudo-regret from the global means (docs/architecture.md, "One step"); uniform play in closed
+form."""
 
 from __future__ import annotations
 

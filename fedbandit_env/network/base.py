@@ -1,13 +1,13 @@
 """What every channel shares: configuration, validation and the per-step transmit contract.
 
-A channel (docs/architecture.md, "One step") takes, each step, the send mask (B, N) and the payloads (B, N, dim) that
-the agents submitted with their arms, and returns what is delivered to whom this step (a
-channel-specific delivery record of arrays) plus a ledger :class:`Charge`. The payload slots of
-agents that do not send are never delivered: the engine zeroes them when they hold NaN/inf, and
+A channel (docs/architecture.md, "One step") takes, each step, the send mask (B, N) and the payloads
+(B, N, dim) that the agents submitted with their arms, and returns what is delivered to whom this
+step (a channel-specific delivery record of arrays) plus a ledger :class:`Charge`. The payload slots
+of agents that do not send are never delivered: the engine zeroes them when they hold NaN/inf, and
 otherwise passes them as they are (any finite value), so a channel masks by selection
-(``np.where``/``copyto``), not by multiplying with the mask (0 * x is -0.0 for x < 0). Deliveries made at
-step t appear in the observation returned by step t, so a message's content can influence its
-receivers' arms from step t + 1 on (one hop per step).
+(``np.where``/``copyto``), not by multiplying with the mask (0 * x is -0.0 for x < 0). Deliveries
+made at step t appear in the observation returned by step t, so a message's content can influence
+its receivers' arms from step t + 1 on (one hop per step).
 
 Randomness (gossip edges, participation, drops) comes from the run's ``network`` stream, with one
 named sub-stream per channel; fixed-shape draws happen every step, whoever sends, so a run's

@@ -7,9 +7,9 @@ step (like ``neighbors``) and each further hop takes one step. Messages are rela
 
 Cost models (per hop, charged at the step the hop happens, agent–agent links at ``c2``):
 
-* ``"relay"`` (default; decentralized FedUCB, docs/linear.md): every node within ttl - 1 hops of the origin forwards the
-  message once to all its neighbours, so a broadcast costs sum_{u: d(v,u) <= ttl-1} deg(u)
-  messages, duplicates included.
+* ``"relay"`` (default; decentralized FedUCB, docs/linear.md): every node within ttl - 1 hops of
+  the origin forwards the message once to all its neighbours, so a broadcast costs
+  sum_{u: d(v,u) <= ttl-1} deg(u) messages, duplicates included.
 * ``"gis"`` (Li & Song, Algorithm 2; docs/commeff.md, Decisions, "GIS cost"): the ADV/REQ/DATA
   handshake; a hop costs ``c2`` per undirected edge that carried at least one DATA message. A DATA
   message for origin v crosses the directed edge x -> y at hop h iff d(v, x) = h - 1 and

@@ -1,18 +1,19 @@
 """``hierarchical`` channel (hybrid structure): members -> sink -> server -> every agent.
 
 The hybrid structure of Li & Song (Section VI, Algorithms 4–5; docs/commeff.md): Q components,
-each with a sink agent at its centre. Payloads sent at
-step s travel to the component's sink (SAC convergecast); each sink aggregates its component and
-uploads once to the server; the server combines the components and broadcasts to every agent. The
-broadcast arrives in the observation of step s + max(0, max_q ecc(sink_q) - 1): the first hop is
-free and every further hop takes one step (docs/commeff.md, Decisions 8–9), so singleton or complete/star
-components deliver in the same step, like the ``server`` channel.
+each with a sink agent at its centre. Payloads sent at step s travel to the component's sink (SAC
+convergecast); each sink aggregates its component and uploads once to the server; the server
+combines the components and broadcasts to every agent. The broadcast arrives in the observation
+of step s + max(0, max_q ecc(sink_q) - 1): the first hop is free and every further hop takes one
+step (docs/commeff.md, Decisions 8–9), so singleton or complete/star components deliver in the
+same step, like the ``server`` channel.
 
-Aggregation (docs/commeff.md, Decision 10): ``"weighted"`` (default: the mean over every agent whose payload arrived, i.e.
-components weighted by their contributing members), ``"unweighted"`` (mean of component means, as
-printed in Alg. 5) or ``"sum"``. Cost (Decision 13): ``"edges"`` (default: c2 * ecc(sink_q) * |E_q| per
-component that sent) or ``"path"`` (c2 * sum of hop distances of the senders to their sink), plus
-c1 per component upload; the broadcast is free unless ``charge_broadcast`` (Decision 12).
+Aggregation (docs/commeff.md, Decision 10): ``"weighted"`` (default: the mean over every agent
+whose payload arrived, i.e. components weighted by their contributing members), ``"unweighted"``
+(mean of component means, as printed in Alg. 5) or ``"sum"``. Cost (Decision 13): ``"edges"``
+(default: c2 * ecc(sink_q) * |E_q| per component that sent) or ``"path"`` (c2 * sum of hop
+distances of the senders to their sink), plus c1 per component upload; the broadcast is free
+unless ``charge_broadcast`` (Decision 12).
 
 Drops (``drop_prob``, not in the papers): each member's payload is lost on its way to the sink
 independently with that probability; the sink's own payload crosses no link and is never lost.

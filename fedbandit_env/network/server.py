@@ -13,17 +13,17 @@ Drops (``drop_prob``, not in the papers): each upload is lost independently with
 probability. A lost upload is still charged (one message, its link's c1) and counted in
 ``dropped``; the broadcast is never lost, and happens (N messages) only if an upload arrived.
 
-Participation schedule (``join_round``, not in the commeff/dp-recsys papers; Fed2-UCB's clients
-that join over time, Shi & Shen 2021, docs/fed-ucb12.md): a list of N non-negative ints. Agent i is *active*
-once the server has completed ``join_round[i]`` rounds (a round is a step in which at least one
-upload arrived; each run counts its own). An inactive agent's upload is refused: it is not
-charged, not counted and not aggregated, exactly like the upload of an agent that the
-participation fraction did not pick, and ``participating`` is False for it. The broadcast still
-reaches every agent (the server's reply is public). At least one agent must join at round 0,
-otherwise no round could ever happen. The schedule draws no randomness, so the channel's random
-streams are those of the channel without it. Inactive agents still pull arms (the environment
-makes every agent pull every step) and their pulls count in the pseudo-regret like any other
-agent's (docs/fed-ucb12.md, "Inactive agents and regret").
+Participation schedule (``join_round``, not in the commeff/dp-recsys papers; Fed2-UCB's clients that
+join over time, Shi & Shen 2021, docs/fed-ucb12.md): a list of N non-negative ints. Agent i is
+*active* once the server has completed ``join_round[i]`` rounds (a round is a step in which at least
+one upload arrived; each run counts its own). An inactive agent's upload is refused: it is not
+charged, not counted and not aggregated, exactly like the upload of an agent that the participation
+fraction did not pick, and ``participating`` is False for it. The broadcast still reaches every
+agent (the server's reply is public). At least one agent must join at round 0, otherwise no round
+could ever happen. The schedule draws no randomness, so the channel's random streams are those of
+the channel without it. Inactive agents still pull arms (the environment makes every agent pull
+every step) and their pulls count in the pseudo-regret like any other agent's (docs/fed-ucb12.md,
+"Inactive agents and regret").
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ class ServerChannel(Channel):
         self.participation = p
         self.num_participants = math.ceil(p * self.num_agents)
         self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
-        self.join_round = check_join_round(f"channels.{name}.join_round", join_round, self.num_agents)
+        self.join_round = check_join_round(
+            f"channels.{name}.join_round", join_round, self.num_agents
+        )
 
     def _reset(self, rng: BatchedRNG) -> None:
         n = self.num_agents

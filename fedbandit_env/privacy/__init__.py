@@ -1,4 +1,6 @@
-"""Privacy mechanisms, vectorized over (runs B, agents N, arms M) where it applies (docs/privacy.md).
+"""Privacy mechanisms, vectorized over (runs B, agents N, arms M) where it applies.
+
+See docs/privacy.md.
 
 * :mod:`.calibration` — Laplace scale, Gaussian sigma (classic and analytic), validators.
 * :mod:`.mechanisms` — ``LaplaceMechanism``, ``GaussianMechanism``, symmetric Gaussian matrices.

@@ -2,9 +2,9 @@
 
 Claims are checked, not trusted (docs/privacy.md, "Empirical audit"). :func:`audit_epsilon` runs
 a randomized ``mechanism(stream, rng) -> output`` many times on two neighbouring inputs (e.g.
-reward streams that differ in one entry), maps every output to a scalar with a ``featurizer``, and searches the
-threshold events ``{f > c}`` and ``{f <= c}`` in both directions. For an (epsilon, delta)-DP
-mechanism every event E satisfies ``P_A(E) <= e^epsilon P_B(E) + delta``, so
+reward streams that differ in one entry), maps every output to a scalar with a ``featurizer``,
+and searches the threshold events ``{f > c}`` and ``{f <= c}`` in both directions. For an
+(epsilon, delta)-DP mechanism every event E satisfies ``P_A(E) <= e^epsilon P_B(E) + delta``, so
 
     epsilon >= ln((P_A(E) - delta) / P_B(E)).
 
@@ -304,8 +304,9 @@ def audit_samples(
     if not (np.all(np.isfinite(fa)) and np.all(np.isfinite(fb))):
         raise PrivacyError("featurizer", "finite scalars", "NaN or inf")
     trials, width = fa.shape
-    labels = list(names) if names is not None else [f"f{k}" if width > 1 else "f" for k in
-                                                    range(width)]
+    labels = (
+        list(names) if names is not None else [f"f{k}" if width > 1 else "f" for k in range(width)]
+    )
     n_sel = int(round(trials * float(selection_fraction)))
     n_sel = min(max(n_sel, 1), trials - 1)
     n_est = trials - n_sel

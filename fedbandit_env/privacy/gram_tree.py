@@ -323,7 +323,8 @@ class GramTreePrivatizer:
         if np.any(refused):
             warnings.warn(
                 f"{int(refused.sum())} tree(s) reached their capacity of {self.capacity} "
-                "releases; those releases were refused (stop syncing; specs/linear.md A13)",
+                "releases; those releases were refused (the agent stops syncing; "
+                'docs/privacy.md, "Decisions")',
                 PrivacyBudgetWarning,
                 stacklevel=2,
             )

@@ -160,8 +160,9 @@ def symmetric_gaussian_noise(
     The upper triangle including the diagonal is i.i.d. ``N(0, sigma^2)`` (the diagonal is then
     multiplied by ``diagonal_scale``) and the lower triangle mirrors it. ``diagonal_scale =
     sqrt(2)`` gives exactly the law of ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma^2)``
-    (Dubey & Pentland, Algorithm 2, line 6): off-diagonal variance ``sigma^2``, diagonal variance ``2 sigma^2``,
-    from ``d(d+1)/2`` draws instead of ``d^2``. With a ``BatchedRNG``, ``size[0]`` is the run axis.
+    (Dubey & Pentland, Algorithm 2, line 6): off-diagonal variance ``sigma^2``, diagonal variance
+    ``2 sigma^2``, from ``d(d+1)/2`` draws instead of ``d^2``. With a ``BatchedRNG``, ``size[0]``
+    is the run axis.
     """
     if not is_integral(d) or d < 1:
         raise PrivacyError("d", "a positive int", d)

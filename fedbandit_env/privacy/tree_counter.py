@@ -2,8 +2,9 @@
 
 Implements the partial sums of Fed_UCB (Zhu, Zhu, Liu & Liu 2021, Section 4.1, Algorithms 2–3)
 for B runs and any counter shape, typically (N agents, M arms): the private running sum of each
-counter's stream is the sum of its dyadic blocks (:mod:`~fedbandit_env.privacy.dyadic`), each block carrying one
-Laplace draw made once, when the block closes, and reused in every later decomposition.
+counter's stream is the sum of its dyadic blocks (:mod:`~fedbandit_env.privacy.dyadic`), each
+block carrying one Laplace draw made once, when the block closes, and reused in every later
+decomposition.
 
 Decisions where the paper leaves room (docs/privacy.md, "Decisions"):
 
