@@ -114,9 +114,7 @@ class HybridSums:
     def insert_flat(self, flat: np.ndarray, reward: np.ndarray, every_row: bool) -> np.ndarray:
         # the engine checked the arms and made the rewards; a counter takes one item per step
         """Add the clipped rewards at the flat (run, agent, arm) positions; return the sums."""
-        released = self.counter.insert_flat_unchecked(
-            flat, np.asarray(reward, dtype=np.float64), every_row
-        )
+        released = self.counter.insert_flat(flat, np.asarray(reward, dtype=np.float64))
         self.value.reshape(-1)[flat] = released
         return released
 

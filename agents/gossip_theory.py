@@ -1,4 +1,5 @@
-"""Theory of the gossip paper (specs/gossip.md §3): constants and the regret bounds.
+"""Theory of the gossip paper (Zhu et al., Section 4: Theorems 1 and 2): constants and the regret
+bounds.
 
 lambda2 is :func:`fedbandit_env.graphs.gossip_lambda2` (the second-largest eigenvalue of the
 expected gossip matrix I - L/(2|E|)). All bounds are per agent and use natural logs.
@@ -25,7 +26,7 @@ __all__ = [
 
 
 def alpha1(num_agents: int) -> float:
-    """alpha1 = 64 / N^17 (gossip.md §3, kept literally: §6 item 10)."""
+    """alpha1 = 64 / N^17, the constant of Eq. (11), kept literally (docs/gossip.md, "Decisions")."""
     return 64.0 / num_agents**17
 
 

@@ -1,37 +1,33 @@
 """Gossip_UCB and Fed_UCB (Zhu, Zhu, Liu & Liu, "Federated Bandit: A Gossiping Approach").
 
-specs/gossip.md. Both are batched team policies over two channels:
+Gossip_UCB is Algorithm 1 of the paper, Fed_UCB is Algorithm 4 (Algorithm 1 on the private
+means of Algorithms 2 and 3). Both are batched team policies: every array below is over
+(runs B, agents N, arms M), and the names are the paper's:
 
-* ``neighbors`` (kind neighbors, dim M): every step each agent sends its count estimate ñ_i to
-  every neighbour (the always-on max-consensus of Eq. (1), §1.4);
-* ``gossip`` (kind gossip, dim M): the environment activates one uniformly random edge per step;
-  its endpoints exchange their estimate vectors ϑ (§1.4).
+==========  =========================================================================
+``n``       n_{i,k}(t): own pulls of arm k, the initialization pull included
+``S``       own reward sums (the numerator of Eq. (2), the initialization sample included)
+``xbar``    X̄_{i,k}(t) of Eq. (2); Fed_UCB: the private mean X̄̃_{i,k}(t) of Algorithm 3
+``theta``   ϑ_{i,k}(t): the gossiped estimate of the global mean (Fed_UCB: ϑ̃)
+``ntil``    ñ_{i,k}(t+1): the estimate of max_j n_{j,k}, Eq. (1)
+==========  =========================================================================
 
-One round t follows the executable order of §2.3 with the §7 timing. In env step M + t an agent
-submits (arm a_i(t), neighbors = ñ_i(t), gossip = ϑ_i(t−1)); the observation of that step holds
-its reward X_i(t), the neighbours' ñ_j(t) and, if it is on the active edge, the partner's
-ϑ_j(t−1). The agent then updates n, X̄ (phase B), ϑ (phase C) and ñ(t+1) (phase D) before
-choosing round t+1. Initialization (§6 item 13): env steps 1..M pull arm k at step k+1, all agents
-at once, without messages; the bonus's t is the post-initialization round index, so the
-environment's horizon is T + M (the gossip presets already add M).
+Two channels carry the messages: ``neighbors`` (every agent sends ñ to every neighbour each
+round, Eq. (1)) and ``gossip`` (the environment activates one uniformly random edge per round;
+its endpoints exchange ϑ, Algorithm 1 lines 17-22).
 
-Choices (gossip.md §6): the init sample is part of S (item 3); natural logs in the bonus and
-floor(log2 T) + 1 tree levels (item 4, ``privacy_levels="paper"`` for ceil(log2 T)); Fed_UCB noise
-only on non-empty blocks (item 6, ``noise_on_empty_blocks``); the init sample gets its own Laplace
-leaf by default (item 7, ``noisy_init=False`` reproduces the paper) and Eq. (12)'s privacy term
-reads ln max(n, 2) so that noisy sample cannot strand an arm (``dp_log_floor=1`` is the paper's
-ln n); argmax ties and lagging arms
-are chosen uniformly at random (item 9); alpha1 = 64 / N^17 (item 10); the agents know N
-(item 20); Fed_UCB's Laplace scale follows ``reward_clip`` or the env's finite reward bounds and
-keeps the paper's 1/epsilon' for unbounded rewards, declaring that its guarantee then does not
-hold (item 5, ``dp_guarantee_holds``). ``literal_line_order=True`` computes ñ(t+1) from the
-pre-pull count, as Algorithm 1's line 5 does (item 1). ``GossipFedUCB(epsilon=inf)`` takes the
-exact path and equals ``GossipUCB`` step for step (P6).
+A round t is one env step. In env step M + t an agent submits its arm a_i(t) with ñ_i(t) on
+``neighbors`` and ϑ_i(t-1) on ``gossip``; that step's observation holds its reward, the
+neighbours' ñ_j(t) and, on the active edge, the partner's ϑ_j(t-1). Env steps 1..M are the
+initialization (arm k at step k + 1, all agents at once, no messages), so the environment's
+horizon is T + M and the t of the bonus counts rounds after the initialization. How each
+ambiguity of the paper is resolved is written down in docs/gossip.md, "Decisions".
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +35,7 @@ import numpy as np
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.kernels import argmax_one_uniform, check_number, scatter_add
+from fedbandit_env.kernels import ArmTable, argmax_one_uniform, check_number
 from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import (
     MULTI_ARMED,
@@ -53,6 +49,84 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag, check_real
 
 NEIGHBORS, GOSSIP = "neighbors", "gossip"
+TREE_INDEXES = ("round", "pull")
+
+
+# ---------------------------------------------------------------- hyperparameters
+@dataclass(frozen=True)
+class GossipConfig:
+    """Hyperparameters of Gossip_UCB, validated on construction (errors name the agent, the
+    field and the expected value).
+
+    ``bonus_scale`` multiplies the square root of the bonus (1: Eq. (11) as printed);
+    ``alpha1`` is the bonus's constant (None: the paper's 64 / N^17, resolved at reset);
+    ``literal_line_order`` computes ñ(t+1) from the pre-pull count, as Algorithm 1's line 5 is
+    placed (False: from the post-pull count, the reading under which Lemma 1 is exact)."""
+
+    agent_id: str
+    bonus_scale: float = 1.0
+    alpha1: float | None = None
+    literal_line_order: bool = False
+
+    def __post_init__(self) -> None:
+        aid = self.agent_id
+        object.__setattr__(
+            self, "bonus_scale", check_number(aid, "bonus_scale", self.bonus_scale, 0.0)
+        )
+        if self.alpha1 is not None:
+            object.__setattr__(self, "alpha1", check_number(aid, "alpha1", self.alpha1, 0.0))
+        object.__setattr__(
+            self,
+            "literal_line_order",
+            check_flag("literal_line_order", self.literal_line_order, where=aid),
+        )
+
+
+@dataclass(frozen=True)
+class FedUCBConfig(GossipConfig):
+    """Hyperparameters of Fed_UCB: those of :class:`GossipConfig` and
+
+    ``epsilon`` (> 0; ``math.inf``: no noise, Gossip_UCB exactly); ``dp_bonus_scale``
+    multiplies the 128 of Eq. (12); ``dp_log_floor`` (>= 1) reads the ``ln n`` of Eq. (12)'s
+    privacy term as ``ln max(n, dp_log_floor)`` (1: the paper); ``noisy_init`` gives the
+    initialization sample its own Laplace leaf (False: the paper, unprotected);
+    ``tree_index`` ``"round"`` (Algorithm 2 over the round index, the paper) or ``"pull"``
+    (over the arm's pull count); ``privacy_levels`` None (floor(log2 T) + 1 tree levels) or
+    ``"paper"`` (ceil(log2 T)); ``noise_on_empty_blocks`` (False: noise only on blocks that
+    hold a pull, the paper's text); ``reward_clip`` None or (lo, hi) with finite lo < hi."""
+
+    epsilon: float = 1.0
+    dp_bonus_scale: float = 1.0
+    dp_log_floor: float = 2.0
+    noisy_init: bool = True
+    tree_index: str = "round"
+    privacy_levels: str | None = None
+    noise_on_empty_blocks: bool = False
+    reward_clip: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        aid = self.agent_id
+        epsilon = check_real(
+            "epsilon", self.epsilon, hint="math.inf: no privacy", low=0.0, low_open=True,
+            allow_inf=True, where=aid,
+        )  # fmt: skip
+        object.__setattr__(self, "epsilon", float(epsilon))
+        for name in ("dp_bonus_scale", "dp_log_floor"):
+            low = 1.0 if name == "dp_log_floor" else 0.0
+            object.__setattr__(self, name, check_number(aid, name, getattr(self, name), low))
+        for name in ("noisy_init", "noise_on_empty_blocks"):
+            object.__setattr__(self, name, check_flag(name, getattr(self, name), where=aid))
+        if not isinstance(self.tree_index, str) or self.tree_index not in TREE_INDEXES:
+            raise ConfigError(
+                f"{aid}: tree_index: expected 'round' or 'pull', got {self.tree_index!r}"
+            )
+        if self.privacy_levels is not None and self.privacy_levels != "paper":
+            raise ConfigError(
+                f"{aid}: privacy_levels: expected None or 'paper', got {self.privacy_levels!r}"
+            )
+        if self.reward_clip is not None:
+            object.__setattr__(self, "reward_clip", _check_clip(aid, self.reward_clip))
 
 
 def _check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
@@ -74,11 +148,60 @@ def _check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
     return float(clip[0]), float(clip[1])
 
 
+# ---------------------------------------------------------------- the index
+def exploration_bonus(
+    n: np.ndarray,
+    t: int,
+    *,
+    num_agents: int,
+    alpha1: float,
+    bonus_scale: float = 1.0,
+    epsilon: float = math.inf,
+    horizon: int = 1,
+    dp_bonus_scale: float = 1.0,
+    dp_log_floor: float = 1.0,
+) -> np.ndarray:
+    """C_{i,k}(t) for counts n (the counts before round t's pull), natural logs.
+
+    ``epsilon = inf`` (Gossip_UCB): Eq. (11), ``sqrt(2 N ln t / n) + alpha1``.
+    Otherwise (Fed_UCB, Algorithm 4): Eq. (12) as printed,
+    ``alpha1 + sqrt(2 N [128 N ln^2 T ln t ln n / (n^2 eps^2) + 1/n] ln t)`` with T the horizon
+    in rounds, ``ln n`` read as ``ln max(n, dp_log_floor)`` and 128 times ``dp_bonus_scale``.
+    ``bonus_scale`` multiplies the square root in both."""
+    N, ln_t = num_agents, math.log(t)
+    if math.isinf(epsilon):
+        root = np.sqrt(2 * N * ln_t / n)
+    else:
+        ln_n = np.log(np.maximum(n, dp_log_floor))
+        privacy = dp_bonus_scale * 128 * N * math.log(horizon) ** 2 * ln_t * ln_n
+        root = np.sqrt(2 * N * (privacy / (n**2 * epsilon**2) + 1 / n) * ln_t)
+    return alpha1 + bonus_scale * root
+
+
+def index(theta: np.ndarray, n: np.ndarray, t: int, **bonus: Any) -> np.ndarray:
+    """Q_{i,k}(t) = ϑ_{i,k}(t-1) + C_{i,k}(t), Algorithm 1 line 9 (Algorithm 4: with ϑ̃ and the
+    bonus of Eq. (12)); ``bonus`` are the keyword arguments of :func:`exploration_bonus`."""
+    return theta + exploration_bonus(n, t, **bonus)
+
+
+# ---------------------------------------------------------------- state
+@dataclass
+class GossipState:
+    """The paper's per-agent variables after round t (module doc), each (B, N, M)."""
+
+    n: np.ndarray
+    S: np.ndarray
+    xbar: np.ndarray
+    theta: np.ndarray
+    ntil: np.ndarray
+    t: int = 0
+
+
 class GossipUCB(TeamPolicy):
-    """Gossip_UCB (gossip.md §2.2–2.3): UCB on gossiped estimates ϑ with the consistency rule."""
+    """Gossip_UCB (Algorithm 1): UCB on gossiped estimates ϑ with the local consistency rule."""
 
     agent_id = "gossip_ucb"
-    version = 2  # v2: one choice uniform per agent for ties and lagging arms (was two per arm)
+    version = 3  # results version: Eq. (11) evaluated as printed
 
     def __init__(
         self,
@@ -86,16 +209,17 @@ class GossipUCB(TeamPolicy):
         alpha1: float | None = None,
         literal_line_order: bool = False,
     ):
-        self.bonus_scale = check_number(self.agent_id, "bonus_scale", bonus_scale, 0.0)
-        self.alpha1_override = (
-            None if alpha1 is None else check_number(self.agent_id, "alpha1", alpha1, 0.0)
-        )
-        self.literal_line_order = check_flag(
-            "literal_line_order", literal_line_order, where=self.agent_id
-        )
-        self.epsilon = math.inf
-        self.dp_guarantee_holds: bool | None = None  # set by reset (see GossipFedUCB)
+        self.config = GossipConfig(self.agent_id, bonus_scale, alpha1, literal_line_order)
+        self.dp_guarantee_holds: bool | None = None  # set by reset
         self.dp_caveats: tuple[str, ...] = ()
+
+    @property
+    def epsilon(self) -> float:
+        return getattr(self.config, "epsilon", math.inf)
+
+    @property
+    def private(self) -> bool:
+        return not math.isinf(self.epsilon)
 
     @property
     def privacy_epsilon(self) -> float:
@@ -104,7 +228,7 @@ class GossipUCB(TeamPolicy):
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         m = config.num_arms
-        return {  # the max-consensus needs only the max over the neighbours: aggregating delivery
+        return {  # Eq. (1) needs only the max over the neighbours: an aggregating delivery
             NEIGHBORS: {"kind": "neighbors", "dim": m, "reduce": "max"},
             GOSSIP: {"kind": "gossip", "dim": m},
         }
@@ -117,8 +241,8 @@ class GossipUCB(TeamPolicy):
         require_family(self.agent_id, facts, MULTI_ARMED)
         if n < 3:
             raise ConfigError(
-                f"{self.agent_id}: num_agents: expected N >= 3 (the paper's assumption, "
-                f"gossip.md §1.1: N = 2 collapses to a centralized problem), got {n}"
+                f"{self.agent_id}: num_agents: expected N >= 3 (the paper's assumption: N = 2 "
+                f"collapses to a centralized problem), got {n}"
             )
         if facts.horizon <= m:
             raise ConfigError(
@@ -129,19 +253,12 @@ class GossipUCB(TeamPolicy):
             raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
         self.N, self.M = n, m
         self.T = facts.horizon - m  # rounds after the initialization
-        self.alpha1 = 64.0 / n**17 if self.alpha1_override is None else self.alpha1_override
-        shape = (facts.num_runs, n, m)
-        self.n = np.zeros(shape)  # own pulls, including the init pull
-        self.S = np.zeros(shape)  # own reward sums (exact)
-        self.xbar = np.zeros(shape)  # the mean the agent gossips: exact (Gossip_UCB) or noisy
-        self.theta = np.zeros(shape)
-        self.ntil = np.zeros(shape)
-        self._rows = np.indices(shape[:2])
-        self._flat_base = np.arange(shape[0] * n, dtype=np.int64).reshape(shape[:2]) * m
-        self._rsqrt = np.ones(shape)  # 1 / sqrt(n), updated at the pulled arm only
-        self._init_rewards = np.zeros(shape)
-        self._choice = rng.child("choice").buffered("uniform", (n,))
-        self._send = np.ones(shape[:2], dtype=bool)
+        self.alpha1 = 64.0 / n**17 if self.config.alpha1 is None else self.config.alpha1
+        self.table = ArmTable.of(facts.num_runs, n, m)
+        self.state = GossipState(*(self.table.zeros() for _ in range(5)))
+        self._init_rewards = self.table.zeros()  # X_{i,k}(0), filled during the initialization
+        self._choice = rng.child("choice").buffered("uniform", (n,))  # ties and lagging arms
+        self._send = np.ones((facts.num_runs, n), dtype=bool)
         self._reset_privacy(facts, rng)
 
     def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
@@ -149,130 +266,112 @@ class GossipUCB(TeamPolicy):
         self.dp_guarantee_holds = False
         self.dp_caveats = ("epsilon = inf: no privacy mechanism",)
 
-    def _clip(self, reward: np.ndarray) -> np.ndarray:
-        """The reward value the agent learns from (Fed_UCB may clip it, §6 item 5)."""
-        return reward
+    # the paper's variables, read from the state
+    n = property(lambda self: self.state.n)
+    S = property(lambda self: self.state.S)
+    xbar = property(lambda self: self.state.xbar)
+    theta = property(lambda self: self.state.theta)
+    ntil = property(lambda self: self.state.ntil)
 
-    # ------------------------------------------------------------- the round
     @property
     def round(self) -> int:
-        return self._round
+        return self.state.t
 
+    # ------------------------------------------------------------- the round
     def act(self, obs: VecObservation) -> TeamAction:
         s = obs.step
-        if s < self.M:  # initialization: arm s at env step s + 1
-            if s > 0:
-                self._record_init(obs, s - 1)
-            arms = np.full(self._send.shape, s, dtype=np.int64)
-            return TeamAction(arms)
+        if s > 0 and s <= self.M:  # the initialization pull of arm s - 1 at env step s
+            self._init_rewards[..., s - 1] = self._reward(obs.last_reward)
+        if s < self.M:
+            return TeamAction(np.full(self._send.shape, s, dtype=np.int64))
         if s == self.M:
-            self._record_init(obs, s - 1)
-            self._finish_init()
+            self._initialize()
         else:
             self._observe(obs)
-        self._round = s - self.M + 1
-        arms = self._decide(self._round)
+        self.state.t = s - self.M + 1
         return TeamAction(
-            arms,
-            {
-                NEIGHBORS: (self._send, self.ntil),  # replaced, never written, after sending
-                GOSSIP: (self._send, self.theta.copy()),  # theta is updated in place
-            },
+            self._decide(self.state.t),
+            {NEIGHBORS: (self._send, self.state.ntil), GOSSIP: (self._send, self.state.theta)},
         )
 
-    def _record_init(self, obs: VecObservation, arm: int) -> None:
-        self._init_rewards[..., arm] = self._clip(obs.last_reward)
+    def _reward(self, reward: np.ndarray) -> np.ndarray:
+        """The reward value the agent learns from (Fed_UCB may clip it)."""
+        return reward
 
-    def _finish_init(self) -> None:
-        """t = 0: n = 1, S = X(0), X̄ = ϑ = X(0), ñ = n (gossip.md §2.2)."""
-        self.n[:] = 1.0
-        self.S[:] = self._init_rewards
-        self.xbar = self._initial_mean()
-        self.theta = self.xbar.copy()
-        self.ntil = self.n.copy()
+    def _initialize(self) -> None:
+        """Algorithm 1's initialization (t = 0): n = 1, S = X(0), ϑ = X̄ = the initial mean,
+        ñ = n."""
+        s = self.state
+        s.n[:] = 1.0
+        s.S[:] = self._init_rewards
+        s.xbar = self._initial_mean()
+        s.theta = s.xbar.copy()
+        s.ntil = s.n.copy()
 
     def _initial_mean(self) -> np.ndarray:
+        """X̄(0) = X(0)."""
         return self._init_rewards.copy()
 
+    def bonus_parameters(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`exploration_bonus` for this federation."""
+        return {"num_agents": self.N, "alpha1": self.alpha1, "bonus_scale": self.config.bonus_scale}
+
     def bonus(self, t: int) -> np.ndarray:
-        """C_{i,k}(t) of Eq. (11), with n the count before this round's pull: the scalar
-        ``bonus_scale sqrt(2 N ln t)`` times the kept ``1/sqrt(n)``."""
-        c = self.bonus_scale * math.sqrt(2.0 * self.N * math.log(t))
-        out = self._rsqrt * c
-        out += self.alpha1
-        return out
+        """C_{i,k}(t) of Eq. (11) (Fed_UCB: Eq. (12)) on the current counts."""
+        return exploration_bonus(self.state.n, t, **self.bonus_parameters())
 
     def _decide(self, t: int) -> np.ndarray:
-        """Phase A: lagging arms first, else the UCB argmax; one uniform ``u`` per agent picks
-        the ``floor(u k)``-th of its ``k`` lagging arms, or of its ``k`` tied maxima."""
-        u = self._choice.next()  # drawn every round (fixed stream use)
-        index = self.bonus(t)
-        index += self.theta
-        arms = argmax_one_uniform(index, u)
-        lag = self.n < self.ntil - self.N
-        if lag.any():
-            m = self.M
-            rows = np.flatnonzero(lag.reshape(-1, m).any(axis=-1))
-            k = np.count_nonzero(lag.reshape(-1, m)[rows], axis=-1)
-            j = np.minimum((u.reshape(-1)[rows] * k).astype(np.int64), k - 1)
-            first = np.cumsum(lag.reshape(-1, m)[rows], axis=-1) > j[:, None]
-            arms.reshape(-1)[rows] = np.argmax(first, axis=-1)
-        return arms.astype(np.int64)
+        """Algorithm 1 lines 3-13: a lagging arm (line 6: n < ñ - N) if the agent has one,
+        uniformly among them (line 13), else an arg-max of Q (lines 9-10), uniform on ties. One
+        uniform per agent and round makes either choice: the ``floor(u k)``-th of the ``k``
+        lagging arms, or of the ``k`` tied maxima."""
+        s = self.state
+        u = self._choice.next()
+        q = index(s.theta, s.n, t, **self.bonus_parameters())  # line 9
+        lagging = s.n < s.ntil - self.N  # line 6
+        q = np.where(lagging, np.inf, q)  # a lagging arm goes first (lines 7 and 13)
+        return argmax_one_uniform(q, u).astype(np.int64)
 
     def _observe(self, obs: VecObservation) -> None:
-        """Phases B–D of round t from the observation of its env step."""
-        t = self._round
-        arm = obs.last_arm
-        flat = self._flat_base + arm
-        pre_pull_n = self.n.copy() if self.literal_line_order else None
-        old_mean = self.xbar.reshape(-1)[flat]  # only the pulled arm's X̄ moves
-        reward = self._clip(obs.last_reward)
-        scatter_add(self.n, flat, 1.0)
-        scatter_add(self.S, flat, reward)
-        self._rsqrt.reshape(-1)[flat] = 1.0 / np.sqrt(self.n.reshape(-1)[flat])
-        self._update_mean(t, arm, reward)
-        grad = self.xbar.reshape(-1)[flat] - old_mean  # (B, N); zero on the other arms
-        gossip = obs.deliveries[GOSSIP]
-        theta = self.theta  # updated in place (act sends a copy)
-        got = np.flatnonzero(gossip.received.reshape(-1))
-        if got.size:  # theta <- (theta + partner's) / 2 on the active edge's endpoints
-            rows = theta.reshape(-1, self.M)
-            rows[got] = 0.5 * (rows[got] + gossip.payload.reshape(-1, self.M)[got])
-        scatter_add(theta, flat, grad)
-        heard = obs.deliveries[NEIGHBORS]
+        """The rest of round t from the observation of its env step: the pull (Algorithm 1
+        lines 15-16, Eq. (2)), the gossip update (lines 17-22) and ñ(t+1) (line 5, Eq. (1))."""
+        s, table = self.state, self.table
+        arm, reward = obs.last_arm, self._reward(obs.last_reward)
+        n_before, xbar_before = s.n.copy(), s.xbar.copy()
+        table.add(s.n, arm, 1.0)  # line 16
+        table.add(s.S, arm, reward)
+        self._update_mean(arm, reward)  # line 15: X̄(t)
+        gossip = obs.deliveries[GOSSIP]  # line 20: average with the partner's ϑ_j(t-1)
+        averaged = 0.5 * (s.theta + gossip.payload)
+        mixed = np.where(gossip.received[..., None], averaged, s.theta)
+        s.theta = mixed + (s.xbar - xbar_before)  # lines 20 and 22: + X̄(t) - X̄(t-1)
+        heard = obs.deliveries[NEIGHBORS]  # Eq. (1): max over the neighbours' ñ_j(t)
         if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
             best_heard = heard.value
         else:  # a padded neighbors channel
             best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
-        own = pre_pull_n if pre_pull_n is not None else self.n
-        self.ntil = np.maximum(own, best_heard)
+        own = n_before if self.config.literal_line_order else s.n
+        s.ntil = np.maximum(own, best_heard)
 
-    def _update_mean(self, t: int, arm: np.ndarray, reward: np.ndarray) -> None:
-        flat = self._flat_base + arm
-        self.xbar.reshape(-1)[flat] = self.S.reshape(-1)[flat] / self.n.reshape(-1)[flat]
+    def _update_mean(self, arm: np.ndarray, reward: np.ndarray) -> None:
+        """Eq. (2): X̄ = S / n (only the pulled arm's value changes)."""
+        self.state.xbar = self.state.S / self.state.n
 
 
 class GossipFedUCB(GossipUCB):
-    """Fed_UCB (gossip.md §2.4): Gossip_UCB on noisy means from binary-tree counters.
+    """Fed_UCB (Algorithm 4): Gossip_UCB on private means from binary-tree counters.
 
     Each agent privatizes its own running reward sums with a
-    :class:`~fedbandit_env.privacy.TreeCounter` over the round index (``tree_index="round"``) or
-    the arm's pull count (``"pull"``), per-level budget epsilon' = epsilon / levels; everything it
-    sends is post-processing of those noisy sums, so each agent is epsilon-DP (gossip.md §1.6, §3).
-    The counters draw their noise with ``noise_per="row"``: a round that closes only level-0
-    blocks (odd t, round index) draws one Laplace per agent, for its pulled arm, and the other
-    rounds one per (agent, arm) (results version 4; docs/privacy.md, "Binary-tree counter").
-    The counters keep only the noise of their blocks (``exact_blocks=False``): a release is the
-    agent's own exact running sum S plus that noise (results version 5). The bonus is Eq. (12)
-    (``dp_bonus_scale`` multiplies its 128 factor) with ``ln n`` of its privacy term read as
-    ``ln max(n, dp_log_floor)``. The paper's ``ln n`` (``dp_log_floor=1``)
-    makes the privacy term zero at n = 1: an arm whose noisy initial estimate comes out far below
-    zero then keeps an index below every other arm's and is never pulled again (a stranded arm).
-    The default ``dp_log_floor=2`` keeps the term positive at n = 1, so every arm's index is
-    dominated by its privacy term until its estimate rests on many pulls (docs/gossip.md,
-    "Initial sample"); at n >= 2 the bonus is the paper's.
+    :class:`~fedbandit_env.privacy.TreeCounter` (Algorithm 2's dyadic blocks over the round
+    index, ``tree_index="round"``, or the arm's pull count, ``"pull"``), per-level budget
+    epsilon' = epsilon / levels; everything it sends is post-processing of those noisy sums, so
+    each agent is epsilon-DP. Algorithm 3: the pulled arm's private mean is (S + the noise of
+    the counter's blocks) / n; the other arms keep theirs (Algorithm 4 line 17). The counters
+    draw one Laplace per agent in rounds that close only level-0 blocks (``noise_per="row"``)
+    and keep only their blocks' noise (``exact_blocks=False``): the exact part of a release is
+    the agent's own S. The bonus is Eq. (12) (:func:`index`).
 
-    Reward range and Laplace scale (§6 item 5): each block gets ``Lap(sensitivity / epsilon')``.
+    Reward range and Laplace scale: each block gets ``Lap(sensitivity / epsilon')``.
 
     * ``reward_clip=(lo, hi)``: rewards are clipped to [lo, hi] before the agent uses them (sums,
       means and counter, also at ``epsilon = inf``); sensitivity ``hi - lo``.
@@ -282,21 +381,16 @@ class GossipFedUCB(GossipUCB):
       scale ``1 / epsilon'`` (sensitivity 1), for reproduction. The DP guarantee then does **not**
       formally hold, and the agent says so.
 
-    After ``reset``, ``dp_guarantee_holds`` is True iff the agent is formally epsilon-DP per agent:
-    finite epsilon, bounded or clipped rewards, ``noisy_init=True`` (the paper's un-noised init
-    sample is unprotected) and a level split that does not overspend (``privacy_levels="paper"``
-    with T a power of two does, :attr:`TreeCounter.effective_epsilon`); ``dp_caveats`` lists what
+    After ``reset``, ``dp_guarantee_holds`` is True iff the agent is formally epsilon-DP per
+    agent: finite epsilon, bounded or clipped rewards, ``noisy_init=True`` and a level split
+    that does not overspend (:attr:`TreeCounter.effective_epsilon`); ``dp_caveats`` lists what
     breaks it. ``sensitivity`` and ``reward_bounds`` (None when unbounded and unclipped) are the
-    values in use. The bonus is kept literal (it assumes rewards in [0, 1], like the paper's
-    Gaussian experiments, §6 item 21); for a wider range, ``dp_bonus_scale = (hi - lo)**2``
-    widens its privacy term to the larger noise.
+    values in use. The bonus assumes rewards in [0, 1], as the paper does; for a wider range
+    ``dp_bonus_scale = (hi - lo)**2`` widens its privacy term to the larger noise.
     """
 
     agent_id = "gossip_fed_ucb"
-    # v5: releases are S + block noise (the counter keeps no exact blocks) and the bonus is
-    # expanded into kept per-counter terms: the same formulas, other roundings (v4: one Laplace
-    # per agent in leaf rounds; v3: one per arm, K - 1 unused)
-    version = 5
+    version = 6  # results version: Eq. (12) evaluated as printed
 
     def __init__(
         self,
@@ -312,43 +406,23 @@ class GossipFedUCB(GossipUCB):
         reward_clip: tuple[float, float] | None = None,
         dp_log_floor: float = 2.0,
     ):
-        super().__init__(bonus_scale, alpha1, literal_line_order)
-        self.dp_log_floor = check_number(self.agent_id, "dp_log_floor", dp_log_floor, 1.0)
-        self.reward_clip = None if reward_clip is None else _check_clip(self.agent_id, reward_clip)
+        self.config = FedUCBConfig(
+            self.agent_id, bonus_scale, alpha1, literal_line_order, epsilon=epsilon,
+            dp_bonus_scale=dp_bonus_scale, dp_log_floor=dp_log_floor, noisy_init=noisy_init,
+            tree_index=tree_index, privacy_levels=privacy_levels,
+            noise_on_empty_blocks=noise_on_empty_blocks, reward_clip=reward_clip,
+        )  # fmt: skip
         self.reward_bounds: tuple[float, float] | None = None  # resolved by reset
         self.sensitivity: float | None = None
-        epsilon = check_real(
-            "epsilon", epsilon, hint="math.inf: no privacy", low=0.0, low_open=True, allow_inf=True,
-            where=self.agent_id,
-        )
-        if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
-            raise ConfigError(
-                f"{self.agent_id}: tree_index: expected 'round' or 'pull', got {tree_index!r}"
-            )
-        if privacy_levels is not None and not (
-            isinstance(privacy_levels, str) and privacy_levels == "paper"
-        ):
-            raise ConfigError(
-                f"{self.agent_id}: privacy_levels: expected None or 'paper', got {privacy_levels!r}"
-            )
-        self.epsilon = float(epsilon)
-        self.dp_bonus_scale = check_number(self.agent_id, "dp_bonus_scale", dp_bonus_scale, 0.0)
-        self.noisy_init = check_flag("noisy_init", noisy_init, where=self.agent_id)
-        self.tree_index = tree_index
-        self.privacy_levels = privacy_levels
-        self.noise_on_empty_blocks = check_flag(
-            "noise_on_empty_blocks", noise_on_empty_blocks, where=self.agent_id
-        )
-
-    @property
-    def private(self) -> bool:
-        return not math.isinf(self.epsilon)
+        self.dp_guarantee_holds = None
+        self.dp_caveats = ()
 
     def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Resolve the reward range (class docstring), build the counter, state the guarantee."""
+        cfg = self.config
         lo, hi = facts.reward_bounds
-        if self.reward_clip is not None:
-            self.reward_bounds = self.reward_clip
+        if cfg.reward_clip is not None:
+            self.reward_bounds = cfg.reward_clip
         elif math.isfinite(lo) and math.isfinite(hi):
             self.reward_bounds = (float(lo), float(hi))
         else:
@@ -361,13 +435,13 @@ class GossipFedUCB(GossipUCB):
             self.counter = TreeCounter(
                 (facts.num_agents, facts.num_arms),
                 self.T,
-                self.epsilon,
+                cfg.epsilon,
                 rng=rng.child("privacy"),
                 bounds=bounds,
-                tree_index=self.tree_index,
-                noise_on_empty_blocks=self.noise_on_empty_blocks,
-                levels=self.privacy_levels,
-                init_round=self.noisy_init,
+                tree_index=cfg.tree_index,
+                noise_on_empty_blocks=cfg.noise_on_empty_blocks,
+                levels=cfg.privacy_levels,
+                init_round=cfg.noisy_init,
                 noise_per="row",  # one agent pulls one arm per round: no unused leaf draws
                 exact_blocks=False,  # the exact part of a release is the agent's own S
             )
@@ -376,72 +450,48 @@ class GossipFedUCB(GossipUCB):
                     f"unbounded rewards {facts.reward_bounds} and no reward_clip: Laplace scale "
                     "1/epsilon' assumes rewards in [0, 1] (paper reproduction)"
                 )
-            if not self.noisy_init:
+            if not cfg.noisy_init:
                 caveats.append("noisy_init=False: the initialization sample is released unnoised")
-            if self.counter.effective_epsilon > self.epsilon * (1 + 1e-12):
+            if self.counter.effective_epsilon > cfg.epsilon * (1 + 1e-12):
                 caveats.append(
                     f"privacy_levels='paper' overspends: effective epsilon "
-                    f"{self.counter.effective_epsilon:g} > {self.epsilon:g}"
+                    f"{self.counter.effective_epsilon:g} > {cfg.epsilon:g}"
                 )
         else:
             caveats.append("epsilon = inf: no privacy mechanism")
         self.dp_caveats = tuple(caveats)
         self.dp_guarantee_holds = not caveats
 
-    def _clip(self, reward: np.ndarray) -> np.ndarray:
-        if self.reward_clip is None:
-            return reward
-        return np.clip(reward, *self.reward_clip)
+    def _reward(self, reward: np.ndarray) -> np.ndarray:
+        clip = self.config.reward_clip
+        return reward if clip is None else np.clip(reward, *clip)
 
     def _initial_mean(self) -> np.ndarray:
-        if self.counter is None:
-            return super()._initial_mean()
-        # n = 1 everywhere now (_finish_init): the bonus's per-counter terms
-        self._inv_n = 1.0 / self.n
-        self._ln_term = self._ln_floor(self.n) / (self.n * self.n * self.epsilon**2)
-        if self.noisy_init:  # item 7: the init sample is one more leaf with its own noise
-            self.counter.insert(0, self._init_rewards)
-            return self.S + self.counter.noise()  # S = X(0) now
-        return self._init_rewards.copy()  # the paper: X̄̃(0) = X(0), unprotected
+        """X̄̃(0): the initialization sample plus its own Laplace leaf (``noisy_init``), or the
+        paper's unprotected X(0)."""
+        if self.counter is None or not self.config.noisy_init:
+            return self._init_rewards.copy()
+        self.counter.insert(0, self._init_rewards)
+        return self.state.S + self.counter.noise()  # S = X(0) now
 
-    def _update_mean(self, t: int, arm: np.ndarray, reward: np.ndarray) -> None:
+    def _update_mean(self, arm: np.ndarray, reward: np.ndarray) -> None:
+        """Algorithm 3 at the pulled arm: X̄̃ = (S + noise of its blocks) / n; Algorithm 4
+        line 17: the other arms keep X̄̃(t-1)."""
         if self.counter is None:
-            super()._update_mean(t, arm, reward)
+            super()._update_mean(arm, reward)
             return
-        # the engine checked the arms; the counter reads only the pulled arms' blocks. A release
-        # is the exact running sum S (init sample included) plus the noise of its blocks
-        self.counter.insert_arms_unchecked(t, arm, np.asarray(reward, dtype=np.float64))
-        flat = self._flat_base + arm
-        noise = self.counter.noise_flat(flat.reshape(-1)).reshape(flat.shape)
-        noisy_sum = self.S.reshape(-1)[flat] + noise
-        n = self.n.reshape(-1)[flat]
-        self.xbar.reshape(-1)[flat] = noisy_sum / n  # line 17: others keep
-        self._refresh_log_n(flat, n)
+        s, table = self.state, self.table
+        self.counter.insert_arms(s.t, arm, reward)
+        noise = self.counter.noise_at(arm)
+        table.put(s.xbar, arm, (table.gather(s.S, arm) + noise) / table.gather(s.n, arm))
 
-    def _refresh_log_n(self, flat: np.ndarray, n: np.ndarray) -> None:
-        """The bonus's per-counter terms ``1/n`` and ``ln max(n, dp_log_floor) / (n^2
-        epsilon^2)`` at the counters ``flat`` whose counts became ``n`` (elementwise the same
-        numbers as from the whole ``n``)."""
-        self._inv_n.reshape(-1)[flat] = 1.0 / n
-        self._ln_term.reshape(-1)[flat] = self._ln_floor(n) / (n * n * self.epsilon**2)
-
-    def _ln_floor(self, n: np.ndarray) -> np.ndarray:
-        """``ln max(n, dp_log_floor)`` (the privacy term's log, gossip.md; a floor of 1 is ln n)."""
-        return np.log(n if self.dp_log_floor == 1.0 else np.maximum(n, self.dp_log_floor))
-
-    def bonus(self, t: int) -> np.ndarray:
-        """C_{i,k}(t) of Eq. (12) with ln max(n, dp_log_floor); Eq. (11) when epsilon is inf."""
-        if not self.private:
-            return super().bonus(t)
-        # (2 N ln t / n)(1 + dp), dp = 128 N ln^2 T ln t ln n / (n eps^2), expanded into two
-        # terms of kept per-counter factors: c1 / n + c2 ln n / (n^2 eps^2)
-        ln_t, ln_big_t = math.log(t), math.log(self.T)
-        c1 = 2.0 * self.N * ln_t
-        c2 = c1 * self.dp_bonus_scale * 128.0 * self.N * ln_big_t**2 * ln_t
-        inner = np.multiply(self._inv_n, c1)
-        inner += self._ln_term * c2
-        out = np.sqrt(inner, out=inner)
-        if self.bonus_scale != 1.0:
-            out *= self.bonus_scale
-        out += self.alpha1
-        return out
+    def bonus_parameters(self) -> dict[str, Any]:
+        """Algorithm 4's bonus: Eq. (12) with this agent's privacy parameters."""
+        cfg = self.config
+        return {
+            **super().bonus_parameters(),
+            "epsilon": cfg.epsilon,
+            "horizon": self.T,
+            "dp_bonus_scale": cfg.dp_bonus_scale,
+            "dp_log_floor": cfg.dp_log_floor,
+        }

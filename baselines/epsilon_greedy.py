@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.index import IndexPolicy, check_number
+from baselines.config import EpsilonGreedyConfig
+from baselines.index import IndexPolicy
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
 
@@ -25,17 +26,10 @@ class EpsilonGreedy(IndexPolicy):
     uses_total = False
 
     def __init__(self, epsilon: float = 0.1):
-        self.epsilon = check_number(self.agent_id, "epsilon", epsilon, 0.0, 1.0)
+        self.config = EpsilonGreedyConfig(self.agent_id, epsilon)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         self._explore = rng.child("explore").buffered("uniform", (facts.num_agents, 2))
-        self._mean = np.full_like(self.counts, np.inf)  # independent: kept flat, inf unpulled
-
-    def on_pull(self, flat: np.ndarray) -> None:
-        self._mean.reshape(-1)[flat] = self._sums_flat[flat] / self._counts_flat[flat]
-
-    def own_index(self, step: int) -> np.ndarray:
-        return self._mean
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
         return self.unpulled_to_inf(np.divide(s, np.maximum(n, 1.0)), n)
@@ -43,7 +37,7 @@ class EpsilonGreedy(IndexPolicy):
     def choose(self, greedy: np.ndarray) -> np.ndarray:
         u = self._explore.next()
         random_arm = np.minimum((u[..., 1] * self.num_arms).astype(np.int64), self.num_arms - 1)
-        return np.where(u[..., 0] < self.epsilon, random_arm, greedy)
+        return np.where(u[..., 0] < self.config.epsilon, random_arm, greedy)
 
 
 class EpsilonGreedyShared(EpsilonGreedy):

@@ -10,10 +10,9 @@ among the ``k`` arms of exactly maximal index the ``floor(u k)``-th in arm order
 sampling) set ``ties = False``: exact ties have probability zero there, so they take the plain
 arg-max and draw no tie-break numbers.
 
-Hot path (docs/bench.md "Speed and scale"): the statistics live in flat (B*N*M) views updated at
-``b*N*M + i*M + arm``; the independent variants keep the running total of own pulls instead of
-summing the counts each step, and the ``n > 0`` mask of unpulled arms is applied only until every
-arm has been pulled.
+The statistics are (B, N, M) tables updated at each agent's pulled arm through
+:class:`~fedbandit_env.kernels.ArmTable`; the independent variants keep the running total of own
+pulls (``pulls``, the ``t`` of their index).
 
 **Independent** variants use only their own statistics and send nothing.
 
@@ -50,14 +49,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from baselines.config import check_bounds
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import (  # re-exported: their home is fedbandit_env.kernels
+    ArmTable,
     argmax_one_uniform,
     argmax_uniform_ties,
     check_number,
-    scatter_add,
 )
 from fedbandit_env.policy import (
     MULTI_ARMED,
@@ -92,7 +92,7 @@ class IndexPolicy(TeamPolicy):
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max, no tie-break draws
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total`` (shared: not computed)
-    version: ClassVar[int] = 2  # v2: one tie-break uniform per agent (was one per arm)
+    version: ClassVar[int] = 2  # results version (docs/bench.md, "Results versions")
 
     # ----------------------------------------------------------- protocol
     @property
@@ -111,13 +111,10 @@ class IndexPolicy(TeamPolicy):
             self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = M
-        self.counts = np.zeros((B, N, M))
-        self.sums = np.zeros((B, N, M))
-        self._counts_flat = self.counts.reshape(-1)  # views: flat updates write the arrays
-        self._sums_flat = self.sums.reshape(-1)
-        self._row_base = np.arange(B * N, dtype=np.int64).reshape(B, N) * M
+        self.table = ArmTable.of(B, N, M)
+        self.counts = self.table.zeros()
+        self.sums = self.table.zeros()
         self.pulls = np.zeros((B, N, 1))  # running total of own pulls = counts.sum(-1)
-        self._all_pulled = False
         degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
         # per neighbour slot d, slot-major so that each slot is contiguous: [counts, sums];
         # written only when a step's delivery misses some slot (see :meth:`_heard`)
@@ -128,16 +125,14 @@ class IndexPolicy(TeamPolicy):
         self.setup(facts, rng)
 
     def act(self, obs: VecObservation) -> TeamAction:
+        """One step for every agent: add the last pull to ``counts`` and ``sums``, form the
+        index (own statistics, or own plus the neighbours' latest), pull an arm of maximal
+        index (ties uniformly at random) and, in the shared variants, send own statistics."""
         if obs.step > 0:
             reward = self.transform_reward(obs.last_reward)
-            flat = self._row_base + obs.last_arm
-            scatter_add(self.counts, flat, 1.0)
-            scatter_add(self.sums, flat, reward)
+            self.table.add(self.counts, obs.last_arm, 1.0)
+            self.table.add(self.sums, obs.last_arm, reward)
             self.pulls += 1.0
-            if not self.shared:
-                self.on_pull(flat)
-            if not self._all_pulled:
-                self._all_pulled = bool(self.counts.all())
         messages = {}
         if self.shared:
             # (2, B, N, M): the neighbours' counts and sums, each added over the slots
@@ -184,20 +179,15 @@ class IndexPolicy(TeamPolicy):
             return np.ascontiguousarray(self._full.transpose(2, 0, 1, 3))
         return self._latest.copy()
 
-    def on_pull(self, flat: np.ndarray) -> None:
-        """Independent variants: update per-arm state kept for :meth:`own_index` at the flat
-        positions ``flat`` (B, N) that were just pulled (``counts``/``sums`` already updated)."""
-
     def own_index(self, step: int) -> np.ndarray:
         """Independent variants: the index from own statistics after ``step`` pulls each
         (default: :meth:`index` on ``counts``, ``sums`` and the running total)."""
         return self.index(self.counts, self.sums, self.pulls)
 
-    def unpulled_to_inf(self, index: np.ndarray, n: np.ndarray) -> np.ndarray:
-        """``index`` with ``inf`` on arms of ``n == 0`` (in place), skipped once every agent
-        has pulled every arm itself (then ``n >= counts > 0`` everywhere)."""
-        if not self._all_pulled:
-            index[n <= 0] = np.inf
+    @staticmethod
+    def unpulled_to_inf(index: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """``index`` with ``inf`` on arms of ``n <= 0`` (in place): every arm is tried once."""
+        index[n <= 0] = np.inf
         return index
 
     # ------------------------------------------------------------ hooks
@@ -232,18 +222,8 @@ def unit_interval_bounds(agent_id: str, facts: FederationFacts, bounds: Any) -> 
     return check_bounds(agent_id, bounds)
 
 
-def check_bounds(agent_id: str, bounds: Any) -> tuple[float, float]:
-    try:
-        lo, hi = (float(x) for x in bounds)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{agent_id}: bounds: expected (low, high), got {bounds!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ConfigError(f"{agent_id}: bounds: expected finite low < high, got {bounds!r}")
-    return lo, hi
-
-
 def default_scale(facts: FederationFacts) -> float:
     """Reward scale for UCB-style bonuses: the reward range when bounded, else 1 (the
-    sub-Gaussian parameter of sigma = 1 Gaussian rewards, gossip.md §4.2)."""
+    sub-Gaussian parameter of sigma = 1 Gaussian rewards, the gossip paper's experiments)."""
     lo, hi = facts.reward_bounds
     return float(hi - lo) if math.isfinite(lo) and math.isfinite(hi) else 1.0

@@ -1,10 +1,9 @@
-"""LinUCB / OFUL baselines for the linear contextual family (specs/linear.md §2.7).
+"""LinUCB / OFUL baselines for the linear contextual family (docs/linear.md).
 
 * :class:`LinUCB` (``linucb``): every agent runs OFUL alone on its own data, no communication:
   ``V = lambda I + sum x x^T``, ``theta = V^-1 sum y x``, action
   ``argmax <x, theta> + beta ||x||_{V^-1}`` with the Proposition-2 radius
-  ``beta = sigma sqrt(2 ln(2/alpha) + ln det V - d ln lambda) + S sqrt(lambda)`` (ties: lowest index,
-  A27).
+  ``beta = sigma sqrt(2 ln(2/alpha) + ln det V - d ln lambda) + S sqrt(lambda)`` (ties: lowest index).
 * :class:`CentralizedLinUCB` (``centralized_linucb``): one OFUL on the raw data of **every**
   agent (``V = lambda I + sum over all agents``). An oracle upper reference: it reads every agent's
   raw data from the batched observation, breaking privacy and the communication model by design
@@ -17,8 +16,9 @@ import math
 
 import numpy as np
 
+from baselines.config import LinUCBConfig
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.kernels import check_linear, check_number, ucb_choice  # re-exported
+from fedbandit_env.kernels import check_linear, ucb_choice  # re-exported
 from fedbandit_env.policy import (
     FederationFacts,
     TeamAction,
@@ -28,7 +28,7 @@ from fedbandit_env.seeding import BatchedRNG
 
 
 def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -> np.ndarray:
-    """Proposition-2 radius with lambda I regularization (radicand clamped at 0, A5)."""
+    """Proposition-2 radius with lambda I regularization (radicand clamped at 0)."""
     d = V.shape[-1]
     logdet = np.linalg.slogdet(V)[1]
     radicand = 2.0 * math.log(2.0 / alpha) + logdet - d * math.log(lam)
@@ -48,16 +48,12 @@ class LinUCB(TeamPolicy):
         S: float = 1.0,
         beta_scale: float = 1.0,
     ):
-        self.lam = check_number(self.agent_id, "lam", lam, 1e-12)
-        self.sigma = check_number(self.agent_id, "sigma", sigma, 0.0)
-        self.alpha = check_number(self.agent_id, "alpha", alpha, 1e-12, 1.0 - 1e-12)
-        self.S = check_number(self.agent_id, "S", S, 0.0)
-        self.beta_scale = check_number(self.agent_id, "beta_scale", beta_scale, 0.0)
+        self.config = LinUCBConfig(self.agent_id, lam, sigma, alpha, S, beta_scale)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         d = check_linear(self.agent_id, facts)
         shape = (facts.num_runs, facts.num_agents)
-        self.V = np.broadcast_to(self.lam * np.eye(d), (*shape, d, d)).copy()
+        self.V = np.broadcast_to(self.config.lam * np.eye(d), (*shape, d, d)).copy()
         self.b = np.zeros((*shape, d))
         self._rows = np.indices(shape)
         self._context: np.ndarray | None = None
@@ -78,7 +74,8 @@ class LinUCB(TeamPolicy):
         if pulled is not None:
             self._update(*pulled)
         self._context = obs.context
-        beta = self.beta_scale * oful_beta(self.V, self.lam, self.sigma, self.alpha, self.S)
+        cfg = self.config
+        beta = cfg.beta_scale * oful_beta(self.V, cfg.lam, cfg.sigma, cfg.alpha, cfg.S)
         return TeamAction(ucb_choice(obs.context, self.V, self.b, beta))
 
 

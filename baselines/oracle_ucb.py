@@ -1,6 +1,6 @@
 """Centralized oracle UCB1: one UCB1 on the pooled raw rewards of every agent.
 
-The upper reference of the gossip paper's setting (specs/gossip.md §7): a "centralized UCB1 on
+The upper reference of the gossip paper's setting (docs/gossip.md): a "centralized UCB1 on
 pooled local rewards". It **breaks privacy and the communication model by design**: it reads
 every agent's raw reward from the batched observation (no channel, no ledger cost), which is
 exactly the unfair advantage of an oracle. It is therefore excluded from light-cone tests.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines.config import CentralizedUCB1Config
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.kernels import check_number
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,
@@ -33,7 +33,7 @@ class CentralizedUCB1(TeamPolicy):
     agent_id = "centralized_ucb1"
 
     def __init__(self, scale: float = 1.0):
-        self.scale = check_number(self.agent_id, "scale", scale, 0.0)
+        self.config = CentralizedUCB1Config(self.agent_id, scale)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         require_family(self.agent_id, facts, MULTI_ARMED)
@@ -41,7 +41,6 @@ class CentralizedUCB1(TeamPolicy):
         self.counts = np.zeros((facts.num_runs, self.M))
         self.sums = np.zeros((facts.num_runs, self.M))
         self._b = np.arange(facts.num_runs)[:, None]
-        self._run_base = np.arange(facts.num_runs) * self.M  # flat (run, arm) = b M + arm
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:  # pool every agent's last reward
@@ -50,24 +49,14 @@ class CentralizedUCB1(TeamPolicy):
             arms = np.full((self.counts.shape[0], self.N), obs.step, dtype=np.int64)
             return TeamAction(arms)
         total = self.counts.sum(axis=1, keepdims=True)
-        index = self.sums / self.counts + self.scale * np.sqrt(2.0 * np.log(total) / self.counts)
+        index = self.sums / self.counts + self.config.scale * np.sqrt(
+            2.0 * np.log(total) / self.counts
+        )
         best = np.argmax(index, axis=1)
         return TeamAction(np.repeat(best[:, None], self.N, axis=1).astype(np.int64, copy=False))
 
     def _pool(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Add the pulls (B, N) to the pooled statistics: per run, the rewards are added to the
-        arm's sum one agent after the other in agent order (as ``np.add.at`` does). When every
-        agent of a run pulled the same arm (the team plays in lock step), that sequential sum
-        is one ``np.add.accumulate`` along the agents and the count grows by N."""
-        arm = arms[:, 0]
-        if not (arms == arm[:, None]).all():
-            np.add.at(self.counts, (self._b, arms), 1.0)
-            np.add.at(self.sums, (self._b, arms), rewards)
-            return
-        key = self._run_base + arm
-        self.counts.reshape(-1)[key] += float(self.N)  # exact: integer counts
-        sums = self.sums.reshape(-1)  # a view: writes go to the statistics
-        chain = np.empty((key.size, self.N + 1))
-        chain[:, 0] = sums.take(key)
-        chain[:, 1:] = rewards
-        sums[key] = np.add.accumulate(chain, axis=1)[:, -1]
+        arm's sum one agent after the other in agent order (``np.add.at``)."""
+        np.add.at(self.counts, (self._b, arms), 1.0)
+        np.add.at(self.sums, (self._b, arms), rewards)

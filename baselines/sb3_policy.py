@@ -29,7 +29,7 @@ or ``fedbandit run ENV sb3_policy --agent-kwargs '{"model_path": "ppo.zip", "tru
 true}'``; a suite cell names ``"sb3_policy"`` with the same ``agent_kwargs``. In code a model
 object works too: ``SB3Policy(model=model)``.
 
-Trust (DESIGN.md §6.6, docs/rl.md "Trusting a model file"): SB3's ``load`` unpickles parts of the
+Trust (docs/rl.md, "Trusting a model file"): SB3's ``load`` unpickles parts of the
 zip, and a crafted file runs arbitrary code when unpickled, so a ``model_path`` is refused,
 before the file is opened, unless ``trust_model=True``; every path that builds this learner
 (the class, ``make_agent``, ``evaluate``, suites, ``OneLearner-v0``'s ``peers``, ``fedbandit

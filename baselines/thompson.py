@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from baselines.index import IndexPolicy, check_number, default_scale, unit_interval_bounds
+from baselines.config import ThompsonBetaConfig, ThompsonGaussianConfig
+from baselines.index import IndexPolicy, default_scale, unit_interval_bounds
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
 
@@ -59,13 +60,13 @@ class ThompsonBeta(IndexPolicy):
     agent_id = "thompson_beta"
     ties = False  # continuous samples: exact ties have probability zero
     uses_total = False
-    version = 1  # same trajectories as before the flat-update hot path
+    version = 1  # results version
 
     def __init__(self, bounds: Any = None):
-        self.bounds = bounds
+        self.config = ThompsonBetaConfig(self.agent_id, bounds)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.bounds)
+        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
         self._trick = rng.child("bernoulli_trick").buffered("uniform", (facts.num_agents,))
         shape = (facts.num_agents, facts.num_arms, 2, ATTEMPTS)
         posterior = rng.child("posterior")
@@ -96,39 +97,20 @@ class ThompsonGaussian(IndexPolicy):
     agent_id = "thompson_gaussian"
     ties = False  # continuous samples: exact ties have probability zero
     uses_total = False
-    version = 1  # same trajectories as before the flat-update hot path
+    version = 1  # results version
 
     def __init__(self, scale: float | None = None):
-        self.scale = None if scale is None else check_number(self.agent_id, "scale", scale, 0.0)
+        self.config = ThompsonGaussianConfig(self.agent_id, scale)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self._scale = default_scale(facts) if self.scale is None else self.scale
+        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
         shape = (facts.num_agents, facts.num_arms)
         self._normal = rng.child("posterior").buffered("normal", shape)
-        if not self.shared:  # kept flat: s / (n + 1) and sqrt(n + 1), pulled arms only
-            self._mean = np.zeros_like(self.counts)
-            self._root = np.ones_like(self.counts)
-            self._buf = np.empty_like(self.counts)
-
-    def on_pull(self, flat: np.ndarray) -> None:
-        n1 = self._counts_flat[flat] + 1.0
-        self._mean.reshape(-1)[flat] = self._sums_flat[flat] / n1
-        self._root.reshape(-1)[flat] = np.sqrt(n1)
-
-    def own_index(self, step: int) -> np.ndarray:
-        # the operations of index() in the same order: bit-identical samples
-        index = np.multiply(self._normal.next(), self._scale, out=self._buf)
-        index /= self._root
-        index += self._mean
-        return index
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        # s / (n + 1) + scale * z / sqrt(n + 1), the same operations on fewer temporaries
-        n1 = n + 1.0
-        index = np.multiply(self._normal.next(), self._scale)
-        index /= np.sqrt(n1)
-        index += np.divide(s, n1, out=n1)
-        return index
+        """A sample of N(s / (n + 1), scale^2 / (n + 1)) per arm (Agrawal and Goyal 2013)."""
+        z = self._normal.next()
+        return z * self.scale / np.sqrt(n + 1.0) + s / (n + 1.0)
 
 
 class ThompsonGaussianShared(ThompsonGaussian):

@@ -1,7 +1,7 @@
 """Two trivial team policies that exercise the environment and the runner.
 
 * :class:`UniformRandom` (id ``uniform``): every agent pulls a uniformly random arm each step and
-  sends nothing. Its expected per-step regret is the mean gap (DESIGN.md §6 invariant 3).
+  sends nothing. Its expected per-step regret is the mean gap.
 * :class:`Flooding` (id ``flooding``): uniform random arms, plus max-consensus flooding over the
   ``neighbors`` channel: each agent sends the element-wise maximum of its own per-arm pull counts
   and everything it received in the last step. After d steps an agent's view includes the counts of
@@ -16,7 +16,7 @@ import numpy as np
 
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.kernels import scatter_add
+from fedbandit_env.kernels import ArmTable
 from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
@@ -52,11 +52,11 @@ class Flooding(UniformRandom):
         self.counts = np.zeros(shape)
         self.known = np.zeros(shape)
         self._send = np.ones(shape[:2], dtype=bool)
-        self._row_base = np.arange(shape[0] * shape[1]).reshape(shape[:2]) * shape[2]
+        self.table = ArmTable.of(*shape)
 
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
-            scatter_add(self.counts, self._row_base + obs.last_arm, 1)
+            self.table.add(self.counts, obs.last_arm, 1.0)
         heard = obs.deliveries["neighbors"]
         if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
             received = heard.value

@@ -1,10 +1,10 @@
 """Optimism baselines: UCB1 and KL-UCB, independent per agent or sharing statistics.
 
 * :class:`UCB1` (ids ``ucb1``, ``ucb1_shared``): Auer, Cesa-Bianchi and Fischer (2002),
-  index ``mean_k + scale * sqrt(alpha * ln t / n_k)`` with ``alpha = 2`` by default, ``t`` the
-  number of samples the agent's statistics hold (own pulls, plus the neighbours' in the shared
-  variant; see :mod:`baselines.index`) and ``scale`` the reward range (1 for sigma = 1 Gaussian
-  rewards). Unpulled arms have an infinite index, so each arm is tried once first (uniform
+  index ``mean_k + scale * sqrt(alpha * ln t / n_k)`` (:func:`ucb1_index`) with ``alpha = 2`` by
+  default, ``t`` the number of samples the agent's statistics hold (own pulls, plus the
+  neighbours' in the shared variant; see :mod:`baselines.index`) and ``scale`` the reward range
+  (1 for sigma = 1 Gaussian rewards). Unpulled arms have an infinite index, so each arm is tried once first (uniform
   tie-break).
 * :class:`KLUCB` (ids ``kl_ucb``, ``kl_ucb_shared``): Garivier and Cappé (2011) with the Bernoulli
   KL divergence: the index of arm k is the largest q in [p_k, 1] with
@@ -21,62 +21,51 @@ from typing import Any
 
 import numpy as np
 
-from baselines.index import (
-    IndexPolicy,
-    check_number,
-    default_scale,
-    unit_interval_bounds,
-)
+from baselines.config import KLUCBConfig, UCB1Config
+from baselines.index import IndexPolicy, default_scale, unit_interval_bounds
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
 
 _EPS = 1e-15
 
 
+def ucb1_index(
+    n: np.ndarray, s: np.ndarray, t: np.ndarray, alpha: float, scale: float
+) -> np.ndarray:
+    """The UCB1 index of Auer, Cesa-Bianchi and Fischer (2002), ``s / n + scale sqrt(alpha ln t
+    / n)`` (their ``x̄_j + sqrt(2 ln n / n_j)`` at ``alpha = 2``, ``scale = 1``), with ``inf`` on
+    unpulled arms (``n <= 0``) so that each arm is tried once first; ``t`` broadcasts against
+    ``n`` and is read as at least 1."""
+    safe = np.maximum(n, 1.0)
+    index = s / safe + scale * np.sqrt(alpha * np.log(np.maximum(t, 1.0)) / safe)
+    return IndexPolicy.unpulled_to_inf(index, n)
+
+
 class UCB1(IndexPolicy):
     """UCB1 per agent (module doc)."""
 
     agent_id = "ucb1"
+    version = 3  # results version: one index for both variants
 
     def __init__(self, alpha: float = 2.0, scale: float | None = None):
-        self.alpha = check_number(self.agent_id, "alpha", alpha, 0.0)
-        self.scale = None if scale is None else check_number(self.agent_id, "scale", scale, 0.0)
+        self.config = UCB1Config(self.agent_id, alpha, scale)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self._scale = default_scale(facts) if self.scale is None else self.scale
-        if not self.shared:  # flat per-arm state: only the pulled arm changes each step
-            self._mean = np.zeros_like(self.counts)
-            self._rsqrt = np.zeros_like(self.counts)  # 1 / sqrt(n)
-            self._buf = np.empty_like(self.counts)
-
-    def on_pull(self, flat: np.ndarray) -> None:
-        n = self._counts_flat[flat]
-        self._mean.reshape(-1)[flat] = self._sums_flat[flat] / n
-        self._rsqrt.reshape(-1)[flat] = 1.0 / np.sqrt(n)
-
-    def own_index(self, step: int) -> np.ndarray:
-        """mean + [scale sqrt(alpha ln t)] / sqrt(n): t = step is the same for every agent, so
-        the bonus is one scalar times the kept 1/sqrt(n) (one multiply-add per arm)."""
-        c = self._scale * math.sqrt(self.alpha * math.log(max(step, 1)))
-        index = np.multiply(self._rsqrt, c, out=self._buf)
-        index += self._mean
-        return self.unpulled_to_inf(index, self.counts)
+        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        # the same floating-point operations as mean + scale * sqrt(alpha ln t / n), in place
-        safe = n if self._all_pulled else np.maximum(n, 1.0)
-        bonus = np.divide(self.alpha * np.log(np.maximum(total, 1.0)), safe)
-        np.sqrt(bonus, out=bonus)
-        bonus *= self._scale
-        index = np.divide(s, safe)
-        index += bonus
-        return self.unpulled_to_inf(index, n)
+        return ucb1_index(n, s, total, self.config.alpha, self.scale)
+
+    def own_index(self, step: int) -> np.ndarray:
+        """Independent variant: every agent has pulled once per step, so t is the step."""
+        return ucb1_index(self.counts, self.sums, float(step), self.config.alpha, self.scale)
 
 
 class UCB1Shared(UCB1):
     """UCB1 on own plus the neighbours' latest own statistics (:mod:`baselines.index`)."""
 
     agent_id = "ucb1_shared"
+    version = 2  # results version
     shared = True
 
 
@@ -105,13 +94,11 @@ class KLUCB(IndexPolicy):
     agent_id = "kl_ucb"
 
     def __init__(self, c: float = 0.0, precision: float = 1e-6, bounds: Any = None):
-        self.c = check_number(self.agent_id, "c", c, 0.0)
-        self.precision = check_number(self.agent_id, "precision", precision, 1e-12, 0.5)
-        self.bounds = bounds
+        self.config = KLUCBConfig(self.agent_id, c, precision, bounds)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.bounds)
-        self._iterations = math.ceil(math.log2(1.0 / self.precision))
+        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
+        self._iterations = math.ceil(math.log2(1.0 / self.config.precision))
 
     def transform_reward(self, reward: np.ndarray) -> np.ndarray:
         return (np.clip(reward, self._lo, self._hi) - self._lo) / (self._hi - self._lo)
@@ -119,7 +106,7 @@ class KLUCB(IndexPolicy):
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
         safe = np.maximum(n, 1.0)
         log_t = np.log(np.maximum(total, 1.0))
-        budget = log_t + self.c * np.log(np.maximum(log_t, 1.0))
+        budget = log_t + self.config.c * np.log(np.maximum(log_t, 1.0))
         upper = kl_upper_bound(np.clip(s / safe, 0.0, 1.0), budget / safe, self._iterations)
         return self.unpulled_to_inf(upper, n)
 

@@ -1,5 +1,6 @@
-"""CDP/DDP/HDP-MAB (commeff.md §2): exact equalities, closed-form costs, noise scale, invariants,
-orderings of §4.6 items 1, 2, 6, 7 at a CI scale, light cone, determinism and bad input."""
+"""CDP/DDP/HDP-MAB (Algorithms 1, 3 and 5 of Li & Song): exact equalities, closed-form costs,
+noise scale, invariants, the figures' orderings at a CI scale, light cone, determinism and bad
+input."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _pulled(arms, b):
 SMALL = dict(num_agents=12, num_arms=8, horizon=2500, instance_seed=None)
 
 
-# ------------------------------------------------------------------ exact equalities (§4.6 item 9)
+# ------------------------------------------------------------------ exact equalities
 def test_ddp_complete_and_hdp_singletons_equal_cdp_exactly():
     _, cdp_arms, cdp_regret = _play(CDPMAB(epsilon=0.5), record=True, **SMALL)
     _, ddp_arms, ddp_regret = _play(DDPMAB(epsilon=0.5), record=True, topology="complete", **SMALL)
@@ -60,7 +61,7 @@ def test_ddp_complete_and_hdp_singletons_equal_cdp_exactly():
 
 
 def test_hdp_with_complete_and_star_components_equals_cdp():
-    """§2.7: complete or star components have t_delay = 0, hence CDP's regret (weighted)."""
+    """Algorithm 5: complete or star components have t_delay = 0, hence CDP's regret (weighted)."""
     _, cdp_arms, _ = _play(CDPMAB(), record=True, **SMALL)
     for graph in ("complete", "star"):
         hybrid = {
@@ -79,7 +80,7 @@ EASY = dict(num_arms=4, means=[0.9, 0.8, 0.6, 0.2], horizon=2500)
     ("topology", "per_round", "delay"), [("complete", 1225, 0), ("star", 98, 1), ("ring", 1250, 24)]
 )
 def test_ddp_gis_cost_per_round_matches_spec(topology, per_round, delay):
-    """§4.5: exact GIS accounting at M = 50, c2 = 1: complete 1225, star 98, ring 1250."""
+    """Exact GIS accounting at M = 50, c2 = 1: complete 1225, star 98, ring 1250."""
     pol = DDPMAB()
     venv, _, _ = _play(pol, runs=2, num_agents=50, topology=topology, c2=1.0, **EASY)
     assert pol.delay == delay
@@ -90,7 +91,7 @@ def test_ddp_gis_cost_per_round_matches_spec(topology, per_round, delay):
 
 
 def test_cdp_cost_is_c1_n_rounds_with_participation():
-    """Thm 1/2: c1 * ceil(pM) per round (A13: broadcast free)."""
+    """Thm 1/2: c1 * ceil(pM) per round (docs/commeff.md, decision 12: broadcast free)."""
     for p in (1.0, 0.3):
         pol = CDPMAB(participation=p)
         venv, _, _ = _play(pol, runs=3, num_agents=20, c1=25.0, **EASY)
@@ -108,7 +109,8 @@ def test_cdp_cost_is_c1_n_rounds_with_participation():
     ],
 )
 def test_hdp_cost_models_match_spec(graph, cost_model, per_round):
-    """§4.5 cases 5 and 1 (five components of 20, c1 = 50, c2 = 1) under both A14 cost models."""
+    """Table II cases 5 and 1 (five components of 20, c1 = 50, c2 = 1) under both cost models
+    (decision 13)."""
     topo = {"sizes": [20] * 5, "component_graph": graph}
     pol = HDPMAB(cost_model=cost_model)
     venv, _, _ = _play(
@@ -136,7 +138,7 @@ def test_hdp_cost_models_match_spec(graph, cost_model, per_round):
     ],
 )
 def test_laplace_scale_is_one_over_n_eff_eps_n(privacy, epsilon, p):
-    """§2.1/§2.9/§2.3: after epoch 1, ybar - (own epoch mean) ~ Lap(1/(eps_msg n_1)), with
+    """After epoch 1, ybar - (own epoch mean) ~ Lap(1/(eps_msg n_1)), with
     eps_msg = N_eff eps in paper mode and N_eff = ceil(pM) under partial participation (M = 10,
     p = 0.25: N_eff = 3, where round(pM) = floor(pM) = 2)."""
     pol = CDPMAB(epsilon=epsilon, privacy=privacy, participation=p)
@@ -172,7 +174,7 @@ def test_no_noise_at_infinite_epsilon():
     assert all(rec.h == 0.0 for hist in pol.history for rec in hist)
 
 
-# ------------------------------------------------------------------ invariants (§4.6 item 9)
+# ------------------------------------------------------------------ invariants
 def test_best_arm_survives_and_round_bound():
     pol = CDPMAB()
     runs = 20
@@ -195,12 +197,12 @@ def test_round_budget_commits_after_r_rounds():
     means = [0.9, 0.85, 0.8, 0.75, 0.7]
     _play(pol, runs=3, num_agents=10, num_arms=5, horizon=4000, means=means)
     assert np.all(pol.rounds_done == 2)
-    assert np.all(pol.active.sum(axis=2) > 1)  # A5: committed to the best aggregate
+    assert np.all(pol.active.sum(axis=2) > 1)  # decision 5: committed to the best aggregate
     assert pol.history[0][-1].tilde == pytest.approx(0.3)
     assert np.all(pol.phase == 2)  # committed
 
 
-# ------------------------------------------------------------------ orderings (§4.6 items 1, 2, 6, 7)
+# ------------------------------------------------------------------ orderings of the figures
 def _paired_gap(worse, better):
     """Mean paired difference and its standard error."""
     d = worse - better
@@ -466,7 +468,7 @@ def test_per_run_delta_equals_single_runs():
 
 
 def test_hdp_unweighted_aggregation_equals_weighted_for_equal_sizes():
-    """A10: with equal component sizes the mean of component means is the all-agent mean."""
+    """Decision 10: with equal component sizes the mean of component means is the all-agent mean."""
     topo = {
         "topology": "hybrid",
         "topology_kwargs": {"sizes": [4, 4, 4], "component_graph": "path"},

@@ -1,4 +1,4 @@
-"""commeff.md §2.1/§2.9 schedule identities (property tests) and the agents' config validation."""
+"""The elimination schedule's identities (property tests) and the agents' config validation."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ eps_values = st.one_of(st.floats(0.01, 100.0), st.just(math.inf))
     s_prev=st.integers(0, 10**6),
 )
 def test_width_at_most_half_resolution(r, num_arms, frac, horizon, n_eff, epsilon, budget, s_prev):
-    """C(r) = c(r) + h(r) <= tilde_r / 2 with the integerised S_int (§2.1, §4.6 item 9)."""
+    """C(r) = c(r) + h(r) <= tilde_r / 2 with the integerised S_int."""
     active = max(1, round(frac * num_arms))
     rounds, delta = budget if budget is not None else (None, None)
     if rounds is not None:
@@ -48,7 +48,7 @@ def test_width_at_most_half_resolution(r, num_arms, frac, horizon, n_eff, epsilo
 
 
 def test_spec_reference_schedule_numbers():
-    """§4.5: M = 50, K = 100, T = 10^4, eps = 1: S(1) = 10.17 -> 11, C(1) = 0.1202 + 0.0029."""
+    """M = 50, K = 100, T = 10^4, eps = 1: S(1) = 10.17 -> 11, C(1) = 0.1202 + 0.0029."""
     kw = dict(num_arms=100, horizon=10_000, n_eff=50, eps_msg=50.0)
     s = schedule.sample_target(1, 100, 0.5, **kw)
     assert s == pytest.approx(10.17, abs=0.01)
@@ -68,7 +68,7 @@ def test_budget_schedule_ends_at_delta_and_round_bound():
 
 
 def test_privacy_modes_give_the_same_formulas_at_n_eff_epsilon():
-    """§2.9: per_message with eps_msg = N eps reproduces the paper mode exactly."""
+    """per_message with eps_msg = N eps reproduces the paper mode exactly."""
     paper = EliminationConfig("x", epsilon=0.5, privacy="paper")
     per_msg = EliminationConfig("x", epsilon=25.0, privacy="per_message")
     assert paper.eps_msg(50) == per_msg.eps_msg(50) == 25.0

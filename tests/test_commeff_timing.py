@@ -1,6 +1,7 @@
-"""CDP/DDP/HDP-MAB against an independent plain loop of commeff.md §2.1-§2.7 with the time model
-of §1.7 (the master-worker round is instantaneous; the first hop of a graph round is free and
-every further hop is a slot of local greedy pulls, A7), written here without the agents' code:
+"""CDP/DDP/HDP-MAB against an independent plain loop of Algorithms 1-5 of Li & Song with the time
+model of docs/commeff.md, decision 18 (the master-worker round is instantaneous; the first hop of
+a graph round is free and every further hop is a slot of local greedy pulls, decision 7), written
+here without the agents' code:
 step for step on the environment's rewards without noise, and in distribution (regret, rounds
 and communication cost within 3 standard errors) with Laplace noise. ``timing="latency"`` (one
 upload slot more per round) is checked to differ, and the option is validated."""
@@ -22,7 +23,7 @@ MEANS = [0.9, 0.75, 0.6, 0.3]
 
 
 def gis_edge_uses(graph: nx.Graph) -> int:
-    """§2.4: one GIS round; per hop, the undirected edges that carried DATA in either
+    """Algorithm 2: one GIS round; per hop, the undirected edges that carried DATA in either
     direction (ADV of fresh ids, REQ of the missing ones, DATA back)."""
     known = {i: {i} for i in graph}
     fresh = {i: {i} for i in graph}
@@ -44,7 +45,7 @@ def gis_edge_uses(graph: nx.Graph) -> int:
 
 
 def sink_path_cost(graph: nx.Graph) -> tuple[float, int]:
-    """§2.6 FindSinkAgents per component (centre, lowest id) and Thm 4's local cost
+    """Algorithm 4 (FindSinkAgents) per component (centre, lowest id) and Thm 4's local cost
     sum_i sd(i, SA_q); returns (that sum, max_q ecc(SA_q) - 1)."""
     total, delay = 0.0, 0
     for comp in nx.connected_components(graph):
@@ -58,7 +59,7 @@ def sink_path_cost(graph: nx.Graph) -> tuple[float, int]:
 
 
 def plain_elimination(M, K, T, eps, delay, reward, lap=None):
-    """§2.2 (CDP) / §2.5 (DDP) / §2.7 (HDP): they differ only in ``delay`` (slots after the
+    """Algorithm 1 (CDP) / 3 (DDP) / 5 (HDP): they differ only in ``delay`` (slots after the
     free first hop). ``reward(t, i, a)`` is agent i's reward of arm a in slot t (1-based);
     ``lap(scale, size)`` draws the Laplace noise (None: epsilon = inf). Returns the arms played
     (T x M list) and the number of rounds held."""
@@ -101,7 +102,7 @@ def plain_elimination(M, K, T, eps, delay, reward, lap=None):
                     yhat += lap(1.0 / (N * eps * n))
                 ybar[i][k] = (s_prev / s_int) * ybar[i][k] + (n / s_int) * yhat
         rounds += 1
-        for _ in range(delay):  # hops after the first: local greedy pulls (A7)
+        for _ in range(delay):  # hops after the first: local greedy pulls
             if t == T:
                 return played, rounds
             t += 1
@@ -157,7 +158,7 @@ CASES = {
 
 
 def _expected(case, venv):
-    """(delay, cost per round) from the plain definitions of §1.5, §2.4, §2.6."""
+    """(delay, cost per round) from the plain definitions of the costs and Algorithms 2 and 4."""
     graph = venv.config.topology.graph
     if case == "cdp":
         return 0, venv.config.c1 * venv.num_agents
@@ -225,7 +226,7 @@ def test_paper_timing_agrees_in_distribution_with_the_plain_loop(case):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_latency_timing_takes_one_upload_slot_more_per_round(case):
     """``timing="latency"``: no communication step; each round costs 1 + delay pulled slots, so
-    the plain loop of §1.7 no longer matches, with the same cost per round."""
+    the plain loop of the paper's timing no longer matches, with the same cost per round."""
     make, env = CASES[case]
     M, T = 7, 2500
     policy = make(epsilon=math.inf, timing="latency")
@@ -237,7 +238,7 @@ def test_latency_timing_takes_one_upload_slot_more_per_round(case):
     played, _ = plain_elimination(
         M, len(MEANS), T, math.inf, delay + 1, lambda t, i, a: rewards[t - 1, 0, i]
     )
-    assert arms[:, 0].tolist() == played  # §1.7 with one more slot per round
+    assert arms[:, 0].tolist() == played  # the paper's timing with one more slot per round
     assert venv.engine.ledger.total.cost[0].sum() == pytest.approx(
         per_round * policy.rounds_done[0]
     )

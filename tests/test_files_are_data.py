@@ -143,7 +143,7 @@ def test_lookup_never_imports_and_versions_come_from_class_attributes(payloads):
         if agent_id != "sb3_policy":
             assert lookup_agent(agent_id) is None
             assert registered_results_version(ENV, agent_id) is None
-    assert class_version("ucb1") == (2, "")
+    assert class_version("ucb1") == (3, "")
     assert registered_results_version(ENV, "sb3_policy") is not None  # registered: no build
     _no_markers(markers)
     assert without_trust_flags({"model_path": "m", "trust_model": True, "trust_x": 1}) == {

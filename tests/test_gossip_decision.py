@@ -1,5 +1,6 @@
 """The arm choice of Gossip_UCB and Fed_UCB against an independent reference of the decision rule
-(specs/gossip.md §2.3 phase A, bonus Eq. (11); §2.4 bonus Eq. (12)), checked at every round.
+(Algorithm 1 lines 3-13 with the bonus of Eq. (11); Algorithm 4 with Eq. (12)), checked at every
+round.
 
 The reference reads only the agent's exposed state right after it chose round t's arms:
 ``n`` = n(t−1), ``ntil`` = ñ(t), ``theta`` = ϑ(t−1) (ϑ̃ for Fed_UCB), and recomputes with plain
@@ -55,13 +56,12 @@ def ref_allowed_arms(policy, b: int, i: int, t: int) -> tuple[str, set[int]]:
     lagging = {k for k in range(num_arms) if n[k] < ntil[k] - num_agents}
     if lagging:
         return "lag", lagging
-    scale = policy.bonus_scale
-    dp_scale = getattr(policy, "dp_bonus_scale", 1.0)
-    log_floor = getattr(policy, "dp_log_floor", 1.0)
+    scale = policy.config.bonus_scale
+    dp_scale = getattr(policy.config, "dp_bonus_scale", 1.0)
+    log_floor = getattr(policy.config, "dp_log_floor", 1.0)
     index = [
-        theta[k] + ref_bonus(
-            t, n[k], num_agents, policy.T, policy.epsilon, scale, dp_scale, log_floor
-        )
+        theta[k]
+        + ref_bonus(t, n[k], num_agents, policy.T, policy.epsilon, scale, dp_scale, log_floor)
         for k in range(num_arms)
     ]
     best = max(index)
@@ -122,7 +122,14 @@ def check_decisions(policy, num_agents=6, num_arms=4, rounds=400, topology="path
         lambda: GossipFedUCB(epsilon=5.0, bonus_scale=0.5, dp_bonus_scale=0.01, noisy_init=False),
         lambda: GossipFedUCB(epsilon=1.0, dp_log_floor=1.0),
     ],
-    ids=["gossip", "gossip-scaled-literal", "fed-inf", "fed-eps1", "fed-eps5-scaled", "fed-eps1-ln-n"],
+    ids=[
+        "gossip",
+        "gossip-scaled-literal",
+        "fed-inf",
+        "fed-eps1",
+        "fed-eps5-scaled",
+        "fed-eps1-ln-n",
+    ],
 )
 def test_chosen_arm_follows_the_decision_rule_at_every_round(make):
     policy = make()
@@ -131,14 +138,14 @@ def test_chosen_arm_follows_the_decision_rule_at_every_round(make):
     # dp_log_floor = 2 no arm is stranded at epsilon = 1, every agent keeps every arm's count up
     # and nothing lags on this instance (the ln n variant exercises the lagging branch)
     assert branches["ucb"] > 1000
-    if getattr(policy, "dp_log_floor", 1.0) == 1.0:
+    if getattr(policy.config, "dp_log_floor", 1.0) == 1.0:
         assert branches["lag"] > 20
 
 
 def test_ties_and_lagging_choices_are_random_on_bernoulli_rewards():
-    """Bernoulli rewards make exact index ties frequent (gossip.md §6 item 9): the choice stays in
-    the maximiser set and is not always its lowest arm; lagging picks spread over the lagging
-    arms instead of always taking the lowest."""
+    """Bernoulli rewards make exact index ties frequent (docs/gossip.md, decision 5): the choice
+    stays in the maximiser set and is not always its lowest arm; lagging picks spread over the
+    lagging arms instead of always taking the lowest."""
     kw = {"num_agents": 5, "num_arms": 5, "reward": "bernoulli"}
     ties = check_decisions(GossipUCB(), **kw)
     assert ties["ties"] >= 20 and 0 < ties["tie_not_lowest"] < ties["ties"]

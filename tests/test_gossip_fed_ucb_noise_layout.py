@@ -2,7 +2,7 @@
 "Results versions"): leaf rounds draw one standard Laplace per (run, agent) for the pulled arm's
 level-0 block, instead of one per arm of which K - 1 went unused. The stream changed, so
 trajectories differ; regret must agree with the version-3 layout within 3 standard errors on a
-fixed instance (gossip.md §4.2 setting: Gaussian(1) rewards, ring)."""
+fixed instance (the paper's synthetic setting: Gaussian(1) rewards, ring)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Fed_UCB options (specs/gossip.md §2.4, §6 items 1, 4–7): the reward range and Laplace scale
-(§6 item 5), tree indexing, noise on empty blocks, the paper's level count, the DP bonus scale
-and the literal line order, each checked for its specific effect at agent level."""
+"""Fed_UCB options (Algorithms 2-4 of the gossip paper; docs/gossip.md, decisions 1, 4, 8-11):
+the reward range and Laplace scale (decision 11), tree indexing, noise on empty blocks, the
+paper's level count, the DP bonus scale and the literal line order, each checked for its specific
+effect at agent level."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from agents.gossip_ucb import GossipFedUCB, GossipUCB
+from agents.gossip_ucb import GossipFedUCB, GossipUCB, exploration_bonus
 from fedbandit_env import ConfigError
 from tests.helpers import gossip_venv
 
@@ -48,7 +49,7 @@ def _first_decision(policy, **venv_kw):
     return policy
 
 
-# ----------------------------------------------------------------- reward range (§6 item 5)
+# ----------------------------------------------------------------- reward range (decision 11)
 
 T_LEVELS = math.floor(math.log2(200)) + 1  # default levels for T = 200 rounds
 
@@ -134,11 +135,11 @@ def test_bad_reward_clip(clip):
         GossipFedUCB(reward_clip=clip)
 
 
-# ------------------------------------------------------------------ tree options (§2.4, §6)
+# ------------------------------------------------------------------ tree options (Algorithm 2)
 
 
 def _noise_term_reference(pull_rounds: list[int], t: int) -> int:
-    """Non-empty dyadic blocks of 1..t (Algorithm 2, text version of §6 item 6: noise only on
+    """Non-empty dyadic blocks of 1..t (Algorithm 2, the text's version, decision 8: noise only on
     blocks holding a pull) plus the noised init leaf."""
     terms, end = 1, t
     while end:
@@ -208,7 +209,7 @@ def test_pull_indexed_tree_has_popcount_of_the_pull_count_noise_terms():
 
 @pytest.mark.parametrize(("rounds", "paper", "default"), [(512, 9, 10), (500, 9, 9)])
 def test_paper_privacy_levels_set_the_per_level_budget(rounds, paper, default):
-    """ε' = ε/⌈log2 T⌉ with privacy_levels="paper", ε/(⌊log2 T⌋+1) by default (§6 item 4); the
+    """ε' = ε/⌈log2 T⌉ with privacy_levels="paper", ε/(⌊log2 T⌋+1) by default (decision 4); the
     drawn noise scales accordingly (paired seeds), and a power-of-two T overspends."""
     eps = 2.0
     lit = _first_decision(
@@ -235,9 +236,9 @@ def test_dp_bonus_scale_multiplies_the_privacy_term_of_eq_12(floor):
         dp = 128.0 * big_n * math.log(big_t) ** 2 * math.log(t) * ln_n / (n * eps**2)
         c = policy.bonus(t)
         assert np.allclose(c, np.sqrt(base * (1.0 + scale * dp)) + policy.alpha1, rtol=1e-12)
-        policy.dp_bonus_scale = 0.0  # same state, no privacy term: Eq. (11)
-        assert np.allclose(policy.bonus(t), np.sqrt(base) + policy.alpha1, rtol=1e-12)
-        policy.dp_bonus_scale = scale
+        no_dp = {**policy.bonus_parameters(), "dp_bonus_scale": 0.0}  # no privacy term
+        assert np.allclose(exploration_bonus(n, t, **no_dp), np.sqrt(base) + policy.alpha1,
+                           rtol=1e-12)  # fmt: skip
         checked.append(t)
 
     _play(
@@ -276,7 +277,7 @@ def test_dp_log_floor_keeps_the_privacy_term_positive_at_one_pull():
 
 @pytest.mark.parametrize("literal", [False, True])
 def test_literal_line_order_shifts_lemma_1_by_one_round(literal):
-    """§6 item 1: with the §2.3 order ñ_i(t) = max_j n_j(t − 1 − d(j, i)) (Lemma 1); with
+    """Decision 1: with the end-of-round order ñ_i(t) = max_j n_j(t − 1 − d(j, i)) (Lemma 1); with
     Algorithm 1's line order (ñ from the pre-pull count) ñ_i(t) = max_j n_j(t − 2 − d(j, i));
     n_j(s) = 0 for s < 0 (literal order from t = 2: ñ(1) = n(0) is the initialization)."""
     n_agents, shift = 5, 1 if literal else 0

@@ -1,5 +1,5 @@
-"""An independent plain-loop Fed_UCB written from the paper (specs/gossip.md §2.3-2.4, Algorithms
-1-4 with the executable round order of §2.3) against the batched ``gossip_fed_ucb``.
+"""An independent plain-loop Fed_UCB written from the paper (Algorithms 1-4, with the round order
+of docs/gossip.md, "Round and timing") against the batched ``gossip_fed_ucb``.
 
 Nothing here is shared with agents/gossip_ucb.py or fedbandit_env.privacy: per agent and arm, in
 Python loops, with its own Generator: the initialization pulls every arm once (un-noised, the
@@ -82,8 +82,13 @@ def plain_fed_ucb(
                 dp = 0.0
                 if private:
                     dp = (
-                        dp_bonus_scale * 128.0 * n_agents * math.log(rounds) ** 2 * math.log(t)
-                        * math.log(n[i][k]) / (n[i][k] * epsilon**2)
+                        dp_bonus_scale
+                        * 128.0
+                        * n_agents
+                        * math.log(rounds) ** 2
+                        * math.log(t)
+                        * math.log(n[i][k])
+                        / (n[i][k] * epsilon**2)
                     )
                 index.append(theta[i][k] + math.sqrt(base * (1.0 + dp)) + alpha1)
             top = max(index)
@@ -100,7 +105,7 @@ def plain_fed_ucb(
             for q, r in _blocks(t):
                 lo = bisect.bisect_right(rounds_of[i][k], q)  # pulls in rounds q+1 .. r
                 hi = bisect.bisect_right(rounds_of[i][k], r)
-                if hi == lo:  # an empty block gets no noise (§6 item 6)
+                if hi == lo:  # an empty block gets no noise (decision 8)
                     continue
                 if private and (q, r) not in noise[i][k]:
                     noise[i][k][(q, r)] = rng.laplace(0.0, scale)
@@ -124,8 +129,14 @@ def plain_fed_ucb(
 
 def _agent_regret(env_id, m, rounds, runs, **kw):
     policy = GossipFedUCB(noisy_init=False, dp_log_floor=1.0, **kw)
-    res = evaluate(env_id, policy, runs=runs, seed=11, env_kwargs={"horizon": rounds + m},
-                   checkpoints=np.array([m, rounds + m]))
+    res = evaluate(
+        env_id,
+        policy,
+        runs=runs,
+        seed=11,
+        env_kwargs={"horizon": rounds + m},
+        checkpoints=np.array([m, rounds + m]),
+    )
     return res.regret_per_agent[:, 1] - res.regret_per_agent[:, 0]
 
 

@@ -1,5 +1,5 @@
-"""Gossip_UCB and Fed_UCB (specs/gossip.md): invariants P1–P6 at every step, light cone,
-regret behaviour, theory constants and bad input."""
+"""Gossip_UCB and Fed_UCB (Algorithms 1 and 4 of the gossip paper): invariants at every step,
+light cone, regret behaviour, theory constants and bad input."""
 
 from __future__ import annotations
 
@@ -46,25 +46,25 @@ def test_invariants_p1_to_p5_at_every_round(policy):
         if step >= m:
             t = step - m  # rounds completed; self.ntil is now ñ(t + 1)
             history.append(policy.n.copy())
-            # P1 conservation: sum_i theta = sum_i xbar (noisy means for Fed_UCB)
+            # conservation: sum_i theta = sum_i xbar (noisy means for Fed_UCB)
             assert np.allclose(policy.theta.sum(axis=1), policy.xbar.sum(axis=1), atol=1e-9)
-            # P2 Lemma 1: ñ_i(t+1) = max_j n_j(t - d(j, i)), n_j(s) = 0 for s < 0
+            # Lemma 1: ñ_i(t+1) = max_j n_j(t - d(j, i)), n_j(s) = 0 for s < 0
             expected = np.zeros_like(policy.ntil)
             for i in range(n):
                 cands = [history[t - dist[i, j]][:, j] for j in range(n) if t - dist[i, j] >= 0]
                 expected[:, i] = np.max(cands, axis=0)
             assert np.array_equal(policy.ntil, expected)
-            # P3 Lemma 2 and P4 Lemma 3
+            # Lemma 2 and Lemma 3
             assert np.all(policy.n > policy.ntil - 3 * m * n)
             spread = policy.n.max(axis=1) - policy.n.min(axis=1)
             assert np.all(spread <= (3 * m + 1) * n)
-            # P5: one pull per round plus the M init pulls
+            # one pull per round plus the M init pulls
             assert np.all(policy.n.sum(axis=2) == t + m)
         obs, *_ = venv.step(action.arms, action.messages)
 
 
 def test_fed_ucb_with_infinite_epsilon_equals_gossip_ucb():
-    """P6: same seeds, same trajectory (regret curves and ledger identical)."""
+    """Same seeds, same trajectory (regret curves and ledger identical)."""
     kwargs = {"horizon": 3005, "instance_seed": None}
     plain = evaluate("FedBandit/GossipTriangle-v0", "gossip_ucb", runs=3, seed=4, env_kwargs=kwargs)
     fed = evaluate(
@@ -104,7 +104,7 @@ def test_noisy_mean_carries_the_tree_counter_noise():
     assert np.array_equal(
         policy.xbar[b, i, last], (policy.S + noise)[b, i, last] / policy.n[b, i, last]
     )
-    # noise only on blocks holding a pull (gossip.md §6 item 6): arms never pulled after the
+    # noise only on blocks holding a pull (docs/gossip.md, decision 8): arms never pulled after the
     # (un-noised, noisy_init=False) init sample carry none
     assert np.array_equal(noise != 0, policy.n > 1)
 
@@ -154,7 +154,7 @@ def test_light_cone(make, topology, n, topo):
 
 
 def test_independent_ucb1_locks_on_local_best_while_gossip_ucb_learns_global_best():
-    """Agents 0 and 1 prefer arm 0 locally; the global best is arm 1 (gossip.md §1.2)."""
+    """Agents 0 and 1 prefer arm 0 locally; the global best is arm 1 (heterogeneous local means)."""
     means = [[0.8, 0.6], [0.8, 0.6], [0.0, 0.9]]
     kwargs = {"means": means, "horizon": 8002, "topology": "complete", "reward": "bernoulli"}
     ucb = evaluate(ENV, "ucb1", runs=6, seed=0, env_kwargs=kwargs)
@@ -172,9 +172,9 @@ def test_setting_a_regret_far_below_theorem1_and_epsilon_ordering():
     """Setting (a) (N=3, M=5, K3), T = 2e4 rounds, seeds 0-3 (paired: the reward, edge and
     tie-break streams do not depend on epsilon).
 
-    * eps = inf: every agent's own regret (Theorem 1 bounds each R_i(T), §3) far below the bound.
+    * eps = inf: every agent's own regret (Theorem 1 bounds each R_i(T)) far below the bound.
     * Ordering eps=1 > eps=5 > eps=inf of the final regret, every run of eps=1 above every run of
-      eps=5 and so on (gossip.md §4.5).
+      eps=5 and so on (the paper's Fig. 2).
 
     eps = 2 is left out on purpose: at this scale eps = 1 and eps = 2 are not separated.
     Measured at T = 2e4 over seeds 0-15 (agent-averaged final regret, mean / sd): eps=1 5330 /
@@ -236,7 +236,7 @@ def test_setting_a_four_epsilon_ordering_at_2e5_rounds():
 
 
 def test_theory_constants_table():
-    """gossip.md §3 table: alpha1, L, alpha2 for the experiment settings."""
+    """The paper's constants: alpha1, L, alpha2 for the experiment settings."""
     assert alpha1(3) == pytest.approx(4.96e-7, rel=1e-3)
     assert alpha1(10) == pytest.approx(6.4e-16)
     assert constant_L(0.5, 3) == 59 and alpha2(0.5, 3, 5) == pytest.approx(211.6, abs=0.05)
@@ -248,21 +248,21 @@ def test_theory_constants_table():
 
     lam = gossip_lambda2(nx.path_graph(10))
     assert lam == pytest.approx(0.99456, abs=1e-5)
-    mu = np.array([0.506, 0.378, 0.471, 0.580, 0.687])  # §4.6 instance 0
+    mu = np.array([0.506, 0.378, 0.471, 0.580, 0.687])  # a fixed instance
     assert theorem1_bound(600_000, mu, 0.5, 3) == pytest.approx(7.4e3, rel=0.01)
 
 
 def test_alpha3_by_hand():
-    """alpha3 = alpha2 + 4N (§3). alpha2(0.5, 3, 2) = (3*2-1)*3 + 2 pi^2/3 + 2 * 0.5^(1/12) /
+    """alpha3 = alpha2 + 4N. alpha2(0.5, 3, 2) = (3*2-1)*3 + 2 pi^2/3 + 2 * 0.5^(1/12) /
     ((1 - 0.5^(1/3)) (1 - 0.5^(1/12))) = 15 + 6.5797 + 1.88775 / (0.206299 * 0.0561257)
     = 15 + 6.5797 + 163.036 = 184.616."""
     assert alpha3(0.5, 3, 2) == pytest.approx(184.616 + 12, abs=1e-3)
-    assert alpha3(0.5, 3, 5) == pytest.approx(211.616 + 12, abs=1e-3)  # the §3 table's alpha2
+    assert alpha3(0.5, 3, 5) == pytest.approx(211.616 + 12, abs=1e-3)  # the constants' alpha2
     assert alpha3(0.99, 10, 2) == pytest.approx(713_758.28 + 40, abs=0.01)
 
 
 def test_theorem2_bound_by_hand():
-    """Theorem 2 (§3): sum over gaps of Delta (max{N lnT (1 + sqrt(1 + (16 delta/eps)^2 ln^3 T))
+    """Theorem 2: sum over gaps of Delta (max{N lnT (1 + sqrt(1 + (16 delta/eps)^2 ln^3 T))
     / delta^2, L, (3M+1)N} + 4N lnT + alpha3), delta = Delta/2 - alpha1."""
     # N=3, M=2, lambda2=0.5, mu=(0.7, 0.5), T=1e4, eps=1: Delta=0.2, delta=0.1 - 4.96e-7,
     # lnT=9.21034, (16 delta)^2 ln^3 T = 2.56 * 781.33 = 2000.2, sqrt(2001.2) = 44.735,

@@ -107,16 +107,16 @@ def test_changed_streams_keep_the_regret_within_three_standard_errors(cls):
     old_arms, old = _run(_old(cls)(), "FedBandit/Homogeneous-v0", runs, horizon, seed=7, **kw)
     se = np.sqrt(new.var(ddof=1) / runs + old.var(ddof=1) / runs)
     assert abs(new.mean() - old.mean()) <= 3 * se, (new.mean(), old.mean(), se)
-    assert cls.version == 2
+    assert cls.version >= 2
 
 
 def test_ucb1_index_values_match_the_old_formula():
-    """The flat UCB1 index equals mean + scale sqrt(alpha ln t / n) up to rounding."""
+    """The UCB1 index equals mean + scale sqrt(alpha ln t / n) up to rounding."""
     policy = UCB1()
     _run(policy, "FedBandit/Homogeneous-v0", 2, 60, **RING)
     n, s = policy.counts, policy.sums
     t = n.sum(axis=-1, keepdims=True)
-    want = s / n + policy._scale * np.sqrt(policy.alpha * np.log(t) / n)
+    want = s / n + policy.scale * np.sqrt(policy.config.alpha * np.log(t) / n)
     assert np.allclose(policy.own_index(int(t.flat[0])), want, rtol=1e-12, atol=0)
 
 
@@ -145,75 +145,7 @@ def test_argmax_one_uniform_is_uniform_over_ties_and_handles_inf():
 
 
 # ---------------------------------------------------------------- gossip_ucb / gossip_fed_ucb
-from agents.gossip_ucb import GOSSIP, NEIGHBORS, GossipFedUCB, GossipUCB  # noqa: E402
-
-
-class OldGossipKernel:
-    """The previous Gossip_UCB round: per-arm tie-break and lagging uniforms, full updates."""
-
-    def channel_spec(self, config):
-        m = config.num_arms
-        return {
-            NEIGHBORS: {"kind": "neighbors", "dim": m},
-            GOSSIP: {"kind": "gossip", "dim": m},
-        }
-
-    def reset(self, facts, rng):
-        super().reset(facts, rng)
-        n, m = facts.num_agents, facts.num_arms
-        self._tiebreak = rng.child("tiebreak").buffered("uniform", (n, m))
-        self._lagpick = rng.child("lagging").buffered("uniform", (n, m))
-
-    def bonus(self, t):
-        if getattr(self, "private", False):
-            return super().bonus(t)
-        return self.bonus_scale * np.sqrt(2.0 * self.N * np.log(t) / self.n) + self.alpha1
-
-    def _decide(self, t):
-        lag = self.n < self.ntil - self.N
-        lag_u = self._lagpick.next()
-        ucb_arm = argmax_uniform_ties(self.theta + self.bonus(t), self._tiebreak.next())
-        if not lag.any():
-            return ucb_arm.astype(np.int64)
-        lag_arm = np.argmax(np.where(lag, lag_u, -1.0), axis=-1)
-        return np.where(lag.any(axis=-1), lag_arm, ucb_arm).astype(np.int64)
-
-    def _observe(self, obs):
-        t = self._round
-        b, i = self._rows
-        arm = obs.last_arm
-        old_xbar = self.xbar.copy()
-        reward = self._clip(obs.last_reward)
-        self.n[b, i, arm] += 1.0
-        self.S[b, i, arm] += reward
-        self._update_mean(t, arm, reward)
-        grad = self.xbar - old_xbar
-        gossip = obs.deliveries[GOSSIP]
-        averaged = 0.5 * (self.theta + gossip.payload) + grad
-        self.theta = np.where(gossip.received[..., None], averaged, self.theta + grad)
-        heard = obs.deliveries[NEIGHBORS]
-        best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
-        self.ntil = np.maximum(self.n, best_heard)
-
-
-@pytest.mark.parametrize(
-    ("cls", "kwargs"), [(GossipUCB, {}), (GossipFedUCB, {"epsilon": 2.0, "reward_clip": (0, 1)})]
-)
-def test_gossip_regret_within_three_standard_errors_of_the_old_kernel(cls, kwargs):
-    kw = {
-        "num_agents": 4,
-        "num_arms": 3,
-        "topology": "ring",
-        "means": [0.7, 0.6, 0.6],
-        "reward": "bernoulli",
-    }
-    runs, horizon = 40, 250
-    old_cls = type(f"Old{cls.__name__}", (OldGossipKernel, cls), {})
-    _, new = _run(cls(**kwargs), "FedBandit/Homogeneous-v0", runs, horizon, seed=3, **kw)
-    _, old = _run(old_cls(**kwargs), "FedBandit/Homogeneous-v0", runs, horizon, seed=3, **kw)
-    se = np.sqrt(new.var(ddof=1) / runs + old.var(ddof=1) / runs)
-    assert abs(new.mean() - old.mean()) <= 3 * se, (new.mean(), old.mean(), se)
-    assert cls.version >= 2  # v2: this kernel change (gossip_fed_ucb v3: dp_log_floor)
+from agents.gossip_ucb import GossipUCB  # noqa: E402
 
 
 def test_gossip_bonus_matches_the_eq11_formula():
@@ -221,7 +153,8 @@ def test_gossip_bonus_matches_the_eq11_formula():
     kw = {"num_agents": 4, "num_arms": 3, "topology": "ring"}
     _run(policy, "FedBandit/Homogeneous-v0", 2, 40, **kw)
     t = policy.round
-    want = policy.bonus_scale * np.sqrt(2.0 * policy.N * np.log(t) / policy.n) + policy.alpha1
+    scale, n = policy.config.bonus_scale, policy.n
+    want = scale * np.sqrt(2.0 * policy.N * np.log(t) / n) + policy.alpha1
     assert np.allclose(policy.bonus(t), want, rtol=1e-12, atol=0)
 
 
@@ -330,8 +263,13 @@ def test_shared_received_sum_equals_the_slot_by_slot_sum(topology):
     M = 3
     channels = {CHANNEL: {"kind": "neighbors", "dim": 2 * M}}
     venv = fedbandit_env.make_vec(
-        "FedBandit/Homogeneous-v0", num_runs=2, num_agents=6, num_arms=M, horizon=5,
-        topology=topology, channels=channels,
+        "FedBandit/Homogeneous-v0",
+        num_runs=2,
+        num_agents=6,
+        num_arms=M,
+        horizon=5,
+        topology=topology,
+        channels=channels,
     )
     obs, _ = venv.reset(seed=0)
     policy.reset(venv.facts, venv.agent_rng())

@@ -1,6 +1,6 @@
 """The centralized oracle UCB1 (baselines/oracle_ucb.py): equal to a plain-loop UCB1 on the pooled
 rewards, lock step across agents, and an upper reference that beats independent UCB1 on a
-heterogeneous instance whose local best arms are not the global best (gossip.md §7)."""
+heterogeneous instance whose local best arms are not the global best (the gossip paper's setting)."""
 
 from __future__ import annotations
 

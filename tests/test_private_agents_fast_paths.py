@@ -1,7 +1,7 @@
 """The faster paths of Fed_UCB's binary-tree counter and of DP-MW-UCB's decision rounds give the
 same trajectories, bit for bit, as the straightforward code they replace (kept here as the
-comparison): the level-0 rounds of ``TreeCounter.insert_arms`` that touch only the pulled
-counters, ``TreeCounter.noise_flat`` through flat rows, Fed_UCB's bonus with its per-counter
+comparison): ``TreeCounter.insert_arms`` and ``TreeCounter.noise_at`` against the full
+insertion and a fancy-indexed read of the blocks, Fed_UCB's bonus with its per-counter
 ``1/n`` and ``ln max(n, floor) / (n^2 epsilon^2)`` kept up to date at the pulled arms, and
 DP-MW-UCB's indices computed for the deciding runs only."""
 
@@ -30,11 +30,8 @@ class OldTreeCounter(TreeCounter):
     def insert_arms(self, t, arms, rewards):
         arms = np.asarray(arms)
         rewards = np.asarray(rewards, dtype=np.float64)
-        self._check_round(t)
-        if self.bounds is not None:
-            rewards = np.clip(rewards, *self.bounds)
         pulled = arms[..., None] == np.arange(self.shape[-1])
-        self._insert_checked(np.where(pulled, rewards[..., None], 0.0), pulled)
+        self.insert(t, np.where(pulled, rewards[..., None], 0.0), pulled)
 
     def noise_at(self, arms):
         arms = np.asarray(arms)
@@ -43,33 +40,22 @@ class OldTreeCounter(TreeCounter):
 
 
 class OldGossipFedUCB(GossipFedUCB):
-    """Fed_UCB (results version 5) written out: a release is S plus the noise of the pulled
-    counter's blocks, and the bonus's per-counter terms are computed from the whole ``n``
-    every round."""
+    """Fed_UCB whose counter is the straightforward :class:`OldTreeCounter` and whose release
+    at the pulled arm is read by fancy indexing."""
 
     def _reset_privacy(self, facts, rng):
         super()._reset_privacy(facts, rng)
         if self.counter is not None:
             self.counter.__class__ = OldTreeCounter
 
-    def _update_mean(self, t, arm, reward):
+    def _update_mean(self, arm, reward):
         if self.counter is None:
-            super()._update_mean(t, arm, reward)
+            super()._update_mean(arm, reward)
             return
-        self.counter.insert_arms(t, arm, reward)
-        b, i = self._rows
+        self.counter.insert_arms(self.state.t, arm, reward)
+        b, i = np.indices(arm.shape)
         noisy_sum = self.S[b, i, arm] + self.counter.noise_at(arm)
         self.xbar[b, i, arm] = noisy_sum / self.n[b, i, arm]
-
-    def bonus(self, t):
-        if not self.private:
-            return super().bonus(t)
-        ln_t, ln_big_t = math.log(t), math.log(self.T)
-        ln_n = np.log(self.n if self.dp_log_floor == 1.0 else np.maximum(self.n, self.dp_log_floor))
-        c1 = 2.0 * self.N * ln_t
-        c2 = c1 * self.dp_bonus_scale * 128.0 * self.N * ln_big_t**2 * ln_t
-        inner = (1.0 / self.n) * c1 + (ln_n / (self.n * self.n * self.epsilon**2)) * c2
-        return self.bonus_scale * np.sqrt(inner) + self.alpha1
 
 
 class OldDPMasterWorkerUCB(DPMasterWorkerUCB):

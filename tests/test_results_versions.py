@@ -40,12 +40,12 @@ def versioned(monkeypatch):
 
 def test_the_results_version_names_package_environment_and_learner(monkeypatch):
     result = evaluate(ENV, "ucb1", runs=1, env_kwargs={**SMALL, "horizon": 10})
-    assert result.results_version == (f"fedbandit {__version__} / env {ENV} v1 / learner ucb1 v2")
+    assert result.results_version == (f"fedbandit {__version__} / env {ENV} v1 / learner ucb1 v3")
     assert result.summary()["results_version"] == result.results_version
-    monkeypatch.setattr(UCB1, "version", 3)
+    monkeypatch.setattr(UCB1, "version", 4)
     monkeypatch.setitem(_REGISTRY, ENV, dataclasses.replace(_REGISTRY[ENV], version=2))
     bumped = evaluate(ENV, "ucb1", runs=1, env_kwargs={**SMALL, "horizon": 10})
-    assert bumped.results_version.endswith(f"env {ENV} v2 / learner ucb1 v3")
+    assert bumped.results_version.endswith(f"env {ENV} v2 / learner ucb1 v4")
 
 
 def test_a_learner_version_bump_reruns_and_never_pools(versioned, monkeypatch, tmp_path):

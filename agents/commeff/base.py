@@ -1,21 +1,21 @@
-"""The lock-step epoch machine shared by CDP-, DDP- and HDP-MAB (commeff.md §2.1–§2.7).
+"""The lock-step epoch machine shared by CDP-, DDP- and HDP-MAB (Li & Song, Algorithms 1, 3
+and 5; docs/commeff.md).
 
 Every agent runs the same successive-elimination schedule. Epoch ``r``: explore every active arm
-``n_r`` times round-robin in index order (A3), privatise the per-epoch means with Laplace noise of
-scale ``1 / (eps_msg * n_r)`` and fold them into the running mean ``ybar`` (§2.1), communicate
-``ybar`` (subclasses: server, GIS flood, SAC + server), then drop every arm whose aggregate trails
-the best by at least ``2 C(r)``. With one arm left (or after the round budget R, A5: the best
-aggregate) everyone commits to it.
+``n_r`` times round-robin in index order, privatise the epoch's per-arm means with Laplace noise
+of scale ``1 / (eps_msg n_r)`` and fold them into the running mean ``ybar`` (Algorithm 1, lines
+of the exploration phase), communicate ``ybar`` (subclasses: server, GIS flood, SAC + server),
+then drop every arm whose aggregate trails the best by at least ``2 C(r)`` (the elimination line
+of Algorithms 1, 3 and 5). With one arm left, or after the round budget R (Sec. IV-B: then the
+best aggregate), everyone commits to it.
 
-Timing (``timing``, §1.7; docs/writing-agents.md, "Communication steps"). ``"paper"`` (the
-default) follows §1.7 exactly: the round's upload is a communication-only step (no slot: the
-master-worker round is instantaneous, and the first hop of a graph round is free), and every
-further hop takes one slot (GIS ``d_G - 1``, SAC ``max ecc(sink) - 1``, A8/A9) in which every
-agent plays its local greedy arm (A7: argmax over the current active set of its own non-noisy
-exploration mean, lowest index on ties; these pulls are not fed into ``ybar``). ``"latency"``
-sends the upload with a pull instead, so a round costs ``1 + delay`` slots (one local-greedy
-upload slot more than the paper, identical for the three structures). Under both, DDP on a
-complete graph and HDP with singleton components equal CDP exactly under paired seeds.
+An agent is in one of three phases, computed each step from its own position in the schedule:
+exploring (``pos < length`` of its epoch), communicating (from the epoch's end until its round
+closes, ``delay`` pulled slots after the upload) or committed. Timing (``timing``; docs/commeff.md,
+"Decisions"): ``"paper"`` (the default) makes the round's upload a communication-only step and
+every further hop one pulled slot (GIS ``d_G - 1``, SAC ``max ecc(sink) - 1``) in which every
+agent plays its local greedy arm; ``"latency"`` sends the upload with a pull instead, so a round
+costs ``1 + delay`` slots.
 
 State is kept per (run, agent) and every agent decides from its own rewards and the messages
 delivered to it; agents of a run stay in lock step because they hold identical aggregates.
@@ -40,7 +40,7 @@ from agents.commeff import schedule
 from agents.commeff.config import EliminationConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.kernels import scatter_add
+from fedbandit_env.kernels import ArmTable
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,
@@ -120,7 +120,7 @@ class EliminationTeam(TeamPolicy):
     @property
     def privacy_epsilon(self) -> float | None:
         """Declared per-agent guarantee: each message, and by parallel composition over epochs
-        the whole transcript, is ``eps_msg``-DP (A1). In ``"paper"`` mode that is
+        the whole transcript, is ``eps_msg``-DP (Theorem 1's privacy part). In ``"paper"`` mode that is
         ``N_eff * epsilon``, known after :meth:`reset` (None before); ``inf``: no noise."""
         if hasattr(self, "eps_msg"):
             return self.eps_msg
@@ -130,11 +130,13 @@ class EliminationTeam(TeamPolicy):
 
     @property
     def epsilon_effective(self) -> float:
-        """The DP level of each released message (A1: ``N_eff * epsilon`` in paper mode)."""
+        """The DP level of each released message (``N_eff * epsilon`` in paper mode)."""
         return self.eps_msg
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Bind the channel, check the federation, and start epoch 1 for every agent (every arm
+        active, ``ybar = 0``)."""
         self._check_facts(facts)
         self.n_eff, self.delay = self._bind(facts)
         self.eps_msg = self.config.eps_msg(self.n_eff)
@@ -166,21 +168,21 @@ class EliminationTeam(TeamPolicy):
         self.uploads = np.zeros(B, dtype=np.int64)
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
         self._privacy_rng = rng.child("privacy")  # one Generator per run
-        self._bidx, self._iidx = np.indices(shape)
-        self._row_base = np.arange(B * N, dtype=np.int64).reshape(shape) * K  # flat (b, i, 0)
+        self.table = ArmTable.of(B, N, K)
         delta = self.config.delta_per_run(B)
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
         self._reset_channel(facts)
         self._start_epoch(np.ones(shape, dtype=bool), step=0)
-        self._quiet = 0  # acts ahead in which no epoch can end and no round can close
-        self._phases()
 
     def _reset_channel(self, facts: FederationFacts) -> None:
         """Subclass hook for per-channel receive buffers."""
 
     # ------------------------------------------------------------------ epochs
     def _start_epoch(self, mask: np.ndarray, step: int) -> None:
-        """Next epoch for the (run, agent) pairs in ``mask``: schedule, order, or commit."""
+        """Next epoch r + 1 for the (run, agent) pairs in ``mask`` (the head of the epoch loop of
+        Algorithms 1, 3 and 5): its resolution ``tilde_r``, sample target ``S_int(r)``, width
+        ``C(r) = c(r) + h(r)`` and round-robin order; or the commit, with one arm left or the
+        round budget R spent (Sec. IV-B)."""
         cfg = self.config
         self.s_prev[mask] = self.s_int[mask]
         self.r[mask] += 1
@@ -209,7 +211,9 @@ class EliminationTeam(TeamPolicy):
         self.order[go] = np.argsort(~self.active[go], axis=1, kind="stable")
 
     def _privatise(self, done: np.ndarray) -> None:
-        """§2.1: ``yhat = epoch mean + Lap(1/(eps_msg n_r))``; fold into ``ybar``."""
+        """The epoch's private means ``yhat = epoch mean + Lap(1/(eps_msg n_r))`` folded into
+        the running mean ``ybar = (S(r-1) ybar + n_r yhat) / S(r)`` (Algorithm 1, the
+        privatisation lines; Algorithms 3 and 5 alike)."""
         n = self.n[done][:, None].astype(np.float64)
         xhat = self.epoch_sum[done] / n
         if math.isinf(self.eps_msg):
@@ -228,7 +232,8 @@ class EliminationTeam(TeamPolicy):
         self.ybar[done] = np.where(self.active[done], ybar, 0.0)
 
     def _eliminate(self, ready: np.ndarray, aggregate: np.ndarray, step: int) -> None:
-        """§2.1: keep ``k`` iff ``max_j ybar_j - ybar_k < 2 C(r)`` (all drops at once)."""
+        """The elimination line of Algorithms 1, 3 and 5: keep ``k`` iff ``max_j ybar_j -
+        ybar_k < 2 C(r)`` (all drops at once)."""
         agg = np.where(self.active, aggregate, -np.inf)
         best = agg.max(axis=2, keepdims=True)
         width = (self.c + self.h)[..., None]
@@ -245,103 +250,90 @@ class EliminationTeam(TeamPolicy):
         # LaplaceMechanism(eps_msg, 1 / n_r).scale of each run's round (0 when not private)
         scale = np.zeros(runs.size) if math.isinf(self.eps_msg) else (1.0 / n) / self.eps_msg
         columns = zip(
-            runs.tolist(), self.r[runs, 0].tolist(), self.tilde[runs, 0].tolist(),
-            self.s_int[runs, 0].tolist(), n.tolist(), self.c[runs, 0].tolist(),
-            self.h[runs, 0].tolist(), scale.tolist(), before[runs, 0].tolist(),
-            self.num_active[runs, 0].tolist(), strict=True,
+            runs.tolist(),
+            self.r[runs, 0].tolist(),
+            self.tilde[runs, 0].tolist(),
+            self.s_int[runs, 0].tolist(),
+            n.tolist(),
+            self.c[runs, 0].tolist(),
+            self.h[runs, 0].tolist(),
+            scale.tolist(),
+            before[runs, 0].tolist(),
+            self.num_active[runs, 0].tolist(),
+            strict=True,
         )
         for b, r, tilde, s_int, n_r, c, h, noise_scale, active_before, active_after in columns:
             self.history[b].append(
                 RoundRecord(
-                    r=r, step=step, tilde=tilde, s_int=s_int, n=n_r, c=c, h=h,
-                    noise_scale=noise_scale, active_before=active_before,
+                    r=r,
+                    step=step,
+                    tilde=tilde,
+                    s_int=s_int,
+                    n=n_r,
+                    c=c,
+                    h=h,
+                    noise_scale=noise_scale,
+                    active_before=active_before,
                     active_after=active_after,
                 )
             )
 
     def _greedy(self) -> np.ndarray:
-        """A7: own non-noisy exploration mean, argmax over the active set, lowest index on ties.
+        """The "local empirically best arm" of the delay slots (Algorithms 2 and 4): the arg-max
+        of the agent's own non-noisy exploration mean over the current active set, lowest index
+        on ties (docs/commeff.md, "Decisions").
 
         Valid for the agents in the communication phase: each arm of the epoch's active set was
-        explored ``n`` times in every epoch so far (round-robin, A3), so its own pull count is
+        explored ``n`` times in every epoch so far (round-robin), so its own pull count is
         ``s_int`` (no per-arm count is kept)."""
         mean = self.own_sum / self.s_int[..., None].astype(np.float64)
         return np.argmax(np.where(self.active, mean, -np.inf), axis=2)
 
     # ------------------------------------------------------------------ step
     def act(self, obs: VecObservation) -> TeamAction:
+        """One step of Algorithms 1, 3 and 5 for every agent: fold in the last exploration pull,
+        end the epochs that are complete (privatise and upload), close the rounds whose
+        aggregate has arrived (eliminate, start the next epoch or commit), then pull by phase:
+        the next arm of the round-robin, the local greedy arm, or the committed arm."""
         step = obs.step + 1  # the step these arms are for
         if obs.step > 0:
             self._fold(obs)
         self._receive(obs)
         upload = None
-        if self._quiet > 0:  # no agent can reach the end of its epoch or round in this act
-            self._quiet -= 1
-        else:
-            done = (self.phase == EXPLORE) & (self.pos >= self.length)
-            if done.any():
-                self._privatise(done)
-                self.phase[done] = COMMUNICATE
-                self.pos[done] = 0
-                self.upload_step[done] = step
-                self.uploads += done[:, 0]
-                upload = done
-            ready = (self.phase == COMMUNICATE) & (self.pos > self.delay)
-            if ready.any():
-                self._eliminate(ready, self._aggregate(obs, ready), step)
-                self._start_epoch(ready, step)
-            self._phases()
-        # the explored arm, order[b, i, pos % |active|] (a flat gather); the slot of an agent
+        done = (self.phase == EXPLORE) & (self.pos >= self.length)
+        if done.any():
+            self._privatise(done)
+            self.phase[done] = COMMUNICATE
+            self.pos[done] = 0
+            self.upload_step[done] = step
+            self.uploads += done[:, 0]
+            upload = done
+        ready = (self.phase == COMMUNICATE) & (self.pos > self.delay)
+        if ready.any():
+            self._eliminate(ready, self._aggregate(obs, ready), step)
+            self._start_epoch(ready, step)
+        explore, commit = self.phase == EXPLORE, self.phase == COMMIT
+        communicate = self.phase == COMMUNICATE
+        # round-robin: the explored arm is order[b, i, pos % |active|]; the slot of an agent
         # that does not explore is in range too, and its arm is replaced just below
-        slot = self.pos % self._num_active_1
-        arms = self.order.reshape(-1).take(self._row_base + slot)
-        if self._any_communicate:
-            arms = np.where(self._communicate, self._greedy(), arms)
-        if self._any_commit:
-            arms = np.where(self._commit, self.committed, arms)
-            self.pos += self._moving  # explore | communicate: the phases partition the agents
-        else:
-            self.pos += 1
-        if self._quiet == 0:
-            self._quiet = self._quiet_acts()
-        self.explored_last = self._explore
+        arms = self.table.gather(self.order, self.pos % np.maximum(self.num_active, 1))
+        if communicate.any():
+            arms = np.where(communicate, self._greedy(), arms)
+        arms = np.where(commit, self.committed, arms)
+        self.pos += ~commit  # a committed agent stays where it is
+        self.explored_last = explore
         messages = {} if upload is None else self._messages(upload)
         pull = None
         if upload is not None and self.config.timing == "paper":
-            pull = ~upload.any(axis=1)  # the upload is a communication step (§1.7)
+            pull = ~upload.any(axis=1)  # the upload is a communication-only step
         return TeamAction(arms, messages, pull)
 
-    def _phases(self) -> None:
-        """The phase masks of the acts until the next epoch end or round close (phases and
-        active sets change only there)."""
-        self._explore = self.phase == EXPLORE
-        self._communicate = self.phase == COMMUNICATE
-        self._commit = self.phase == COMMIT
-        self._any_communicate = bool(self._communicate.any())
-        self._any_commit = bool(self._commit.any())
-        self._moving = ~self._commit
-        self._all_explore = bool(self._explore.all())
-        self._num_active_1 = np.maximum(self.num_active, 1)
-
-    def _quiet_acts(self) -> int:
-        """How many of the next acts no agent can end its epoch (``pos >= length``) or close
-        its round (``pos > delay``) in: ``pos`` grows by one per act outside the commit phase."""
-        left = np.where(self._explore, self.length - self.pos, self.delay + 1 - self.pos)
-        left = left[self._moving]
-        return max(0, int(left.min())) if left.size else 1 << 62
-
     def _fold(self, obs: VecObservation) -> None:
-        """Add last step's exploration reward to the epoch sums and the agent's own sums."""
-        flat = self._row_base + obs.last_arm  # flat (b, i, arm) positions of the sums
-        reward = obs.last_reward
-        # phase 0 is PULL in every run: every agent pulled, and every agent was exploring
-        if not (self._all_explore and not obs.phase.any()):
-            was = self.explored_last & (obs.phase == PULL)[:, None]
-            if not was.any():
-                return
-            flat, reward = flat[was], reward[was]
-        scatter_add(self.epoch_sum, flat, reward)  # reset allocates these C-ordered
-        scatter_add(self.own_sum, flat, reward)
+        """Add last step's exploration reward to the epoch sums and the agent's own sums (only
+        agents that explored, in runs whose last step pulled)."""
+        explored = self.explored_last & (obs.phase == PULL)[:, None]
+        self.table.add(self.epoch_sum, obs.last_arm, obs.last_reward, where=explored)
+        self.table.add(self.own_sum, obs.last_arm, obs.last_reward, where=explored)
 
     # ------------------------------------------------------------------ channel hooks
     def _receive(self, obs: VecObservation) -> None:

@@ -1,14 +1,15 @@
-"""CDP-MAB (Algorithm 1) and its communication-efficient variant (commeff.md §2.2–§2.3).
+"""CDP-MAB (Algorithm 1) and its communication-efficient variant (Sec. IV-B; docs/commeff.md).
 
 Master-worker over the env's ``server`` channel (kind ``server``, aggregate ``"mean"``). Every
 agent explores and privatises (see :mod:`agents.commeff.base`); in the round's upload step all
 agents send ``ybar_i``, the server keeps the uploads of its ``N = ceil(p M)`` participants of that
-step (a fresh uniform subset per step, A12; the channel's ``participation`` option) and
+step (a fresh uniform subset per step; the channel's ``participation`` option) and
 broadcasts their mean; every agent eliminates with ``2 C(r)`` computed with ``N_eff = N``.
-Round budget R (§2.3a): ``tilde_r = delta^(r/R)`` with ``delta`` a required number (A6; the
+Round budget R (Sec. IV-B): ``tilde_r = delta^(r/R)`` with ``delta`` a required number (the
 reproduction script passes the instance's oracle gap), commit to the best aggregate after round R
-(A5). Cost per round: ``c1 * N`` (A13, broadcast free). Timing: the round is one communication
-step (``timing="paper"``, §1.7: instantaneous) or one greedy upload slot (``"latency"``), see
+(docs/commeff.md, "Decisions"). Cost per round: ``c1 * N`` (the broadcast is free). Timing: the
+round is one communication
+step (``timing="paper"``: instantaneous) or one greedy upload slot (``"latency"``), see
 :mod:`agents.commeff.base`.
 """
 

@@ -1,4 +1,4 @@
-"""Validated parameters of the elimination agents (commeff.md §2.1, §2.3, §2.9, A1, A6)."""
+"""Validated parameters of the elimination agents (docs/commeff.md, "Parameters")."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ def _number(agent_id: str, name: str, value: object) -> float:
 @dataclass(frozen=True)
 class EliminationConfig:
     """``epsilon`` (> 0, ``inf`` = no noise); ``privacy`` ``"paper"`` (input epsilon, each message
-    is ``N_eff * epsilon``-DP, A1) or ``"per_message"`` (epsilon is the per-message level, §2.9);
+    is ``N_eff * epsilon``-DP) or ``"per_message"`` (epsilon is the per-message level);
     ``rounds`` R (None = doubling schedule) and ``delta`` (the minimum gap of the Delta^(r/R)
-    schedule, required with R, A6): one number, or one per run of the batch (so a sweep over
+    schedule, required with R): one number, or one per run of the batch (so a sweep over
     random instances can pass each run's oracle gap; the length is checked at reset);
-    ``timing`` ``"paper"`` (rounds as communication steps, §1.7) or ``"latency"``
+    ``timing`` ``"paper"`` (rounds as communication steps) or ``"latency"``
     (:mod:`agents.commeff.base`)."""
 
     agent_id: str
@@ -56,7 +56,7 @@ class EliminationConfig:
             if self.delta is None:
                 raise ConfigError(
                     f"{aid}: delta: the round budget rounds={r} needs the minimum gap delta "
-                    "in (0, 1) (A6; pass the instance's oracle gap)"
+                    "in (0, 1) (pass the instance's oracle gap)"
                 )
         if self.delta is not None:
             many = isinstance(self.delta, list | tuple | np.ndarray)

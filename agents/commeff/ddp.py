@@ -1,13 +1,12 @@
-"""DDP-MAB (Algorithm 3) over the GIS flood (commeff.md §2.4–§2.5).
+"""DDP-MAB (Algorithm 3) over the GIS flood (Algorithm 2; docs/commeff.md).
 
 Decentralized: in the round's upload step every agent floods ``ybar_i`` over the env's ``flood``
-channel (ttl >= diameter; ``cost_model="gis"`` gives the exact per-edge GIS accounting of §2.4 and
-A15: M = 50, c2 = 1: complete 1225, star 98, ring 1250 per round). Hop h arrives h - 1 slots after
-the upload (first hop free, A8), so after the upload step and ``d_G - 1`` delay slots every agent
-holds all M vectors; it averages them itself (A16: the running means ``ybar``) and eliminates. All
+channel (ttl >= diameter; ``cost_model="gis"`` counts every edge that carried a message in each
+hop of Algorithm 2). Hop h arrives h - 1 slots after the upload (the first hop is free), so after the upload step and ``d_G - 1`` delay slots every agent
+holds all M vectors; it averages them itself (the running means ``ybar``) and eliminates. All
 agents hold identical data, hence identical active sets. During the upload and delay slots agents
-play their local greedy arm (A7). Timing: under ``timing="paper"`` the upload is a communication
-step (the free first hop, §1.7) and only the ``d_G - 1`` delay slots are pulled; ``"latency"``
+play their local greedy arm. Timing: under ``timing="paper"`` the upload is a communication
+step (the free first hop) and only the ``d_G - 1`` delay slots are pulled; ``"latency"``
 adds the upload slot (see :mod:`agents.commeff.base`).
 """
 

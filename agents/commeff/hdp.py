@@ -1,13 +1,14 @@
-"""HDP-MAB (Algorithm 5) over the hierarchical channel (commeff.md §2.6–§2.7).
+"""HDP-MAB (Algorithm 5) over the hierarchical channel (Algorithm 4 finds the sinks;
+docs/commeff.md).
 
 Hybrid: in the round's upload step every agent sends ``ybar_i`` on the env's ``hierarchical``
 channel; it travels to its component's sink (SAC, sinks at the component centres, FindSinkAgents),
-each sink averages its component, uploads to the server, which combines (A10: ``"weighted"`` by
+each sink averages its component, uploads to the server, which combines (``"weighted"`` by
 default = the all-agent mean, or the printed ``"unweighted"`` mean of component means) and
-broadcasts to every agent after ``max(0, max_q ecc(SA_q) - 1)`` further slots (A9, global
-barrier). Cost (A14): ``"edges"`` model by default, ``"path"`` (Thm. 4) as option, plus ``c1 Q``.
-``N_eff = M``. Greedy local play during the delay slots (A7). Timing: the upload is a
-communication step under ``timing="paper"`` (§1.7) and a greedy upload slot under ``"latency"``
+broadcasts to every agent after ``max(0, max_q ecc(SA_q) - 1)`` further slots (a global
+barrier). Cost: ``"edges"`` model by default, ``"path"`` (Thm. 4) as option, plus ``c1 Q``.
+``N_eff = M``. Greedy local play during the delay slots. Timing: the upload is a
+communication step under ``timing="paper"`` and a greedy upload slot under ``"latency"``
 (see :mod:`agents.commeff.base`).
 """
 

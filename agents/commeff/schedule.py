@@ -1,13 +1,13 @@
-"""The shared elimination schedule of CDP/DDP/HDP-MAB (commeff.md §2.1, §2.3, §2.9).
+"""The shared elimination schedule of CDP/DDP/HDP-MAB (Algorithms 1, 3 and 5; docs/commeff.md).
 
 Pure functions of public quantities (epoch ``r``, active-set size, K, T, N_eff, the per-message
-privacy level), vectorised over arrays of epochs. All logs are natural logs (A21).
+privacy level), vectorised over arrays of epochs. All logs are natural logs.
 
-* resolution target ``tilde_r``: ``2^-r`` (doubling, Alg. 1/3/5) or ``delta^(r/R)`` (budget R, §2.3a);
-* cumulative per-arm sample target ``S(r)`` and its integerisation ``S_int`` (A2/A17);
+* resolution target ``tilde_r``: ``2^-r`` (doubling, Alg. 1/3/5) or ``delta^(r/R)`` (budget R, Sec. IV-B);
+* cumulative per-arm sample target ``S(r)`` and its integerisation ``S_int``;
 * elimination width ``C(r) = c(r) + h(r)`` (Hoeffding part + Laplace part).
 
-With ``eps_msg`` the DP level of one message (§2.9), the paper's formulas are the case
+With ``eps_msg`` the DP level of one message, the paper's formulas are the case
 ``eps_msg = N_eff * epsilon``: ``h = r sqrt(8 L_K) / (sqrt(N_eff) eps_msg S)`` and the privacy term
 of ``S`` is ``8 r sqrt(2 L_K) / (sqrt(N_eff) eps_msg tilde)``. ``eps_msg = inf`` means no noise.
 """
@@ -22,7 +22,7 @@ S_INT_CAP = float(2**53)
 
 
 def resolution(r: np.ndarray, rounds: int | None, delta) -> np.ndarray:
-    """``tilde_r = 2^-r`` (doubling) or ``delta^(r/R)`` (round budget R, §2.3a); ``delta`` is a
+    """``tilde_r = 2^-r`` (doubling) or ``delta^(r/R)`` (round budget R, Sec. IV-B); ``delta`` is a
     number or an array broadcasting with ``r``."""
     r = np.asarray(r, dtype=np.float64)
     if rounds is None:
@@ -50,7 +50,7 @@ def sample_target(
 
 
 def integer_target(s_real: np.ndarray, s_prev: np.ndarray) -> np.ndarray:
-    """A2/A17: ``S_int(r) = max(ceil(S(r)), S_int(r-1) + 1)`` so every epoch has ``n_r >= 1``.
+    """``S_int(r) = max(ceil(S(r)), S_int(r-1) + 1)`` so every epoch has ``n_r >= 1``.
 
     Capped at 2^53 (an epoch longer than any horizon) so the integer cast cannot overflow."""
     s_cap = np.minimum(np.ceil(s_real), S_INT_CAP).astype(np.int64)
@@ -71,5 +71,5 @@ def widths(
 
 
 def max_rounds(min_gap: float) -> int:
-    """Thm. 1: the doubling schedule needs at most ``ceil(log2(1/Delta) + 1)`` rounds (A21)."""
+    """Thm. 1: the doubling schedule needs at most ``ceil(log2(1/Delta) + 1)`` rounds."""
     return math.ceil(math.log2(1.0 / min_gap) + 1.0)

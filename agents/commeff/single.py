@@ -1,4 +1,4 @@
-"""Single-MAB baseline of Fig. 8 (commeff.md §2.10): every agent runs the elimination alone.
+"""Single-MAB baseline of Fig. 8 (docs/commeff.md): every agent runs the elimination alone.
 
 ``N_eff = 1`` in every formula, no communication, non-private by default (``epsilon = inf``:
 nothing is released). Each agent eliminates with its own running mean ``ybar_i``. For uniformity
