@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
-from fedbandit_env.network import Charge, Ledger, make_channel
+from fedbandit_env.network import Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG, RandomStreams, streams_for
 
 PULL = 0
@@ -76,6 +76,19 @@ class VecInfo:
 Messages = Mapping[str, np.ndarray | tuple[np.ndarray, np.ndarray]]
 
 
+class CheckedStep(NamedTuple):
+    """A step's input after :meth:`Engine.check_step`: the arms (int64, the engine's own copy),
+    the messages as checked (send (B, N) bool, payload (B, N, dim) float64) per channel, the
+    runs that pull and the runs still live (each (B,) bool), and the runs' communication
+    streaks after the step (B,)."""
+
+    arms: np.ndarray
+    sends: dict[str, tuple[np.ndarray, np.ndarray]]
+    pulling: np.ndarray
+    live: np.ndarray
+    streak: np.ndarray
+
+
 def agent_name(i: int) -> str:
     return f"agent_{i}"
 
@@ -98,6 +111,8 @@ class Engine:
         )
         self.num_agents = config.num_agents
         self.num_arms = config.num_arms
+        runs_agents = self.num_runs * self.num_agents
+        self._flat_start = (np.arange(runs_agents) * self.num_arms).reshape(self.num_runs, -1)
         self.horizon = config.horizon
         self.channels = {
             name: make_channel(name, opts, config.topology, config.c1, config.c2)
@@ -159,10 +174,15 @@ class Engine:
     def _set_means(self, instances: list[Instance]) -> None:
         """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards; the
         global expected reward of each arm (B, M), the mean over agents, and its best (B,)."""
-        self.means = np.stack([inst.means for inst in instances]).astype(np.float64)
+        self.means = np.ascontiguousarray(np.stack([inst.means for inst in instances]), np.float64)
         expected = np.stack([self.config.reward.expected(inst.means) for inst in instances])
         self.global_expected = expected.mean(axis=1)
         self.best_expected = self.global_expected.max(axis=1)
+        # per (run, agent, arm), so that a step reads them at the pulled arms like the means
+        gap = self.best_expected[:, None] - self.global_expected
+        shape = self.means.shape
+        self._expected = np.ascontiguousarray(np.broadcast_to(self.global_expected[:, None], shape))
+        self._gap = np.ascontiguousarray(np.broadcast_to(gap[:, None], shape))
 
     # ------------------------------------------------------------------- step
     def step(
@@ -178,17 +198,19 @@ class Engine:
         nothing. A run that does not pull consumes none of its ``rewards`` streams, so the k-th
         pull of a run sees the same reward draws whatever communication steps come before it,
         and run b of a batch stays bit-identical to that seed run alone."""
-        arms, sends, pulling, live = self.check_step(arms, messages, pull)
+        arms, sends, pulling, live, self.streak = self.check_step(arms, messages, pull)
         self.step_count += 1
-        self.streak = np.where(live & ~pulling, self.streak + 1, 0)
         self.pulls += pulling
-        sends = {name: (send & live[:, None], payload) for name, (send, payload) in sends.items()}
+        if not live.all():  # finished runs send nothing
+            sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
         rewards, expected, regret = self._draw(arms, pulling)
         self.cumulative_regret += regret
         deliveries = self._transmit(self.step_count, sends)
-        pulled = pulling[:, None]
-        self.last_arm = np.where(pulled, arms, self.last_arm)
-        self.last_reward = np.where(pulled, rewards, self.last_reward)
+        if pulling.all():
+            self.last_arm, self.last_reward = arms, rewards
+        else:  # the runs that did not pull keep their last pull
+            self.last_arm = np.where(pulling[:, None], arms, self.last_arm)
+            self.last_reward = np.where(pulling[:, None], rewards, self.last_reward)
         obs = VecObservation(
             step=self.step_count,
             last_arm=self.last_arm,
@@ -210,10 +232,12 @@ class Engine:
             rewards, expected, regret = self.linear.pull(arms, pulling)
         else:
             noise = self._noise.next(pulling)
-            pulled = np.take_along_axis(self.means, arms[..., None], axis=2)[..., 0]
-            rewards = self.config.reward.sample(pulled, noise)
-            expected = np.take_along_axis(self.global_expected, arms, axis=1)
-            regret = self.best_expected[:, None] - expected
+            at = self._flat_start + arms  # the flat position of [b, i, arms[b, i]] in (B, N, M)
+            rewards = self.config.reward.sample(self.means.reshape(-1)[at], noise)
+            expected = self._expected.reshape(-1)[at]
+            regret = self._gap.reshape(-1)[at]
+        if pulling.all():
+            return rewards, expected, regret
         pulled_rows = pulling[:, None]
         return (
             np.where(pulled_rows, rewards, 0.0),
@@ -222,15 +246,20 @@ class Engine:
         )
 
     def _transmit(self, t: int, sends: dict) -> dict[str, Any]:
-        """Every channel transmits its messages (nothing sent where a learner gave none) and the
-        step's charge, the sum of the channels' charges, goes to the ledger."""
-        charge = Charge.zeros(self.num_runs, self.num_agents)
-        deliveries = {}
+        """Every channel transmits its messages and the step's charge, the sum of the channels'
+        charges, goes to the ledger. A channel the learner gave no message for transmits a step
+        in which nobody sends, unless such a step is empty on it
+        (:attr:`~fedbandit_env.network.Channel.silent_step_is_empty`): then it delivers its empty
+        record and charges nothing without being called."""
+        deliveries, charges = {}, []
         for name, channel in self.channels.items():
+            if name not in sends and channel.silent_step_is_empty:
+                deliveries[name] = channel.empty_delivery()
+                continue
             send, payload = sends.get(name) or self._silence(channel)
-            deliveries[name], channel_charge = channel.transmit(t, send, payload)
-            charge.add(channel_charge)
-        self.ledger.record(charge)
+            deliveries[name], charge = channel.transmit(t, send, payload)
+            charges.append(charge)
+        self.ledger.record(charges)
         return deliveries
 
     def _silence(self, channel: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -240,12 +269,10 @@ class Engine:
 
     def check_step(
         self, arms: Any, messages: Messages | None = None, pull: Any = None
-    ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+    ) -> CheckedStep:
         """Every check :meth:`step` makes, without stepping: raises what ``step`` would raise
         (before reset, after the last pull, a bad pull flag, a too-long communication streak, a
-        bad arm or message) and changes nothing. Returns the arms (int64, a fresh copy), the
-        checked messages, the runs that would pull and the runs still live (not finished),
-        each (B,) bool; a wrapper that acts on the messages before the step (privacy) calls it
+        bad arm or message) and changes nothing. Returns the :class:`CheckedStep`; a wrapper that acts on the messages before the step (privacy) calls it
         first, so that a refused step touches nothing."""
         if self.step_count < 0:
             raise HorizonError("step: the environment must be reset() before the first step")
@@ -256,10 +283,11 @@ class Engine:
                 "call reset() to start a new one"
             )
         pulling = self._check_pull(pull) & live
-        self._check_streak(np.where(live & ~pulling, self.streak + 1, 0))
+        streak = np.where(live & ~pulling, self.streak + 1, 0)
+        self._check_streak(streak)
         checked_arms = self._check_arms(arms)
         sends = self._check_messages(messages or {})
-        return checked_arms, sends, pulling, live
+        return CheckedStep(checked_arms, sends, pulling, live, streak)
 
     def _check_streak(self, streak: np.ndarray) -> None:
         """Refuse a step that makes a run's communication streak longer than allowed."""
@@ -317,10 +345,10 @@ class Engine:
             raise ActionError(
                 "all agents", "arm", f"expected an array of shape {shape}, got {arr.shape}"
             )
-        if not np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype.kind not in "iu":  # signed or unsigned integers
             raise ActionError("all agents", "arm", f"expected integer arms, got dtype {arr.dtype}")
-        bad = (arr < 0) | (arr >= self.num_arms)
-        if bad.any():
+        if arr.min() < 0 or arr.max() >= self.num_arms:
+            bad = (arr < 0) | (arr >= self.num_arms)
             b, i = (int(x) for x in np.argwhere(bad)[0])
             raise ActionError(
                 self._where(bad),

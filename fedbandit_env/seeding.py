@@ -191,17 +191,20 @@ class BufferedStream:
         runs = len(self._generators)
         self._chunks = np.empty((runs, self.chunk, *self._shape))  # run-major
         self._pos = np.full(runs, self.chunk, dtype=np.int64)  # every run draws at its first step
-        self._runs = np.arange(runs)
+        self._first_row = np.arange(runs, dtype=np.int64) * self.chunk  # run b's chunk, as rows
 
     def next(self, advance: np.ndarray | None = None) -> np.ndarray:
         """This step's draws (B, *shape). ``advance`` (B,) bool: only these runs consume theirs;
         the others get the values they will consume next (communication-only steps draw
         nothing). Each run's numbers are the same, in the same order, whatever the others do."""
-        for b in np.flatnonzero(self._pos >= self.chunk):
-            _draw(self._generators[b], self._kind, out=self._chunks[b])
-            self._pos[b] = 0
-        out = self._chunks[self._runs, self._pos]  # a gather: a fresh array
-        self._pos += 1 if advance is None else np.asarray(advance, dtype=bool)
+        if self._pos.max() >= self.chunk:  # some runs have used their chunk up: draw theirs
+            for b in np.flatnonzero(self._pos >= self.chunk):
+                _draw(self._generators[b], self._kind, out=self._chunks[b])
+                self._pos[b] = 0
+        # row pos[b] of run b's chunk, for every b (a gather: a fresh array)
+        rows = self._chunks.reshape(-1, *self._shape)
+        out = rows.take(self._first_row + self._pos, axis=0)
+        self._pos += 1 if advance is None else advance
         return out
 
 

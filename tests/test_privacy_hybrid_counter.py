@@ -222,10 +222,8 @@ def test_insert_at_validation():
         c.insert_at((zero, zero, np.array([-1])), np.zeros(1))
     with pytest.raises(PrivacyError, match="index"):
         c.insert_at((zero, zero, np.array([0.0])), np.zeros(1))
-    with pytest.raises(PrivacyError, match="index"):
+    with pytest.raises(PrivacyError, match="shape of values"):
         c.insert_at((zero, zero, zero), np.zeros(2))
-    with pytest.raises(PrivacyError, match="distinct"):
-        c.insert_at((np.array([0, 0]), np.array([0, 0]), np.array([1, 1])), np.zeros(2))
     with pytest.raises(PrivacyError, match="finite"):
         c.insert_at((zero, zero, zero), np.array([np.nan]))
     rows = HybridCounter((2, 3), 2, 1.0, rng=rng(), noise_per="row")

@@ -93,5 +93,14 @@ class Channel(ABC):
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "dim": self.dim, "drop_prob": self.drop_prob}
 
+    @property
+    def silent_step_is_empty(self) -> bool:
+        """A step in which nobody sends on this channel draws no random number, changes no state,
+        delivers :meth:`empty_delivery` and charges nothing: then the engine does not call
+        :meth:`transmit` in a step the learner gave no message for. False unless a channel
+        says so (a channel with drops draws every step; one with messages in flight delivers
+        them)."""
+        return False
+
     def _charge(self) -> Charge:
         return Charge.zeros(self.num_runs, self.num_agents)

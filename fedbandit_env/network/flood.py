@@ -151,6 +151,10 @@ class FloodChannel(Channel):
     def empty_delivery(self) -> FloodDelivery:
         return FloodDelivery(self.senders, **self._rows(), payload=np.zeros((0, self.dim)))
 
+    @property
+    def silent_step_is_empty(self) -> bool:
+        return self._drops is None and len(self._flight[0]) == 0
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
         b_new, v_new = np.nonzero(send)

@@ -113,6 +113,10 @@ class HierarchicalChannel(Channel):
         total = np.einsum("bqd,bq->bd", means, active.astype(np.float64))
         return total / np.maximum(active.sum(axis=1), 1)[:, None], count
 
+    @property
+    def silent_step_is_empty(self) -> bool:
+        return self._drops is None and not self._pending
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
         charge = self._charge()

@@ -60,9 +60,13 @@ class Ledger:
         self.step = Charge.zeros(self.num_runs, self.num_agents)
         self.total = Charge.zeros(self.num_runs, self.num_agents)
 
-    def record(self, charge: Charge) -> None:
-        self.step = charge
-        self.total.add(charge)
+    def record(self, charges: list[Charge]) -> None:
+        """One step's charges, one per channel that transmitted: ``step`` becomes their sum
+        (zero without any), added to ``total``."""
+        self.step = Charge.zeros(self.num_runs, self.num_agents)
+        for charge in charges:
+            self.step.add(charge)
+            self.total.add(charge)
 
     def summary(self, b: int) -> dict[str, dict[str, float]]:
         """Plain-Python view of run ``b`` for infos: step and cumulative figures per link type."""

@@ -94,13 +94,18 @@ class NeighborsChannel(Channel):
         mask = np.zeros((*shape, self.max_degree), dtype=bool)
         return NeighborsDelivery(self.senders.copy(), mask, np.zeros((*mask.shape, self.dim)))
 
+    @property
+    def silent_step_is_empty(self) -> bool:
+        return self._drops is None
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         """Each sender's payload to each of its neighbours; a message is lost with probability
         ``drop_prob`` (drawn every step for every slot, whoever sends)."""
+        kept = self._drops.next() >= self.drop_prob if self._drops is not None else None
+        if not send.any():  # nobody sends: nothing arrives, nothing is charged
+            return self.empty_delivery(), self._charge()
         transmitted = self.valid & send[:, self._gather]  # (B, N, D): slot d's neighbour sent
-        heard = transmitted
-        if self._drops is not None:
-            heard = transmitted & (self._drops.next() >= self.drop_prob)
+        heard = transmitted if kept is None else transmitted & kept
         charge = self._charge()
         messages = transmitted.sum(axis=(1, 2))
         charge.messages[:, AGENT_AGENT] = messages

@@ -119,6 +119,10 @@ class ServerChannel(Channel):
             return np.ones((self.num_runs, self.num_agents), dtype=bool)
         return self._join[None, :] <= self._rounds[:, None]
 
+    @property
+    def silent_step_is_empty(self) -> bool:
+        return self._pick is None and self._drops is None and self._join is None
+
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         participating = self._participants()
         drop_u = self._drops.next() if self._drops is not None else None

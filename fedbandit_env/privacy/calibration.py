@@ -70,8 +70,9 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> floa
     return out
 
 
-def check_noise_scale(scale: float, epsilon: float, *, name: str = "epsilon",
-                      what: str = "noise scale") -> float:
+def check_noise_scale(
+    scale: float, epsilon: float, *, name: str = "epsilon", what: str = "noise scale"
+) -> float:
     """``scale`` if it is a finite positive float, else a :class:`PrivacyError` naming
     ``name`` (docs/limits.md): an epsilon so small that the noise overflows to inf, or so large
     (for the sensitivity) that it underflows to 0, is refused instead of releasing a non-finite

@@ -184,21 +184,30 @@ class HybridCounter:
         e.g. ``(b, i, pulled_arm)``); returns the new private sums of those counters. The same
         result and the same random draws as :meth:`insert` with the matching one-hot mask, with
         work proportional to the number of items, not of counters."""
-        values = np.asarray(values, dtype=np.float64)
-        if not np.isfinite(values).all():
-            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
         try:
             flat = self._flat_index(index)
         except (ValueError, TypeError) as err:
             raise PrivacyError("index", f"int positions in {self._count.shape}", str(err)) from None
-        if flat.shape != values.shape:
+        return self.insert_flat(flat, values)
+
+    def insert_flat(self, flat: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """:meth:`insert_at` at distinct flat positions of (B, *shape) (C order), e.g.
+        ``(b * N + i) * K + arm``."""
+        flat = np.asarray(flat)
+        values = np.asarray(values, dtype=np.float64)
+        if not np.isfinite(values).all():
+            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
+        if flat.shape != values.shape or flat.dtype.kind not in "iu":
             raise PrivacyError(
-                "index", f"positions of the shape of values {values.shape}", flat.shape
+                "flat",
+                f"integer positions of the shape of values {values.shape}",
+                f"{flat.dtype} {flat.shape}",
             )
         shape = flat.shape
         flat, values = flat.reshape(-1), values.reshape(-1)
-        if np.unique(flat).size != flat.size:
-            raise PrivacyError("index", "distinct positions", "a repeated position")
+        size = self._count.size
+        if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
+            raise PrivacyError("flat", f"positions in [0, {size})", "an out-of-range position")
         if self._stream is not None and self.noise_per == "row":
             _check_one_per_row(flat // self.shape[-1])
         count = self._count.reshape(-1)[flat] + 1
@@ -237,9 +246,6 @@ class HybridCounter:
         alpha = np.where(self._levels < level, 0.0, np.where(self._levels == level, closed, alpha))
         alpha_rows[flat] = alpha
         return exact + (log_part + alpha.sum(axis=-1))
-
-    def insert_flat_unchecked(self, flat, values, every_row=False):  # TEMPORARY old name
-        return self._insert_items(np.asarray(flat), np.asarray(values, dtype=np.float64))
 
     def _flat_index(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
         """Flat positions in (B, *shape) of a tuple of index arrays (C order)."""

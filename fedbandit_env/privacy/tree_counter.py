@@ -382,25 +382,3 @@ def _check_one_per_row(pulled: np.ndarray) -> None:
         raise PrivacyError(
             "pulled", "at most one pulled counter per row in a leaf round (noise_per='row')", "two"
         )
-
-
-# TEMPORARY (removed when the agents move to the API above): the old names
-def _insert_arms_unchecked(self, t, arms, rewards):
-    self.insert_arms(t, arms, rewards)
-
-
-def _noise_flat(self, flat):
-    rows = np.asarray(flat)
-    noise = self._noise.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
-    return noise + self._init_noise.reshape(-1)[rows]
-
-
-def _release_flat(self, flat):
-    rows = np.asarray(flat)
-    exact = self._exact.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
-    return (exact + self._init_exact.reshape(-1)[rows]) + _noise_flat(self, flat)
-
-
-TreeCounter.insert_arms_unchecked = _insert_arms_unchecked
-TreeCounter.noise_flat = _noise_flat
-TreeCounter.release_flat = _release_flat

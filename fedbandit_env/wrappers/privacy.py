@@ -537,7 +537,7 @@ class PrivacyWrapper(BaseParallelWrapper):
         if not base.agents:  # the episode is over: the environment raises its HorizonError
             return self.env.step(actions)
         arms, messages, pull = base._parse_actions(actions)
-        _, checked, pulling, live = base.engine.check_step(arms, messages, pull)
+        _, checked, pulling, live, _ = base.engine.check_step(arms, messages, pull)
         noisy = self.privatizer.privatize(base.engine.step_count + 1, checked, pulling, live)
         if self.env is base:  # no wrapper in between: step the parsed arrays directly
             out = base._step_parsed(arms, noisy, pull)
@@ -592,7 +592,7 @@ class PrivacyVectorWrapper:
 
     def step(self, arms: np.ndarray, messages=None, pull=None):
         engine = self.venv.engine
-        _, checked, pulling, live = engine.check_step(arms, messages, pull)  # before any noise
+        _, checked, pulling, live, _ = engine.check_step(arms, messages, pull)  # before any noise
         noisy = self.privatizer.privatize(engine.step_count + 1, checked, pulling, live)
         obs, rewards, terminated, truncated, info = self.venv.step(arms, noisy, pull)
         return obs, rewards, terminated, truncated, self._with_privacy(info)
