@@ -72,7 +72,6 @@ def _legacy_silence(num_runs: int, num_agents: int, dim: int) -> tuple[np.ndarra
 def legacy_step(engine, arms, messages=None):
     """The engine's step before communication-only steps (pull loop only), for comparison."""
     from fedbandit_env.engine import VecInfo, VecObservation
-    from fedbandit_env.network import Charge
 
     if engine.step_count >= engine.horizon:
         raise RuntimeError("horizon")
@@ -98,7 +97,7 @@ def legacy_step(engine, arms, messages=None):
             charge = ch_charge
         else:
             charge.add(ch_charge)
-    engine.ledger.record(charge or Charge.zeros(engine.num_runs, engine.num_agents))
+    engine.ledger.record([] if charge is None else [charge])
     obs = VecObservation(t, arms, rewards, deliveries, None)
     info = VecInfo(regret, expected, engine.cumulative_regret.copy(), engine.ledger)
     return obs, rewards, info

@@ -269,6 +269,7 @@ def engine_floor(B: int, N: int, M: int, calls: int = 2000) -> list[tuple[str, f
     venv.reset(seed=0)
     engine = venv.engine
     arms = (np.arange(B * N).reshape(B, N) % M).astype(np.int64)
+    every = np.ones(B, dtype=bool)  # every run pulls
     ref = Ref(B, N, M)
 
     def ref_step():
@@ -278,7 +279,10 @@ def engine_floor(B: int, N: int, M: int, calls: int = 2000) -> list[tuple[str, f
         ("vector view step (fixed arms, no channel)", per_call_us(lambda: venv.step(arms), calls)),
         ("  engine.step", per_call_us(lambda: engine.step(arms), calls)),
         ("  arm check", per_call_us(lambda: engine._check_arms(arms), calls)),
-        ("  rewards, expected rewards, regret", per_call_us(lambda: engine._draw(arms), calls)),
+        (
+            "  rewards, expected rewards, regret",
+            per_call_us(lambda: engine._draw(arms, every), calls),
+        ),
         (
             "    of which the reward draws (B per-run streams)",
             per_call_us(engine._noise.next, calls),

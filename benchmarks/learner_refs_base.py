@@ -5,7 +5,7 @@ own Bernoulli rewards of flat (B*N) pulls, flat per-(run, agent, arm) statistics
 generator for everything (or, inside :func:`per_run_streams`, :class:`PerRunStreams`: one
 buffered generator per run, the suite's reproducibility contract); ``timed`` turns a reference
 loop into agent-pulls per second, and ``policy_rate`` measures a shipped learner the same way
-through the vector view (also used by ``bench_numba.py``).
+through the vector view.
 """
 
 from __future__ import annotations
