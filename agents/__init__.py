@@ -11,7 +11,7 @@ from agents.fed2_ucb import Fed2UCB  # Shi & Shen (field coverage)
 from agents.fed_lin_ucb import FedLinUCB  # Dubey & Pentland (seed 003)
 from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # Dubey & Pentland (seed 003)
 from agents.gosine import GosInE  # Chawla, Sankararaman, Ganesh & Shakkottai (field coverage)
-from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. (seeds 000/002)
+from agents.gossip_ucb import GossipFedUCB, GossipUCB  # Zhu et al. 2021 (docs/gossip.md)
 from agents.ldp_ucb import LDPUCB  # Ren, Zhou, Liu & Shroff (field coverage)
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""What the field-coverage agents share (DDUCB, coop-UCB2, GosInE, LDP-UCB;
+"""What the field agents share (DDUCB, coop-UCB2, GosInE, LDP-UCB;
 docs/field.md).
 
 * :func:`consensus_setup` — the consensus matrix ``P = I - (kappa/d_max) L`` of a connected

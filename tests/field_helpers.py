@@ -1,4 +1,4 @@
-"""Shared set-up of the field-coverage agents' tests (field-coverage.md): a runner of the batched
+"""Shared set-up of the field agents' tests (docs/field.md): a runner of the batched
 agent on a fixed homogeneous instance, the 3-standard-error agreement check against a plain-loop
 implementation, and the light-cone check."""
 

@@ -32,7 +32,7 @@ def ref_bonus(
     dp_scale: float,
     log_floor: float = 1.0,
 ) -> float:
-    """C_{i,k}(t): Eq. (11) when ``epsilon`` is inf, else Eq. (12) in the spec's first form
+    """C_{i,k}(t): Eq. (11) when ``epsilon`` is inf, else Eq. (12) in its first printed form
     α1 + sqrt(2N [128 N (ln T)^2 (ln t)(ln n) / (n^2 ε^2) + 1/n] ln t)."""
     alpha1 = 64.0 / num_agents**17
     if math.isinf(epsilon):
