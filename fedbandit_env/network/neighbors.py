@@ -104,21 +104,21 @@ class NeighborsChannel(Channel):
         kept = self._drops.next() >= self.drop_prob if self._drops is not None else None
         if not send.any():  # nobody sends: nothing arrives, nothing is charged
             return self.empty_delivery(), self._charge()
-        transmitted = self.valid & send[:, self._gather]  # (B, N, D): slot d's neighbour sent
+        transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): slot d's sent
         heard = transmitted if kept is None else transmitted & kept
+        count = heard.astype(np.int64) @ np.ones(self.max_degree, np.int64)  # heard per agent
         charge = self._charge()
-        messages = transmitted.sum(axis=(1, 2))
+        messages = transmitted.reshape(len(send), -1).sum(axis=1)
         charge.messages[:, AGENT_AGENT] = messages
         charge.floats[:, AGENT_AGENT] = messages * self.dim
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
-        charge.dropped[:] = messages - heard.sum(axis=(1, 2))
+        charge.dropped[:] = messages - count.sum(axis=1)
         charge.sent[:] = send * self.topology.degrees[None, :]
         if self.reduce is None:
-            out = np.where(heard[..., None], payload[:, self._gather], 0.0)
+            out = np.where(heard[..., None], payload.take(self._gather, axis=1), 0.0)
             return NeighborsDelivery(self.senders.copy(), heard, out), charge
-        count = heard.sum(axis=2)
         if self.reduce == "max":
-            value = self._max(send, payload, heard)
+            value = self._max(send, payload, heard, count)
         else:
             value = self._sum(payload, heard)
             if self.reduce == "mean":
@@ -129,12 +129,16 @@ class NeighborsChannel(Channel):
         """Sum over the heard neighbours, as one sparse product over the directed edges: each
         receiver adds its messages in ascending sender id, as the padded sum over slots does."""
         B = payload.shape[0]
-        contributions = np.where(heard[:, self.valid, None], payload[:, self._edge_senders], 0.0)
+        contributions = np.where(
+            heard[:, self.valid, None], payload.take(self._edge_senders, axis=1), 0.0
+        )
         flat = contributions.transpose(1, 0, 2).reshape(len(self._edge_senders), B * self.dim)
         value = (self._incidence @ flat).reshape(self.num_agents, B, self.dim)
         return np.ascontiguousarray(value.transpose(1, 0, 2))
 
-    def _max(self, send: np.ndarray, payload: np.ndarray, heard: np.ndarray) -> np.ndarray:
+    def _max(
+        self, send: np.ndarray, payload: np.ndarray, heard: np.ndarray, count: np.ndarray
+    ) -> np.ndarray:
         """Max over the heard neighbours (0 where none was heard): a loop over the D slots, or,
         on a graph whose components are cliques and without drops, the component maximum or
         its runner-up for the one agent holding it alone (O(B N dim) whatever the degree)."""
@@ -142,9 +146,9 @@ class NeighborsChannel(Channel):
             return _clique_max(self.topology.component_of, send, payload)
         value = np.full((*send.shape, self.dim), -np.inf)
         for d in range(self.max_degree):
-            x = np.where(heard[:, :, d, None], payload[:, self._gather[:, d]], -np.inf)
+            x = np.where(heard[:, :, d, None], payload.take(self._gather[:, d], axis=1), -np.inf)
             np.maximum(value, x, out=value)
-        value[~heard.any(axis=2)] = 0.0
+        np.copyto(value, 0.0, where=(count == 0)[..., None])  # nobody heard: 0
         return value
 
     def describe(self) -> dict[str, Any]:
@@ -209,5 +213,5 @@ def _clique_max(component_of: np.ndarray, send: np.ndarray, payload: np.ndarray)
     runner = np.maximum.reduceat(np.where(at_top, -np.inf, v), starts, axis=1)[:, component_of]
     value = np.where(at_top & (n_top == 1), runner, top)
     others = np.add.reduceat(send.astype(np.int64), starts, axis=1)[:, component_of] - send
-    value[others == 0] = 0.0
+    np.copyto(value, 0.0, where=(others == 0)[..., None])  # nobody else sent: 0
     return value
