@@ -106,7 +106,7 @@ class NeighborsChannel(Channel):
             return self.empty_delivery(), self._charge()
         transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): slot d's sent
         heard = transmitted if kept is None else transmitted & kept
-        count = heard.astype(np.int64) @ np.ones(self.max_degree, np.int64)  # heard per agent
+        count = heard.sum(axis=2)  # messages heard per agent
         charge = self._charge()
         messages = transmitted.reshape(len(send), -1).sum(axis=1)
         charge.messages[:, AGENT_AGENT] = messages
