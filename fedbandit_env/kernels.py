@@ -96,12 +96,7 @@ class ArmTable:
     ) -> None:
         """``table[b, i, arm[b, i]] += values[b, i]`` in place (``values`` a scalar or (B, N)),
         for every (b, i), or only where ``where`` is True."""
-        self._check(table)
-        flat = self.positions(arm)
-        if where is not None:
-            flat = flat[where]
-            if np.ndim(values):
-                values = np.broadcast_to(values, where.shape)[where]
+        flat, values = self._selected(table, arm, values, where)
         scatter_add(table, flat, values)
 
     def put(
@@ -109,13 +104,21 @@ class ArmTable:
     ) -> None:
         """``table[b, i, arm[b, i]] = values[b, i]`` in place (``values`` a scalar or (B, N)),
         for every (b, i), or only where ``where`` is True."""
+        flat, values = self._selected(table, arm, values, where)
+        table.reshape(-1)[flat] = values
+
+    def _selected(
+        self, table: np.ndarray, arm: np.ndarray, values: Any, where: np.ndarray | None
+    ) -> tuple[np.ndarray, Any]:
+        """The flat positions of ``[b, i, arm[b, i]]`` and their values, kept where ``where``
+        is True (all without it)."""
         self._check(table)
         flat = self.positions(arm)
-        if where is not None:
-            flat = flat[where]
-            if np.ndim(values):
-                values = np.broadcast_to(values, where.shape)[where]
-        table.reshape(-1)[flat] = values
+        if where is None:
+            return flat, values
+        if np.ndim(values):
+            values = np.broadcast_to(values, where.shape)[where]
+        return flat[where], values
 
     def rows(self, table: np.ndarray) -> np.ndarray:
         """The (B*N, M) view of ``table``: row ``b N + i`` is agent i of run b (writes go
