@@ -598,7 +598,7 @@ def test_cli_reproduce_forwards_the_script_arguments(monkeypatch):
     with pytest.raises(SystemExit) as err:
         cli.main(["reproduce", "gossip-fig2", "--rounds", "50", "--runs", "2", "--help"])
     assert err.value.code == 7
-    assert calls == [[sys.executable, str(ROOT / "benchmarks" / "reproduce_gossip.py"),
+    assert calls == [[sys.executable, "-m", "fedbandit_env.reproductions.gossip",
                       "--rounds", "50", "--runs", "2", "--help"]]
 
 
