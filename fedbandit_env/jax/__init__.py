@@ -1,0 +1,43 @@
+"""The JAX backend (docs/jax.md): the environments as pure, jittable functions of one run, the
+learners as pure functions, and a rollout compiled over the whole horizon.
+
+Needs the ``jax`` extra (``pip install -e ".[jax]"``; a CUDA build for GPUs, docs/jax.md)."""
+
+from __future__ import annotations
+
+try:
+    import jax  # noqa: F401
+except ImportError as err:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "fedbandit_env.jax needs JAX: pip install 'fedbandit[jax]' (docs/jax.md)"
+    ) from err
+
+from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
+from fedbandit_env.jax.learner import (
+    JaxLearner,
+    list_jax_agents,
+    make_jax_agent,
+    register_jax_agent,
+)
+from fedbandit_env.jax.make import make
+from fedbandit_env.jax.rollout import RolloutResult, facts_of, rollout
+from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Charge, EnvState, Observation
+
+__all__ = [
+    "COMMUNICATION",
+    "PULL",
+    "Action",
+    "Charge",
+    "EnvState",
+    "FedBanditJaxEnv",
+    "JaxLearner",
+    "Observation",
+    "RolloutResult",
+    "check_state",
+    "facts_of",
+    "list_jax_agents",
+    "make",
+    "make_jax_agent",
+    "register_jax_agent",
+    "rollout",
+]

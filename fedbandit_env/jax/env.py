@@ -1,0 +1,293 @@
+"""The JAX environment of one run, gymnax / JaxMARL style (docs/jax.md).
+
+``env = fedbandit_env.jax.make(id, **kwargs)`` holds the static parameters (``env.params``, the
+validated :class:`~fedbandit_env.config.EnvConfig` of the same id and kwargs). ``reset(key)``
+returns ``(obs, state)`` and ``step(key, state, action)`` returns ``(obs, state, rewards, done,
+info)``; both are pure and jittable, the state is a pytree, and runs batch with ``vmap``.
+
+Semantics follow the numpy engine (:mod:`fedbandit_env.engine`): a step draws the rewards of
+the pulled arms, charges and delivers the messages of every channel and advances the pull
+clock; a step with ``pull`` False is communication-only (messages travel, no reward is drawn,
+the regret and pull count stay); a run that has made its ``horizon`` pulls sends and draws
+nothing. Bad input inside ``jit`` cannot raise: the first one is recorded in ``state.error``
+and :func:`check_state` (called by the rollout) raises it by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.errors import ActionError, CommunicationError, ConfigError
+from fedbandit_env.jax import instances
+from fedbandit_env.jax.accumulate import (
+    count_add,
+    count_zeros,
+    total_add,
+    total_zeros,
+)
+from fedbandit_env.jax.channels import jax_channel
+from fedbandit_env.jax.types import (
+    COMMUNICATION,
+    PULL,
+    Action,
+    Charge,
+    EnvState,
+    Ledger,
+    Observation,
+    zero_charge,
+)
+from fedbandit_env.network import make_channel
+
+BAD_ARM, LONG_STREAK, BAD_PAYLOAD, BAD_INSTANCE = 1, 2, 3, 4
+"""``state.error[0]`` codes of the bad input recorded inside ``jit``."""
+
+
+class FedBanditJaxEnv:
+    """One run of an environment configuration, as pure functions of JAX arrays."""
+
+    def __init__(self, config: EnvConfig, env_id: str = ""):
+        self.params = config
+        self.env_id = env_id
+        self.num_agents = config.num_agents
+        self.num_arms = config.num_arms
+        self.horizon = config.horizon
+        self.family = config.family
+        self.linear = config.linear
+        self.twins = {
+            name: make_channel(name, opts, config.topology, config.c1, config.c2)
+            for name, opts in config.channels.items()
+        }
+        self.channels = {name: jax_channel(twin) for name, twin in self.twins.items()}
+        shared = config.shared_instance()
+        self._means = None if shared is None else np.asarray(shared.means, np.float32)
+        self._theta = None
+        if self.linear is not None and config.instance_seed is not None:
+            from fedbandit_env.linear import draw_theta
+
+            rng = np.random.default_rng(config.instance_seed)
+            self._theta = np.asarray(draw_theta(self.linear, rng), np.float32)
+
+    @property
+    def agents(self) -> list[str]:
+        return [f"agent_{i}" for i in range(self.num_agents)]
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, key: jax.Array) -> tuple[Observation, EnvState]:
+        """The first observation and state of a run (its instance or theta* drawn from ``key``
+        unless the configuration fixes it)."""
+        k_instance, k_context = jax.random.split(key)
+        n, m = self.num_agents, self.num_arms
+        means = gap = theta = context = None
+        error = jnp.zeros(3, jnp.int32)
+        if self.linear is None:
+            if self._means is not None:
+                means = jnp.asarray(self._means)
+            else:
+                means, ok = instances.draw_means(self.params, k_instance)
+                error = jnp.where(ok, error, jnp.array([BAD_INSTANCE, 0, 0], jnp.int32))
+            expected = instances.expected_reward(self.params, means).mean(axis=0)
+            gap = expected.max() - expected
+        else:
+            if self._theta is not None:
+                theta = jnp.asarray(self._theta)
+            else:
+                theta = instances.draw_theta(self.linear, k_instance)
+            context = instances.decision_sets(self.linear, k_context, theta, n, m)
+        state = EnvState(
+            step=jnp.zeros((), jnp.int32),
+            pulls=jnp.zeros((), jnp.int32),
+            streak=jnp.zeros((), jnp.int32),
+            last_arm=jnp.full(n, -1, jnp.int32),
+            last_reward=jnp.zeros(n, jnp.float32),
+            means=means,
+            gap=gap,
+            theta=theta,
+            context=context,
+            counts=jnp.zeros((n, m) if self.linear is None else (n, 0), jnp.int32),
+            regret=total_zeros((n,)),
+            channels={name: ch.init() for name, ch in self.channels.items()},
+            ledger=Ledger(count_zeros((2,)), count_zeros((2,)), total_zeros((2,)),
+                          count_zeros(), zero_charge()),  # fmt: skip
+            error=error,
+        )
+        deliveries = {name: ch.empty() for name, ch in self.channels.items()}
+        return self._observe(state, deliveries, jnp.asarray(PULL, jnp.int32)), state
+
+    # ------------------------------------------------------------------- step
+    def step(
+        self, key: jax.Array, state: EnvState, action: Action
+    ) -> tuple[Observation, EnvState, jnp.ndarray, jnp.ndarray, dict[str, Any]]:
+        """One engine step of one run: rewards (N,), ``done`` (the run has made its horizon
+        pulls) and ``info`` (``instant_regret`` (N,), ``cumulative_regret`` (N,) and the step's
+        ``charge``)."""
+        n = self.num_agents
+        arms = jnp.asarray(action.arms).astype(jnp.int32)
+        live = state.pulls < self.horizon
+        pulling = jnp.asarray(action.pull, bool) & live
+        streak = jnp.where(live & ~pulling, state.streak + 1, 0)
+        error = state.error
+        bad_arm = (arms < 0) | (arms >= self.num_arms)
+        error = _first_error(error, BAD_ARM, state.step, bad_arm & pulling)
+        error = _first_error(
+            error, LONG_STREAK, state.step,
+            jnp.full(n, streak > self.params.max_communication_steps),
+        )  # fmt: skip
+        arms = jnp.clip(arms, 0, self.num_arms - 1)
+        k_reward, k_context, k_net = jax.random.split(key, 3)
+
+        if self.linear is None:
+            mean = state.means[jnp.arange(n), arms]
+            rewards = instances.sample_reward(self.params, k_reward, mean)
+            regret = jnp.where(pulling, state.gap[arms], 0.0)
+            onehot = (arms[:, None] == jnp.arange(self.num_arms)) & pulling
+            counts = state.counts + onehot.astype(jnp.int32)
+            context, total = None, state.regret
+        else:
+            expected = state.context @ state.theta  # (N, K)
+            chosen = expected[jnp.arange(n), arms]
+            rewards = instances.linear_reward(self.linear, k_reward, chosen)
+            regret = jnp.where(pulling, expected.max(axis=1) - chosen, 0.0)
+            fresh = instances.decision_sets(self.linear, k_context, state.theta, n, self.num_arms)
+            context = jnp.where(pulling, fresh, state.context)
+            counts, total = state.counts, total_add(state.regret, regret)
+        rewards = jnp.where(pulling, rewards, 0.0)
+
+        deliveries, channel_states, charge, error = self._transmit(
+            k_net, state, action.messages, live, error
+        )
+        ledger = state.ledger
+        ledger = Ledger(
+            count_add(ledger.messages, charge.messages),
+            count_add(ledger.floats, charge.floats),
+            total_add(ledger.cost, charge.cost),
+            count_add(ledger.dropped, charge.dropped),
+            charge,
+        )
+        state = EnvState(
+            step=state.step + 1,
+            pulls=state.pulls + pulling,
+            streak=streak,
+            last_arm=jnp.where(pulling, arms, state.last_arm),
+            last_reward=jnp.where(pulling, rewards, state.last_reward),
+            means=state.means,
+            gap=state.gap,
+            theta=state.theta,
+            context=context,
+            counts=counts,
+            regret=total,
+            channels=channel_states,
+            ledger=ledger,
+            error=error,
+        )
+        phase = jnp.where(pulling, PULL, COMMUNICATION).astype(jnp.int32)
+        obs = self._observe(state, deliveries, phase)
+        info = {
+            "instant_regret": regret,
+            "cumulative_regret": self.cumulative_regret(state),
+            "charge": charge,
+        }
+        return obs, state, rewards, state.pulls >= self.horizon, info
+
+    def _transmit(self, key, state, messages: Mapping, live, error):
+        """Every channel transmits (a channel given no message: nobody sends on it); the step's
+        charge is the sum of the channels' charges."""
+        unknown = sorted(set(messages) - set(self.channels))
+        if unknown:
+            raise ActionError(
+                "all agents", f"messages.{unknown[0]}",
+                f"unknown channel; this environment has {sorted(self.channels)}",
+            )  # fmt: skip
+        deliveries, states, charge = {}, {}, zero_charge()
+        keys = jax.random.split(key, max(len(self.channels), 1))
+        for k, (name, channel) in zip(keys, self.channels.items(), strict=False):
+            send, payload = self._message(name, channel, messages.get(name))
+            send = send & live
+            finite = jnp.isfinite(payload).all(axis=1)
+            error = _first_error(error, BAD_PAYLOAD, state.step, send & ~finite)
+            payload = jnp.where(send[:, None] & finite[:, None], payload, 0.0)
+            deliveries[name], states[name], c = channel.transmit(
+                k, state.channels[name], send, payload
+            )
+            charge = Charge(*(a + b for a, b in zip(charge, c, strict=True)))
+        return deliveries, states, charge, error
+
+    def _message(self, name: str, channel, message) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """(send (N,) bool, payload (N, dim) float32) of one channel, checked by shape."""
+        n = self.num_agents
+        if message is None:
+            return jnp.zeros(n, bool), jnp.zeros((n, channel.dim), jnp.float32)
+        if isinstance(message, tuple):
+            send, payload = message
+            send = jnp.asarray(send)
+            if send.shape != (n,):
+                raise ActionError(
+                    "all agents", f"messages.{name}.send",
+                    f"expected a bool array of shape ({n},) per run, got {send.shape}",
+                )  # fmt: skip
+            send = send.astype(bool)
+        else:
+            payload = message
+            send = jnp.ones(n, bool)
+        payload = jnp.asarray(payload)
+        if payload.shape != (n, channel.dim):
+            raise ActionError(
+                "all agents", f"messages.{name}.payload",
+                f"expected shape ({n}, {channel.dim}) per run, got {payload.shape}",
+            )  # fmt: skip
+        return send, payload.astype(jnp.float32)
+
+    def _observe(self, state: EnvState, deliveries, phase) -> Observation:
+        return Observation(
+            step=state.step,
+            last_arm=state.last_arm,
+            last_reward=state.last_reward,
+            deliveries=deliveries,
+            context=state.context,
+            phase=phase,
+            pulls=state.pulls,
+        )
+
+    def cumulative_regret(self, state: EnvState) -> jnp.ndarray:
+        """(N,) pseudo-regret of each agent so far: ``counts @ gap`` (integer pull counts) in
+        the multi-armed families, the compensated sum in the linear family."""
+        if self.linear is None:
+            return state.counts.astype(jnp.float32) @ state.gap
+        return state.regret.total - state.regret.carry
+
+
+def _first_error(error: jnp.ndarray, code: int, step: jnp.ndarray, bad: jnp.ndarray):
+    """Record (code, step, first bad agent) unless an error is already recorded."""
+    new = jnp.stack([jnp.asarray(code, jnp.int32), step.astype(jnp.int32),
+                     jnp.argmax(bad).astype(jnp.int32)])  # fmt: skip
+    return jnp.where((error[0] == 0) & bad.any(), new, error)
+
+
+def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None = None) -> None:
+    """Raise the first bad input recorded inside ``jit`` (a batch of states: the first run
+    with one), naming the run, the agent, the field and the expected value."""
+    error = np.asarray(state.error).reshape(-1, 3)
+    bad = np.flatnonzero(error[:, 0])
+    if bad.size == 0:
+        return
+    b = int(bad[0])
+    code, step, agent = (int(x) for x in error[b])
+    run = f"run seed {seeds[b]}, " if seeds is not None else (f"run {b}, " if len(error) > 1 else "")
+    who = f"{run}agent_{agent}"
+    if code == BAD_ARM:
+        raise ActionError(who, "arm", f"expected an int in [0, {env.num_arms - 1}] (step {step + 1})")
+    if code == LONG_STREAK:
+        raise CommunicationError(
+            f"step {step + 1}: {run}more than max_communication_steps="
+            f"{env.params.max_communication_steps} communication steps in a row without a pull"
+        )
+    if code == BAD_PAYLOAD:
+        raise ActionError(who, "messages.payload", f"expected finite numbers (NaN/inf, step {step + 1})")
+    raise ConfigError(
+        f"instance: {run}no instance met the {env.params.instance!r} conditions in the allowed draws"
+    )

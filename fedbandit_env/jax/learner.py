@@ -1,0 +1,110 @@
+"""Learners as pure functions (docs/jax.md, "Learners"): the :class:`JaxLearner` protocol and
+the registry of JAX learner ids.
+
+A JAX learner acts for the N agents of one run; the rollout ``vmap``s it over runs.
+
+* ``init(key, facts) -> state``: the learner's state (a pytree) at reset. ``facts`` is the
+  federation's public facts (:class:`~fedbandit_env.policy.FederationFacts`, one run), a static
+  Python object: check it here, in Python, before anything is traced.
+* ``act(key, state, obs) -> (action, state)``: the :class:`~fedbandit_env.jax.types.Action` of
+  the next step from the last :class:`~fedbandit_env.jax.types.Observation`.
+
+Optional attributes, as on a numpy team policy: ``agent_id`` (the row label), ``version`` (the
+results version), ``privacy_epsilon`` (the declared epsilon) and ``channel_spec(config)`` (the
+channels it needs when the caller names none). Agent i may only use row i of what it observes.
+
+Registered ids are the numpy learners' ids: ``make_jax_agent("ucb1")`` is the JAX port of
+``ucb1``. A user's own learner is registered with :func:`register_jax_agent` or the
+``fedbandit.jax_agents`` entry-point group, and ranked like any learner.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+import jax
+
+from fedbandit_env.errors import UnknownIdError
+from fedbandit_env.jax.types import Action, Observation
+from fedbandit_env.policy import FederationFacts
+
+
+@runtime_checkable
+class JaxLearner(Protocol):
+    def init(self, key: jax.Array, facts: FederationFacts) -> Any: ...
+
+    def act(self, key: jax.Array, state: Any, obs: Observation) -> tuple[Action, Any]: ...
+
+
+BUILTIN: dict[str, str] = {
+    "uniform": "baselines.jax.trivial:UniformRandom",
+    "flooding": "baselines.jax.trivial:Flooding",
+    "centralized_ucb1": "baselines.jax.trivial:CentralizedUCB1",
+    "ucb1": "baselines.jax.index:UCB1",
+    "ucb1_shared": "baselines.jax.index:UCB1Shared",
+    "kl_ucb": "baselines.jax.index:KLUCB",
+    "kl_ucb_shared": "baselines.jax.index:KLUCBShared",
+    "epsilon_greedy": "baselines.jax.index:EpsilonGreedy",
+    "epsilon_greedy_shared": "baselines.jax.index:EpsilonGreedyShared",
+    "thompson_beta": "baselines.jax.index:ThompsonBeta",
+    "thompson_beta_shared": "baselines.jax.index:ThompsonBetaShared",
+    "thompson_gaussian": "baselines.jax.index:ThompsonGaussian",
+    "thompson_gaussian_shared": "baselines.jax.index:ThompsonGaussianShared",
+    "gossip_ucb": "agents.jax.gossip_ucb:GossipUCB",
+    "gossip_fed_ucb": "agents.jax.gossip_ucb:GossipFedUCB",
+    "linucb": "baselines.jax.linucb:LinUCB",
+    "centralized_linucb": "baselines.jax.linucb:CentralizedLinUCB",
+    "fed_lin_ucb": "agents.jax.fed_lin_ucb:FedLinUCB",
+}
+"""The ports shipped with the package, by the id of their numpy twin."""
+
+_USER: dict[str, Callable[..., Any]] = {}
+GROUP = "fedbandit.jax_agents"
+
+
+def register_jax_agent(agent_id: str, factory: Callable[..., Any] | str) -> None:
+    """Register a JAX learner (a class or factory, or ``"module:attr"``) under ``agent_id``."""
+    _USER[agent_id] = factory
+
+
+def _load(entry: Callable[..., Any] | str) -> Callable[..., Any]:
+    if callable(entry):
+        return entry
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _plugins() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def list_jax_agents() -> list[str]:
+    """Every JAX learner id: the ports, the user's and the installed plug-ins'."""
+    return sorted({*BUILTIN, *_USER, *_plugins()})
+
+
+def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
+    """The JAX learner of an id, built with ``kwargs``; an unknown id lists the known ones."""
+    if agent_id in _USER:
+        factory = _load(_USER[agent_id])
+    elif agent_id in BUILTIN:
+        factory = _load(BUILTIN[agent_id])
+    elif agent_id in (plugins := _plugins()):
+        factory = plugins[agent_id].load()
+    elif ":" in agent_id:
+        factory = _load(agent_id)
+    else:
+        raise UnknownIdError(
+            f"agent: {agent_id!r} has no JAX learner; JAX learners: {list_jax_agents()} "
+            "(the other learners run on the numpy backend)"
+        )
+    learner = factory(**kwargs)
+    if not isinstance(learner, JaxLearner):
+        raise UnknownIdError(
+            f"agent: {agent_id!r} is not a JAX learner (expected init(key, facts) and "
+            "act(key, state, obs))"
+        )
+    return learner

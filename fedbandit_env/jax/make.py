@@ -1,0 +1,41 @@
+"""``fedbandit_env.jax.make``: the registered ids and keyword arguments, on the JAX backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fedbandit_env.config import make_config
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.jax.env import FedBanditJaxEnv
+from fedbandit_env.registration import _check_kwargs, _max_cycles_alias, spec
+
+NUMPY_ONLY = {
+    "FedBandit/ClassificationContextual-v0": "its decision sets are rows of a data set",
+    "FedBandit/DiabetesHospitals-v0": "its rewards are pools of a user-supplied data file",
+}
+"""The ids the JAX backend refuses, and why (docs/jax.md, "What runs on JAX")."""
+
+REFUSED_KWARGS = {
+    "dataset": "a data set's decision sets are numpy-only",
+    "random_streams": "the JAX backend draws from JAX keys (numpy streams are numpy-only)",
+}
+
+
+def make(id: str, **kwargs: Any) -> FedBanditJaxEnv:
+    """The JAX environment of a registered id: the same defaults and keyword arguments as
+    :func:`fedbandit_env.make`, validated by the same code; what the JAX backend cannot
+    honour is refused by name."""
+    spec_ = spec(id)
+    if id in NUMPY_ONLY:
+        raise ConfigError(
+            f"{id}: not on the JAX backend ({NUMPY_ONLY[id]}); use fedbandit_env.make_vec"
+        )
+    for name, why in REFUSED_KWARGS.items():
+        if kwargs.get(name) is not None:
+            raise ConfigError(f"{id}: {name}: not on the JAX backend ({why})")
+    _check_kwargs(spec_, kwargs, ("max_cycles",))
+    kwargs = _max_cycles_alias(kwargs)
+    if spec_.vector_entry_point != "fedbandit_env.vector_env:FedBanditVectorEnv":
+        raise ConfigError(f"{id}: not on the JAX backend (a custom entry point)")
+    config = make_config(**{**spec_.kwargs, **kwargs})
+    return FedBanditJaxEnv(config, env_id=id)

@@ -1,0 +1,140 @@
+"""The compiled rollout (docs/jax.md, "Rollout"): a whole horizon as one program.
+
+:func:`rollout` runs B seeds of a learner on a JAX environment: per run, a ``lax.scan`` over
+the checkpoints whose body is a ``lax.while_loop`` of engine steps until the run's pull count
+reaches the checkpoint, and a ``vmap`` over runs; the whole is one ``jit``. Only the curves at
+the checkpoints are kept, so memory is O(B C N) whatever the horizon. A run stops early at the
+first bad input recorded inside ``jit`` (``state.error``), which is raised after the rollout.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.jax.accumulate import count_value, total_value
+from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
+from fedbandit_env.jax.types import EnvState, Observation
+from fedbandit_env.policy import FederationFacts
+
+MAX_SEED = 2**32 - 1
+
+
+@dataclass
+class RolloutResult:
+    """Per-run curves at ``steps`` (pulls) and per-run communication totals (numpy)."""
+
+    seeds: list[int]
+    steps: np.ndarray
+    regret_by_agent: np.ndarray  # (runs, checkpoints, agents) float64
+    messages: np.ndarray  # (runs, 2) int64, per link type
+    floats: np.ndarray  # (runs, 2) int64
+    cost: np.ndarray  # (runs, 2) float64
+    dropped: np.ndarray  # (runs,) int64
+    engine_steps: np.ndarray  # (runs,) engine steps taken (pulls and communication steps)
+    wall_time: float  # seconds, compile included
+    compile_time: float
+    device: str
+
+
+class _Carry(NamedTuple):
+    key: jax.Array
+    obs: Observation
+    env: EnvState
+    learner: Any
+
+
+def facts_of(env: FedBanditJaxEnv) -> FederationFacts:
+    """The public facts of one run of ``env`` (what a learner's ``init`` gets)."""
+    return FederationFacts.from_config(env.params, 1, env.twins)
+
+
+def run_keys(seeds: list[int]) -> jax.Array:
+    """One PRNG key per run seed (``jax.random.PRNGKey(seed)``)."""
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 0 <= s <= MAX_SEED:
+            raise ConfigError(f"seeds: expected ints in [0, 2^32 - 1], got {s!r}")
+    return jax.vmap(jax.random.PRNGKey)(jnp.asarray(np.asarray(seeds, np.uint32)))
+
+
+def rollout_program(env: FedBanditJaxEnv, learner: Any, steps: np.ndarray):
+    """The jitted function ``keys (B, 2) -> (curves (B, C, N), final states)``."""
+    facts = facts_of(env)
+    targets = jnp.asarray(np.asarray(steps, np.int32))
+
+    def one_run(key: jax.Array):
+        k_env, k_agent, key = jax.random.split(key, 3)
+        obs, env_state = env.reset(k_env)
+        carry = _Carry(key, obs, env_state, learner.init(k_agent, facts))
+
+        def advance(c: _Carry) -> _Carry:
+            key, k_act, k_step = jax.random.split(c.key, 3)
+            action, learner_state = learner.act(k_act, c.learner, c.obs)
+            obs, env_state, _, _, _ = env.step(k_step, c.env, action)
+            return _Carry(key, obs, env_state, learner_state)
+
+        def segment(c: _Carry, target):
+            def running(c: _Carry):
+                return (c.env.pulls < target) & (c.env.error[0] == 0)
+
+            c = jax.lax.while_loop(running, advance, c)
+            return c, env.cumulative_regret(c.env)
+
+        carry, curve = jax.lax.scan(segment, carry, targets)
+        return curve, carry.env
+
+    return jax.jit(jax.vmap(one_run))
+
+
+def rollout(
+    env: FedBanditJaxEnv,
+    learner: Any,
+    seeds: list[int],
+    checkpoints: np.ndarray | None = None,
+) -> RolloutResult:
+    """Run ``seeds`` (one run each) of ``learner`` on ``env`` to the horizon, keeping the
+    cumulative regret of every agent at ``checkpoints`` (pull counts; default: every pull up
+    to 400 pulls, else the bench's log- and linear-spaced grid)."""
+    from fedbandit_env.bench.evaluate import default_checkpoints
+
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ConfigError("seeds: expected at least one run seed")
+    steps = default_checkpoints(env.horizon) if checkpoints is None else np.asarray(checkpoints)
+    if steps.size == 0 or steps.min() < 1 or steps.max() > env.horizon or (np.diff(steps) <= 0).any():
+        raise ConfigError(f"checkpoints: expected increasing pull counts in [1, {env.horizon}]")
+    keys = run_keys(seeds)
+    start = time.perf_counter()
+    program = rollout_program(env, learner, steps)
+    compiled = program.lower(keys).compile()
+    compile_time = time.perf_counter() - start
+    curves, final = compiled(keys)
+    curves = jax.block_until_ready(curves)
+    wall = time.perf_counter() - start
+    check_state(env, final, seeds)
+    ledger = final.ledger
+    return RolloutResult(
+        seeds=seeds,
+        steps=np.asarray(steps, np.int64),
+        regret_by_agent=np.asarray(curves, np.float64),
+        messages=count_value(ledger.messages),
+        floats=count_value(ledger.floats),
+        cost=total_value(ledger.cost),
+        dropped=count_value(ledger.dropped),
+        engine_steps=np.asarray(final.step, np.int64),
+        wall_time=wall,
+        compile_time=compile_time,
+        device=describe_device(),
+    )
+
+
+def describe_device() -> str:
+    """The JAX device the rollout ran on, in words (``"cpu: cpu"``, ``"gpu: NVIDIA H200"``)."""
+    device = jax.devices()[0]
+    return f"{device.platform}: {getattr(device, 'device_kind', device.platform)}"

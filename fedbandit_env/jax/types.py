@@ -1,0 +1,109 @@
+"""The pytrees that cross the JAX environment's boundary (docs/jax.md).
+
+One run, unbatched: the rollout ``vmap``s over runs. Arrays are int32 for ids and counts and
+float32 for rewards and payloads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+from fedbandit_env.jax.accumulate import Count, Total
+
+PULL = 0
+"""``phase`` of a step in which the agents pulled an arm (and after reset)."""
+COMMUNICATION = 1
+"""``phase`` of a communication-only step: messages travelled, no arm was pulled."""
+
+
+class Charge(NamedTuple):
+    """What one channel transmitted in one step, per link type (agent-agent, agent-server):
+    ``messages`` and ``floats`` (2,) int32, ``cost`` (2,) float32, ``dropped`` () int32."""
+
+    messages: jnp.ndarray
+    floats: jnp.ndarray
+    cost: jnp.ndarray
+    dropped: jnp.ndarray
+
+
+def zero_charge() -> Charge:
+    return Charge(
+        jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.float32),
+        jnp.zeros((), jnp.int32),
+    )  # fmt: skip
+
+
+def link_charge(link: int, messages: jnp.ndarray, dim: int, cost: jnp.ndarray,
+                dropped: jnp.ndarray) -> Charge:  # fmt: skip
+    """The charge of ``messages`` messages of ``dim`` floats on one link type."""
+    messages = jnp.asarray(messages, jnp.int32)
+    onehot = jnp.arange(2) == link
+    return Charge(
+        jnp.where(onehot, messages, 0),
+        jnp.where(onehot, messages * dim, 0),
+        jnp.where(onehot, jnp.asarray(cost, jnp.float32), 0.0),
+        jnp.asarray(dropped, jnp.int32),
+    )
+
+
+class Ledger(NamedTuple):
+    """Cumulative communication of one run: ``messages``/``floats`` (2,) exact counts, ``cost``
+    (2,) compensated sums, ``dropped`` () exact count; ``step`` the last step's charge."""
+
+    messages: Count
+    floats: Count
+    cost: Total
+    dropped: Count
+    step: Charge
+
+
+class Action(NamedTuple):
+    """The team's action in one run: ``arms`` (N,) int32, ``messages`` {channel: (send (N,)
+    bool, payload (N, dim) float32)} (a missing channel: nobody sends on it) and ``pull`` ()
+    bool (False: a communication-only step)."""
+
+    arms: jnp.ndarray
+    messages: dict[str, tuple[jnp.ndarray, jnp.ndarray]]
+    pull: Any = True
+
+
+class Observation(NamedTuple):
+    """What the agents observe after a step of one run: ``step`` engine steps so far,
+    ``last_arm`` (N,) (-1 before the first pull), ``last_reward`` (N,), one delivery per channel,
+    the linear family's decision sets ``context`` (N, K, d) of the next step (None otherwise),
+    ``phase`` (:data:`PULL` or :data:`COMMUNICATION`) and ``pulls`` the pulls so far."""
+
+    step: jnp.ndarray
+    last_arm: jnp.ndarray
+    last_reward: jnp.ndarray
+    deliveries: dict[str, Any]
+    context: Any
+    phase: jnp.ndarray
+    pulls: jnp.ndarray
+
+
+class EnvState(NamedTuple):
+    """The whole state of one run (a pytree).
+
+    ``means`` (N, M) the reward parameters and ``gap`` (M,) the global gaps (multi-armed
+    families); ``theta`` (d,) and ``context`` (N, K, d) (linear family); ``counts`` (N, M) int32
+    pulls per agent and arm (the multi-armed regret is ``counts @ gap``, exact); ``regret``
+    (N,) the linear family's compensated regret sums; ``error`` (3,) int32: the first bad input
+    seen inside ``jit`` (code, step, agent; code 0: none, docs/jax.md "Errors")."""
+
+    step: jnp.ndarray
+    pulls: jnp.ndarray
+    streak: jnp.ndarray
+    last_arm: jnp.ndarray
+    last_reward: jnp.ndarray
+    means: Any
+    gap: Any
+    theta: Any
+    context: Any
+    counts: jnp.ndarray
+    regret: Total
+    channels: dict[str, Any]
+    ledger: Ledger
+    error: jnp.ndarray
