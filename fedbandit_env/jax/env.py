@@ -112,8 +112,13 @@ class FedBanditJaxEnv:
             counts=jnp.zeros((n, m) if self.linear is None else (n, 0), jnp.int32),
             regret=total_zeros((n,)),
             channels={name: ch.init() for name, ch in self.channels.items()},
-            ledger=Ledger(count_zeros((2,)), count_zeros((2,)), total_zeros((2,)),
-                          count_zeros(), zero_charge()),  # fmt: skip
+            ledger=Ledger(
+                count_zeros((2,)),
+                count_zeros((2,)),
+                total_zeros((2,)),
+                count_zeros(),
+                zero_charge(),
+            ),  # fmt: skip
             error=error,
         )
         deliveries = {name: ch.empty() for name, ch in self.channels.items()}
@@ -277,17 +282,23 @@ def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None =
         return
     b = int(bad[0])
     code, step, agent = (int(x) for x in error[b])
-    run = f"run seed {seeds[b]}, " if seeds is not None else (f"run {b}, " if len(error) > 1 else "")
+    run = (
+        f"run seed {seeds[b]}, " if seeds is not None else (f"run {b}, " if len(error) > 1 else "")
+    )
     who = f"{run}agent_{agent}"
     if code == BAD_ARM:
-        raise ActionError(who, "arm", f"expected an int in [0, {env.num_arms - 1}] (step {step + 1})")
+        raise ActionError(
+            who, "arm", f"expected an int in [0, {env.num_arms - 1}] (step {step + 1})"
+        )
     if code == LONG_STREAK:
         raise CommunicationError(
             f"step {step + 1}: {run}more than max_communication_steps="
             f"{env.params.max_communication_steps} communication steps in a row without a pull"
         )
     if code == BAD_PAYLOAD:
-        raise ActionError(who, "messages.payload", f"expected finite numbers (NaN/inf, step {step + 1})")
+        raise ActionError(
+            who, "messages.payload", f"expected finite numbers (NaN/inf, step {step + 1})"
+        )
     raise ConfigError(
         f"instance: {run}no instance met the {env.params.instance!r} conditions in the allowed draws"
     )

@@ -41,6 +41,7 @@ class RolloutResult:
     wall_time: float  # seconds, compile included
     compile_time: float
     device: str
+    learner_state: Any = None  # the learner's final state, batched over runs (numpy leaves)
 
 
 class _Carry(NamedTuple):
@@ -64,7 +65,8 @@ def run_keys(seeds: list[int]) -> jax.Array:
 
 
 def rollout_program(env: FedBanditJaxEnv, learner: Any, steps: np.ndarray):
-    """The jitted function ``keys (B, 2) -> (curves (B, C, N), final states)``."""
+    """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
+    states)``."""
     facts = facts_of(env)
     targets = jnp.asarray(np.asarray(steps, np.int32))
 
@@ -87,7 +89,7 @@ def rollout_program(env: FedBanditJaxEnv, learner: Any, steps: np.ndarray):
             return c, env.cumulative_regret(c.env)
 
         carry, curve = jax.lax.scan(segment, carry, targets)
-        return curve, carry.env
+        return curve, carry.env, carry.learner
 
     return jax.jit(jax.vmap(one_run))
 
@@ -107,14 +109,19 @@ def rollout(
     if not seeds:
         raise ConfigError("seeds: expected at least one run seed")
     steps = default_checkpoints(env.horizon) if checkpoints is None else np.asarray(checkpoints)
-    if steps.size == 0 or steps.min() < 1 or steps.max() > env.horizon or (np.diff(steps) <= 0).any():
+    if (
+        steps.size == 0
+        or steps.min() < 1
+        or steps.max() > env.horizon
+        or (np.diff(steps) <= 0).any()
+    ):
         raise ConfigError(f"checkpoints: expected increasing pull counts in [1, {env.horizon}]")
     keys = run_keys(seeds)
     start = time.perf_counter()
     program = rollout_program(env, learner, steps)
     compiled = program.lower(keys).compile()
     compile_time = time.perf_counter() - start
-    curves, final = compiled(keys)
+    curves, final, learner_state = compiled(keys)
     curves = jax.block_until_ready(curves)
     wall = time.perf_counter() - start
     check_state(env, final, seeds)
@@ -131,6 +138,7 @@ def rollout(
         wall_time=wall,
         compile_time=compile_time,
         device=describe_device(),
+        learner_state=jax.tree_util.tree_map(np.asarray, learner_state),
     )
 
 
