@@ -86,10 +86,13 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for agent_id in args.ports:
             fast, compile_s, _ = jax_rate(agent_id, runs, args.horizon)
+            platform = device.split(":")[0]
+            record.figure(f"{agent_id} JAX agent-steps/s B={runs} ({platform})", fast)
             if runs <= args.numpy_max_runs:
                 slow = numpy_rate(agent_id, runs, args.horizon)
                 ratio = f"{fast / slow:.2f}"
                 slow_cell = f"{slow:,.0f}"
+                record.figure(f"{agent_id} JAX / numpy B={runs} ({platform})", fast / slow)
             else:
                 ratio = slow_cell = "not run"
             print(f"| {agent_id} | {fast:,.0f} | {compile_s:.1f} | {slow_cell} | {ratio} |")

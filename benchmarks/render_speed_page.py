@@ -61,6 +61,41 @@ FLOORS: tuple[tuple[str, str, str, str, float, str], ...] = (
         "OMP_NUM_THREADS=1 python benchmarks/bench_engine.py",
     ),
 )
+# the JAX backend's goals (docs/jax.md, "Speed"); a GPU figure exists only in a record made on a GPU
+FLOORS += (
+    (
+        "JAX ucb1 at least 0.8x the numpy engine on CPU at B = 1000",
+        "bench_jax.py",
+        "ucb1 JAX / numpy B=1000 (cpu)",
+        ">=",
+        0.8,
+        "python benchmarks/bench_jax.py --runs 1000",
+    ),
+    (
+        "JAX ucb1 at least 2e9 agent-steps/s on a GPU at B = 10^4 (N = M = 10)",
+        "bench_jax.py",
+        "ucb1 JAX agent-steps/s B=10000 (gpu)",
+        ">=",
+        2e9,
+        "python benchmarks/bench_jax.py --ports ucb1 --runs 10000 --horizon 10000",
+    ),
+    (
+        "JAX gossip_fed_ucb at least 1e8 agent-steps/s on a GPU at B = 10^4",
+        "bench_jax.py",
+        "gossip_fed_ucb JAX agent-steps/s B=10000 (gpu)",
+        ">=",
+        1e8,
+        "python benchmarks/bench_jax.py --ports gossip_fed_ucb --runs 10000 --horizon 10000",
+    ),
+    (
+        "JAX fed_lin_ucb at least 5e7 agent-steps/s on a GPU at B = 100 (100 agents, d = 10)",
+        "bench_jax.py",
+        "fed_lin_ucb JAX agent-steps/s B=100 (gpu)",
+        ">=",
+        5e7,
+        "python benchmarks/bench_jax.py --ports fed_lin_ucb --runs 100 --horizon 10000",
+    ),
+)
 _OPS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
 
 
