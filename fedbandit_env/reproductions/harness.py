@@ -35,9 +35,11 @@ def parser(
     jobs: int = 2,
     data: bool = False,
     cache: bool = False,
+    backend: bool = False,
 ) -> argparse.ArgumentParser:
     """The options every reproduction has. ``executor=None``: ``--executor`` defaults to
-    serial at CI scale and joblib with ``--full`` (read it with :func:`executor_of`)."""
+    serial at CI scale and joblib with ``--full`` (read it with :func:`executor_of`).
+    ``backend``: the reproduction also runs on the JAX backend (``--backend jax``, docs/jax.md)."""
     p = argparse.ArgumentParser(
         prog=f"fedbandit reproduce {name}",
         description=doc,
@@ -67,7 +69,27 @@ def parser(
         )
     if cache:
         p.add_argument("--no-cache", action="store_true", help="recompute every cached unit")
+    if backend:
+        p.add_argument(
+            "--backend",
+            choices=BACKENDS,
+            default="numpy",
+            help="the engine: numpy, or the compiled JAX backend (docs/jax.md; default numpy)",
+        )
     return p
+
+
+BACKENDS = ("numpy", "jax")
+
+
+def backend_meta(args: argparse.Namespace) -> dict[str, str]:
+    """The claims file's ``meta`` entries of the backend and the device it ran on."""
+    backend = getattr(args, "backend", "numpy")
+    if backend != "jax":
+        return {"backend": "numpy", "device": "cpu (numpy)"}
+    from fedbandit_env.jax.rollout import describe_device
+
+    return {"backend": "jax", "device": describe_device()}
 
 
 def executor_of(args: argparse.Namespace) -> str:
