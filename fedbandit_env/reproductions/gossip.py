@@ -2,6 +2,7 @@
 
     fedbandit reproduce gossip --claims docs/claims/gossip-ci.json   # CI scale
     fedbandit reproduce gossip --full --claims docs/claims/gossip-full.json
+    fedbandit reproduce gossip --full --backend jax     # the paper's 100 runs per curve (a GPU)
     python -m fedbandit_env.reproductions.gossip ...                 # the same
 
 Every figure panel and quantitative statement of the paper's section 5 gets one claims row
@@ -27,7 +28,9 @@ agent's defaults are private and never strand an arm, docs/gossip.md). Regret is
 agent-averaged pseudo-regret of rounds 1..t (the M initialization pulls excluded; docs/gossip.md),
 except in the Theorem 1 row (the worst agent). Work units (one curve each) run through the
 bench executors (``--executor joblib|ray|serial``); finished units are cached in ``--out``
-(fedbandit_env.reproductions.harness).
+(fedbandit_env.reproductions.harness). ``--backend jax`` runs the synthetic panels on the
+compiled JAX backend (docs/jax.md), one unit after another in this process; the diabetes panel
+and the Sec. 5.2 rows stay on numpy (a data-set environment) and the claims file says so.
 """
 
 from __future__ import annotations
@@ -59,10 +62,10 @@ RATIO_TOL = 0.25  # "approximately 1 : 1/2 : 1/5": each ratio within 25 % of its
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = harness.parser("gossip", __doc__, executor="joblib", data=True, cache=True)
+    p = harness.parser("gossip", __doc__, executor="joblib", data=True, cache=True, backend=True)
     p.add_argument("--rounds", type=int, default=None, help="T of panels (a), (c) [2e4; full 1e6]")
     p.add_argument("--rounds-b", type=int, default=None, help="T of panel (b) [2e4; full 6e5]")
-    p.add_argument("--runs", type=int, default=None, help="runs per curve [8; full 30]")
+    p.add_argument("--runs", type=int, default=None, help="runs per curve [8; full 30, full on --backend jax 100]")
     p.add_argument("--ablation-runs", type=int, default=None, help="panel (b), term off [8; 10]")
     p.add_argument("--init-runs", type=int, default=None, help="initial-sample study [64; 128]")
     p.add_argument("--init-rounds", type=int, default=20_000, help="initial-sample study T")
@@ -72,7 +75,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     full = a.full
     a.rounds = a.rounds or (1_000_000 if full else 20_000)
     a.rounds_b = a.rounds_b or (600_000 if full else a.rounds)
-    a.runs = a.runs or (30 if full else 8)
+    # the paper's 100 runs per curve with --full on the JAX backend (30 on numpy's CPU budget)
+    a.runs = a.runs or ((100 if a.backend == "jax" else 30) if full else 8)
+    if a.backend == "jax":  # one process compiles and owns the device; units run in turn
+        a.executor, a.jobs = "serial", 1
     a.ablation_runs = a.ablation_runs or (10 if full else a.runs)
     a.init_runs = a.init_runs or (128 if full else 64)
     a.data_file, a.data_missing = harness.data_path(a, DIABETES_FILE)
@@ -98,30 +104,46 @@ def run_unit(unit: dict[str, Any]) -> dict[str, Any]:
     Returns the agent-averaged regret of rounds 1..t at :func:`grid` (runs, points), each
     agent's regret of rounds 1..T (runs, N) and the final pull counts' minimum per run and the
     global best arm's (for stranded arms)."""
-    from agents.gossip_ucb import GossipFedUCB
-    from fedbandit_env.bench import evaluate
-
     m, rounds = unit["arms"], unit["rounds"]
     t = grid(rounds)
-    policy = GossipFedUCB(**unit["agent_kwargs"])
-    res = evaluate(
-        unit["env_id"],
-        policy,
-        runs=unit["runs"],
-        seed=unit["seed"],
-        env_kwargs={**unit["env_kwargs"], "horizon": rounds + m},
-        checkpoints=np.concatenate([[m], m + t]),  # step M = end of the initialization
-    )
-    mu = np.asarray(unit["global_means"])
-    best = int(np.argmax(mu))
+    checkpoints = np.concatenate([[m], m + t])  # step M = end of the initialization
+    env_kwargs = {**unit["env_kwargs"], "horizon": rounds + m}
+    if unit.get("backend", "numpy") == "jax":
+        by_step, counts, wall = _run_jax(unit, env_kwargs, checkpoints)
+    else:
+        from agents.gossip_ucb import GossipFedUCB
+        from fedbandit_env.bench import evaluate
+
+        policy = GossipFedUCB(**unit["agent_kwargs"])
+        res = evaluate(unit["env_id"], policy, runs=unit["runs"], seed=unit["seed"],
+                       env_kwargs=env_kwargs, checkpoints=checkpoints)  # fmt: skip
+        by_step, counts, wall = res.regret_by_agent, policy.n, res.wall_time
+    best = int(np.argmax(np.asarray(unit["global_means"])))
+    per_agent = by_step.mean(axis=2)
     return {
         "t": t,
-        "curves": res.regret_per_agent[:, 1:] - res.regret_per_agent[:, :1],
-        "by_agent": res.regret_by_agent[:, -1] - res.regret_by_agent[:, 0],
-        "stranded": (policy.n <= 1.0).any(axis=(1, 2)),  # some agent never re-pulled an arm
-        "best_stranded": (policy.n[:, :, best] <= 1.0).any(axis=1),
-        "wall": res.wall_time,
+        "curves": per_agent[:, 1:] - per_agent[:, :1],
+        "by_agent": by_step[:, -1] - by_step[:, 0],
+        "stranded": (counts <= 1.0).any(axis=(1, 2)),  # some agent never re-pulled an arm
+        "best_stranded": (counts[:, :, best] <= 1.0).any(axis=1),
+        "wall": wall,
     }
+
+
+def _run_jax(
+    unit: dict[str, Any], env_kwargs: dict[str, Any], checkpoints: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The unit on the JAX backend (docs/jax.md): each agent's regret at the checkpoints
+    (runs, checkpoints, N), the final pull counts (runs, N, M) and the wall time."""
+    import fedbandit_env.jax as fj
+    from agents.jax.gossip_ucb import GossipFedUCB
+    from fedbandit_env.bench.evaluate import env_kwargs_for
+
+    learner = GossipFedUCB(**unit["agent_kwargs"])
+    env = fj.make(unit["env_id"], **env_kwargs_for(learner, unit["env_id"], env_kwargs))
+    seeds = list(range(unit["seed"], unit["seed"] + unit["runs"]))
+    out = fj.rollout(env, learner, seeds, checkpoints=checkpoints)
+    return out.regret_by_agent, np.asarray(out.learner_state.n, np.float64), out.wall_time
 
 
 def run_units(units: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -169,8 +191,19 @@ def diabetes_instance(data: Path) -> dict[str, Any]:
     }
 
 
-def unit(inst: dict[str, Any], label: str, agent_kwargs: dict, runs: int, rounds: int, seed: int):
+def unit(
+    inst: dict[str, Any],
+    label: str,
+    agent_kwargs: dict,
+    runs: int,
+    rounds: int,
+    seed: int,
+    backend: str = "numpy",
+):
+    """One curve's work unit; the data-set panel runs on numpy whatever ``backend`` (its
+    environment is numpy-only, docs/jax.md)."""
     return {
+        "backend": "numpy" if inst["env_id"] == DIABETES else backend,
         "label": label,
         "env_id": inst["env_id"],
         "env_kwargs": inst["env_kwargs"],
@@ -583,7 +616,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def add(key, inst, label, kw, runs, rounds):
         where[key] = len(units)
-        units.append(unit(inst, label, kw, runs, rounds, args.seed))
+        units.append(unit(inst, label, kw, runs, rounds, args.seed, args.backend))
 
     insts = {p: synthetic_instance(p) for p in "ab" if p in args.panels}
     rounds_of = {"a": args.rounds, "b": args.rounds_b, "c": args.rounds}
@@ -695,6 +728,9 @@ def main(argv: list[str] | None = None) -> None:
             "wall_time_s": round(wall, 1),
             "compute_s": round(compute, 1),
             "executor": f"{args.executor} x {args.jobs}",
+            **harness.backend_meta(args),
+            **({"backend_note": "Fig. 2(c) and Sec. 5.2 ran on numpy (a data-set environment)"}
+               if args.backend == "jax" and "c" in args.panels else {}),  # fmt: skip
         },
     )
 
