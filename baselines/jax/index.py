@@ -3,20 +3,42 @@
 Ports of :mod:`baselines.index`, :mod:`baselines.ucb`, :mod:`baselines.epsilon_greedy` and
 :mod:`baselines.thompson` for one run (the rollout ``vmap``s over runs). Each agent keeps
 ``counts`` n[i, k] and ``sums`` s[i, k] of its own pulls, folds in its last pull, and pulls an
-arm of maximal index, uniformly among exact ties. Counts are int32 (exact); sums float32.
+arm of maximal index, uniformly among exact ties (Thompson sampling, whose indices are
+continuous, takes the plain arg-max). Counts are int32 (exact); sums float32.
+
+**Share-statistics** variants (``*_shared``) talk over the ``neighbors`` channel (padded
+delivery, dimension 2M) exactly as :class:`baselines.index.IndexPolicy`: every step each agent
+sends its OWN ``[counts (M), sums (M)]``, keeps per neighbour slot the latest statistics it
+received (a dropped message keeps the previous one) and builds its index on
+
+    n_used = n_own + max(sum over slots of n_j(latest), 0),  s_used = s_own + sum_j s_j(latest),
+
+with ``total = n_used.sum()`` the "time" of UCB-style bonuses. Information travels one hop per
+step and no further, so the shared variants respect the light cone.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import math
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from baselines.config import UCB1Config
-from baselines.index import default_scale
+from baselines import epsilon_greedy as np_epsilon_greedy
+from baselines import thompson as np_thompson
+from baselines import ucb as np_ucb
+from baselines.config import (
+    EpsilonGreedyConfig,
+    KLUCBConfig,
+    ThompsonBetaConfig,
+    ThompsonGaussianConfig,
+    UCB1Config,
+)
+from baselines.index import CHANNEL, default_scale, unit_interval_bounds
+from baselines.thompson import ATTEMPTS
 from fedbandit_env.jax.types import PULL, Action, Observation
-from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
+from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
 
 
 class IndexState(NamedTuple):
@@ -24,6 +46,15 @@ class IndexState(NamedTuple):
 
     counts: jnp.ndarray
     sums: jnp.ndarray
+
+
+class SharedIndexState(NamedTuple):
+    """Own statistics plus ``latest`` (N, D, 2M) float32: per neighbour slot d (ascending ids,
+    as the padded delivery), the last ``[counts, sums]`` received from that neighbour."""
+
+    counts: jnp.ndarray
+    sums: jnp.ndarray
+    latest: jnp.ndarray
 
 
 def fold_last_pull(counts, sums, obs: Observation, reward=None):
@@ -43,36 +74,302 @@ def argmax_uniform_ties(key: jax.Array, index: jnp.ndarray) -> jnp.ndarray:
     return jnp.argmax(jnp.where(ties, u, -1.0), axis=-1).astype(jnp.int32)
 
 
+def keep_latest(latest: jnp.ndarray, heard) -> jnp.ndarray:
+    """The per-slot table after a padded delivery ``heard``: the slots whose message arrived
+    take its payload, the others keep their previous statistics (:meth:`IndexPolicy._received`
+    of the twin)."""
+    return jnp.where(heard.mask[..., None], heard.payload, latest)
+
+
 def ucb1_index(n, s, t, alpha: float, scale: float) -> jnp.ndarray:
-    """UCB1 (Auer, Cesa-Bianchi and Fischer 2002): ``s/n + scale sqrt(alpha ln t / n)``, inf on
-    unpulled arms (each arm is tried once first)."""
+    """UCB1 (Auer, Cesa-Bianchi and Fischer 2002): ``s/n + scale sqrt(alpha ln t / n)`` (their
+    ``x̄_j + sqrt(2 ln n / n_j)`` at ``alpha = 2``, ``scale = 1``), inf on unpulled arms (each
+    arm is tried once first)."""
     n = n.astype(jnp.float32)
     safe = jnp.maximum(n, 1.0)
     index = s / safe + scale * jnp.sqrt(alpha * jnp.log(jnp.maximum(t, 1.0)) / safe)
     return jnp.where(n > 0, index, jnp.inf)
 
 
-class UCB1:
+class IndexPolicy:
+    """Per-agent (counts, sums) statistics, optional one-hop sharing, index arg-max (port of
+    :class:`baselines.index.IndexPolicy`, same hooks: :meth:`setup`, :meth:`transform_reward`,
+    :meth:`index`, :meth:`choose`; the random ones take a key)."""
+
+    twin: ClassVar[type]  # the numpy learner this class ports
+    shared: ClassVar[bool] = False
+    ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max
+    uses_total: ClassVar[bool] = True  # False: index() ignores ``total``
+    agent_id: ClassVar[str] = ""
+    version: ClassVar[int] = 2
+    privacy_epsilon = None
+
+    def channel_spec(self, config) -> Any:
+        """The twin's: ``{"neighbors": {"kind": "neighbors", "dim": 2M}}`` when shared."""
+        return self.twin().channel_spec(config)
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> IndexState | SharedIndexState:
+        require_family(self.agent_id, facts, MULTI_ARMED)
+        n, m = facts.num_agents, facts.num_arms
+        if self.shared:
+            TeamPolicy.require_channel(self, facts, CHANNEL, "neighbors", 2 * m)
+        self.num_arms = m
+        self.setup(facts)
+        counts, sums = jnp.zeros((n, m), jnp.int32), jnp.zeros((n, m), jnp.float32)
+        if not self.shared:
+            return IndexState(counts, sums)
+        degree = int(facts.topology.neighbors.shape[1])
+        return SharedIndexState(counts, sums, jnp.zeros((n, degree, 2 * m), jnp.float32))
+
+    def act(self, key: jax.Array, state, obs: Observation):
+        """One step for every agent: add the last pull to ``counts`` and ``sums``, form the
+        index (own statistics, or own plus the neighbours' latest), pull an arm of maximal
+        index (ties uniformly at random) and, in the shared variants, send own statistics."""
+        k_reward, k_index, k_choose, k_tie = jax.random.split(key, 4)
+        reward = self.transform_reward(k_reward, obs.last_reward)
+        counts, sums = fold_last_pull(state.counts, state.sums, obs, reward)
+        own = counts.astype(jnp.float32)
+        messages = {}
+        if self.shared:
+            latest = keep_latest(state.latest, obs.deliveries[CHANNEL])
+            received = latest.sum(axis=1)  # (N, 2M): the neighbours' counts and sums
+            n = own + jnp.maximum(received[:, : self.num_arms], 0.0)
+            s = sums + received[:, self.num_arms :]
+            send = jnp.ones(counts.shape[0], bool)
+            messages[CHANNEL] = (send, jnp.concatenate([own, sums], axis=1))
+            state = SharedIndexState(counts, sums, latest)
+        else:
+            n, s = own, sums
+            state = IndexState(counts, sums)
+        total = n.sum(axis=1, keepdims=True) if self.uses_total else None
+        index = self.index(k_index, n, s, total)
+        if self.ties:
+            greedy = argmax_uniform_ties(k_tie, index)
+        else:
+            greedy = jnp.argmax(index, axis=-1).astype(jnp.int32)
+        return Action(self.choose(k_choose, greedy), messages), state
+
+    # ------------------------------------------------------------ hooks
+    def setup(self, facts: FederationFacts) -> None:
+        """Static per-reset settings read from ``facts`` (reward bounds, scale), in Python."""
+
+    def transform_reward(self, key: jax.Array, reward: jnp.ndarray) -> jnp.ndarray:
+        """The value added to ``sums`` for a pull with local reward ``reward`` (N,)."""
+        return reward
+
+    def choose(self, key: jax.Array, greedy: jnp.ndarray) -> jnp.ndarray:
+        """Final arms (N,) from the index arg-max (epsilon-greedy explores here)."""
+        return greedy
+
+    def index(self, key: jax.Array, n, s, total) -> jnp.ndarray:
+        """Per-arm index (N, M) from counts ``n`` and sums ``s`` (float32) and ``total`` (N, 1)
+        (None for a class with ``uses_total = False``)."""
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------- UCB1
+class UCB1(IndexPolicy):
     """UCB1 per agent, t = the agent's own pulls (port of :class:`baselines.ucb.UCB1`)."""
 
+    twin = np_ucb.UCB1
     agent_id = "ucb1"
     version = 3
-    privacy_epsilon = None
 
     def __init__(self, alpha: float = 2.0, scale: float | None = None):
         self.config = UCB1Config(self.agent_id, alpha, scale)
 
-    def channel_spec(self, config) -> Any:
-        return None
-
-    def init(self, key: jax.Array, facts: FederationFacts) -> IndexState:
-        require_family(self.agent_id, facts, MULTI_ARMED)
+    def setup(self, facts: FederationFacts) -> None:
         self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
-        shape = (facts.num_agents, facts.num_arms)
-        return IndexState(jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.float32))
 
-    def act(self, key: jax.Array, state: IndexState, obs: Observation):
-        counts, sums = fold_last_pull(state.counts, state.sums, obs)
-        t = counts.sum(axis=1, keepdims=True).astype(jnp.float32)
-        index = ucb1_index(counts, sums, t, self.config.alpha, self.scale)
-        return Action(argmax_uniform_ties(key, index), {}), IndexState(counts, sums)
+    def index(self, key, n, s, total):
+        return ucb1_index(n, s, total, self.config.alpha, self.scale)
+
+
+class UCB1Shared(UCB1):
+    """UCB1 on own plus the neighbours' latest own statistics (port of
+    :class:`baselines.ucb.UCB1Shared`)."""
+
+    twin = np_ucb.UCB1Shared
+    agent_id = "ucb1_shared"
+    version = 2
+    shared = True
+
+
+# --------------------------------------------------------------- KL-UCB
+_EPS = 1e-15
+_ONE_MINUS = 1.0 - 2.0**-24  # the float32 just below 1 (1 - 1e-15 rounds to 1 in float32)
+
+
+def bernoulli_kl(p, q):
+    """kl(p, q) = p ln(p/q) + (1-p) ln((1-p)/(1-q)), with p, q clipped into (0, 1)."""
+    p = jnp.clip(p, _EPS, _ONE_MINUS)
+    q = jnp.clip(q, _EPS, _ONE_MINUS)
+    return p * jnp.log(p / q) + (1.0 - p) * jnp.log((1.0 - p) / (1.0 - q))
+
+
+def kl_upper_bound(p, level, iterations: int):
+    """Largest q in [p, 1] with kl(p, q) <= level, by bisection (kl(p, .) increases on [p, 1]):
+    ``iterations`` halvings in a ``lax.fori_loop`` (over halvings, not agents or arms)."""
+
+    def halve(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        ok = bernoulli_kl(p, mid) <= level
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    lo, _ = jax.lax.fori_loop(0, iterations, halve, (p, jnp.ones_like(p)))
+    return lo
+
+
+class KLUCB(IndexPolicy):
+    """KL-UCB with the Bernoulli KL per agent (Garivier and Cappé 2011): the index of arm k is
+    the largest q in [p_k, 1] with ``n_k kl(p_k, q) <= ln t + c ln ln t``, rewards mapped to
+    [0, 1] through the reward bounds (port of :class:`baselines.ucb.KLUCB`)."""
+
+    twin = np_ucb.KLUCB
+    agent_id = "kl_ucb"
+
+    def __init__(self, c: float = 0.0, precision: float = 1e-6, bounds: Any = None):
+        self.config = KLUCBConfig(self.agent_id, c, precision, bounds)
+
+    def setup(self, facts: FederationFacts) -> None:
+        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
+        self._iterations = math.ceil(math.log2(1.0 / self.config.precision))
+
+    def transform_reward(self, key, reward):
+        return (jnp.clip(reward, self._lo, self._hi) - self._lo) / (self._hi - self._lo)
+
+    def index(self, key, n, s, total):
+        safe = jnp.maximum(n, 1.0)
+        log_t = jnp.log(jnp.maximum(total, 1.0))
+        budget = log_t + self.config.c * jnp.log(jnp.maximum(log_t, 1.0))
+        upper = kl_upper_bound(jnp.clip(s / safe, 0.0, 1.0), budget / safe, self._iterations)
+        return jnp.where(n > 0, upper, jnp.inf)
+
+
+class KLUCBShared(KLUCB):
+    """KL-UCB on own plus the neighbours' latest own statistics."""
+
+    twin = np_ucb.KLUCBShared
+    agent_id = "kl_ucb_shared"
+    shared = True
+
+
+# ------------------------------------------------------- epsilon-greedy
+class EpsilonGreedy(IndexPolicy):
+    """Empirical means with constant-rate uniform exploration: with probability ``epsilon`` a
+    uniformly random arm, else an arm of highest empirical mean (unpulled arms first, uniform
+    tie-break); two uniforms per agent and step (port of
+    :class:`baselines.epsilon_greedy.EpsilonGreedy`)."""
+
+    twin = np_epsilon_greedy.EpsilonGreedy
+    agent_id = "epsilon_greedy"
+    uses_total = False
+
+    def __init__(self, epsilon: float = 0.1):
+        self.config = EpsilonGreedyConfig(self.agent_id, epsilon)
+
+    def index(self, key, n, s, total):
+        return jnp.where(n > 0, s / jnp.maximum(n, 1.0), jnp.inf)
+
+    def choose(self, key, greedy):
+        u = jax.random.uniform(key, (greedy.shape[0], 2), jnp.float32)
+        m = self.num_arms
+        random_arm = jnp.minimum((u[:, 1] * m).astype(jnp.int32), m - 1)
+        return jnp.where(u[:, 0] < self.config.epsilon, random_arm, greedy)
+
+
+class EpsilonGreedyShared(EpsilonGreedy):
+    """Epsilon-greedy on own plus the neighbours' latest own statistics."""
+
+    twin = np_epsilon_greedy.EpsilonGreedyShared
+    agent_id = "epsilon_greedy_shared"
+    shared = True
+
+
+# ----------------------------------------------------- Thompson sampling
+def gamma_marsaglia_tsang(a, normal, uniform):
+    """Gamma(a, 1) variates for a >= 1 (Marsaglia and Tsang 2000) from ``normal`` and
+    ``uniform`` of shape (*S, ATTEMPTS): the first accepted candidate, else the last one (its
+    Wilson-Hilferty approximation), a fixed budget per variate as in the twin
+    (:func:`baselines.thompson.gamma_marsaglia_tsang`)."""
+    d = (a - 1.0 / 3.0)[..., None]
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    v = (1.0 + c * normal) ** 3
+    positive = v > 0
+    log_v = jnp.log(jnp.where(positive, v, 1.0))
+    accept = positive & (jnp.log(uniform) < 0.5 * normal**2 + d - d * v + d * log_v)
+    first = jnp.where(accept.any(axis=-1), jnp.argmax(accept, axis=-1), ATTEMPTS - 1)
+    chosen = jnp.take_along_axis(d * jnp.where(positive, v, 1.0), first[..., None], axis=-1)
+    return chosen[..., 0]
+
+
+class ThompsonBeta(IndexPolicy):
+    """Beta-Bernoulli Thompson sampling (Agrawal and Goyal 2012) with Beta(1, 1) priors and the
+    Bernoulli trick of their Algorithm 2 (one uniform per agent and step; the identity on
+    Bernoulli rewards): the sample of arm k is Beta(1 + s_k, 1 + n_k - s_k) = G1 / (G1 + G2)
+    (port of :class:`baselines.thompson.ThompsonBeta`)."""
+
+    twin = np_thompson.ThompsonBeta
+    agent_id = "thompson_beta"
+    ties = False  # continuous samples: exact ties have probability zero
+    uses_total = False
+    version = 1
+
+    def __init__(self, bounds: Any = None):
+        self.config = ThompsonBetaConfig(self.agent_id, bounds)
+
+    def setup(self, facts: FederationFacts) -> None:
+        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
+
+    def transform_reward(self, key, reward):
+        p = (jnp.clip(reward, self._lo, self._hi) - self._lo) / (self._hi - self._lo)
+        return (jax.random.uniform(key, reward.shape, jnp.float32) < p).astype(jnp.float32)
+
+    def index(self, key, n, s, total):
+        s = jnp.clip(s, 0.0, n)  # received statistics may be noisy (privatized)
+        shapes = jnp.stack([1.0 + s, 1.0 + n - s], axis=-1)  # (N, M, 2)
+        k_normal, k_uniform = jax.random.split(key)
+        draws = (*shapes.shape, ATTEMPTS)
+        normal = jax.random.normal(k_normal, draws, jnp.float32)
+        uniform = jax.random.uniform(k_uniform, draws, jnp.float32)
+        g = gamma_marsaglia_tsang(shapes, normal, uniform)
+        return g[..., 0] / (g[..., 0] + g[..., 1])
+
+
+class ThompsonBetaShared(ThompsonBeta):
+    """Beta Thompson sampling on own plus the neighbours' latest own statistics."""
+
+    twin = np_thompson.ThompsonBetaShared
+    agent_id = "thompson_beta_shared"
+    shared = True
+
+
+class ThompsonGaussian(IndexPolicy):
+    """Gaussian-prior Thompson sampling (Agrawal and Goyal 2013): the sample of arm k is
+    ``N(s_k / (n_k + 1), scale^2 / (n_k + 1))`` (port of
+    :class:`baselines.thompson.ThompsonGaussian`)."""
+
+    twin = np_thompson.ThompsonGaussian
+    agent_id = "thompson_gaussian"
+    ties = False  # continuous samples: exact ties have probability zero
+    uses_total = False
+    version = 1
+
+    def __init__(self, scale: float | None = None):
+        self.config = ThompsonGaussianConfig(self.agent_id, scale)
+
+    def setup(self, facts: FederationFacts) -> None:
+        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
+
+    def index(self, key, n, s, total):
+        z = jax.random.normal(key, n.shape, jnp.float32)
+        return z * self.scale / jnp.sqrt(n + 1.0) + s / (n + 1.0)
+
+
+class ThompsonGaussianShared(ThompsonGaussian):
+    """Gaussian Thompson sampling on own plus the neighbours' latest own statistics."""
+
+    twin = np_thompson.ThompsonGaussianShared
+    agent_id = "thompson_gaussian_shared"
+    shared = True

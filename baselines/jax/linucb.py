@@ -1,0 +1,135 @@
+"""LinUCB / OFUL baselines for the linear contextual family in JAX (docs/linear.md).
+
+Ports of :mod:`baselines.linucb` for one run (the rollout ``vmap``s over runs), batched over
+the N agents: every agent keeps ``V`` (N, d, d) and ``b`` (N, d) in float32.
+
+* :class:`LinUCB` (``linucb``): every agent runs OFUL alone on its own data, no communication:
+  ``V = lambda I + sum x x^T``, ``theta = V^-1 sum y x``, action
+  ``argmax <x, theta> + beta ||x||_{V^-1}`` with the Proposition-2 radius
+  ``beta = sigma sqrt(2 ln(2/alpha) + ln det V - d ln lambda) + S sqrt(lambda)`` (ties: lowest index).
+* :class:`CentralizedLinUCB` (``centralized_linucb``): one OFUL on the raw data of **every**
+  agent (``V = lambda I + sum over all agents``). An oracle upper reference: it reads every agent's
+  raw data, breaking privacy and the communication model by design (excluded from light-cone
+  tests).
+
+Linear algebra: one Cholesky factor ``V = L L^T`` per agent and step gives ``theta`` (two
+triangular solves), the widths ``||x||_{V^-1} = ||L^-1 x||`` and ``ln det V = 2 sum ln L_jj``
+(the numpy twin inverts V; the same quantities, better conditioned in float32).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from baselines.config import LinUCBConfig
+from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.kernels import check_linear
+from fedbandit_env.policy import FederationFacts
+
+
+def cholesky(V: jnp.ndarray) -> jnp.ndarray:
+    """Lower Cholesky factors of symmetric positive-definite ``V`` (..., d, d) (NaN if not)."""
+    return jnp.linalg.cholesky(V)
+
+
+def logdet_over(chol: jnp.ndarray, scale: float | jnp.ndarray) -> jnp.ndarray:
+    """``ln det V - d ln scale`` from the Cholesky factor of V, term by term (no cancellation of
+    two large logs in float32)."""
+    diag = jnp.diagonal(chol, axis1=-2, axis2=-1)
+    return 2.0 * jnp.log(diag / jnp.sqrt(jnp.asarray(scale, jnp.float32))).sum(axis=-1)
+
+
+def ucb_choice(context: jnp.ndarray, chol: jnp.ndarray, b: jnp.ndarray, beta: jnp.ndarray):
+    """argmax_k <x_k, V^-1 b> + beta ||x_k||_{V^-1} per agent over decision sets (N, K, d), with
+    ``chol`` (N, d, d) the Cholesky factor of V (ties: lowest index, as numpy's argmax)."""
+    solve = jax.lax.linalg.triangular_solve
+    # L^-1 b and L^-1 x_k (left-side solves, lower triangular)
+    zb = solve(chol, b[..., None], left_side=True, lower=True)  # (N, d, 1)
+    theta = solve(chol, zb, left_side=True, lower=True, transpose_a=True)[..., 0]
+    zx = solve(chol, jnp.swapaxes(context, -1, -2), left_side=True, lower=True)  # (N, d, K)
+    width = jnp.sqrt((zx * zx).sum(axis=-2))
+    mean = jnp.einsum("nkd,nd->nk", context, theta)
+    return jnp.argmax(mean + beta[..., None] * width, axis=-1).astype(jnp.int32)
+
+
+def oful_beta(chol: jnp.ndarray, lam: float, sigma: float, alpha: float, S: float):
+    """Proposition-2 radius with lambda I regularization (radicand clamped at 0), from the
+    Cholesky factor of V: ``sigma sqrt(2 ln(2/alpha) + ln det V - d ln lambda) + S sqrt(lambda)``."""
+    radicand = 2.0 * math.log(2.0 / alpha) + logdet_over(chol, lam)
+    return sigma * jnp.sqrt(jnp.maximum(radicand, 0.0)) + S * math.sqrt(lam)
+
+
+def last_pull(context: jnp.ndarray, obs: Observation) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The (x, y) of every agent's last pull, x from the decision sets ``context`` (N, K, d) it
+    was played on; zeros where nothing was pulled (after reset, after a communication step)."""
+    n = context.shape[0]
+    pulled = (obs.phase == PULL) & (obs.last_arm >= 0)  # (N,)
+    x = context[jnp.arange(n), jnp.maximum(obs.last_arm, 0)]
+    x = jnp.where(pulled[:, None], x, 0.0)
+    y = jnp.where(pulled, obs.last_reward, 0.0).astype(jnp.float32)
+    return x, y
+
+
+class LinUCBState(NamedTuple):
+    """``V`` (N, d, d) and ``b`` (N, d) per agent, and ``context`` (N, K, d) the decision sets of
+    the step being played (to fold its pull next step)."""
+
+    V: jnp.ndarray
+    b: jnp.ndarray
+    context: jnp.ndarray
+
+
+class LinUCB:
+    """Independent OFUL per agent (port of :class:`baselines.linucb.LinUCB`)."""
+
+    agent_id = "linucb"
+    version = 1
+    privacy_epsilon = None
+
+    def __init__(
+        self,
+        lam: float = 1.0,
+        sigma: float = 0.5,
+        alpha: float = 0.1,
+        S: float = 1.0,
+        beta_scale: float = 1.0,
+    ):
+        self.config = LinUCBConfig(self.agent_id, lam, sigma, alpha, S, beta_scale)
+
+    def channel_spec(self, config) -> Any:
+        return None
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> LinUCBState:
+        d = check_linear(self.agent_id, facts)
+        n, k = facts.num_agents, facts.num_arms
+        V = jnp.broadcast_to(self.config.lam * jnp.eye(d, dtype=jnp.float32), (n, d, d))
+        return LinUCBState(V, jnp.zeros((n, d), jnp.float32), jnp.zeros((n, k, d), jnp.float32))
+
+    def update(self, V, b, x, y):
+        """Each agent's own pull: ``V += x x^T``, ``b += y x``."""
+        return V + jnp.einsum("ni,nj->nij", x, x), b + y[:, None] * x
+
+    def act(self, key: jax.Array, state: LinUCBState, obs: Observation):
+        x, y = last_pull(state.context, obs)
+        V, b = self.update(state.V, state.b, x, y)
+        cfg = self.config
+        chol = cholesky(V)
+        beta = cfg.beta_scale * oful_beta(chol, cfg.lam, cfg.sigma, cfg.alpha, cfg.S)
+        arms = ucb_choice(obs.context, chol, b, beta)
+        return Action(arms, {}), LinUCBState(V, b, obs.context)
+
+
+class CentralizedLinUCB(LinUCB):
+    """One OFUL on every agent's pooled raw data (an oracle; port of
+    :class:`baselines.linucb.CentralizedLinUCB`)."""
+
+    agent_id = "centralized_linucb"
+
+    def update(self, V, b, x, y):
+        """Every agent's pull enters every agent's statistics (all rows stay equal)."""
+        gram = jnp.einsum("ni,nj->ij", x, x)
+        return V + gram[None], b + (y[:, None] * x).sum(axis=0)[None]

@@ -1,0 +1,140 @@
+"""The trivial learners and the centralized oracle in JAX, for one run (the rollout ``vmap``s
+over runs).
+
+* :class:`UniformRandom` (id ``uniform``): every agent pulls a uniformly random arm each step
+  and sends nothing (port of :class:`baselines.trivial.UniformRandom`).
+* :class:`Flooding` (id ``flooding``): uniform random arms plus max-consensus flooding over the
+  ``neighbors`` channel (aggregating ``max`` delivery, dimension M): each agent sends the
+  element-wise maximum of its own per-arm pull counts and everything it received, so after d
+  steps its view holds the counts of every agent within d hops (port of
+  :class:`baselines.trivial.Flooding`).
+* :class:`CentralizedUCB1` (id ``centralized_ucb1``): one UCB1 on the raw rewards pooled over
+  every agent, an oracle that reads every agent's reward outside the channels by design (port
+  of :class:`baselines.oracle_ucb.CentralizedUCB1`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from baselines import oracle_ucb as np_oracle_ucb
+from baselines import trivial as np_trivial
+from baselines.config import CentralizedUCB1Config
+from fedbandit_env.jax.accumulate import Total, total_add, total_zeros
+from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
+from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
+
+
+def last_pulls(obs: Observation, m: int) -> jnp.ndarray:
+    """(N, M) bool: agent i pulled arm k in the last step (none after reset or after a
+    communication step)."""
+    pulled = (obs.phase == PULL) & (obs.last_arm >= 0)
+    return (obs.last_arm[:, None] == jnp.arange(m)) & pulled[:, None]
+
+
+class UniformRandom:
+    """Uniformly random arms, ``min(floor(u M), M - 1)`` from one uniform per agent and step;
+    no messages."""
+
+    twin = np_trivial.UniformRandom
+    agent_id = "uniform"
+    version = 1
+    privacy_epsilon = None
+
+    def channel_spec(self, config) -> Any:
+        return self.twin().channel_spec(config)
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> Any:
+        self.num_agents, self.num_arms = facts.num_agents, facts.num_arms
+        return ()
+
+    def arms(self, key: jax.Array) -> jnp.ndarray:
+        u = jax.random.uniform(key, (self.num_agents,), jnp.float32)
+        return jnp.minimum((u * self.num_arms).astype(jnp.int32), self.num_arms - 1)
+
+    def act(self, key: jax.Array, state: Any, obs: Observation):
+        return Action(self.arms(key), {}), state
+
+
+class FloodingState(NamedTuple):
+    """``counts`` (N, M) int32 own pulls per arm; ``known`` (N, M) float32 the flooded maximum."""
+
+    counts: jnp.ndarray
+    known: jnp.ndarray
+
+
+class Flooding(UniformRandom):
+    """Uniform arms; floods the max of own pull counts and received counts to neighbours."""
+
+    twin = np_trivial.Flooding
+    agent_id = "flooding"
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> FloodingState:
+        TeamPolicy.require_channel(self, facts, "neighbors", "neighbors", facts.num_arms)
+        super().init(key, facts)
+        shape = (facts.num_agents, facts.num_arms)
+        return FloodingState(jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.float32))
+
+    def act(self, key: jax.Array, state: FloodingState, obs: Observation):
+        counts = state.counts + last_pulls(obs, self.num_arms).astype(jnp.int32)
+        heard = obs.deliveries["neighbors"]
+        if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
+            received = heard.value
+        else:  # padded delivery (a channel without ``reduce``)
+            received = jnp.where(heard.mask[..., None], heard.payload, 0.0).max(axis=1)
+        # counts >= 0, so max(known, received, counts) is the same with either delivery
+        known = jnp.maximum(jnp.maximum(state.known, received), counts.astype(jnp.float32))
+        send = jnp.ones(self.num_agents, bool)
+        action = Action(self.arms(key), {"neighbors": (send, known)})
+        return action, FloodingState(counts, known)
+
+
+class PooledState(NamedTuple):
+    """The statistics pooled over every agent: ``counts`` (M,) int32 and ``sums`` (M,) a
+    compensated float32 sum (a plain float32 running sum of N agents' rewards stops moving
+    once it passes 2^24)."""
+
+    counts: jnp.ndarray
+    sums: Total
+
+
+class CentralizedUCB1:
+    """UCB1 (Auer, Cesa-Bianchi and Fischer 2002) on the statistics pooled over all agents, an
+    oracle: every agent pulls every arm once (M round-robin steps), then all agents play the arm
+    of maximal pooled index ``s_k / n_k + scale sqrt(2 ln t / n_k)``, ties to the lowest arm
+    (the team plays in lock step)."""
+
+    twin = np_oracle_ucb.CentralizedUCB1
+    agent_id = "centralized_ucb1"
+    version = 1
+    privacy_epsilon = None
+
+    def __init__(self, scale: float = 1.0):
+        self.config = CentralizedUCB1Config(self.agent_id, scale)
+
+    def channel_spec(self, config) -> Any:
+        return self.twin().channel_spec(config)
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> PooledState:
+        require_family(self.agent_id, facts, MULTI_ARMED)
+        self.num_agents, self.num_arms = facts.num_agents, facts.num_arms
+        return PooledState(jnp.zeros(self.num_arms, jnp.int32), total_zeros((self.num_arms,)))
+
+    def act(self, key: jax.Array, state: PooledState, obs: Observation):
+        hit = last_pulls(obs, self.num_arms)  # pool every agent's last reward
+        counts = state.counts + hit.sum(axis=0, dtype=jnp.int32)
+        sums = total_add(state.sums, jnp.where(hit, obs.last_reward[:, None], 0.0).sum(axis=0))
+        n = counts.astype(jnp.float32)
+        safe = jnp.maximum(n, 1.0)
+        total = jnp.maximum(n.sum(), 1.0)
+        index = (sums.total - sums.carry) / safe + self.config.scale * jnp.sqrt(
+            2.0 * jnp.log(total) / safe
+        )
+        best = jnp.argmax(index).astype(jnp.int32)
+        arm = jnp.where(obs.step < self.num_arms, obs.step, best).astype(jnp.int32)
+        arms = jnp.full(self.num_agents, arm, jnp.int32)
+        return Action(arms, {}), PooledState(counts, sums)
