@@ -744,6 +744,8 @@ def leaderboard_audits(
     for row in rows:
         if row.label in marks or row.epsilon is None or math.isinf(row.epsilon):
             continue
+        if json.loads(row.config).get("backend", "numpy") != "numpy":
+            continue  # the audit runs numpy learners (docs/bench.md, "Backends")
         if lookup_agent(row.agent_id) is None:  # a file's id is looked up, never imported
             note(
                 f"leaderboard: {row.label} not audited: learner {row.agent_id!r} is not "

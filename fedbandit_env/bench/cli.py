@@ -2,7 +2,9 @@
 
 fedbandit envs | agents | suites [--verbose]
 fedbandit run ENV AGENT [--runs 10] [--seed 0] [--horizon T] [--env-kwargs JSON] [--agent-kwargs JSON]
+              [--backend numpy|jax]
 fedbandit suite NAME [--store PATH] [--executor serial|joblib|ray] [--jobs 2] [--quiet] [--verbose]
+                [--backend numpy|jax]
 fedbandit leaderboard [--store PATH] [--suite NAME] [--baseline AGENT] [--format markdown|latex]
                       [--latex] [--html DIR] [--log-time] [--audit] [--reference [PATH]]
 fedbandit reference build [--out PATH] [--executor joblib] [--jobs 2] [--store PATH] [--quiet]
@@ -31,6 +33,14 @@ import sys
 from pathlib import Path
 
 from fedbandit_env.agent_registry import agent_class, list_agents
+from fedbandit_env.bench.backends import (
+    BACKENDS,
+    JAX,
+    NUMPY,
+    jax_backend,
+    jax_installed,
+    list_jax_learners,
+)
 from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
 from fedbandit_env.bench.leaderboard import build, current_rows, to_latex, to_markdown
@@ -46,6 +56,7 @@ from fedbandit_env.bench.suites import (
     get_suite,
 )
 from fedbandit_env.errors import (
+    ConfigError,
     FedBanditError,
     LearnerError,
     StoreConflictError,
@@ -85,7 +96,7 @@ def cmd_envs(args) -> None:
 
 
 def cmd_agents(args) -> None:
-    print("\n".join(list_agents()))
+    print("\n".join(list_agents() if args.backend == NUMPY else jax_backend().list_jax_agents()))
 
 
 def _duration(seconds: float) -> str:
@@ -121,16 +132,33 @@ def cmd_suites(args) -> None:
         print("\nlearners:\n" + "\n".join(listing))
 
 
+def _check_backend_options(args) -> None:
+    """``--backend jax``: JAX is installed and no numpy-only option is given (before anything
+    runs or is created)."""
+    if args.backend != JAX:
+        return
+    jax_backend()  # a ConfigError naming the extra without JAX
+    if args.privacy:
+        raise ConfigError(
+            "--privacy: the privacy wrappers are numpy-only; drop --privacy or use --backend numpy"
+        )
+
+
 def cmd_run(args) -> None:
     """One cell: its JSON summary; with ``--store`` its rows are kept (suite name ``run``)."""
+    from fedbandit_env.bench.rank import resolve_learner
+
+    _check_backend_options(args)
     env_kwargs = dict(args.env_kwargs)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
     privacy = dict(args.privacy) or None
+    if args.backend == JAX:
+        resolve_learner(args.agent, JAX)  # a module:attr JAX learner is registered, as in rank
     if args.store is None:
         res = evaluate(args.env, args.agent, runs=args.runs, seed=args.seed,
                        env_kwargs=env_kwargs, agent_kwargs=dict(args.agent_kwargs),
-                       privacy=privacy)  # fmt: skip
+                       privacy=privacy, backend=args.backend)  # fmt: skip
         print(json.dumps(res.summary(), indent=2))
         return
     from fedbandit_env.bench.store import log_checkpoints, rows_from_result
@@ -138,12 +166,13 @@ def cmd_run(args) -> None:
 
     horizon = env_kwargs.pop("horizon", None) or make_vec(args.env, 1, **env_kwargs).horizon
     cell = Cell(args.env, args.agent, int(horizon), args.runs, env_kwargs,
-                dict(args.agent_kwargs), args.seed, privacy=privacy or {})  # fmt: skip
+                dict(args.agent_kwargs), args.seed, privacy=privacy or {},
+                backend=args.backend)  # fmt: skip
     store = ResultsStore(args.store)
     res = evaluate(args.env, args.agent, runs=args.runs, seed=args.seed,
                    env_kwargs={**env_kwargs, "horizon": cell.horizon},
                    agent_kwargs=dict(args.agent_kwargs), privacy=privacy,
-                   checkpoints=log_checkpoints(cell.horizon))  # fmt: skip
+                   checkpoints=log_checkpoints(cell.horizon), backend=args.backend)  # fmt: skip
     written = store.append(rows_from_result(cell, "run", res))
     print(json.dumps({**res.summary(), "store": args.store, "rows_written": written,
                       "cell_hash": cell.config_hash}, indent=2))  # fmt: skip
@@ -169,8 +198,9 @@ def _suite_cells(suite, args) -> list[Cell]:
     agents = args.agents or sorted({c.agent_id for c in suite.available(lambda _m: None)})
     cells = []
     for agent_id in agents:
-        resolve_learner(agent_id)
-        mine = learner_cells(suite, agent_id, privacy=dict(args.privacy or {}), note=_note)
+        resolve_learner(agent_id, args.backend)
+        mine = learner_cells(suite, agent_id, privacy=dict(args.privacy or {}), note=_note,
+                             backend=args.backend)  # fmt: skip
         if not mine:
             _note(f"suite {suite.name}: no cell of {agent_id} (its reset refuses every "
                   "environment of the suite)")  # fmt: skip
@@ -181,8 +211,9 @@ def _suite_cells(suite, args) -> list[Cell]:
 
 
 def cmd_suite(args) -> None:
-    suite = get_suite(args.name)
     require_executor(args.executor)  # a missing extra is an error before the store is created
+    _check_backend_options(args)
+    suite = get_suite(args.name).with_backend(args.backend)
     cells = _suite_cells(suite, args)
     if cells:
         suite = Suite(suite.name, tuple(cells), suite.baseline, suite.description)
@@ -228,10 +259,11 @@ def cmd_rank(args) -> None:
 
         pyplot()
     require_executor(args.executor)
+    _check_backend_options(args)
     suite = get_suite(args.suite)
-    agent_id = resolve_learner(args.agent)
+    agent_id = resolve_learner(args.agent, args.backend)
     cells = learner_cells(suite, agent_id, dict(args.agent_kwargs), dict(args.privacy),
-                          note=_note)  # fmt: skip
+                          note=_note, backend=args.backend)  # fmt: skip
     if not cells:
         raise FedBanditError(
             f"rank: {agent_id} runs on no environment of suite {suite.name!r} (the notes above "
@@ -270,7 +302,7 @@ def cmd_leaderboard(args) -> None:
     everything = store.rows()
     if args.suite:
         suite = get_suite(args.suite)
-        rows = store.rows_for(suite.available(lambda _msg: None))
+        rows = store.rows_for(_suite_tables_cells(suite))
         baseline = args.baseline or suite.baseline_for
         rows += _unregistered_suite_rows(everything, rows, suite, args.include_unregistered)
     else:
@@ -313,16 +345,26 @@ class Refuted(Exception):
     """An audit refuted a privacy claim: exit status 1 (docs/bench.md, "Command line")."""
 
 
+def _suite_tables_cells(suite: Suite) -> list[Cell]:
+    """The cells whose rows ``leaderboard --suite`` shows: the suite's available cells, and
+    with JAX installed the same cells on the JAX backend (by hash only: nothing is built), so
+    that a suite run with ``--backend jax`` shows beside the numpy one."""
+    cells = suite.available(lambda _msg: None)
+    if jax_installed():
+        cells += suite.with_backend(JAX).candidates()
+    return cells
+
+
 def _unregistered_suite_rows(everything, selected, suite, include: bool) -> list:
     """Rows of ``everything`` not selected by ``suite`` whose learner is not registered here
     but whose table is one of the suite's (a learner registered at run time in the process
     that ran the suite): counted on stderr, and returned with ``include``."""
-    from fedbandit_env.agent_registry import lookup_agent
+    from fedbandit_env.bench.backends import lookup_learner
 
     tables = {c.env_key for c in suite.candidates()}
     chosen = {(r.cell_hash, r.results_version, r.seed) for r in selected}
     extra = [r for r in everything if (r.cell_hash, r.results_version, r.seed) not in chosen
-             and r.env_key in tables and lookup_agent(r.agent_id) is None]  # fmt: skip
+             and r.env_key in tables and lookup_learner(r.agent_id, r.backend) is None]  # fmt: skip
     other = len(everything) - len(selected) - len(extra)
     if extra:
         labels = ", ".join(sorted({r.label for r in extra}))
@@ -377,7 +419,10 @@ def _with_reference(rows: list, args) -> tuple[list, Path, str]:
     store does not hold (docs/bench.md, "Reference results"): reference rows of another
     results version are left out with a note, never pooled. Also the reference's path and
     package version (the page's header names them)."""
+    from dataclasses import replace
+
     from fedbandit_env.bench.reference import (
+        JAX_SEED_OFFSET,
         current_reference_rows,
         load_reference,
         merge_rows,
@@ -387,7 +432,13 @@ def _with_reference(rows: list, args) -> tuple[list, Path, str]:
     reference = load_reference(args.reference)
     ref_rows = reference.rows()
     if args.suite:
-        ref_rows = rows_of_cells(ref_rows, get_suite(args.suite).available(lambda _msg: None))
+        suite = get_suite(args.suite)
+        selected = rows_of_cells(ref_rows, suite.available(lambda _msg: None))
+        if jax_installed():  # the reference's JAX cells are on their own seeds
+            jax_cells = [replace(c, seed=c.seed + JAX_SEED_OFFSET)
+                         for c in suite.with_backend(JAX).candidates()]  # fmt: skip
+            selected += rows_of_cells(ref_rows, jax_cells)
+        ref_rows = selected
     merged = merge_rows(rows, current_reference_rows(ref_rows, _note))
     return merged, reference.path, reference.package_version
 
@@ -404,6 +455,7 @@ def cmd_reference(args) -> None:
             store=args.store,
             note=(lambda _msg: None) if args.quiet else _note,
             progress=not args.quiet,
+            jax=args.jax,
         )
         print(
             f"reference: {report.cells} cells, {report.rows} rows, {report.size:,} bytes "
@@ -538,8 +590,11 @@ def _env_id(text: str) -> str:
 
 
 def _agent_id(text: str) -> str:
-    if text not in list_agents():
-        agent_class(text)  # raises UnknownIdError with suggestions
+    """A learner id of either backend (registered, or a ``module:attr`` that imports); which
+    backend runs it is checked when it runs."""
+    if text in list_agents() or (jax_installed() and text in list_jax_learners()):
+        return text
+    agent_class(text)  # raises UnknownIdError with suggestions
     return text
 
 
@@ -581,7 +636,8 @@ AGENT_ID = _arg_type("learner id", _agent_id)
 ID_LIST = _arg_type("learner ids", lambda t: [x.strip() for x in t.split(",") if x.strip()])
 AGENT_HELP = (
     "a learner id: registered (`fedbandit agents`), or module:Class of a file in the current "
-    "folder or an installed module, or mabwiser:POLICY / smpybandits:POLICY"
+    "folder or an installed module, or mabwiser:POLICY / smpybandits:POLICY; with --backend "
+    "jax: a JAX learner id (`fedbandit agents --backend jax`) or module:Class of a JaxLearner"
 )
 PRIVACY_HELP = (
     "wrap the learner's channels with the privacy wrapper, a JSON object: the options of every "
@@ -670,7 +726,7 @@ def parser() -> argparse.ArgumentParser:
         return cmd
 
     command("envs", "list registered environments")
-    command("agents", "list registered learners")
+    _backend_option(command("agents", "list registered learners (of a backend)"))
     suites = command(
         "suites",
         "list the suites: cells and learners in this installation, agent-steps and an estimated "
@@ -702,6 +758,7 @@ def parser() -> argparse.ArgumentParser:
         "(default: none, print the summary only)",
     )
     run.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
+    _backend_option(run)
     suite = command("suite", f"run a suite into the store ({', '.join(SUITES)})")
     suite.add_argument(
         "name",
@@ -734,6 +791,7 @@ def parser() -> argparse.ArgumentParser:
         help="run only these learners' cells (default: every cell of the suite)",
     )
     suite.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
+    _backend_option(suite)
     suite.add_argument(
         "--keep-going",
         action="store_true",
@@ -767,6 +825,7 @@ def parser() -> argparse.ArgumentParser:
         "--agent-kwargs", type=JSON_OBJECT, default={}, help="learner kwargs, a JSON object"
     )
     rank.add_argument("--privacy", type=JSON_OBJECT, default={}, help=PRIVACY_HELP)
+    _backend_option(rank)
     rank.add_argument(
         "--reference",
         type=_arg_type("reference file", _reference_file),
@@ -865,6 +924,12 @@ def parser() -> argparse.ArgumentParser:
         help="keep the runs in this results store (default: a temporary one)",
     )
     ref_build.add_argument("--quiet", action="store_true", help="no progress bar and no notes")
+    ref_build.add_argument(
+        "--jax",
+        action="store_true",
+        help="also run the quick suite's cells that have a JAX learner on the JAX backend "
+        "(their own seeds; needs the jax extra)",
+    )
     ref_check = ref_sub.add_parser(
         "check",
         help="re-run a sample of reference cells; every row must be bit-identical",
@@ -945,6 +1010,17 @@ def parser() -> argparse.ArgumentParser:
         "--broken", action="store_true", help="audit the broken variant (noise scale reduced)"
     )
     return p
+
+
+def _backend_option(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=NUMPY,
+        help="where the cells run: numpy (every learner), or jax, the compiled JAX backend for "
+        "JAX learners (the ports, or your own JaxLearner; needs the jax extra; docs/bench.md, "
+        "Backends)",
+    )
 
 
 def _page_options(cmd: argparse.ArgumentParser) -> None:

@@ -270,14 +270,33 @@ _TEXT_LIMITS = {
 }
 
 
+BACKENDS = ("numpy", "jax")
+"""The backends a stored cell may name (:data:`fedbandit_env.bench.backends.BACKENDS`)."""
+
+
 def check_config(config: Any, place: str, error: Error = FileFormatError) -> dict:
-    """A cell config as stored: ``{"env_id", "agent_id", "env_kwargs", "agent_kwargs"}``."""
+    """A cell config as stored: ``{"env_id", "agent_id", "env_kwargs", "agent_kwargs"}``, and
+    optionally ``"backend"`` (one of :data:`BACKENDS`; absent: numpy)."""
     expect_object(config, place, error)
     for key in ("env_id", "agent_id"):
         expect_str(config.get(key), f"{place}.{key}", error)
     for key in ("env_kwargs", "agent_kwargs"):
         expect_object(config.get(key), f"{place}.{key}", error)
+    if "backend" in config:
+        if config["backend"] not in BACKENDS[1:]:
+            raise error(
+                f"{place}.backend: expected one of {list(BACKENDS[1:])} (numpy cells name no "
+                f"backend), got {got(config['backend'])}"
+            )
+        if config.get("privacy"):
+            raise error(f"{place}.privacy: the privacy wrappers are numpy-only, and this cell "
+                        f"runs on the {config['backend']} backend")  # fmt: skip
     return config
+
+
+def config_backend(config: dict) -> str:
+    """The backend of a (checked) cell config: its ``backend``, ``"numpy"`` when absent."""
+    return str(config.get("backend", BACKENDS[0]))
 
 
 def check_steps(steps: Any, place: str, horizon: int, error: Error = FileFormatError) -> list:

@@ -4,6 +4,10 @@ The B runs are stepped together and the environment is built once; regret curves
 at checkpoint steps (all steps for short horizons, a log- and linear-spaced grid of at most 400
 steps otherwise), so memory is O(B N) whatever the horizon; the final values are the exact
 cumulative regrets at the horizon.
+
+``backend="jax"`` runs the cell on the compiled JAX backend instead (docs/bench.md, "Backends";
+:func:`fedbandit_env.jax.rollout`): same checkpoints, same result fields, a JAX learner (a port
+of a numpy learner by the same id, or the user's own) and its own results version.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
+from fedbandit_env.bench.backends import JAX, NUMPY, check_backend, jax_backend, jax_learner
 from fedbandit_env.bench.versions import results_version, wrapper_suffix
 from fedbandit_env.engine import PULL
 from fedbandit_env.errors import ConfigError, FedBanditError, LearnerError
@@ -67,6 +72,7 @@ class EvalResult:
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     privacy_epsilon: float | None = None  # the learner's declaration (TeamPolicy), read after reset
     results_version: str = ""  # package / environment / learner versions (docs/bench.md)
+    backend: str = NUMPY  # "numpy" or "jax" (docs/bench.md, "Backends")
 
     @property
     def final_regret_per_agent(self) -> np.ndarray:
@@ -90,6 +96,7 @@ class EvalResult:
             "link_types": list(LINK_TYPES),
             "privacy_epsilon": _json_epsilon(self.privacy_epsilon),
             "results_version": self.results_version,
+            "backend": self.backend,
             "wall_time": self.wall_time,
         }
 
@@ -161,6 +168,7 @@ def incompatibility(
     agent: str,
     env_kwargs: dict[str, Any] | None = None,
     agent_kwargs: dict[str, Any] | None = None,
+    backend: str = NUMPY,
 ) -> str | None:
     """Why a registered learner cannot run on an environment, or None if it can.
 
@@ -169,8 +177,14 @@ def incompatibility(
     the federation's facts, the same call that precedes the first step of a real run. A :class:`FedBanditError`
     (e.g. "family: expected 'linear'") is an incompatibility; so is any other exception, which
     the reason names with its type, so that one broken plug-in does not stop a suite.
+    On the JAX backend the JAX learner is built, the JAX environment too (an environment the
+    backend refuses is the reason) and the learner's ``init`` checks the facts; nothing is
+    compiled.
     """
     try:
+        if check_backend(backend) == JAX:
+            _jax_init(env_id, agent, env_kwargs, agent_kwargs)
+            return None
         policy, _ = _policy(agent, dict(agent_kwargs or {}))
         kwargs = env_kwargs_for(policy, env_id, env_kwargs)
         venv = make_vec(env_id, num_runs=1, **kwargs)
@@ -180,6 +194,39 @@ def incompatibility(
     except Exception as err:  # a learner's bug or missing optional dependency
         return f"{type(err).__name__}: {err}"
     return None
+
+
+def _jax_init(
+    env_id: str,
+    agent: Any,
+    env_kwargs: dict[str, Any] | None,
+    agent_kwargs: dict[str, Any] | None,
+) -> None:
+    """Build the JAX learner and environment and run the learner's ``init`` once (its checks
+    of the federation's facts, in Python): what :func:`incompatibility` asks of a JAX cell."""
+    fj = jax_backend()
+    learner, _ = jax_learner(agent, dict(agent_kwargs or {}))
+    _, env = _build_jax(fj, learner, env_id, env_kwargs)
+    import jax
+
+    learner.init(jax.random.PRNGKey(0), fj.facts_of(env))
+
+
+def _build_jax(fj: Any, learner: Any, env_id: str, env_kwargs: dict[str, Any] | None):
+    """The JAX environment and the kwargs that describe it: ``env_kwargs`` plus, when they name
+    no channels, the learner's ``channel_spec`` (as :func:`_build` does on numpy; the
+    topology already built is reused)."""
+    env_kwargs = dict(env_kwargs or {})
+    env = fj.make(env_id, **env_kwargs)
+    if "channels" in env_kwargs:
+        return env_kwargs, env
+    spec_of = getattr(learner, "channel_spec", None)
+    wanted = spec_of(env.params) if callable(spec_of) else None
+    if wanted is None:
+        return env_kwargs, env
+    env_kwargs["channels"] = wanted
+    env = fj.make(env_id, **{**env_kwargs, "topology": env.params.topology})
+    return env_kwargs, env
 
 
 WRAPPER_OPTIONS = ("budget", "composition", "delta_prime", "delta_budget")
@@ -243,6 +290,7 @@ def evaluate(
     checkpoints: np.ndarray | None = None,
     name: str | None = None,
     privacy: dict[str, Any] | None = None,
+    backend: str = NUMPY,
 ) -> EvalResult:
     """Run ``runs`` seeds (``seed``, ``seed+1``, ...) of a learner on an environment.
 
@@ -259,7 +307,23 @@ def evaluate(
     ``{"channels": {"neighbors": {...}}, "budget": 20}`` chooses channels and wrapper options.
     The result's ``privacy_epsilon`` is then the largest epsilon any agent spent in any run,
     from the wrapper's accountant, and its results version names the wrapper.
+
+    ``backend="jax"`` (docs/bench.md, "Backends") runs the cell on the JAX backend: ``agent``
+    is a JAX learner id (:func:`fedbandit_env.jax.make_jax_agent`: a port's id, one registered
+    with :func:`~fedbandit_env.jax.register_jax_agent`, or ``module:attr``), a JAX learner
+    class or a learner object (``init`` and ``act``); the environment is
+    :func:`fedbandit_env.jax.make` of the same id and kwargs, run by
+    :func:`fedbandit_env.jax.rollout` on the same seeds and checkpoints. ``wall_time`` then
+    includes compiling. ``privacy`` wrappers are numpy-only. Needs the ``jax`` extra.
     """
+    if check_backend(backend) == JAX:
+        if privacy is not None:
+            raise ConfigError(
+                "privacy: the privacy wrappers are numpy-only; run wrapped learners with "
+                "backend='numpy' (or give the JAX learner its own mechanism)"
+            )
+        return _evaluate_jax(env_id, agent, runs, seed, env_kwargs, agent_kwargs, checkpoints,
+                             name)  # fmt: skip
     agent_kwargs = dict(agent_kwargs or {})
     policy, agent_id = _policy(agent, agent_kwargs, name)
     env_kwargs, venv = _build(policy, env_id, runs, env_kwargs)
@@ -312,3 +376,62 @@ def evaluate(
         privacy_epsilon=epsilon,
         results_version=version,
     )
+
+
+def _evaluate_jax(
+    env_id: str,
+    agent: Any,
+    runs: int,
+    seed: int,
+    env_kwargs: dict[str, Any] | None,
+    agent_kwargs: dict[str, Any] | None,
+    checkpoints: np.ndarray | None,
+    name: str | None,
+) -> EvalResult:
+    """:func:`evaluate` on the JAX backend: one compiled rollout of ``runs`` seeds."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ConfigError(f"runs: expected a positive int, got {runs!r}")
+    fj = jax_backend()
+    agent_kwargs = dict(agent_kwargs or {})
+    learner, agent_id = jax_learner(agent, agent_kwargs, name)
+    env_kwargs, env = _build_jax(fj, learner, env_id, env_kwargs)
+    steps = default_checkpoints(env.horizon) if checkpoints is None else np.asarray(checkpoints)
+    seeds = list(range(int(seed), int(seed) + runs))
+    with _jax_learner_errors(agent_id, seeds):
+        result = fj.rollout(env, learner, seeds, steps)
+    curve = result.regret_by_agent
+    return EvalResult(
+        env_id=env_id,
+        agent_id=agent_id,
+        seeds=result.seeds,
+        steps=np.asarray(result.steps, np.int64),
+        regret_per_agent=curve.mean(axis=2),
+        regret_network=curve.sum(axis=2),
+        regret_by_agent=curve,
+        messages=np.asarray(result.messages, np.int64),
+        floats=np.asarray(result.floats, np.int64),
+        cost=np.asarray(result.cost, np.float64),
+        wall_time=result.wall_time,
+        env_kwargs=env_kwargs,
+        agent_kwargs=agent_kwargs,
+        privacy_epsilon=declared_epsilon(learner),
+        results_version=results_version(env_id, agent_id, learner, JAX),
+        backend=JAX,
+    )
+
+
+@contextlib.contextmanager
+def _jax_learner_errors(agent_id: str, seeds: list[int]) -> Iterator[None]:
+    """A JAX learner's own exception (raised in ``init`` or while ``act`` is traced) as a
+    :class:`LearnerError` naming the learner and the runs; the project's errors (a bad action
+    recorded inside ``jit``, a configuration ``init`` refuses) pass as they are."""
+    try:
+        yield
+    except FedBanditError:
+        raise
+    except Exception as err:
+        runs = f"run seeds {seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else f"run seed {seeds[0]}"
+        raise LearnerError(
+            f"{agent_id}: all agents: the JAX learner raised {type(err).__name__}: {err} "
+            f"({runs}; a JAX learner is traced once for every run)"
+        ) from err

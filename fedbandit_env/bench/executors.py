@@ -8,7 +8,9 @@ each unit just before running it, so several processes running one suite on one 
 
 A unit also carries its learner's registry entry, which the worker re-registers before running
 (:func:`fedbandit_env.agent_registry.ensure_agent`), so learners registered at runtime in the
-parent are known in joblib and Ray workers too. joblib and Ray are optional dependencies (extras
+parent are known in joblib and Ray workers too; a JAX cell's unit carries the JAX learner
+registry's entry (:func:`fedbandit_env.bench.backends.ensure_jax_agent`) and runs on the cell's
+backend (docs/bench.md, "Backends"). joblib and Ray are optional dependencies (extras
 ``bench`` and ``ray``); a missing one raises a :class:`ConfigError` naming the extra.
 """
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedbandit_env.agent_registry import Entry, agent_entry, ensure_agent
+from fedbandit_env.bench.backends import NUMPY, check_backend, ensure_jax_agent, jax_entry
 from fedbandit_env.bench.evaluate import EvalResult, evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
@@ -39,14 +42,23 @@ class WorkUnit:
     suite: str
     cell: Cell
     seeds: tuple[int, ...]  # contiguous
-    agent_entry: Entry  # the planner's registry entry of cell.agent_id
+    agent_entry: Entry  # the planner's registry entry of cell.agent_id (of the cell's backend)
     results_version: str = ""  # the current one when planned (fedbandit_env.bench.versions)
 
 
+def learner_entry(cell: Cell) -> Entry:
+    """The registry entry of a cell's learner, in the registry of the cell's backend."""
+    return agent_entry(cell.agent_id) if cell.backend == NUMPY else jax_entry(cell.agent_id)
+
+
 def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
-    """Evaluate one unit (a batch of contiguous seeds of one cell) and return its rows."""
+    """Evaluate one unit (a batch of contiguous seeds of one cell) on the cell's backend and
+    return its rows."""
     cell = unit.cell
-    ensure_agent(cell.agent_id, unit.agent_entry)
+    if cell.backend == NUMPY:
+        ensure_agent(cell.agent_id, unit.agent_entry)
+    else:
+        ensure_jax_agent(cell.agent_id, unit.agent_entry)
     result = evaluate(
         cell.env_id,
         cell.agent_id,
@@ -56,6 +68,7 @@ def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
         agent_kwargs=dict(cell.agent_kwargs),
         checkpoints=log_checkpoints(cell.horizon),
         privacy=dict(cell.privacy) or None,
+        backend=cell.backend,
     )
     return rows_from_result(cell, unit.suite, result)
 
@@ -77,10 +90,10 @@ def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -
     units = []
     for cell in cells:
         version = current_results_version(
-            cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy
+            cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy, cell.backend
         )
         missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash, version))
-        entry = agent_entry(cell.agent_id)
+        entry = learner_entry(cell)
         units.extend(
             WorkUnit(suite.name, cell, seeds, entry, version)
             for seeds in _contiguous(missing, chunk)
@@ -217,6 +230,10 @@ class EvalTask:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     checkpoints: Any = None
     attrs: tuple[str, ...] = ()
+    backend: str = NUMPY  # "numpy" or "jax" (evaluate's backend)
+
+    def __post_init__(self) -> None:
+        check_backend(self.backend)
 
 
 def run_task(task: EvalTask) -> tuple[EvalResult, dict[str, Any]]:
@@ -229,6 +246,7 @@ def run_task(task: EvalTask) -> tuple[EvalResult, dict[str, Any]]:
         seed=task.seed,
         env_kwargs=dict(task.env_kwargs),
         checkpoints=task.checkpoints,
+        backend=task.backend,
     )
     return result, {name: copy.deepcopy(getattr(agent, name)) for name in task.attrs}
 

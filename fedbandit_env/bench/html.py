@@ -22,6 +22,7 @@ from fedbandit_env.bench.leaderboard import (
     format_paired,
     is_oracle,
     paired_header,
+    shows_backend,
 )
 from fedbandit_env.bench.plotting import pyplot
 
@@ -61,9 +62,10 @@ def _audit_cell(e: Entry) -> str:
 
 
 def _table(entries: list[Entry]) -> str:
-    cols = ["rank", "learner", "runs", "final regret / agent", "95% CI",
-            f"vs {entries[0].baseline}", "messages", "floats", "privacy ε",
-            paired_header(entries[0].baseline)]  # fmt: skip
+    backend = shows_backend(entries)
+    cols = ["rank", "learner", *(["backend"] if backend else []), "runs",
+            "final regret / agent", "95% CI", f"vs {entries[0].baseline}", "messages", "floats",
+            "privacy ε", paired_header(entries[0].baseline)]  # fmt: skip
     audited = any(e.audit is not None for e in entries)
     if audited:
         cols.append("audited ε (95%)")
@@ -81,7 +83,8 @@ def _table(entries: list[Entry]) -> str:
         body.append(
             f"<tr class='{row_class}' data-source='{e.source or 'store'}'><td>{e.rank}</td>"
             f"<td class='name'>{name}</td>"
-            f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
+            + (f"<td class='name'>{html.escape(e.backend)}</td>" if backend else "")
+            + f"<td>{e.runs}</td><td>{e.mean:.1f}</td><td>[{e.ci_low:.1f}, {e.ci_high:.1f}]</td>"
             f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td>"
             f"<td>{html.escape(format_paired(e))}</td>"
             + (_audit_cell(e) if audited else "")
@@ -173,6 +176,8 @@ def _header(entries: list[Entry], info: RunInfo) -> str:
                  f"environments{split}"),
         *((f"rows from the {kind}", f"{what}: {n:,} rows") for kind, what, n in info.sources),
         ("seeds", _seed_text(info.seeds)),
+        *((("backends", ", ".join(sorted({e.backend for e in entries}))),)
+          if shows_backend(entries) else ()),
         ("package", f"fedbandit {__version__}"),
         ("date", info.date or "—"),
     ]  # fmt: skip

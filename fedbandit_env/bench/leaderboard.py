@@ -13,6 +13,15 @@ family, ``ucb1`` otherwise) unless the caller names one.
 Rows of different results versions (:mod:`fedbandit_env.bench.versions`) are never pooled: an
 entry is one (cell, results version), and :func:`current_rows` keeps only the rows of each
 learner's current version, noting how many stale rows it left out and why.
+
+Rows of the two backends (docs/bench.md, "Backends") are never pooled either: the backend is
+part of a cell's hash and of its results version, so a numpy and a JAX entry of the same
+learner are two entries of one table, and a table that holds a non-numpy entry gets a
+``backend`` column (numpy-only tables look as they always did). Each entry is compared with the
+baseline of its own backend: the paired comparison only ever pairs seeds of one backend (the
+same seed is another draw on the other backend); the ratio falls back to the numpy baseline
+when the entry's backend has no baseline cell in the table (the backends agree in
+distribution).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedbandit_env.bench.datafiles import BACKENDS
 from fedbandit_env.bench.store import Row
 from fedbandit_env.bench.suites import default_baseline
 
@@ -85,6 +95,7 @@ class Entry:
     audit: AuditMark | None = None
     source: str = ""  # "store" (your rows) or "reference" when ranked beside a reference
     highlight: bool = False  # marked and highlighted on the page (``--highlight``)
+    backend: str = "numpy"  # the backend its rows ran on (docs/bench.md, "Backends")
 
 
 @dataclass(frozen=True)
@@ -103,8 +114,12 @@ class AuditMark:
 
 def attach_audits(entries: list[Entry], audits: dict[str, AuditMark]) -> list[Entry]:
     """Set each entry's ``audit`` from ``audits`` keyed by the entry's label (learner id or
-    suite label); the Markdown and HTML tables then show an "audited ε" column."""
+    suite label); the Markdown and HTML tables then show an "audited ε" column. The audits
+    run numpy learners: entries of another backend are not marked."""
     for e in entries:
+        if e.backend != BACKENDS[0]:
+            e.audit = None
+            continue
         e.audit = audits.get(e.label, audits.get(e.agent_id))
     return entries
 
@@ -172,6 +187,7 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
                 cell_hash=first.cell_hash,
                 seeds=tuple(r.seed for r in cell_rows),
                 finals=finals,
+                backend=first.backend,
             )
         )
     by_env: dict[str, list[Entry]] = defaultdict(list)
@@ -181,15 +197,26 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
     for env_key, env_entries in by_env.items():
         name = _baseline_of(baseline, env_key)
         env_entries.sort(key=lambda e: e.mean)
-        base = [e for e in env_entries if e.agent_id == name and e.label == name]
+        bases = _baselines(env_entries, name)
         for rank, e in enumerate(env_entries, start=1):
             e.rank = rank
             e.baseline = name
-            if base and base[0].mean > 0:
-                e.normalized = e.mean / base[0].mean
+            base = bases.get(e.backend, bases.get(BACKENDS[0]))
+            if base is not None and base.mean > 0:
+                e.normalized = e.mean / base.mean
         ranked.extend(env_entries)
     attach_paired(ranked, seed)
     return ranked
+
+
+def _baselines(entries: list[Entry], name: str) -> dict[str, Entry]:
+    """The baseline entry of each backend in one table: the first (in the table's order) whose
+    id and label are the baseline's."""
+    out: dict[str, Entry] = {}
+    for e in entries:
+        if e.agent_id == name and e.label == name:
+            out.setdefault(e.backend, e)
+    return out
 
 
 def paired_comparison(
@@ -217,20 +244,22 @@ def paired_comparison(
 
 def attach_paired(entries: list[Entry], seed: int = 0) -> None:
     """Set each entry's :attr:`Entry.paired`: its paired comparison with its table's baseline
-    entry (the baseline's current-version cell labelled with the baseline's id)."""
+    entry of the same backend (the baseline's current-version cell labelled with the baseline's
+    id); none when its backend has no baseline cell there (seeds are never paired across
+    backends)."""
     by_env: dict[str, list[Entry]] = defaultdict(list)
     for e in entries:
         by_env[e.env_key].append(e)
     for env_entries in by_env.values():
-        name = env_entries[0].baseline
-        base = [e for e in env_entries if e.agent_id == name and e.label == name]
+        bases = _baselines(env_entries, env_entries[0].baseline)
         for e in env_entries:
-            if not base:
+            base = bases.get(e.backend)
+            if base is None:
                 e.paired = None
-            elif e is base[0]:
+            elif e is base:
                 e.paired = Paired(0.0, 0.0, 0.0, len(e.seeds), "baseline")
             else:
-                e.paired = paired_comparison(e, base[0], seed)
+                e.paired = paired_comparison(e, base, seed)
 
 
 def format_paired(entry: Entry, minus: str = "−", none: str = "—") -> str:
@@ -260,10 +289,11 @@ def current_rows(
     :func:`~fedbandit_env.bench.versions.registered_results_version`)."""
     from fedbandit_env.bench.versions import registered_results_version
 
-    current: dict[tuple[str, str, bool], str | None] = {}
+    current: dict[tuple[str, str, bool, str], str | None] = {}
     kept, stale, unknown = [], [], set()
     for row in rows:
-        key = (row.env_id, row.agent_id, bool(json.loads(row.config).get("privacy")))
+        config = json.loads(row.config)
+        key = (row.env_id, row.agent_id, bool(config.get("privacy")), row.backend)
         if key not in current:
             current[key] = registered_results_version(*key)
         want = current[key]
@@ -341,12 +371,25 @@ def escape_latex(text: str) -> str:
 def display_label(
     entry: Entry, table: list[Entry], escape: Callable[[str], str] = lambda text: text
 ) -> str:
-    """The entry's label, followed by ``[its results version]`` when the table holds the same
-    label at two versions (so that each row says which it is); ``escape`` is applied to the
-    label and the version (the brackets are the table's own, so they stay literal)."""
-    if sum(e.label == entry.label for e in table) > 1:
-        return f"{escape(entry.label)} [{escape(entry.results_version)}]"
-    return escape(entry.label)
+    """The entry's label, followed by ``[its backend]`` when the table holds the same label on
+    another backend (a non-numpy entry only: ``ucb1`` and ``ucb1 [jax]``), or by ``[its results
+    version]`` when it holds the same label at two versions of one backend (so that each row
+    and each curve says which it is); ``escape`` is applied to the label and the version (the
+    brackets are the table's own, so they stay literal)."""
+    same = [e for e in table if e.label == entry.label]
+    if len(same) == 1:
+        return escape(entry.label)
+    if sum(e.backend == entry.backend for e in same) == 1:  # they differ by backend only
+        if entry.backend == BACKENDS[0]:
+            return escape(entry.label)
+        return f"{escape(entry.label)} [{escape(entry.backend)}]"
+    return f"{escape(entry.label)} [{escape(entry.results_version)}]"
+
+
+def shows_backend(table: list[Entry]) -> bool:
+    """Whether a table gets a ``backend`` column: it holds an entry of another backend than
+    numpy (numpy-only tables keep their columns)."""
+    return any(e.backend != BACKENDS[0] for e in table)
 
 
 def paired_header(baseline: str, latex: bool = False) -> str:
@@ -387,17 +430,22 @@ def to_markdown(entries: list[Entry]) -> str:
     for env_key, env_entries in by_env.items():
         out.append(f"### {escape_markdown(env_title(env_key))}\n")
         audited = any(e.audit is not None for e in env_entries)
+        backend = shows_backend(env_entries)
         out.append(
-            f"| rank | learner | runs | final regret / agent | 95% CI | "
+            "| rank | learner |" + (" backend |" if backend else "")
+            + f" runs | final regret / agent | 95% CI | "
             f"vs {escape_markdown(env_entries[0].baseline)} | messages | floats | privacy ε |"
             + f" {paired_header(escape_markdown(env_entries[0].baseline))} |"
             + (" audited ε (95%) |" if audited else "")
-        )
-        out.append("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if audited else ""))
+        )  # fmt: skip
+        out.append("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if backend else "")
+                   + ("---|" if audited else ""))  # fmt: skip
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
             label = mark(e, display_label(e, env_entries, escape_markdown))
+            if backend:
+                label += f" | {escape_markdown(e.backend)}"
             out.append(
                 f"| {e.rank} | {label} | {e.runs} | {e.mean:.1f} | "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] | {norm} | {e.messages:,.0f} | "
@@ -429,11 +477,14 @@ def to_latex(entries: list[Entry]) -> str:
         by_env[e.env_key].append(e)
     for env_key, env_entries in by_env.items():
         base = escape_latex(env_entries[0].baseline)
+        backend = shows_backend(env_entries)
         out += [
             f"% {escape_latex(env_title(env_key))}",
-            r"\begin{tabular}{rlrrlrrrll}",
+            r"\begin{tabular}{rl" + ("l" if backend else "") + "rrlrrrll}",
             r"\toprule",
-            f"rank & learner & runs & final regret / agent & 95\\% CI & vs {base} & messages & "
+            "rank & learner & "
+            + ("backend & " if backend else "")
+            + f"runs & final regret / agent & 95\\% CI & vs {base} & messages & "
             r"floats & privacy $\varepsilon$" + f" & {paired_header(base, latex=True)} " + r"\\",
             r"\midrule",
         ]
@@ -455,6 +506,8 @@ def to_latex(entries: list[Entry]) -> str:
             norm = "--" if e.normalized is None else f"{e.normalized:.2f}"
             eps = {"∞": r"$\infty$", "—": "--"}.get(format_epsilon(e.epsilon))
             label = display_label(e, env_entries, escape_latex)
+            if backend:
+                label += f" & {escape_latex(e.backend)}"
             out.append(
                 f"{e.rank} & {label} & {e.runs} & {cell(f'{e.mean:.1f}', 'mean', i)} & "
                 f"[{e.ci_low:.1f}, {e.ci_high:.1f}] & {cell(norm, 'norm', i)} & "

@@ -7,7 +7,10 @@ suite's sweeps, and a paper suite may list it with specific kwargs); a learner t
 not list (a paper suite, or kwargs or a privacy wrapper of your own) gets one cell per
 environment configuration of the suite, with the suite's horizon and seeds. Ids are resolved
 like ``python -m`` resolves modules: a ``module:Class`` in the current folder works without
-``PYTHONPATH``.
+``PYTHONPATH``. On the JAX backend (``--backend jax``, docs/bench.md "Backends") the learner's
+cells are the suite's cells moved to that backend, its rows are JAX rows, and they are ranked
+beside the reference's rows of the same tables (numpy rows, and the JAX rows a reference file
+may carry), each entry saying its backend.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbandit_env.agent_registry import agent_class, is_dynamic, list_agents, register_agent
+from fedbandit_env.bench.backends import NUMPY, check_backend, resolve_jax_learner
 from fedbandit_env.bench.store import ResultsStore, Row
 from fedbandit_env.bench.suites import Cell, Suite
 
@@ -37,11 +41,13 @@ def current_folder_on_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *parts])
 
 
-def resolve_learner(agent_id: str) -> str:
-    """Make ``agent_id`` a learner of this process's registry: a registered id as it is; a
-    ``module:Class`` id (a file of the current folder, say) is imported, because the user named
-    it on the command line or in code, and registered under its id, so that suites sweep it and
-    worker processes find it (they import it by the same path)."""
+def resolve_learner(agent_id: str, backend: str = NUMPY) -> str:
+    """Make ``agent_id`` a learner of this process's registry (of ``backend``): a registered id
+    as it is; a ``module:Class`` id (a file of the current folder, say) is imported, because the
+    user named it on the command line or in code, and registered under its id, so that suites
+    sweep it and worker processes find it (they import it by the same path)."""
+    if check_backend(backend) != NUMPY:
+        return resolve_jax_learner(agent_id)
     if agent_id in list_agents():
         return agent_id
     agent_class(agent_id)  # imports it, or raises UnknownIdError with suggestions
@@ -73,10 +79,13 @@ def learner_cells(
     agent_kwargs: dict[str, Any] | None = None,
     privacy: dict[str, Any] | None = None,
     note: Callable[[str], None] = lambda _msg: None,
+    backend: str = NUMPY,
 ) -> list[Cell]:
-    """The cells ``agent_id`` runs in ``suite`` (see the module docstring); environments its
-    ``reset`` refuses are skipped, and ``note`` says which and why."""
+    """The cells ``agent_id`` runs in ``suite`` on ``backend`` (see the module docstring);
+    environments its ``reset`` (a JAX learner's ``init``) refuses are skipped, and ``note``
+    says which and why."""
     agent_kwargs, privacy = dict(agent_kwargs or {}), dict(privacy or {})
+    suite = suite.with_backend(backend)
     own = [c for c in suite.candidates() if c.agent_id == agent_id]
     if own and not agent_kwargs and not privacy:
         cells = own
@@ -96,6 +105,7 @@ def learner_cells(
                 c.seed,
                 label,
                 privacy,
+                backend,
             )  # fmt: skip
             for c in blocks.values()
         ]

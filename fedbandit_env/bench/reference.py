@@ -14,6 +14,14 @@ cells and requires bit-identical rows (:func:`check_reference`), which CI does t
 that moves a reference number is caught and the file is rebuilt deliberately. Rows of a results
 version that is not the current code's are never ranked with current rows
 (:func:`current_reference_rows`).
+
+The file may also carry JAX rows (docs/bench.md, "Backends"): cells whose config names
+``"backend": "jax"``, on their own seeds (from :data:`JAX_SEED_OFFSET`; a file whose JAX cell
+shares a seed with a numpy cell of its table is refused, so that no comparison ever pairs the
+two backends' runs of one seed), checked and compared like the others and never pooled with
+numpy rows (their cell hash and results version name the backend). ``fedbandit reference build
+--jax`` adds them (the ``quick`` suite's cells that have a JAX learner); the shipped file has
+none.
 """
 
 from __future__ import annotations
@@ -32,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_env.agent_registry import agent_entry, lookup_agent, without_trust_flags
+from fedbandit_env.agent_registry import without_trust_flags
 from fedbandit_env.bench import datafiles
+from fedbandit_env.bench.backends import JAX, NUMPY, jax_installed, lookup_learner
 from fedbandit_env.bench.datafiles import FileFormatError
 from fedbandit_env.bench.store import ResultsStore, Row
 from fedbandit_env.bench.suites import Cell, get_suite
@@ -64,6 +73,10 @@ HEADLINES: dict[str, tuple[int, tuple[str, ...]]] = {
 }
 """Per-paper suite: (seeds kept, labels of its headline cells). A cell's identity does not
 include its seeds, so these rows are the first seeds of the suite's own cells."""
+
+JAX_SEED_OFFSET = 1_000_000
+"""First seed of the reference's JAX cells (``reference build --jax``): their seeds never meet
+the numpy cells' (which start at 0), so the two backends' runs are never paired by seed."""
 
 _PER_RUN = (
     "final_regret_per_agent",
@@ -136,10 +149,13 @@ class Reference:
 # --- cells -----------------------------------------------------------------------------------
 
 
-def reference_cells(note: Callable[[str], None] = print) -> list[tuple[str, Cell]]:
+def reference_cells(
+    note: Callable[[str], None] = print, jax: bool = False
+) -> list[tuple[str, Cell]]:
     """(suite name, cell) of every reference cell: the ``standard`` and ``quick`` suites'
     available cells and each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
-    error, so a renamed cell is noticed)."""
+    error, so a renamed cell is noticed); with ``jax``, also the ``quick`` suite's cells on the
+    JAX backend (those with a JAX learner), from seed :data:`JAX_SEED_OFFSET`."""
     out: list[tuple[str, Cell]] = []
     for name in (STANDARD, QUICK):  # a cell of both is kept once, under the first
         seen = {c.config_hash for _, c in out}
@@ -160,6 +176,9 @@ def reference_cells(note: Callable[[str], None] = print) -> list[tuple[str, Cell
             cell = by_label[label]
             if cell.config_hash in available and cell.config_hash not in seen:
                 out.append((name, replace(cell, runs=min(runs, cell.runs))))
+    if jax:
+        for cell in get_suite(QUICK).with_backend(JAX).available(note):
+            out.append((QUICK, replace(cell, seed=cell.seed + JAX_SEED_OFFSET)))
     return out
 
 
@@ -249,23 +268,28 @@ def build_reference(
     chunk: int = 10,
     note: Callable[[str], None] = print,
     progress: bool = False,
+    jax: bool = False,
 ) -> BuildReport:
     """Run every reference cell (into ``store``, a temporary one by default, so nothing stale
-    can leak in) and write the reference file ``out`` atomically."""
-    from fedbandit_env.bench.executors import WorkUnit, execute, require_executor
+    can leak in) and write the reference file ``out`` atomically; with ``jax``, the JAX cells
+    of :func:`reference_cells` too (needs the ``jax`` extra)."""
+    from fedbandit_env.bench.backends import jax_backend
+    from fedbandit_env.bench.executors import WorkUnit, execute, learner_entry, require_executor
 
     require_executor(executor)
+    if jax:
+        jax_backend()  # a missing extra is an error before anything runs
     start = time.perf_counter()
-    cells = reference_cells(note)
+    cells = reference_cells(note, jax=jax)
     with tempfile.TemporaryDirectory(prefix="fedbandit-reference-") as tmp:
         results = ResultsStore(store if store is not None else Path(tmp) / "reference.sqlite")
         units = []
         for suite, cell in cells:
             version = current_results_version(
-                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy
+                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy, cell.backend
             )
             missing = sorted(set(cell.seeds) - results.done_seeds(cell.config_hash, version))
-            entry = agent_entry(cell.agent_id)
+            entry = learner_entry(cell)
             for i in range(0, len(missing), chunk):
                 seeds = tuple(missing[i : i + chunk])
                 units.append(WorkUnit(suite, cell, seeds, entry, version))
@@ -284,7 +308,7 @@ def build_reference(
         n_rows = 0
         for suite, cell in cells:
             version = current_results_version(
-                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy
+                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy, cell.backend
             )
             rows = [r for r in results.rows_for([cell]) if r.results_version == version]
             n_rows += len(rows)
@@ -400,7 +424,34 @@ def load_reference(path: str | Path | None = None, check_version: bool = True) -
     keys = [(c["cell_hash"], c["results_version"]) for c in checked]
     if len(set(keys)) != len(keys):
         raise _bad(path, "cells", "a cell appears twice at the same results version")
+    _check_backend_seeds(path, checked)
     return Reference(path, version, checked)
+
+
+def _table_of(cell: dict[str, Any]) -> str:
+    config = cell["config"]
+    return json.dumps({"env_id": config["env_id"], "env_kwargs": config["env_kwargs"]},
+                      sort_keys=True)  # fmt: skip
+
+
+def _check_backend_seeds(path: Path, cells: tuple[dict[str, Any], ...]) -> None:
+    """A non-numpy cell's seeds are disjoint from the numpy cells' seeds of its table (the
+    same seed on two backends is two different draws: they must never be paired)."""
+    numpy_seeds: dict[str, set[int]] = defaultdict(set)
+    for cell in cells:
+        if datafiles.config_backend(cell["config"]) == NUMPY:
+            numpy_seeds[_table_of(cell)].update(cell["seeds"])
+    for i, cell in enumerate(cells):
+        backend = datafiles.config_backend(cell["config"])
+        if backend == NUMPY:
+            continue
+        shared = sorted(numpy_seeds[_table_of(cell)].intersection(cell["seeds"]))
+        if shared:
+            raise _error(
+                f"{path}: cell {i} ({str(cell['label'])[:80]}): seeds: a {backend} cell's seeds "
+                f"must be disjoint from the numpy cells' seeds of its table, got {shared[:5]} in "
+                f"both (the reference's {backend} cells start at seed {JAX_SEED_OFFSET})"
+            )
 
 
 # --- ranking against the reference ------------------------------------------------------------
@@ -413,13 +464,14 @@ def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print)
     this process's registries, never imported, and no learner is built
     (:func:`~fedbandit_env.bench.versions.registered_results_version`)."""
     kept, stale, unknown = [], defaultdict(list), set()
-    versions: dict[tuple[str, str, bool], str | None] = {}
+    versions: dict[tuple[str, str, bool, str], str | None] = {}
     for row in rows:
-        key = (row.env_id, row.agent_id, bool(json.loads(row.config).get("privacy")))
+        config = json.loads(row.config)
+        key = (row.env_id, row.agent_id, bool(config.get("privacy")), row.backend)
         if key not in versions:
             versions[key] = registered_results_version(*key)
         want = versions[key]
-        if want is None and not _runnable(row.env_id, row.agent_id):
+        if want is None and not _runnable(row.env_id, row.agent_id, row.backend):
             unknown.add(row.label)
         elif want is None or want == row.results_version:
             kept.append(row)
@@ -443,9 +495,10 @@ def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print)
     return kept
 
 
-def _runnable(env_id: str, agent_id: str) -> bool:
-    """Whether both ids are registered in this process (looked up, never imported)."""
-    return env_id in set(list_envs()) and lookup_agent(agent_id) is not None
+def _runnable(env_id: str, agent_id: str, backend: str = NUMPY) -> bool:
+    """Whether both ids are registered in this process, the learner in the registry of
+    ``backend`` (looked up, never imported)."""
+    return env_id in set(list_envs()) and lookup_learner(agent_id, backend) is not None
 
 
 def merge_rows(store_rows: list[Row], reference_rows: list[Row]) -> list[Row]:
@@ -517,7 +570,7 @@ def check_reference(
     with ``seed`` among the cells whose learner and environment are installed (restricted to
     ``suites`` and to horizons up to ``max_horizon`` when given), on their first ``seeds``
     seeds (all by default), and compare every number with the reference, bit for bit."""
-    from fedbandit_env.bench.executors import WorkUnit, run_unit
+    from fedbandit_env.bench.executors import WorkUnit, learner_entry, run_unit
 
     candidates, skipped = [], []
     for cell in reference.cells:
@@ -527,7 +580,12 @@ def check_reference(
             continue
         if max_horizon is not None and config["env_kwargs"]["horizon"] > max_horizon:
             continue
-        if not _runnable(config["env_id"], config["agent_id"]):  # never imported or run
+        backend = datafiles.config_backend(config)
+        if backend == JAX and not jax_installed():
+            skipped.append(f"{name}: a JAX cell, and JAX is not installed here "
+                           "(pip install 'fedbandit[jax]')")  # fmt: skip
+            continue
+        if not _runnable(config["env_id"], config["agent_id"], backend):  # never imported or run
             skipped.append(f"{name}: its learner or environment is not registered here")
             continue
         if without_trust_flags(config["agent_kwargs"]) != config["agent_kwargs"]:
@@ -553,12 +611,13 @@ def check_reference(
             run_seeds[0],
             cell["label"],
             dict(config.get("privacy") or {}),
+            datafiles.config_backend(config),
         )
         if cells.config_hash != cell["cell_hash"]:
             differences.append(f"{name}: the cell's hash is {cells.config_hash} in this code")
             continue
         note(f"reference check: {name}, seeds {run_seeds[0]}..{run_seeds[-1]}")
-        unit = WorkUnit(cell["suite"], cells, tuple(run_seeds), agent_entry(cells.agent_id))
+        unit = WorkUnit(cell["suite"], cells, tuple(run_seeds), learner_entry(cells))
         new = cell_record(cell["suite"], run_unit(unit))
         ref = {**cell, **{k: cell[k][: len(run_seeds)] for k in ("seeds", *_PER_RUN)}}
         differences.extend(_compare(ref, new, name))

@@ -21,6 +21,12 @@ the current version's (docs/bench.md). A store written before results versions e
 (never current, so never ranked with new rows); the file checks and the migration live in
 :mod:`fedbandit_env.bench.migrate`.
 
+A row's backend (docs/bench.md, "Backends") is part of its identity too: it is in the cell's
+config (``"backend": "jax"``; absent for numpy, so rows written before backends existed read as
+numpy and keep their hashes), hence in the cell hash, and in the results version
+(:func:`fedbandit_env.bench.versions.backend_suffix`). :attr:`Row.backend` reads it; the schema
+is unchanged.
+
 Any number of processes may write one store (docs/reliability.md, "Concurrent writers"): the
 store is in WAL mode (readers never block a writer), every write is one ``BEGIN IMMEDIATE``
 transaction under a long busy timeout, and inserts are idempotent: a run another process stored
@@ -46,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_env.bench.datafiles import check_store_row
+from fedbandit_env.bench.datafiles import check_store_row, config_backend
 from fedbandit_env.bench.evaluate import EvalResult
 from fedbandit_env.bench.migrate import (
     BUSY_TIMEOUT,
@@ -92,6 +98,12 @@ class Row:
     results_version: str = UNVERSIONED
 
     @property
+    def backend(self) -> str:
+        """The backend that ran this row: its config's ``backend`` (``"numpy"`` when absent, as
+        in every row written before backends existed)."""
+        return config_backend(json.loads(self.config))
+
+    @property
     def numbers(self) -> tuple:
         """Everything but the timings: equal for equal runs under any executor."""
         return (
@@ -129,6 +141,11 @@ def log_checkpoints(horizon: int, points: int = CURVE_CHECKPOINTS) -> np.ndarray
 
 def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[str, Any]]:
     """One row per run of an :class:`EvalResult` (its steps are the log checkpoints)."""
+    if result.backend != cell.backend:
+        raise StoreError(
+            f"store: the result of {cell.name!r} ran on the {result.backend} backend and its cell "
+            f"is a {cell.backend} cell; evaluate it with backend={cell.backend!r}"
+        )
     per_run_wall = result.wall_time / len(result.seeds)
     rows = []
     for r, seed in enumerate(result.seeds):

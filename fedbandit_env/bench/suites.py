@@ -1,7 +1,8 @@
 """Suites: named sets of cells (environment + kwargs, learner + kwargs, runs, horizon).
 
 docs/bench.md. A cell's identity is the SHA-256 of its canonical JSON (env id and kwargs with the
-horizon, agent id and kwargs): the results store keys rows by (cell hash, seed).
+horizon, agent id and kwargs, and the backend when it is not numpy): the results store keys rows
+by (cell hash, seed).
 
 A suite lists explicit cells (learners with specific kwargs) and :class:`LearnerSweep` entries:
 "every registered learner, with its default kwargs, on this environment". Sweeps are expanded
@@ -20,10 +21,11 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fedbandit_env.agent_registry import is_known, list_agents
+from fedbandit_env.agent_registry import list_agents
+from fedbandit_env.bench.backends import NUMPY, check_backend, learner_known, list_jax_learners
 from fedbandit_env.bench.evaluate import incompatibility
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.registration import list_envs, make_vec, spec
@@ -55,8 +57,16 @@ class Cell:
     privacy: dict[str, Any] = field(default_factory=dict)
     """Options of the privacy wrapper put around the learner's channels (``evaluate``'s
     ``privacy``; empty: none). Part of the cell's identity when given."""
+    backend: str = NUMPY
+    """Where the cell runs: ``"numpy"`` or ``"jax"`` (docs/bench.md, "Backends"). Part of the
+    cell's identity when not numpy, so rows of two backends never share a cell."""
 
     def __post_init__(self) -> None:
+        check_backend(self.backend)
+        if self.privacy and self.backend != NUMPY:
+            raise ConfigError(
+                f"cell.privacy: the privacy wrappers are numpy-only, got backend {self.backend!r}"
+            )
         if not isinstance(self.privacy, dict):
             raise ConfigError(
                 f"cell.privacy: expected a dict of wrapper options, got {self.privacy!r}"
@@ -76,6 +86,8 @@ class Cell:
         }
         if self.privacy:  # absent otherwise, so cells without a wrapper keep their hashes
             config["privacy"] = self.privacy
+        if self.backend != NUMPY:  # absent for numpy, so numpy cells keep their hashes
+            config["backend"] = self.backend
         return _canonical(config)
 
     @property
@@ -101,18 +113,30 @@ class Cell:
 @dataclass(frozen=True)
 class LearnerSweep:
     """Every registered learner, with its default kwargs, on one environment configuration,
-    except the ids in ``exclude`` (those the suite runs there with specific kwargs instead)."""
+    except the ids in ``exclude`` (those the suite runs there with specific kwargs instead).
+    On the JAX backend, every registered JAX learner (:func:`fedbandit_env.jax.list_jax_agents`;
+    none without the ``jax`` extra)."""
 
     env_id: str
     horizon: int
     runs: int
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     exclude: tuple[str, ...] = ()
+    backend: str = NUMPY
 
     def cells(self) -> list[Cell]:
+        ids = list_agents() if self.backend == NUMPY else list_jax_learners()
         return [
-            Cell(self.env_id, agent_id, self.horizon, self.runs, dict(self.env_kwargs), {})
-            for agent_id in list_agents()
+            Cell(
+                self.env_id,
+                agent_id,
+                self.horizon,
+                self.runs,
+                dict(self.env_kwargs),
+                {},
+                backend=self.backend,
+            )  # fmt: skip
+            for agent_id in ids
             if agent_id not in self.exclude
         ]
 
@@ -213,6 +237,16 @@ class Suite:
     def baseline_for(self, env_id: str, env_kwargs: dict[str, Any]) -> str:
         return self.baseline or default_baseline(env_id, env_kwargs)
 
+    def with_backend(self, backend: str) -> Suite:
+        """The same suite on ``backend``: every explicit cell and sweep moved there (same
+        seeds; the cells' hashes change with the backend, so their rows are their own).
+        Cells with a privacy wrapper (numpy-only) are left out of a JAX suite."""
+        check_backend(backend)
+        cells = tuple(replace(c, backend=backend) for c in self.cells
+                      if backend == NUMPY or not c.privacy)  # fmt: skip
+        sweeps = tuple(replace(sw, backend=backend) for sw in self.sweeps)
+        return Suite(self.name, cells, self.baseline, self.description, sweeps)
+
     def candidates(self) -> list[Cell]:
         """The explicit cells and the sweeps expanded over the registry as it is now."""
         out = list(self.cells)
@@ -236,15 +270,18 @@ class Suite:
         skipped: dict[tuple[str, str], list[str]] = {}
         for cell in self.candidates():
             missing = [cell.env_id] if cell.env_id not in envs else []
-            missing += [cell.agent_id] if not is_known(cell.agent_id) else []
+            missing += [cell.agent_id] if not learner_known(cell.agent_id, cell.backend) else []
             if missing:
                 reason = f"{missing} not registered in this installation"
+                if cell.backend != NUMPY:
+                    reason += f" (on the {cell.backend} backend)"
             else:
                 reason = incompatibility(
                     cell.env_id,
                     cell.agent_id,
                     {**cell.env_kwargs, "horizon": cell.horizon},
                     cell.agent_kwargs,
+                    cell.backend,
                 )
             if reason is None:
                 out.append(cell)

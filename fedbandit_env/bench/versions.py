@@ -9,6 +9,12 @@ environment's or a learner's results bumps its version, so rows of the old code 
 rows of the new one: the store keys rows by (cell hash, results version, seed) and the
 leaderboard ranks only rows of the current version, noting the stale ones.
 
+Rows of the JAX backend (docs/bench.md, "Backends") end in ``" / backend jax v<JAX backend
+version> (jax <JAX's version>)"`` (:func:`backend_suffix`): the JAX environment's own version
+(:data:`JAX_BACKEND_VERSION`) and JAX's, whose random streams are not guaranteed from one JAX
+release to the next. Numpy rows keep their versions as they were (no backend part), so a JAX row
+never has a numpy row's version and the two are never pooled.
+
 :data:`HISTORY` lists every bump; docs/bench.md ("Version history") shows it as the table that
 :func:`history_markdown` renders (a test checks that the page and the data agree).
 """
@@ -23,6 +29,10 @@ PRIVACY_WRAPPER_VERSION = 1
 """Results version of the privacy wrapper's part of a row (bumped when a change of the wrapper
 moves the results of wrapped learners)."""
 
+JAX_BACKEND_VERSION = 1
+"""Results version of the JAX backend's part of a row (bumped when a change of
+:mod:`fedbandit_env.jax` moves the results of JAX rows: its draws, its engine steps)."""
+
 # Every results-version bump, newest first: (what changed version, the new version, why).
 # A commit that bumps a version (a learner's ``version``, an environment's
 # ``register(..., version=)``, the package version) adds its row at the top, here and in the
@@ -30,6 +40,13 @@ moves the results of wrapped learners)."""
 #     python -c "from fedbandit_env.bench.versions import history_markdown; print(history_markdown())"
 HISTORY: tuple[tuple[str, str, str], ...] = (
     # --- add new rows below this line, newest first ---
+    (
+        "JAX backend (rows of `--backend jax`)",
+        "1",
+        "new: rows run on the JAX backend end in ` / backend jax v1 (jax VERSION)` (the JAX "
+        "backend's version and JAX's own), so they never pool with numpy rows; numpy rows keep "
+        "their versions",
+    ),
     (
         "`ucb1`",
         "3",
@@ -143,12 +160,12 @@ def package_version() -> str:
     return __version__
 
 
-def results_version(env_id: str, agent_id: str, policy: Any) -> str:
-    """The results version of ``policy`` (a built learner, labelled ``agent_id``) on ``env_id``."""
+def results_version(env_id: str, agent_id: str, policy: Any, backend: str = "numpy") -> str:
+    """The results version of ``policy`` (a built learner, labelled ``agent_id``) on ``env_id``
+    run on ``backend``."""
     version = int(getattr(policy, "version", 1))
-    return _format(
-        env_id, spec(env_id).version, agent_id, version, getattr(policy, "results_note", "")
-    )
+    note = getattr(policy, "results_note", "")
+    return _format(env_id, spec(env_id).version, agent_id, version, note) + backend_suffix(backend)
 
 
 def _format(env_id: str, env_version: int, agent_id: str, version: int, note: str) -> str:
@@ -158,37 +175,78 @@ def _format(env_id: str, env_version: int, agent_id: str, version: int, note: st
     )
 
 
+def jax_version() -> str:
+    """The installed JAX's version (from its distribution's metadata: JAX is not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jax")
+    except PackageNotFoundError:  # pragma: no cover - JAX on the path without metadata
+        import jax
+
+        return str(jax.__version__)
+
+
+def backend_suffix(backend: str = "numpy") -> str:
+    """The part of a results version that names the backend: empty for numpy (numpy rows keep
+    the versions they always had), ``" / backend jax v1 (jax 0.10.2)"`` for the JAX backend."""
+    if backend == "numpy":
+        return ""
+    return f" / backend {backend} v{JAX_BACKEND_VERSION} (jax {jax_version()})"
+
+
 def wrapper_suffix(privacy: Any) -> str:
     """The part of a results version that names the privacy wrapper (empty without one)."""
     return f" / privacy wrapper v{PRIVACY_WRAPPER_VERSION}" if privacy else ""
 
 
-def registered_results_version(env_id: str, agent_id: str, privacy: Any = None) -> str | None:
-    """The results version rows of (``env_id``, ``agent_id``) get now, from the registries alone:
-    the environment's registered version and the learner's class attributes
-    (:func:`fedbandit_env.agent_registry.class_version`). Nothing is built or imported, so it is
-    safe on ids read from a file; None when either id is not registered in this process (or the
-    learner is a factory without a ``version`` attribute)."""
+def registered_results_version(
+    env_id: str, agent_id: str, privacy: Any = None, backend: str = "numpy"
+) -> str | None:
+    """The results version rows of (``env_id``, ``agent_id``) on ``backend`` get now, from the
+    registries alone: the environment's registered version and the learner's class attributes
+    (:func:`fedbandit_env.agent_registry.class_version`; on the JAX backend the JAX learner
+    registry's, :func:`fedbandit_env.bench.backends.jax_class_version`). Nothing is built, and
+    no module an id names is imported, so it is safe on ids read from a file; None when either
+    id is not registered in this process (or the learner is a factory without a ``version``
+    attribute, or the backend is not installed here)."""
     from fedbandit_env.agent_registry import class_version
+    from fedbandit_env.bench.backends import BACKENDS, jax_class_version
     from fedbandit_env.errors import UnknownIdError
 
+    if backend not in BACKENDS:
+        return None
     try:
         env_version = spec(env_id).version
     except (UnknownIdError, TypeError):
         return None
-    learner = class_version(agent_id)
+    learner = class_version(agent_id) if backend == "numpy" else jax_class_version(agent_id)
     if learner is None:
         return None
-    return _format(env_id, env_version, agent_id, *learner) + wrapper_suffix(privacy)
+    return (
+        _format(env_id, env_version, agent_id, *learner)
+        + wrapper_suffix(privacy)
+        + backend_suffix(backend)
+    )
 
 
 def current_results_version(
-    env_id: str, agent_id: str, agent_kwargs: dict[str, Any], privacy: Any = None
+    env_id: str,
+    agent_id: str,
+    agent_kwargs: dict[str, Any],
+    privacy: Any = None,
+    backend: str = "numpy",
 ) -> str:
-    """The results version a run of (env, learner id, kwargs) would get now (builds the
-    learner to read its ``version``; for cells defined in code, never for ids read from a file:
-    those use :func:`registered_results_version`)."""
-    from fedbandit_env.agent_registry import make_agent
+    """The results version a run of (env, learner id, kwargs) on ``backend`` would get now
+    (builds the learner to read its ``version``; for cells defined in code, never for ids read
+    from a file: those use :func:`registered_results_version`)."""
+    if backend == "numpy":
+        from fedbandit_env.agent_registry import make_agent
 
-    policy = make_agent(agent_id, **dict(agent_kwargs))
-    return results_version(env_id, agent_id, policy) + wrapper_suffix(privacy)
+        policy = make_agent(agent_id, **dict(agent_kwargs))
+        return results_version(env_id, agent_id, policy) + wrapper_suffix(privacy)
+    from fedbandit_env.bench.backends import jax_learner
+
+    learner, _ = jax_learner(agent_id, dict(agent_kwargs))
+    base = results_version(env_id, agent_id, learner)
+    return base + wrapper_suffix(privacy) + backend_suffix(backend)

@@ -81,6 +81,18 @@ def _plugins() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=GROUP)}
 
 
+def jax_agent_entry(agent_id: str) -> Callable[..., Any] | str | None:
+    """The registered entry of a JAX learner id (the user's, a port's or an installed
+    plug-in's: a class or factory, or ``"module:attr"``), or None. Imports nothing, so it is
+    safe on ids read from a file (the bench looks ids up here, never imports them)."""
+    if agent_id in _USER:
+        return _USER[agent_id]
+    if agent_id in BUILTIN:
+        return BUILTIN[agent_id]
+    plugin = _plugins().get(agent_id)
+    return None if plugin is None else plugin.value
+
+
 def list_jax_agents() -> list[str]:
     """Every JAX learner id: the ports, the user's and the installed plug-ins'."""
     return sorted({*BUILTIN, *_USER, *_plugins()})
