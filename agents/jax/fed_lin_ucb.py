@@ -49,8 +49,8 @@ import numpy as np
 
 from agents.fed_lin_ucb import STATS, SYNC
 from agents.fed_lin_ucb import FedLinUCB as NumpyFedLinUCB
-from baselines.jax.linucb import cholesky, last_pull, logdet_over, ucb_choice
 from fedbandit_env.jax.gram_tree import GramTree
+from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over, ucb_choice
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
