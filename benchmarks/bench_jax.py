@@ -62,6 +62,7 @@ def numpy_rate(agent_id: str, runs: int, horizon: int) -> float:
 def main() -> None:
     import fedbandit_env.jax as fj
     from fedbandit_env.jax.learner import BUILTIN
+    from fedbandit_env.jax.rollout import describe_device
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -77,7 +78,7 @@ def main() -> None:
     unknown = sorted(set(args.ports) - set(fj.list_jax_agents()))
     if unknown:
         p.error(f"--ports: no JAX port {unknown}; ports: {fj.list_jax_agents()}")
-    device = fj.rollout.__globals__["describe_device"]()
+    device = describe_device()
     print(f"device: {device}; T = {args.horizon}")
     record.figure("device", device)
     for runs in args.runs:

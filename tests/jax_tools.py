@@ -13,6 +13,7 @@ jax = pytest.importorskip("jax")
 
 import fedbandit_env.jax as fj  # noqa: E402
 from fedbandit_env.bench.evaluate import evaluate  # noqa: E402
+from fedbandit_env.jax.rollout import run_keys  # noqa: E402
 
 AGREEMENT_RUNS = 200
 
@@ -66,7 +67,7 @@ def trajectory(env: Any, learner: Any, seeds: list[int], steps: int,
     agent's reward parameters are changed before step ``at`` (its means flipped and arm 0
     raised by 3; in the linear family its decision sets scaled), the light cone's probe."""
     facts = fj.facts_of(env)
-    keys = fj.rollout.__globals__["run_keys"](seeds)
+    keys = run_keys(seeds)
 
     def start(key):
         k_env, k_agent, key = jax.random.split(key, 3)
