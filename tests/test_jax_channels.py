@@ -280,7 +280,9 @@ def within_3se(x: np.ndarray, y: np.ndarray, what: str) -> tuple[float, float, f
 def test_random_channels_agree_in_distribution_under_jit_and_vmap(case):
     """Per-run totals over 20 steps of 200 runs (the same messages in every run): messages,
     cost, dropped messages and deliveries have the numpy twin's means within 3 standard
-    errors; the vmapped batch is bit-identical to the runs made one at a time."""
+    errors; the vmapped batch draws what the runs made one at a time draw: counts, masks and
+    charges bit for bit, float payload sums to float32 rounding (XLA may add them in another
+    order once batched)."""
     options, kwargs = RANDOM[case]
     twin, channel = channel_pair(options, runs=RUNS, **kwargs)
     n = twin.num_agents
@@ -305,7 +307,11 @@ def test_random_channels_agree_in_distribution_under_jit_and_vmap(case):
     batch, one = jax.jit(lambda k: (jax.vmap(steps)(k), steps(k[3])))(keys)
     delivery, charge = batch = jax.tree.map(np.asarray, batch)
     for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(batch), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), b[3])
+        a = np.asarray(a)
+        if np.issubdtype(a.dtype, np.floating):
+            np.testing.assert_allclose(a, b[3], rtol=2e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(a, b[3])
     figures = {
         "messages": within_3se(np_msgs, charge.messages.sum(axis=(1, 2)), "messages"),
         "cost": within_3se(np_cost, charge.cost.sum(axis=(1, 2)), "cost"),
