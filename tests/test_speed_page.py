@@ -269,3 +269,16 @@ def test_every_learner_and_environment_is_at_the_version_its_history_names():
     assert stale == [], "add a row to HISTORY (fedbandit_env/bench/versions.py): " + "; ".join(
         stale
     )
+
+
+def test_a_min_floor_is_the_lowest_matching_figure(tmp_path):
+    figures = {"ucb1 JAX / numpy B=1000 (cpu)": 1.1, "linucb JAX / numpy B=1000 (cpu)": 0.7,
+               "ucb1 JAX / numpy B=100 (cpu)": 0.2, "device": "cpu: cpu"}  # fmt: skip
+    assert render_speed_page.figure_value(figures, "min: * JAX / numpy B=1000 (cpu)") == 0.7
+    assert render_speed_page.figure_value(figures, "min: * (gpu)") is None
+    assert render_speed_page.figure_value(figures, "ucb1 JAX / numpy B=100 (cpu)") == 0.2
+    path = tmp_path / "bench_jax.json"
+    path.write_text(json.dumps(synthetic("bench_jax.py", figures)))
+    page = render_speed_page.render([path])
+    row = next(line for line in page.splitlines() if line.startswith("| every JAX port"))
+    assert "| 0.7 | **no** |" in row
