@@ -258,7 +258,7 @@ def test_drop_probability_drops_about_that_fraction_deterministically():
         ({"n": {"kind": "neighbors", "dim": 0}}, r"channels\.n\.dim"),
         ({"n": {"kind": "neighbors", "drop_prob": 1.0}}, r"channels\.n\.drop_prob"),
         ({"s": {"kind": "server", "participation": 0.0}}, r"channels\.s\.participation"),
-        ({"s": {"kind": "server", "aggregate": "median"}}, r"channels\.s\.aggregate"),
+        ({"s": {"kind": "server", "aggregate": "mode"}}, r"channels\.s\.aggregate"),
         ({"f": {"kind": "flood", "ttl": 0}}, r"channels\.f\.ttl"),
         ({"n": {"kind": "neighbors", "colour": 1}}, r"channels\.n: unknown option"),
     ],

@@ -11,12 +11,20 @@ message is still charged (c2) and counted in ``dropped``; its ``mask`` entry is 
 Two delivery forms:
 
 * padded (``reduce=None``, the default): :class:`NeighborsDelivery`, one slot per neighbour;
-* aggregating (``reduce`` ``"sum"``, ``"mean"`` or ``"max"``): :class:`NeighborsAggregate`, the
-  reduction over the neighbours whose message arrived, ``value`` (B, N, dim) (0 where none did)
-  and their ``count`` (B, N). ``sum`` is one sparse product over the directed edges, adding each
-  receiver's messages in ascending sender id (the padded sum over slots gives the same bits);
-  ``mean`` is that sum over the count; ``max`` is a loop over the neighbour slots, or on a graph
-  whose components are cliques, without drops, the component maximum (O(B N dim) whatever |E|).
+* aggregating (``reduce`` ``"sum"``, ``"mean"`` or ``"max"``, or a robust reduction):
+  :class:`NeighborsAggregate`, the reduction over the neighbours whose message arrived,
+  ``value`` (B, N, dim) (0 where none did), their ``count`` (B, N) and ``degenerate`` (B, N).
+  ``sum`` is one sparse product over the directed edges, adding each receiver's messages in
+  ascending sender id (the padded sum over slots gives the same bits); ``mean`` is that sum over
+  the count; ``max`` is a loop over the neighbour slots, or on a graph whose components are
+  cliques, without drops, the component maximum (O(B N dim) whatever |E|).
+
+Robust reductions (docs/channels.md, "Robust reductions"; :mod:`fedbandit_env.network.robust`):
+``"median"``, ``"trimmed_mean"`` (option ``trim``), ``"median_of_means"`` (options
+``group_size`` and ``grouping``) and ``"geometric_median"``, computed on the padded gather
+(B, N, D, dim) of the heard messages. They send and charge exactly what the other reductions do;
+``grouping="random"`` draws (N, D) uniforms per step from the channel's own sub-stream
+``grouping`` (so the drop draws are those of the same channel without it).
 """
 
 from __future__ import annotations
@@ -30,6 +38,12 @@ from gymnasium import spaces
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.network.base import Channel, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.network.robust import (
+    ROBUST,
+    check_robust_options,
+    describe_robust,
+    robust_reduce,
+)
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -46,13 +60,20 @@ class NeighborsDelivery:
 @dataclass
 class NeighborsAggregate:
     """Aggregating delivery (``reduce`` set): ``value`` (B, N, dim) the reduction over the
-    neighbours whose message arrived (0 where none did) and ``count`` (B, N) how many arrived."""
+    neighbours whose message arrived (0 where none did), ``count`` (B, N) how many arrived and
+    ``degenerate`` (B, N) ``trimmed_mean`` fell back to the median (1 <= count <= 2 trim;
+    all False for the other reductions, and by default)."""
 
     value: np.ndarray
     count: np.ndarray
+    degenerate: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.degenerate is None:
+            self.degenerate = np.zeros(np.shape(self.count), dtype=bool)
 
 
-REDUCTIONS = (None, "sum", "mean", "max")
+REDUCTIONS = (None, "sum", "mean", "max", *ROBUST)
 
 
 def _clique_components(topology) -> bool:
@@ -64,13 +85,28 @@ def _clique_components(topology) -> bool:
 class NeighborsChannel(Channel):
     kind = "neighbors"
 
-    def __init__(self, name, topology, dim, reduce: str | None = None, **kwargs):
+    def __init__(
+        self,
+        name,
+        topology,
+        dim,
+        reduce: str | None = None,
+        *,
+        trim: int | None = None,
+        group_size: int | None = None,
+        grouping: str | None = None,
+        **kwargs,
+    ):
         super().__init__(name, topology, dim, **kwargs)
-        if reduce not in REDUCTIONS:
+        if not (reduce is None or isinstance(reduce, str)) or reduce not in REDUCTIONS:
             raise ConfigError(
                 f"channels.{name}.reduce: expected one of {list(REDUCTIONS)}, got {reduce!r}"
             )
         self.reduce = reduce
+        self.trim, self.group_size, self.grouping = check_robust_options(
+            name, "reduce", reduce, trim, group_size, grouping
+        )
+        self._random_groups = reduce == "median_of_means" and self.grouping == "random"
         self.senders = topology.neighbors  # (N, D): slot d of agent i, ascending ids, -1 padded
         self.valid = self.senders >= 0
         self._gather = np.where(self.valid, self.senders, 0)
@@ -80,28 +116,37 @@ class NeighborsChannel(Channel):
         # product that sums each receiver's heard messages adds them in that order
         receivers = np.nonzero(self.valid)[0]
         self._edge_senders = self.senders[self.valid]
-        self._incidence = _incidence(receivers, self.num_agents) if reduce else None
+        summing = reduce in ("sum", "mean")
+        self._incidence = _incidence(receivers, self.num_agents) if summing else None
         self._drops = None
+        self._groups = None
 
     def _reset(self, rng: BatchedRNG) -> None:
         shape = (self.num_agents, self.max_degree)
         self._drops = rng.buffered("uniform", shape) if self.drop_prob > 0 else None
+        self._groups = (
+            rng.child("grouping").buffered("uniform", shape) if self._random_groups else None
+        )
 
     def empty_delivery(self) -> NeighborsDelivery | NeighborsAggregate:
         shape = (self.num_runs, self.num_agents)
         if self.reduce is not None:
-            return NeighborsAggregate(np.zeros((*shape, self.dim)), np.zeros(shape, np.int64))
+            return NeighborsAggregate(
+                np.zeros((*shape, self.dim)), np.zeros(shape, np.int64), np.zeros(shape, bool)
+            )
         mask = np.zeros((*shape, self.max_degree), dtype=bool)
         return NeighborsDelivery(self.senders.copy(), mask, np.zeros((*mask.shape, self.dim)))
 
     @property
     def silent_step_is_empty(self) -> bool:
-        return self._drops is None
+        return self._drops is None and self._groups is None
 
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         """Each sender's payload to each of its neighbours; a message is lost with probability
-        ``drop_prob`` (drawn every step for every slot, whoever sends)."""
+        ``drop_prob`` (drawn every step for every slot, whoever sends; so are the uniforms of
+        ``grouping="random"``)."""
         kept = self._drops.next() >= self.drop_prob if self._drops is not None else None
+        order = self._groups.next() if self._groups is not None else None
         if not send.any():  # nobody sends: nothing arrives, nothing is charged
             return self.empty_delivery(), self._charge()
         transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): slot d's sent
@@ -117,13 +162,24 @@ class NeighborsChannel(Channel):
         if self.reduce is None:
             out = np.where(heard[..., None], payload.take(self._gather, axis=1), 0.0)
             return NeighborsDelivery(self.senders.copy(), heard, out), charge
+        if self.reduce in ROBUST:
+            value, degenerate = robust_reduce(
+                self.reduce,
+                payload.take(self._gather, axis=1),  # (B, N, D, dim)
+                heard,
+                count,
+                trim=self.trim,
+                group_size=self.group_size,
+                order=order,
+            )
+            return NeighborsAggregate(value, count, degenerate), charge
         if self.reduce == "max":
             value = self._max(send, payload, heard, count)
         else:
             value = self._sum(payload, heard)
             if self.reduce == "mean":
                 value = value / np.maximum(count, 1)[..., None]
-        return NeighborsAggregate(value, count), charge
+        return NeighborsAggregate(value, count, np.zeros(count.shape, bool)), charge
 
     def _sum(self, payload: np.ndarray, heard: np.ndarray) -> np.ndarray:
         """Sum over the heard neighbours, as one sparse product over the directed edges: each
@@ -155,14 +211,16 @@ class NeighborsChannel(Channel):
         out = super().describe()
         if self.reduce is not None:
             out["reduce"] = self.reduce
+        out.update(describe_robust(self.reduce, self.trim, self.group_size, self.grouping))
         return out
 
     def observation_space(self) -> spaces.Dict:
         d = self.max_degree
         if self.reduce is not None:
-            return spaces.Dict(
-                {"value": payload_space((self.dim,)), "count": spaces.Box(0, d, (), np.int64)}
-            )
+            fields = {"value": payload_space((self.dim,)), "count": spaces.Box(0, d, (), np.int64)}
+            if self.reduce == "trimmed_mean":
+                fields["degenerate"] = spaces.Discrete(2)
+            return spaces.Dict(fields)
         return spaces.Dict(
             {
                 "senders": spaces.Box(-1, self.num_agents - 1, (d,), np.int64),
@@ -173,10 +231,13 @@ class NeighborsChannel(Channel):
 
     def agent_observation(self, delivery: NeighborsDelivery, b: int, i: int) -> dict[str, Any]:
         if self.reduce is not None:
-            return {
+            out = {
                 "value": delivery.value[b, i].copy(),
                 "count": np.asarray(delivery.count[b, i], dtype=np.int64),
             }
+            if self.reduce == "trimmed_mean":
+                out["degenerate"] = np.int64(delivery.degenerate[b, i])
+            return out
         return {
             "senders": delivery.senders[i].copy(),
             "mask": delivery.mask[b, i].astype(np.int8),
@@ -187,7 +248,8 @@ class NeighborsChannel(Channel):
         if self.reduce is not None:
             value = np.stack([o["value"] for o in observations])[None]
             count = np.array([[int(o["count"]) for o in observations]], dtype=np.int64)
-            return NeighborsAggregate(value, count)
+            degenerate = np.array([[bool(o.get("degenerate", 0)) for o in observations]])
+            return NeighborsAggregate(value, count, degenerate)
         mask = np.stack([o["mask"] for o in observations]).astype(bool)[None]
         payload = np.stack([o["payload"] for o in observations])[None]
         return NeighborsDelivery(self.senders, mask, payload)

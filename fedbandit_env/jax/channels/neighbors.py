@@ -1,10 +1,14 @@
 """``neighbors`` in JAX: a sent payload reaches every graph neighbour in the same step.
 
 Mirrors :mod:`fedbandit_env.network.neighbors` for one run: the padded delivery (one slot per
-neighbour, ascending ids, -1 padded) or, with ``reduce`` ``"sum"``, ``"mean"`` or ``"max"``, the
-aggregate over the neighbours whose message arrived and their count. Each directed delivery
+neighbour, ascending ids, -1 padded) or, with ``reduce`` ``"sum"``, ``"mean"`` or ``"max"`` or a
+robust reduction (``"median"``, ``"trimmed_mean"``, ``"median_of_means"``,
+``"geometric_median"``; docs/channels.md, "Robust reductions",
+:mod:`fedbandit_env.jax.channels.robust`), the aggregate over the neighbours whose message
+arrived, their count and the ``degenerate`` flag of ``trimmed_mean``. Each directed delivery
 is one agent-agent message of ``dim`` floats at cost c2; a dropped message is charged and
-counted in ``dropped``.
+counted in ``dropped``. ``grouping="random"`` splits the step's key into the drop key and a
+key for the (N, D) ordering uniforms (:meth:`Neighbors.keys`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedbandit_env.jax.channels.base import JaxChannel
+from fedbandit_env.jax.channels.robust import robust_reduce
 from fedbandit_env.jax.types import link_charge
 from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.network.robust import ROBUST
 
 
 class NeighborsDelivery(NamedTuple):
@@ -30,10 +36,13 @@ class NeighborsDelivery(NamedTuple):
 
 
 class NeighborsAggregate(NamedTuple):
-    """``value`` (N, dim) the reduction over the heard neighbours (0 where none), ``count`` (N,)."""
+    """``value`` (N, dim) the reduction over the heard neighbours (0 where none), ``count``
+    (N,), ``degenerate`` (N,) ``trimmed_mean`` fell back to the median (the channel always
+    fills it, all False for the other reductions)."""
 
     value: jnp.ndarray
     count: jnp.ndarray
+    degenerate: jnp.ndarray | None = None
 
 
 class Neighbors(JaxChannel):
@@ -42,6 +51,9 @@ class Neighbors(JaxChannel):
     def __init__(self, twin):
         super().__init__(twin)
         self.reduce = twin.reduce
+        self.trim = twin.trim
+        self.group_size = twin.group_size
+        self.random_groups = twin.reduce == "median_of_means" and twin.grouping == "random"
         self.senders = np.asarray(twin.senders, np.int32)  # (N, D)
         self.valid = self.senders >= 0
         self.gather = np.where(self.valid, self.senders, 0)
@@ -51,7 +63,7 @@ class Neighbors(JaxChannel):
         n, d = self.senders.shape
         if self.reduce is not None:
             return NeighborsAggregate(
-                jnp.zeros((n, self.dim), jnp.float32), jnp.zeros(n, jnp.int32)
+                jnp.zeros((n, self.dim), jnp.float32), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool)
             )
         return NeighborsDelivery(
             jnp.asarray(self.senders),
@@ -59,9 +71,23 @@ class Neighbors(JaxChannel):
             jnp.zeros((n, d, self.dim), jnp.float32),
         )
 
+    def keys(self, key: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        """(drop key, grouping key): the step's key as it is, without ``grouping="random"``."""
+        if not self.random_groups:
+            return key, None
+        k_drop, k_group = jax.random.split(key)
+        return k_drop, k_group
+
+    def group_order(self, k_group: jax.Array | None) -> jnp.ndarray | None:
+        """The (N, D) uniforms that order each receiver's heard neighbours (``"random"``)."""
+        if k_group is None:
+            return None
+        return jax.random.uniform(k_group, self.senders.shape, jnp.float32)
+
     def transmit(self, key: jax.Array, state, send, payload):
+        k_drop, k_group = self.keys(key)
         transmitted = jnp.asarray(self.valid) & send[self.gather]  # (N, D)
-        kept = self.kept(key, transmitted.shape)
+        kept = self.kept(k_drop, transmitted.shape)
         heard = transmitted if kept is None else transmitted & kept
         count = heard.sum(axis=1, dtype=jnp.int32)
         messages = transmitted.sum(dtype=jnp.int32)
@@ -72,6 +98,17 @@ class Neighbors(JaxChannel):
         if self.reduce is None:
             out = jnp.where(heard[..., None], incoming, 0.0)
             return NeighborsDelivery(jnp.asarray(self.senders), heard, out), state, charge
+        if self.reduce in ROBUST:
+            value, degenerate = robust_reduce(
+                self.reduce,
+                incoming,
+                heard,
+                count,
+                trim=self.trim,
+                group_size=self.group_size,
+                order=self.group_order(k_group),
+            )
+            return NeighborsAggregate(value, count, degenerate), state, charge
         if self.reduce == "max":
             value = jnp.where(heard[..., None], incoming, -jnp.inf).max(axis=1)
             value = jnp.where(count[:, None] > 0, value, 0.0)
@@ -79,4 +116,5 @@ class Neighbors(JaxChannel):
             value = jnp.where(heard[..., None], incoming, 0.0).sum(axis=1)
             if self.reduce == "mean":
                 value = value / jnp.maximum(count, 1)[:, None]
-        return NeighborsAggregate(value, count), state, charge
+        degenerate = jnp.zeros(count.shape, bool)
+        return NeighborsAggregate(value, count, degenerate), state, charge
