@@ -11,6 +11,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from fedbandit_env.adversary.roles import AdversaryConfig
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance
@@ -202,6 +203,8 @@ class EnvConfig:
     linear: LinearSpec | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     max_communication_steps: int = 64
+    adversary: AdversaryConfig | None = None
+    """Byzantine and crashed agents (docs/adversary.md); None: every agent is honest."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -257,6 +260,7 @@ def make_config(
     dataset: Any = None,
     max_cycles: int | None = None,
     max_communication_steps: int = 64,
+    adversary: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -267,7 +271,10 @@ def make_config(
     ``instance_seed`` fixes theta* (None: a new theta* per run seed). ``max_cycles`` is
     PettingZoo's name for ``horizon`` (default 1000); both given with different values raise.
     ``max_communication_steps``: the most communication-only steps a run may take in a row
-    (docs/architecture.md, "Communication steps"); one more raises a ``CommunicationError``."""
+    (docs/architecture.md, "Communication steps"); one more raises a ``CommunicationError``.
+    ``adversary``: None (every agent honest, the default), or a dict or
+    :class:`~fedbandit_env.adversary.AdversaryConfig` of Byzantine and crashed agents
+    (docs/adversary.md)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -289,7 +296,10 @@ def make_config(
         max_cycles=max_cycles,
     )
     limit = _positive_int("max_communication_steps", max_communication_steps)
-    return dataclasses.replace(config, max_communication_steps=limit)
+    adv = AdversaryConfig.of(adversary)
+    if adv is not None:
+        adv = adv.resolve(config.num_agents, config.horizon)
+    return dataclasses.replace(config, max_communication_steps=limit, adversary=adv)
 
 
 def _make_config(

@@ -5,7 +5,9 @@ channel, draws the rewards, charges and delivers the messages, and returns array
 view (B = 1) and the vector view are thin layers over it, so both produce bit-identical
 trajectories for the same run seed. A run may also take a communication-only step (``pull``
 False: messages travel, no arm is pulled; docs/architecture.md, "Communication steps"); the
-horizon counts pulls.
+horizon counts pulls. With ``adversary=`` (docs/adversary.md) each reset draws the runs' roles
+from their ``adversary`` stream, and before the channels transmit, the crashed agents that are
+down are silenced and the Byzantine rows of every channel's messages come from the attack.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from fedbandit_env.adversary import Adversary, AttackSpec
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
@@ -65,12 +68,23 @@ class VecObservation:
 class VecInfo:
     """Evaluation data agents must not use: ``instant_regret`` (B, N) pseudo-regret of the last
     pull against the global best arm, ``expected_reward`` (B, N), ``cumulative_regret`` (B, N),
-    and the communication ``ledger``."""
+    the communication ``ledger`` and, in an environment made with ``adversary=``, the ``roles``
+    (B, N) int8 of the runs (0 honest, 1 Byzantine, 2 crashed; None without an adversary;
+    docs/adversary.md). Every agent's regret is computed as before; :attr:`honest` selects the
+    agents the honest metrics count."""
 
     instant_regret: np.ndarray
     expected_reward: np.ndarray
     cumulative_regret: np.ndarray
     ledger: Ledger
+    roles: np.ndarray | None = None
+
+    @property
+    def honest(self) -> np.ndarray:
+        """(B, N) bool: the honest agents (every agent without an adversary)."""
+        if self.roles is None:
+            return np.ones(np.shape(self.cumulative_regret), dtype=bool)
+        return self.roles == 0
 
 
 Messages = Mapping[str, np.ndarray | tuple[np.ndarray, np.ndarray]]
@@ -125,6 +139,22 @@ class Engine:
             self.linear = config.linear.build_process(self.num_runs, self.num_agents, self.num_arms)
         self.step_count = -1  # not reset yet (engine steps, pulls and communication steps)
         self.max_communication_steps = config.max_communication_steps
+        self.adversary: Adversary | None = None
+        if config.adversary is not None:
+            self.adversary = Adversary(config.adversary, self._attack_spec())
+        self.roles: np.ndarray | None = None
+
+    def _attack_spec(self) -> AttackSpec:
+        return AttackSpec(
+            num_runs=self.num_runs,
+            num_agents=self.num_agents,
+            num_arms=self.num_arms,
+            horizon=self.horizon,
+            channels={name: ch.dim for name, ch in self.channels.items()},
+            channel_kinds={name: ch.kind for name, ch in self.channels.items()},
+            topology=self.config.topology,
+            family=self.config.family,
+        )
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: Sequence[int]) -> tuple[VecObservation, VecInfo]:
@@ -147,6 +177,9 @@ class Engine:
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
         self.ledger.reset()
+        if self.adversary is not None:
+            spec = self._attack_spec()
+            self.roles = self.adversary.reset(self.streams("adversary"), self.seeds, spec)
         self.step_count = 0
         self.pulls = np.zeros(self.num_runs, dtype=np.int64)
         self.streak = np.zeros(self.num_runs, dtype=np.int64)  # communication steps in a row
@@ -163,8 +196,12 @@ class Engine:
             phase=np.zeros(self.num_runs, dtype=np.int64),
             pulls=self.pulls.copy(),
         )
-        info = VecInfo(np.zeros(shape), np.zeros(shape), self.cumulative_regret.copy(), self.ledger)
+        regret, expected = np.zeros(shape), np.zeros(shape)
+        info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
         return obs, info
+
+    def _roles(self) -> np.ndarray | None:
+        return None if self.roles is None else self.roles.copy()
 
     def streams(self, stream: str) -> BatchedRNG:
         """The named stream of the current runs (per run, or as a block for the privacy
@@ -200,17 +237,20 @@ class Engine:
         and run b of a batch stays bit-identical to that seed run alone."""
         arms, sends, pulling, live, self.streak = self.check_step(arms, messages, pull)
         self.step_count += 1
+        pulls_before = self.pulls.copy() if self.adversary is not None else None
         self.pulls += pulling
-        if not live.all():  # finished runs send nothing
-            sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
         rewards, expected, regret = self._draw(arms, pulling)
         self.cumulative_regret += regret
-        deliveries = self._transmit(self.step_count, sends)
         if pulling.all():
             self.last_arm, self.last_reward = arms, rewards
         else:  # the runs that did not pull keep their last pull
             self.last_arm = np.where(pulling[:, None], arms, self.last_arm)
             self.last_reward = np.where(pulling[:, None], rewards, self.last_reward)
+        if self.adversary is not None and self.adversary.config.active:
+            sends = self._adversarial(sends, arms, pulling, pulls_before)
+        if not live.all():  # finished runs send nothing
+            sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
+        deliveries = self._transmit(self.step_count, sends)
         obs = VecObservation(
             step=self.step_count,
             last_arm=self.last_arm,
@@ -220,8 +260,26 @@ class Engine:
             phase=np.where(pulling, PULL, COMMUNICATION),
             pulls=self.pulls.copy(),
         )
-        info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger)
+        info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
         return obs, rewards, info
+
+    def _adversarial(self, sends: dict, arms: np.ndarray, pulling: np.ndarray, pulls_before):
+        """The step's messages after the roles (docs/adversary.md): crashed agents that are down
+        send nothing, and the Byzantine rows of every channel come from the attack (the
+        omniscient ones see the true means, the best arm, the pull counts and the last arms)."""
+        adversary = self.adversary
+        adversary.count_pulls(self._flat_start, arms, pulling)
+        down = adversary.down(pulls_before) if adversary.any_crashed else None
+        extras: dict[str, Any] = {}
+        if adversary.omniscient and adversary.any_byzantine:
+            means = None if self.linear is not None else self.global_expected.copy()
+            extras = {
+                "means": means,
+                "best_arm": None if means is None else np.argmax(means, axis=1),
+                "pull_counts": adversary.pull_counts.copy(),
+                "last_arm": self.last_arm.copy(),
+            }
+        return adversary.messages(self.step_count, sends, self.channels, down, extras)
 
     def _draw(
         self, arms: np.ndarray, pulling: np.ndarray
@@ -251,7 +309,7 @@ class Engine:
         in which nobody sends, unless such a step is empty on it
         (:attr:`~fedbandit_env.network.Channel.silent_step_is_empty`): then it delivers its empty
         record and charges nothing without being called."""
-        deliveries, charges = {}, []
+        deliveries, charges, dims = {}, [], []
         for name, channel in self.channels.items():
             if name not in sends and channel.silent_step_is_empty:
                 deliveries[name] = channel.empty_delivery()
@@ -259,7 +317,11 @@ class Engine:
             send, payload = sends.get(name) or self._silence(channel)
             deliveries[name], charge = channel.transmit(t, send, payload)
             charges.append(charge)
-        self.ledger.record(charges)
+            dims.append(channel.dim)
+        if self.adversary is not None:
+            self.ledger.record(charges, byzantine=self.adversary.byzantine, dims=dims)
+        else:
+            self.ledger.record(charges)
         return deliveries
 
     def _silence(self, channel: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -49,8 +49,10 @@ them in a row raise a ``CommunicationError``.
 **Infos** (evaluation only; agents must not use them), flat per agent (numbers only):
 ``phase`` (as in the observation), ``instant_regret`` (pseudo-regret of the pull against the
 global best arm, 0 in a communication step), ``expected_reward``,
-``cumulative_regret`` (this agent), ``messages_sent`` (this agent, cumulative) and ``run_seed``
-(the run seed of the episode, the same for every agent). The run's communication ledger (step
+``cumulative_regret`` (this agent), ``messages_sent`` (this agent, cumulative), ``run_seed``
+(the run seed of the episode, the same for every agent) and, in an environment made with
+``adversary=``, ``role`` (0 honest, 1 Byzantine, 2 crashed; docs/adversary.md; never in the
+observations). The run's communication ledger (step
 and cumulative messages, floats and cost per link type) is run-level, not per agent: read it
 with :attr:`FedBanditParallelEnv.ledger`.
 
@@ -67,7 +69,8 @@ reset) followed by each agent's last reward.
 {name: {"kind": ..., "dim": ..., options}}), ``c1`` (agent–server link cost), ``c2``
 (agent–agent link cost), ``render_mode`` (None, "human": print, or "ansi": return the text),
 ``max_cycles`` (PettingZoo's name for ``horizon``; giving both with different values raises),
-``max_communication_steps`` (default 64: communication steps allowed in a row).
+``max_communication_steps`` (default 64: communication steps allowed in a row), ``adversary``
+(Byzantine and crashed agents, docs/adversary.md; default None).
 
 **Seeding** (Gymnasium's convention). ``reset(seed=s)`` plays run seed s, a non-negative int
 (anything else raises a ``TypeError``/``ValueError`` naming ``seed``). A later ``reset()``
@@ -170,8 +173,9 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
 
 
 def agent_info(info: VecInfo, b: int, i: int, run_seed: int, phase: int) -> dict[str, Any]:
-    """Agent i's flat info dict in run b (numbers only; the ledger is run-level)."""
-    return {
+    """Agent i's flat info dict in run b (numbers only; the ledger is run-level); with an
+    adversary also its ``role`` (0 honest, 1 Byzantine, 2 crashed; docs/adversary.md)."""
+    out = {
         "phase": int(phase),
         "instant_regret": float(info.instant_regret[b, i]),
         "expected_reward": float(info.expected_reward[b, i]),
@@ -179,6 +183,9 @@ def agent_info(info: VecInfo, b: int, i: int, run_seed: int, phase: int) -> dict
         "messages_sent": int(info.ledger.total.sent[b, i]),
         "run_seed": int(run_seed),
     }
+    if info.roles is not None:
+        out["role"] = int(info.roles[b, i])
+    return out
 
 
 def metadata_name(env_id: str) -> str:

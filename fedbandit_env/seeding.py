@@ -2,8 +2,9 @@
 
 See docs/architecture.md, "Seeding". One integer seed per run is expanded with
 `numpy.random.SeedSequence` into separate streams — ``instance`` (random instances drawn per run),
-``rewards`` (reward noise, decision sets), ``network`` (gossip edges, participation, message drops)
-and ``agents`` (everything a learner draws: tie-breaks, privacy noise). Changing a learner's epsilon
+``rewards`` (reward noise, decision sets), ``network`` (gossip edges, participation, message drops),
+``agents`` (everything a learner draws: tie-breaks, privacy noise) and ``adversary`` (the roles
+and the attacks' draws, docs/adversary.md). Changing a learner's epsilon
 therefore never changes the reward draws, and paired-seed comparisons across learners are exact on
 the environment side.
 
@@ -33,7 +34,10 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 
-STREAMS: tuple[str, ...] = ("instance", "rewards", "network", "agents")
+STREAMS: tuple[str, ...] = ("instance", "rewards", "network", "agents", "adversary")
+"""The named streams of a run seed. A stream's SeedSequence is child ``STREAMS.index(name)`` of
+the run seed's, so appending a stream moves none of the others (``adversary``: the roles and the
+attacks' draws, docs/adversary.md)."""
 
 Kind = Literal["uniform", "normal", "exponential"]
 

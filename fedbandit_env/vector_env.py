@@ -11,7 +11,9 @@ takes arms (B, N) and per channel a payload array (B, N, dim) (everyone sends) o
 send are ignored and may hold anything, even NaN), and returns
 ``(obs, rewards (B, N), terminated (B, N), truncated (B, N), info)`` with a
 :class:`~fedbandit_env.engine.VecObservation` and a :class:`~fedbandit_env.engine.VecInfo`.
-All runs share the horizon, so they end together; stepping past it raises.
+All runs share the horizon, so they end together; stepping past it raises. With ``adversary=``
+(docs/adversary.md) the info's ``roles`` (B, N) int8 says who is honest, Byzantine or crashed
+(``info.honest`` is the honest mask); the observations never carry roles.
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ class EvalResult:
     privacy_epsilon: float | None = None  # the learner's declaration (TeamPolicy), read after reset
     results_version: str = ""  # package / environment / learner versions (docs/bench.md)
     backend: str = NUMPY  # "numpy" or "jax" (docs/bench.md, "Backends")
+    roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
 
     @property
     def final_regret_per_agent(self) -> np.ndarray:
@@ -81,6 +82,36 @@ class EvalResult:
     @property
     def final_regret_network(self) -> np.ndarray:
         return self.regret_network[:, -1]
+
+    @property
+    def honest(self) -> np.ndarray:
+        """(runs, agents) bool: the honest agents (all of them without an adversary)."""
+        if self.roles is None:
+            runs, _, agents = self.regret_by_agent.shape
+            return np.ones((runs, agents), dtype=bool)
+        return self.roles == 0
+
+    @property
+    def honest_regret_mean(self) -> np.ndarray:
+        """(runs,): the mean over honest agents of their final cumulative regret (docs/adversary.md,
+        "Honest metrics"); :attr:`final_regret_per_agent` without an adversary."""
+        if self.roles is None:
+            return self.final_regret_per_agent
+        return self.honest_regret_sum / self.honest.sum(axis=1)
+
+    @property
+    def honest_regret_max(self) -> np.ndarray:
+        """(runs,): the largest final cumulative regret of an honest agent."""
+        final = self.regret_by_agent[:, -1, :]
+        return np.where(self.honest, final, -np.inf).max(axis=1)
+
+    @property
+    def honest_regret_sum(self) -> np.ndarray:
+        """(runs,): the honest agents' final cumulative regrets summed;
+        :attr:`final_regret_network` without an adversary."""
+        if self.roles is None:
+            return self.final_regret_network
+        return np.where(self.honest, self.regret_by_agent[:, -1, :], 0.0).sum(axis=1)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -98,6 +129,17 @@ class EvalResult:
             "results_version": self.results_version,
             "backend": self.backend,
             "wall_time": self.wall_time,
+            **self._honest_summary(),
+        }
+
+    def _honest_summary(self) -> dict[str, float]:
+        """The honest metrics' means over runs, only with an adversary (docs/adversary.md)."""
+        if self.roles is None:
+            return {}
+        return {
+            "honest_regret_mean": float(self.honest_regret_mean.mean()),
+            "honest_regret_max": float(self.honest_regret_max.mean()),
+            "honest_regret_sum": float(self.honest_regret_sum.mean()),
         }
 
 
@@ -336,7 +378,7 @@ def evaluate(
     if steps.size == 0 or steps.min() < 1 or steps.max() > venv.horizon:
         raise ConfigError(f"checkpoints: expected steps in [1, {venv.horizon}]")
     start = time.perf_counter()
-    obs, _ = venv.reset(seed=seed)
+    obs, reset_info = venv.reset(seed=seed)
     with _learner_errors(agent_id, venv, "reset"):
         policy.reset(venv.facts, venv.agent_rng())
     curve = np.zeros((runs, len(steps), venv.num_agents))
@@ -375,6 +417,7 @@ def evaluate(
         agent_kwargs=agent_kwargs,
         privacy_epsilon=epsilon,
         results_version=version,
+        roles=getattr(reset_info, "roles", None),
     )
 
 

@@ -18,6 +18,7 @@ NUMPY_ONLY = {
 REFUSED_KWARGS = {
     "dataset": "a data set's decision sets are numpy-only",
     "random_streams": "the JAX backend draws from JAX keys (numpy streams are numpy-only)",
+    "adversary": "Byzantine and crashed agents are numpy-only for now (docs/adversary.md)",
 }
 
 

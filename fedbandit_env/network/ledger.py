@@ -4,6 +4,12 @@
 Link types: ``agent_agent`` (cost ``c2`` per use) and ``agent_server`` (cost ``c1`` per use). Every
 channel reports what one step transmitted as a :class:`Charge`; the ledger keeps the last step's
 charge and the cumulative totals, batched over runs. Not sending costs nothing.
+
+In an environment with Byzantine agents (docs/adversary.md, "Ledger") the ledger also keeps a
+Byzantine column per run: ``byzantine_messages`` and ``byzantine_floats``, the messages the
+Byzantine agents originated (the channels' per-sender counts ``Charge.sent``) and those times the
+channel's payload dim. ``messages`` and ``floats`` still count all traffic, so the honest traffic
+is ``messages - byzantine_messages``. Without an adversary the column is zero.
 """
 
 from __future__ import annotations
@@ -53,24 +59,53 @@ class Ledger:
     def __init__(self, num_runs: int, num_agents: int):
         self.num_runs = num_runs
         self.num_agents = num_agents
-        self.step = Charge.zeros(num_runs, num_agents)
-        self.total = Charge.zeros(num_runs, num_agents)
+        self.reset()
 
     def reset(self) -> None:
         self.step = Charge.zeros(self.num_runs, self.num_agents)
         self.total = Charge.zeros(self.num_runs, self.num_agents)
+        zeros = np.zeros(self.num_runs, dtype=np.int64)
+        self.byzantine_messages = zeros.copy()  # (B,) cumulative, sent by Byzantine agents
+        self.byzantine_floats = zeros.copy()
+        self.step_byzantine_messages = zeros.copy()  # (B,) of the last step
+        self.step_byzantine_floats = zeros.copy()
 
-    def record(self, charges: list[Charge]) -> None:
+    def record(
+        self,
+        charges: list[Charge],
+        byzantine: np.ndarray | None = None,
+        dims: list[int] | None = None,
+    ) -> None:
         """One step's charges, one per channel that transmitted: ``step`` becomes their sum
-        (zero without any), added to ``total``."""
+        (zero without any), added to ``total``. ``byzantine`` (B, N) bool and ``dims`` (the
+        payload dim of each charge's channel) fill the Byzantine column (module doc)."""
         self.step = Charge.zeros(self.num_runs, self.num_agents)
         for charge in charges:
             self.step.add(charge)
             self.total.add(charge)
+        if byzantine is None:
+            return
+        if dims is None or len(dims) != len(charges):
+            raise ValueError("dims: expected one payload dim per charge")
+        messages = np.zeros(self.num_runs, dtype=np.int64)
+        floats = np.zeros(self.num_runs, dtype=np.int64)
+        for charge, dim in zip(charges, dims, strict=True):
+            sent = np.where(byzantine, charge.sent, 0).sum(axis=1)
+            messages += sent
+            floats += sent * int(dim)
+        self.step_byzantine_messages, self.step_byzantine_floats = messages, floats
+        self.byzantine_messages = self.byzantine_messages + messages
+        self.byzantine_floats = self.byzantine_floats + floats
 
     def summary(self, b: int) -> dict[str, dict[str, float]]:
-        """Plain-Python view of run ``b`` for infos: step and cumulative figures per link type."""
+        """Plain-Python view of run ``b`` for infos: step and cumulative figures per link type,
+        and the Byzantine column (``byzantine_messages``, ``byzantine_floats``: the part of
+        ``messages`` and ``floats`` the Byzantine agents sent; 0 without an adversary)."""
         out: dict[str, dict[str, float]] = {}
+        byzantine = {
+            "step": (self.step_byzantine_messages, self.step_byzantine_floats),
+            "total": (self.byzantine_messages, self.byzantine_floats),
+        }
         for name, charge in (("step", self.step), ("total", self.total)):
             row: dict[str, float] = {}
             for k, link in enumerate(LINK_TYPES):
@@ -81,5 +116,7 @@ class Ledger:
             row["floats"] = int(charge.floats[b].sum())
             row["cost"] = float(charge.cost[b].sum())
             row["dropped"] = int(charge.dropped[b])
+            row["byzantine_messages"] = int(byzantine[name][0][b])
+            row["byzantine_floats"] = int(byzantine[name][1][b])
             out[name] = row
         return out
