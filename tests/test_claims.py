@@ -76,6 +76,21 @@ def test_claim_rows_roundtrip_and_render(tmp_path):
     json.loads(path.read_text())
 
 
+def test_page_and_summary_name_the_backend_of_a_jax_claims_file(tmp_path):
+    row = C.claim(paper="P", figure="Fig. 1", text="c", check=C.at_least(2, 1), ours=2, scale={})
+    rows = [row]
+    numpy_file, jax_file = tmp_path / "p-ci.json", tmp_path / "p-ci_jax.json"
+    C.write_claims(numpy_file, rows, meta={"title": "P", "scale_name": "CI"})
+    C.write_claims(jax_file, rows, meta={"title": "P", "scale_name": "CI", "backend": "jax"})
+    assert C.summary_lines([numpy_file, jax_file]) == [
+        "- P (CI scale): 1 reproduced, 0 not reproduced, 0 not testable",
+        "- P (CI scale, JAX backend): 1 reproduced, 0 not reproduced, 0 not testable",
+    ]
+    page = C.render_page([numpy_file, jax_file])
+    assert "| P | CI |" in page and "| P | CI, JAX backend |" in page
+    assert "## P (CI)\n" in page and "## P (CI, JAX backend)\n" in page
+
+
 def test_claim_validation():
     with pytest.raises(ValueError, match="source"):
         C.Claim("p", "f", "c", "hearsay", None, 1, {}, "reproduced", "t")

@@ -405,6 +405,15 @@ def to_markdown(claims: Sequence[Claim]) -> str:
     return "\n".join(lines)
 
 
+def backend_suffix(meta: dict[str, Any]) -> str:
+    """``", JAX backend"`` for a claims file the JAX backend computed, ``""`` for numpy (the
+    page and the README summary tell the two runs of one scale apart by it)."""
+    backend = meta.get("backend")
+    if not backend or backend == "numpy":
+        return ""
+    return f", {'JAX' if backend == 'jax' else backend} backend"
+
+
 def render_page(files: Sequence[str | Path], intro: str = "") -> str:
     """docs/reproductions.md from claims files (one section per file, in the given order)."""
     parts = ["# Reproductions", ""]
@@ -419,7 +428,7 @@ def render_page(files: Sequence[str | Path], intro: str = "") -> str:
         meta, rows = read_claims(f)
         n = counts(rows)
         title = meta.get("title") or (rows[0].paper if rows else Path(f).stem)
-        scale = meta.get("scale_name", "")
+        scale = (meta.get("scale_name", "") + backend_suffix(meta)).lstrip(", ")
         summary.append(
             f"| {_cell(title)} | {_cell(scale)} | {_cell(meta.get('date'))} | "
             f"{_cell(meta.get('version'))} | {n['reproduced']} | {n['not reproduced']} | "
@@ -448,8 +457,9 @@ def summary_lines(files: Sequence[str | Path]) -> list[str]:
         n = counts(rows)
         title = meta.get("title") or (rows[0].paper if rows else Path(f).stem)
         scale = meta.get("scale_name", "")
+        label = (f"{scale} scale" if scale else "") + backend_suffix(meta)
         lines.append(
-            f"- {title}" + (f" ({scale} scale)" if scale else "") + f": {n['reproduced']} "
+            f"- {title}" + (f" ({label.lstrip(', ')})" if label else "") + f": {n['reproduced']} "
             f"reproduced, {n['not reproduced']} not reproduced, {n['not testable']} not testable"
         )
     return lines
