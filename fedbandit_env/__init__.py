@@ -6,6 +6,7 @@ PettingZoo ``ParallelEnv``; ``fedbandit_env.make_vec(id, num_runs=B)`` the batch
 
 from fedbandit_env import privacy
 from fedbandit_env.agent_registry import list_agents, make_agent, register_agent
+from fedbandit_env.byzantine_envs import register_byzantine_envs
 from fedbandit_env.engine import VecInfo, VecObservation
 from fedbandit_env.envs import register_builtin_envs
 from fedbandit_env.errors import (
@@ -39,6 +40,7 @@ from fedbandit_env.registration import (
 from fedbandit_env.vector_env import FedBanditVectorEnv
 
 register_builtin_envs()
+register_byzantine_envs()  # the Byzantine papers' presets (docs/adversary.md)
 
 # --- RL views (docs/rl.md): registers the Gymnasium single-agent view FedBandit/OneLearner-v0 ---
 from fedbandit_env.rl import register_gymnasium_envs  # noqa: E402

@@ -14,7 +14,7 @@ import numpy as np
 from fedbandit_env.adversary.roles import AdversaryConfig
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
-from fedbandit_env.instances import GENERATORS, Instance, fixed_instance
+from fedbandit_env.instances import GENERATORS, Instance, fixed_instance, gaussian_clients
 from fedbandit_env.linear import LinearSpec
 from fedbandit_env.network import normalize_channels
 from fedbandit_env.rewards import RewardModel, make_reward_model
@@ -33,6 +33,11 @@ FAMILIES = ("heterogeneous", "homogeneous", "linear")
 LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets", "dataset")
 DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
 DEFAULT_NUM_AGENTS, DEFAULT_NUM_ARMS = 3, 5
+GLOBAL_MEANS = ("average", "generating")
+"""What regret is judged against: the average of the agents' local means, or (with
+``client_spread``) the means the local ones were drawn around."""
+CLIENT_INSTANCE = "gaussian_clients"
+"""The ``instance`` label of an environment made with ``client_spread``."""
 
 
 def _positive_int(name: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
@@ -205,10 +210,26 @@ class EnvConfig:
     max_communication_steps: int = 64
     adversary: AdversaryConfig | None = None
     """Byzantine and crashed agents (docs/adversary.md); None: every agent is honest."""
+    client_spread: float | None = None
+    """sigma_c of ``instance="gaussian_clients"``: local means ~ N(client_means, sigma_c^2)."""
+    client_means: np.ndarray | None = None
+    """The generating means (M,) of ``client_spread``."""
+    global_means: str = "average"
+    """``"average"`` or ``"generating"`` (:data:`GLOBAL_MEANS`)."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
             return self.fixed
+        if self.client_spread is not None:
+            inst = gaussian_clients(
+                self.client_means,
+                self.num_agents,
+                self.client_spread,
+                self.global_means == "generating",
+                rng,
+            )
+            self.reward.validate(inst.means)
+            return inst
         inst = GENERATORS[self.instance](self.num_agents, self.num_arms, rng)
         self.reward.validate(inst.means)
         return inst
@@ -261,6 +282,8 @@ def make_config(
     max_cycles: int | None = None,
     max_communication_steps: int = 64,
     adversary: Any = None,
+    client_spread: float | None = None,
+    global_means: str = "average",
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -274,7 +297,12 @@ def make_config(
     (docs/architecture.md, "Communication steps"); one more raises a ``CommunicationError``.
     ``adversary``: None (every agent honest, the default), or a dict or
     :class:`~fedbandit_env.adversary.AdversaryConfig` of Byzantine and crashed agents
-    (docs/adversary.md)."""
+    (docs/adversary.md). ``client_spread`` sigma_c >= 0 (heterogeneous family, with ``means``
+    a vector mu of M generating means): every run draws its client local means
+    ``mu[i, k] ~ N(mu_k, sigma_c^2)`` from its ``instance`` stream (with ``instance_seed=None``;
+    an int seed draws one instance for every run), the setting of Demirel, Yildirim & Tekin
+    (arXiv 2205.04134). ``global_means``: ``"average"`` (default: regret against the average of
+    the local means) or ``"generating"`` (against mu; needs ``client_spread``)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -295,11 +323,52 @@ def make_config(
         dataset=dataset,
         max_cycles=max_cycles,
     )
+    config = _client_spread(config, means, instance, client_spread, global_means)
     limit = _positive_int("max_communication_steps", max_communication_steps)
     adv = AdversaryConfig.of(adversary)
     if adv is not None:
         adv = adv.resolve(config.num_agents, config.horizon)
     return dataclasses.replace(config, max_communication_steps=limit, adversary=adv)
+
+
+def _client_spread(
+    config: EnvConfig, means: Any, instance: Any, client_spread: Any, global_means: Any
+) -> EnvConfig:
+    """``config`` with the ``client_spread`` / ``global_means`` options validated and set."""
+    _choice("global_means", global_means, GLOBAL_MEANS)
+    if client_spread is None:
+        if global_means != "average":
+            raise ConfigError(
+                "global_means: 'generating' expects client_spread (the local means' spread "
+                "around the generating means), got client_spread=None"
+            )
+        return config
+    spread = check_real("client_spread", client_spread, low=0.0)
+    if config.family != "heterogeneous":
+        raise ConfigError(
+            f"client_spread: only for the heterogeneous family, got family {config.family!r}"
+        )
+    mu = None if means is None else np.asarray(means, dtype=np.float64)
+    if mu is None or mu.ndim != 1:
+        raise ConfigError(
+            "means: client_spread expects a vector of M generating means, got "
+            + ("none" if mu is None else f"shape {mu.shape}")
+        )
+    if instance is not None:
+        raise ConfigError(
+            f"instance: client_spread draws its own instance ({CLIENT_INSTANCE!r}); leave "
+            f"instance out, got {instance!r}"
+        )
+    mu = mu.copy()
+    mu.setflags(write=False)
+    return dataclasses.replace(
+        config,
+        fixed=None,
+        instance=CLIENT_INSTANCE,
+        client_spread=spread,
+        client_means=mu,
+        global_means=global_means,
+    )
 
 
 def _make_config(

@@ -87,7 +87,11 @@ class VecInfo:
         return self.roles == 0
 
 
-Messages = Mapping[str, np.ndarray | tuple[np.ndarray, np.ndarray]]
+Messages = Mapping[
+    str, np.ndarray | tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]
+]
+"""Per channel a payload, ``(send, payload)`` or, for a gossip channel in mode
+``pull_one_neighbour``, ``(send, payload, exclude)`` (docs/channels.md)."""
 
 
 class CheckedStep(NamedTuple):
@@ -214,6 +218,16 @@ class Engine:
         self.means = np.ascontiguousarray(np.stack([inst.means for inst in instances]), np.float64)
         expected = np.stack([self.config.reward.expected(inst.means) for inst in instances])
         self.global_expected = expected.mean(axis=1)
+        if any(inst.generating is not None for inst in instances):  # global_means="generating"
+            reward = self.config.reward
+            self.global_expected = np.stack(
+                [
+                    reward.expected(inst.means).mean(axis=0)
+                    if inst.generating is None
+                    else reward.expected(inst.generating)
+                    for inst in instances
+                ]
+            )
         self.best_expected = self.global_expected.max(axis=1)
         # per (run, agent, arm), so that a step reads them at the pulled arms like the means
         gap = self.best_expected[:, None] - self.global_expected
@@ -250,7 +264,7 @@ class Engine:
             sends = self._adversarial(sends, arms, pulling, pulls_before)
         if not live.all():  # finished runs send nothing
             sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
-        deliveries = self._transmit(self.step_count, sends)
+        deliveries = self._transmit(self.step_count, sends, self._check_excludes(messages or {}))
         obs = VecObservation(
             step=self.step_count,
             last_arm=self.last_arm,
@@ -303,19 +317,25 @@ class Engine:
             np.where(pulled_rows, regret, 0.0),
         )
 
-    def _transmit(self, t: int, sends: dict) -> dict[str, Any]:
+    def _transmit(self, t: int, sends: dict, excludes: dict | None = None) -> dict[str, Any]:
         """Every channel transmits its messages and the step's charge, the sum of the channels'
         charges, goes to the ledger. A channel the learner gave no message for transmits a step
         in which nobody sends, unless such a step is empty on it
         (:attr:`~fedbandit_env.network.Channel.silent_step_is_empty`): then it delivers its empty
-        record and charges nothing without being called."""
+        record and charges nothing without being called. ``excludes``: the checked exclusion
+        masks (gossip ``pull_one_neighbour``, docs/channels.md), passed to their channels."""
         deliveries, charges, dims = {}, [], []
         for name, channel in self.channels.items():
             if name not in sends and channel.silent_step_is_empty:
                 deliveries[name] = channel.empty_delivery()
                 continue
             send, payload = sends.get(name) or self._silence(channel)
-            deliveries[name], charge = channel.transmit(t, send, payload)
+            extra: dict[str, Any] = {}
+            if excludes and name in excludes:
+                extra["exclude"] = excludes[name]
+            if self.adversary is not None and name in self.adversary.per_receiver:
+                extra["per_receiver"] = self.adversary.per_receiver[name]  # equivocation
+            deliveries[name], charge = channel.transmit(t, send, payload, **extra)
             charges.append(charge)
             dims.append(channel.dim)
         if self.adversary is not None:
@@ -349,6 +369,7 @@ class Engine:
         self._check_streak(streak)
         checked_arms = self._check_arms(arms)
         sends = self._check_messages(messages or {})
+        self._check_excludes(messages or {})
         return CheckedStep(checked_arms, sends, pulling, live, streak)
 
     def _check_streak(self, streak: np.ndarray) -> None:
@@ -432,7 +453,14 @@ class Engine:
             channel = self.channels[name]
             dim = channel.dim
             if isinstance(value, tuple):
-                send, payload = (np.asarray(v) for v in value)
+                if len(value) not in (2, 3):
+                    raise ActionError(
+                        "all agents",
+                        f"messages.{name}",
+                        "expected (send, payload) or (send, payload, exclude), got a tuple of "
+                        f"{len(value)}",
+                    )
+                send, payload = (np.asarray(v) for v in value[:2])
                 send = self._check_send(name, send)
             else:  # a payload alone: every agent sends
                 payload = np.asarray(value)
@@ -465,6 +493,37 @@ class Engine:
                 # ParallelEnv view does, so that no channel ever sees a NaN
                 payload = np.where(send[..., None], payload, 0.0)
             out[name] = (send, payload)
+        return out
+
+    def _check_excludes(self, messages: Messages) -> dict[str, np.ndarray]:
+        """The exclusion masks of the step (B, N, N) bool, by channel: the third element of a
+        ``(send, payload, exclude)`` message, taken only by a gossip channel in mode
+        ``pull_one_neighbour`` (docs/channels.md); ``exclude[b, i, h]`` bars agent i from
+        pulling agent h. Channel names and tuple lengths are already checked."""
+        out = {}
+        shape = (self.num_runs, self.num_agents, self.num_agents)
+        for name, value in messages.items():
+            if not (isinstance(value, tuple) and len(value) == 3):
+                continue
+            channel = self.channels[name]
+            field = f"messages.{name}.exclude"
+            if not getattr(channel, "takes_exclude", False):
+                mode = getattr(channel, "mode", None)
+                what = f"kind {channel.kind!r}" + (f" in mode {mode!r}" if mode else "")
+                raise ActionError(
+                    "all agents",
+                    field,
+                    "expected no exclusion mask: only a gossip channel in mode "
+                    f"'pull_one_neighbour' takes one, and {name!r} is {what}",
+                )
+            mask = np.asarray(value[2])
+            if mask.shape != shape or mask.dtype != bool:
+                raise ActionError(
+                    "all agents",
+                    field,
+                    f"expected a bool array of shape {shape}, got {mask.dtype} {mask.shape}",
+                )
+            out[name] = mask
         return out
 
     def _check_send(self, name: str, send: np.ndarray) -> np.ndarray:

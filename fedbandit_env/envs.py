@@ -29,7 +29,7 @@ ACCEPTED = tuple(
 LINEAR_ACCEPTED = tuple(
     k
     for k in signature_kwargs(make_config)
-    if k not in ("means", "instance", "family", "max_cycles")
+    if k not in ("means", "instance", "family", "max_cycles", "client_spread", "global_means")
 )
 
 GOSSIP_CHANNELS = ("neighbors", "gossip")
@@ -116,6 +116,8 @@ def register_builtin_envs() -> None:
                 "num_agents",
                 "num_arms",
                 "instance_seed",
+                "client_spread",
+                "global_means",
             )
         )
         + ("data_path", "split", "exclusive_arms", "seed"),

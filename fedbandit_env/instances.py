@@ -20,9 +20,14 @@ MAX_REJECTION_TRIES = 10_000
 
 @dataclass(frozen=True)
 class Instance:
-    """Local means ``means`` (N, M) of one run; homogeneous instances have identical rows."""
+    """Local means ``means`` (N, M) of one run; homogeneous instances have identical rows.
+
+    ``generating`` (M,), when given, are the means the local ones were drawn around
+    (:func:`gaussian_clients`); they are then the global means that regret is judged against,
+    instead of the average of the rows."""
 
     means: np.ndarray
+    generating: np.ndarray | None = None
     global_means: np.ndarray = field(init=False)
     best_arm: int = field(init=False)
     gaps: np.ndarray = field(init=False)
@@ -34,7 +39,15 @@ class Instance:
         if not np.all(np.isfinite(means)):
             raise ConfigError("means: expected finite numbers")
         means.setflags(write=False)
-        global_means = means.mean(axis=0)
+        if self.generating is None:
+            global_means = means.mean(axis=0)
+        else:
+            global_means = np.array(self.generating, dtype=np.float64)
+            if global_means.shape != (means.shape[1],) or not np.all(np.isfinite(global_means)):
+                raise ConfigError(
+                    f"generating: expected {means.shape[1]} finite means, got {global_means!r}"
+                )
+            object.__setattr__(self, "generating", global_means)
         global_means.setflags(write=False)
         gaps = global_means.max() - global_means
         gaps.setflags(write=False)
@@ -118,6 +131,19 @@ def commeff_heterogeneous(num_agents: int, num_arms: int, rng: np.random.Generat
         f"instance: no commeff heterogeneous instance with N={num_agents}, M={num_arms} found; "
         "expected N >= 2"
     )
+
+
+def gaussian_clients(
+    mu: np.ndarray, num_agents: int, spread: float, generating: bool, rng: np.random.Generator
+) -> Instance:
+    """Client local means ``mu[i, k] ~ N(mu_k, spread^2)``, iid, around the generating means
+    ``mu`` (M,): the setting of Demirel, Yildirim & Tekin, "Federated Multi-Armed Bandits Under
+    Byzantine Attacks" (arXiv 2205.04134; the authors' code, Fed-MoM-UCB_sce1.py, draws
+    ``np.random.normal(mu_global[k], sigma_c)`` per client and arm). With ``generating`` the
+    global means are ``mu`` itself (the code's regret); otherwise the average of the rows."""
+    mu = np.asarray(mu, dtype=np.float64)
+    local = mu[None, :] + spread * rng.standard_normal((num_agents, mu.shape[0]))
+    return Instance(local, generating=mu if generating else None)
 
 
 GENERATORS = {

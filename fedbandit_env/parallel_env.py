@@ -362,14 +362,23 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         sends = {name: np.zeros((1, n), dtype=bool) for name in self.engine.channels}
         payloads = {name: np.zeros((1, n, ch.dim)) for name, ch in self.engine.channels.items()}
         pulls: dict[str, bool] = {}
+        excludes: dict[str, np.ndarray] = {}
         for agent, i in self._index.items():
             if agent not in actions:
                 raise ActionError(agent, "action", "missing: every live agent must act each step")
-            arms[0, i] = self._parse_agent(agent, actions[agent], sends, payloads, i, pulls)
+            arms[0, i] = self._parse_agent(
+                agent, actions[agent], sends, payloads, i, pulls, excludes
+            )
         pull = None
         if pulls:
             pull = self._run_pull(pulls)
-        return arms, {name: (sends[name], payloads[name]) for name in sends}, pull
+        messages = {
+            name: (sends[name], payloads[name], excludes[name])
+            if name in excludes
+            else (sends[name], payloads[name])
+            for name in sends
+        }
+        return arms, messages, pull
 
     def _run_pull(self, pulls: dict[str, bool]) -> bool | None:
         """The run's pull flag from the agents' optional ``pull`` keys: every agent that gives
@@ -395,7 +404,7 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
             )
         return None if values == {True} else False
 
-    def _parse_agent(self, agent, action, sends, payloads, i, pulls) -> int:
+    def _parse_agent(self, agent, action, sends, payloads, i, pulls, excludes=None) -> int:
         if isinstance(action, Mapping):
             if "arm" not in action:
                 raise ActionError(agent, "arm", "missing from the action dict")
@@ -417,11 +426,37 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
                     f"messages.{name}",
                     f"unknown channel; this environment has {sorted(self.engine.channels)}",
                 )
+            if isinstance(msg, Mapping) and "exclude" in msg and excludes is not None:
+                row = self._parse_exclude(agent, name, msg["exclude"])
+                excludes.setdefault(name, np.zeros((1, self.num_agents_total, row.size), bool))
+                excludes[name][0, i] = row
             send, payload = self._parse_message(agent, name, msg)
             sends[name][0, i] = send
             if send:
                 payloads[name][0, i] = payload
         return arm
+
+    def _parse_exclude(self, agent: str, name: str, value: Any) -> np.ndarray:
+        """An agent's exclusion row (N,) bool on a gossip channel in mode
+        ``pull_one_neighbour`` (docs/channels.md): True for the agents it must not pull."""
+        field = f"messages.{name}.exclude"
+        channel = self.engine.channels[name]
+        if not getattr(channel, "takes_exclude", False):
+            raise ActionError(
+                agent,
+                field,
+                "expected no exclusion mask: only a gossip channel in mode 'pull_one_neighbour' "
+                f"takes one, and {name!r} is kind {channel.kind!r}",
+            )
+        n = self.num_agents_total
+        row = np.asarray(value)
+        if row.shape != (n,) or not (row.dtype == bool or np.issubdtype(row.dtype, np.integer)):
+            raise ActionError(
+                agent, field, f"expected {n} bools (one per agent id), got {row.dtype} {row.shape}"
+            )
+        if row.dtype != bool and ((row != 0) & (row != 1)).any():
+            raise ActionError(agent, field, f"expected 0/1 or bools, got {row.tolist()}")
+        return row.astype(bool)
 
     def _parse_arm(self, agent: str, arm: Any) -> int:
         m = self.config.num_arms
@@ -449,7 +484,7 @@ class FedBanditParallelEnv(ParallelEnv, EzPickle):
         if msg is None:
             return False, None
         if isinstance(msg, Mapping):
-            unknown = set(msg) - {"send", "payload"}
+            unknown = set(msg) - {"send", "payload", "exclude"}
             if unknown:
                 raise ActionError(agent, field, f"unknown keys {sorted(unknown)}")
             send = self._parse_send(agent, f"{field}.send", msg.get("send", 1))

@@ -97,14 +97,16 @@ def check_timing(agent_id: str, timing: Any) -> str:
 
 @dataclass
 class TeamAction:
-    """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``.
+    """Arms (B, N) and, per channel, ``(send (B, N) bool, payload (B, N, dim))``; a gossip
+    channel in mode ``pull_one_neighbour`` also takes ``(send, payload, exclude (B, N, N)
+    bool)``, the agents each agent must not pull (docs/channels.md).
 
     ``pull`` (docs/writing-agents.md, "Communication steps"): None (every run pulls) or a bool
     array (B,); the runs where it is False take a communication-only step: the messages travel,
     no arm is pulled (``arms`` are ignored there) and the horizon's pull count stays."""
 
     arms: np.ndarray
-    messages: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    messages: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
     pull: np.ndarray | None = None
 
 
@@ -127,6 +129,12 @@ class TeamPolicy(ABC):
     agent_id: ClassVar[str] = ""
     version: ClassVar[int] = 1
     privacy_epsilon: float | None = None
+    payload_layouts: ClassVar[dict[str, str]] = {}
+    """What the payload of each of its channels means, by channel name, in the words of the
+    attacks (``fedbandit_env.adversary.attacks.LAYOUTS``: ``"means"`` [means, counts],
+    ``"arm"`` an arm id, ``"arm_means"`` one mean per arm). Undeclared: a layout attack does
+    not know what it is overwriting, so the robust suite does not pair them
+    (docs/adversary.md, "Payload layouts"). Metadata only: nothing else reads it."""
 
     def channel_spec(self, config: EnvConfig) -> ChannelsSpec:
         """Channels this learner talks over (used by the bench when the env names none)."""
@@ -196,10 +204,12 @@ class ParallelPolicyAdapter:
             extra = {"pull": int(np.asarray(action.pull).reshape(-1)[0])}
         out = {}
         for i in range(self.env.num_agents_total):
-            msgs = {
-                name: {"send": int(send[0, i]), "payload": payload[0, i].copy()}
-                for name, (send, payload) in action.messages.items()
-            }
+            msgs = {}
+            for name, message in action.messages.items():
+                send, payload = message[:2]
+                msgs[name] = {"send": int(send[0, i]), "payload": payload[0, i].copy()}
+                if len(message) == 3:  # gossip pull mode's exclusion mask (docs/channels.md)
+                    msgs[name]["exclude"] = np.asarray(message[2])[0, i].copy()
             out[agent_name(i)] = {"arm": int(action.arms[0, i]), "messages": msgs, **extra}
         return out
 

@@ -57,7 +57,8 @@ def rollout(
         if hook is not None:
             hook(t, policy, action)
         arms.append(action.arms.copy())
-        for name, (send, payload) in action.messages.items():
+        for name, message in action.messages.items():
+            send, payload = message[:2]  # a gossip pull may add its exclusion mask
             sends.setdefault(name, []).append(np.array(send, copy=True))
             payloads.setdefault(name, []).append(np.array(payload, copy=True))
         pull = np.ones(venv.num_runs, dtype=bool) if action.pull is None else action.pull

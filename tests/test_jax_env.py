@@ -27,7 +27,7 @@ from fedbandit_env.jax.accumulate import (  # noqa: E402
     total_value,
     total_zeros,
 )
-from fedbandit_env.jax.make import NUMPY_ONLY  # noqa: E402
+from fedbandit_env.jax.make import NUMPY_ONLY, REFUSED_KWARGS  # noqa: E402
 from fedbandit_env.jax.types import Action  # noqa: E402
 
 
@@ -64,7 +64,10 @@ class Uniform:
 # ------------------------------------------------------------------------ make
 @pytest.mark.parametrize("env_id", fedbandit_env.list_envs())
 def test_make_accepts_every_generated_id_and_refuses_the_data_sets_by_name(env_id):
-    if env_id in NUMPY_ONLY:
+    spec = fedbandit_env.spec(env_id)
+    refused = [k for k in REFUSED_KWARGS if spec.kwargs.get(k) is not None]
+    custom = spec.vector_entry_point != "fedbandit_env.vector_env:FedBanditVectorEnv"
+    if env_id in NUMPY_ONLY or refused or custom:  # data sets; presets with Byzantine agents
         with pytest.raises(ConfigError, match="not on the JAX backend"):
             fj.make(env_id)
         return

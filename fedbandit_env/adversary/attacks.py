@@ -34,6 +34,15 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG, BufferedStream
 from fedbandit_env.validation import ConfigTypeError, check_real
 
+LAYOUTS = {
+    "means": "[means (M), counts (M)], dim 2M",
+    "arm": "an arm id, dim 1",
+    "arm_means": "one mean per arm, dim M",
+}
+"""The payload layouts an attack may fill (``Attack.layout``) and a learner may declare for its
+channels (``TeamPolicy.payload_layouts``); the robust suite pairs a layout attack only with a
+learner that declares its layout (docs/adversary.md, "Payload layouts")."""
+
 KNOWLEDGE = ("oblivious", "omniscient")
 
 COUNT_MODES = ("max", "huge", "zero", "own")
@@ -93,7 +102,8 @@ class Attack:
     Subclasses set ``knowledge`` (the default: ``"oblivious"`` or ``"omniscient"``),
     ``requires_omniscience`` (True when the attack reads the true means, the best arm or the
     pull counts, so it cannot run oblivious), ``layout`` (``None`` any payload dim, ``"means"``
-    a [means (M), counts (M)] payload of dim 2M, ``"arm"`` an arm id of dim 1) and implement
+    a [means (M), counts (M)] payload of dim 2M, ``"arm"`` an arm id of dim 1, ``"arm_means"``
+    one mean per arm, dim M; see :data:`LAYOUTS`) and implement
     :meth:`payload`. :meth:`reset` checks every channel's layout and keeps the stream."""
 
     attack_id: str = ""
@@ -122,13 +132,14 @@ class Attack:
 
     def check_channel(self, name: str, dim: int, spec: AttackSpec) -> None:
         """Refuse a channel whose payload layout this attack cannot fill."""
-        expected = {"means": 2 * spec.num_arms, "arm": 1}.get(self.layout or "")
+        M = spec.num_arms
+        expected = {"means": 2 * M, "arm": 1, "arm_means": M}.get(self.layout or "")
         if expected is not None and dim != expected:
-            what = (
-                f"2M = {expected} ([means (M), counts (M)])"
-                if self.layout == "means"
-                else "1 (an arm id)"
-            )
+            what = {
+                "means": f"2M = {expected} ([means (M), counts (M)])",
+                "arm": "1 (an arm id)",
+                "arm_means": f"M = {expected} (one mean per arm)",
+            }[self.layout]
             raise ConfigError(
                 f"attack {self.attack_id!r}: channel {name!r}: expected payload dim {what}, "
                 f"got {dim}"
@@ -322,38 +333,45 @@ class ZhuIntended(Fixed):
         super().__init__(values, counts="max")
 
 
-class DemoteBest(Attack):
+class _TrueMeansAttack(Attack):
+    """What the omniscient means attacks share: a [means, counts] payload whose means are a
+    function of the true global means (:meth:`fake_means`), with ``counts`` as in ``fixed``."""
+
+    knowledge = "omniscient"
+    requires_omniscience = True
+    needs_means = True
+    layout = "means"
+
+    def __init__(self, counts: str = "max"):
+        self.counts = _check_counts(type(self).attack_id, counts)
+
+    def fake_means(self, view: AttackView) -> np.ndarray:
+        """(B, M) the means every Byzantine agent reports."""
+        raise NotImplementedError
+
+    def payload(self, channel_name, dim, view):
+        return self._means_payload(self.fake_means(view)[:, None, :], self.counts, view)
+
+
+class DemoteBest(_TrueMeansAttack):
     """``demote_best``: means 0 for the best arm and 1 for the others, the largest honest
     counts (omniscient)."""
 
-    knowledge = "omniscient"
-    requires_omniscience = True
-    needs_means = True
-    layout = "means"
+    attack_id = "demote_best"
 
-    def __init__(self, counts: str = "max"):
-        self.counts = _check_counts("demote_best", counts)
-
-    def payload(self, channel_name, dim, view):
+    def fake_means(self, view):
         M = self.spec.num_arms
-        means = (np.arange(M)[None, :] != view.best_arm[:, None]).astype(np.float64)
-        return self._means_payload(means[:, None, :], self.counts, view)
+        return (np.arange(M)[None, :] != view.best_arm[:, None]).astype(np.float64)
 
 
-class Reverse(Attack):
+class Reverse(_TrueMeansAttack):
     """``reverse``: means 1 - mu_k (the true global means reversed), the largest honest counts
     (omniscient)."""
 
-    knowledge = "omniscient"
-    requires_omniscience = True
-    needs_means = True
-    layout = "means"
+    attack_id = "reverse"
 
-    def __init__(self, counts: str = "max"):
-        self.counts = _check_counts("reverse", counts)
-
-    def payload(self, channel_name, dim, view):
-        return self._means_payload((1.0 - view.means)[:, None, :], self.counts, view)
+    def fake_means(self, view):
+        return 1.0 - view.means
 
 
 class FlippedMeans(Attack):
@@ -378,6 +396,89 @@ class FlippedMeans(Attack):
         near = (view.means.max(axis=1, keepdims=True) - view.means) <= self.beta  # (B, M)
         means = np.where(near[:, None, :], 0.1 * u, 0.9 + 0.1 * u)
         return self._means_payload(means, self.counts, view)
+
+
+class FedMoMSce1(Attack):
+    """``fedmom_sce1``: the Byzantine clients of scenarios 1 and 3 of the authors' code of
+    Demirel, Yildirim & Tekin, "Federated Multi-Armed Bandits Under Byzantine Attacks" (arXiv
+    2205.04134; ``Byz_sample`` in Fed-MoM-UCB_sce1.py). Every pull of a Byzantine client is
+    replaced by a fake draw, U[0, 0.1) for the beta-optimal arms (``mu* - mu_k < beta``, strict as
+    in the code) and U[0.9, 1) for the others, one uniform per client and pull from the attack's
+    own stream; its upload is the running mean of its fake draws per arm (0 for an arm it never
+    pulled), sent when the learner would send for it. The payload holds one mean per arm (dim
+    M, the ``server`` channel of ``fed_mom_ucb``). Omniscient: it reads the true means and the
+    pull counts (the pulls of each step)."""
+
+    knowledge = "omniscient"
+    requires_omniscience = True
+    needs_means = True
+    layout = "arm_means"
+
+    def __init__(self, beta: float = 0.1886):
+        self.beta = check_real("beta", beta, low=0.0, low_open=True, where=f"attack {self._id()!r}")
+
+    @classmethod
+    def _id(cls) -> str:
+        return "fedmom_sce2" if cls is FedMoMSce2 else "fedmom_sce1"
+
+    def check_channel(self, name: str, dim: int, spec: AttackSpec) -> None:
+        if dim != spec.num_arms:
+            raise ConfigError(
+                f"attack {self.attack_id!r}: channel {name!r}: expected payload dim M = "
+                f"{spec.num_arms} (one sample mean per arm), got {dim}"
+            )
+
+    def setup(self, rng, roles, spec):
+        B, N, M = spec.num_runs, spec.num_agents, spec.num_arms
+        self._pulls: dict[str, np.ndarray] = {}  # pulls per run at the last call, per channel
+        self._sums: dict[str, np.ndarray] = {}
+        self._counts: dict[str, np.ndarray] = {}
+        self._flat = (np.arange(B * N) * M).reshape(B, N)
+
+    def fake_means(self, channel_name: str, view: AttackView) -> tuple[np.ndarray, np.ndarray]:
+        """(running means of the fake draws (B, N, M), beta-optimal mask (B, M)) after this
+        step's pulls: one fake draw per client for the arm it pulled (``last_arm``) in the
+        runs whose pull count moved this step, none in a communication step."""
+        B, N = view.send.shape
+        M = self.spec.num_arms
+        pulls = view.pull_counts[:, 0, :].sum(axis=1)  # (B,): every client pulls in lockstep
+        if channel_name not in self._pulls:
+            self._pulls[channel_name] = np.zeros(B, dtype=pulls.dtype)
+            self._sums[channel_name] = np.zeros((B, N, M))
+            self._counts[channel_name] = np.zeros((B, N, M))
+        pulled = pulls != self._pulls[channel_name]  # (B,) the runs that pulled this step
+        self._pulls[channel_name] = pulls
+        u = self._stream(channel_name, "uniform", (N,)).next()  # (B, N), drawn every step
+        means = np.asarray(view.means, dtype=np.float64)
+        optimal = (means.max(axis=1, keepdims=True) - means) < self.beta  # (B, M)
+        sums, counts = self._sums[channel_name], self._counts[channel_name]
+        if pulled.any():
+            arm = np.maximum(view.last_arm, 0)
+            near = np.take_along_axis(optimal, arm, axis=1)  # (B, N) the pulled arm's class
+            draw = np.where(near, 0.1 * u, 0.9 + 0.1 * u)
+            at = (self._flat + arm)[pulled]
+            sums.reshape(-1)[at] += draw[pulled]
+            counts.reshape(-1)[at] += 1.0
+        if not view.send.any():  # the learner uploads nothing this step: nothing to send
+            return np.zeros((B, N, M)), optimal
+        return sums / np.maximum(counts, 1.0), optimal
+
+    def payload(self, channel_name, dim, view):
+        fake, _ = self.fake_means(channel_name, view)
+        return view.send.copy(), fake
+
+
+class FedMoMSce2(FedMoMSce1):
+    """``fedmom_sce2``: the Byzantine clients of scenario 2 of the authors' code
+    (Fed-MoM-UCB_sce2.py, ``Byz_sample``): fake U[0, 0.1) draws for the beta-optimal arms, as
+    ``fedmom_sce1``, and honest draws N(mu_{m,k}, sigma^2) for the others. The honest part is
+    the client's own honest payload (the learner's sample means of its real rewards), so the
+    upload is the running mean of the fake draws on the beta-optimal arms and the honest
+    sample mean elsewhere (omniscient)."""
+
+    def payload(self, channel_name, dim, view):
+        fake, optimal = self.fake_means(channel_name, view)
+        return view.send.copy(), np.where(optimal[:, None, :], fake, view.payload)
 
 
 class ALIE(Attack):
@@ -433,22 +534,42 @@ class RecWorst(Attack):
 
 
 class RecSmart(Attack):
-    """``rec_smart`` (Vial, Shakkottai & Srikant's smart malicious recommendation, simplified:
-    the same arm for every receiver): the suboptimal arm the honest agents have pulled least
-    so far (their pull counts summed), ties broken uniformly at random per Byzantine agent and
-    step (omniscient)."""
+    """``rec_smart`` (Vial, Shakkottai & Srikant's smart malicious recommendation): a suboptimal
+    arm the requester has little evidence on, ties broken uniformly at random per Byzantine
+    agent and step (omniscient).
+
+    * ``per_receiver=False`` (default, simplified): the same arm for every receiver, the
+      suboptimal arm the honest agents have pulled least so far (their pull counts summed);
+    * ``per_receiver=True``: each receiver i is told the suboptimal arm i itself has pulled
+      least (payload (B, N, N, 1), on a channel that delivers per receiver: neighbors, gossip).
+      The papers' attacker chooses among the requester's inactive arms; the pull counts are
+      what the environment knows of that."""
 
     knowledge = "omniscient"
     requires_omniscience = True
     needs_means = True
     layout = "arm"
 
+    def __init__(self, per_receiver: bool = False):
+        if not isinstance(per_receiver, bool | np.bool_):
+            raise ConfigError(
+                f"attack 'rec_smart': per_receiver: expected True or False, got {per_receiver!r}"
+            )
+        self.per_receiver = bool(per_receiver)
+
     def payload(self, channel_name, dim, view):
+        B, N = view.send.shape
         M = self.spec.num_arms
+        if self.per_receiver:
+            counts = view.pull_counts.astype(np.float64)  # (B, N, M): receiver i's own pulls
+            counts[np.arange(B)[:, None], np.arange(N)[None, :], view.best_arm[:, None]] = np.inf
+            u = self._stream(channel_name, "uniform", (N, N, M)).next()  # (B, from, to, M)
+            arm = np.argmin(counts[:, None] + 0.5 * u, axis=3)  # integer counts: u breaks ties
+            return self._everyone(view), arm[..., None].astype(np.float64)
         honest = (self.roles == 0)[..., None]  # (B, N, 1)
         counts = np.where(honest, view.pull_counts, 0).sum(axis=1).astype(np.float64)  # (B, M)
         counts[np.arange(len(counts)), view.best_arm] = np.inf
-        u = self._stream(channel_name, "uniform", (view.send.shape[1], M)).next()
+        u = self._stream(channel_name, "uniform", (N, M)).next()
         arm = np.argmin(counts[:, None, :] + 0.5 * u, axis=2)  # integer counts: u breaks ties
         return self._everyone(view), arm[..., None].astype(np.float64)
 
@@ -538,6 +659,8 @@ BUILTIN_ATTACKS: Mapping[str, AttackFactory] = {
     "rec_worst": RecWorst,
     "rec_smart": RecSmart,
 }
+
+BUILTIN_ATTACKS = {**BUILTIN_ATTACKS, "fedmom_sce1": FedMoMSce1, "fedmom_sce2": FedMoMSce2}
 
 for _id, _factory in BUILTIN_ATTACKS.items():
     register_attack(_id, _factory)

@@ -33,7 +33,11 @@ from fedbandit_env.validation import ConfigTypeError, check_int, is_integral
 HONEST, BYZANTINE, CRASHED = 0, 1, 2
 """The role codes of :attr:`Adversary.roles`."""
 
-PLACEMENTS = ("uniform", "fixed", "first", "max_degree", "min_degree", "local_f")
+PLACEMENTS = ("uniform", "fixed", "first", "max_degree", "min_degree", "local_f", "code_fedmom")
+"""Where roles sit (docs/adversary.md, "Placements"). ``code_fedmom``: f ids drawn uniformly
+WITH replacement per run, as the authors' code of Demirel, Yildirim & Tekin (arXiv 2205.04134;
+``np.random.randint(M, size=M_Byz)`` in Fed-MoM-UCB_sce1.py) does; the distinct ids are
+Byzantine, so there may be fewer than f."""
 LOCAL_F_TRIES = 1000
 """Placements ``local_f`` draws per run before giving up."""
 
@@ -131,6 +135,11 @@ class AdversaryConfig:
             )
         put(self, "num_byzantine", f)
         put(self, "num_crashed", crashed)
+        if self.placement == "code_fedmom" and crashed:
+            raise ConfigError(
+                f"{_field('num_crashed')}: expected 0 with placement='code_fedmom' (the "
+                f"authors' draw places Byzantine clients only), got {crashed}"
+            )
         if self.local_f is not None:
             if self.placement != "local_f":
                 raise ConfigError(
@@ -250,6 +259,13 @@ def draw_roles(config: AdversaryConfig, topology: Any, rng: BatchedRNG, seeds: S
     n = topology.num_agents
     f, crashed = config.num_byzantine, config.num_crashed
     placement = config.placement
+    if placement == "code_fedmom":  # with replacement: fewer than f distinct ids is possible
+        rows = []
+        for g in rng.generators:
+            one = np.zeros(n, dtype=np.int8)
+            one[g.integers(n, size=f)] = BYZANTINE
+            rows.append(one)
+        return np.stack(rows).astype(np.int8)
     if placement in ("uniform", "local_f"):
         rows = []
         for b, g in enumerate(rng.generators):
@@ -314,6 +330,9 @@ class Adversary:
         self.attack = config.make_attack()
         self.omniscient = self.attack.knowledge == "omniscient"
         self.roles: np.ndarray | None = None
+        self.per_receiver: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """This step's per-receiver messages by channel: (speaking (B, N), payloads (B, N, N,
+        dim)), from an attack that tells each receiver something else (equivocation)."""
 
     def reset(self, rng: BatchedRNG, seeds: Sequence[int], spec: AttackSpec) -> np.ndarray:
         """Draw the batch's roles and crash pulls and reset the attack; ``rng`` is the batch's
@@ -370,6 +389,7 @@ class Adversary:
         Byzantine rows replaced by the attack's on the attacked channels (silent on the
         others). A channel the learner gave nothing on appears only if someone now sends."""
         out = {}
+        self.per_receiver = {}
         shape = self.roles.shape
         for name, channel in channels.items():
             given = sends.get(name)
@@ -382,14 +402,17 @@ class Adversary:
                 send = send & ~down
             if self.any_byzantine:
                 if name in self.attacked:
-                    send, payload = self._attack(step, name, channel.dim, send, payload, extras)
+                    send, payload = self._attack(step, name, channel, send, payload, extras)
                 else:
                     send = send & ~self.byzantine
             if given is not None or send.any():
                 out[name] = (send, payload)
         return out
 
-    def _attack(self, step, name, dim, send, payload, extras):
+    def _attack(self, step, name, channel, send, payload, extras):
+        """The channel's messages with the Byzantine rows from the attack; an attack that
+        answers per receiver, (B, N, N, dim), leaves its rows to :attr:`per_receiver`."""
+        dim = channel.dim
         view = AttackView(
             step=step,
             send=send,
@@ -399,21 +422,32 @@ class Adversary:
             **(extras if self.omniscient else {}),
         )
         a_send, a_payload = self.attack.payload(name, dim, view)
-        a_send, a_payload = self._check(name, dim, a_send, a_payload)
+        a_send, a_payload = self._check(name, channel, a_send, a_payload)
         speak = self.byzantine & a_send
         send = np.where(self.byzantine, a_send, send)
+        if a_payload.ndim == 4:  # per receiver: the channel reads the Byzantine rows from here
+            self.per_receiver[name] = (speak, a_payload)
+            return send, np.where(speak[..., None], 0.0, payload)
         payload = np.where(speak[..., None], a_payload, payload)
         return send, payload
 
-    def _check(self, name, dim, send, payload):
+    def _check(self, name, channel, send, payload):
         shape = self.roles.shape
+        dim = channel.dim
         where = f"attack {self.attack.attack_id!r}: channel {name!r}"
         send = np.asarray(send)
         payload = np.asarray(payload, dtype=np.float64)
-        if send.shape != shape or payload.shape != (*shape, dim):
+        per_receiver = (*shape, shape[1], dim)
+        if payload.shape == per_receiver and not channel.supports_per_receiver:
             raise ConfigError(
-                f"{where}: payload() must return send {shape} and payload {(*shape, dim)}, got "
-                f"{send.shape} and {payload.shape}"
+                f"{where}: per-receiver payloads {per_receiver} need a channel that delivers "
+                f"each receiver its own message (neighbors or gossip), got kind {channel.kind!r}"
+                f"; expected payload {(*shape, dim)}"
+            )
+        if send.shape != shape or payload.shape not in ((*shape, dim), per_receiver):
+            raise ConfigError(
+                f"{where}: payload() must return send {shape} and payload {(*shape, dim)} (or "
+                f"{per_receiver} per receiver), got {send.shape} and {payload.shape}"
             )
         send = send.astype(bool)
         if not np.isfinite(payload[self.byzantine & send]).all():

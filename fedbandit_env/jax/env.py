@@ -228,6 +228,12 @@ class FedBanditJaxEnv:
         if message is None:
             return jnp.zeros(n, bool), jnp.zeros((n, channel.dim), jnp.float32)
         if isinstance(message, tuple):
+            if len(message) == 3:
+                raise ActionError(
+                    "all agents", f"messages.{name}.exclude",
+                    "the gossip channel's exclusion mask (mode 'pull_one_neighbour') is not on "
+                    "the JAX backend; use the numpy engine (fedbandit_env.make_vec)",
+                )  # fmt: skip
             send, payload = message
             send = jnp.asarray(send)
             if send.shape != (n,):

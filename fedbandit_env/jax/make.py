@@ -19,6 +19,7 @@ REFUSED_KWARGS = {
     "dataset": "a data set's decision sets are numpy-only",
     "random_streams": "the JAX backend draws from JAX keys (numpy streams are numpy-only)",
     "adversary": "Byzantine and crashed agents are numpy-only for now (docs/adversary.md)",
+    "client_spread": "the Gaussian client-means instance is numpy-only for now",
 }
 
 
@@ -31,8 +32,9 @@ def make(id: str, **kwargs: Any) -> FedBanditJaxEnv:
         raise ConfigError(
             f"{id}: not on the JAX backend ({NUMPY_ONLY[id]}); use fedbandit_env.make_vec"
         )
+    merged = {**spec_.kwargs, **kwargs}  # a preset's own defaults count (the Byzantine presets)
     for name, why in REFUSED_KWARGS.items():
-        if kwargs.get(name) is not None:
+        if merged.get(name) is not None:
             raise ConfigError(f"{id}: {name}: not on the JAX backend ({why})")
     _check_kwargs(spec_, kwargs, ("max_cycles",))
     kwargs = _max_cycles_alias(kwargs)

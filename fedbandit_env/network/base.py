@@ -40,6 +40,12 @@ class Channel(ABC):
     """Base class: ``name`` (the key in actions/observations), ``kind`` and payload ``dim``."""
 
     kind: str = ""
+    supports_per_receiver: bool = False
+    """True where :meth:`transmit` also takes ``per_receiver=(senders, payloads)``: ``senders``
+    (B, N) bool marks the agents whose message depends on who receives it (Byzantine
+    equivocation, docs/adversary.md) and ``payloads`` (B, N, N, dim) holds, at ``[b, j, i]``, what
+    sender j's message to receiver i carries. It replaces j's row of ``payload`` for that
+    receiver; what is sent, charged and dropped does not change."""
 
     def __init__(
         self,

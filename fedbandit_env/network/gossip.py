@@ -17,6 +17,14 @@ charged to the responder (``sent[b, j]`` counts the pulls j answered); a pull of
 did not send costs nothing (the request itself is not charged). The reply is sent and delivered
 in the same step (one hop), like ``neighbors``.
 
+Exclusion mask (pull mode only): the step's message may carry a third element, ``exclude``
+(B, N, N) bool, ``exclude[b, i, h]`` True when agent i must not pull agent h (a blocklist, as in
+Vial, Shakkottai & Srikant's robust GosInE, docs/robust-gosine.md). Agent i then pulls the
+``floor(u d'_i)``-th of its ``d'_i`` non-excluded neighbours in ascending id order, with the same
+uniform ``u`` as without a mask (so the draws never move); with none left it pulls nobody
+(``partner`` -1) and nothing is charged. A mask that excludes nobody gives the same partners as
+no mask, and without a mask the channel is exactly as before.
+
 Drops (``drop_prob``): each direction (edge mode) or each reply (pull mode) is lost
 independently with that probability; a lost message is still charged (c2) and counted in
 ``dropped``; its receiver still sees ``partner``, with ``received`` 0 and a zero payload.
@@ -47,10 +55,13 @@ class GossipDelivery:
 
 
 GOSSIP_MODES = ("edge", "pull_one_neighbour")
+EXCLUDE_MODES = ("pull_one_neighbour",)
+"""The gossip modes that take an exclusion mask in the step's message (module doc)."""
 
 
 class GossipChannel(Channel):
     kind = "gossip"
+    takes_exclude = False  # True in the modes of EXCLUDE_MODES (set per instance)
 
     def __init__(self, name, topology, dim, mode: str = "edge", **kwargs):
         super().__init__(name, topology, dim, **kwargs)
@@ -59,6 +70,7 @@ class GossipChannel(Channel):
                 f"channels.{name}.mode: expected one of {list(GOSSIP_MODES)}, got {mode!r}"
             )
         self.mode = mode
+        self.takes_exclude = mode in EXCLUDE_MODES
         self.edges = topology.edges
         if len(self.edges) == 0:
             raise ConfigError(f"channels.{name}: the gossip channel needs a graph with an edge")
@@ -100,8 +112,26 @@ class GossipChannel(Channel):
         partner = self._neighbors[self._agents, slot]  # (B, N); -1 where deg == 0
         return np.where(deg > 0, partner, -1)
 
-    def _transmit_pull(self, send: np.ndarray, payload: np.ndarray):
-        partner = self.pulled_neighbours(self._edge_u.next())
+    def allowed_neighbours(self, u: np.ndarray, exclude: np.ndarray) -> np.ndarray:
+        """Pull mode with an exclusion mask (B, N, N): the ``floor(u d'_i)``-th of agent i's
+        ``d'_i`` non-excluded neighbours in ascending id order, -1 where none is left."""
+        nbrs = self._neighbors  # (N, D), -1 padded at the end
+        valid = nbrs >= 0
+        rows = np.arange(exclude.shape[0])[:, None, None]
+        barred = exclude[rows, self._agents[:, None], np.where(valid, nbrs, 0)]  # (B, N, D)
+        allowed = valid & ~barred
+        left = allowed.sum(axis=2)  # d'_i (B, N)
+        slot = np.minimum((u * left).astype(np.int64), np.maximum(left - 1, 0))
+        rank = np.cumsum(allowed, axis=2)  # 1-based rank of each allowed slot
+        pos = np.argmax(allowed & (rank == slot[..., None] + 1), axis=2)  # (B, N)
+        partner = nbrs[self._agents, pos]
+        return np.where(left > 0, partner, -1)
+
+    def _transmit_pull(self, send: np.ndarray, payload: np.ndarray, exclude=None):
+        u = self._edge_u.next()
+        partner = (
+            self.pulled_neighbours(u) if exclude is None else self.allowed_neighbours(u, exclude)
+        )
         drop_u = self._drops.next() if self._drops is not None else None
         has = partner >= 0
         src = np.where(has, partner, 0)
@@ -121,9 +151,49 @@ class GossipChannel(Channel):
         charge.sent[:] = sent
         return GossipDelivery(partner, received, out), charge
 
-    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
+    supports_per_receiver = True
+
+    def transmit(
+        self,
+        step: int,
+        send: np.ndarray,
+        payload: np.ndarray,
+        exclude=None,
+        per_receiver: tuple[np.ndarray, np.ndarray] | None = None,
+    ):
+        """``exclude`` (B, N, N) bool or None: pull mode's exclusion mask (module doc); the
+        engine checks it and passes it only to a channel whose ``takes_exclude`` is True.
+        ``per_receiver`` (:attr:`Channel.supports_per_receiver`): a marked partner's reply to
+        agent i is ``payloads[b, partner, i]``, in both modes."""
         if self.mode == "pull_one_neighbour":
-            return self._transmit_pull(send, payload)
+            delivery, charge = self._transmit_pull(send, payload, exclude)
+        elif exclude is not None:
+            raise ConfigError(
+                f"channels.{self.name}: exclude: expected no exclusion mask in mode 'edge' (only "
+                "mode 'pull_one_neighbour' takes one)"
+            )
+        else:
+            delivery, charge = self._transmit_edge(send, payload)
+        if per_receiver is not None:
+            self._per_receiver(delivery, *per_receiver)
+        return delivery, charge
+
+    def _per_receiver(self, delivery: GossipDelivery, marked: np.ndarray, payloads: np.ndarray):
+        """Replace, in place, what a marked partner's message carries to each receiver."""
+        shape = (self.num_runs, self.num_agents, self.num_agents, self.dim)
+        if payloads.shape != shape or marked.shape != shape[:2]:
+            raise ConfigError(
+                f"channels.{self.name}: per-receiver payloads: expected senders {shape[:2]} and "
+                f"payloads {shape}, got {marked.shape} and {payloads.shape}"
+            )
+        src = np.where(delivery.partner >= 0, delivery.partner, 0)
+        rows = self._rows[:, None]
+        own = payloads[rows, src, np.arange(self.num_agents)[None, :]]  # (B, N, dim)
+        use = delivery.received & marked[rows, src]
+        delivery.payload = np.where(use[..., None], own, delivery.payload)
+
+    def _transmit_edge(self, send: np.ndarray, payload: np.ndarray):
+        """Mode ``edge``: the two endpoints of one random edge exchange payloads."""
         edge = self.active_edges(self._edge_u.next())
         drop_u = self._drops.next() if self._drops is not None else None
         B, N = self.num_runs, self.num_agents

@@ -141,10 +141,20 @@ class NeighborsChannel(Channel):
     def silent_step_is_empty(self) -> bool:
         return self._drops is None and self._groups is None
 
-    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
+    supports_per_receiver = True
+
+    def transmit(
+        self,
+        step: int,
+        send: np.ndarray,
+        payload: np.ndarray,
+        per_receiver: tuple[np.ndarray, np.ndarray] | None = None,
+    ):
         """Each sender's payload to each of its neighbours; a message is lost with probability
         ``drop_prob`` (drawn every step for every slot, whoever sends; so are the uniforms of
-        ``grouping="random"``)."""
+        ``grouping="random"``). ``per_receiver`` (:attr:`Channel.supports_per_receiver`): the
+        marked senders' messages differ per receiver; every reduction then works on the padded
+        gather (the padded sum over slots gives the bits of the sparse sum)."""
         kept = self._drops.next() >= self.drop_prob if self._drops is not None else None
         order = self._groups.next() if self._groups is not None else None
         if not send.any():  # nobody sends: nothing arrives, nothing is charged
@@ -159,13 +169,18 @@ class NeighborsChannel(Channel):
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
         charge.dropped[:] = messages - count.sum(axis=1)
         charge.sent[:] = send * self.topology.degrees[None, :]
+        gathered = None  # (B, N, D, dim): slot d's payload, made where a reduction needs it
+        if per_receiver is not None:
+            gathered = self._gather_per_receiver(payload, *per_receiver)
         if self.reduce is None:
-            out = np.where(heard[..., None], payload.take(self._gather, axis=1), 0.0)
+            if gathered is None:
+                gathered = payload.take(self._gather, axis=1)
+            out = np.where(heard[..., None], gathered, 0.0)
             return NeighborsDelivery(self.senders.copy(), heard, out), charge
         if self.reduce in ROBUST:
             value, degenerate = robust_reduce(
                 self.reduce,
-                payload.take(self._gather, axis=1),  # (B, N, D, dim)
+                payload.take(self._gather, axis=1) if gathered is None else gathered,
                 heard,
                 count,
                 trim=self.trim,
@@ -173,13 +188,31 @@ class NeighborsChannel(Channel):
                 order=order,
             )
             return NeighborsAggregate(value, count, degenerate), charge
-        if self.reduce == "max":
+        if gathered is not None:  # sum, mean or max over the slots of the per-receiver gather
+            value = _slot_reduce(self.reduce, gathered, heard, count)
+        elif self.reduce == "max":
             value = self._max(send, payload, heard, count)
         else:
             value = self._sum(payload, heard)
             if self.reduce == "mean":
                 value = value / np.maximum(count, 1)[..., None]
         return NeighborsAggregate(value, count, np.zeros(count.shape, bool)), charge
+
+    def _gather_per_receiver(
+        self, payload: np.ndarray, senders: np.ndarray, payloads: np.ndarray
+    ) -> np.ndarray:
+        """The padded gather (B, N, D, dim) where slot d of receiver i holds
+        ``payloads[b, j, i]`` for a marked sender j = ``senders[i, d]``, else ``payload[b, j]``."""
+        shape = (self.num_runs, self.num_agents, self.num_agents, self.dim)
+        if payloads.shape != shape or senders.shape != shape[:2]:
+            raise ConfigError(
+                f"channels.{self.name}: per-receiver payloads: expected senders {shape[:2]} and "
+                f"payloads {shape}, got {senders.shape} and {payloads.shape}"
+            )
+        receiver = np.arange(self.num_agents)[:, None]  # (N, 1) against the (N, D) slots
+        own = payloads[:, self._gather, receiver, :]  # (B, N, D, dim): sender's message to i
+        marked = senders.take(self._gather, axis=1)[..., None]
+        return np.where(marked, own, payload.take(self._gather, axis=1))
 
     def _sum(self, payload: np.ndarray, heard: np.ndarray) -> np.ndarray:
         """Sum over the heard neighbours, as one sparse product over the directed edges: each
@@ -253,6 +286,18 @@ class NeighborsChannel(Channel):
         mask = np.stack([o["mask"] for o in observations]).astype(bool)[None]
         payload = np.stack([o["payload"] for o in observations])[None]
         return NeighborsDelivery(self.senders, mask, payload)
+
+
+def _slot_reduce(
+    reduce: str, gathered: np.ndarray, heard: np.ndarray, count: np.ndarray
+) -> np.ndarray:
+    """``sum``, ``mean`` or ``max`` over the heard slots of a padded gather (0 where none was
+    heard); the slots are added in ascending sender id, as the sparse sum adds them."""
+    if reduce == "max":
+        value = np.where(heard[..., None], gathered, -np.inf).max(axis=2)
+        return np.where((count == 0)[..., None], 0.0, value)
+    value = np.where(heard[..., None], gathered, 0.0).sum(axis=2)
+    return value / np.maximum(count, 1)[..., None] if reduce == "mean" else value
 
 
 def _incidence(receivers: np.ndarray, num_agents: int):

@@ -539,6 +539,7 @@ class PrivacyWrapper(BaseParallelWrapper):
         arms, messages, pull = base._parse_actions(actions)
         _, checked, pulling, live, _ = base.engine.check_step(arms, messages, pull)
         noisy = self.privatizer.privatize(base.engine.step_count + 1, checked, pulling, live)
+        noisy = _with_masks(noisy, messages)
         if self.env is base:  # no wrapper in between: step the parsed arrays directly
             out = base._step_parsed(arms, noisy, pull)
         else:
@@ -594,6 +595,7 @@ class PrivacyVectorWrapper:
         engine = self.venv.engine
         _, checked, pulling, live, _ = engine.check_step(arms, messages, pull)  # before any noise
         noisy = self.privatizer.privatize(engine.step_count + 1, checked, pulling, live)
+        noisy = _with_masks(noisy, messages or {})
         obs, rewards, terminated, truncated, info = self.venv.step(arms, noisy, pull)
         return obs, rewards, terminated, truncated, self._with_privacy(info)
 
@@ -602,20 +604,34 @@ class PrivacyVectorWrapper:
         return PrivateVecInfo(**base, privacy=self.privatizer.info())
 
 
+def _with_masks(noisy: dict, messages: Mapping[str, Any]) -> dict:
+    """``noisy`` with the exclusion masks of the raw messages put back (a gossip pull's
+    ``(send, payload, exclude)``, docs/channels.md): only payloads are privatized."""
+    out = dict(noisy)
+    for name, value in messages.items():
+        if isinstance(value, tuple) and len(value) == 3:
+            out[name] = (*out[name][:2], value[2])
+    return out
+
+
 def _as_actions(
     base: Any, arms: np.ndarray, messages: Mapping[str, tuple], pull: bool | None = None
 ) -> dict[str, Any]:
-    """Per-agent action dicts of parsed arms (1, N), (send, payload) arrays and the run's pull
-    flag (None: pull)."""
+    """Per-agent action dicts of parsed arms (1, N), (send, payload[, exclude]) arrays and the
+    run's pull flag (None: pull)."""
     extra = {} if pull is None else {"pull": int(pull)}
+
+    def message(value: tuple, i: int) -> dict[str, Any]:
+        out = {"send": int(value[0][0, i]), "payload": value[1][0, i]}
+        if len(value) == 3:
+            out["exclude"] = np.asarray(value[2])[0, i]
+        return out
+
     return {
         agent: {
             **extra,
             "arm": int(arms[0, i]),
-            "messages": {
-                name: {"send": int(send[0, i]), "payload": payload[0, i]}
-                for name, (send, payload) in messages.items()
-            },
+            "messages": {name: message(value, i) for name, value in messages.items()},
         }
         for agent, i in base._index.items()
     }
