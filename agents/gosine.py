@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -68,20 +68,23 @@ class GosInEConfig:
 
     alpha: float = 4.0
     beta: int = 3
+    agent_id: ClassVar[str] = AGENT_ID  # the learner its errors name (a subclass sets its own)
 
     def __post_init__(self) -> None:
+        where = self.agent_id
         object.__setattr__(
-            self, "alpha", check_real("alpha", self.alpha, low=0.0, low_open=True, where=AGENT_ID)
+            self, "alpha", check_real("alpha", self.alpha, low=0.0, low_open=True, where=where)
         )
-        object.__setattr__(
-            self, "beta", int(check_int("beta", self.beta, minimum=2, where=AGENT_ID))
-        )
+        object.__setattr__(self, "beta", int(check_int("beta", self.beta, minimum=2, where=where)))
 
 
-def sticky_sets(num_agents: int, num_arms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(sticky (N, K) bool, U (N,), L (N,))``, the initial state of every agent: ``ceil(K/N)``
-    consecutive arms from ``(i ceil(K/N)) mod K``, then the next two arms."""
-    s = math.ceil(num_arms / num_agents)
+def sticky_sets(
+    num_agents: int, num_arms: int, size: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sticky (N, K) bool, U (N,), L (N,))``, the initial state of every agent: ``s``
+    consecutive arms from ``(i s) mod K``, then the next two arms; ``s = size``, by default
+    ``ceil(K/N)``."""
+    s = math.ceil(num_arms / num_agents) if size is None else int(size)
     start = (np.arange(num_agents) * s) % num_arms
     sticky = np.zeros((num_agents, num_arms), dtype=bool)
     for m in range(s):  # a loop over the block length, at reset only
@@ -93,6 +96,7 @@ class GosInE(TeamPolicy):
     """Batched synchronous GosInE over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
+    payload_layouts = {CHANNEL: "arm"}  # the recommended arm id
     version = 1
 
     def __init__(self, alpha: float = 4.0, beta: int = 3):
@@ -103,22 +107,22 @@ class GosInE(TeamPolicy):
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Sticky sets, slots U and L, zero statistics; phase 1 ends after pull 1."""
-        require_family(AGENT_ID, facts, MULTI_ARMED)
+        require_family(self.agent_id, facts, MULTI_ARMED)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
         check_channels(self, facts)
         if N < 2 or facts.topology.num_components != 1:
             raise ConfigError(
-                f"{AGENT_ID}: topology: expected one connected graph of at least 2 agents, got "
-                f"{facts.topology.num_components} component(s) of {N} agent(s)"
+                f"{self.agent_id}: topology: expected one connected graph of at least 2 agents, "
+                f"got {facts.topology.num_components} component(s) of {N} agent(s)"
             )
-        s = math.ceil(K / N)
+        s, rule = self.sticky_size(N, K)
         if K < s + 2:
             raise ConfigError(
-                f"{AGENT_ID}: num_arms: expected K >= ceil(K/N) + 2 (the sticky set plus the two "
-                f"slots U and L), got K = {K} with N = {N}"
+                f"{self.agent_id}: num_arms: expected K >= {rule} + 2 (the sticky set plus the "
+                f"two slots U and L), got K = {K} with N = {N}"
             )
         self.N, self.K = N, K
-        sticky, u, l = sticky_sets(N, K)
+        sticky, u, l = sticky_sets(N, K, s)
         self.sticky = sticky
         self.U = np.broadcast_to(u, (B, N)).copy()
         self.L = np.broadcast_to(l, (B, N)).copy()
@@ -136,6 +140,10 @@ class GosInE(TeamPolicy):
         self._idle = np.zeros((B, N), dtype=np.int64)
         self.outgoing = np.zeros((B, N, 1))
         self._refresh()
+
+    def sticky_size(self, num_agents: int, num_arms: int) -> tuple[int, str]:
+        """The sticky-set size ``s = ceil(K/N)`` and how it is written in errors."""
+        return math.ceil(num_arms / num_agents), "ceil(K/N)"
 
     def active(self) -> np.ndarray:
         """Active sets (B, N, K) bool: sticky plus U and L."""
@@ -175,11 +183,14 @@ class GosInE(TeamPolicy):
         return TeamAction(self._idle, {CHANNEL: (self._send, self.outgoing)}, self._talk)
 
     def _insert(self, obs: VecObservation) -> None:
-        """A recommended arm that is not active replaces L."""
+        """A recommended arm that is not active replaces L. A reply that is no arm id (an
+        integer in [0, K); a Byzantine neighbour may send anything, docs/adversary.md) counts
+        as no recommendation."""
         d = obs.deliveries[CHANNEL]
         b, i = self._rows
-        rec = d.payload[..., 0].astype(np.int64)
-        rec = np.where(d.received, rec, self.U)  # nothing received: keep (U is active)
+        raw = d.payload[..., 0]
+        valid = arm_ids(raw, d.received, self.K)
+        rec = np.where(valid, raw, self.U).astype(np.int64)  # none: keep (U is active)
         new = self._inactive[b, i, rec]
         self.L = np.where(new, rec, self.L)
         self._refresh()
@@ -199,3 +210,8 @@ class GosInE(TeamPolicy):
         t = int(obs.pulls[0])
         arms = argmax_one_uniform(self.index(t), self._tiebreak.next())
         return TeamAction(arms, {CHANNEL: (self._quiet, self.outgoing)})
+
+
+def arm_ids(raw: np.ndarray, received: np.ndarray, num_arms: int) -> np.ndarray:
+    """(B, N) bool: the received recommendations that are arm ids, integers in [0, K)."""
+    return received & (raw >= 0) & (raw < num_arms) & (raw == np.floor(raw))

@@ -176,6 +176,7 @@ LEARNER_ENVS = {
         {"num_agents": 3, "num_arms": 3, "dim": 3},
     ),
     "dislinucb": ("FedBandit/LinearContextual-v0", {"num_agents": 3, "num_arms": 3, "dim": 3}),
+    "byzres_ucb": ("FedBandit/Homogeneous-v0", {"num_agents": 3, "num_arms": 4}),
 }
 AGENT_PLAUSIBLE: dict[str, list[Any]] = {
     "epsilon": [0.5, 1.0, 2.0, np.float32(1.0), math.inf],

@@ -189,3 +189,22 @@ def test_bad_input_and_environments_it_cannot_run_on():
                 "channels": {"recommend": {"kind": "gossip", "dim": 1}},
             },
         )
+
+
+def test_a_recommendation_that_is_no_arm_id_is_ignored():
+    """A Byzantine neighbour's noisy reply (2.7, -1, 40 ...) is no recommendation: no arm is
+    inserted and GosInE keeps running (it used to index with the raw value)."""
+    from fedbandit_env.bench.evaluate import evaluate
+
+    kwargs = {"num_agents": 6, "num_arms": 8, "horizon": 200, "topology": "complete"}
+    attacked = {"num_byzantine": 2, "attack": "gaussian", "attack_kwargs": {"sigma": 30.0}}
+    res = evaluate(
+        "FedBandit/Homogeneous-v0", "gosine", runs=3, env_kwargs={**kwargs, "adversary": attacked}
+    )
+    assert np.isfinite(res.honest_regret_mean).all()
+    silent = {"num_byzantine": 2, "attack": "silent"}
+    quiet = evaluate(
+        "FedBandit/Homogeneous-v0", "gosine", runs=3, env_kwargs={**kwargs, "adversary": silent}
+    )
+    # every noisy reply is rejected, as if the Byzantine agents were silent: same trajectories
+    assert np.array_equal(res.honest_regret_mean, quiet.honest_regret_mean)

@@ -83,6 +83,9 @@ FIGURES = {
     "commeff": ("commeff", "commeff paper, Figs. 4-12"),
     "linear": ("linear", "DP federated linear bandits, Fig. 1A-C"),
     "field": ("field", "field agents' sanity experiments (docs/field.md)"),
+    "byzres": ("byzres", "Byzantine-resilient decentralized UCB (Zhu et al., TMLR)"),
+    "fed-mom": ("fed_mom", "Fed-MoM-UCB under Byzantine clients (Demirel et al.)"),
+    "vial": ("vial", "robust gossip recommendations with blocking (Vial et al. 2021)"),
 }
 
 

@@ -1,0 +1,353 @@
+"""Fed-MoM-UCB (Demirel, Yildirim & Tekin, "Federated Multi-Armed Bandits Under Byzantine
+Attacks", arXiv 2205.04134), registered as ``fed_mom_ucb``; decisions in docs/fed-mom-ucb.md.
+
+Master-worker elimination with a median-of-means server. The constants are computed as in the
+authors' code (Fed-MoM-UCB_sce1.py, :func:`derived_constants`): a mapping alpha(lambda) of the
+Byzantine fraction lambda, eta = (alpha - lambda) / alpha, the number of clients
+``M = ceil(4 ln(KT/delta) / (ln 2 (4 eta - 1) alpha))``, the group size
+``B = floor(M / ceil(M alpha))``, the unavoidable margin
+``omega = 8 sigma_c sqrt(ln 2 (4 eta - 1) / (B (2 eta - 1)))`` and ``beta = omega + epsilon``.
+
+Phase p (the code's ``while t < T`` loop): while ``E > beta / 4`` and more than one arm is
+active, every client pulls each active arm, in ascending id, ``L = s(p) - s(p-1)`` times in a
+row (lockstep: all clients pull the same arm in the same step), and the phase's width is
+``E_p = 2 (sigma / sqrt(s(p)) + sigma_c) sqrt((4 eta - 1) ln 2 / ((2 eta - 1) B))``
+(``Ep_fn``). At the phase end, in a communication-only step, every client uploads its sample
+means of all K arms (eliminated ones stale, as the code's ``mu_local_sample``) over the
+``server`` channel, whose ``median_of_means`` aggregate (groups of B consecutive client ids,
+the last group taking the remainder) is the code's ``U_k = np.median(group_means, axis=0)``;
+every client then applies the code's elimination ``U_k <= max_k' U_k' - 2 E_p`` (the max over
+all K arms, eliminated ones included) to the broadcast. When ``E <= beta / 4`` or one arm is
+left, every client commits to the active arm of largest U for the rest of the horizon.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.channel_check import check_channels
+from fedbandit_env.engine import PULL, VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import ArmTable
+from fedbandit_env.policy import (
+    MULTI_ARMED,
+    FederationFacts,
+    TeamAction,
+    TeamPolicy,
+    require_family,
+)
+from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_real
+
+AGENT_ID = "fed_mom_ucb"
+CHANNEL = "server"
+MAPPINGS = ("arithmetic", "geometric", "harmonic", "polynomial")
+SCHEDULES = ("linear", "doubling")
+CLIENTS = ("derived", "environment")
+
+
+def alpha_of(lam: float, mapping: str) -> float:
+    """The mapping alpha(lambda) of the code's ``lam_map``: arithmetic (1 + 2 lambda) / 2,
+    geometric sqrt(2 lambda), harmonic 4 lambda / (1 + 2 lambda), polynomial
+    lambda (2.5 - lambda)."""
+    if mapping == "arithmetic":
+        return (1 + 2 * lam) / 2
+    if mapping == "geometric":
+        return math.sqrt(2 * lam)
+    if mapping == "harmonic":
+        return 4 * lam / (1 + 2 * lam)
+    return lam * (2.5 - lam)
+
+
+def s_of(schedule: str, p: int) -> int:
+    """``s(p)``, the pulls per active arm after phase p (the code's ``sp_fn``): ``10 p``
+    (``"linear"``) or ``2^p`` (``"doubling"``, so ``s(0) = 1``)."""
+    return 10 * p if schedule == "linear" else 2**p
+
+
+@dataclass(frozen=True)
+class FedMoMConstants:
+    """The derived constants of the authors' code (Fed-MoM-UCB_sce1.py): ``M`` clients, ``M_Z``
+    Byzantine ones (``floor(M lambda)``), group size ``B``, ``G`` groups, ``alpha``, ``eta``,
+    the margin ``omega`` and ``beta``."""
+
+    M: int
+    M_Z: int
+    B: int
+    G: int
+    alpha: float
+    eta: float
+    omega: float
+    beta: float
+
+    def width(self, s, sigma: float, sigma_c: float):
+        """``E_p`` after ``s`` pulls per arm (the code's ``Ep_fn``); ``s`` a number or an
+        array."""
+        eta, B = self.eta, self.B
+        root = math.sqrt((4 * eta - 1) * math.log(2) / ((2 * eta - 1) * B))
+        return 2 * (sigma / np.sqrt(s) + sigma_c) * root
+
+
+def derived_constants(
+    num_arms: int,
+    horizon: int,
+    lam: float = 0.2,
+    mapping: str = "arithmetic",
+    delta: float = 1e-3,
+    epsilon: float = 0.05,
+    beta: float | None = None,
+    sigma_c: float = 0.01,
+    num_clients: int | None = None,
+) -> FedMoMConstants:
+    """The constants of the authors' code for K = ``num_arms`` and T = ``horizon``:
+    ``M = ceil(4 ln(K T / delta) / (ln 2 (4 eta - 1) alpha))`` (or ``num_clients`` when given),
+    ``M_Z = floor(M lambda)``, ``B = floor(M / ceil(M alpha))``, ``G = floor(M / B)``,
+    ``omega = 8 sigma_c sqrt(ln 2 (4 eta - 1) / (B (2 eta - 1)))`` and ``beta = omega + epsilon``
+    (or the fixed ``beta`` of scenarios 2 and 3)."""
+    alpha = alpha_of(lam, mapping)
+    eta = (alpha - lam) / alpha
+    if num_clients is None:
+        M = int(
+            math.ceil(
+                4 * math.log(num_arms * horizon / delta) / (math.log(2) * (4 * eta - 1) * alpha)
+            )
+        )
+    else:
+        M = int(num_clients)
+    M_Z = int(math.floor(M * lam))
+    B = max(1, int(math.floor(M / math.ceil(M * alpha))))
+    G = int(math.floor(M / B))
+    omega = 8 * sigma_c * math.sqrt(math.log(2) * (4 * eta - 1) / (B * (2 * eta - 1)))
+    return FedMoMConstants(
+        M, M_Z, B, G, alpha, eta, omega, omega + epsilon if beta is None else beta
+    )
+
+
+@dataclass(frozen=True)
+class FedMoMUCBConfig:
+    """Hyperparameters. ``lam``: the Byzantine fraction the constants are built for, in
+    [0, 0.5); ``mapping``: alpha(lambda), one of :data:`MAPPINGS`; ``delta`` in (0, 1);
+    ``epsilon`` >= 0, or a fixed ``beta`` > 0 (the code's scenarios 2 and 3); ``sigma`` > 0 the
+    reward noise; ``sigma_c`` >= 0 the clients' spread; ``schedule`` ``"linear"`` (s(p) = 10 p)
+    or ``"doubling"`` (2^p); ``clients``: ``"derived"`` (the environment must have the derived
+    M clients) or ``"environment"`` (M is the environment's N)."""
+
+    lam: float = 0.2
+    mapping: str = "arithmetic"
+    delta: float = 1e-3
+    epsilon: float = 0.05
+    beta: float | None = None
+    sigma: float = 0.5
+    sigma_c: float = 0.01
+    schedule: str = "linear"
+    clients: str = "derived"
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        lam = check_real("lam", self.lam, low=0.0, high=0.5, high_open=True, where=AGENT_ID)
+        put(self, "lam", lam)
+        for name, choices in (("mapping", MAPPINGS), ("schedule", SCHEDULES), ("clients", CLIENTS)):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = value.lower()
+            if not isinstance(value, str) or value not in choices:
+                raise ConfigError(
+                    f"{AGENT_ID}: {name}: expected one of {list(choices)}, got {getattr(self, name)!r}"
+                )
+            put(self, name, value)
+        delta = check_real(
+            "delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True, where=AGENT_ID
+        )
+        put(self, "delta", delta)
+        put(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, where=AGENT_ID))
+        if self.beta is not None:
+            put(self, "beta", check_real("beta", self.beta, low=0.0, low_open=True, where=AGENT_ID))
+        put(self, "sigma", check_real("sigma", self.sigma, low=0.0, low_open=True, where=AGENT_ID))
+        put(self, "sigma_c", check_real("sigma_c", self.sigma_c, low=0.0, where=AGENT_ID))
+        alpha = alpha_of(lam, self.mapping)
+        if not alpha > 0 or not (alpha - lam) / alpha > 0.5:
+            eta = (alpha - lam) / alpha if alpha > 0 else float("nan")
+            raise ConfigError(
+                f"{AGENT_ID}: lam: expected eta(lambda) = (alpha - lambda) / alpha > 1/2 for the "
+                f"{self.mapping} mapping (the widths need 2 eta - 1 > 0), got lam={lam!r} "
+                f"(alpha={alpha:.4g}, eta={eta:.4g})"
+            )
+
+
+class FedMoMUCB(TeamPolicy):
+    """Batched Fed-MoM-UCB over B runs and N clients (module docstring)."""
+
+    agent_id = AGENT_ID
+    payload_layouts = {CHANNEL: "arm_means"}  # a client's sample mean of every arm
+    version = 1
+
+    def __init__(
+        self,
+        lam: float = 0.2,
+        mapping: str = "arithmetic",
+        delta: float = 1e-3,
+        epsilon: float = 0.05,
+        beta: float | None = None,
+        sigma: float = 0.5,
+        sigma_c: float = 0.01,
+        schedule: str = "linear",
+        clients: str = "derived",
+    ):
+        self.config = FedMoMUCBConfig(
+            lam, mapping, delta, epsilon, beta, sigma, sigma_c, schedule, clients
+        )
+
+    # ---------------------------------------------------------------- constants
+    def constants(
+        self, num_arms: int, horizon: int, num_agents: int | None = None
+    ) -> FedMoMConstants:
+        """:func:`derived_constants` of this configuration (``num_agents`` used as M with
+        ``clients="environment"``)."""
+        c = self.config
+        return derived_constants(
+            num_arms,
+            horizon,
+            c.lam,
+            c.mapping,
+            c.delta,
+            c.epsilon,
+            c.beta,
+            c.sigma_c,
+            num_agents if c.clients == "environment" else None,
+        )
+
+    def group_size(self, num_agents: int) -> int:
+        """``B = floor(N / ceil(N alpha))`` for the N clients of the environment."""
+        alpha = alpha_of(self.config.lam, self.config.mapping)
+        return max(1, int(math.floor(num_agents / math.ceil(num_agents * alpha))))
+
+    def channel_spec(self, config):
+        return {
+            CHANNEL: {
+                "kind": "server",
+                "dim": config.num_arms,
+                "aggregate": "median_of_means",
+                "group_size": self.group_size(config.num_agents),
+                "grouping": "consecutive",
+            }
+        }
+
+    # -------------------------------------------------------------------- reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Every arm active, E = inf, phase 1; checks the client count and the channel."""
+        require_family(self.agent_id, facts, MULTI_ARMED)
+        check_channels(self, facts)
+        B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
+        k = self.constants(K, facts.horizon, N)
+        if N != k.M:
+            raise ConfigError(
+                f"{self.agent_id}: num_agents: expected M = {k.M} clients (derived from K={K}, "
+                f"T={facts.horizon}, delta={self.config.delta}, lam={self.config.lam}, "
+                f"mapping {self.config.mapping!r}), got {N}; or pass clients='environment'"
+            )
+        have = facts.channels[CHANNEL]
+        for key, want in (("group_size", k.B), ("grouping", "consecutive")):
+            if have.get(key) != want:
+                raise ConfigError(
+                    f"{self.agent_id}: channels.{CHANNEL}.{key}: expected {want!r}, got "
+                    f"{have.get(key)!r}"
+                )
+        if have.get("participation") != 1.0 or have.get("drop_prob", 0.0) != 0.0:
+            raise ConfigError(
+                f"{self.agent_id}: channels.{CHANNEL}: expected participation 1.0 and drop_prob 0 "
+                f"(every client uploads at every phase end), got participation "
+                f"{have.get('participation')!r} and drop_prob {have.get('drop_prob', 0.0)!r}"
+            )
+        if have.get("join_round") is not None:
+            raise ConfigError(
+                f"{self.agent_id}: channels.{CHANNEL}.join_round: expected None (every client "
+                f"from phase 1), got {have.get('join_round')!r}"
+            )
+        self.k = k
+        self.beta = k.beta
+        self.table = ArmTable.of(B, N, K)
+        self.sums = self.table.zeros()  # (B, N, K) reward sums of each client
+        self.counts = self.table.zeros()  # (B, N, K) pulls (equal on every client)
+        self.active = np.ones((B, K), dtype=bool)
+        self.U = np.zeros((B, K))  # the last broadcast
+        self.E = np.full(B, np.inf)  # the width of the last phase (the code's Ep, 1e6 at first)
+        self.p = np.ones(B, dtype=np.int64)  # the phase under way (1-based)
+        self.pos = np.zeros(B, dtype=np.int64)  # pulls made in the phase under way
+        self.L = np.full(B, self.phase_length(1), dtype=np.int64)
+        self.committed = np.zeros(B, dtype=bool)
+        self.commit_arm = np.zeros(B, dtype=np.int64)
+        self.awaiting = np.zeros(B, dtype=bool)
+        self.rounds = np.zeros(B, dtype=np.int64)  # completed phase-end uploads
+
+    def phase_length(self, p: int) -> int:
+        """``L = s(p) - s(p - 1)``: pulls of each active arm in phase p."""
+        return s_of(self.config.schedule, p) - s_of(self.config.schedule, p - 1)
+
+    # ---------------------------------------------------------------------- act
+    def act(self, obs: VecObservation) -> TeamAction:
+        """Fold in the last pull, apply the elimination to the broadcast of a phase end, then
+        pull the phase's current arm, or upload the sample means in a communication step."""
+        if obs.step > 0:
+            pulled = (obs.phase == PULL) & (obs.pulls > 0)
+            mask = np.broadcast_to(pulled[:, None], obs.last_arm.shape)
+            arm = np.maximum(obs.last_arm, 0)
+            self.table.add(self.sums, arm, obs.last_reward, where=mask)
+            self.table.add(self.counts, arm, 1.0, where=mask)
+        if self.awaiting.any():
+            self._eliminate(obs.deliveries[CHANNEL].aggregate, self.awaiting)
+        n_active = self.active.sum(axis=1)
+        talk = ~self.committed & (self.pos >= self.L * n_active)
+        self.awaiting = talk
+        arms = np.broadcast_to(self._current_arm()[:, None], self.sums.shape[:2]).copy()
+        self.pos += ~self.committed & ~talk
+        if not talk.any():  # no upload: the channel stays silent (and is not reduced)
+            return TeamAction(arms, {})
+        send = np.broadcast_to(talk[:, None], arms.shape).copy()
+        means = self.sums / np.maximum(self.counts, 1.0)  # the code's mu_local_sample, all K arms
+        payload = np.where(send[..., None], means, 0.0)
+        return TeamAction(arms, {CHANNEL: (send, payload)}, ~talk)
+
+    def _current_arm(self) -> np.ndarray:
+        """(B,) the arm of the next pull: the committed arm, or the active arm number
+        ``pos // L`` in ascending id (the code's ``for k in active_arms: for _ in range(L)``)."""
+        target = self.pos // np.maximum(self.L, 1)
+        rank = np.cumsum(self.active, axis=1) - 1
+        arm = np.argmax(self.active & (rank == target[:, None]), axis=1)
+        return np.where(self.committed, self.commit_arm, arm).astype(np.int64)
+
+    def _eliminate(self, U: np.ndarray, runs: np.ndarray) -> None:
+        """The server's U of the phase just ended: the code's elimination
+        ``U_k <= max U - 2 E_p`` over all K arms, then the next phase or the commitment."""
+        idx = np.flatnonzero(runs)
+        E = self.k.width(self._s(self.p[idx]), self.config.sigma, self.config.sigma_c)
+        u = U[idx]
+        self.U[idx] = u
+        self.E[idx] = E
+        self.rounds[idx] += 1
+        before = self.active[idx]
+        after = before & ~(u <= u.max(axis=1, keepdims=True) - 2 * E[:, None])
+        none_left = ~after.any(axis=1)  # a stale max removed every active arm: keep the old set
+        after[none_left] = before[none_left]
+        self.active[idx] = after
+        stop = (E <= self.beta / 4) | (after.sum(axis=1) <= 1)
+        best = np.argmax(np.where(after, u, -np.inf), axis=1)
+        self.committed[idx] = stop
+        self.commit_arm[idx] = np.where(stop, best, self.commit_arm[idx])
+        self.p[idx] += 1
+        self.pos[idx] = 0
+        self.L[idx] = self._s(self.p[idx]) - self._s(self.p[idx] - 1)
+
+    def _s(self, p: np.ndarray) -> np.ndarray:
+        """:func:`s_of` of an array of phases."""
+        p = np.asarray(p, dtype=np.int64)
+        return 10 * p if self.config.schedule == "linear" else np.left_shift(1, p)
+
+    # ------------------------------------------------------------------- helpers
+    def beta_regret(self, gaps: np.ndarray) -> np.ndarray:
+        """The code's per-pull beta-regret ``r_k = 0 if gap_k < beta else gap_k - beta``
+        (``arm_regrets`` in Fed-MoM-UCB_sce1.py) of pseudo-regret gaps."""
+        gaps = np.asarray(gaps, dtype=np.float64)
+        return np.where(gaps < self.beta, 0.0, gaps - self.beta)
