@@ -23,7 +23,7 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.bench.backends import JAX, NUMPY, check_backend, jax_backend, jax_learner
-from fedbandit_env.bench.versions import results_version, wrapper_suffix
+from fedbandit_env.bench.versions import adversary_suffix, results_version, wrapper_suffix
 from fedbandit_env.engine import PULL
 from fedbandit_env.errors import ConfigError, FedBanditError, LearnerError
 from fedbandit_env.network import LINK_TYPES
@@ -216,7 +216,9 @@ def incompatibility(
 
     Decided by the learner itself: it is built with ``agent_kwargs``, the environment is built
     (one run) with the channels the learner asks for, and the learner's own ``reset`` validates
-    the federation's facts, the same call that precedes the first step of a real run. A :class:`FedBanditError`
+    the federation's facts, the same call that precedes the first step of a real run; with an
+    adversary the environment is reset first, where the attack checks that it fits the
+    channels (docs/adversary.md). A :class:`FedBanditError`
     (e.g. "family: expected 'linear'") is an incompatibility; so is any other exception, which
     the reason names with its type, so that one broken plug-in does not stop a suite.
     On the JAX backend the JAX learner is built, the JAX environment too (an environment the
@@ -230,6 +232,8 @@ def incompatibility(
         policy, _ = _policy(agent, dict(agent_kwargs or {}))
         kwargs = env_kwargs_for(policy, env_id, env_kwargs)
         venv = make_vec(env_id, num_runs=1, **kwargs)
+        if kwargs.get("adversary") is not None:  # the attack checks the channels at reset
+            venv.reset(seed=0)
         policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
     except FedBanditError as err:
         return str(err)
@@ -401,6 +405,7 @@ def evaluate(
     if privacy is not None:
         epsilon = float(venv.privatizer.info().epsilon_spent.max())
         version += wrapper_suffix(privacy)
+    version += adversary_suffix(env_kwargs.get("adversary"))
     return EvalResult(
         env_id=env_id,
         agent_id=agent_id,

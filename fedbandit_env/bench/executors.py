@@ -31,7 +31,7 @@ from fedbandit_env.bench.backends import NUMPY, check_backend, ensure_jax_agent,
 from fedbandit_env.bench.evaluate import EvalResult, evaluate
 from fedbandit_env.bench.store import ResultsStore, log_checkpoints, rows_from_result
 from fedbandit_env.bench.suites import Cell, Suite
-from fedbandit_env.bench.versions import current_results_version
+from fedbandit_env.bench.versions import cell_results_version
 from fedbandit_env.errors import ConfigError, LearnerError
 
 EXECUTORS = ("serial", "joblib", "ray")
@@ -89,9 +89,7 @@ def plan(suite: Suite, cells: Iterable[Cell], store: ResultsStore, chunk: int) -
     results version (:mod:`fedbandit_env.bench.versions`), in chunks."""
     units = []
     for cell in cells:
-        version = current_results_version(
-            cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy, cell.backend
-        )
+        version = cell_results_version(cell)
         missing = sorted(set(cell.seeds) - store.done_seeds(cell.config_hash, version))
         entry = learner_entry(cell)
         units.extend(

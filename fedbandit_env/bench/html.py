@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fedbandit_env.bench.figures import CurveChoice, by_environment
 from fedbandit_env.bench.leaderboard import (
+    ROBUST_HEADERS,
     Entry,
     display_label,
     env_title,
@@ -22,7 +23,9 @@ from fedbandit_env.bench.leaderboard import (
     format_paired,
     is_oracle,
     paired_header,
+    robust_cells,
     shows_backend,
+    shows_robust,
 )
 from fedbandit_env.bench.plotting import pyplot
 
@@ -69,6 +72,9 @@ def _table(entries: list[Entry]) -> str:
     audited = any(e.audit is not None for e in entries)
     if audited:
         cols.append("audited ε (95%)")
+    robust = shows_robust(entries)
+    if robust:
+        cols.extend(ROBUST_HEADERS)
     head = "".join(
         f"<th onclick='sortTable(this)' title='sort by {html.escape(c, quote=True)}'>"
         f"{html.escape(c)}</th>"
@@ -88,6 +94,7 @@ def _table(entries: list[Entry]) -> str:
             f"<td>{norm}</td><td>{e.messages:,.0f}</td><td>{e.floats:,.0f}</td><td>{eps}</td>"
             f"<td>{html.escape(format_paired(e))}</td>"
             + (_audit_cell(e) if audited else "")
+            + ("".join(f"<td>{html.escape(c)}</td>" for c in robust_cells(e)) if robust else "")
             + "</tr>"
         )
     return (
@@ -189,6 +196,42 @@ def _header(entries: list[Entry], info: RunInfo) -> str:
     )
 
 
+def robust_panel(entries: list[Entry]) -> str:
+    """The robustness panel (docs/bench.md, "The robust suite"): per clean setting, the learners
+    by attack, each cell the honest agents' regret under the attack over the learner's clean
+    regret at each f; empty when no entry is of an attacked environment."""
+    from fedbandit_env.bench.robust_metrics import robust_matrices
+
+    blocks = []
+    for key, fs, attacks, table in robust_matrices(entries):
+        cols = ["learner", *attacks]
+        head = "".join(
+            f"<th onclick='sortTable(this)' title='sort by {html.escape(c, quote=True)}'>"
+            f"{html.escape(c)}</th>"
+            for c in cols
+        )
+        body = "".join(
+            "<tr><td class='name'>" + html.escape(row[0]) + "</td>"
+            + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:]) + "</tr>"
+            for row in table
+        )  # fmt: skip
+        f_text = " / ".join(f"f={f}" for f in fs)
+        blocks.append(
+            f"<h3>{html.escape(env_title(key))}</h3><p>Regret under attack / clean at "
+            f"{html.escape(f_text)} (honest agents' mean regret over the same learner's regret "
+            "with no adversary; most robust first).</p>"
+            f"<table class='board robust'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table>"
+        )
+    if not blocks:
+        return ""
+    return (
+        "<section id='robustness'><h2>Robustness: regret under attack / clean</h2>"
+        + "".join(blocks)
+        + "</section>"
+    )
+
+
 def _figure_block(stem: str, alt: str, caption: str) -> str:
     links = " · ".join(f"<a href='{stem}.{fmt}'>{fmt.upper()}</a>" for fmt in ("pdf", "svg"))
     return (
@@ -238,6 +281,9 @@ def write_html(
     figures.save(figures.tradeoff_figure(entries, "messages"), out_dir, "scatter")
     figures.save(figures.tradeoff_figure(entries, "floats"), out_dir, "scatter_floats")
     figures.save(figures.epsilon_figure(entries), out_dir, "epsilon")
+    robust = robust_panel(entries)
+    if robust:
+        toc.append("<li><a href='#robustness'>Robustness: regret under attack / clean</a></li>")
     toc.append("<li><a href='#tradeoffs'>Trade-offs: regret vs communication and privacy</a></li>")
     tradeoffs = (
         "<section id='tradeoffs'><h2>Trade-offs</h2>"
@@ -268,6 +314,7 @@ def write_html(
         f"</head><body><h1>{html.escape(title)}</h1>{_header(entries, info)}"
         f"<nav><h2>Contents</h2><ul>{''.join(toc)}</ul></nav>"
         + "".join(sections)
+        + robust
         + tradeoffs
         + "</body></html>"
     )

@@ -36,6 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_env.bench.datafiles import BACKENDS
+from fedbandit_env.bench.robust_metrics import (
+    RobustMarks,
+    attach_robust,
+    format_gain,
+    format_ratio,
+    robust_markdown,
+)
 from fedbandit_env.bench.store import Row
 from fedbandit_env.bench.suites import default_baseline
 
@@ -96,6 +103,7 @@ class Entry:
     source: str = ""  # "store" (your rows) or "reference" when ranked beside a reference
     highlight: bool = False  # marked and highlighted on the page (``--highlight``)
     backend: str = "numpy"  # the backend its rows ran on (docs/bench.md, "Backends")
+    robust: RobustMarks | None = None  # set on entries of attacked environments (attach_robust)
 
 
 @dataclass(frozen=True)
@@ -206,7 +214,28 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
                 e.normalized = e.mean / base.mean
         ranked.extend(env_entries)
     attach_paired(ranked, seed)
+    attach_robust(ranked)
     return ranked
+
+
+ROBUST_HEADERS = ("under attack / clean", "attack gain vs silent (± se)", "ucb1 / this")
+"""The columns of a table of an attacked environment (docs/bench.md, "The robust suite"):
+honest-mean regret over the same learner's regret with no adversary, the paired gain over
+``silent`` on the same seeds, and the cooperation ratio R_UCB1 / R_H."""
+
+
+def shows_robust(table: list[Entry]) -> bool:
+    """Whether a table gets the robustness columns: it is a table of an attacked environment
+    (every other table keeps its columns)."""
+    return any(e.robust is not None for e in table)
+
+
+def robust_cells(entry: Entry, minus: str = "−") -> tuple[str, str, str]:
+    """The three robustness cells of an entry (``—`` where a reference entry is missing)."""
+    marks = entry.robust
+    if marks is None:
+        return ("—", "—", "—")
+    return (format_ratio(marks.clean), format_gain(marks, minus), format_ratio(marks.cooperation))
 
 
 def _baselines(entries: list[Entry], name: str) -> dict[str, Entry]:
@@ -287,13 +316,12 @@ def current_rows(
     here), which ``include_unregistered`` keeps, ranked by their stored id and label. Ids are
     looked up, never imported, and no learner is built (files are data:
     :func:`~fedbandit_env.bench.versions.registered_results_version`)."""
-    from fedbandit_env.bench.versions import registered_results_version
+    from fedbandit_env.bench.versions import registered_results_version, row_version_key
 
-    current: dict[tuple[str, str, bool, str], str | None] = {}
+    current: dict[tuple[str, str, bool, str, bool | None], str | None] = {}
     kept, stale, unknown = [], [], set()
     for row in rows:
-        config = json.loads(row.config)
-        key = (row.env_id, row.agent_id, bool(config.get("privacy")), row.backend)
+        key = row_version_key(row)
         if key not in current:
             current[key] = registered_results_version(*key)
         want = current[key]
@@ -431,15 +459,18 @@ def to_markdown(entries: list[Entry]) -> str:
         out.append(f"### {escape_markdown(env_title(env_key))}\n")
         audited = any(e.audit is not None for e in env_entries)
         backend = shows_backend(env_entries)
+        robust = shows_robust(env_entries)
         out.append(
             "| rank | learner |" + (" backend |" if backend else "")
             + f" runs | final regret / agent | 95% CI | "
             f"vs {escape_markdown(env_entries[0].baseline)} | messages | floats | privacy ε |"
             + f" {paired_header(escape_markdown(env_entries[0].baseline))} |"
             + (" audited ε (95%) |" if audited else "")
+            + ("".join(f" {h} |" for h in ROBUST_HEADERS) if robust else "")
         )  # fmt: skip
         out.append("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if backend else "")
-                   + ("---|" if audited else ""))  # fmt: skip
+                   + ("---|" if audited else "")
+                   + ("---|" * len(ROBUST_HEADERS) if robust else ""))  # fmt: skip
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
@@ -452,8 +483,12 @@ def to_markdown(entries: list[Entry]) -> str:
                 f"{e.floats:,.0f} | {eps} |"
                 + f" {format_paired(e)} |"
                 + (f" {format_audit(e.audit)} |" if audited else "")
+                + ("".join(f" {c} |" for c in robust_cells(e)) if robust else "")
             )
         out.append("")
+    summary = robust_markdown(entries)
+    if summary:
+        out.append(summary)
     return "\n".join(out)
 
 

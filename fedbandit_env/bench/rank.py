@@ -87,28 +87,27 @@ def learner_cells(
     agent_kwargs, privacy = dict(agent_kwargs or {}), dict(privacy or {})
     suite = suite.with_backend(backend)
     own = [c for c in suite.candidates() if c.agent_id == agent_id]
-    if own and not agent_kwargs and not privacy:
-        cells = own
-    else:
-        blocks: dict[str, Cell] = {}
-        for cell in suite.candidates():
-            blocks.setdefault(cell.env_key, cell)
-        label = _label(agent_id, agent_kwargs, privacy)
-        cells = [
-            Cell(
-                c.env_id,
-                agent_id,
-                c.horizon,
-                c.runs,
-                dict(c.env_kwargs),
-                agent_kwargs,
-                c.seed,
-                label,
-                privacy,
-                backend,
-            )  # fmt: skip
-            for c in blocks.values()
-        ]
+    if own and not agent_kwargs and not privacy:  # the suite's own checks (attack sweeps too)
+        return suite.available(note, agent_id=agent_id)
+    blocks: dict[str, Cell] = {}
+    for cell in suite.candidates():
+        blocks.setdefault(cell.env_key, cell)
+    label = _label(agent_id, agent_kwargs, privacy)
+    cells = [
+        Cell(
+            c.env_id,
+            agent_id,
+            c.horizon,
+            c.runs,
+            dict(c.env_kwargs),
+            agent_kwargs,
+            c.seed,
+            label,
+            privacy,
+            backend,
+        )  # fmt: skip
+        for c in blocks.values()
+    ]
     mine = Suite(suite.name, tuple(cells), suite.baseline, suite.description)
     return mine.available(note)
 

@@ -47,9 +47,10 @@ from fedbandit_env.bench.datafiles import FileFormatError
 from fedbandit_env.bench.store import ResultsStore, Row
 from fedbandit_env.bench.suites import Cell, get_suite
 from fedbandit_env.bench.versions import (
-    current_results_version,
+    cell_results_version,
     package_version,
     registered_results_version,
+    row_version_key,
 )
 from fedbandit_env.registration import list_envs
 
@@ -285,9 +286,7 @@ def build_reference(
         results = ResultsStore(store if store is not None else Path(tmp) / "reference.sqlite")
         units = []
         for suite, cell in cells:
-            version = current_results_version(
-                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy, cell.backend
-            )
+            version = cell_results_version(cell)
             missing = sorted(set(cell.seeds) - results.done_seeds(cell.config_hash, version))
             entry = learner_entry(cell)
             for i in range(0, len(missing), chunk):
@@ -307,9 +306,7 @@ def build_reference(
         records = []
         n_rows = 0
         for suite, cell in cells:
-            version = current_results_version(
-                cell.env_id, cell.agent_id, cell.agent_kwargs, cell.privacy, cell.backend
-            )
+            version = cell_results_version(cell)
             rows = [r for r in results.rows_for([cell]) if r.results_version == version]
             n_rows += len(rows)
             records.append(cell_record(suite, rows))
@@ -464,10 +461,9 @@ def current_reference_rows(rows: list[Row], note: Callable[[str], None] = print)
     this process's registries, never imported, and no learner is built
     (:func:`~fedbandit_env.bench.versions.registered_results_version`)."""
     kept, stale, unknown = [], defaultdict(list), set()
-    versions: dict[tuple[str, str, bool, str], str | None] = {}
+    versions: dict[tuple[str, str, bool, str, bool | None], str | None] = {}
     for row in rows:
-        config = json.loads(row.config)
-        key = (row.env_id, row.agent_id, bool(config.get("privacy")), row.backend)
+        key = row_version_key(row)
         if key not in versions:
             versions[key] = registered_results_version(*key)
         want = versions[key]

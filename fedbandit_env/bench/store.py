@@ -147,6 +147,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
             f"is a {cell.backend} cell; evaluate it with backend={cell.backend!r}"
         )
     per_run_wall = result.wall_time / len(result.seeds)
+    per_agent, network, curves = _scored(result)
     rows = []
     for r, seed in enumerate(result.seeds):
         rows.append(
@@ -160,20 +161,32 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
                 "env_key": cell.env_key,
                 "config": json.dumps(cell.config, sort_keys=True),
                 "horizon": cell.horizon,
-                "final_regret_per_agent": float(result.regret_per_agent[r, -1]),
-                "final_regret_network": float(result.regret_network[r, -1]),
+                "final_regret_per_agent": float(per_agent[r]),
+                "final_regret_network": float(network[r]),
                 "messages": int(result.messages[r].sum()),
                 "floats": int(result.floats[r].sum()),
                 "cost": float(result.cost[r].sum()),
                 "epsilon": result.privacy_epsilon,
                 "wall_time": per_run_wall,
                 "steps": json.dumps(result.steps.tolist()),
-                "curve": json.dumps(result.regret_per_agent[r].tolist()),
+                "curve": json.dumps(curves[r].tolist()),
                 "created": time.time(),
                 "results_version": result.results_version,
             }
         )
     return rows
+
+
+def _scored(result: EvalResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per run: the final regret per agent, the network regret and the per-agent curve a row
+    stores. With an adversary (``result.roles``) only the honest agents are scored
+    (docs/adversary.md, "Honest metrics"): their mean, their sum and their mean curve; the rows'
+    results version says so (:func:`fedbandit_env.bench.versions.adversary_suffix`)."""
+    if result.roles is None:
+        return result.final_regret_per_agent, result.final_regret_network, result.regret_per_agent
+    honest = result.honest[:, None, :]
+    curves = np.where(honest, result.regret_by_agent, 0.0).sum(axis=2) / honest.sum(axis=2)
+    return result.honest_regret_mean, result.honest_regret_sum, curves
 
 
 CLAIM_TTL = 3600.0  # seconds after which a claim no longer defers its unit

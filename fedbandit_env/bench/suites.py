@@ -141,6 +141,133 @@ class LearnerSweep:
         ]
 
 
+@dataclass(frozen=True)
+class AttackSweep:
+    """Every registered learner on one environment configuration, clean (no adversary, the
+    f = 0 row) and, for each f in ``byzantine``, under every registered attack
+    (:func:`~fedbandit_env.adversary.list_attacks`, default kwargs) with ``adversary =
+    {"num_byzantine": f, "attack": id}`` (uniform placement). Expanded from both registries when
+    the suite runs, so learners and attacks registered later join by themselves.
+
+    Which cells run is decided by the learner and the attack (:func:`incompatibility`: the
+    environment is made and reset with the adversary, where an attack checks the channels'
+    payload layout, then the learner's ``reset`` runs): a learner that refuses the setting is
+    skipped with its reason, and so is an attack that does not fit the learner's channels (e.g.
+    a mean-layout attack on a channel of arm ids). A learner that declares no channels
+    (``channel_spec`` None: it reads no message, so no attack reaches it) runs clean and under
+    ``silent`` only (:meth:`refusal`), which gives the no-communication reference of the
+    cooperation ratio on the same honest agents."""
+
+    env_id: str
+    horizon: int
+    runs: int
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    byzantine: tuple[int, ...] = (1, 2)
+    exclude: tuple[str, ...] = ()
+    backend: str = NUMPY
+
+    def cells(self) -> list[Cell]:
+        from fedbandit_env.adversary import list_attacks
+
+        if self.backend != NUMPY:  # roles and attacks run on the numpy engine only
+            return []
+        out = []
+        for agent_id in list_agents():
+            if agent_id in self.exclude:
+                continue
+            out.append(Cell(self.env_id, agent_id, self.horizon, self.runs,
+                            dict(self.env_kwargs)))  # fmt: skip
+            for f in self.byzantine:
+                for attack in list_attacks():
+                    adversary = {"num_byzantine": f, "attack": attack}
+                    out.append(Cell(self.env_id, agent_id, self.horizon, self.runs,
+                                    {**self.env_kwargs, "adversary": adversary}))  # fmt: skip
+        return out
+
+    def refusal(self, cell: Cell, memo: dict[Any, Any]) -> str | None:
+        """Why a cell of this sweep cannot run, or None; what :func:`incompatibility` decides
+        for other cells, with work shared by the cells of one :meth:`Suite.split` (``memo``):
+
+        * the clean cell is :func:`incompatibility` itself; a learner that refuses the clean
+          setting is skipped under every attack with that reason (it refuses the family or the
+          graph, not the attack);
+        * an attack other than ``silent`` on a learner that declares no channels is skipped;
+        * otherwise the environment is made with the learner's channels, the adversary and the
+          topology already built, and reset (the attack checks the channels' layout), and the
+          learner's ``reset`` runs; an attack's layout refusal at one f holds at every f."""
+        clean = {k: v for k, v in cell.env_kwargs.items() if k != "adversary"}
+        key = (cell.agent_id, json.dumps(_canonical(clean), sort_keys=True))
+        if key not in memo:
+            memo[key] = incompatibility(cell.env_id, cell.agent_id,
+                                        {**clean, "horizon": cell.horizon}, cell.agent_kwargs)  # fmt: skip
+        adversary = cell.env_kwargs.get("adversary")
+        if memo[key] is not None or adversary is None:
+            return memo[key]
+        attack = adversary.get("attack")
+        channels, topology = self._preview(cell, clean, key, memo)
+        if attack != "silent" and channels is None:
+            return ("declares no channels (channel_spec None), so no attack reaches it; run "
+                    "clean and under 'silent' only")  # fmt: skip
+        if (*key, "attack", attack) in memo:
+            return memo[(*key, "attack", attack)]
+        from fedbandit_env.agent_registry import make_agent
+        from fedbandit_env.errors import FedBanditError
+        from fedbandit_env.seeding import BatchedRNG
+
+        kwargs = {**clean, "horizon": cell.horizon, "adversary": adversary, "topology": topology}
+        if channels is not None and "channels" not in clean:
+            kwargs["channels"] = channels
+        try:
+            policy = make_agent(cell.agent_id, **cell.agent_kwargs)
+            mismatch = layout_mismatch(attack, policy, adversary.get("attack_kwargs") or {})
+            if mismatch:
+                memo[(*key, "attack", attack)] = mismatch
+                return mismatch
+            venv = make_vec(cell.env_id, num_runs=1, **kwargs)
+            venv.reset(seed=0)
+            policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
+        except FedBanditError as err:
+            reason = str(err)
+        except Exception as err:  # a learner's bug: named, so one plug-in does not stop a suite
+            reason = f"{type(err).__name__}: {err}"
+        else:
+            return None
+        if reason.startswith(f"attack {attack!r}"):  # the attack's layout: the same at every f
+            memo[(*key, "attack", attack)] = reason
+        return reason
+
+    @staticmethod
+    def _preview(cell: Cell, clean: dict[str, Any], key: tuple, memo: dict) -> tuple[Any, Any]:
+        """The learner's channel spec on the clean setting and the topology built for it."""
+        if ("preview", *key) not in memo:
+            from fedbandit_env.agent_registry import make_agent
+
+            policy = make_agent(cell.agent_id, **cell.agent_kwargs)
+            preview = make_vec(cell.env_id, num_runs=1, **{**clean, "horizon": cell.horizon})
+            memo[("preview", *key)] = (policy.channel_spec(preview.config),
+                                       preview.config.topology)  # fmt: skip
+        return memo[("preview", *key)]
+
+
+def layout_mismatch(attack_id: str, policy: Any, attack_kwargs: dict[str, Any]) -> str | None:
+    """Why a layout attack (``Attack.layout``: it writes a payload of a given meaning, e.g.
+    [means, counts]) is not paired with a learner that declares no channel of that layout
+    (``TeamPolicy.payload_layouts``), or None. Without the declaration the attack would
+    overwrite, say, [counts, sums] with means and counts and measure nothing meaningful."""
+    from fedbandit_env.adversary import make_attack
+    from fedbandit_env.adversary.attacks import LAYOUTS
+
+    layout = make_attack(attack_id, **attack_kwargs).layout
+    declared = getattr(policy, "payload_layouts", {}) or {}
+    if layout is None or layout in declared.values():
+        return None
+    return (
+        f"attack {attack_id!r} fills payload layout {layout!r} ({LAYOUTS[layout]}); this "
+        f"learner declares {dict(declared) or 'no payload layouts'} "
+        "(TeamPolicy.payload_layouts), so the attack is not paired with it"
+    )
+
+
 FAMILY_BASELINES = {"linear": "linucb"}
 DEFAULT_BASELINE = "ucb1"
 
@@ -232,7 +359,7 @@ class Suite:
     cells: tuple[Cell, ...] = ()
     baseline: str | None = None
     description: str = ""
-    sweeps: tuple[LearnerSweep, ...] = ()
+    sweeps: tuple[LearnerSweep | AttackSweep, ...] = ()
 
     def baseline_for(self, env_id: str, env_kwargs: dict[str, Any]) -> str:
         return self.baseline or default_baseline(env_id, env_kwargs)
@@ -249,32 +376,49 @@ class Suite:
 
     def candidates(self) -> list[Cell]:
         """The explicit cells and the sweeps expanded over the registry as it is now."""
-        out = list(self.cells)
+        return [cell for cell, _ in self._candidates()]
+
+    def _candidates(self) -> list[tuple[Cell, AttackSweep | None]]:
+        """Each candidate cell with the attack sweep that checks it first, if any
+        (:meth:`AttackSweep.refusal`)."""
+        out: list[tuple[Cell, AttackSweep | None]] = [(cell, None) for cell in self.cells]
         for sweep in self.sweeps:
-            out.extend(sweep.cells())
+            check = sweep if isinstance(sweep, AttackSweep) else None
+            out.extend((cell, check) for cell in sweep.cells())
         return out
 
-    def available(self, note: Callable[[str], None] = print) -> list[Cell]:
+    def available(
+        self, note: Callable[[str], None] = print, agent_id: str | None = None
+    ) -> list[Cell]:
         """The candidate cells whose env and learner are registered here and whose learner
-        accepts the environment (:func:`incompatibility`). Skipped cells are noted with the
-        reason, one line per environment and reason (``skipping on ENV: a, b: family: ...``)."""
-        cells, skipped = self.split()
+        accepts the environment (:func:`incompatibility`); only ``agent_id``'s when given.
+        Skipped cells are noted with the reason, one line per environment and reason
+        (``skipping on ENV: a, b: family: ...``)."""
+        cells, skipped = self.split(agent_id)
         for (env_id, reason), names in skipped.items():
             note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
         return cells
 
-    def split(self) -> tuple[list[Cell], dict[tuple[str, str], list[str]]]:
-        """The available cells, and the skipped cells' names by (env id, reason)."""
+    def split(
+        self, agent_id: str | None = None
+    ) -> tuple[list[Cell], dict[tuple[str, str], list[str]]]:
+        """The available cells, and the skipped cells' names by (env id, reason); only
+        ``agent_id``'s cells when given."""
         envs = set(list_envs())
+        memo: dict[Any, Any] = {}  # shared by an attack sweep's cells (AttackSweep.refusal)
         out = []
         skipped: dict[tuple[str, str], list[str]] = {}
-        for cell in self.candidates():
+        for cell, check in self._candidates():
+            if agent_id is not None and cell.agent_id != agent_id:
+                continue
             missing = [cell.env_id] if cell.env_id not in envs else []
             missing += [cell.agent_id] if not learner_known(cell.agent_id, cell.backend) else []
             if missing:
                 reason = f"{missing} not registered in this installation"
                 if cell.backend != NUMPY:
                     reason += f" (on the {cell.backend} backend)"
+            elif check is not None:
+                reason = check.refusal(cell, memo)
             else:
                 reason = incompatibility(
                     cell.env_id,
@@ -287,7 +431,9 @@ class Suite:
                 out.append(cell)
                 continue
             reason = reason.removeprefix(f"{cell.agent_id}: ")
-            skipped.setdefault((cell.env_id, reason), []).append(cell.name)
+            names = skipped.setdefault((cell.env_id, reason), [])
+            if cell.name not in names:  # an attack sweep refuses one learner many times
+                names.append(cell.name)
         return out, skipped
 
     def skip_summary(self, skipped: dict[tuple[str, str], list[str]]) -> str | None:
@@ -300,6 +446,12 @@ class Suite:
             by_env.setdefault(env_id, set()).update(names)
         count = sum(len(names) for names in skipped.values())
         parts = "; on ".join(f"{env}: {', '.join(sorted(n))}" for env, n in by_env.items())
+        if any(isinstance(sw, AttackSweep) for sw in self.sweeps):
+            return (
+                f"suite {self.name}: skipping on {parts} ({len(skipped)} reasons: a learner that "
+                "refuses the setting, or an attack that does not fit its channels; --verbose "
+                "says which)"
+            )
         return (
             f"suite {self.name}: skipping on {parts} ({count} cells whose learner does not "
             "accept the environment; --verbose says why)"
@@ -348,6 +500,11 @@ def _open_suite(name: str, blocks: tuple, description: str) -> Suite:
         sweeps += more_sweeps
     return Suite(name, cells, None, description, sweeps)
 
+
+FED_MOM_CELL = ("fed_mom_ucb", {"clients": "environment"}, "fed_mom_ucb clients=N")
+"""Fed-MoM-UCB derives its number of clients from T and its Byzantine fraction (tens to hundreds,
+docs/fed-mom-ucb.md) and refuses a smaller federation; the open suites run it on their own N
+agents instead."""
 
 QUICK_HOMOGENEOUS = {**HOMO_SMALL, "instance_seed": None}
 """The quick suite's homogeneous block draws a new instance per seed: on one fixed instance with
@@ -413,19 +570,20 @@ SUITES: dict[str, Suite] = {
                 HETERO_SMALL,
                 2000,
                 10,
-                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
+                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"), FED_MOM_CELL),
             ),
             (
                 "FedBandit/Homogeneous-v0",
                 QUICK_HOMOGENEOUS,
                 2000,
                 10,
-                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"),),
+                (("gossip_fed_ucb", {"epsilon": 5.0}, "gossip_fed_ucb eps=5"), FED_MOM_CELL),
             ),
             ("FedBandit/LinearContextual-v0", LINEAR_SMALL, 2000, 10, QUICK_LINEAR_EXPLICIT),
         ),
         "Every registered learner that accepts the environment (default kwargs; gossip_fed_ucb "
-        "at epsilon 5; the FedUCB agents also without noise) on three small environments: "
+        "at epsilon 5; the FedUCB agents also without noise; fed_mom_ucb with the environment's "
+        "agents as its clients) on three small environments: "
         "heterogeneous and homogeneous rings of 5 agents with 5 arms (the homogeneous one draws "
         "a new instance per seed), and a linear contextual one (5 agents, K = 5, d = 5); "
         "10 seeds, T = 2000.",
@@ -438,21 +596,22 @@ SUITES: dict[str, Suite] = {
                 {**HETERO_SMALL, "num_agents": 10, "num_arms": 10},
                 10_000,
                 20,
-                (("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"),),
+                (("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"), FED_MOM_CELL),
             ),
             (
                 "FedBandit/Homogeneous-v0",
                 {**HOMO_SMALL, "num_agents": 10, "num_arms": 10},
                 10_000,
                 20,
-                (("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"),),
+                (("gossip_fed_ucb", {"epsilon": 2.0}, "gossip_fed_ucb eps=2"), FED_MOM_CELL),
             ),
             ("FedBandit/LinearContextual-v0", {"num_agents": 10}, 10_000, 20, LINEAR_EXPLICIT),
         ),
         "All three families (heterogeneous and homogeneous rings of 10 agents with 10 arms, "
         "linear contextual with 10 agents), every registered learner that accepts the "
         "environment (every reference agent and baseline, default kwargs; gossip_fed_ucb at "
-        "epsilon 2; fed_lin_ucb private and not), 20 seeds, T = 10^4.",
+        "epsilon 2; fed_lin_ucb private and not; fed_mom_ucb with the environment's agents as its "
+        "clients), 20 seeds, T = 10^4.",
     ),
     "gossip": Suite(
         "gossip",
@@ -533,6 +692,54 @@ SUITES: dict[str, Suite] = {
 
 
 SUITES["field"] = _field_suite()
+
+ROBUST_TOPOLOGIES = (
+    ("complete", {}),
+    ("ring", {}),
+    ("random_regular", {"topology_kwargs": {"degree": 4}}),
+)
+"""The graphs of the robust suite: complete, ring and a random 4-regular graph."""
+ROBUST_SCALES = {
+    "robust": {"num_agents": 8, "num_arms": 4, "horizon": 1000, "runs": 5},
+    "robust_full": {"num_agents": 20, "num_arms": 4, "horizon": 10_000, "runs": 20},
+}
+"""The robust suite's size: the default (a few minutes on a laptop) and ``robust_full``. Four
+arms, so that every built-in attack of the means layout fits (``zhu_intended``'s default values
+are four means)."""
+
+
+def robust_suite(name: str = "robust") -> Suite:
+    """Every registered learner on the homogeneous family, clean and under every attack that
+    fits its channels at f = 1 and 2 Byzantine agents (:class:`AttackSweep`), on complete, ring
+    and random 4-regular graphs, a new instance per seed; ``name`` picks the scale
+    (:data:`ROBUST_SCALES`)."""
+    scale = ROBUST_SCALES[name]
+    base = {"num_agents": scale["num_agents"], "num_arms": scale["num_arms"],
+            "instance_seed": None}  # fmt: skip
+    sweeps = tuple(
+        AttackSweep(
+            "FedBandit/Homogeneous-v0",
+            scale["horizon"],
+            scale["runs"],
+            {**base, "topology": topology, **extra},
+        )  # fmt: skip
+        for topology, extra in ROBUST_TOPOLOGIES
+    )
+    return Suite(
+        name,
+        (),
+        None,
+        f"Byzantine robustness: every registered learner on the homogeneous family (N = "
+        f"{scale['num_agents']}, K = {scale['num_arms']}, a new instance per seed), clean and "
+        f"under every registered attack that fits its channels with f = 1 and 2 Byzantine "
+        f"agents (uniform placement), on complete, ring and random 4-regular graphs; "
+        f"{scale['runs']} seeds, T = {scale['horizon']}.",
+        sweeps,
+    )
+
+
+SUITES["robust"] = robust_suite("robust")
+SUITES["robust_full"] = robust_suite("robust_full")
 
 
 def get_suite(name: str) -> Suite:

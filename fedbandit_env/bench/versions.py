@@ -21,6 +21,7 @@ never has a numpy row's version and the two are never pooled.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fedbandit_env.registration import spec
@@ -28,6 +29,11 @@ from fedbandit_env.registration import spec
 PRIVACY_WRAPPER_VERSION = 1
 """Results version of the privacy wrapper's part of a row (bumped when a change of the wrapper
 moves the results of wrapped learners)."""
+
+ADVERSARY_VERSION = 1
+"""Results version of the part of a row of a cell with an adversary (``adversary=`` in its
+environment kwargs, docs/adversary.md): such a row stores the honest agents' regret
+(:func:`fedbandit_env.bench.store.rows_from_result`); bumped when what those rows hold changes."""
 
 JAX_BACKEND_VERSION = 1
 """Results version of the JAX backend's part of a row (bumped when a change of
@@ -40,6 +46,14 @@ JAX_BACKEND_VERSION = 1
 #     python -c "from fedbandit_env.bench.versions import history_markdown; print(history_markdown())"
 HISTORY: tuple[tuple[str, str, str], ...] = (
     # --- add new rows below this line, newest first ---
+    (
+        "rows of a cell with an adversary (`adversary=` in its env kwargs)",
+        "1",
+        "new: such a row's final regret per agent, network regret and curve are the honest "
+        "agents' (their mean, their sum; Byzantine and crashed agents are not scored, "
+        "[adversary.md](adversary.md#honest-metrics)) and its version ends in ` / adversary v1`; "
+        "rows of cells without an adversary keep their versions and numbers",
+    ),
     (
         "JAX backend (rows of `--backend jax`)",
         "1",
@@ -200,8 +214,18 @@ def wrapper_suffix(privacy: Any) -> str:
     return f" / privacy wrapper v{PRIVACY_WRAPPER_VERSION}" if privacy else ""
 
 
+def adversary_suffix(adversary: Any) -> str:
+    """The part of a results version that says the row's cell has an adversary and so stores
+    the honest agents' regret (empty without one, so other rows keep their versions)."""
+    return "" if adversary is None else f" / adversary v{ADVERSARY_VERSION}"
+
+
 def registered_results_version(
-    env_id: str, agent_id: str, privacy: Any = None, backend: str = "numpy"
+    env_id: str,
+    agent_id: str,
+    privacy: Any = None,
+    backend: str = "numpy",
+    adversary: Any = None,
 ) -> str | None:
     """The results version rows of (``env_id``, ``agent_id``) on ``backend`` get now, from the
     registries alone: the environment's registered version and the learner's class attributes
@@ -226,6 +250,7 @@ def registered_results_version(
     return (
         _format(env_id, env_version, agent_id, *learner)
         + wrapper_suffix(privacy)
+        + adversary_suffix(adversary)
         + backend_suffix(backend)
     )
 
@@ -236,6 +261,7 @@ def current_results_version(
     agent_kwargs: dict[str, Any],
     privacy: Any = None,
     backend: str = "numpy",
+    adversary: Any = None,
 ) -> str:
     """The results version a run of (env, learner id, kwargs) on ``backend`` would get now
     (builds the learner to read its ``version``; for cells defined in code, never for ids read
@@ -244,9 +270,37 @@ def current_results_version(
         from fedbandit_env.agent_registry import make_agent
 
         policy = make_agent(agent_id, **dict(agent_kwargs))
-        return results_version(env_id, agent_id, policy) + wrapper_suffix(privacy)
+        return (results_version(env_id, agent_id, policy) + wrapper_suffix(privacy)
+                + adversary_suffix(adversary))  # fmt: skip
     from fedbandit_env.bench.backends import jax_learner
 
     learner, _ = jax_learner(agent_id, dict(agent_kwargs))
     base = results_version(env_id, agent_id, learner)
-    return base + wrapper_suffix(privacy) + backend_suffix(backend)
+    return base + wrapper_suffix(privacy) + adversary_suffix(adversary) + backend_suffix(backend)
+
+
+def cell_results_version(cell: Any) -> str:
+    """:func:`current_results_version` of a suite cell (its env, learner, kwargs, privacy,
+    backend and adversary)."""
+    return current_results_version(
+        cell.env_id,
+        cell.agent_id,
+        cell.agent_kwargs,
+        cell.privacy,
+        cell.backend,
+        cell.env_kwargs.get("adversary"),
+    )
+
+
+def row_version_key(row: Any) -> tuple[str, str, bool, str, bool | None]:
+    """What a stored row's results version depends on, for
+    :func:`registered_results_version`: env id, learner id, privacy wrapper, backend and
+    whether the run had an adversary (None when not, so rows without one keep their key)."""
+    config = json.loads(row.config)
+    return (
+        row.env_id,
+        row.agent_id,
+        bool(config.get("privacy")),
+        row.backend,
+        config.get("env_kwargs", {}).get("adversary") is not None or None,
+    )
