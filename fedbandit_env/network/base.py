@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.network.ledger import Charge
 from fedbandit_env.seeding import BatchedRNG
@@ -107,6 +108,15 @@ class Channel(ABC):
         says so (a channel with drops draws every step; one with messages in flight delivers
         them)."""
         return False
+
+    def check_per_receiver(self, senders: np.ndarray, payloads: np.ndarray) -> None:
+        """Refuse per-receiver payloads (:attr:`supports_per_receiver`) of the wrong shape."""
+        shape = (self.num_runs, self.num_agents, self.num_agents, self.dim)
+        if payloads.shape != shape or senders.shape != shape[:2]:
+            raise ConfigError(
+                f"channels.{self.name}: per-receiver payloads: expected senders {shape[:2]} and "
+                f"payloads {shape}, got {senders.shape} and {payloads.shape}"
+            )
 
     def _charge(self) -> Charge:
         return Charge.zeros(self.num_runs, self.num_agents)

@@ -180,12 +180,7 @@ class GossipChannel(Channel):
 
     def _per_receiver(self, delivery: GossipDelivery, marked: np.ndarray, payloads: np.ndarray):
         """Replace, in place, what a marked partner's message carries to each receiver."""
-        shape = (self.num_runs, self.num_agents, self.num_agents, self.dim)
-        if payloads.shape != shape or marked.shape != shape[:2]:
-            raise ConfigError(
-                f"channels.{self.name}: per-receiver payloads: expected senders {shape[:2]} and "
-                f"payloads {shape}, got {marked.shape} and {payloads.shape}"
-            )
+        self.check_per_receiver(marked, payloads)
         src = np.where(delivery.partner >= 0, delivery.partner, 0)
         rows = self._rows[:, None]
         own = payloads[rows, src, np.arange(self.num_agents)[None, :]]  # (B, N, dim)

@@ -203,12 +203,7 @@ class NeighborsChannel(Channel):
     ) -> np.ndarray:
         """The padded gather (B, N, D, dim) where slot d of receiver i holds
         ``payloads[b, j, i]`` for a marked sender j = ``senders[i, d]``, else ``payload[b, j]``."""
-        shape = (self.num_runs, self.num_agents, self.num_agents, self.dim)
-        if payloads.shape != shape or senders.shape != shape[:2]:
-            raise ConfigError(
-                f"channels.{self.name}: per-receiver payloads: expected senders {shape[:2]} and "
-                f"payloads {shape}, got {senders.shape} and {payloads.shape}"
-            )
+        self.check_per_receiver(senders, payloads)
         receiver = np.arange(self.num_agents)[:, None]  # (N, 1) against the (N, D) slots
         own = payloads[:, self._gather, receiver, :]  # (B, N, D, dim): sender's message to i
         marked = senders.take(self._gather, axis=1)[..., None]
