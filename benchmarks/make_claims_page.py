@@ -25,6 +25,16 @@ README = ROOT / "README.md"
 PAGE_ORDER = ("gossip", "dp-recsys", "commeff", "linear", "field", "byzres", "fed-mom", "vial")
 
 
+def paper_scales(folder: Path) -> dict[str, str]:
+    """The papers' own scales (``paper-scales.tsv`` of the claims folder: slug, tab, text;
+    ``#`` lines are comments); empty when the file is missing."""
+    path = folder / "paper-scales.tsv"
+    if not path.exists():
+        return {}
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return dict(line.split("\t", 1) for line in lines)
+
+
 def claims_files(folder: Path) -> list[Path]:
     """The claims files of ``folder`` in page order: paper (:data:`PAGE_ORDER`), CI first."""
 
@@ -57,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"make_claims_page: no claims file (*.json) in {opts.claims_dir}")
     intro_path = opts.claims_dir / "intro.md"
     intro = intro_path.read_text() if intro_path.exists() else ""
-    opts.out.write_text(render_page(files, intro=intro))
+    scales = paper_scales(opts.claims_dir)
+    opts.out.write_text(render_page(files, intro=intro, paper_scales=scales))
     print(f"make_claims_page: {opts.out} from {len(files)} claims file(s)")
     if opts.readme is not None:
         opts.readme.write_text(replace_summary(opts.readme.read_text(), summary_lines(files)))

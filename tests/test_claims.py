@@ -91,6 +91,23 @@ def test_page_and_summary_name_the_backend_of_a_jax_claims_file(tmp_path):
     assert "## P (CI)\n" in page and "## P (CI, JAX backend)\n" in page
 
 
+def test_the_page_states_the_scale_checked_against_the_papers(tmp_path):
+    def row(T, runs):
+        return C.claim(paper="P", figure="Fig. 1", text=f"c{T}", check=C.at_least(2, 1), ours=2,
+                       scale={"T": T, "runs": runs})  # fmt: skip
+
+    ci, paper = tmp_path / "p-ci.json", tmp_path / "p-paper_jax.json"
+    C.write_claims(ci, [row(100, 3), row(2000, 2)], meta={"title": "P", "scale_name": "CI"})
+    C.write_claims(paper, [row(10**5, 100)], meta={"title": "P", "scale_name": "paper",
+                   "backend": "jax", "device": "gpu: NVIDIA H200"})  # fmt: skip
+    page = C.render_page([ci, paper], paper_scales={"p": "T = 10^5, 100 runs"})
+    assert "## Scale: checked at, against the paper's" in page
+    assert "| P | CI | T up to 2,000, up to 3 runs, numpy | T = 10^5, 100 runs |" in page
+    assert ("| P | paper, JAX backend | T up to 10^5, up to 100 runs, jax on gpu: NVIDIA H200 | "
+            "T = 10^5, 100 runs |") in page  # fmt: skip
+    assert "Scale: checked" not in C.render_page([ci])  # without the papers' scales: no table
+
+
 def test_claim_validation():
     with pytest.raises(ValueError, match="source"):
         C.Claim("p", "f", "c", "hearsay", None, 1, {}, "reproduced", "t")

@@ -159,12 +159,27 @@ def test_cli_run_backend_jax_writes_a_row(tmp_path, capsys):
 
 
 def test_cli_suite_backend_jax_runs_the_suites_jax_cells(tmp_path, capsys, monkeypatch):
-    cells = (_cell(runs=2), _cell("dducb", runs=2))
+    from fedbandit_env.agent_registry import register_agent
+
+    register_agent("numpy_only_ucb1", "baselines.ucb:UCB1")  # a learner without a JAX port
+    spread = Cell("FedBandit/Heterogeneous-v0", "ucb1", HORIZON, 2,
+                  {**SMALL, "client_spread": 0.1}, {}, 0)  # fmt: skip
+    private = Cell(ENV, "ucb1", HORIZON, 2, dict(SMALL), {}, 0, privacy={"epsilon": 1.0})
+    cells = (_cell(runs=2), _cell("numpy_only_ucb1", runs=2), spread, private)
     monkeypatch.setitem(SUITES, "tinyjax", Suite("tinyjax", cells))
     path = tmp_path / "suite.sqlite"
     main(["suite", "tinyjax", "--backend", "jax", "--store", str(path), "--verbose"])
     out = capsys.readouterr().out
-    assert "skipping on FedBandit/Homogeneous-v0: dducb" in out and "jax backend" in out
+    assert "skipping on FedBandit/Homogeneous-v0: numpy_only_ucb1" in out
+    # every cell the backend cannot run is named, with why, even without --verbose
+    gaps = next(line for line in out.splitlines() if "on the jax backend" in line)
+    assert gaps.startswith("suite tinyjax on the jax backend: runs 1 cells; 3 cannot run there")
+    assert f"numpy_only_ucb1 on {ENV}: no jax port of numpy_only_ucb1 (it runs on numpy)" in gaps
+    assert (
+        "ucb1 on FedBandit/Heterogeneous-v0: FedBandit/Heterogeneous-v0: client_spread: "
+        "not on the JAX backend" in gaps
+    )
+    assert f"ucb1 on {ENV}: a privacy wrapper (numpy-only" in gaps
     rows = ResultsStore(path, create=False).rows()
     assert {(r.agent_id, r.backend) for r in rows} == {("ucb1", "jax")} and len(rows) == 2
     assert rows[0].cell_hash == _cell(backend="jax").config_hash

@@ -414,8 +414,56 @@ def backend_suffix(meta: dict[str, Any]) -> str:
     return f", {'JAX' if backend == 'jax' else backend} backend"
 
 
-def render_page(files: Sequence[str | Path], intro: str = "") -> str:
-    """docs/reproductions.md from claims files (one section per file, in the given order)."""
+def _power(x: float) -> str:
+    """10^k for an exact power of ten, else the number with thousands separators."""
+    k = round(math.log10(x)) if x > 0 else 0
+    return f"10^{k}" if x >= 1000 and 10**k == x else f"{x:,.0f}"
+
+
+def checked_scale(meta: dict[str, Any], rows: Sequence[Claim]) -> str:
+    """The scale one claims file checked its claims at, read from its rows' ``scale``: the
+    longest horizon, the most runs of one configuration, and the backend and device."""
+
+    def largest(key: str) -> float | None:
+        values = [r.scale.get(key) for r in rows if isinstance(r.scale, dict)]
+        numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        return max(numbers) if numbers else None
+
+    parts = []
+    if (t := largest("T")) is not None:
+        parts.append(f"T up to {_power(t)}")
+    if (runs := largest("runs")) is not None:
+        parts.append(f"up to {runs:,.0f} runs")
+    backend = meta.get("backend") or "numpy"
+    where = "numpy" if backend == "numpy" else f"{backend} on {meta.get('device', '?')}"
+    return ", ".join(parts + [where])
+
+
+def scale_table(files: Sequence[str | Path], paper_scales: dict[str, str]) -> list[str]:
+    """The page's table of the scale each paper's claims were checked at (every claims file,
+    :func:`checked_scale`) against the paper's own (``paper_scales``: paper slug -> text)."""
+    lines = [
+        "| paper | claims file | checked at | the paper's scale |",
+        "|---|---|---|---|",
+    ]
+    for f in files:
+        meta, rows = read_claims(f)
+        slug = Path(f).stem.rpartition("-")[0]
+        title = meta.get("title") or (rows[0].paper if rows else Path(f).stem)
+        scale = (meta.get("scale_name", "") + backend_suffix(meta)).lstrip(", ")
+        lines.append(
+            f"| {_cell(title)} | {_cell(scale)} | {_cell(checked_scale(meta, rows))} | "
+            f"{_cell(paper_scales.get(slug, 'not stated here'))} |"
+        )
+    return lines
+
+
+def render_page(
+    files: Sequence[str | Path], intro: str = "", paper_scales: dict[str, str] | None = None
+) -> str:
+    """docs/reproductions.md from claims files (one section per file, in the given order);
+    with ``paper_scales`` (paper slug -> the paper's own scale), also the table of the scale
+    the claims were checked at against the paper's (:func:`scale_table`)."""
     parts = ["# Reproductions", ""]
     if intro:
         parts += [intro.strip(), ""]
@@ -442,7 +490,11 @@ def render_page(files: Sequence[str | Path], intro: str = "") -> str:
             body += [f"Wall time: {float(meta['wall_time_s']):.0f} s", ""]
         body += [to_markdown(rows), ""]
         sections.append("\n".join(body))
-    return "\n".join(parts + summary + [""] + sections)
+    scales = []
+    if paper_scales is not None:
+        scales = ["## Scale: checked at, against the paper's", "",
+                  *scale_table(files, paper_scales), ""]  # fmt: skip
+    return "\n".join(parts + summary + [""] + scales + sections)
 
 
 SUMMARY_START = "<!-- reproductions-summary: written by benchmarks/make_claims_page.py -->"

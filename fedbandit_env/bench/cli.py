@@ -219,7 +219,9 @@ def cmd_suite(args) -> None:
     suite = get_suite(args.name).with_backend(args.backend)
     cells = _suite_cells(suite, args)
     if cells:
-        suite = Suite(suite.name, tuple(cells), suite.baseline, suite.description)
+        agents = {c.agent_id for c in cells}
+        left_out = tuple(x for x in suite.left_out if x[1].agent_id in agents)
+        suite = Suite(suite.name, tuple(cells), suite.baseline, suite.description, (), left_out)
     store = ResultsStore(args.store)
     failures: list[str] = []
     written = run_suite(

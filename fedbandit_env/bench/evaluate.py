@@ -74,6 +74,7 @@ class EvalResult:
     results_version: str = ""  # package / environment / learner versions (docs/bench.md)
     backend: str = NUMPY  # "numpy" or "jax" (docs/bench.md, "Backends")
     roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
+    learner_state: Any = None  # JAX backend: the learner's final state, batched over runs
 
     @property
     def final_regret_per_agent(self) -> np.ndarray:
@@ -465,6 +466,7 @@ def _evaluate_jax(
         privacy_epsilon=declared_epsilon(learner),
         results_version=results_version(env_id, agent_id, learner, JAX),
         backend=JAX,
+        learner_state=result.learner_state,
     )
 
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from fedbandit_env.agent_registry import Entry, agent_entry, ensure_agent
 from fedbandit_env.bench.backends import NUMPY, check_backend, ensure_jax_agent, jax_entry
 from fedbandit_env.bench.evaluate import EvalResult, evaluate
@@ -246,7 +248,24 @@ def run_task(task: EvalTask) -> tuple[EvalResult, dict[str, Any]]:
         checkpoints=task.checkpoints,
         backend=task.backend,
     )
-    return result, {name: copy.deepcopy(getattr(agent, name)) for name in task.attrs}
+    if task.backend == NUMPY or not task.attrs:
+        return result, {name: copy.deepcopy(getattr(agent, name)) for name in task.attrs}
+    return result, jax_attrs(agent, task.attrs, result.learner_state)
+
+
+def jax_attrs(learner: Any, names: tuple[str, ...], state: Any) -> dict[str, Any]:
+    """A JAX learner's after-run attributes (the numpy twin's ``rounds_done`` and the like,
+    per run) read from its final state, batched over runs, by its ``run_attrs(state)``; a
+    learner without them, or without one of ``names``, is a ConfigError naming it."""
+    read = getattr(learner, "run_attrs", None)
+    found = read(state) if callable(read) else {}
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise ConfigError(
+            f"attrs: the JAX learner {getattr(learner, 'agent_id', learner)!r} does not report "
+            f"{missing} (expected among {sorted(found)} from its run_attrs(state))"
+        )
+    return {name: np.asarray(found[name]) for name in names}
 
 
 def _keyed_task(item: tuple[Hashable, EvalTask]) -> tuple[Hashable, Any]:
@@ -309,13 +328,13 @@ def run_suite(
     unit whose learner raises is appended to it (:class:`UnitFailure`) and the suite goes on;
     without, the first such error stops the suite (the finished units' rows are kept)."""
     require_executor(executor)
+    cells, skipped = suite.split()
     if verbose and not quiet:
-        cells = suite.available(print)
-    else:
-        cells, skipped = suite.split()
-        summary = suite.skip_summary(skipped)
-        if summary and not quiet:
-            print(summary)
+        suite.note_skipped(skipped, print)
+    elif not quiet and (summary := suite.skip_summary(skipped)):
+        print(summary)
+    if not quiet and (gaps := suite.backend_summary(cells, skipped)):
+        print(gaps)  # the cells another backend cannot run are always named
     units = plan(suite, cells, store, chunk)
     bar = None
     if not quiet:

@@ -341,6 +341,30 @@ def estimated_seconds(cells: list[Cell]) -> float:
     return total
 
 
+BACKEND_GAP = "not on this backend: "
+"""The prefix of a skip reason that is the backend's, not the learner's (:func:`backend_gap`):
+the cell runs on numpy."""
+
+
+def backend_gap(cell: Cell, missing: list[str]) -> str | None:
+    """Why the JAX backend cannot run ``cell`` where numpy can, or None: a privacy wrapper
+    (numpy-only), or a learner registered on numpy that has no JAX port. A numpy-only
+    environment is found when the cell is built (:func:`mark_backend_gap`)."""
+    if cell.privacy:
+        return BACKEND_GAP + "a privacy wrapper (numpy-only, docs/privacy.md)"
+    if cell.agent_id in missing and learner_known(cell.agent_id, NUMPY):
+        return BACKEND_GAP + f"no {cell.backend} port of {cell.agent_id} (it runs on numpy)"
+    return None
+
+
+def mark_backend_gap(reason: str | None) -> str | None:
+    """A skip reason of a JAX cell, prefixed with :data:`BACKEND_GAP` when the JAX backend's
+    ``make`` refused the environment (a data-set id, an option it cannot honour)."""
+    if reason is not None and "not on the JAX backend" in reason:
+        return BACKEND_GAP + reason
+    return reason
+
+
 def default_baseline(env_id: str, env_kwargs: dict[str, Any]) -> str:
     """The learner a table is normalized to by default: ``linucb`` on the linear family
     (a multi-armed learner is no reference there), ``ucb1`` otherwise."""
@@ -360,19 +384,26 @@ class Suite:
     baseline: str | None = None
     description: str = ""
     sweeps: tuple[LearnerSweep | AttackSweep, ...] = ()
+    left_out: tuple[tuple[str, Cell, str], ...] = ()
+    """(backend, numpy cell, reason) of the cells :meth:`with_backend` could not move: a privacy
+    wrapper is numpy-only, so such a cell is not even built on JAX; they are skipped with the
+    reason like the cells :meth:`split` refuses."""
 
     def baseline_for(self, env_id: str, env_kwargs: dict[str, Any]) -> str:
         return self.baseline or default_baseline(env_id, env_kwargs)
 
     def with_backend(self, backend: str) -> Suite:
         """The same suite on ``backend``: every explicit cell and sweep moved there (same
-        seeds; the cells' hashes change with the backend, so their rows are their own).
-        Cells with a privacy wrapper (numpy-only) are left out of a JAX suite."""
+        seeds; the cells' hashes change with the backend, so their rows are their own). A cell
+        the backend cannot run (no port of its learner, a numpy-only environment or privacy
+        wrapper) stays in the suite and is skipped with its reason (:meth:`split`)."""
         check_backend(backend)
-        cells = tuple(replace(c, backend=backend) for c in self.cells
-                      if backend == NUMPY or not c.privacy)  # fmt: skip
+        moved = [c for c in self.cells if backend == NUMPY or not c.privacy]
+        left_out = tuple((backend, c, backend_gap(c, [])) for c in self.cells
+                         if c not in moved)  # fmt: skip
+        cells = tuple(replace(c, backend=backend) for c in moved)
         sweeps = tuple(replace(sw, backend=backend) for sw in self.sweeps)
-        return Suite(self.name, cells, self.baseline, self.description, sweeps)
+        return Suite(self.name, cells, self.baseline, self.description, sweeps, left_out)
 
     def candidates(self) -> list[Cell]:
         """The explicit cells and the sweeps expanded over the registry as it is now."""
@@ -395,9 +426,14 @@ class Suite:
         Skipped cells are noted with the reason, one line per environment and reason
         (``skipping on ENV: a, b: family: ...``)."""
         cells, skipped = self.split(agent_id)
+        self.note_skipped(skipped, note)
+        return cells
+
+    def note_skipped(self, skipped: dict[tuple[str, str], list[str]],
+                     note: Callable[[str], None]) -> None:  # fmt: skip
+        """One note per environment and reason of :meth:`split`'s skipped cells."""
         for (env_id, reason), names in skipped.items():
             note(f"suite {self.name}: skipping on {env_id}: {', '.join(names)}: {reason}")
-        return cells
 
     def split(
         self, agent_id: str | None = None
@@ -408,12 +444,17 @@ class Suite:
         memo: dict[Any, Any] = {}  # shared by an attack sweep's cells (AttackSweep.refusal)
         out = []
         skipped: dict[tuple[str, str], list[str]] = {}
+        for _backend, cell, reason in self.left_out:
+            if agent_id is None or cell.agent_id == agent_id:
+                skipped.setdefault((cell.env_id, reason), []).append(cell.name)
         for cell, check in self._candidates():
             if agent_id is not None and cell.agent_id != agent_id:
                 continue
             missing = [cell.env_id] if cell.env_id not in envs else []
             missing += [cell.agent_id] if not learner_known(cell.agent_id, cell.backend) else []
-            if missing:
+            if cell.backend != NUMPY and (gap := backend_gap(cell, missing)) is not None:
+                reason = gap
+            elif missing:
                 reason = f"{missing} not registered in this installation"
                 if cell.backend != NUMPY:
                     reason += f" (on the {cell.backend} backend)"
@@ -427,6 +468,7 @@ class Suite:
                     cell.agent_kwargs,
                     cell.backend,
                 )
+                reason = mark_backend_gap(reason) if cell.backend != NUMPY else reason
             if reason is None:
                 out.append(cell)
                 continue
@@ -435,6 +477,25 @@ class Suite:
             if cell.name not in names:  # an attack sweep refuses one learner many times
                 names.append(cell.name)
         return out, skipped
+
+    def backend_summary(self, cells: list[Cell], skipped: dict[tuple[str, str], list[str]]
+                        ) -> str | None:  # fmt: skip
+        """For a suite on a backend other than numpy: one line that names every cell the
+        backend cannot run (:func:`backend_gap`: no port, a numpy-only environment or wrapper)
+        and how many it runs; None on numpy or when it runs them all."""
+        backends = {c.backend for c, _ in self._candidates()} - {NUMPY}
+        backends |= {backend for backend, _cell, _reason in self.left_out}
+        if not backends:
+            return None
+        gaps = {key: names for key, names in skipped.items() if key[1].startswith(BACKEND_GAP)}
+        if not gaps:
+            return None
+        backend = ", ".join(sorted(backends))
+        count = sum(len(names) for names in gaps.values())
+        parts = "; ".join(f"{', '.join(names)} on {env}: {reason.removeprefix(BACKEND_GAP)}"
+                          for (env, reason), names in sorted(gaps.items()))  # fmt: skip
+        return (f"suite {self.name} on the {backend} backend: runs {len(cells)} cells; "
+                f"{count} cannot run there ({parts})")  # fmt: skip
 
     def skip_summary(self, skipped: dict[tuple[str, str], list[str]]) -> str | None:
         """One line for the skipped cells of :meth:`split`: the learners skipped on each
