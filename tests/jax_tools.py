@@ -38,7 +38,8 @@ def agreement(
     a = ref.final_regret_network
     b = out.regret_by_agent[:, -1].sum(axis=1)
     se = math.sqrt(a.var(ddof=1) / runs + b.var(ddof=1) / runs)
-    assert abs(a.mean() - b.mean()) <= 3 * se + 1e-9 * max(1.0, abs(a.mean())), (
+    # float32 rounding of JAX's regret (docs/jax.md, "Numbers") for a deterministic regret
+    assert abs(a.mean() - b.mean()) <= 3 * se + 1e-6 * max(1.0, abs(a.mean())), (
         f"{agent_id}: numpy {a.mean():.3f} vs JAX {b.mean():.3f}, 3 se = {3 * se:.3f}"
     )
     if exact_messages:

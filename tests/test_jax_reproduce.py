@@ -83,3 +83,58 @@ def test_linear_reproduction_runs_on_jax_one_figure(tmp_path):
     # Fig. 1C's six configurations (d = 2, 4, 8; private and not) and nothing else
     configs = [line for line in table.splitlines() if line.startswith(("| 1 |", "| 2 |", "| 3 |"))]
     assert len(configs) == 6 and all(line.startswith("| 3 |") for line in configs)
+
+
+def _script(module: str, *argv: str, check: bool = True):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", f"fedbandit_env.reproductions.{module}", *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=check)
+
+
+@pytest.mark.slow
+def test_dp_recsys_reproduction_runs_on_jax_and_says_so_in_meta(tmp_path):
+    from fedbandit_env.bench import claims as C
+    from tests.test_reproduce_dp_recsys import REQUIRED
+
+    path = tmp_path / "claims.json"
+    _script("dp_recsys", "--backend", "jax", "--agents", "4", "--arms", "3", "--horizon", "120",
+            "--seeds", "3", "--delta-horizon", "0", "--out", str(tmp_path), "--claims",
+            str(path))  # fmt: skip
+    meta, rows = C.read_claims(path)
+    assert meta["backend"] == "jax" and meta["device"].startswith("cpu")
+    assert meta["scale_name"] == "CI" and "backend_note" not in meta  # every task on JAX
+    found = {(r.figure, r.source) for r in rows}
+    assert {(fig, src) for fig, src, _ in REQUIRED} <= found
+    # the decision rounds of DP-MW-UCB come from the JAX learner's final state (run_attrs)
+    assert "| dp_mw_ucb | non-private |" in (tmp_path / "dp_recsys.md").read_text()
+
+
+@pytest.mark.parametrize("module", ["dp_recsys", "commeff"])
+def test_paper_scale_needs_the_jax_backend(module):
+    done = _script(module, "--paper-scale", check=False)
+    assert done.returncode == 2 and "--paper-scale: expected --backend jax" in done.stderr
+    done = _script(module, "--paper-scale", "--backend", "jax", "--full", check=False)
+    assert done.returncode == 2 and "--paper-scale: expected without --full" in done.stderr
+
+
+def test_paper_scale_learners_and_fallbacks():
+    import argparse
+
+    from fedbandit_env.reproductions import harness
+
+    args = argparse.Namespace(backend="jax", paper_scale=True, full=False, executor=None, jobs=2)
+    harness.check_paper_scale(argparse.ArgumentParser(), args)
+    assert (args.executor, args.jobs) == ("serial", 1)  # one process owns the device
+    port, backend = harness.learner(args, "cdp_mab", epsilon=1.0)
+    assert backend == "jax" and type(port).__module__ == "agents.jax.commeff"
+    twin, backend = harness.learner(args, "cdp_mab", numpy_only=True, epsilon=1.0)
+    assert backend == "numpy" and type(twin).__module__ == "agents.commeff.cdp"
+    from fedbandit_env.bench.executors import EvalTask
+
+    tasks = {1: EvalTask("FedBandit/Homogeneous-v0", port, 2, backend="jax"),
+             2: EvalTask("FedBandit/Homogeneous-v0", twin, 2)}  # fmt: skip
+    note = harness.numpy_fallbacks(args, tasks, {"cdp_mab": "one delta per run"})
+    assert note == {"backend_note": "ran on numpy: cdp_mab (one delta per run)"}
+    assert harness.numpy_fallbacks(argparse.Namespace(backend="numpy"), tasks) == {}

@@ -10,13 +10,16 @@ the pulled arms, charges and delivers the messages of every channel and advances
 clock; a step with ``pull`` False is communication-only (messages travel, no reward is drawn,
 the regret and pull count stay); a run that has made its ``horizon`` pulls sends and draws
 nothing. Bad input inside ``jit`` cannot raise: the first one is recorded in ``state.error``
-and :func:`check_state` (called by the rollout) raises it by name.
+and :func:`check_state` (called by the rollout) raises it by name. With ``adversary=``
+(docs/adversary.md) the state is an :class:`AdversaryEnvState` (``state.adversary``: the run's
+roles, drawn at reset) and, before the channels transmit, the crashed agents that are down are
+silenced and the Byzantine rows come from the attack (:mod:`fedbandit_env.jax.adversary`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +34,13 @@ from fedbandit_env.jax.accumulate import (
     total_add,
     total_zeros,
 )
+from fedbandit_env.jax.adversary import (
+    ADVERSARY_TAG,
+    BYZANTINE,
+    LOCAL_F_TRIES,
+    AdversaryState,
+    JaxAdversary,
+)
 from fedbandit_env.jax.channels import jax_channel
 from fedbandit_env.jax.types import (
     COMMUNICATION,
@@ -44,8 +54,31 @@ from fedbandit_env.jax.types import (
 )
 from fedbandit_env.network import make_channel
 
-BAD_ARM, LONG_STREAK, BAD_PAYLOAD, BAD_INSTANCE = 1, 2, 3, 4
+BAD_ARM, LONG_STREAK, BAD_PAYLOAD, BAD_INSTANCE, BAD_PLACEMENT, BAD_ATTACK = 1, 2, 3, 4, 5, 6
 """``state.error[0]`` codes of the bad input recorded inside ``jit``."""
+
+
+class AdversaryEnvState(NamedTuple):
+    """The state of a run with an adversary: the fields of
+    :class:`~fedbandit_env.jax.types.EnvState`, in its order, and ``adversary``
+    (:class:`~fedbandit_env.jax.adversary.AdversaryState`: roles, crash pulls, attack
+    states)."""
+
+    step: jnp.ndarray
+    pulls: jnp.ndarray
+    streak: jnp.ndarray
+    last_arm: jnp.ndarray
+    last_reward: jnp.ndarray
+    means: Any
+    gap: Any
+    theta: Any
+    context: Any
+    counts: jnp.ndarray
+    regret: Any
+    channels: dict[str, Any]
+    ledger: Ledger
+    error: jnp.ndarray
+    adversary: AdversaryState
 
 
 class FedBanditJaxEnv:
@@ -64,6 +97,9 @@ class FedBanditJaxEnv:
             for name, opts in config.channels.items()
         }
         self.channels = {name: jax_channel(twin) for name, twin in self.twins.items()}
+        self.adversary = None
+        if config.adversary is not None:  # validated by the numpy Adversary (docs/adversary.md)
+            self.adversary = JaxAdversary(config, self.twins, where=env_id or "adversary")
         shared = config.shared_instance()
         self._means = None if shared is None else np.asarray(shared.means, np.float32)
         self._theta = None
@@ -121,6 +157,11 @@ class FedBanditJaxEnv:
             ),  # fmt: skip
             error=error,
         )
+        if self.adversary is not None:  # a key of its own: the instance draws do not move
+            adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
+            bad = jnp.array([BAD_PLACEMENT, 0, 0], jnp.int32)
+            error = jnp.where((error[0] == 0) & ~adv.ok, bad, error)
+            state = AdversaryEnvState(*state._replace(error=error), adversary=adv)
         deliveries = {name: ch.empty() for name, ch in self.channels.items()}
         return self._observe(state, deliveries, jnp.asarray(PULL, jnp.int32)), state
 
@@ -163,8 +204,13 @@ class FedBanditJaxEnv:
             counts, total = state.counts, total_add(state.regret, regret)
         rewards = jnp.where(pulling, rewards, 0.0)
 
-        deliveries, channel_states, charge, error = self._transmit(
-            k_net, state, action.messages, live, error
+        last_arm = jnp.where(pulling, arms, state.last_arm)
+        adversary = getattr(state, "adversary", None)
+        adv = None
+        if self.adversary is not None and self.adversary.active:
+            adv = self._adversary_step(key, state, counts, last_arm, pulling)
+        deliveries, channel_states, charge, error, attack_states = self._transmit(
+            k_net, state, action.messages, live, error, adv
         )
         ledger = state.ledger
         ledger = Ledger(
@@ -178,7 +224,7 @@ class FedBanditJaxEnv:
             step=state.step + 1,
             pulls=state.pulls + pulling,
             streak=streak,
-            last_arm=jnp.where(pulling, arms, state.last_arm),
+            last_arm=last_arm,
             last_reward=jnp.where(pulling, rewards, state.last_reward),
             means=state.means,
             gap=state.gap,
@@ -191,49 +237,85 @@ class FedBanditJaxEnv:
             error=error,
         )
         phase = jnp.where(pulling, PULL, COMMUNICATION).astype(jnp.int32)
-        obs = self._observe(state, deliveries, phase)
         info = {
             "instant_regret": regret,
             "cumulative_regret": self.cumulative_regret(state),
             "charge": charge,
         }
+        if self.adversary is not None:
+            astate = adversary._replace(attack={**adversary.attack, **attack_states})
+            state = AdversaryEnvState(*state, adversary=astate)
+            info["roles"] = state.adversary.roles
+            info["honest"] = state.adversary.roles == 0
+        obs = self._observe(state, deliveries, phase)
         return obs, state, rewards, state.pulls >= self.horizon, info
 
-    def _transmit(self, key, state, messages: Mapping, live, error):
+    def _adversary_step(self, key, state, counts, last_arm, pulling):
+        """(key, adversary state, down agents (N,), the omniscient facts) of a step: the
+        facts an attack's view holds (docs/adversary.md, "Attacks"), this step's pull in."""
+        m = self.num_arms
+        if self.linear is None:
+            means = instances.expected_reward(self.params, state.means).mean(axis=0)
+        else:  # no global means (the means attacks are refused in the linear family)
+            means = jnp.zeros(m, jnp.float32)
+        facts = {
+            "step": state.step + 1,
+            "means": means,
+            "best_arm": jnp.argmax(means).astype(jnp.int32),
+            "pull_counts": counts,
+            "last_arm": last_arm,
+            "pulling": pulling,
+        }
+        down = self.adversary.down(state.adversary, state.pulls)
+        return jax.random.fold_in(key, ADVERSARY_TAG), state.adversary, down, facts
+
+    def _transmit(self, key, state, messages: Mapping, live, error, adv=None):
         """Every channel transmits (a channel given no message: nobody sends on it); the step's
-        charge is the sum of the channels' charges."""
+        charge is the sum of the channels' charges. With ``adv`` (an active adversary) the
+        messages first go through :meth:`JaxAdversary.channel`."""
         unknown = sorted(set(messages) - set(self.channels))
         if unknown:
             raise ActionError(
                 "all agents", f"messages.{unknown[0]}",
                 f"unknown channel; this environment has {sorted(self.channels)}",
             )  # fmt: skip
-        deliveries, states, charge = {}, {}, zero_charge()
+        deliveries, states, charge, attack_states = {}, {}, zero_charge(), {}
         keys = jax.random.split(key, max(len(self.channels), 1))
-        for k, (name, channel) in zip(keys, self.channels.items(), strict=False):
-            send, payload = self._message(name, channel, messages.get(name))
-            send = send & live
+        for idx, (k, (name, channel)) in enumerate(zip(keys, self.channels.items(), strict=False)):
+            send, payload, exclude = self._message(name, channel, messages.get(name))
             finite = jnp.isfinite(payload).all(axis=1)
-            error = _first_error(error, BAD_PAYLOAD, state.step, send & ~finite)
+            error = _first_error(error, BAD_PAYLOAD, state.step, send & live & ~finite)
+            if adv is not None:  # the learner's messages, then the roles' (docs/adversary.md)
+                k_adv, astate, down, facts = adv
+                payload = jnp.where((~send & ~finite)[:, None], 0.0, payload)
+                send, payload, a_state = self.adversary.channel(
+                    jax.random.fold_in(k_adv, idx), astate, name, send, payload, down, facts
+                )
+                if a_state is not None:
+                    attack_states[name] = a_state
+                finite = jnp.isfinite(payload).all(axis=1)
+                bad = send & live & ~finite & (astate.roles == BYZANTINE)
+                error = _first_error(error, BAD_ATTACK, state.step, bad)
+            send = send & live
             payload = jnp.where(send[:, None] & finite[:, None], payload, 0.0)
+            extra = () if exclude is None else (exclude,)  # only a channel that takes one
             deliveries[name], states[name], c = channel.transmit(
-                k, state.channels[name], send, payload
+                k, state.channels[name], send, payload, *extra
             )
             charge = Charge(*(a + b for a, b in zip(charge, c, strict=True)))
-        return deliveries, states, charge, error
+        return deliveries, states, charge, error, attack_states
 
-    def _message(self, name: str, channel, message) -> tuple[jnp.ndarray, jnp.ndarray]:
-        """(send (N,) bool, payload (N, dim) float32) of one channel, checked by shape."""
+    def _message(self, name: str, channel, message) -> tuple[jnp.ndarray, jnp.ndarray, Any]:
+        """(send (N,) bool, payload (N, dim) float32, exclude (N, N) bool or None) of one
+        channel, checked by shape; ``exclude`` only on a channel that takes it (the gossip
+        channel's pull mode, docs/channels.md)."""
         n = self.num_agents
         if message is None:
-            return jnp.zeros(n, bool), jnp.zeros((n, channel.dim), jnp.float32)
+            return jnp.zeros(n, bool), jnp.zeros((n, channel.dim), jnp.float32), None
+        exclude = None
         if isinstance(message, tuple):
             if len(message) == 3:
-                raise ActionError(
-                    "all agents", f"messages.{name}.exclude",
-                    "the gossip channel's exclusion mask (mode 'pull_one_neighbour') is not on "
-                    "the JAX backend; use the numpy engine (fedbandit_env.make_vec)",
-                )  # fmt: skip
+                message, exclude = message[:2], self._exclude(name, channel, message[2])
             send, payload = message
             send = jnp.asarray(send)
             if send.shape != (n,):
@@ -251,7 +333,24 @@ class FedBanditJaxEnv:
                 "all agents", f"messages.{name}.payload",
                 f"expected shape ({n}, {channel.dim}) per run, got {payload.shape}",
             )  # fmt: skip
-        return send, payload.astype(jnp.float32)
+        return send, payload.astype(jnp.float32), exclude
+
+    def _exclude(self, name: str, channel, exclude) -> jnp.ndarray:
+        """A message's exclusion mask, checked: a channel that takes one, shape (N, N)."""
+        n = self.num_agents
+        if not getattr(channel, "takes_exclude", False):
+            raise ActionError(
+                "all agents", f"messages.{name}.exclude",
+                "expected no exclusion mask: only a gossip channel in mode "
+                "'pull_one_neighbour' takes one",
+            )  # fmt: skip
+        exclude = jnp.asarray(exclude)
+        if exclude.shape != (n, n):
+            raise ActionError(
+                "all agents", f"messages.{name}.exclude",
+                f"expected a bool array of shape ({n}, {n}) per run, got {exclude.shape}",
+            )  # fmt: skip
+        return exclude.astype(bool)
 
     def _observe(self, state: EnvState, deliveries, phase) -> Observation:
         return Observation(
@@ -304,6 +403,20 @@ def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None =
     if code == BAD_PAYLOAD:
         raise ActionError(
             who, "messages.payload", f"expected finite numbers (NaN/inf, step {step + 1})"
+        )
+    if code == BAD_PLACEMENT:  # the numpy message (fedbandit_env.adversary.roles)
+        adv = env.params.adversary
+        where = f"run seed {seeds[b]}" if seeds is not None else f"run {b}"
+        raise ConfigError(
+            f"adversary.local_f: no placement of {adv.num_byzantine} Byzantine agents in which "
+            f"every honest agent has at most local_f = {adv.local_f} Byzantine neighbours was "
+            f"found in {LOCAL_F_TRIES} tries ({where}); lower num_byzantine, raise local_f or "
+            "use a denser topology"
+        )
+    if code == BAD_ATTACK:
+        attack = env.adversary.attack_id if env.adversary is not None else "?"
+        raise ConfigError(
+            f"attack {attack!r}: {who}: the Byzantine payloads hold NaN/inf (step {step + 1})"
         )
     raise ConfigError(
         f"instance: {run}no instance met the {env.params.instance!r} conditions in the allowed draws"

@@ -58,6 +58,22 @@ BUILTIN: dict[str, str] = {
     "linucb": "baselines.jax.linucb:LinUCB",
     "centralized_linucb": "baselines.jax.linucb:CentralizedLinUCB",
     "fed_lin_ucb": "agents.jax.fed_lin_ucb:FedLinUCB",
+    "fed_lin_ucb_decentralized": "agents.jax.fed_lin_ucb_decentralized:FedLinUCBDecentralized",
+    "dp_mw_ucb": "agents.jax.dp_recsys:DPMasterWorkerUCB",
+    "dp_dec_ucb": "agents.jax.dp_recsys:DPDecentralizedUCB",
+    "cdp_mab": "agents.jax.commeff:CDPMAB",
+    "ddp_mab": "agents.jax.commeff:DDPMAB",
+    "hdp_mab": "agents.jax.commeff:HDPMAB",
+    "dducb": "agents.jax.dducb:DDUCB",
+    "coop_ucb2": "agents.jax.coop_ucb2:CoopUCB2",
+    "gosine": "agents.jax.gosine:GosInE",
+    "ldp_ucb": "agents.jax.ldp_ucb:LDPUCB",
+    "fed1_ucb": "agents.jax.fed_ucb:Fed1UCB",
+    "fed2_ucb": "agents.jax.fed_ucb:Fed2UCB",
+    "dislinucb": "agents.jax.dislinucb:DisLinUCB",
+    "byzres_ucb": "agents.jax.byzres_ucb:ByzResUCB",
+    "fed_mom_ucb": "agents.jax.fed_mom_ucb:FedMoMUCB",
+    "robust_gosine": "agents.jax.robust_gosine:RobustGosInE",
 }
 """The ports shipped with the package, by the id of their numpy twin."""
 

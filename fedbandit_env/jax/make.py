@@ -12,13 +12,16 @@ from fedbandit_env.registration import _check_kwargs, _max_cycles_alias, spec
 NUMPY_ONLY = {
     "FedBandit/ClassificationContextual-v0": "its decision sets are rows of a data set",
     "FedBandit/DiabetesHospitals-v0": "its rewards are pools of a user-supplied data file",
+    "FedBandit/Malicious-Vial22-v0": "its entry point samples the G(n + m, p) graph itself",
 }
 """The ids the JAX backend refuses, and why (docs/jax.md, "What runs on JAX")."""
+
+# ``adversary`` runs on JAX (fedbandit_env.jax.adversary); what it cannot honour (per-receiver
+# attacks, attacks registered at run time) is refused by name when the environment is built.
 
 REFUSED_KWARGS = {
     "dataset": "a data set's decision sets are numpy-only",
     "random_streams": "the JAX backend draws from JAX keys (numpy streams are numpy-only)",
-    "adversary": "Byzantine and crashed agents are numpy-only for now (docs/adversary.md)",
     "client_spread": "the Gaussian client-means instance is numpy-only for now",
 }
 

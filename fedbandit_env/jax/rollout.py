@@ -42,6 +42,7 @@ class RolloutResult:
     compile_time: float
     device: str
     learner_state: Any = None  # the learner's final state, batched over runs (numpy leaves)
+    roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
 
 
 class _Carry(NamedTuple):
@@ -139,7 +140,15 @@ def rollout(
         compile_time=compile_time,
         device=describe_device(),
         learner_state=jax.tree_util.tree_map(np.asarray, learner_state),
+        roles=_roles(final),
     )
+
+
+def _roles(final: Any) -> np.ndarray | None:
+    """The runs' roles (0 honest, as numpy's ``reset_info.roles``) with an adversary, else
+    None."""
+    adversary = getattr(final, "adversary", None)
+    return None if adversary is None else np.asarray(adversary.roles, np.int8)
 
 
 def describe_device() -> str:

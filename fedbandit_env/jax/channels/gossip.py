@@ -58,10 +58,17 @@ class Gossip(JaxChannel):
             jnp.zeros((n, self.dim), jnp.float32),
         )
 
-    def transmit(self, key: jax.Array, state, send, payload):
+    @property
+    def takes_exclude(self) -> bool:
+        """Whether a message may carry an exclusion mask (the pull mode, as on numpy)."""
+        return self.mode == "pull_one_neighbour"
+
+    def transmit(self, key: jax.Array, state, send, payload, exclude=None):
+        """One round; ``exclude`` (N, N) bool (pull mode only; None: nobody excluded):
+        ``exclude[i, h]`` True when agent i must not pull agent h (docs/channels.md)."""
         k_pick, k_drop = jax.random.split(key)
         if self.mode == "pull_one_neighbour":
-            delivery, charge = self._pull(k_pick, k_drop, send, payload)
+            delivery, charge = self._pull(k_pick, k_drop, send, payload, exclude)
         else:
             delivery, charge = self._edge(k_pick, k_drop, send, payload)
         return delivery, state, charge
@@ -84,14 +91,14 @@ class Gossip(JaxChannel):
         charge = link_charge(AGENT_AGENT, count, self.dim, self.c2 * count, count - heard)
         return GossipDelivery(partner, received, out), charge
 
-    def _pull(self, k_pick, k_drop, send, payload) -> tuple[GossipDelivery, Charge]:
-        """Every agent pulls its ``floor(u d_i)``-th neighbour; the reply goes out if it sent."""
+    def _pull(self, k_pick, k_drop, send, payload, exclude=None) -> tuple[GossipDelivery, Charge]:
+        """Every agent pulls its ``floor(u d_i)``-th neighbour; the reply goes out if it sent.
+        With ``exclude``: the ``floor(u d'_i)``-th of its ``d'_i`` neighbours not excluded, in
+        ascending id order, with the same uniform; none left: nobody (the numpy channel's
+        ``allowed_neighbours``)."""
         n = self.num_agents
-        deg = jnp.asarray(self.degrees)
         u = jax.random.uniform(k_pick, (n,), jnp.float32)
-        slot = jnp.minimum((u * deg).astype(jnp.int32), jnp.maximum(deg - 1, 0))
-        partner = jnp.asarray(self.neighbors)[jnp.arange(n), slot]
-        partner = jnp.where(deg > 0, partner, -1)
+        partner = self._partners(u) if exclude is None else self._allowed_partners(u, exclude)
         has = partner >= 0
         src = jnp.where(has, partner, 0)
         answered = has & send[src]
@@ -102,3 +109,24 @@ class Gossip(JaxChannel):
         dropped = count - received.sum(dtype=jnp.int32)
         charge = link_charge(AGENT_AGENT, count, self.dim, self.c2 * count, dropped)
         return GossipDelivery(partner, received, out), charge
+
+    def _partners(self, u: jnp.ndarray) -> jnp.ndarray:
+        """Agent i's ``floor(u_i d_i)``-th neighbour, -1 without neighbours."""
+        deg = jnp.asarray(self.degrees)
+        n = self.num_agents
+        slot = jnp.minimum((u * deg).astype(jnp.int32), jnp.maximum(deg - 1, 0))
+        partner = jnp.asarray(self.neighbors)[jnp.arange(n), slot]
+        return jnp.where(deg > 0, partner, -1)
+
+    def _allowed_partners(self, u: jnp.ndarray, exclude: jnp.ndarray) -> jnp.ndarray:
+        """Agent i's ``floor(u_i d'_i)``-th neighbour among those ``exclude[i]`` allows, -1
+        where none is left."""
+        n = self.num_agents
+        nbrs = jnp.asarray(self.neighbors)
+        valid = nbrs >= 0
+        allowed = valid & ~exclude[jnp.arange(n)[:, None], jnp.where(valid, nbrs, 0)]
+        left = allowed.sum(axis=1, dtype=jnp.int32)
+        slot = jnp.minimum((u * left).astype(jnp.int32), jnp.maximum(left - 1, 0))
+        rank = jnp.cumsum(allowed.astype(jnp.int32), axis=1)
+        pos = jnp.argmax(allowed & (rank == slot[:, None] + 1), axis=1)
+        return jnp.where(left > 0, nbrs[jnp.arange(n), pos], -1)

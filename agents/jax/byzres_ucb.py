@@ -1,0 +1,215 @@
+"""ByzRes-UCB in JAX (Zhu, Koppel, Velasquez & Liu, "Byzantine-Resilient Decentralized
+Multi-Armed Bandits", TMLR; arXiv 2310.07320).
+
+Port of :mod:`agents.byzres_ucb` (the numpy twin, the model) for one run, vectorized over the N
+agents, their neighbour slots and the M arms. The rules are those of the authors' MATLAB code
+(``dist_TMLR.m``), with the decisions of docs/byzres-ucb.md. The names are the twin's:
+
+============  =====================================================================
+``s``         per (agent, arm) reward sums (compensated float32); ``xbar = s / n``
+``n``         per (agent, arm) pull counts (int32)
+``xhat_h``    neighbour h's sent sample means; ``nhat_h`` its sent counts
+``A``         the consistency filter ``{h : kappa nhat_h[k] >= n_i[k]}`` (step 1)
+``z``, ``g``  the fused estimate and the width factor (steps 2-3); ``accepted`` = ``|A|``
+``Q``         the index ``z + sqrt(2 g ln t / n)`` (step 4)
+============  =====================================================================
+
+Channel, the twin's (same ``channel_spec``): ``neighbors`` of dim 2M with per-neighbour
+delivery (``reduce=None``); every agent sends ``[xbar (M), n (M)]`` (``fusion="none"``: no
+channel, no message).
+
+Timing, the twin's: env steps 1..M are the initialization (every agent pulls arm s - 1 at env
+step s); then round t = pulls - M + 1 chooses from the messages delivered in the last step.
+``sync="step"``: the payload goes out with every pull, the initialization included;
+``sync="comm_step"``: a communication-only step (``pull`` False) carries the payload before
+every pull of a round, and nothing is sent otherwise.
+
+``act`` is one pure function of the step: it computes the fusion and the choice every step and
+keeps what the step calls for with ``jnp.where`` (the initialization arm, the communication
+step's idle arm, or the round's choice), so the fusion's sort is paid on initialization and
+communication steps too. The hyperparameters, their validation and the checks of the facts
+(the homogeneous family, the channel, per-neighbour delivery, a horizon longer than M) are the
+twin's: ``init`` runs the twin's ``reset`` on the same facts, in Python, before tracing.
+
+Deviations, none in the algorithm: the uniform tie-break (``tiebreak="uniform"``) takes one
+uniform per agent and step from the step's key (the twin: its ``tiebreak`` stream, the same
+``floor(u k)``-th of the k tied arms); statistics are float32 (sums compensated), so the filter
+``kappa nhat >= n`` and the index are evaluated in float32 (the twin: float64), which can only
+differ where ``kappa nhat`` rounds across an integer.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.byzres_ucb import CHANNEL
+from agents.byzres_ucb import ByzResUCB as NumpyByzResUCB
+from agents.jax.gossip_ucb import argmax_one_uniform
+from fedbandit_env.jax.accumulate import Total, total_add
+from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG
+
+
+class ByzResState(NamedTuple):
+    """Per (agent, arm): ``s`` reward sums (compensated) and ``n`` pull counts; the last
+    round's ``z``, ``g`` and ``accepted`` (``|A|``, diagnostics); ``comm_done``
+    (``sync="comm_step"``): this round's communication step has been taken."""
+
+    s: Total
+    n: jnp.ndarray
+    z: jnp.ndarray
+    g: jnp.ndarray
+    accepted: jnp.ndarray
+    comm_done: jnp.ndarray
+
+
+def width_factor(kept: jnp.ndarray, kappa: float) -> jnp.ndarray:
+    """Step 3's width factor ``g = (4 eta^2 + kappa eta + kappa) / 4`` with
+    ``eta = 1 / (kept + 1)`` (``dist_TMLR.m``; :func:`agents.byzres_ucb.width_factor`)."""
+    eta = 1.0 / (kept.astype(jnp.float32) + 1.0)
+    kappa = jnp.float32(kappa)
+    return (4.0 * eta * eta + kappa * eta + kappa) / 4.0
+
+
+def fuse(xbar, n, nb_mean, nb_count, heard, kappa: float, f: int, filtered: bool = True):
+    """Steps 1-3 for every agent and arm of one run (:func:`agents.byzres_ucb.fuse`).
+
+    ``xbar`` (N, M) float32 and ``n`` (N, M) the receiver's own means and counts; ``nb_mean``,
+    ``nb_count`` (N, D, M) what neighbour slot d sent; ``heard`` (N, D) its message arrived.
+    Step 1: ``A = {h : kappa nhat_h >= n_i}`` (``filtered=False``, the ``"mean"`` ablation:
+    every heard neighbour). Step 2: ``|A| <= 2f`` gives UCB1 (``z = xbar``, ``g = 1``). Step 3:
+    the heard values are sorted along the neighbour axis with the filtered-out slots at +inf,
+    and sorted positions f .. |A| - f - 1 are kept: ``z = (xbar + kept sum) / (|A| - 2f + 1)``.
+    Returns z, g and ``|A|`` (N, M)."""
+    accepted = jnp.broadcast_to(heard[..., None], nb_mean.shape)
+    if filtered:
+        own = n.astype(jnp.float32)[:, None, :]
+        accepted = accepted & (jnp.float32(kappa) * nb_count >= own)
+    size = accepted.sum(axis=1, dtype=jnp.int32)  # |A| per (agent, arm)
+    values = jnp.sort(jnp.where(accepted, nb_mean, jnp.inf), axis=1)
+    pos = jnp.arange(values.shape[1], dtype=jnp.int32)[None, :, None]
+    keep = (pos >= f) & (pos < (size - f)[:, None, :])  # drop the f smallest and f largest
+    kept_sum = jnp.where(keep, values, 0.0).sum(axis=1)
+    robust = size > 2 * f
+    kept = jnp.maximum(size - 2 * f, 0)
+    z = jnp.where(robust, (xbar + kept_sum) / (kept.astype(jnp.float32) + 1.0), xbar)
+    g = jnp.where(robust, width_factor(kept, kappa), 1.0)
+    return z, g, size
+
+
+def index(z: jnp.ndarray, g: jnp.ndarray, n: jnp.ndarray, t: jnp.ndarray) -> jnp.ndarray:
+    """Step 4: ``Q = z + sqrt(2 g ln t / n)`` (``dist_TMLR.m``), t the round (ln 1 = 0)."""
+    ln_t = jnp.log(jnp.maximum(t, 1).astype(jnp.float32))
+    return z + jnp.sqrt(2.0 * g * ln_t / jnp.maximum(n, 1).astype(jnp.float32))
+
+
+class ByzResUCB:
+    """ByzRes-UCB for the N agents of one run (port of :class:`agents.ByzResUCB`)."""
+
+    agent_id = NumpyByzResUCB.agent_id
+    version = NumpyByzResUCB.version
+    payload_layouts = NumpyByzResUCB.payload_layouts
+    privacy_epsilon = None
+
+    def __init__(
+        self,
+        kappa: float = 1.5,
+        f: int = 1,
+        tiebreak: str = "uniform",
+        sync: str = "step",
+        fusion: str = "trimmed",
+    ):
+        # the twin validates the hyperparameters (ByzResUCBConfig) and, in init, the facts
+        self.twin = NumpyByzResUCB(kappa, f, tiebreak, sync, fusion)
+        self.config = self.twin.config
+
+    def channel_spec(self, config):
+        """The twin's: ``neighbors`` of dim 2M, per-neighbour delivery (None for
+        ``fusion="none"``)."""
+        return self.twin.channel_spec(config)
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> ByzResState:
+        """Zero statistics; the twin's ``reset`` on the same facts checks them first."""
+        self.twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+        self.N, self.M = facts.num_agents, facts.num_arms
+        shape = (self.N, self.M)
+        zeros = jnp.zeros(shape, jnp.float32)
+        return ByzResState(
+            s=Total(zeros, zeros),
+            n=jnp.zeros(shape, jnp.int32),
+            z=zeros,
+            g=zeros,
+            accepted=jnp.zeros(shape, jnp.int32),
+            comm_done=jnp.zeros((), bool),
+        )
+
+    def payload(self, state: ByzResState) -> jnp.ndarray:
+        """What every agent sends: ``[xbar (M), n (M)]`` (N, 2M), xbar = 0 on unpulled arms."""
+        n = state.n.astype(jnp.float32)
+        xbar = (state.s.total - state.s.carry) / jnp.maximum(n, 1.0)
+        return jnp.concatenate([xbar, n], axis=1)
+
+    def _choose(self, key: jax.Array, state: ByzResState, obs: Observation, t: jnp.ndarray):
+        """Steps 1-4 of round t from the messages delivered in the last step: the fused z, g,
+        ``|A|`` and the arm of largest Q (ties uniform, or the lowest id)."""
+        cfg, M = self.config, self.M
+        n = state.n
+        xbar = (state.s.total - state.s.carry) / jnp.maximum(n, 1).astype(jnp.float32)
+        if cfg.fusion == "none":
+            z, g, size = xbar, jnp.ones_like(xbar), jnp.zeros_like(n)
+        else:
+            d = obs.deliveries[CHANNEL]
+            trimmed = cfg.fusion == "trimmed"
+            z, g, size = fuse(
+                xbar,
+                n,
+                d.payload[..., :M],
+                d.payload[..., M:],
+                d.mask,
+                cfg.kappa,
+                cfg.f if trimmed else 0,
+                filtered=trimmed,
+            )
+        q = index(z, g, n, t)
+        if cfg.tiebreak == "lowest":
+            arms = jnp.argmax(q, axis=1).astype(jnp.int32)
+        else:
+            arms = argmax_one_uniform(q, jax.random.uniform(key, (self.N,), jnp.float32))
+        return arms, z, g, size
+
+    def act(self, key: jax.Array, state: ByzResState, obs: Observation):
+        """One env step for every agent: fold in the last pull; during the initialization pull
+        arm ``pulls``; with ``sync="comm_step"`` take the round's communication step first;
+        else choose by steps 1-4 (:meth:`_choose`) and send ``[xbar, n]`` with the pull
+        (``sync="step"``)."""
+        cfg, N, M = self.config, self.N, self.M
+        pulled = (obs.step > 0) & (obs.phase == PULL)
+        hit = (obs.last_arm[:, None] == jnp.arange(M)) & pulled
+        s = total_add(state.s, jnp.where(hit, obs.last_reward[:, None], 0.0))
+        n = state.n + hit.astype(jnp.int32)
+        comm_done = state.comm_done & ~pulled
+        state = state._replace(s=s, n=n, comm_done=comm_done)
+        pulls = obs.pulls.astype(jnp.int32)
+        talking = cfg.fusion != "none"
+        init = pulls < M
+        comm = talking and cfg.sync == "comm_step"
+        in_comm = ~init & ~comm_done if comm else jnp.zeros((), bool)
+        arms, z, g, size = self._choose(key, state, obs, pulls - M + 1)
+        deciding = ~init & ~in_comm
+        state = state._replace(
+            z=jnp.where(deciding, z, state.z),
+            g=jnp.where(deciding, g, state.g),
+            accepted=jnp.where(deciding, size, state.accepted),
+            comm_done=comm_done | in_comm,
+        )
+        arms = jnp.where(init, pulls, jnp.where(in_comm, 0, arms)).astype(jnp.int32)
+        messages = {}
+        if talking:
+            send = jnp.ones(N, bool) if cfg.sync == "step" else jnp.broadcast_to(in_comm, (N,))
+            messages[CHANNEL] = (send, self.payload(state))
+        return Action(arms, messages, ~in_comm), state

@@ -1,0 +1,261 @@
+"""DisLinUCB in JAX (Wang, Hu, Chen & Wang, "Distributed Bandit Learning: Near-Optimal Regret with
+Efficient Communication", ICLR 2020).
+
+Port of :mod:`agents.dislinucb` (the numpy twin, the model) for one run, vectorized over the N
+clients and K arms; the rules as implemented are those of docs/dislinucb.md. N clients share
+theta*, each runs LinUCB on its local statistics, and a server sums the clients' buffered
+updates when a client's log-det trigger fires (the paper's Algorithm 1, event-triggered
+communication). The names are the paper's and the twin's:
+
+==============  ==========================================================================
+``A``, ``b``    A_i = sum x x^T (no regulariser) and b_i = sum r x: client i's local statistics
+``n``           n_i: the samples in them (int32)
+``dA, db, dn``  the upload buffers (Delta A_i, Delta b_i, Delta n_i) since the last sync
+``A_g ...``     the server's global sums (A_g, b_g, n_g), as every client rebuilds them
+``logdet_sync`` ln det(A_i - dA_i + lam I) - d ln lam: the statistics of the last sync
+``n_sync``      the syncs of the run (int32)
+==============  ==========================================================================
+
+* **Decision** (docs/dislinucb.md, "Rules"): ``V = A_i + lam I``, ``theta = V^-1 b_i``,
+  ``UCB(x) = <x, theta> + alpha_t ||x||_{V^-1}``, ``alpha_t = R sqrt(d ln(1 + n_i/(d lam)) +
+  2 ln(1/delta)) + sqrt(lam)`` or a fixed ``alpha``.
+* **Update**: ``x x^T``, ``r x`` and one count into the local statistics and the buffers.
+* **Trigger**: after the update, ``dn_i ln(det(A_i + lam I) / det(A_i - dA_i + lam I)) >= D``.
+* **Sync**: every client's buffer to the server, the global sums back to everyone, who replace
+  their local statistics with them.
+
+Timing, the twin's (docs/dislinucb.md, "Channels and timing"): two ``server`` channels with
+aggregate "sum", ``sync`` (dim 1, the requests) and ``stats`` (dim d^2 + d + 1, the buffers).
+The trigger needs the chosen x only (``ln det(V + x x^T) = ln det V + ln(1 + x^T V^-1 x)``), so
+a client whose trigger will fire after trial t sends its request with that pull; everybody sees
+it in that step's observation and the run takes one communication-only step (``pull`` False)
+in which every client uploads its buffer and receives the sum, used from trial t + 1.
+``sync_threshold=0`` syncs after every trial without requests. The data-dependent sync rounds
+are masks (``jnp.where`` on ``due`` and on the arrival of the sum), never Python branches.
+
+The hyperparameters and their validation (:class:`agents.dislinucb.DisLinUCBConfig`), the
+checks of the facts (the family, the channels: aggregate "sum", participation 1, no drops, no
+join schedule) and the threshold D (the documented heuristic ``T / (N d ln(N T))`` when
+``sync_threshold`` is None) are the twin's: ``init`` runs the twin's ``reset`` on the same
+facts, in Python, before tracing.
+
+Deviations, none in the algorithm:
+
+* ties: UCB values within a relative ``TIE_TOLERANCE`` (1e-5, float32 rounding; the twin's
+  1e-12 is a float64 tolerance) of the best are broken by the largest of (N, K) uniforms drawn
+  from the step's key (the twin: its ``tiebreak`` stream, same rule);
+* numerics: float32 statistics (not compensated); V's Cholesky factor is recomputed every step
+  (the twin updates V^-1 by Sherman-Morrison and ln det V by the determinant lemma), which
+  gives ``V^-1 b``, the widths and ``ln det V`` at once; log-determinants are kept relative to
+  ``d ln lam`` (term by term over the factor's diagonal); counts are int32.
+
+Cost of the masks: the global factor ``chol(A_g + lam I)`` is computed every step, a sync or
+not (one d x d factor per run).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.dislinucb import STATS, SYNC
+from agents.dislinucb import DisLinUCB as NumpyDisLinUCB
+from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over
+from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG
+
+TIE_TOLERANCE = 1e-5
+"""Relative tolerance under which two UCB values are a tie in float32 (unit-norm features make
+the first decision an exact tie up to rounding; the twin's 1e-12 is below float32's ulp)."""
+
+
+class DisLinUCBState(NamedTuple):
+    """One run of DisLinUCB (module docstring): per client (N, ...) ``A``, ``b``, ``n``, ``dA``,
+    ``db``, ``dn``, ``logdet_sync``; the global sums ``A_g`` (d, d), ``b_g`` (d,), ``n_g`` ();
+    ``syncing`` () the run uploaded with the last action (the sum arrives in this observation);
+    ``n_sync`` () and ``n_requests`` () the syncs and the requests sent; ``context`` (N, K, d)
+    the decision sets of the step being played."""
+
+    A: jnp.ndarray
+    b: jnp.ndarray
+    n: jnp.ndarray
+    dA: jnp.ndarray
+    db: jnp.ndarray
+    dn: jnp.ndarray
+    logdet_sync: jnp.ndarray
+    A_g: jnp.ndarray
+    b_g: jnp.ndarray
+    n_g: jnp.ndarray
+    syncing: jnp.ndarray
+    n_sync: jnp.ndarray
+    n_requests: jnp.ndarray
+    context: jnp.ndarray
+
+
+def tie_broken_argmax(ucb: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
+    """Per client, among the arms within a relative ``TIE_TOLERANCE`` of the best UCB value, the
+    one with the largest uniform ``u`` (N, K) (docs/dislinucb.md, "Decision": ties at random)."""
+    top = ucb.max(axis=-1, keepdims=True)
+    tie = ucb >= top - TIE_TOLERANCE * jnp.maximum(1.0, jnp.abs(top))
+    return jnp.argmax(jnp.where(tie, u, -1.0), axis=-1).astype(jnp.int32)
+
+
+class DisLinUCB:
+    """DisLinUCB (see the module docstring; port of :class:`agents.DisLinUCB`)."""
+
+    agent_id = NumpyDisLinUCB.agent_id
+    version = NumpyDisLinUCB.version
+    privacy_epsilon = NumpyDisLinUCB.privacy_epsilon  # inf: explicitly not private
+
+    def __init__(
+        self,
+        sync_threshold: float | None = None,
+        lam: float = 0.2,
+        delta: float = 0.01,
+        R: float = 0.5,
+        alpha: float | None = None,
+    ):
+        # the twin validates the hyperparameters (DisLinUCBConfig) and, in init, the facts
+        self.twin = NumpyDisLinUCB(sync_threshold, lam, delta, R, alpha)
+        self.config = self.twin.config
+
+    def channel_spec(self, config) -> Any:
+        """The twin's: ``sync`` (dim 1) and ``stats`` (dim d^2 + d + 1), server, aggregate sum."""
+        return self.twin.channel_spec(config)
+
+    # ------------------------------------------------------------------- init
+    def init(self, key: jax.Array, facts: FederationFacts) -> DisLinUCBState:
+        """Zero local statistics, buffers and global sums (``V = lam I``), and the threshold D,
+        from the twin's ``reset`` on the same facts (which also checks them)."""
+        twin = self.twin
+        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+        self.d, self.N, self.K = twin.d, twin.N, facts.num_arms
+        self.threshold = float(twin.threshold)
+        self.lam = float(twin.lam)
+        d, n = self.d, self.N
+        zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
+        return DisLinUCBState(
+            A=zeros(n, d, d), b=zeros(n, d), n=jnp.zeros(n, jnp.int32),
+            dA=zeros(n, d, d), db=zeros(n, d), dn=jnp.zeros(n, jnp.int32),
+            logdet_sync=zeros(n),
+            A_g=zeros(d, d), b_g=zeros(d), n_g=jnp.zeros((), jnp.int32),
+            syncing=jnp.zeros((), bool),
+            n_sync=jnp.zeros((), jnp.int32),
+            n_requests=jnp.zeros((), jnp.int32),
+            context=zeros(n, self.K, d),
+        )  # fmt: skip
+
+    # -------------------------------------------------------------- the trial
+    def act(self, key: jax.Array, state: DisLinUCBState, obs: Observation):
+        """One engine step: fold in the last pull (Update), take the server's sum after a sync
+        (Sync), upload the buffers if a sync is due (a communication step), choose the UCB arm
+        (Decision) and request a sync when the trigger will fire after it (Trigger)."""
+        fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
+        s = self._fold(state, obs, fresh)
+        s = self._receive(s, obs)
+        if self.threshold > 0.0:
+            due = fresh & (obs.deliveries[SYNC].count > 0)
+        else:  # D = 0: a sync follows every trial, nobody requests it
+            due = fresh
+        payload, s = self._upload(s, due)
+        arms, quad, logdet = self._choose(key, obs.context, s)
+        request = self._trigger(s, quad, logdet) & ~due
+        n = self.N
+        messages = {
+            SYNC: (request, jnp.ones((n, 1), jnp.float32)),
+            STATS: (jnp.broadcast_to(due, (n,)), payload),
+        }
+        s = s._replace(
+            syncing=due,
+            n_requests=s.n_requests + request.sum(dtype=jnp.int32),
+            context=obs.context,
+        )
+        return Action(arms, messages, ~due), s
+
+    def _fold(self, s: DisLinUCBState, obs: Observation, fresh) -> DisLinUCBState:
+        """Update: ``x x^T``, ``r x`` and one count into the local statistics and the buffers
+        (zeros where nothing was pulled, e.g. after a communication step)."""
+        x, y = last_pull(s.context, obs)
+        one = jnp.broadcast_to(fresh, (self.N,)).astype(jnp.int32)
+        xx = jnp.einsum("ni,nj->nij", x, x)
+        rx = y[:, None] * x
+        return s._replace(
+            A=s.A + xx, dA=s.dA + xx, b=s.b + rx, db=s.db + rx, n=s.n + one, dn=s.dn + one
+        )
+
+    def _receive(self, s: DisLinUCBState, obs: Observation) -> DisLinUCBState:
+        """Sync, the clients' side: the server's sum of the buffers goes into the global sums,
+        which replace every client's local statistics (and the trigger's reference
+        ``ln det(A_g + lam I)``), where the run uploaded last step and the sum arrived."""
+        stats = obs.deliveries[STATS]
+        got = s.syncing & (stats.count > 0)
+        d, n = self.d, self.N
+        total = stats.aggregate.astype(jnp.float32)
+        A_g = jnp.where(got, s.A_g + total[: d * d].reshape(d, d), s.A_g)
+        b_g = jnp.where(got, s.b_g + total[d * d : d * d + d], s.b_g)
+        n_g = jnp.where(got, s.n_g + jnp.round(total[-1]).astype(jnp.int32), s.n_g)
+        eye = jnp.float32(self.lam) * jnp.eye(d, dtype=jnp.float32)
+        logdet_g = logdet_over(cholesky(A_g + eye), self.lam)
+        return s._replace(
+            A=jnp.where(got, jnp.broadcast_to(A_g, (n, d, d)), s.A),
+            b=jnp.where(got, jnp.broadcast_to(b_g, (n, d)), s.b),
+            n=jnp.where(got, jnp.broadcast_to(n_g, (n,)), s.n),
+            logdet_sync=jnp.where(got, jnp.broadcast_to(logdet_g, (n,)), s.logdet_sync),
+            A_g=A_g, b_g=b_g, n_g=n_g,
+            n_sync=s.n_sync + got.astype(jnp.int32),
+        )  # fmt: skip
+
+    def _upload(self, s: DisLinUCBState, due) -> tuple[jnp.ndarray, DisLinUCBState]:
+        """Sync, the upload: where the run syncs now every client sends its buffer
+        ``(dA, db, dn)`` and clears it (zeros elsewhere)."""
+        n, d = self.N, self.d
+        payload = jnp.concatenate(
+            [s.dA.reshape(n, d * d), s.db, s.dn[:, None].astype(jnp.float32)], axis=-1
+        )
+        payload = jnp.where(due, payload, 0.0)
+        return payload, s._replace(
+            dA=jnp.where(due, 0.0, s.dA),
+            db=jnp.where(due, 0.0, s.db),
+            dn=jnp.where(due, 0, s.dn),
+        )
+
+    def width(self, n: jnp.ndarray) -> jnp.ndarray:
+        """alpha_t (N,) of each client's next decision (docs/dislinucb.md, "Decision")."""
+        cfg = self.config
+        if cfg.alpha is not None:
+            return jnp.full(n.shape, cfg.alpha, jnp.float32)
+        d, lam = self.d, self.lam
+        inner = d * jnp.log1p(n.astype(jnp.float32) / (d * lam)) + 2.0 * math.log(1.0 / cfg.delta)
+        return jnp.float32(cfg.R) * jnp.sqrt(inner) + math.sqrt(lam)
+
+    def _choose(self, key: jax.Array, context: jnp.ndarray, s: DisLinUCBState):
+        """Decision: the UCB arms (N,), ``x^T V^-1 x`` of the chosen features and ``ln det V - d
+        ln lam`` (N,), from one Cholesky factor of ``V = A + lam I`` per client."""
+        d, n = self.d, self.N
+        V = s.A + jnp.float32(self.lam) * jnp.eye(d, dtype=jnp.float32)
+        chol = cholesky(V)
+        solve = jax.lax.linalg.triangular_solve
+        zb = solve(chol, s.b[..., None], left_side=True, lower=True)
+        theta = solve(chol, zb, left_side=True, lower=True, transpose_a=True)[..., 0]
+        zx = solve(chol, jnp.swapaxes(context, -1, -2), left_side=True, lower=True)  # (N, d, K)
+        quad = (zx * zx).sum(axis=-2)  # (N, K)
+        mean = jnp.einsum("nkd,nd->nk", context, theta)
+        ucb = mean + self.width(s.n)[:, None] * jnp.sqrt(jnp.maximum(quad, 0.0))
+        u = jax.random.uniform(key, (n, self.K), jnp.float32)
+        arms = tie_broken_argmax(ucb, u)
+        chosen = jnp.take_along_axis(quad, arms[:, None], axis=-1)[:, 0]
+        return arms, chosen, logdet_over(chol, self.lam)
+
+    def _trigger(self, s: DisLinUCBState, quad, logdet) -> jnp.ndarray:
+        """Trigger after the trial about to be played (A' = A + x x^T, dA' = dA + x x^T, dn' =
+        dn + 1, A' - dA' = A - dA): ``dn' [ln det(A + lam I) + ln(1 + x^T V^-1 x) -
+        ln det(A - dA + lam I)] >= D``; never with D = 0 (everyone syncs anyway)."""
+        if self.threshold == 0.0:
+            return jnp.zeros(self.N, bool)
+        ratio = logdet + jnp.log1p(jnp.maximum(quad, 0.0)) - s.logdet_sync
+        return (s.dn.astype(jnp.float32) + 1.0) * ratio >= self.threshold

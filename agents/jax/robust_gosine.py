@@ -1,0 +1,261 @@
+"""Robust GosInE in JAX: GosInE (Chawla, Sankararaman, Ganesh & Shakkottai, synchronous version)
+with the blocking rule of Vial, Shakkottai & Srikant, "Robust Multi-Agent Multi-Armed Bandits"
+(MobiHoc 2021, arXiv 2007.03812).
+
+Port of :mod:`agents.robust_gosine` (the numpy twin, the model; it subclasses
+:mod:`agents.gosine`) for one run, vectorized over the N agents and K arms. GosInE is written
+out here (this module depends on no other JAX port). Decisions: docs/robust-gosine.md and
+docs/gosine.md. The names are the twin's:
+
+=================  ===============================================================
+``sticky``         S_i, ``s = ceil(K / sticky_agents)`` consecutive arms from ``(i s) mod K``
+``U``, ``L``       the two extra slots; the active set is ``S_i + {U, L}``
+``counts``         per (agent, arm) pulls over all arms (int32, never reset)
+``sums``           per (agent, arm) reward sums (compensated float32)
+``phase_start``    ``counts`` at the start of the phase (``dn = counts - phase_start``)
+``phase``          j, the phase under way; it ends after pull ``j^beta``
+``rec``, ``src``   the last recommendation received and its source (-1: none)
+``blocked_until``  (N, N): agent i does not pull h while ``blocked_until[i, h] > j``
+=================  ===============================================================
+
+Per step (t = pulls so far): UCB over the active set, ``mean_k + sqrt(alpha ln(t + 1) / n_k)``
+(an unplayed active arm: +inf; inactive: -inf), ties uniform. At the end of phase j (the pull
+count reaches ``j^beta``), in a communication-only step on the ``recommend`` channel (kind
+``gossip``, ``mode="pull_one_neighbour"``, dim 1; the twin's ``channel_spec``):
+
+1. swap U and L if ``dn(U) < dn(L)``;
+2. ``B_j`` = the most-played active arm of phase j (ties uniform), the agent's recommendation;
+3. rule ``"2021"``: if ``j >= 2`` and ``rec != B_j`` (``rec`` received at the end of phase
+   j - 1; a reply that is no arm id counts as ``rec = -1``), block ``src`` until phase
+   ``ceil(j^eta)`` (a running block keeps the later expiry);
+4. every agent offers ``B_j`` and pulls one neighbour, with rule ``"2021"`` uniformly among those
+   it does not block: the message is ``(send, payload, exclude)`` with
+   ``exclude = blocked_until > j``, the gossip channel's exclusion mask (docs/channels.md);
+5. after the step: a received arm id that is not active replaces L; ``rec`` and ``src`` are
+   remembered for step 3.
+
+Rule ``"none"`` blocks nobody and sends the plain ``(send, payload)`` message: the suite's
+GosInE. The tables ``j^beta`` (phase ends) and ``ceil(j^eta)`` (block expiries) are computed in
+Python at ``init`` with the twin's integer arithmetic, for every phase that can end before the
+horizon.
+
+``act`` is one pure function of the step: the fold-in, the phase end and the insertion are
+computed every step and kept with ``jnp.where``; they are (N, K) and (N, N) sized, so no
+``lax.cond`` is used. ``init`` runs the twin's ``reset`` on the same facts in Python, before
+tracing (the family, the channel, a connected graph of at least 2 agents, room for U and L,
+``sticky_agents <= N``) and reads the sticky sets from it.
+
+Rule ``"2021"`` sends ``(send, payload, exclude)`` on ``recommend``; the JAX gossip channel
+applies the mask as the numpy channel does (:mod:`fedbandit_env.jax.channels.gossip`).
+
+Deviations, none in the algorithm: the tie-break uniforms (UCB and the recommendation) come
+from the step's key, one per agent and step (the twin: its ``tiebreak`` and ``recommend``
+streams, the same ``floor(u k)``-th of the k tied arms); statistics are float32 (sums
+compensated).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.gosine import CHANNEL
+from agents.jax.gossip_ucb import argmax_one_uniform
+from agents.robust_gosine import RobustGosInE as NumpyRobustGosInE
+from agents.robust_gosine import block_until
+from fedbandit_env.jax.accumulate import Total, total_add
+from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG
+
+INT32_MAX = 2**31 - 1
+
+
+class RobustGosInEState(NamedTuple):
+    """GosInE's per-agent state (module doc), the phase j under way, and the blocking state:
+    ``blocked_until`` (N, N), ``rec`` and ``src`` (N,), ``blocks`` (N,) blocking events per
+    agent (a diagnostic, the twin's ``blocks`` summed over agents)."""
+
+    U: jnp.ndarray
+    L: jnp.ndarray
+    counts: jnp.ndarray
+    sums: Total
+    phase_start: jnp.ndarray
+    phase: jnp.ndarray
+    outgoing: jnp.ndarray
+    blocked_until: jnp.ndarray
+    rec: jnp.ndarray
+    src: jnp.ndarray
+    blocks: jnp.ndarray
+
+
+def active_set(sticky: jnp.ndarray, U: jnp.ndarray, L: jnp.ndarray) -> jnp.ndarray:
+    """(N, K) bool: the sticky set plus the slots U and L (GosInE's active set)."""
+    arms = jnp.arange(sticky.shape[1])
+    return sticky | (arms == U[:, None]) | (arms == L[:, None])
+
+
+def ucb_index(counts, sums, active, t, alpha: float) -> jnp.ndarray:
+    """GosInE's UCB over the active set: ``mean_k + sqrt(alpha ln(t + 1) / n_k)`` with t the
+    global time; +inf on unplayed active arms, -inf on inactive ones."""
+    n = counts.astype(jnp.float32)
+    played = counts > 0
+    safe = jnp.where(played, n, 1.0)
+    ln = jnp.log(t.astype(jnp.float32) + 1.0)
+    value = sums / safe + jnp.sqrt(jnp.float32(alpha) * ln / safe)
+    value = jnp.where(played, value, jnp.inf)
+    return jnp.where(active, value, -jnp.inf)
+
+
+def arm_ids(raw: jnp.ndarray, received: jnp.ndarray, num_arms: int) -> jnp.ndarray:
+    """(N,) bool: the received recommendations that are arm ids, integers in [0, K)
+    (:func:`agents.gosine.arm_ids`)."""
+    return received & (raw >= 0) & (raw < num_arms) & (raw == jnp.floor(raw))
+
+
+class RobustGosInE:
+    """Synchronous GosInE with Vial, Shakkottai & Srikant's (2021) blocking for the N agents of
+    one run (port of :class:`agents.RobustGosInE`)."""
+
+    agent_id = NumpyRobustGosInE.agent_id
+    version = NumpyRobustGosInE.version
+    payload_layouts = NumpyRobustGosInE.payload_layouts
+    privacy_epsilon = None
+
+    def __init__(
+        self,
+        alpha: float = 4.0,
+        beta: int = 3,
+        rule: str = "2021",
+        eta: float = 2.0,
+        sticky_agents: int | None = None,
+    ):
+        # the twin validates the hyperparameters (RobustGosInEConfig) and, in init, the facts
+        self.twin = NumpyRobustGosInE(alpha, beta, rule, eta, sticky_agents)
+        self.config = self.twin.config
+
+    def channel_spec(self, config):
+        """The twin's: ``recommend``, kind ``gossip``, ``mode="pull_one_neighbour"``, dim 1."""
+        return self.twin.channel_spec(config)
+
+    def init(self, key: jax.Array, facts: FederationFacts) -> RobustGosInEState:
+        """The twin's ``reset`` on the same facts checks them and gives the sticky sets and the
+        first slots U and L; zero statistics, phase 1 (it ends after pull 1), no block; the
+        tables of phase ends ``j^beta`` and block expiries ``ceil(j^eta)``."""
+        twin, cfg = self.twin, self.config
+        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+        self.N, self.K = facts.num_agents, facts.num_arms
+        self.sticky = np.asarray(twin.sticky, bool)
+        last = 1  # the last phase that can end within the horizon, plus margin
+        while last**cfg.beta <= facts.horizon:
+            last += 1
+        phases = np.arange(last + 2)
+        self.ends = np.array([min(int(j) ** cfg.beta, INT32_MAX) for j in phases], np.int32)
+        self.expiry = np.array(
+            [min(block_until(int(j), cfg.eta), INT32_MAX) for j in phases], np.int32
+        )
+        n, k = self.N, self.K
+        zeros = jnp.zeros((n, k), jnp.float32)
+        return RobustGosInEState(
+            U=jnp.asarray(twin.U[0], jnp.int32),
+            L=jnp.asarray(twin.L[0], jnp.int32),
+            counts=jnp.zeros((n, k), jnp.int32),
+            sums=Total(zeros, zeros),
+            phase_start=jnp.zeros((n, k), jnp.int32),
+            phase=jnp.ones((), jnp.int32),
+            outgoing=jnp.zeros((n, 1), jnp.float32),
+            blocked_until=jnp.zeros((n, n), jnp.int32),
+            rec=jnp.full(n, -1, jnp.int32),
+            src=jnp.full(n, -1, jnp.int32),
+            blocks=jnp.zeros(n, jnp.int32),
+        )
+
+    # ------------------------------------------------------------ the phase end
+    def _phase_end(self, key: jax.Array, state: RobustGosInEState) -> RobustGosInEState:
+        """Steps 1-3 at the end of phase j: swap U and L if ``dn(U) < dn(L)``, recommend the
+        most-played active arm of the phase ``B_j`` (ties uniform), and (rule ``"2021"``, j >= 2)
+        block the last source whose recommendation is not ``B_j`` until ``ceil(j^eta)``."""
+        n = self.N
+        rows = jnp.arange(n)
+        active = active_set(jnp.asarray(self.sticky), state.U, state.L)  # before the swap
+        dn = state.counts - state.phase_start
+        swap = dn[rows, state.U] < dn[rows, state.L]
+        U = jnp.where(swap, state.L, state.U)
+        L = jnp.where(swap, state.U, state.L)
+        score = jnp.where(active, dn.astype(jnp.float32), -1.0)
+        best = argmax_one_uniform(score, jax.random.uniform(key, (n,), jnp.float32))
+        j = state.phase
+        blocked_until, blocks = state.blocked_until, state.blocks
+        if self.config.rule == "2021":
+            suspect = (j >= 2) & (state.src >= 0) & (state.rec != best)
+            h = jnp.where(suspect, state.src, 0)
+            current = blocked_until[rows, h]
+            later = jnp.maximum(current, jnp.asarray(self.expiry)[j])
+            blocked_until = blocked_until.at[rows, h].set(jnp.where(suspect, later, current))
+            blocks = blocks + suspect.astype(jnp.int32)
+        return state._replace(
+            U=U,
+            L=L,
+            phase_start=state.counts,
+            phase=j + 1,
+            outgoing=best[:, None].astype(jnp.float32),
+            blocked_until=blocked_until,
+            blocks=blocks,
+        )
+
+    def _insert(self, state: RobustGosInEState, obs: Observation) -> RobustGosInEState:
+        """Step 5, after the communication step: remember the recommendation (-1 for none or
+        for a reply that is no arm id) and its source, and put a received arm that is not
+        active into L (GosInE's insertion)."""
+        d = obs.deliveries[CHANNEL]
+        raw = d.payload[:, 0]
+        valid = arm_ids(raw, d.received, self.K)
+        rec = jnp.where(valid, raw, -1.0).astype(jnp.int32)
+        src = jnp.where(d.received, d.partner, -1).astype(jnp.int32)
+        candidate = jnp.where(valid, rec, state.U)  # none: keep (U is active)
+        active = active_set(jnp.asarray(self.sticky), state.U, state.L)
+        new = ~active[jnp.arange(self.N), candidate]
+        return state._replace(L=jnp.where(new, candidate, state.L), rec=rec, src=src)
+
+    # ------------------------------------------------------------------ the step
+    def act(self, key: jax.Array, state: RobustGosInEState, obs: Observation):
+        """One env step for every agent: after a communication step insert (step 5); after a
+        pull fold it in and, if it was pull ``j^beta``, end phase j (steps 1-3) and offer
+        ``B_j`` in a communication-only step (step 4); otherwise pull the UCB arm of the
+        active set."""
+        k_tie, k_rec = jax.random.split(key)
+        n = self.N
+        started = obs.step > 0
+        comm = started & (obs.phase == COMMUNICATION)
+        pulled = started & (obs.phase == PULL)
+        inserted = self._insert(state, obs)
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(comm, a, b), inserted, state)
+        hit = (obs.last_arm[:, None] == jnp.arange(self.K)) & pulled
+        state = state._replace(
+            counts=state.counts + hit.astype(jnp.int32),
+            sums=total_add(state.sums, jnp.where(hit, obs.last_reward[:, None], 0.0)),
+        )
+        t = obs.pulls.astype(jnp.int32)
+        at_end = pulled & (t == jnp.asarray(self.ends)[state.phase])
+        ended = self._phase_end(k_rec, state)
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(at_end, a, b), ended, state)
+        active = active_set(jnp.asarray(self.sticky), state.U, state.L)
+        q = ucb_index(
+            state.counts, state.sums.total - state.sums.carry, active, t, self.config.alpha
+        )
+        chosen = argmax_one_uniform(q, jax.random.uniform(k_tie, (n,), jnp.float32))
+        arms = jnp.where(at_end, 0, chosen).astype(jnp.int32)
+        send = jnp.broadcast_to(at_end, (n,))
+        message = (send, state.outgoing)
+        if self.config.rule == "2021":
+            message = (*message, exclusion_mask(state))
+        return Action(arms, {CHANNEL: message}, ~at_end), state
+
+
+def exclusion_mask(state: RobustGosInEState) -> jnp.ndarray:
+    """(N, N) bool: the agents each agent does not pull at the end of the phase that just
+    ended (``blocked_until > j``; the twin's ``blocked(j)``)."""
+    return state.blocked_until > state.phase - 1
