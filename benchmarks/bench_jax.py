@@ -29,8 +29,35 @@ MULTI = {"env_id": "FedBandit/Heterogeneous-v0",
 GOSSIP = {"env_id": "FedBandit/GossipPath10-v0", "kwargs": {}}
 LINEAR = {"env_id": "FedBandit/LinearContextual-v0",
           "kwargs": {"num_agents": 100, "num_arms": 10, "dim": 10}}  # fmt: skip
-SETTING = {"gossip_ucb": GOSSIP, "gossip_fed_ucb": GOSSIP, "linucb": LINEAR,
-           "centralized_linucb": LINEAR, "fed_lin_ucb": LINEAR}  # fmt: skip
+DP_RECSYS = {"env_id": "FedBandit/Homogeneous-v0",
+             "kwargs": {"num_agents": 20, "num_arms": 10, "topology": "ring",
+                        "reward": {"kind": "gaussian", "sigma": 0.1}}}  # fmt: skip
+HOMOG10 = {"env_id": "FedBandit/Homogeneous-v0", "kwargs": {"num_agents": 10, "num_arms": 10}}
+SETTING = {
+    "gossip_ucb": GOSSIP,
+    "gossip_fed_ucb": GOSSIP,
+    "linucb": LINEAR,
+    "centralized_linucb": LINEAR,
+    "fed_lin_ucb": LINEAR,
+    "fed_lin_ucb_decentralized": {"env_id": "FedBandit/LinearContextual-v0",
+                                  "kwargs": {"num_agents": 10, "num_arms": 10, "dim": 5,
+                                             "topology": "ring"}},
+    "dislinucb": {"env_id": "FedBandit/LinearContextual-v0",
+                  "kwargs": {"num_agents": 10, "num_arms": 10, "dim": 10}},
+    "ldp_ucb": {"env_id": "FedBandit/Homogeneous-v0",
+                "kwargs": {"num_agents": 10, "num_arms": 10, "topology": "ring"}},
+    "dp_mw_ucb": DP_RECSYS,
+    "dp_dec_ucb": DP_RECSYS,
+    "byzres_ucb": {"env_id": "FedBandit/Homogeneous-v0",
+                   "kwargs": {"num_agents": 10, "num_arms": 4, "topology": "complete"}},
+    "fed_mom_ucb": {**HOMOG10, "kwargs": {**HOMOG10["kwargs"],
+                                          "reward": {"kind": "gaussian", "sigma": 0.5}},
+                    "agent_kwargs": {"clients": "environment"}},
+    "robust_gosine": {"env_id": "FedBandit/Homogeneous-v0",
+                      "kwargs": {"num_agents": 10, "num_arms": 20, "topology": "complete"}},
+}  # fmt: skip
+"""Per port: the environment (id and kwargs), optional ``agent_kwargs`` and an optional
+``min_horizon`` (a learner whose first epoch needs more pulls than ``--horizon``)."""
 
 
 def jax_rate(agent_id: str, runs: int, horizon: int) -> tuple[float, float, str]:
@@ -39,7 +66,8 @@ def jax_rate(agent_id: str, runs: int, horizon: int) -> tuple[float, float, str]
     from fedbandit_env.bench.evaluate import env_kwargs_for
 
     setting = SETTING.get(agent_id, MULTI)
-    learner = fj.make_jax_agent(agent_id)
+    horizon = max(horizon, setting.get("min_horizon", 0))
+    learner = fj.make_jax_agent(agent_id, **setting.get("agent_kwargs", {}))
     kwargs = env_kwargs_for(learner, setting["env_id"], {**setting["kwargs"], "horizon": horizon})
     env = fj.make(setting["env_id"], **kwargs)
     first = fj.rollout(env, learner, list(range(runs)), checkpoints=np.array([horizon]))
@@ -53,8 +81,10 @@ def numpy_rate(agent_id: str, runs: int, horizon: int) -> float:
     from fedbandit_env.bench.evaluate import evaluate
 
     setting = SETTING.get(agent_id, MULTI)
+    horizon = max(horizon, setting.get("min_horizon", 0))
     kwargs = {**setting["kwargs"], "horizon": horizon}
     res = evaluate(setting["env_id"], agent_id, runs=runs, env_kwargs=kwargs,
+                   agent_kwargs=setting.get("agent_kwargs", {}),
                    checkpoints=np.array([horizon]))  # fmt: skip
     return runs * res.regret_by_agent.shape[2] * horizon / res.wall_time
 

@@ -138,3 +138,20 @@ def test_paper_scale_learners_and_fallbacks():
     note = harness.numpy_fallbacks(args, tasks, {"cdp_mab": "one delta per run"})
     assert note == {"backend_note": "ran on numpy: cdp_mab (one delta per run)"}
     assert harness.numpy_fallbacks(argparse.Namespace(backend="numpy"), tasks) == {}
+
+
+@pytest.mark.slow
+def test_commeff_reproduction_runs_on_jax_and_names_what_stays_on_numpy(tmp_path):
+    from collections import Counter
+
+    from fedbandit_env.bench import claims as C
+    from tests.test_reproduce_commeff import REQUIRED
+
+    path = tmp_path / "claims.json"
+    _script("commeff", "--backend", "jax", "--arms", "6", "--horizon", "1000", "--seeds", "2",
+            "--fig8-horizons", "4100", "--out", str(tmp_path), "--claims", str(path))  # fmt: skip
+    meta, rows = C.read_claims(path)
+    assert meta["backend"] == "jax" and meta["device"].startswith("cpu")
+    assert Counter((r.figure, r.source) for r in rows) == Counter(REQUIRED)
+    note = meta["backend_note"]  # the Single-MAB and oracle-delta cells ran on numpy
+    assert note.startswith("ran on numpy: cdp_mab (the oracle-delta cells") and "single_mab" in note

@@ -932,7 +932,8 @@ def parser() -> argparse.ArgumentParser:
     ref_build.add_argument(
         "--jax",
         action="store_true",
-        help="also run the quick suite's cells that have a JAX learner on the JAX backend "
+        help="also run the standard and headline cells that have a JAX learner on the JAX "
+        "backend "
         "(their own seeds; needs the jax extra)",
     )
     ref_check = ref_sub.add_parser(

@@ -23,7 +23,12 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.bench.backends import JAX, NUMPY, check_backend, jax_backend, jax_learner
-from fedbandit_env.bench.versions import adversary_suffix, results_version, wrapper_suffix
+from fedbandit_env.bench.versions import (
+    adversary_suffix,
+    backend_suffix,
+    results_version,
+    wrapper_suffix,
+)
 from fedbandit_env.engine import PULL
 from fedbandit_env.errors import ConfigError, FedBanditError, LearnerError
 from fedbandit_env.network import LINK_TYPES
@@ -464,10 +469,18 @@ def _evaluate_jax(
         env_kwargs=env_kwargs,
         agent_kwargs=agent_kwargs,
         privacy_epsilon=declared_epsilon(learner),
-        results_version=results_version(env_id, agent_id, learner, JAX),
+        results_version=_jax_version(env_id, agent_id, learner, env_kwargs.get("adversary")),
         backend=JAX,
         learner_state=result.learner_state,
+        roles=result.roles,
     )
+
+
+def _jax_version(env_id: str, agent_id: str, learner: Any, adversary: Any) -> str:
+    """The results version of a JAX row: the numpy part, the adversary's suffix, then the
+    backend's (the order of :func:`~fedbandit_env.bench.versions.registered_results_version`)."""
+    numpy_part = results_version(env_id, agent_id, learner)
+    return numpy_part + adversary_suffix(adversary) + backend_suffix(JAX)
 
 
 @contextlib.contextmanager

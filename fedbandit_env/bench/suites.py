@@ -169,19 +169,18 @@ class AttackSweep:
     def cells(self) -> list[Cell]:
         from fedbandit_env.adversary import list_attacks
 
-        if self.backend != NUMPY:  # roles and attacks run on the numpy engine only
-            return []
         out = []
-        for agent_id in list_agents():
+        for agent_id in list_agents():  # the numpy ids: a JAX cell is a port of one of them
             if agent_id in self.exclude:
                 continue
             out.append(Cell(self.env_id, agent_id, self.horizon, self.runs,
-                            dict(self.env_kwargs)))  # fmt: skip
+                            dict(self.env_kwargs), backend=self.backend))  # fmt: skip
             for f in self.byzantine:
                 for attack in list_attacks():
                     adversary = {"num_byzantine": f, "attack": attack}
                     out.append(Cell(self.env_id, agent_id, self.horizon, self.runs,
-                                    {**self.env_kwargs, "adversary": adversary}))  # fmt: skip
+                                    {**self.env_kwargs, "adversary": adversary},
+                                    backend=self.backend))  # fmt: skip
         return out
 
     def refusal(self, cell: Cell, memo: dict[Any, Any]) -> str | None:
@@ -195,6 +194,21 @@ class AttackSweep:
         * otherwise the environment is made with the learner's channels, the adversary and the
           topology already built, and reset (the attack checks the channels' layout), and the
           learner's ``reset`` runs; an attack's layout refusal at one f holds at every f."""
+        reason = self._numpy_refusal(replace(cell, backend=NUMPY), memo)
+        if reason is not None or cell.backend == NUMPY:
+            return reason
+        # on another backend: the same cell must also build there (a port of the learner, the
+        # attack's twin, the environment), or it is skipped as a backend gap
+        key = ("backend", cell.backend, cell.config_hash)
+        if key not in memo:
+            memo[key] = mark_backend_gap(incompatibility(
+                cell.env_id, cell.agent_id, {**cell.env_kwargs, "horizon": cell.horizon},
+                cell.agent_kwargs, cell.backend))  # fmt: skip
+        return memo[key]
+
+    def _numpy_refusal(self, cell: Cell, memo: dict[Any, Any]) -> str | None:
+        """:meth:`refusal` of the cell on the numpy engine (the learner's and the attack's
+        decision, the same on every backend)."""
         clean = {k: v for k, v in cell.env_kwargs.items() if k != "adversary"}
         key = (cell.agent_id, json.dumps(_canonical(clean), sort_keys=True))
         if key not in memo:

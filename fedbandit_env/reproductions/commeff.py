@@ -10,8 +10,17 @@ delta = the oracle minimum gap of each run's instance, random graph G(50, 0.1) /
 G(20, 0.2), case 2 sizes {53, 24, 10, 6, 7}.
 
     fedbandit reproduce commeff            # CI scale (K = 20, T = 3000, 5 seeds)
-    fedbandit reproduce commeff --full     # paper scale (K = 100, T = 10^4, 20 seeds)
+    fedbandit reproduce commeff --full     # the paper's M and K (K = 100, T = 10^4, 20 seeds)
+    fedbandit reproduce commeff --paper-scale --backend jax   # K = 100, T = 10^5, 100 seeds
     python -m fedbandit_env.reproductions.commeff ...   # the same
+
+``--backend jax`` runs every cell whose learner has a JAX port (CDP/DDP/HDP-MAB) on the compiled
+JAX backend (docs/jax.md), one after another in this process; the Single-MAB cells of Fig. 8
+and the oracle-delta cells of Figs. 6-7 (one delta per run) stay on numpy and the claims file's
+``meta`` says so. ``--paper-scale`` (JAX only) is the
+paper's grid of Sec. VII (M = 50 / 100 agents, K = 100, every epsilon, p, R, graph and case) at
+T = 10^5 with 100 runs per cell, and Fig. 8 at T in {10^4, 10^5, 10^6}: the paper states neither
+T nor its number of runs (docs/commeff.md, "Scale").
 
 Writes fig4.png … fig12.png and predictions.md into --out (git-ignored) and prints the claims
 table, with a timing table: the agents' default paper timing (docs/commeff.md) next to
@@ -32,14 +41,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import fedbandit_env  # noqa: E402
-from agents import CDPMAB, DDPMAB, HDPMAB  # noqa: E402
 from agents.commeff.single import SingleMAB  # noqa: E402
 from fedbandit_env.bench import claims as C  # noqa: E402
 from fedbandit_env.bench.executors import EvalTask  # noqa: E402
 from fedbandit_env.reproductions import harness  # noqa: E402
 
 # ------------------------------------------------------------------ parameters
-parser = harness.parser("commeff", __doc__, executor=None)
+parser = harness.parser("commeff", __doc__, executor=None, backend=True)
+harness.add_paper_scale(parser, "K = 100, T = 10^5 and 100 runs per cell of Sec. VII's grid")
 parser.add_argument("--arms", type=int, default=None, help="K (default 20, --full 100)")
 parser.add_argument("--horizon", type=int, default=None, help="T (default 3000, --full 10^4)")
 parser.add_argument("--seeds", type=int, default=None, help="runs per cell (default 5, --full 20)")
@@ -51,17 +60,23 @@ parser.add_argument(
     "--full 10^4,10^5: the trend of Single/CDP with T)",
 )
 args = parser.parse_args()
+harness.check_paper_scale(parser, args)
 
-K = args.arms or (100 if args.full else 20)
-T = args.horizon or (10_000 if args.full else 3000)
-SEEDS = args.seeds or (20 if args.full else 5)
+PAPER_SCALE = args.paper_scale
+LARGE = args.full or PAPER_SCALE
+K = args.arms or (100 if LARGE else 20)
+T = args.horizon or (100_000 if PAPER_SCALE else 10_000 if args.full else 3000)
+SEEDS = args.seeds or (100 if PAPER_SCALE else 20 if args.full else 5)
+SCALE_NAME = "paper" if PAPER_SCALE else "full" if args.full else "CI"
 EXECUTOR = harness.executor_of(args)
 M_CENTRAL, C1_CENTRAL = 50, 25.0  # Figs. 4-7, 10
 M_HYBRID, C1_HYBRID, C2 = 100, 50.0, 1.0  # Figs. 11-12
 M_SMALL, K_SMALL = 5, 10  # Fig. 8 (single agents need T >= 3971)
 FIG8_T = [
     int(float(x))
-    for x in (args.fig8_horizons or ("1e4,1e5" if args.full else "1e4")).split(",")
+    for x in (
+        args.fig8_horizons or ("1e4,1e5,1e6" if PAPER_SCALE else "1e4,1e5" if args.full else "1e4")
+    ).split(",")
     if x
 ]
 EPSILONS = [0.1, 0.3, 0.5, 1.0, math.inf]
@@ -91,10 +106,28 @@ SCALE_H = {"T": T, "runs": SEEDS, "agents": M_HYBRID, "arms": K}
 print(f"commeff reproduction: K={K}, T={T}, seeds={SEEDS}")
 
 
-def cell(env_id, policy, attrs=(), **env_kwargs):
-    """One cell: SEEDS paired runs, curves at 200 checkpoints."""
+def L(agent_id, **kwargs):
+    """A cell's learner and its backend: the numpy agent, or its JAX port with
+    ``--backend jax`` (fedbandit_env.reproductions.harness.learner). A cell with one oracle
+    delta per run (Figs. 6-7) stays on numpy: a JAX learner is one run and does not know which
+    (its port refuses a per-run delta)."""
+    per_run = isinstance(kwargs.get("delta"), tuple) and len(kwargs["delta"]) > 1
+    return harness.learner(args, agent_id, numpy_only=per_run, **kwargs)
+
+
+NUMPY_WHY = {
+    "cdp_mab": "the oracle-delta cells of Figs. 6-7: one delta per run, which a JAX learner "
+    "cannot take",
+    "single_mab": "Fig. 8's single-agent baseline has no JAX port",
+}
+
+
+def cell(env_id, built, attrs=(), **env_kwargs):
+    """One cell: SEEDS paired runs, curves at 200 checkpoints; ``built`` is (learner,
+    backend) of :func:`L`, or a numpy learner object (Single-MAB, numpy only)."""
+    policy, backend = built if isinstance(built, tuple) else (built, "numpy")
     steps = np.unique(np.linspace(1, env_kwargs["horizon"], 200).round().astype(np.int64))
-    return EvalTask(env_id, policy, SEEDS, args.seed, env_kwargs, steps, tuple(attrs))
+    return EvalTask(env_id, policy, SEEDS, args.seed, env_kwargs, steps, tuple(attrs), backend)
 
 
 def oracle_gaps(env_id, **env_kwargs):
@@ -121,42 +154,42 @@ central = dict(num_agents=M_CENTRAL, c1=C1_CENTRAL, **BASE)
 gaps = oracle_gaps(HOMOG, num_agents=M_CENTRAL, **BASE)
 tasks: dict[tuple, EvalTask] = {}
 for eps in EPSILONS:  # Fig. 4
-    tasks["fig4", eps] = cell(HOMOG, CDPMAB(epsilon=eps), ("rounds_done",), **central)
+    tasks["fig4", eps] = cell(HOMOG, L("cdp_mab", epsilon=eps), ("rounds_done",), **central)
 for p in PARTICIPATION:  # Fig. 5
-    tasks["fig5", p] = cell(HOMOG, CDPMAB(participation=p), **central)
+    tasks["fig5", p] = cell(HOMOG, L("cdp_mab", participation=p), **central)
 for R in ROUNDS:  # Fig. 6 (oracle delta, and the alternative fixed delta)
-    tasks["fig6", R] = cell(HOMOG, CDPMAB(rounds=R, delta=gaps), ("rounds_done",), **central)
+    tasks["fig6", R] = cell(HOMOG, L("cdp_mab", rounds=R, delta=gaps), ("rounds_done",), **central)
     tasks["fig6alt", R] = cell(
-        HOMOG, CDPMAB(rounds=R, delta=ALT_DELTA), ("rounds_done",), **central
+        HOMOG, L("cdp_mab", rounds=R, delta=ALT_DELTA), ("rounds_done",), **central
     )
 for p in PARTICIPATION:  # Fig. 7 grid
     for R in ROUNDS:
-        pol = CDPMAB(rounds=R, delta=gaps, participation=p)
+        pol = L("cdp_mab", rounds=R, delta=gaps, participation=p)
         tasks["fig7", p, R] = cell(HOMOG, pol, ("rounds_done",), **central)
 for horizon in FIG8_T:  # Fig. 8
     small = dict(num_agents=M_SMALL, num_arms=K_SMALL, horizon=horizon, instance_seed=None)
     hetero = dict(small, instance="commeff")
-    tasks["fig8", horizon, "CDP homog."] = cell(HOMOG, CDPMAB(), **small)
-    tasks["fig8", horizon, "CDP heterog."] = cell(HETERO, CDPMAB(), **hetero)
+    tasks["fig8", horizon, "CDP homog."] = cell(HOMOG, L("cdp_mab"), **small)
+    tasks["fig8", horizon, "CDP heterog."] = cell(HETERO, L("cdp_mab"), **hetero)
     tasks["fig8", horizon, "Single homog."] = cell(HOMOG, SingleMAB(), channels=(), **small)
     tasks["fig8", horizon, "Single heterog."] = cell(HETERO, SingleMAB(), channels=(), **hetero)
 for name, (g, tk) in GRAPHS.items():  # Fig. 10
     tasks["fig10", name] = cell(
-        HOMOG, DDPMAB(), num_agents=M_CENTRAL, topology=g, topology_kwargs=tk, c2=C2, **BASE
+        HOMOG, L("ddp_mab"), num_agents=M_CENTRAL, topology=g, topology_kwargs=tk, c2=C2, **BASE
     )
 for case, (sizes, graph, params) in CASES.items():  # Fig. 11
     topo = {"sizes": sizes, "component_graph": graph, **params}
     tasks["fig11", case] = cell(
-        HOMOG, HDPMAB(), num_agents=M_HYBRID, topology="hybrid", topology_kwargs=topo,
+        HOMOG, L("hdp_mab"), num_agents=M_HYBRID, topology="hybrid", topology_kwargs=topo,
         c1=C1_HYBRID, c2=C2, **BASE,
     )  # fmt: skip
 het = dict(BASE, num_agents=M_HYBRID, instance="commeff", c1=C1_HYBRID, c2=C2)
 CASE4 = {"sizes": CASES[4][0], "component_graph": CASES[4][1], **CASES[4][2]}
-tasks["fig12", "CDP"] = cell(HETERO, CDPMAB(), **het)
+tasks["fig12", "CDP"] = cell(HETERO, L("cdp_mab"), **het)
 tasks["fig12", "DDP"] = cell(
-    HETERO, DDPMAB(), topology="erdos_renyi", topology_kwargs={"p": 0.05}, **het
+    HETERO, L("ddp_mab"), topology="erdos_renyi", topology_kwargs={"p": 0.05}, **het
 )
-tasks["fig12", "HDP"] = cell(HETERO, HDPMAB(), topology="hybrid", topology_kwargs=CASE4, **het)
+tasks["fig12", "HDP"] = cell(HETERO, L("hdp_mab"), topology="hybrid", topology_kwargs=CASE4, **het)
 # Controlled instance: on random instances the delay regret of DDP/HDP (a few hundred) is far
 # below the seed noise of the shifted schedules (different reward draws per slot, borderline
 # eliminations). Gaps (0.17, 0.35, ...) away from the 2C(r) thresholds (about 0.24 * 2^(1-r))
@@ -166,32 +199,34 @@ SPACED = np.array([0.9, 0.73, 0.55, 0.4, 0.25, 0.1])
 CTL = dict(num_arms=6, horizon=min(T, 3000), means=SPACED)
 for name, (g, tk) in GRAPHS.items():
     tasks["ctl10", name] = cell(
-        HOMOG, DDPMAB(), num_agents=M_CENTRAL, topology=g, topology_kwargs=tk, **CTL
+        HOMOG, L("ddp_mab"), num_agents=M_CENTRAL, topology=g, topology_kwargs=tk, **CTL
     )
-tasks["ctl10", "CDP"] = cell(HOMOG, CDPMAB(), num_agents=M_CENTRAL, **CTL)
+tasks["ctl10", "CDP"] = cell(HOMOG, L("cdp_mab"), num_agents=M_CENTRAL, **CTL)
 for case, (sizes, graph, params) in CASES.items():
     topo = {"sizes": sizes, "component_graph": graph, **params}
     tasks["ctl11", case] = cell(
-        HOMOG, HDPMAB(), num_agents=M_HYBRID, topology="hybrid", topology_kwargs=topo, **CTL
+        HOMOG, L("hdp_mab"), num_agents=M_HYBRID, topology="hybrid", topology_kwargs=topo, **CTL
     )
 LOCAL = heterogeneous_means(M_HYBRID, SPACED, np.random.default_rng(args.seed))
 het_ctl = dict(CTL, num_agents=M_HYBRID, means=LOCAL)
-tasks["ctl12", "CDP"] = cell(HETERO, CDPMAB(), **het_ctl)
+tasks["ctl12", "CDP"] = cell(HETERO, L("cdp_mab"), **het_ctl)
 tasks["ctl12", "DDP"] = cell(
-    HETERO, DDPMAB(), topology="erdos_renyi", topology_kwargs={"p": 0.05}, **het_ctl
+    HETERO, L("ddp_mab"), topology="erdos_renyi", topology_kwargs={"p": 0.05}, **het_ctl
 )
-tasks["ctl12", "HDP"] = cell(HETERO, HDPMAB(), topology="hybrid", topology_kwargs=CASE4, **het_ctl)
+tasks["ctl12", "HDP"] = cell(
+    HETERO, L("hdp_mab"), topology="hybrid", topology_kwargs=CASE4, **het_ctl
+)
 # Timing: the agents run the paper's timing by default (timing="paper": the round's upload is a
 # communication-only step); timing="latency" sends the upload with a pull.
 TIMING = {
-    "CDP-MAB": (CDPMAB, {"c1": C1_CENTRAL}),
-    "DDP-MAB star": (DDPMAB, {"topology": "star", "c2": C2}),
-    "DDP-MAB ring": (DDPMAB, {"topology": "ring", "c2": C2}),
+    "CDP-MAB": ("cdp_mab", {"c1": C1_CENTRAL}),
+    "DDP-MAB star": ("ddp_mab", {"topology": "star", "c2": C2}),
+    "DDP-MAB ring": ("ddp_mab", {"topology": "ring", "c2": C2}),
 }
-for name, (cls, env) in TIMING.items():
+for name, (agent_id, env) in TIMING.items():
     for timing in ("paper", "latency"):
         tasks["timing", name, timing] = cell(
-            HOMOG, cls(timing=timing), ("rounds_done", "delay"), num_agents=M_CENTRAL, **env,
+            HOMOG, L(agent_id, timing=timing), ("rounds_done", "delay"), num_agents=M_CENTRAL, **env,
             **BASE,
         )  # fmt: skip
 
@@ -783,10 +818,12 @@ harness.write_claims(
     rows,
     {
         "title": "Communication-efficient private FMAB (Li & Song)",
-        "scale_name": "full" if args.full else "CI",
+        "scale_name": SCALE_NAME,
         "command": harness.command("commeff"),
         "wall_time_s": WALL,
         "executor": EXECUTOR,
+        **harness.backend_meta(args),
+        **harness.numpy_fallbacks(args, tasks, NUMPY_WHY),
     },
 )
 print(f"figures and table in {OUT}/")

@@ -92,6 +92,63 @@ def backend_meta(args: argparse.Namespace) -> dict[str, str]:
     return {"backend": "jax", "device": describe_device()}
 
 
+def add_paper_scale(p: argparse.ArgumentParser, what: str) -> None:
+    """The ``--paper-scale`` option of a reproduction (``what``: the grid it runs); it needs
+    ``--backend jax`` (:func:`check_paper_scale`)."""
+    p.add_argument(
+        "--paper-scale",
+        action="store_true",
+        help=f"the paper's own scale: {what} (needs --backend jax, and a GPU to finish in minutes)",
+    )
+
+
+def check_paper_scale(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--paper-scale`` is JAX-only and one scale at a time; ``--backend jax`` runs in this
+    process (one process compiles and owns the device)."""
+    if getattr(args, "paper_scale", False):
+        if args.backend != "jax":
+            p.error("--paper-scale: expected --backend jax (on the numpy engine it would take "
+                    "days of CPU; docs/reproductions.md)")  # fmt: skip
+        if args.full:
+            p.error("--paper-scale: expected without --full (one scale at a time)")
+    if getattr(args, "backend", "numpy") == "jax":
+        args.executor, args.jobs = "serial", 1
+
+
+def learner(
+    args: argparse.Namespace, agent_id: str, numpy_only: bool = False, **kwargs: Any
+) -> tuple[Any, str]:
+    """(learner, backend) of one task: with ``--backend jax`` the JAX port of ``agent_id``
+    built with ``kwargs`` (docs/jax.md), else the numpy learner; a learner without a JAX port,
+    or a task the caller marks ``numpy_only``, runs on numpy whatever the backend (the claims
+    file's ``meta`` names such tasks, :func:`numpy_fallbacks`)."""
+    if getattr(args, "backend", "numpy") == "jax" and not numpy_only:
+        import fedbandit_env.jax as fj
+
+        if agent_id in fj.list_jax_agents():
+            return fj.make_jax_agent(agent_id, **kwargs), "jax"
+    from fedbandit_env.agent_registry import make_agent
+
+    return make_agent(agent_id, **kwargs), "numpy"
+
+
+def numpy_fallbacks(
+    args: argparse.Namespace, tasks: Mapping[Hashable, Any], why: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``meta`` entry naming the learners of a ``--backend jax`` run whose tasks ran on numpy,
+    each with its reason (``why``: agent id -> reason; default "no JAX port"); empty on numpy
+    or when every task ran on JAX."""
+    if getattr(args, "backend", "numpy") != "jax":
+        return {}
+    on_numpy = sorted({str(getattr(t.agent, "agent_id", t.agent)) for t in tasks.values()
+                       if t.backend == "numpy"})  # fmt: skip
+    if not on_numpy:
+        return {}
+    why = dict(why or {})
+    parts = [f"{a} ({why.get(a, 'no JAX port')})" for a in on_numpy]
+    return {"backend_note": f"ran on numpy: {'; '.join(parts)}"}
+
+
 def executor_of(args: argparse.Namespace) -> str:
     """The executor the run uses (see :func:`parser`'s ``executor=None``)."""
     return args.executor or ("joblib" if args.full else "serial")
