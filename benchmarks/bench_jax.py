@@ -48,6 +48,9 @@ SETTING = {
                 "kwargs": {"num_agents": 10, "num_arms": 10, "topology": "ring"}},
     "dp_mw_ucb": DP_RECSYS,
     "dp_dec_ucb": DP_RECSYS,
+    **{port: {"env_id": "FedBandit/Homogeneous-v0",  # epoch 1 fits T = 200 (70 pulls)
+              "kwargs": {"num_agents": 50, "num_arms": 10, "topology": "star"}}
+       for port in ("cdp_mab", "ddp_mab", "hdp_mab")},
     "byzres_ucb": {"env_id": "FedBandit/Homogeneous-v0",
                    "kwargs": {"num_agents": 10, "num_arms": 4, "topology": "complete"}},
     "fed_mom_ucb": {**HOMOG10, "kwargs": {**HOMOG10["kwargs"],
