@@ -272,12 +272,16 @@ def test_unknown_attacked_channels_are_refused_at_reset():
         venv.reset(seed=0)
 
 
-def test_the_jax_backend_refuses_the_adversary_by_name():
+def test_the_jax_backend_names_an_unknown_attack():
+    """Roles and the built-in attacks run on JAX (tests/test_jax_adversary.py, which also
+    checks the refusal of an attack registered at run time); an unknown id gets numpy's
+    error."""
     pytest.importorskip("jax")
     from fedbandit_env.jax import make as jax_make
 
-    with pytest.raises(ConfigError, match=r"adversary: not on the JAX backend"):
-        jax_make(HOM, adversary={"num_byzantine": 1})
+    jax_make(HOM, adversary={"num_byzantine": 1})  # built-in: runs on JAX
+    with pytest.raises(ConfigError, match=r"attack: unknown id 'no_such_attack'"):
+        jax_make(HOM, adversary={"num_byzantine": 1, "attack": "no_such_attack"})
 
 
 def test_a_crashed_agent_is_down_in_the_communication_steps_before_its_crash_pull():

@@ -140,7 +140,11 @@ def test_readme_summary_matches_the_shipped_claims_files():
     assert C.replace_summary(text, C.summary_lines(files)) == text
     page = Path(CLAIMS_DIR.parent / "reproductions.md").read_text()
     intro = CLAIMS_DIR / "intro.md"
-    assert page == C.render_page(files, intro=intro.read_text() if intro.exists() else "")
+    scales = script.paper_scales(CLAIMS_DIR)
+    assert scales, "docs/claims/paper-scales.tsv states the papers' scales"
+    assert page == C.render_page(
+        files, intro=intro.read_text() if intro.exists() else "", paper_scales=scales
+    )
 
 
 def test_replace_summary_needs_the_markers():

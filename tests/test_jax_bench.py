@@ -159,9 +159,10 @@ def test_cli_run_backend_jax_writes_a_row(tmp_path, capsys):
 
 
 def test_cli_suite_backend_jax_runs_the_suites_jax_cells(tmp_path, capsys, monkeypatch):
-    from fedbandit_env.agent_registry import register_agent
+    from fedbandit_env import agent_registry
 
-    register_agent("numpy_only_ucb1", "baselines.ucb:UCB1")  # a learner without a JAX port
+    # a learner without a JAX port, registered for this test only
+    monkeypatch.setitem(agent_registry._AGENTS, "numpy_only_ucb1", "baselines.ucb:UCB1")
     spread = Cell("FedBandit/Heterogeneous-v0", "ucb1", HORIZON, 2,
                   {**SMALL, "client_spread": 0.1}, {}, 0)  # fmt: skip
     private = Cell(ENV, "ucb1", HORIZON, 2, dict(SMALL), {}, 0, privacy={"epsilon": 1.0})

@@ -403,9 +403,13 @@ def test_sticky_agents_sizes_the_sticky_sets():
     assert policy.sticky[:4].any(axis=0).all()  # agents 0..3 cover every arm
 
 
-def test_jax_backend_refuses_the_mask():
+def test_jax_backend_checks_the_mask_by_name():
+    """The JAX gossip channel takes the mask (tests/test_jax_robust_agents.py); one of the
+    wrong shape is refused by name."""
     fj = pytest.importorskip("fedbandit_env.jax")
-    pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
     env = fj.make("FedBandit/Homogeneous-v0", **{**_env_kwargs(horizon=5), "adversary": None})
-    with pytest.raises(ActionError, match="exclude.*not on the JAX backend"):
-        env._message("recommend", env.channels["recommend"], (None, None, None))
+    n = env.num_agents
+    message = (jnp.ones(n, bool), jnp.zeros((n, 1)), jnp.zeros((n, n + 1), bool))
+    with pytest.raises(ActionError, match="messages.recommend.exclude"):
+        env._message("recommend", env.channels["recommend"], message)
