@@ -46,7 +46,9 @@ from fedbandit_env.reproductions import harness
 
 PAPER = "Zhu, Koppel, Velasquez & Liu, Byzantine-Resilient Decentralized Multi-Armed Bandits"
 M = len(ZHU_MEANS)
-CODE = {"tiebreak": "lowest", "sync": "comm_step"}  # the authors' code's ties and timing
+# the authors' code's ties, timing and f (f = 1 in every run of test_TMLR.m, whatever the
+# number of Byzantine agents; the agent's default takes the environment's declared bound)
+CODE = {"tiebreak": "lowest", "sync": "comm_step", "f": 1}
 PROTO = "prototype re-implementation (50 runs, T = 9,996), not a paper number"
 REL = 0.10  # a prototype number is matched within +- 10 %
 BYZ = lambda k, attack, **kw: {"num_byzantine": k, "placement": "first", "attack": attack, **kw}  # noqa: E731
@@ -421,11 +423,10 @@ PANELS = {
 def figure(args: argparse.Namespace, curves: dict[str, Curves]) -> Path | None:
     """Mean over runs of the honest per-agent regret, min / max over runs shaded (the code's
     plot); one panel for the code's experiment, one for the sanity checks."""
-    try:
-        from fedbandit_env.bench.plotting import mpl_text, pyplot
+    from fedbandit_env.bench.plotting import mpl_text
 
-        plt = pyplot()
-    except Exception:  # matplotlib is the optional plots extra
+    plt = harness.pyplot()
+    if plt is None:
         return None
     fig, axes = plt.subplots(1, len(PANELS), figsize=(6 * len(PANELS), 4), squeeze=False)
     for ax, (title, names) in zip(axes[0], PANELS.items(), strict=True):

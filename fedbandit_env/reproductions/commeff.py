@@ -22,8 +22,8 @@ paper's grid of Sec. VII (M = 50 / 100 agents, K = 100, every epsilon, p, R, gra
 T = 10^5 with 100 runs per cell, and Fig. 8 at T in {10^4, 10^5, 10^6}: the paper states neither
 T nor its number of runs (docs/commeff.md, "Scale").
 
-Writes fig4.png … fig12.png and predictions.md into --out (git-ignored) and prints the claims
-table, with a timing table: the agents' default paper timing (docs/commeff.md) next to
+Writes fig4.png … fig12.png (with the ``plots`` extra) and predictions.md into --out
+(git-ignored) and prints the claims table, with a timing table: the agents' default paper timing (docs/commeff.md) next to
 ``timing="latency"``; ``--claims FILE`` writes the rows as a claims file (docs/reproductions.md).
 ``--executor joblib --jobs 2`` runs the cells in two processes, ``--executor ray`` on Ray (same
 numbers; fedbandit_env.reproductions.harness).
@@ -34,17 +34,13 @@ from __future__ import annotations
 import math
 import time
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-import fedbandit_env  # noqa: E402
-from agents.commeff.single import SingleMAB  # noqa: E402
-from fedbandit_env.bench import claims as C  # noqa: E402
-from fedbandit_env.bench.executors import EvalTask  # noqa: E402
-from fedbandit_env.reproductions import harness  # noqa: E402
+import fedbandit_env
+from agents.commeff.single import SingleMAB
+from fedbandit_env.bench import claims as C
+from fedbandit_env.bench.executors import EvalTask
+from fedbandit_env.reproductions import harness
 
 # ------------------------------------------------------------------ parameters
 parser = harness.parser("commeff", __doc__, executor=None, backend=True)
@@ -708,47 +704,49 @@ def save(fig, name):
     plt.close(fig)
 
 
-for name, prefix, labels, title in (
-    ("fig4.png", "fig4", EPSILONS, "Fig. 4: CDP-MAB, epsilon"),
-    ("fig5.png", "fig5", PARTICIPATION, "Fig. 5: CE-CDP-MAB, participation p"),
-    ("fig6.png", "fig6", ROUNDS, "Fig. 6: CE-CDP-MAB, round budget R (oracle delta)"),
-):
+plt = harness.pyplot()  # None without matplotlib (the plots extra): no figures
+if plt is not None:
+    for name, prefix, labels, title in (
+        ("fig4.png", "fig4", EPSILONS, "Fig. 4: CDP-MAB, epsilon"),
+        ("fig5.png", "fig5", PARTICIPATION, "Fig. 5: CE-CDP-MAB, participation p"),
+        ("fig6.png", "fig6", ROUNDS, "Fig. 6: CE-CDP-MAB, round budget R (oracle delta)"),
+    ):
+        fig, ax = plt.subplots(figsize=(5, 4))
+        curves(ax, {f"{v:g}": res[prefix, v] for v in labels}, title)
+        save(fig, name)
     fig, ax = plt.subplots(figsize=(5, 4))
-    curves(ax, {f"{v:g}": res[prefix, v] for v in labels}, title)
-    save(fig, name)
-fig, ax = plt.subplots(figsize=(5, 4))
-for p in PARTICIPATION:
-    pts = np.array([grid[p, R] for R in ROUNDS])
-    ax.plot(pts[:, 0], pts[:, 1], "o-", label=f"p={p} (R=2..5)")
-ax.plot([ref_cost], [ref_reg], "k*", ms=12, label="CDP-MAB, eps=1")
-ax.set_xlabel("total communication cost")
-ax.set_ylabel("final regret (network)")
-ax.set_yscale("log")
-ax.set_title("Fig. 7: regret vs cost, eps=1")
-ax.legend(fontsize=7)
-save(fig, "fig7.png")
-fig, ax = plt.subplots(figsize=(5, 4))
-curves(
-    ax,
-    {
-        n: res["fig8", T8, n]
-        for n in ("CDP homog.", "CDP heterog.", "Single homog.", "Single heterog.")
-    },
-    f"Fig. 8: M={M_SMALL}, K={K_SMALL}",
-)
-save(fig, "fig8.png")
-for name, prefix, keys, costs_, title in (
-    ("fig10.png", "fig10", list(GRAPHS), gcost, f"Fig. 10: DDP-MAB, M={M_CENTRAL}"),
-    ("fig11.png", "fig11", list(CASES), hcost, f"Fig. 11: HDP-MAB, M={M_HYBRID}"),
-):
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    curves(axes[0], {str(k): res[prefix, k] for k in keys}, title)
-    axes[1].bar([str(k) for k in costs_], list(costs_.values()))
-    axes[1].set_ylabel("total communication cost")
-    save(fig, name)
-fig, ax = plt.subplots(figsize=(5, 4))
-curves(ax, {n: res[k] for n, k in f12.items()}, f"Fig. 12: heterogeneous, M={M_HYBRID}, K={K}")
-save(fig, "fig12.png")
+    for p in PARTICIPATION:
+        pts = np.array([grid[p, R] for R in ROUNDS])
+        ax.plot(pts[:, 0], pts[:, 1], "o-", label=f"p={p} (R=2..5)")
+    ax.plot([ref_cost], [ref_reg], "k*", ms=12, label="CDP-MAB, eps=1")
+    ax.set_xlabel("total communication cost")
+    ax.set_ylabel("final regret (network)")
+    ax.set_yscale("log")
+    ax.set_title("Fig. 7: regret vs cost, eps=1")
+    ax.legend(fontsize=7)
+    save(fig, "fig7.png")
+    fig, ax = plt.subplots(figsize=(5, 4))
+    curves(
+        ax,
+        {
+            n: res["fig8", T8, n]
+            for n in ("CDP homog.", "CDP heterog.", "Single homog.", "Single heterog.")
+        },
+        f"Fig. 8: M={M_SMALL}, K={K_SMALL}",
+    )
+    save(fig, "fig8.png")
+    for name, prefix, keys, costs_, title in (
+        ("fig10.png", "fig10", list(GRAPHS), gcost, f"Fig. 10: DDP-MAB, M={M_CENTRAL}"),
+        ("fig11.png", "fig11", list(CASES), hcost, f"Fig. 11: HDP-MAB, M={M_HYBRID}"),
+    ):
+        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        curves(axes[0], {str(k): res[prefix, k] for k in keys}, title)
+        axes[1].bar([str(k) for k in costs_], list(costs_.values()))
+        axes[1].set_ylabel("total communication cost")
+        save(fig, name)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    curves(ax, {n: res[k] for n, k in f12.items()}, f"Fig. 12: heterogeneous, M={M_HYBRID}, K={K}")
+    save(fig, "fig12.png")
 
 # ------------------------------------------------------------------ tables
 timing_rows = []
@@ -826,4 +824,4 @@ harness.write_claims(
         **harness.numpy_fallbacks(args, tasks, NUMPY_WHY),
     },
 )
-print(f"figures and table in {OUT}/")
+print(f"figures and table in {OUT}/" if plt is not None else f"table in {OUT}/")

@@ -13,8 +13,8 @@ seeds (the same seeds for every configuration).
 Prints and writes to ``--out`` the claims table (one row per statement of the paper's Section IV
 and per prediction of ours (docs/dp-recsys.md), verdicts computed by fedbandit_env.bench.claims), our R(t) next
 to the reference prototype's numbers (docs/dp-recsys.md), a timing table (the default paper timing next to
-``timing="latency"``) and a figure; ``--claims FILE`` writes the rows as a claims file
-(docs/reproductions.md).
+``timing="latency"``) and a figure (with the ``plots`` extra); ``--claims FILE`` writes the rows
+as a claims file (docs/reproductions.md).
 
     fedbandit reproduce dp-recsys            # CI scale: T = 2500, 10 seeds (~1 min)
     fedbandit reproduce dp-recsys --full     # T = 10^4, 20 seeds, + T = 10^5 (1 seed)
@@ -37,19 +37,15 @@ from __future__ import annotations
 import math
 import time
 
-import matplotlib
 import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from agents import DPDecentralizedUCB, DPMasterWorkerUCB  # noqa: E402
-from agents.graph_constants import graph_constants  # noqa: E402
-from fedbandit_env.bench import claims as C  # noqa: E402
-from fedbandit_env.bench.evaluate import default_checkpoints  # noqa: E402
-from fedbandit_env.bench.executors import EvalTask  # noqa: E402
-from fedbandit_env.graphs import consensus_weights, default_kappa, make_graph  # noqa: E402
-from fedbandit_env.reproductions import harness  # noqa: E402
+from agents import DPDecentralizedUCB, DPMasterWorkerUCB
+from agents.graph_constants import graph_constants
+from fedbandit_env.bench import claims as C
+from fedbandit_env.bench.evaluate import default_checkpoints
+from fedbandit_env.bench.executors import EvalTask
+from fedbandit_env.graphs import consensus_weights, default_kappa, make_graph
+from fedbandit_env.reproductions import harness
 
 # ------------------------------------------------------------------------------ parameters
 parser = harness.parser("dp-recsys", __doc__, executor=None, backend=True)
@@ -590,23 +586,27 @@ harness.write_claims(
 )
 
 # ------------------------------------------------------------------------------ figure
-fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
-panels = [
-    ("DP-Dec-UCB, sweep A (rho = 2)", dec, a_all),
-    ("DP-Dec-UCB, sweep B (epsilon = 2)", dec, [*b_keys, "non-private, rho=2"]),
-    ("DP-MW-UCB (Bernoulli)", mw, mw_keys),
-]
-for ax, (title, group, keys) in zip(axes, panels, strict=True):
-    for key in keys:
-        r = group[key]
-        mean, std = r["R"].mean(axis=0), r["R"].std(axis=0)
-        ax.plot(r["steps"], mean, label=key)
-        ax.fill_between(r["steps"], mean - std, mean + std, alpha=0.2)
-    ax.set_title(title)
-    ax.set_xlabel("t")
-    ax.set_ylabel("network regret R(t)")
-    ax.legend(fontsize=8)
-fig.suptitle(f"M = {M}, K = {K}, C_{M}, T = {T}, {SEEDS} seeds (mean ± std)")
-fig.tight_layout()
-fig.savefig(out_dir / "dp_recsys.png", dpi=120)
-print(f"wrote {out_dir / 'dp_recsys.md'} and {out_dir / 'dp_recsys.png'}")
+plt = harness.pyplot()  # None without matplotlib (the plots extra): no figure
+if plt is not None:
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    panels = [
+        ("DP-Dec-UCB, sweep A (rho = 2)", dec, a_all),
+        ("DP-Dec-UCB, sweep B (epsilon = 2)", dec, [*b_keys, "non-private, rho=2"]),
+        ("DP-MW-UCB (Bernoulli)", mw, mw_keys),
+    ]
+    for ax, (title, group, keys) in zip(axes, panels, strict=True):
+        for key in keys:
+            r = group[key]
+            mean, std = r["R"].mean(axis=0), r["R"].std(axis=0)
+            ax.plot(r["steps"], mean, label=key)
+            ax.fill_between(r["steps"], mean - std, mean + std, alpha=0.2)
+        ax.set_title(title)
+        ax.set_xlabel("t")
+        ax.set_ylabel("network regret R(t)")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"M = {M}, K = {K}, C_{M}, T = {T}, {SEEDS} seeds (mean ± std)")
+    fig.tight_layout()
+    fig.savefig(out_dir / "dp_recsys.png", dpi=120)
+    print(f"wrote {out_dir / 'dp_recsys.md'} and {out_dir / 'dp_recsys.png'}")
+else:
+    print(f"wrote {out_dir / 'dp_recsys.md'}")

@@ -397,12 +397,9 @@ def claims_of(units, got) -> tuple[list, list[str]]:
 
 
 def figure(args, units, got) -> Path | None:
-    try:
-        import matplotlib
-    except ImportError:
+    plt = harness.pyplot()
+    if plt is None:
         return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
     for ax, scenario in zip(axes, (1, 2, 3), strict=True):

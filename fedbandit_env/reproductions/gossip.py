@@ -65,7 +65,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = harness.parser("gossip", __doc__, executor="joblib", data=True, cache=True, backend=True)
     p.add_argument("--rounds", type=int, default=None, help="T of panels (a), (c) [2e4; full 1e6]")
     p.add_argument("--rounds-b", type=int, default=None, help="T of panel (b) [2e4; full 6e5]")
-    p.add_argument("--runs", type=int, default=None, help="runs per curve [8; full 30, full on --backend jax 100]")
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="runs per curve [8; full 30, full on --backend jax 100]",
+    )
     p.add_argument("--ablation-runs", type=int, default=None, help="panel (b), term off [8; 10]")
     p.add_argument("--init-runs", type=int, default=None, help="initial-sample study [64; 128]")
     p.add_argument("--init-rounds", type=int, default=20_000, help="initial-sample study T")
@@ -729,22 +734,21 @@ def main(argv: list[str] | None = None) -> None:
             "compute_s": round(compute, 1),
             "executor": f"{args.executor} x {args.jobs}",
             **harness.backend_meta(args),
-            **({"backend_note": "Fig. 2(c) and Sec. 5.2 ran on numpy (a data-set environment)"}
-               if args.backend == "jax" and "c" in args.panels else {}),  # fmt: skip
+            **(
+                {"backend_note": "Fig. 2(c) and Sec. 5.2 ran on numpy (a data-set environment)"}
+                if args.backend == "jax" and "c" in args.panels
+                else {}
+            ),
         },
     )
 
 
 def figure(args, got, insts, diabetes, rounds_of) -> Path | None:
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     panels = [p for p in "abc" if (p in insts) or (p == "c" and diabetes)]
     if not panels:
+        return None
+    plt = harness.pyplot()
+    if plt is None:
         return None
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
     for ax, p in zip(axes[0], panels, strict=True):

@@ -6,7 +6,10 @@ A script builds its options with :func:`parser` (``--full``, ``--executor``, ``-
 ``--claims``, ``--out`` and, where asked, ``--data`` and ``--no-cache``), adds its own scale
 flags, runs its work units with :func:`fan_out` (or :func:`run_tasks` for
 :class:`~fedbandit_env.bench.executors.EvalTask` s, or :func:`cached` for units worth keeping
-between invocations), and ends with :func:`write_claims`.
+between invocations), and ends with :func:`write_claims`. It draws its figure, if any, with the
+pyplot of :func:`pyplot`, which is ``None`` without matplotlib (the optional ``plots`` extra):
+the script then writes its tables and claims file and says in one line that the figure was not
+drawn.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from fedbandit_env.bench.executors import EXECUTORS, EvalTask, evaluate_many, ex
 from fedbandit_env.datasets.files import DATA_VAR, data_file
 
 OUT_ROOT = Path("benchmarks/out")  # relative to the current folder (git-ignored in a checkout)
+# the one line a run without matplotlib (the optional plots extra) writes instead of its figure
+PLOTS_NOTE = (
+    'figure not drawn: matplotlib is not installed; pip install "fedbandit[plots]" draws it'
+)
 
 
 def parser(
@@ -251,6 +258,23 @@ def cached(
         wall_file.write_text(json.dumps({"wall_time_s": time.perf_counter() - start}))
     args.compute_wall = json.loads(wall_file.read_text())["wall_time_s"]
     return results  # type: ignore[return-value]
+
+
+def pyplot() -> Any | None:
+    """matplotlib's pyplot on the Agg backend to draw a figure with
+    (:func:`fedbandit_env.bench.plotting.pyplot`), or ``None`` when matplotlib, the optional
+    ``plots`` extra, is not installed: the script then writes its tables and claims file without
+    the figure, and this prints :data:`PLOTS_NOTE` on stderr. Call it where the figure is drawn,
+    never at import (``--help`` and the runs work without the extra). Any other failure of
+    matplotlib propagates."""
+    from fedbandit_env.bench.plotting import pyplot as agg_pyplot
+    from fedbandit_env.errors import ConfigError
+
+    try:
+        return agg_pyplot()
+    except ConfigError:  # plotting.pyplot's only error: `import matplotlib` raised ImportError
+        print(PLOTS_NOTE, file=sys.stderr)
+        return None
 
 
 def write_claims(args: argparse.Namespace, rows: list, meta: dict[str, Any]) -> None:

@@ -426,7 +426,9 @@ def build_claims(s: dict[str, Any], scale: dict[str, Any]) -> list[C.Claim]:
                 ours=shown,
                 scale=scale,
                 source="spec",
-                reason=why(check, regime + "; the private index is then nearly independent of epsilon"),
+                reason=why(
+                    check, regime + "; the private index is then nearly independent of epsilon"
+                ),
             )
         )
     else:
@@ -732,12 +734,11 @@ def measure(
     return results, summarize(results), time.perf_counter() - start
 
 
-def figure(s: dict[str, Any], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def figure(s: dict[str, Any], path: Path, title: str) -> Path | None:
+    """Fig. 1A-C at ``path``, or ``None`` without matplotlib (the plots extra)."""
+    plt = harness.pyplot()
+    if plt is None:
+        return None
     fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     for m, vals in s["exp1"].items():
         finite = [v[0] for v in vals if math.isfinite(v[0])]
@@ -777,6 +778,8 @@ def figure(s: dict[str, Any], path: Path, title: str) -> None:
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def cost_line(backend: str, cpu: float, wall: float, device: str) -> str:
@@ -847,7 +850,7 @@ def main(argv: list[str] | None = None) -> None:
     estimate, per = paper_scale_estimate(results)
     cpu = sum(r["cpu"] for r in results)
     title = f"FedUCB, T={T}, {runs} runs, beta_scale={a.beta_scale}"
-    figure(s, a.out / "fig1.png", title)
+    fig_path = figure(s, a.out / "fig1.png", title)
 
     # the trend goes into each row's note (the claims file keeps it)
     if trend:
@@ -914,7 +917,8 @@ def main(argv: list[str] | None = None) -> None:
         out += ["", *trend_table(sorted([(T, runs, rows), *trend], key=lambda x: x[0]))]
     (a.out / "claims.md").write_text("\n".join(out) + "\n")
     print("\n".join(out))
-    print(f"\nfigure: {a.out / 'fig1.png'}")
+    if fig_path:
+        print(f"\nfigure: {fig_path}")
 
 
 if __name__ == "__main__":

@@ -415,12 +415,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def figure(args: argparse.Namespace, got: dict[Any, dict[str, Any]]) -> Path | None:
-    try:
-        import matplotlib
-    except ImportError:
+    plt = harness.pyplot()
+    if plt is None:
         return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
     for key, label in (("ucb", "single-agent UCB"), ("gosine", "GosInE, m = 0"),
