@@ -54,6 +54,7 @@ from fedbandit_env.policy import (
     TeamPolicy,
     require_family,
 )
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
 
@@ -76,15 +77,16 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...], meaning: str) -> st
 class ByzResUCBConfig:
     """Hyperparameters of ByzRes-UCB.
 
-    ``kappa`` (>= 1; 1.5 in ``test_TMLR.m``) of the count filter and the width g; ``f`` (int >= 0;
-    default 1, the code's value and the true number of Byzantine neighbours in its experiment)
+    ``kappa`` (>= 1; 1.5 in ``test_TMLR.m``) of the count filter and the width g; ``f`` (int >= 0)
     the values trimmed at each end, which the paper takes to be the most Byzantine agents in any
-    neighbourhood; ``tiebreak`` ``"uniform"`` or ``"lowest"`` (code parity); ``sync``
+    neighbourhood, known to the agents; None (the default) takes the environment's declared
+    bound (``FederationFacts.byzantine_bound``: 0 without an adversary; the code's experiment
+    passes f = 1, its true count); ``tiebreak`` ``"uniform"`` or ``"lowest"`` (code parity); ``sync``
     ``"step"`` or ``"comm_step"`` (module docstring); ``fusion`` ``"trimmed"`` (the algorithm),
     ``"mean"`` or ``"none"`` (ablations)."""
 
     kappa: float = 1.5
-    f: int = 1
+    f: int | None = None
     tiebreak: str = "uniform"
     sync: str = "step"
     fusion: str = "trimmed"
@@ -98,10 +100,15 @@ class ByzResUCBConfig:
             where=AGENT_ID,
         )
         object.__setattr__(self, "kappa", kappa)
-        f = check_int(
-            "f", self.f, minimum=0, hint="the most Byzantine neighbours of an agent", where=AGENT_ID
-        )
-        object.__setattr__(self, "f", int(f))
+        if self.f is not None:
+            f = check_int(
+                "f",
+                self.f,
+                minimum=0,
+                hint="the most Byzantine neighbours of an agent, or None (the environment's bound)",
+                where=AGENT_ID,
+            )
+            object.__setattr__(self, "f", int(f))
         _choice("tiebreak", self.tiebreak, TIEBREAKS, "ties uniform, or to the lowest arm id")
         _choice("sync", self.sync, SYNCS, "send with the pull, or a communication step first")
         _choice(
@@ -151,6 +158,18 @@ def fuse(
     return z, g, size
 
 
+def resolved_f(config: ByzResUCBConfig, facts: FederationFacts) -> tuple[int, tuple[str, ...]]:
+    """The f the agents trim with and the row's notes: the user's f, or the environment's
+    declared bound when f is None; a user f below the bound is run as given and noted
+    (``"f = 1 < 2 Byzantine"``)."""
+    bound = facts.byzantine_bound
+    if config.f is None:
+        return bound, ()
+    if config.fusion == "trimmed" and config.f < bound:
+        return config.f, (f"f = {config.f} < {bound} Byzantine",)
+    return config.f, ()
+
+
 def index(z: np.ndarray, g: np.ndarray, n: np.ndarray, t: int) -> np.ndarray:
     """Step 4: ``Q = z + sqrt(2 g ln t / n)`` (``dist_TMLR.m``), t the round (ln 1 = 0)."""
     return z + np.sqrt(2.0 * g * math.log(t) / n)
@@ -177,12 +196,12 @@ class ByzResUCB(TeamPolicy):
 
     agent_id = AGENT_ID
     payload_layouts = {CHANNEL: "means"}  # [x̄ (M), n (M)] per agent
-    version = 1
+    version = 2  # 2: f defaults to the environment's declared bound (was 1)
 
     def __init__(
         self,
         kappa: float = 1.5,
-        f: int = 1,
+        f: int | None = None,
         tiebreak: str = "uniform",
         sync: str = "step",
         fusion: str = "trimmed",
@@ -213,6 +232,7 @@ class ByzResUCB(TeamPolicy):
                 f"{AGENT_ID}: horizon: expected more than M = {M} pulls (the init pulls every "
                 f"arm once), got {facts.horizon}"
             )
+        self.f, self._notes = resolved_f(self.config, facts)
         self.M = M
         self.table = ArmTable.of(B, N, M)
         zeros = self.table.zeros
@@ -221,6 +241,10 @@ class ByzResUCB(TeamPolicy):
         self._all = np.ones((B, N), dtype=bool)
         self._none = np.zeros((B, N), dtype=bool)
         self._no_pull = np.zeros(B, dtype=bool)
+
+    def notes(self) -> tuple[str, ...]:
+        """``"f = 1 < 2 Byzantine"`` when a user's f is below the environment's bound."""
+        return self._notes
 
     # ------------------------------------------------------------------ pieces
     def payload(self) -> np.ndarray:
@@ -251,11 +275,12 @@ class ByzResUCB(TeamPolicy):
                 d.payload[..., M:],
                 d.mask,
                 cfg.kappa,
-                cfg.f if trimmed else 0,
+                self.f if trimmed else 0,
                 filtered=trimmed,
             )
         q = index(st.z, st.g, st.n, st.pulls - M + 1)
         if cfg.tiebreak == "lowest":
+            note_scores(q)
             self._tiebreak.next()  # drawn either way: the stream's use does not depend on it
             return q.argmax(axis=2)
         return argmax_one_uniform(q, self._tiebreak.next())

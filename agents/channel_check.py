@@ -3,8 +3,9 @@
 An agent states its channels once, in ``channel_spec(config)``. :func:`check_channels` compares
 the environment's channels (``facts.channels``) with that statement before the first step, so
 no agent keeps a second list of names, kinds and sizes. The ``channel_spec`` of the agents in
-this package reads only ``num_agents``, ``num_arms`` and ``linear.dim`` of the configuration;
-:func:`spec_inputs` rebuilds these three from the federation's facts.
+this package reads only ``num_agents``, ``num_arms``, ``linear.dim`` and
+``adversary.num_byzantine`` (the declared bound f) of the configuration; :func:`spec_inputs`
+rebuilds these from the federation's facts.
 
 Compared: every channel the spec names must exist with the same ``kind`` and ``dim``, with the
 same value of the options that change what a delivery means (:data:`MEANINGFUL`) and with at
@@ -37,12 +38,16 @@ class SpecInputs:
     num_agents: int
     num_arms: int
     linear: Any
+    adversary: Any = None
 
 
 def spec_inputs(facts: FederationFacts) -> SpecInputs:
-    """``num_agents``, ``num_arms`` and ``linear.dim`` (None outside the linear family)."""
+    """``num_agents``, ``num_arms``, ``linear.dim`` (None outside the linear family) and
+    ``adversary.num_byzantine`` (None without a declared Byzantine bound)."""
     linear = SimpleNamespace(dim=int(facts.extra["dim"])) if facts.family == "linear" else None
-    return SpecInputs(facts.num_agents, facts.num_arms, linear)
+    bound = facts.byzantine_bound
+    adversary = SimpleNamespace(num_byzantine=bound) if bound else None
+    return SpecInputs(facts.num_agents, facts.num_arms, linear, adversary)
 
 
 def check_channels(policy: TeamPolicy, facts: FederationFacts) -> None:

@@ -100,7 +100,7 @@ class CoopUCB2(TeamPolicy):
     """Batched coop-UCB2 over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = 2  # 2: +inf index where nhat <= 0 (was NaN under attacks)
 
     def __init__(
         self, gamma: float = 2.0, eta: float = 2.0, sigma: float = 1.0, kappa: float = 0.5
@@ -143,12 +143,16 @@ class CoopUCB2(TeamPolicy):
         return self.state[..., self.K :]
 
     def index(self, t: int) -> np.ndarray:
-        """``Q`` (B, N, K) of round ``t`` (module docstring)."""
+        """``Q`` (B, N, K) of round ``t`` (module docstring). Guard (docs/coop-ucb2.md,
+        "Non-positive count estimates"): an arm whose count estimate ``nhat`` is not positive
+        (only an attack drives the consensus of positive counts there) has +inf, the index of
+        an arm without a sample, instead of the square root of a negative width (NaN)."""
         cfg = self.config
-        n = self.nhat
+        positive = self.nhat > 0
+        n = np.where(positive, self.nhat, 1.0)
         log_t = math.log(max(t, 2))
         width = cfg.c0 * (n + math.sqrt(log_t)) / (self.N * n) * log_t / n
-        return self.shat / n + cfg.sigma * np.sqrt(width)
+        return np.where(positive, self.shat / n + cfg.sigma * np.sqrt(width), np.inf)
 
     def _choose(self, t: int) -> np.ndarray:
         """Step 2 of the module docstring: arm t-1 in the initial rounds, then the argmax of Q."""

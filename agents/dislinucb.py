@@ -67,6 +67,7 @@ from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
 
@@ -240,6 +241,7 @@ class DisLinUCB(TeamPolicy):
         mean = np.matmul(context, theta)[..., 0]
         quad = (np.matmul(context, V_inv) * context).sum(axis=-1)  # (B, N, K)
         ucb = mean + self.width()[..., None] * np.sqrt(np.maximum(quad, 0.0))
+        note_scores(ucb)
         top = ucb.max(axis=-1, keepdims=True)
         tie = ucb >= top - TIE_TOLERANCE * np.maximum(1.0, np.abs(top))
         u = self._tiebreak.next()

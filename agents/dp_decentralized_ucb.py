@@ -125,7 +125,7 @@ class DPDecentralizedUCB(TeamPolicy):
     """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 4  # results version (docs/bench.md)
+    version = 5  # results version (docs/bench.md); 5: +inf index where nhat <= 0
 
     def __init__(
         self,
@@ -214,10 +214,14 @@ class DPDecentralizedUCB(TeamPolicy):
         """The DP-Dec-UCB index (B, N, K) at step ``t`` from the consensus state
         (Algorithm 2 lines 14 and 19)."""
         cfg = self.config
-        n = self.nhat
+        positive = self.nhat > 0
+        n = np.where(positive, self.nhat, 1.0)
         spread = (n + self.c[None, :, None]) / (self.num_agents * n)
         width = cfg.index_sigma * np.sqrt(2.0 * cfg.rho * spread * math.log(t) / n)
-        return self.shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
+        index = self.shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
+        # guard (docs/dp-recsys.md, "Non-positive count estimates"): nhat <= 0 only under an
+        # attack; such an arm has +inf, the index of an arm without a sample, not NaN
+        return np.where(positive, index, np.inf)
 
     def act(self, obs: VecObservation) -> TeamAction:
         """One engine step under the configured ``timing`` (module docstring)."""

@@ -59,6 +59,7 @@ from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import scatter_add
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 AGENT_ID = "dp_mw_ucb"
@@ -173,6 +174,7 @@ class DPMasterWorkerUCB(TeamPolicy):
         lines 16-21)."""
         reply = obs.deliveries[CHANNEL]
         got = self.uploaded & (reply.count > 0)[:, None]
+        note_scores(reply.aggregate)
         new = np.argmax(reply.aggregate, axis=1)[:, None]  # lowest index on ties (line 18)
         switched = got & (self.undecided | (new != self.held))
         self.held = np.where(got, new, self.held)
@@ -202,6 +204,7 @@ class DPMasterWorkerUCB(TeamPolicy):
         reply = self.awaiting
         if reply.any():
             aggregate = obs.deliveries[CHANNEL].aggregate
+            note_scores(aggregate)
             new = np.argmax(aggregate, axis=1)[:, None]  # lowest index on ties (line 18)
             got = reply[:, None]
             switched = got & (self.undecided | (new != self.held))

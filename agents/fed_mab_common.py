@@ -79,6 +79,8 @@ class FedMABBase(TeamPolicy):
     Subclasses give the per-phase pull count (:meth:`pulls_per_arm`), the width
     (:meth:`width`) and may restrict the server channel (:meth:`check_channel`)."""
 
+    payload_layouts = {CHANNEL: "arm_means"}  # the local sample mean of every arm (0: eliminated)
+
     def __init__(self, config: Any):
         self.config = config
         self.sigma, self.width_scale = config.sigma, config.width_scale

@@ -37,6 +37,7 @@ from fedbandit_env.policy import (
     FederationFacts,
     TeamAction,
     TeamPolicy,
+    byzantine_bound,
     require_family,
 )
 from fedbandit_env.seeding import BatchedRNG
@@ -47,6 +48,9 @@ CHANNEL = "server"
 MAPPINGS = ("arithmetic", "geometric", "harmonic", "polynomial")
 SCHEDULES = ("linear", "doubling")
 CLIENTS = ("derived", "environment")
+AGGREGATES = ("median_of_means", "mean")
+"""The server's aggregate: the paper's median of means, or the plain mean of every upload (the
+undefended ablation of the same uploads, the robust suite's plain learner of this layout)."""
 
 
 def alpha_of(lam: float, mapping: str) -> float:
@@ -126,16 +130,34 @@ def derived_constants(
     )
 
 
+def check_lam(lam: float, mapping: str, where: str = "lam") -> float:
+    """``lam`` in [0, 0.5) with eta(lambda) = (alpha - lambda) / alpha > 1/2 for ``mapping``
+    (the widths need 2 eta - 1 > 0); ``where`` names its origin in the error."""
+    lam = check_real(where, lam, low=0.0, high=0.5, high_open=True, where=AGENT_ID)
+    alpha = alpha_of(lam, mapping)
+    if not alpha > 0 or not (alpha - lam) / alpha > 0.5:
+        eta = (alpha - lam) / alpha if alpha > 0 else float("nan")
+        raise ConfigError(
+            f"{AGENT_ID}: {where}: expected eta(lambda) = (alpha - lambda) / alpha > 1/2 for the "
+            f"{mapping} mapping (the widths need 2 eta - 1 > 0), got lam={lam!r} "
+            f"(alpha={alpha:.4g}, eta={eta:.4g})"
+        )
+    return lam
+
+
 @dataclass(frozen=True)
 class FedMoMUCBConfig:
     """Hyperparameters. ``lam``: the Byzantine fraction the constants are built for, in
-    [0, 0.5); ``mapping``: alpha(lambda), one of :data:`MAPPINGS`; ``delta`` in (0, 1);
+    [0, 0.5), or None (the default): the environment's declared bound over its clients,
+    ``f / N`` (``FederationFacts.byzantine_bound``; 0 without an adversary), since the paper
+    takes lambda known; ``mapping``: alpha(lambda), one of :data:`MAPPINGS`; ``delta`` in (0, 1);
     ``epsilon`` >= 0, or a fixed ``beta`` > 0 (the code's scenarios 2 and 3); ``sigma`` > 0 the
     reward noise; ``sigma_c`` >= 0 the clients' spread; ``schedule`` ``"linear"`` (s(p) = 10 p)
     or ``"doubling"`` (2^p); ``clients``: ``"derived"`` (the environment must have the derived
-    M clients) or ``"environment"`` (M is the environment's N)."""
+    M clients) or ``"environment"`` (M is the environment's N); ``aggregate``: one of
+    :data:`AGGREGATES` (``"mean"``: the ablation without the median of means)."""
 
-    lam: float = 0.2
+    lam: float | None = None
     mapping: str = "arithmetic"
     delta: float = 1e-3
     epsilon: float = 0.05
@@ -144,12 +166,12 @@ class FedMoMUCBConfig:
     sigma_c: float = 0.01
     schedule: str = "linear"
     clients: str = "derived"
+    aggregate: str = "median_of_means"
 
     def __post_init__(self) -> None:
         put = object.__setattr__
-        lam = check_real("lam", self.lam, low=0.0, high=0.5, high_open=True, where=AGENT_ID)
-        put(self, "lam", lam)
-        for name, choices in (("mapping", MAPPINGS), ("schedule", SCHEDULES), ("clients", CLIENTS)):
+        for name, choices in (("mapping", MAPPINGS), ("schedule", SCHEDULES), ("clients", CLIENTS),
+                              ("aggregate", AGGREGATES)):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, str):
                 value = value.lower()
@@ -167,14 +189,25 @@ class FedMoMUCBConfig:
             put(self, "beta", check_real("beta", self.beta, low=0.0, low_open=True, where=AGENT_ID))
         put(self, "sigma", check_real("sigma", self.sigma, low=0.0, low_open=True, where=AGENT_ID))
         put(self, "sigma_c", check_real("sigma_c", self.sigma_c, low=0.0, where=AGENT_ID))
-        alpha = alpha_of(lam, self.mapping)
-        if not alpha > 0 or not (alpha - lam) / alpha > 0.5:
-            eta = (alpha - lam) / alpha if alpha > 0 else float("nan")
-            raise ConfigError(
-                f"{AGENT_ID}: lam: expected eta(lambda) = (alpha - lambda) / alpha > 1/2 for the "
-                f"{self.mapping} mapping (the widths need 2 eta - 1 > 0), got lam={lam!r} "
-                f"(alpha={alpha:.4g}, eta={eta:.4g})"
-            )
+        if self.lam is not None:
+            put(self, "lam", check_lam(self.lam, self.mapping))
+
+    def lam_for(self, num_agents: int, bound: int) -> float:
+        """The lambda the constants are built for: ``lam``, or the environment's declared
+        Byzantine fraction ``bound / num_agents`` when ``lam`` is None (checked like a user's,
+        the error naming where it came from)."""
+        if self.lam is not None:
+            return self.lam
+        where = f"lam (None: the environment's f / N = {bound} / {num_agents})"
+        return check_lam(bound / num_agents, self.mapping, where)
+
+
+def lam_notes(lam: float, num_agents: int, bound: int) -> tuple[str, ...]:
+    """The row's note when lambda N, the Byzantine clients the constants are built for, is
+    below the environment's declared bound."""
+    if lam * num_agents < bound - 1e-9:
+        return (f"lam N = {lam * num_agents:.3g} < {bound} Byzantine",)
+    return ()
 
 
 class FedMoMUCB(TeamPolicy):
@@ -182,11 +215,11 @@ class FedMoMUCB(TeamPolicy):
 
     agent_id = AGENT_ID
     payload_layouts = {CHANNEL: "arm_means"}  # a client's sample mean of every arm
-    version = 1
+    version = 2  # 2: lam defaults to the environment's declared f / N (was 0.2)
 
     def __init__(
         self,
-        lam: float = 0.2,
+        lam: float | None = None,
         mapping: str = "arithmetic",
         delta: float = 1e-3,
         epsilon: float = 0.05,
@@ -195,22 +228,24 @@ class FedMoMUCB(TeamPolicy):
         sigma_c: float = 0.01,
         schedule: str = "linear",
         clients: str = "derived",
+        aggregate: str = "median_of_means",
     ):
         self.config = FedMoMUCBConfig(
-            lam, mapping, delta, epsilon, beta, sigma, sigma_c, schedule, clients
+            lam, mapping, delta, epsilon, beta, sigma, sigma_c, schedule, clients, aggregate
         )
 
     # ---------------------------------------------------------------- constants
     def constants(
-        self, num_arms: int, horizon: int, num_agents: int | None = None
+        self, num_arms: int, horizon: int, num_agents: int, bound: int = 0
     ) -> FedMoMConstants:
-        """:func:`derived_constants` of this configuration (``num_agents`` used as M with
-        ``clients="environment"``)."""
+        """:func:`derived_constants` of this configuration for a federation of ``num_agents``
+        clients that declares at most ``bound`` Byzantine ones (``num_agents`` used as M with
+        ``clients="environment"``; ``bound`` only when ``lam`` is None)."""
         c = self.config
         return derived_constants(
             num_arms,
             horizon,
-            c.lam,
+            c.lam_for(num_agents, bound),
             c.mapping,
             c.delta,
             c.epsilon,
@@ -219,18 +254,20 @@ class FedMoMUCB(TeamPolicy):
             num_agents if c.clients == "environment" else None,
         )
 
-    def group_size(self, num_agents: int) -> int:
+    def group_size(self, num_agents: int, bound: int = 0) -> int:
         """``B = floor(N / ceil(N alpha))`` for the N clients of the environment."""
-        alpha = alpha_of(self.config.lam, self.config.mapping)
+        alpha = alpha_of(self.config.lam_for(num_agents, bound), self.config.mapping)
         return max(1, int(math.floor(num_agents / math.ceil(num_agents * alpha))))
 
     def channel_spec(self, config):
+        if self.config.aggregate == "mean":
+            return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
         return {
             CHANNEL: {
                 "kind": "server",
                 "dim": config.num_arms,
                 "aggregate": "median_of_means",
-                "group_size": self.group_size(config.num_agents),
+                "group_size": self.group_size(config.num_agents, byzantine_bound(config)),
                 "grouping": "consecutive",
             }
         }
@@ -241,15 +278,18 @@ class FedMoMUCB(TeamPolicy):
         require_family(self.agent_id, facts, MULTI_ARMED)
         check_channels(self, facts)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        k = self.constants(K, facts.horizon, N)
+        bound = facts.byzantine_bound
+        lam = self.config.lam_for(N, bound)
+        k = self.constants(K, facts.horizon, N, bound)
         if N != k.M:
             raise ConfigError(
                 f"{self.agent_id}: num_agents: expected M = {k.M} clients (derived from K={K}, "
-                f"T={facts.horizon}, delta={self.config.delta}, lam={self.config.lam}, "
+                f"T={facts.horizon}, delta={self.config.delta}, lam={lam:.4g}, "
                 f"mapping {self.config.mapping!r}), got {N}; or pass clients='environment'"
             )
         have = facts.channels[CHANNEL]
-        for key, want in (("group_size", k.B), ("grouping", "consecutive")):
+        grouped = self.config.aggregate == "median_of_means"
+        for key, want in (("group_size", k.B), ("grouping", "consecutive")) if grouped else ():
             if have.get(key) != want:
                 raise ConfigError(
                     f"{self.agent_id}: channels.{CHANNEL}.{key}: expected {want!r}, got "
@@ -267,6 +307,8 @@ class FedMoMUCB(TeamPolicy):
                 f"from phase 1), got {have.get('join_round')!r}"
             )
         self.k = k
+        self.lam = lam
+        self._notes = lam_notes(lam, N, bound)
         self.beta = k.beta
         self.table = ArmTable.of(B, N, K)
         self.sums = self.table.zeros()  # (B, N, K) reward sums of each client
@@ -281,6 +323,11 @@ class FedMoMUCB(TeamPolicy):
         self.commit_arm = np.zeros(B, dtype=np.int64)
         self.awaiting = np.zeros(B, dtype=bool)
         self.rounds = np.zeros(B, dtype=np.int64)  # completed phase-end uploads
+
+    def notes(self) -> tuple[str, ...]:
+        """``"lam N = 0.8 < 2 Byzantine"`` when a user's lambda covers fewer clients than the
+        environment declares Byzantine."""
+        return self._notes
 
     def phase_length(self, p: int) -> int:
         """``L = s(p) - s(p - 1)``: pulls of each active arm in phase p."""

@@ -98,7 +98,7 @@ class LDPUCB(TeamPolicy):
     """Batched LDP-UCB (B runs, N agents sharing a server); see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = 2  # 2: +inf index where n <= 0, ln of a total of at least 1 (was NaN)
     privacy_trust_model = "local"
 
     def __init__(
@@ -183,17 +183,24 @@ class LDPUCB(TeamPolicy):
     # ------------------------------------------------------------------ the learner side
     def index(self) -> np.ndarray:
         """The index (B, K) of the global statistics; forced exploration (Laplace) first."""
-        n, s = self.counts, self.sums
-        log_n = np.log(n.sum(axis=1, keepdims=True))
+        # guard (docs/ldp-ucb.md, "Counts"): an arm with no count (n <= 0: none yet, or an
+        # attack's negative indicators) has +inf, the index of an arm without a sample, and the
+        # total enters ln as at least 1; before, both gave NaN
+        positive = self.counts > 0
+        n, s = np.where(positive, self.counts, 1.0), self.sums
+        total = np.maximum(self.counts.sum(axis=1, keepdims=True), 1.0)
+        log_n = np.log(total)
         value = s / n + self.width * np.sqrt(2.0 * log_n / n)
         if self.config.mechanism == "laplace":
             value = value + np.sqrt(self.priv_coef * log_n / n)
-            forced = n <= 4.0 * np.log(n.sum(axis=1, keepdims=True) + 1.0)
+            value = np.where(positive, value, np.inf)
+            pulls = np.maximum(self.counts.sum(axis=1, keepdims=True), 0.0)
+            forced = self.counts <= 4.0 * np.log(pulls + 1.0)
             first = forced & (np.cumsum(forced, axis=1) == 1)  # the lowest forced arm
-            value = np.where(
+            return np.where(
                 forced.any(axis=1, keepdims=True), np.where(first, np.inf, -np.inf), value
             )
-        return value
+        return np.where(positive, value, np.inf)
 
     def act(self, obs: VecObservation) -> TeamAction:
         """After a pull: upload the arm indicator and the private report (a communication

@@ -22,10 +22,11 @@ Blocking (rule ``"2021"``), at the end of phase j, for every agent i:
    blocked it pulls nobody and nothing is charged.
 
 Rule ``"none"`` blocks nobody and sends no mask: exactly the suite's ``gosine`` (same streams,
-same bits). Sticky sets: ``s = ceil(K / sticky_agents)`` arms from ``(i s) mod K``;
-``sticky_agents`` defaults to N (every agent, as GosInE); the paper sizes the sets by the number
-of honest agents, which the learner may be told as ``sticky_agents = n`` (roles are never
-observed). The 2022 rule (Vial, Shakkottai & Srikant, "Robust Multi-Agent Bandits Over
+same bits). Sticky sets: ``s = ceil(K / sticky_agents)`` arms from ``(i s) mod K``; the paper
+sizes the sets by the number n of honest agents, so ``sticky_agents`` defaults (None) to
+``N - f`` with f the environment's declared bound on Byzantine agents
+(``FederationFacts.byzantine_bound``: N without an adversary, as GosInE; which agents are
+Byzantine is never observed). Rule ``"none"`` keeps GosInE's N. The 2022 rule (Vial, Shakkottai & Srikant, "Robust Multi-Agent Bandits Over
 Undirected Graphs", arXiv 2203.00076) is not implemented: its thresholds were not available to
 us (docs/robust-gosine.md).
 """
@@ -54,8 +55,8 @@ RULES = ("2021", "none")
 class RobustGosInEConfig(GosInEConfig):
     """GosInE's ``alpha`` and ``beta``, plus ``rule`` (one of :data:`RULES`), ``eta`` (> 1: a
     source blocked at the end of phase j stays blocked until phase ``ceil(j^eta)``) and
-    ``sticky_agents`` (None: N; else an int >= 1: the sticky-set size is
-    ``ceil(K / sticky_agents)``)."""
+    ``sticky_agents`` (None: the honest agents N - f the environment declares, N for rule
+    ``"none"``; else an int >= 1: the sticky-set size is ``ceil(K / sticky_agents)``)."""
 
     rule: str = "2021"
     eta: float = 2.0
@@ -86,7 +87,7 @@ class RobustGosInE(GosInE):
     module docstring."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = 2  # 2: sticky_agents defaults to the declared honest agents N - f (was N)
 
     def __init__(
         self,
@@ -99,20 +100,34 @@ class RobustGosInE(GosInE):
         self.config = RobustGosInEConfig(alpha, beta, rule, eta, sticky_agents)
 
     def sticky_size(self, num_agents: int, num_arms: int) -> tuple[int, str]:
-        """``ceil(K / sticky_agents)`` (default ``sticky_agents = N``, GosInE's size)."""
+        """``ceil(K / sticky_agents)`` (default: the honest agents ``N - f`` the environment
+        declares; GosInE's ``N`` for rule ``"none"``)."""
         n = self.config.sticky_agents
+        bound = getattr(self, "_bound", 0)
         if n is None:
-            return super().sticky_size(num_agents, num_arms)
+            if self.config.rule == "none" or bound == 0:
+                return super().sticky_size(num_agents, num_arms)
+            n = num_agents - bound
+            return math.ceil(num_arms / n), f"ceil(K/(N - f)) = ceil({num_arms}/{n})"
         if n > num_agents:
             raise ConfigError(
                 f"{AGENT_ID}: sticky_agents: expected an int in [1, N = {num_agents}], got {n}"
             )
         return math.ceil(num_arms / n), f"ceil(K/sticky_agents) = ceil({num_arms}/{n})"
 
+    def notes(self) -> tuple[str, ...]:
+        """``"sticky_agents = 8 > 6 honest"`` when a user's sticky_agents counts more honest
+        agents than the environment's declared bound leaves (rule ``"2021"``)."""
+        n, bound = self.config.sticky_agents, self._bound
+        if n is not None and self.config.rule == "2021" and n > self.N - bound:
+            return (f"sticky_agents = {n} > {self.N - bound} honest (N - f)",)
+        return ()
+
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """GosInE's state plus the blocklists ``blocked_until`` (B, N, N), the phase until which
         agent i blocks agent h (0: never blocked), and the last recommendation ``rec`` (B, N)
         and its source ``src`` (B, N), -1 where none arrived."""
+        self._bound = facts.byzantine_bound  # read by sticky_size in GosInE's reset
         super().reset(facts, rng)
         B, N = facts.num_runs, facts.num_agents
         self.blocked_until = np.zeros((B, N, N), dtype=np.int64)

@@ -45,3 +45,4 @@ class EpsilonGreedyShared(EpsilonGreedy):
 
     agent_id = "epsilon_greedy_shared"
     shared = True
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]

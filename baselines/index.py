@@ -67,6 +67,7 @@ from fedbandit_env.policy import (
     require_family,
 )
 from fedbandit_env.rl.features import STATISTICS_PROTOCOL
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 CHANNEL = "neighbors"
@@ -147,6 +148,7 @@ class IndexPolicy(TeamPolicy):
         else:
             index = self.own_index(obs.step)
         if self._tiebreak is None:
+            note_scores(index)
             arms = index.argmax(axis=-1)
         else:
             arms = argmax_one_uniform(index, self._tiebreak.next())

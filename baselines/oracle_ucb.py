@@ -24,6 +24,7 @@ from fedbandit_env.policy import (
     TeamPolicy,
     require_family,
 )
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -52,6 +53,7 @@ class CentralizedUCB1(TeamPolicy):
         index = self.sums / self.counts + self.config.scale * np.sqrt(
             2.0 * np.log(total) / self.counts
         )
+        note_scores(index)
         best = np.argmax(index, axis=1)
         return TeamAction(np.repeat(best[:, None], self.N, axis=1).astype(np.int64, copy=False))
 

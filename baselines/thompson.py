@@ -89,6 +89,7 @@ class ThompsonBetaShared(ThompsonBeta):
 
     agent_id = "thompson_beta_shared"
     shared = True
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
 
 
 class ThompsonGaussian(IndexPolicy):
@@ -118,3 +119,4 @@ class ThompsonGaussianShared(ThompsonGaussian):
 
     agent_id = "thompson_gaussian_shared"
     shared = True
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]

@@ -67,6 +67,7 @@ class UCB1Shared(UCB1):
     agent_id = "ucb1_shared"
     version = 2  # results version
     shared = True
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
 
 
 def bernoulli_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -116,3 +117,4 @@ class KLUCBShared(KLUCB):
 
     agent_id = "kl_ucb_shared"
     shared = True
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]

@@ -1,7 +1,8 @@
-"""Render docs/speed.md from the benchmark records in benchmarks/results/ (docs/bench.md, "Speed").
+"""Render docs/speed.md from the benchmark records committed in benchmarks/results/ (docs/bench.md,
+"Speed").
 
-    python benchmarks/render_speed_page.py                    # every benchmarks/results/*.json
-    python benchmarks/render_speed_page.py --out docs/speed.md RECORD.json ...
+    python benchmarks/render_speed_page.py                    # every committed record
+    python benchmarks/render_speed_page.py --out docs/speed.md RECORD.json ...  # committed ones
 
 The page is generated, like docs/reproductions.md from the claims files: a header naming the
 records and this command, the floors the project keeps with the measured value where a record
@@ -297,9 +298,23 @@ def render(files: Sequence[str | Path], command: str = COMMAND) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def committed_records(folder: Path) -> list[Path]:
+    """The records of ``folder`` that the repository holds (``git ls-files``): the page renders
+    only what anyone can read back, never a record left on one machine."""
+    import subprocess
+
+    done = subprocess.run(["git", "ls-files", "--", "*.json"], cwd=folder, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"render_speed_page: {folder} is not in a git checkout ({done.stderr})")
+    return sorted(folder / line for line in done.stdout.splitlines() if "/" not in line)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("records", nargs="*", type=Path, help="record files (default: all)")
+    parser.add_argument(
+        "records", nargs="*", type=Path, help="record files (default: every committed one)"
+    )
     parser.add_argument(
         "--results",
         type=Path,
@@ -309,8 +324,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--out", type=Path, default=PAGE, help="page to write (default: docs/speed.md)"
     )
+    parser.add_argument(
+        "--uncommitted",
+        action="store_true",
+        help="also render records git does not hold (a preview; never for the shipped page)",
+    )
     args = parser.parse_args(argv)
-    files = list(args.records) or sorted(args.results.glob("*.json"))
+    tracked = committed_records(args.results)
+    files = list(args.records) or (sorted(args.results.glob("*.json")) if args.uncommitted
+                                   else tracked)  # fmt: skip
+    loose = [f for f in files if f.resolve() not in {t.resolve() for t in tracked}]
+    if loose and not args.uncommitted:
+        names = ", ".join(str(f) for f in loose)
+        raise SystemExit(f"render_speed_page: {names}: not committed; the page renders only "
+                         "records the repository holds (git add them, or --uncommitted)")  # fmt: skip
     args.out.write_text(render(files))
     print(f"speed page: {args.out} from {len(files)} record(s)")
 

@@ -21,10 +21,12 @@ from fedbandit_env.errors import (
 from fedbandit_env.parallel_env import FedBanditParallelEnv
 from fedbandit_env.per_agent import PerAgentLearner
 from fedbandit_env.policy import (
+    MULTI_ARMED,
     FederationFacts,
     ParallelPolicyAdapter,
     TeamAction,
     TeamPolicy,
+    require_family,
     run_episode,
 )
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
@@ -61,6 +63,7 @@ __all__ = [
     "FederationFacts",
     "HorizonError",
     "LearnerError",
+    "MULTI_ARMED",
     "ParallelPolicyAdapter",
     "PerAgentLearner",
     "PrivacyBudgetWarning",
@@ -79,6 +82,7 @@ __all__ = [
     "privacy",
     "register",
     "register_agent",
+    "require_family",
     "run_episode",
     "spec",
 ]

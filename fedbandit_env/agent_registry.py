@@ -110,8 +110,24 @@ def _resolve_dynamic(agent_id: str) -> Any:
             f"agent id {agent_id!r} is not registered and cannot be imported as 'module:attr' "
             f"({type(err).__name__}: {err}); registered agents: {list_agents()}"
         ) from None
+    except Exception as err:  # the module itself fails: a syntax error, an exception at import
+        raise UnknownIdError(
+            f"agent id {agent_id!r}: importing module {prefix!r} raised "
+            f"{type(err).__name__}: {_where_failed(err)} (--debug shows the traceback)"
+        ) from err
     _RESOLVED[agent_id] = target
     return target
+
+
+def _where_failed(err: Exception) -> str:
+    """A failed import in one line: the message and the file and line it points at."""
+    if isinstance(err, SyntaxError):
+        return f"{err.msg} ({err.filename}, line {err.lineno})"
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" ({tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno})" if tb is not None else ""
+    return f"{err}{where}"
 
 
 def lookup_agent(agent_id: Any) -> Any | None:

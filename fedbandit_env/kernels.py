@@ -6,6 +6,8 @@ baselines both use (every statistic is an array over runs, agents and arms).
   Flat positions ``(b N + i) M + arm`` are computed here and nowhere else;
 * :func:`argmax_one_uniform` and :func:`argmax_uniform_ties`: arg-max over the last axis with a
   uniformly random tie-break (one uniform per row; the tie search runs only on rows with a tie);
+  both report the index they rank to :func:`fedbandit_env.scores.note_scores` (the bench's NaN
+  count, docs/bench.md "Flags");
 * :func:`check_number`: a learner's float hyperparameter, checked with an error naming the
   learner and the field;
 * :func:`ucb_choice` and :func:`check_linear`: the OFUL action of a batch of decision sets and
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.policy import FederationFacts, require_family
+from fedbandit_env.scores import note_scores
 from fedbandit_env.validation import check_memory, check_real
 
 __all__ = [
@@ -137,6 +140,7 @@ class ArmTable:
 def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Arg-max over the last axis; ties between exactly equal maxima broken by the largest ``u``
     (i.i.d. uniforms of the same shape), i.e. uniformly at random."""
+    note_scores(index)
     best = index.max(axis=-1, keepdims=True)
     return np.argmax(np.where(index >= best, u, -1.0), axis=-1)
 
@@ -151,6 +155,7 @@ def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
     ``k`` and its ``floor(u k)``-th tied arm directly. A row whose arg-max is NaN keeps it (it
     has no tied arm, so it is not among the rows listed).
     """
+    note_scores(index)
     m = index.shape[-1]
     rows = np.ascontiguousarray(index).reshape(-1, m)
     arms = rows.argmax(axis=-1)
@@ -216,7 +221,9 @@ def ucb_choice(context: np.ndarray, V: np.ndarray, b: np.ndarray, beta: np.ndarr
     theta = np.einsum("bnij,bnj->bni", V_inv, b)
     mean = np.einsum("bnkd,bnd->bnk", context, theta)
     width = np.sqrt(np.maximum(np.einsum("bnkd,bnde,bnke->bnk", context, V_inv, context), 0.0))
-    return np.argmax(mean + beta[..., None] * width, axis=-1).astype(np.int64)
+    index = mean + beta[..., None] * width
+    note_scores(index)
+    return np.argmax(index, axis=-1).astype(np.int64)
 
 
 def check_linear(agent_id: str, facts: FederationFacts) -> int:

@@ -379,10 +379,21 @@ def as_team_policy(obj: Any, agent_id: str | None = None, kwargs: dict | None = 
     if isinstance(obj, PerAgentLearner):
         name = agent_id or obj.agent_id or type(obj).__name__
         return PerAgentTeam(lambda: copy.deepcopy(obj), name)
+    protocol = ("reset", "act", "channel_spec")
+    if all(callable(getattr(obj, name, None)) for name in protocol):
+        return obj  # a team policy by duck typing (the whole protocol, without the base class)
     if callable(getattr(obj, "act", None)) and callable(getattr(obj, "reset", None)):
-        return obj  # a team policy by duck typing (the protocol, without the base class)
+        raise ConfigError(LEARNER_SHAPES.format(what=f"{type(obj).__name__} has reset and act "
+                                                     "but no learner base class"))  # fmt: skip
     if callable(obj):
         return PolicyCallableTeam(obj, agent_id or callable_name(obj))
-    raise ConfigError(
-        f"agent: expected an id, a TeamPolicy, a PerAgentLearner or a policy callable, got {obj!r}"
-    )
+    raise ConfigError(LEARNER_SHAPES.format(what=f"got {obj!r:.80}"))
+
+
+LEARNER_SHAPES = (
+    "agent: {what}; a learner is one of three shapes (docs/writing-agents.md): a "
+    "fedbandit_env.policy.TeamPolicy subclass (batched: reset(facts, rng), act(obs) for every "
+    "agent and run), a fedbandit_env.per_agent.PerAgentLearner subclass (reset and act for one "
+    "agent), or a policy callable policy(observations, infos) -> actions"
+)
+"""The error of a learner that fits none of the three shapes."""

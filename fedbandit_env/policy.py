@@ -42,6 +42,10 @@ class FederationFacts:
     c1: float
     c2: float
     extra: dict[str, Any] = field(default_factory=dict)
+    byzantine_bound: int = 0
+    """The environment's declared bound f on Byzantine agents (``adversary.num_byzantine``; 0
+    without an adversary): a public fact, as the robust papers assume f known. It says how many
+    agents may be Byzantine, never which ones (the roles are not a fact)."""
 
     @property
     def max_degree(self) -> int:
@@ -63,7 +67,13 @@ class FederationFacts:
             c1=config.c1,
             c2=config.c2,
             extra=dict(config.extra),
+            byzantine_bound=byzantine_bound(config),
         )
+
+
+def byzantine_bound(config: EnvConfig) -> int:
+    """The declared f of ``config``'s adversary (0 without one)."""
+    return 0 if config.adversary is None else int(config.adversary.num_byzantine)
 
 
 MULTI_ARMED: tuple[str, ...] = ("heterogeneous", "homogeneous")
@@ -139,6 +149,13 @@ class TeamPolicy(ABC):
     def channel_spec(self, config: EnvConfig) -> ChannelsSpec:
         """Channels this learner talks over (used by the bench when the env names none)."""
         return None
+
+    def notes(self) -> tuple[str, ...]:
+        """What is off in this learner's setting for the federation it was reset on, in a few
+        words each (``"f = 1 < 2 Byzantine"``: a robustness parameter below the environment's
+        declared bound). Read after :meth:`reset`; the bench stores them with the row and the
+        tables flag it (docs/bench.md, "Flags"). None by default."""
+        return ()
 
     def require_channel(self, facts: FederationFacts, name: str, kind: str, dim: int) -> None:
         """Raise a clear error before the first step if a needed channel is missing."""

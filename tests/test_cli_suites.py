@@ -96,7 +96,7 @@ def test_suites_lists_every_suite_with_cells_learners_and_time(capsys):
         assert int(cells) == len(available)
         assert int(learners) == len({c.agent_id for c in available})
         assert float(steps) == pytest.approx(sum(cell_agent_steps(c) for c in available), rel=0.01)
-    assert "agent-steps (horizon x runs x agents) / agent-steps per second" in out
+    assert "each cell's agent-steps (horizon x runs x agents) at its learner's measured cost" in out
     assert re.search(r"^quick: .*cdp_mab.*ucb1", out, re.M)
 
 

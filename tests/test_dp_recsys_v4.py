@@ -89,7 +89,7 @@ def test_v4_agrees_with_v3_within_3_se(case, monkeypatch):
 def test_dec_ucb_v4_draws_one_tiebreak_uniform_per_agent_and_mixes_by_sums():
     policy = DPDecentralizedUCB(epsilon=1.0)
     out = rollout(policy, runs=2, horizon=40)
-    assert policy.version == 4 and DPMasterWorkerUCB.version == 4
+    assert policy.version == 5 and DPMasterWorkerUCB.version == 4  # 5: the nhat <= 0 guard
     assert policy._tiebreak._shape == (out["venv"].facts.num_agents,)
     assert out["venv"].channels[CHANNEL].reduce == "sum"
 

@@ -50,7 +50,7 @@ def test_agreement_with_the_numpy_engine_under_random_roles_and_crash_pulls():
 
 
 def test_agreement_of_the_honest_regret_under_a_rushing_attack():
-    """Agents 0 and 1 Byzantine (``first``) with ``zhu_code`` on a complete graph: network
+    """Agents 0 and 1 Byzantine (``first``) with ``alie`` on a complete graph: network
     regret (every agent, as numpy's ``final_regret_network``) and honest regret (role 0 only,
     numpy's ``honest_regret_mean``) within 3 se; messages exact."""
     kwargs = {
@@ -59,7 +59,7 @@ def test_agreement_of_the_honest_regret_under_a_rushing_attack():
         "horizon": 100,
         "topology": "complete",
         "means": [0.8, 0.5, 0.3],
-        "adversary": {"num_byzantine": 2, "placement": "first", "attack": "zhu_code"},
+        "adversary": {"num_byzantine": 2, "placement": "first", "attack": "alie"},
     }
     ref, out = agreement(HOMOGENEOUS, "ucb1_shared", kwargs)
     np.testing.assert_array_equal(ref.roles, np.tile([1, 1, 0, 0, 0], (len(ref.roles), 1)))
@@ -319,7 +319,7 @@ def test_same_key_same_bits_and_roles_move_no_other_draw():
     # same_bits (tests/jax_tools.py) with one compile: the rollout program run twice
     program = rollout_program(env, fj.make_jax_agent("ucb1_shared"), np.array([30, 60]))
     keys = run_keys([0, 1, 2])
-    (c1, f1, _), (c2, f2, _) = program(keys), program(keys)
+    (c1, f1, _, _), (c2, f2, _, _) = program(keys), program(keys)
     np.testing.assert_array_equal(c1, c2)
     np.testing.assert_array_equal(f1.ledger.messages.lo, f2.ledger.messages.lo)
     np.testing.assert_array_equal(f1.adversary.roles, f2.adversary.roles)

@@ -409,7 +409,7 @@ def test_fed_mom_declarations_and_refusals_are_the_twins():
             FedMoMUCB(**kwargs)
     key = jax.random.PRNGKey(0)
     derived = FedMoMUCB()  # clients="derived": N must be the derived M
-    m = derived.constants(4, 400).M
+    m = derived.constants(4, 400, 8).M  # clean: lam = 0 / 8, so M does not depend on N
     with pytest.raises(ConfigError, match=f"fed_mom_ucb: num_agents: expected M = {m}"):
         derived.init(key, fj.facts_of(fj.make(HOMOG, **with_channels(derived.twin, HOMOG,
                                                                         **MOM))))  # fmt: skip

@@ -298,7 +298,7 @@ def test_cli_run_accepts_module_class_and_module_function_ids(capsys):
 
 
 def test_an_object_of_no_learner_shape_is_a_clear_error():
-    with pytest.raises(ConfigError, match="expected an id, a TeamPolicy, a PerAgentLearner or a"):
+    with pytest.raises(ConfigError, match="agent: got 42; a learner is one of three shapes"):
         evaluate(HOMO, 42, runs=1, env_kwargs={**SMALL, "horizon": 5})
 
 

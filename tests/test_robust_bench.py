@@ -53,7 +53,7 @@ def adversary(f: int, attack: str) -> dict:
 
 
 def test_regret_vs_byzantine_neighbours_matches_a_plain_loop():
-    kwargs = {**SMALL, "num_agents": 8, "horizon": 120, "adversary": adversary(2, "zhu_code")}
+    kwargs = {**SMALL, "num_agents": 8, "horizon": 120, "adversary": adversary(2, "uniform")}
     res = evaluate(ENV, "ucb1_shared", runs=6, env_kwargs=kwargs)
     graph = make_vec(ENV, num_runs=1, **kwargs).config.topology.graph
     xs, ys = [], []
@@ -98,7 +98,7 @@ def test_attack_gain_and_cooperation_ratio_match_plain_loops():
     base = {**SMALL, "horizon": 150}
     runs, seed = 5, 3
     attacked = evaluate(ENV, "ucb1_shared", runs=runs, seed=seed,
-                        env_kwargs={**base, "adversary": adversary(1, "demote_best")})  # fmt: skip
+                        env_kwargs={**base, "adversary": adversary(1, "uniform")})  # fmt: skip
     silent = evaluate(ENV, "ucb1_shared", runs=runs, seed=seed,
                       env_kwargs={**base, "adversary": adversary(1, "silent")})  # fmt: skip
     ucb1 = evaluate(ENV, "ucb1", runs=runs, seed=seed,
@@ -155,7 +155,7 @@ def test_environment_keys_of_the_attacked_clean_and_silent_tables():
 
 
 def test_rows_of_an_adversary_cell_store_the_honest_metrics_under_their_own_version():
-    kwargs = {**SMALL, "adversary": adversary(2, "zhu_code")}
+    kwargs = {**SMALL, "adversary": adversary(2, "uniform")}
     cell = Cell(ENV, "ucb1_shared", 80, 3, kwargs)
     res = evaluate(ENV, "ucb1_shared", runs=3, env_kwargs={**kwargs, "horizon": 80},
                    checkpoints=log_checkpoints(80))  # fmt: skip
@@ -180,7 +180,8 @@ def test_rows_of_an_adversary_cell_store_the_honest_metrics_under_their_own_vers
     assert "adversary" not in clean.results_version
     row = rows_from_result(Cell(ENV, "ucb1_shared", 80, 3, dict(SMALL)), "t", clean)[0]
     assert row["final_regret_per_agent"] == clean.regret_per_agent[0, -1]
-    assert HISTORY[0][1] == str(ADVERSARY_VERSION) and "adversary" in HISTORY[0][0]
+    (row,) = [h for h in HISTORY if h[0].startswith("rows of a cell with an adversary")]
+    assert row[1] == str(ADVERSARY_VERSION)
 
 
 # --- the suite ---------------------------------------------------------------------------------
@@ -242,10 +243,12 @@ def test_attack_sweep_cells_and_skip_reasons(picky):
     # an arm-id learner (gosine) gets the recommendation attacks, not the means ones
     assert (1, "rec_naive") in by[("gosine", 6)] and (1, "zhu_code") not in by[("gosine", 6)]
     reasons = {r: names for (_env, r), names in skipped.items()}
-    assert any(r.startswith("attack 'zhu_code' fills payload layout 'means' ([means (M), counts (M)]")
+    assert any(r.startswith("attack 'zhu_code' writes payload layout 'means' ([means (M), counts "
+                            "(M)], dim 2M) and the learner's channels carry neighbors: "
+                            "'counts_sums' ([counts (M), sums (M)], dim 2M)")
                and "ucb1_shared" in n and "byzres_ucb" not in n
                for r, n in reasons.items())  # fmt: skip
-    assert any(r.startswith("attack 'rec_naive' fills payload layout 'arm'") and "ucb1_shared" in n
+    assert any(r.startswith("attack 'rec_naive' writes payload layout 'arm'") and "ucb1_shared" in n
                for r, n in reasons.items())  # fmt: skip
     assert any(r.startswith("family: expected 'linear'") and "linucb" in n
                for r, n in reasons.items())  # fmt: skip
@@ -255,8 +258,13 @@ def test_attack_sweep_cells_and_skip_reasons(picky):
     # a learner whose module is missing is skipped, not a crash
     assert any(r.startswith("ModuleNotFoundError") and "missing_module_test" in n
                for r, n in reasons.items())  # fmt: skip
-    no_channels = [r for r in reasons if r.startswith("declares no channels")]
+    no_channels = [r for r in reasons if r.startswith("sends no messages (no channel), so no "
+                                                      "message of attack")]  # fmt: skip
     assert no_channels and "ucb1" in reasons[no_channels[0]]
+    # the summary calls a learner skipped only where none of its cells runs
+    summary = suite.skip_summary(skipped, cells)
+    whole, partial = summary.split("the attacks that do not fit")
+    assert "linucb" in whole and "ucb1_shared" not in whole and "ucb1_shared" in partial
 
 
 def test_the_robust_suite_is_declared_on_three_graphs_and_reaches_the_robust_agents():
@@ -279,7 +287,7 @@ def _store(attacked: bool) -> ResultsStore:
     base = dict(SMALL)
     cells = [Cell(ENV, a, 100, 3, dict(base)) for a in ("ucb1", "ucb1_shared")]
     if attacked:
-        for attack in ("silent", "zhu_code"):
+        for attack in ("silent", "uniform"):
             cells += [Cell(ENV, "ucb1_shared", 100, 3, {**base, "adversary": adversary(1, attack)})]
         cells += [Cell(ENV, "ucb1", 100, 3, {**base, "adversary": adversary(1, "silent")})]
     store = ResultsStore(":memory:")
@@ -303,7 +311,7 @@ def test_the_column_appears_only_in_tables_of_attacked_environments():
     tables = text.split("### ")[1:]
     clean_table = [t for t in tables if t.startswith("FedBandit/Homogeneous-v0 (horizon")][0]
     assert COLUMN not in clean_table and clean_table.splitlines()[2] == header
-    zhu = [t for t in tables if "zhu_code" in t.splitlines()[0] and t.startswith("FedBandit")][0]
+    zhu = [t for t in tables if "uniform" in t.splitlines()[0] and t.startswith("FedBandit")][0]
     assert COLUMN in zhu.splitlines()[2]
     # the values, from the stored rows by a plain loop
     rows = store.rows()
@@ -314,28 +322,32 @@ def test_the_column_appears_only_in_tables_of_attacked_environments():
                 == attack]  # fmt: skip
         return sum(vals) / len(vals)
 
-    ratio = mean_final("ucb1_shared", "zhu_code") / mean_final("ucb1_shared", None)
-    coop = mean_final("ucb1", "silent") / mean_final("ucb1_shared", "zhu_code")
+    ratio = mean_final("ucb1_shared", "uniform") / mean_final("ucb1_shared", None)
+    coop = mean_final("ucb1", "silent") / mean_final("ucb1_shared", "uniform")
     line = [ln for ln in zhu.splitlines() if ln.startswith("| 1 | ucb1_shared")][0]
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[-3] == f"{ratio:.2f}" and cells[-1] == f"{coop:.2f}"
     diffs = {}
     for r in rows:
         adv = json.loads(r.env_key)["env_kwargs"].get("adversary") or {}
-        if r.agent_id == "ucb1_shared" and adv.get("attack") in ("zhu_code", "silent"):
+        if r.agent_id == "ucb1_shared" and adv.get("attack") in ("uniform", "silent"):
             diffs.setdefault(r.seed, {})[adv["attack"]] = r.final_regret_per_agent
-    d = [v["zhu_code"] - v["silent"] for v in diffs.values()]
+    d = [v["uniform"] - v["silent"] for v in diffs.values()]
     mean = sum(d) / len(d)
     se = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
     assert cells[-2] == f"{mean:+.1f}".replace("-", "−") + f" ± {se:.1f}"
-    # the summary matrix: one per clean setting, a cell per attack
+    # the summary matrix: one per clean setting, a table per coverage, f named in each column;
+    # the learner that sends nothing is the no-communication reference, not ranked
     summary = robust_markdown(entries)
     assert summary.startswith("### Regret under attack / clean: FedBandit/Homogeneous-v0")
     silent = mean_final("ucb1_shared", "silent") / mean_final("ucb1_shared", None)
-    assert "| learner | silent | zhu_code |" in summary
-    assert f"| ucb1_shared | {silent:.2f} | {ratio:.2f} |" in summary
+    ranked, reference = summary.split("No-communication reference")
+    assert "Ranked among learners exposed to the same 2 of 2 attacks: silent, uniform" in ranked
+    assert "| rank | learner | silent (f=1) | uniform (f=1) |" in ranked
+    assert f"| 1 | ucb1_shared | {silent:.2f} | {ratio:.2f} |" in ranked
     ucb1 = mean_final("ucb1", "silent") / mean_final("ucb1", None)
-    assert f"| ucb1 | {ucb1:.2f} | — |" in summary
+    assert "| rank | learner | silent (f=1) |" in reference
+    assert f"| ref | ucb1 | {ucb1:.2f} |" in reference and "ucb1 |" not in ranked
 
 
 def test_the_page_has_the_robustness_panel_only_with_attacked_rows(tmp_path):

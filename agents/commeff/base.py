@@ -48,6 +48,7 @@ from fedbandit_env.policy import (
     TeamPolicy,
     require_family,
 )
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
@@ -190,6 +191,7 @@ class EliminationTeam(TeamPolicy):
         commit = mask & ((self.num_active == 1) | budget_over)
         if commit.any():
             score = np.where(self.active, self.aggregate, -np.inf)
+            note_scores(score)
             self.committed[commit] = np.argmax(score, axis=2)[commit]
             self.phase[commit] = COMMIT
         go = mask & ~commit
@@ -287,6 +289,7 @@ class EliminationTeam(TeamPolicy):
         explored ``n`` times in every epoch so far (round-robin), so its own pull count is
         ``s_int`` (no per-arm count is kept)."""
         mean = self.own_sum / self.s_int[..., None].astype(np.float64)
+        note_scores(mean)
         return np.argmax(np.where(self.active, mean, -np.inf), axis=2)
 
     # ------------------------------------------------------------------ step

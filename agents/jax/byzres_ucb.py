@@ -52,6 +52,7 @@ from agents.jax.gossip_ucb import argmax_one_uniform
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -119,7 +120,7 @@ class ByzResUCB:
     def __init__(
         self,
         kappa: float = 1.5,
-        f: int = 1,
+        f: int | None = None,
         tiebreak: str = "uniform",
         sync: str = "step",
         fusion: str = "trimmed",
@@ -136,6 +137,7 @@ class ByzResUCB:
     def init(self, key: jax.Array, facts: FederationFacts) -> ByzResState:
         """Zero statistics; the twin's ``reset`` on the same facts checks them first."""
         self.twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+        self.f = self.twin.f  # the user's f, or the environment's declared bound
         self.N, self.M = facts.num_agents, facts.num_arms
         shape = (self.N, self.M)
         zeros = jnp.zeros(shape, jnp.float32)
@@ -147,6 +149,10 @@ class ByzResUCB:
             accepted=jnp.zeros(shape, jnp.int32),
             comm_done=jnp.zeros((), bool),
         )
+
+    def notes(self) -> tuple[str, ...]:
+        """The twin's notes (``"f = 1 < 2 Byzantine"``), after :meth:`init`."""
+        return self.twin.notes()
 
     def payload(self, state: ByzResState) -> jnp.ndarray:
         """What every agent sends: ``[xbar (M), n (M)]`` (N, 2M), xbar = 0 on unpulled arms."""
@@ -172,11 +178,12 @@ class ByzResUCB:
                 d.payload[..., M:],
                 d.mask,
                 cfg.kappa,
-                cfg.f if trimmed else 0,
+                self.f if trimmed else 0,
                 filtered=trimmed,
             )
         q = index(z, g, n, t)
         if cfg.tiebreak == "lowest":
+            note_scores(q)
             arms = jnp.argmax(q, axis=1).astype(jnp.int32)
         else:
             arms = argmax_one_uniform(q, jax.random.uniform(key, (self.N,), jnp.float32))

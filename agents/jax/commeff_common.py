@@ -73,6 +73,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import Total, total_add, total_zeros
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 S_INT_CAP = 2**30
@@ -167,7 +168,9 @@ def kth_active(active: jnp.ndarray, k: jnp.ndarray) -> jnp.ndarray:
 def best_active(values: jnp.ndarray, active: jnp.ndarray) -> jnp.ndarray:
     """Per row, the arg-max of ``values`` over the active arms, lowest index on ties
     (Decisions 5 and 7)."""
-    return jnp.argmax(jnp.where(active, values, -jnp.inf), axis=1).astype(jnp.int32)
+    score = jnp.where(active, values, -jnp.inf)
+    note_scores(score)
+    return jnp.argmax(score, axis=1).astype(jnp.int32)
 
 
 class EliminationLearner:

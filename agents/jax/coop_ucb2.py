@@ -66,10 +66,13 @@ class CoopState(NamedTuple):
 def coop_index(
     nhat: jnp.ndarray, shat: jnp.ndarray, t: jnp.ndarray, *, c0: float, sigma: float, N: int
 ) -> jnp.ndarray:
-    """Q_i^k(t) of coop-UCB2 (module doc; the twin's :meth:`agents.CoopUCB2.index`)."""
+    """Q_i^k(t) of coop-UCB2 (module doc; the twin's :meth:`agents.CoopUCB2.index`), +inf
+    where ``nhat <= 0`` (the twin's guard)."""
+    positive = nhat > 0
+    n = jnp.where(positive, nhat, 1.0)
     log_t = jnp.log(jnp.maximum(t, 2).astype(jnp.float32))
-    width = jnp.float32(c0) * (nhat + jnp.sqrt(log_t)) / (jnp.float32(N) * nhat) * log_t / nhat
-    return shat / nhat + jnp.float32(sigma) * jnp.sqrt(width)
+    width = jnp.float32(c0) * (n + jnp.sqrt(log_t)) / (jnp.float32(N) * n) * log_t / n
+    return jnp.where(positive, shat / n + jnp.float32(sigma) * jnp.sqrt(width), jnp.inf)
 
 
 class CoopUCB2:

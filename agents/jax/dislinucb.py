@@ -67,6 +67,7 @@ from agents.dislinucb import DisLinUCB as NumpyDisLinUCB
 from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 TIE_TOLERANCE = 1e-5
@@ -100,6 +101,7 @@ class DisLinUCBState(NamedTuple):
 def tie_broken_argmax(ucb: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
     """Per client, among the arms within a relative ``TIE_TOLERANCE`` of the best UCB value, the
     one with the largest uniform ``u`` (N, K) (docs/dislinucb.md, "Decision": ties at random)."""
+    note_scores(ucb)
     top = ucb.max(axis=-1, keepdims=True)
     tie = ucb >= top - TIE_TOLERANCE * jnp.maximum(1.0, jnp.abs(top))
     return jnp.argmax(jnp.where(tie, u, -1.0), axis=-1).astype(jnp.int32)

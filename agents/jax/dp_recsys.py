@@ -81,6 +81,7 @@ from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.hybrid_counter import HybridCounter, HybridCounterState, is_power_of_two
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -208,6 +209,7 @@ class DPMasterWorkerUCB:
         """The server's average ``I^avg`` arrived (``got`` (N,)): the new decision is its argmax,
         lowest index on ties (lines 16-18); a switch (any first decision counts as one) resets
         ``eta`` to 1 (lines 19-21)."""
+        note_scores(aggregate)
         new = jnp.argmax(aggregate).astype(jnp.int32)
         switched = got & (s.undecided | (new != s.held))
         return s._replace(
@@ -371,14 +373,16 @@ class DPDecentralizedUCB:
         consensus state (``nhat`` clamped away from 0 where used before the initialization
         ends; those indices are never played)."""
         cfg = self.config
-        n = jnp.where(nhat > 0, nhat, 1.0)
+        positive = nhat > 0
+        n = jnp.where(positive, nhat, 1.0)
         c = jnp.asarray(self.c)[:, None]
         spread = (n + c) / (jnp.float32(self.N) * n)
         ln_t = jnp.log(jnp.asarray(t).astype(jnp.float32))
         width = jnp.float32(cfg.index_sigma) * jnp.sqrt(
             jnp.float32(2.0 * cfg.rho) * spread * ln_t / n
         )
-        return shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
+        index = shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
+        return jnp.where(positive, index, jnp.inf)  # the twin's guard
 
     def _choose(self, key: jax.Array, nhat, shat, t, first: int) -> jnp.ndarray:
         """Algorithm 2 lines 6-7: arm ``(t-1) mod K`` while ``t <= first``; else line 20: the

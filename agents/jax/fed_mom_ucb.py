@@ -121,7 +121,7 @@ class FedMoMUCB:
 
     def __init__(
         self,
-        lam: float = 0.2,
+        lam: float | None = None,
         mapping: str = "arithmetic",
         delta: float = 1e-3,
         epsilon: float = 0.05,
@@ -130,20 +130,26 @@ class FedMoMUCB:
         sigma_c: float = 0.01,
         schedule: str = "linear",
         clients: str = "derived",
+        aggregate: str = "median_of_means",
     ):
         # the twin validates the hyperparameters (FedMoMUCBConfig) and, in init, the facts
         self.twin = NumpyFedMoMUCB(
-            lam, mapping, delta, epsilon, beta, sigma, sigma_c, schedule, clients
+            lam, mapping, delta, epsilon, beta, sigma, sigma_c, schedule, clients, aggregate
         )
         self.config = self.twin.config
 
     def channel_spec(self, config):
-        """The twin's: ``server`` of dim K, ``median_of_means``, group size B, consecutive."""
+        """The twin's: ``server`` of dim K, ``median_of_means`` with group size B, consecutive
+        (or the plain ``mean``, ``aggregate="mean"``)."""
         return self.twin.channel_spec(config)
 
-    def constants(self, num_arms: int, horizon: int, num_agents: int | None = None):
+    def constants(self, num_arms: int, horizon: int, num_agents: int, bound: int = 0):
         """The twin's derived constants (M, M_Z, B, G, alpha, eta, omega, beta)."""
-        return self.twin.constants(num_arms, horizon, num_agents)
+        return self.twin.constants(num_arms, horizon, num_agents, bound)
+
+    def notes(self) -> tuple[str, ...]:
+        """The twin's notes (``"lam N = 0.8 < 2 Byzantine"``), after :meth:`init`."""
+        return self.twin.notes()
 
     def init(self, key: jax.Array, facts: FederationFacts) -> FedMoMState:
         """Every arm active, E = inf, phase 1 of length s(1) - s(0); the twin's ``reset`` on the

@@ -101,6 +101,8 @@ class _FedMAB:
     """The phase machine of Fed1- and Fed2-UCB (port of :class:`agents.fed_mab_common.FedMABBase`);
     subclasses give the width."""
 
+    payload_layouts = {"server": "arm_means"}  # the twin's: one mean per arm
+
     twin_class: type
     agent_id: str
     version: int

@@ -55,6 +55,7 @@ from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.tree_counter import TreeCounter, TreeCounterState
 from fedbandit_env.jax.types import Action, Observation
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -102,6 +103,7 @@ def index(theta: jnp.ndarray, n: jnp.ndarray, t: jnp.ndarray, **bonus: Any) -> j
 def argmax_one_uniform(q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
     """Per row, among the ``k`` arms of exactly maximal ``q``, the ``floor(u k)``-th in arm
     order (:func:`fedbandit_env.kernels.argmax_one_uniform`): ``u`` (N,) one uniform per row."""
+    note_scores(q)
     tied = q >= q.max(axis=-1, keepdims=True)
     k = tied.sum(axis=-1, dtype=jnp.int32)
     r = jnp.minimum((u * k.astype(jnp.float32)).astype(jnp.int32), k - 1)

@@ -144,14 +144,16 @@ class LDPUCB:
     def index(self, n: jnp.ndarray, S: Total) -> jnp.ndarray:
         """The index (K,) of the global statistics (module docstring); LDP-UCB-L's forced
         exploration first (+inf at the lowest forced arm, -inf elsewhere)."""
-        nf = n.astype(jnp.float32)
-        total = nf.sum()
-        log_n = jnp.log(total)
+        counts = n.astype(jnp.float32)
+        positive = counts > 0  # the twin's guard: +inf where n <= 0, ln of at least 1
+        nf = jnp.where(positive, counts, 1.0)
+        log_n = jnp.log(jnp.maximum(counts.sum(), 1.0))
         value = (S.total - S.carry) / nf + jnp.float32(self.width) * jnp.sqrt(2.0 * log_n / nf)
         if not self.laplace:
-            return value
+            return jnp.where(positive, value, jnp.inf)
         value = value + jnp.sqrt(jnp.float32(self.priv_coef) * log_n / nf)
-        forced = nf <= 4.0 * jnp.log(total + 1.0)
+        value = jnp.where(positive, value, jnp.inf)
+        forced = counts <= 4.0 * jnp.log(jnp.maximum(counts.sum(), 0.0) + 1.0)
         first = forced & (jnp.cumsum(forced.astype(jnp.int32)) == 1)
         return jnp.where(forced.any(), jnp.where(first, jnp.inf, -jnp.inf), value)
 

@@ -141,6 +141,10 @@ class RobustGosInE:
         """The twin's: ``recommend``, kind ``gossip``, ``mode="pull_one_neighbour"``, dim 1."""
         return self.twin.channel_spec(config)
 
+    def notes(self) -> tuple[str, ...]:
+        """The twin's notes (``"sticky_agents = 8 > 6 honest (N - f)"``), after :meth:`init`."""
+        return self.twin.notes()
+
     def init(self, key: jax.Array, facts: FederationFacts) -> RobustGosInEState:
         """The twin's ``reset`` on the same facts checks them and gives the sticky sets and the
         first slots U and L; zero statistics, phase 1 (it ends after pull 1), no block; the

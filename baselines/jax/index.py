@@ -39,6 +39,7 @@ from baselines.index import CHANNEL, default_scale, unit_interval_bounds
 from baselines.thompson import ATTEMPTS
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
+from fedbandit_env.scores import note_scores
 
 
 class IndexState(NamedTuple):
@@ -143,6 +144,7 @@ class IndexPolicy:
             state = IndexState(counts, sums)
         total = n.sum(axis=1, keepdims=True) if self.uses_total else None
         index = self.index(k_index, n, s, total)
+        note_scores(index)
         if self.ties:
             greedy = argmax_uniform_ties(k_tie, index)
         else:
@@ -191,6 +193,7 @@ class UCB1Shared(UCB1):
 
     twin = np_ucb.UCB1Shared
     agent_id = "ucb1_shared"
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     version = 2
     shared = True
 
@@ -252,6 +255,7 @@ class KLUCBShared(KLUCB):
 
     twin = np_ucb.KLUCBShared
     agent_id = "kl_ucb_shared"
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True
 
 
@@ -284,6 +288,7 @@ class EpsilonGreedyShared(EpsilonGreedy):
 
     twin = np_epsilon_greedy.EpsilonGreedyShared
     agent_id = "epsilon_greedy_shared"
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True
 
 
@@ -342,6 +347,7 @@ class ThompsonBetaShared(ThompsonBeta):
 
     twin = np_thompson.ThompsonBetaShared
     agent_id = "thompson_beta_shared"
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True
 
 
@@ -372,4 +378,5 @@ class ThompsonGaussianShared(ThompsonGaussian):
 
     twin = np_thompson.ThompsonGaussianShared
     agent_id = "thompson_gaussian_shared"
+    payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True

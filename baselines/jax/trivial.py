@@ -27,6 +27,7 @@ from fedbandit_env.jax.accumulate import Total, total_add, total_zeros
 from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
+from fedbandit_env.scores import note_scores
 
 
 def last_pulls(obs: Observation, m: int) -> jnp.ndarray:
@@ -134,6 +135,7 @@ class CentralizedUCB1:
         index = (sums.total - sums.carry) / safe + self.config.scale * jnp.sqrt(
             2.0 * jnp.log(total) / safe
         )
+        note_scores(index)
         best = jnp.argmax(index).astype(jnp.int32)
         arm = jnp.where(obs.step < self.num_arms, obs.step, best).astype(jnp.int32)
         arms = jnp.full(self.num_agents, arm, jnp.int32)

@@ -38,10 +38,12 @@ LAYOUTS = {
     "means": "[means (M), counts (M)], dim 2M",
     "arm": "an arm id, dim 1",
     "arm_means": "one mean per arm, dim M",
+    "counts_sums": "[counts (M), sums (M)], dim 2M",
 }
 """The payload layouts an attack may fill (``Attack.layout``) and a learner may declare for its
-channels (``TeamPolicy.payload_layouts``); the robust suite pairs a layout attack only with a
-learner that declares its layout (docs/adversary.md, "Payload layouts")."""
+channels (``TeamPolicy.payload_layouts``); a layout attack runs only against a learner that
+declares its layout on the channels it speaks on (docs/adversary.md, "Payload layouts").
+``counts_sums`` (the share-statistics baselines) is declared but no built-in attack writes it."""
 
 KNOWLEDGE = ("oblivious", "omniscient")
 

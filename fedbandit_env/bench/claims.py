@@ -484,6 +484,8 @@ def render_page(
         )
         head = f"## {title}" + (f" ({scale})" if scale else "")
         body = [head, ""]
+        if (age := age_note(meta)) is not None:
+            body += [f"**{age}**", ""]
         if meta.get("command"):
             body += [f"Command: `{meta['command']}`", ""]
         if meta.get("wall_time_s") is not None:
@@ -501,8 +503,26 @@ SUMMARY_START = "<!-- reproductions-summary: written by benchmarks/make_claims_p
 SUMMARY_END = "<!-- /reproductions-summary -->"
 
 
+def age_note(meta: dict[str, Any]) -> str | None:
+    """For a claims file written by another package version than this one: when and by which
+    version, and that its numbers predate this one's changes; None for a current file."""
+    from fedbandit_env import __version__
+
+    version = meta.get("version")
+    if version == __version__:
+        return None
+    return (
+        f"Written by fedbandit {version} on {meta.get('date', 'an unknown date')}; this is "
+        f"fedbandit {__version__}: its numbers predate the results versions since "
+        "(docs/bench.md, \"Results versions\"); rerun its command to refresh it."
+    )
+
+
 def summary_lines(files: Sequence[str | Path]) -> list[str]:
-    """One line per claims file: title, scale and the three verdict counts (README summary)."""
+    """One line per claims file: title, scale and the three verdict counts (README summary);
+    a file of another package version says its version and date."""
+    from fedbandit_env import __version__
+
     lines = []
     for f in files:
         meta, rows = read_claims(f)
@@ -510,6 +530,8 @@ def summary_lines(files: Sequence[str | Path]) -> list[str]:
         title = meta.get("title") or (rows[0].paper if rows else Path(f).stem)
         scale = meta.get("scale_name", "")
         label = (f"{scale} scale" if scale else "") + backend_suffix(meta)
+        if meta.get("version") != __version__:
+            label += f", written by fedbandit {meta.get('version')} on {meta.get('date')}"
         lines.append(
             f"- {title}" + (f" ({label.lstrip(', ')})" if label else "") + f": {n['reproduced']} "
             f"reproduced, {n['not reproduced']} not reproduced, {n['not testable']} not testable"

@@ -30,6 +30,8 @@ import re
 import sqlite3
 import subprocess
 import sys
+import traceback
+import warnings
 from pathlib import Path
 
 from fedbandit_env.agent_registry import agent_class, list_agents
@@ -45,10 +47,11 @@ from fedbandit_env.bench.evaluate import evaluate
 from fedbandit_env.bench.executors import EXECUTORS, require_executor, run_suite
 from fedbandit_env.bench.leaderboard import build, current_rows, to_latex, to_markdown
 from fedbandit_env.bench.reference import REFERENCE_PATH
+from fedbandit_env.bench.robust_metrics import robust_markdown
 from fedbandit_env.bench.store import ResultsStore
 from fedbandit_env.bench.suites import (
-    AGENT_STEPS_PER_SECOND,
     SUITES,
+    AttackSweep,
     Cell,
     Suite,
     cell_agent_steps,
@@ -120,16 +123,19 @@ def cmd_suites(args) -> None:
         cells = suite.available(lambda _msg: None)
         learners = sorted({c.agent_id for c in cells})
         steps = sum(cell_agent_steps(c) for c in cells)
+        seconds = estimated_seconds(cells, len(suite.candidates()))
         print(
             f"| {name} | {len(cells)} | {len(learners)} | {steps:.2e} | "
-            f"~{_duration(estimated_seconds(cells))} | {suite.description} |"
+            f"~{_duration(seconds)} | {suite.description} |"
         )
         listing.append(f"{name}: {', '.join(learners)}")
-    rates = ", ".join(f"{k} {v / 1e6:g} M" for k, v in AGENT_STEPS_PER_SECOND.items())
     print(
-        f"\nestimated serial time = agent-steps (horizon x runs x agents) / agent-steps per second "
-        f"measured on the quick suite ({rates}; benchmarks/bench_quick_suite.py); learners "
-        "differ several-fold around these rates"
+        "\nestimated serial time = each cell's agent-steps (horizon x runs x agents) at its "
+        "learner's measured cost per agent-step (x the adversary factor under attack), plus a "
+        "per-cell and a per-candidate overhead, as benchmarks/bench_suite_estimates.py measured "
+        "them on a shared 2-core machine (within 2x of its runs of quick and robust; a "
+        "learner without a measured cost takes its family's rate); an idle or faster machine "
+        "is faster"
     )
     if args.verbose:
         print("\nlearners:\n" + "\n".join(listing))
@@ -235,13 +241,27 @@ def cmd_suite(args) -> None:
         verbose=args.verbose,
         failures=failures if args.keep_going else None,
     )
-    if not args.quiet:
+    if args.quiet:  # only the final line
+        print(f"{written} new rows in {args.store} ({store.count()} in total)")
+    else:
         print(f"\n{written} new rows in {args.store} ({store.count()} in total)\n")
         cells = suite.available(lambda _msg: None)
         rows = current_rows(store.rows_for(cells), _note)
         if rows:
-            print(to_markdown(build(rows, suite.baseline_for)))
+            print(board_markdown(build(rows, suite.baseline_for), get_suite(args.name),
+                                 args.verbose))  # fmt: skip
     _report_failures(failures)
+
+
+def board_markdown(entries: list, suite: Suite | None, verbose: bool) -> str:
+    """The Markdown leaderboard; for a suite of attack sweeps (``robust``) only the matrix of
+    each graph (regret under attack / clean), the per-attack tables with ``verbose``."""
+    if suite is None or verbose or not any(isinstance(sw, AttackSweep) for sw in suite.sweeps):
+        return to_markdown(entries)
+    matrices = robust_markdown(entries)
+    if not matrices:
+        return to_markdown(entries)
+    return matrices + "\n(one table per environment and attack: --verbose)"
 
 
 def _report_failures(failures: list[str]) -> None:
@@ -262,7 +282,7 @@ def cmd_rank(args) -> None:
     if args.html:
         from fedbandit_env.bench.plotting import pyplot
 
-        pyplot()
+        pyplot("rank --html")  # a missing matplotlib is an error before anything runs
     require_executor(args.executor)
     _check_backend_options(args)
     suite = get_suite(args.suite)
@@ -304,6 +324,11 @@ def cmd_leaderboard(args) -> None:
 
         pyplot()  # a missing matplotlib is an error before any output
     store = ResultsStore(args.store, create=False)
+    if args.resolve:
+        from fedbandit_env.bench.rank import resolve_learner
+
+        for agent_id in args.resolve:  # named on the command line: imported, as rank does
+            resolve_learner(agent_id, NUMPY)
     everything = store.rows()
     if args.suite:
         suite = get_suite(args.suite)
@@ -312,7 +337,10 @@ def cmd_leaderboard(args) -> None:
         rows += _unregistered_suite_rows(everything, rows, suite, args.include_unregistered)
     else:
         rows, baseline = everything, args.baseline
+    held = rows
     rows = current_rows(rows, _note, include_unregistered=args.include_unregistered)
+    if held and not rows and not args.reference:
+        raise FedBanditError(unranked_message(held, args.store))
     mine = len(rows)
     sources = [("store", args.store, mine)]
     if args.reference:
@@ -335,7 +363,11 @@ def cmd_leaderboard(args) -> None:
 
         attach_audits(entries, leaderboard_audits(rows, trials=args.audit_trials, note=_note))
         refuted = sorted({e.label for e in entries if e.audit is not None and e.audit.exceeds})
-    print(to_latex(entries) if args.format == "latex" else to_markdown(entries))
+    suite = get_suite(args.suite) if args.suite else None
+    if args.format == "latex":
+        print(to_latex(entries))
+    else:
+        print(board_markdown(entries, suite, args.verbose))
     if args.html:
         _write_page(entries, rows, args, f"fedbandit leaderboard ({args.store})", args.suite,
                     tuple(sources))  # fmt: skip
@@ -344,6 +376,34 @@ def cmd_leaderboard(args) -> None:
             f"leaderboard --audit: the audit refutes the privacy claim of {', '.join(refuted)} "
             "(audited lower bound above the declared epsilon)"
         )
+
+
+def unranked_message(rows: list, store: str) -> str:
+    """Why none of a store's rows can be ranked here: each learner id with its rows and the
+    reason (not registered in this process, or a stale results version), and what to do."""
+    from fedbandit_env.bench.versions import registered_results_version, row_version_key
+
+    unknown: dict[str, int] = {}
+    stale: dict[str, int] = {}
+    for row in rows:
+        want = registered_results_version(*row_version_key(row))
+        side = unknown if want is None else stale
+        side[row.agent_id] = side.get(row.agent_id, 0) + 1
+    parts = []
+    if unknown:
+        ids = ", ".join(f"{a} ({n} rows)" for a, n in sorted(unknown.items()))
+        modules = [a for a in sorted(unknown) if ":" in a and a.partition(":")[0] not in
+                   ("mabwiser", "smpybandits")]  # fmt: skip
+        fix = (f"name them with --resolve {','.join(modules)} (imported from the current "
+               "folder, as `rank` does) or " if modules else "")  # fmt: skip
+        parts.append(f"learners not registered in this process: {ids}; {fix}rank them by their "
+                     "stored id with --include-unregistered")  # fmt: skip
+    if stale:
+        ids = ", ".join(f"{a} ({n} rows)" for a, n in sorted(stale.items()))
+        parts.append(f"rows of another results version: {ids}; re-run their cells")
+    return f"leaderboard: none of the {len(rows)} rows of {store} can be ranked here: " + "; ".join(
+        parts
+    )
 
 
 class Refuted(Exception):
@@ -492,6 +552,23 @@ def cmd_reference(args) -> None:
     print(f"reference check: {len(report.checked)} cell(s) re-run, every row bit-identical")
 
 
+def reproduce_help() -> str:
+    """``fedbandit reproduce --help``: the papers it reproduces and how to get a script's own
+    options."""
+    width = max(len(name) for name in FIGURES)
+    lines = [
+        "usage: fedbandit reproduce PAPER [the script's arguments]",
+        "",
+        "Run a paper's reproduction (python -m fedbandit_env.reproductions.MODULE); every "
+        "later argument, --help included, goes to its script: `fedbandit reproduce PAPER "
+        "--help` lists its options (--full, --claims FILE, ...; docs/reproductions.md).",
+        "",
+        "papers:",
+        *(f"  {name:<{width}}  {what}" for name, (_module, what) in FIGURES.items()),
+    ]
+    return "\n".join(lines)
+
+
 def cmd_reproduce(args, extra: list[str]) -> None:
     """Run reproduction ``args.figure`` (``python -m fedbandit_env.reproductions.NAME``) with
     the remaining arguments; its exit status is the command's."""
@@ -544,6 +621,11 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+DEBUG = {"on": False}
+"""Whether ``--debug`` was given (set by :func:`main` before parsing, so that an option's
+check can show the traceback of what failed underneath)."""
+
+
 def _arg_type(name: str, check):
     """An argparse ``type`` from ``check(text) -> value`` that raises ValueError / KeyError
     with the message the user sees (``argument --opt: <message>``)."""
@@ -552,6 +634,8 @@ def _arg_type(name: str, check):
         try:
             return check(text)
         except (ValueError, KeyError) as err:
+            if DEBUG["on"] and err.__cause__ is not None:  # what failed underneath (an import)
+                traceback.print_exception(err.__cause__, file=sys.stderr)
             msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
             raise argparse.ArgumentTypeError(str(msg)) from None
 
@@ -804,12 +888,15 @@ def parser() -> argparse.ArgumentParser:
         "listed at the end (exit status 1)",
     )
     suite.add_argument(
-        "--quiet", action="store_true", help="no skip note, no progress bar and no table"
+        "--quiet",
+        action="store_true",
+        help="only the final line (rows written): no skip note, no progress bar, no table",
     )
     suite.add_argument(
         "--verbose",
         action="store_true",
-        help="one line per skipped environment and reason (default: one summary line)",
+        help="one line per skipped environment and reason (default: one summary line); for "
+        "the robust suite also every per-attack table (default: the matrix of each graph)",
     )
     rank = command(
         "rank",
@@ -882,6 +969,20 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="ID[,ID...]",
         help="mark and highlight these learners (default with --reference: your own rows)",
+    )
+    board.add_argument(
+        "--verbose",
+        action="store_true",
+        help="for the robust suite: every per-attack table, not only the matrix of each graph",
+    )
+    board.add_argument(
+        "--resolve",
+        type=ID_LIST,
+        default=None,
+        metavar="MODULE:CLASS[,...]",
+        help="import these module:Class learners from the current folder, as `rank` does, so "
+        "that their rows are ranked (ids read from the store are never imported; default: "
+        "none)",
     )
     board.add_argument(
         "--include-unregistered",
@@ -1061,6 +1162,11 @@ def _page_options(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line on stderr (``fedbandit: warning: ...``), without the source line."""
+    print(f"fedbandit: warning: {_one_line(Exception(str(message)))}", file=sys.stderr)
+
+
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
@@ -1073,6 +1179,11 @@ def main(argv: list[str] | None = None) -> None:
     from fedbandit_env.bench.rank import current_folder_on_path
 
     current_folder_on_path()  # module:Class ids resolve from the current folder, as `-m` does
+    words = sys.argv[1:] if argv is None else list(argv)
+    DEBUG["on"] = "--debug" in words
+    if words[:1] == ["reproduce"] and words[1:] in ([], ["-h"], ["--help"]):
+        print(reproduce_help())  # the script's own --help follows its name
+        raise SystemExit(0 if words[1:] else 2)
     args = parser().parse_args(argv)
     commands = {
         "rank": cmd_rank,
@@ -1086,10 +1197,12 @@ def main(argv: list[str] | None = None) -> None:
         "reference": cmd_reference,
     }
     try:
-        if args.command == "reproduce":
-            cmd_reproduce(args, args.script_args)
-        else:
-            commands[args.command](args)
+        with warnings.catch_warnings():  # a warning is one line, as an error is
+            warnings.showwarning = _one_line_warning
+            if args.command == "reproduce":
+                cmd_reproduce(args, args.script_args)
+            else:
+                commands[args.command](args)
     except KeyboardInterrupt:
         if args.debug:
             raise

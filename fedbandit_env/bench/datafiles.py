@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.bench.flags import check_flags
 from fedbandit_env.errors import FedBanditError
 
 MAX_DEPTH = 32
@@ -307,6 +308,18 @@ def check_steps(steps: Any, place: str, horizon: int, error: Error = FileFormatE
     return steps
 
 
+HASH_DIGITS = 16
+"""Hex digits of a cell hash (:attr:`fedbandit_env.bench.suites.Cell.config_hash`)."""
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def check_cell_hash(value: Any, place: str, error: Error = FileFormatError) -> str:
+    """A cell hash as the bench writes it: 16 lowercase hex digits."""
+    if not isinstance(value, str) or len(value) != HASH_DIGITS or not _HEX.fullmatch(value):
+        raise error(f"{place}: expected {HASH_DIGITS} lowercase hex digits, got {got(value)}")
+    return value
+
+
 def check_store_row(row: dict[str, Any], store: str, error: Error = FileFormatError) -> None:
     """A results-store row (columns by name) is what the store writes: text columns are text,
     numbers are finite numbers of the right kind, the JSON columns parse under the module's
@@ -315,6 +328,10 @@ def check_store_row(row: dict[str, Any], store: str, error: Error = FileFormatEr
     where = f"{store}: row (cell {str(row.get('cell_hash'))[:64]!r}, seed {got(row.get('seed'))})"
     for name, limit in _TEXT_LIMITS.items():
         expect_str(row[name], f"{where}: {name}", error, limit)
+    check_cell_hash(row["cell_hash"], f"{where}: cell_hash", error)
+    flags = parse_json(expect_str(row.get("flags", "{}"), f"{where}: flags", error, 4096), where,
+                       field="flags", error=error)  # fmt: skip
+    check_flags(flags, f"{where}: flags", error)
     expect_int(row["seed"], f"{where}: seed", error, low=0)
     horizon = expect_int(row["horizon"], f"{where}: horizon", error, low=1)
     for name in ("messages", "floats"):

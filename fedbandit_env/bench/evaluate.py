@@ -13,8 +13,10 @@ of a numpy learner by the same id, or the user's own) and its own results versio
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,7 @@ import numpy as np
 
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.bench.backends import JAX, NUMPY, check_backend, jax_backend, jax_learner
+from fedbandit_env.bench.flags import CLIP_WARNING
 from fedbandit_env.bench.versions import (
     adversary_suffix,
     backend_suffix,
@@ -35,6 +38,7 @@ from fedbandit_env.network import LINK_TYPES
 from fedbandit_env.per_agent import as_team_policy
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import make_vec
+from fedbandit_env.scores import ScoreWatch, watching
 from fedbandit_env.seeding import BatchedRNG
 
 CHECKPOINTS = 200
@@ -56,6 +60,18 @@ def default_checkpoints(horizon: int, points: int = CHECKPOINTS) -> np.ndarray:
     log = np.geomspace(1, horizon, points)
     lin = np.linspace(horizon / points, horizon, points)
     return np.unique(np.concatenate([log, lin, [horizon]]).round().astype(np.int64))
+
+
+def check_checkpoints(checkpoints: Any, horizon: int) -> np.ndarray:
+    """The checkpoints as int64 pull counts, checked before any conversion: a 1-d sequence of
+    integers (no float, NaN or bool), increasing, in [1, horizon]."""
+    arr = np.asarray(checkpoints)
+    expected = f"checkpoints: expected a 1-d increasing sequence of ints in [1, {horizon}]"
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        raise ConfigError(f"{expected}, got {checkpoints!r:.80} (dtype {arr.dtype})")
+    if arr.min() < 1 or arr.max() > horizon or (np.diff(arr) <= 0).any():
+        raise ConfigError(f"{expected}, got {arr.tolist()!r:.80}")
+    return arr.astype(np.int64)
 
 
 @dataclass
@@ -80,6 +96,13 @@ class EvalResult:
     backend: str = NUMPY  # "numpy" or "jax" (docs/bench.md, "Backends")
     roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
     learner_state: Any = None  # JAX backend: the learner's final state, batched over runs
+    # flags (docs/bench.md, "Flags"; fedbandit_env.bench.flags)
+    nan_index_steps: np.ndarray | None = None  # (runs,) steps with a NaN index; None: unwatched
+    notes: tuple[str, ...] = ()  # the learner's notes on its setting (TeamPolicy.notes)
+    epsilon_per_release: float | None = None  # privacy wrapper: epsilon of one release
+    epsilon_composed: np.ndarray | None = None  # privacy wrapper: (runs,) composed over the run
+    clipped_fraction: np.ndarray | None = None  # privacy wrapper: (runs,) payload coords clipped
+    compile_time: float = 0.0  # JAX backend: seconds of compiling, included in wall_time
 
     @property
     def final_regret_per_agent(self) -> np.ndarray:
@@ -136,7 +159,22 @@ class EvalResult:
             "backend": self.backend,
             "wall_time": self.wall_time,
             **self._honest_summary(),
+            **self._flags_summary(),
         }
+
+    def _flags_summary(self) -> dict[str, Any]:
+        """The flags' run totals (docs/bench.md, "Flags"): only the ones recorded."""
+        out: dict[str, Any] = {}
+        if self.nan_index_steps is not None:
+            out["nan_index_steps"] = int(self.nan_index_steps.sum())
+            out["nan_index_runs"] = int((self.nan_index_steps > 0).sum())
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.epsilon_per_release is not None:
+            out["epsilon_per_release"] = self.epsilon_per_release
+            out["epsilon_composed"] = _json_epsilon(float(self.epsilon_composed.max()))
+            out["clipped_fraction"] = float(self.clipped_fraction.mean())
+        return out
 
     def _honest_summary(self) -> dict[str, float]:
         """The honest metrics' means over runs, only with an adversary (docs/adversary.md)."""
@@ -205,6 +243,58 @@ def _build(
     return env_kwargs, venv
 
 
+def attack_misfit(agent_id: str, policy: Any, config: Any) -> str | None:
+    """Why the adversary of an environment configuration (``EnvConfig``, built with the
+    learner's channels; a preset's own adversary included) does not fit the learner, or None
+    (docs/adversary.md, "Payload layouts"):
+
+    * an attack other than ``silent`` on a learner that reads no channel (``channel_spec``
+      None): no message of the attack reaches it;
+    * a layout attack (``Attack.layout``: it writes payloads of a given meaning, e.g. [means,
+      counts]) on a channel whose layout the learner does not declare as that one
+      (``TeamPolicy.payload_layouts``): the attack would overwrite, say, [counts, sums] with
+      means and counts and measure nothing the label says.
+
+    One line naming the learner, the attack and both layouts."""
+    from fedbandit_env.adversary import make_attack
+    from fedbandit_env.adversary.attacks import LAYOUTS
+
+    adversary = config.adversary
+    if adversary is None or adversary.attack == "silent" or adversary.num_byzantine == 0:
+        return None
+    spec_of = getattr(policy, "channel_spec", None)
+    if (spec_of(config) if callable(spec_of) else None) is None:
+        return (
+            f"{agent_id}: sends no messages (no channel), so no message of attack "
+            f"{adversary.attack!r} reaches it; run it clean or under 'silent' (the "
+            "no-communication reference)"
+        )
+    layout = make_attack(adversary.attack, **dict(adversary.attack_kwargs)).layout
+    if layout is None:
+        return None
+    declared = dict(getattr(policy, "payload_layouts", {}) or {})
+    spoken = adversary.channels or tuple(config.channels)
+    wrong = {name: declared.get(name) for name in spoken if declared.get(name) != layout}
+    if not wrong:
+        return None
+    theirs = ", ".join(
+        f"{name}: {have!r} ({LAYOUTS[have]})" if have else f"{name}: no declared layout"
+        for name, have in wrong.items()
+    )
+    return (
+        f"{agent_id}: attack {adversary.attack!r} writes payload layout {layout!r} "
+        f"({LAYOUTS[layout]}) and the learner's channels carry {theirs} "
+        "(TeamPolicy.payload_layouts); pair the attack with a learner of its layout"
+    )
+
+
+def check_attack_fits(agent_id: str, policy: Any, config: Any) -> None:
+    """Raise :func:`attack_misfit`'s reason as a :class:`ConfigError`."""
+    reason = attack_misfit(agent_id, policy, config)
+    if reason is not None:
+        raise ConfigError(reason)
+
+
 def declared_epsilon(policy: Any) -> float | None:
     """The learner's ``privacy_epsilon`` declaration (None when it declares nothing)."""
     value = getattr(policy, "privacy_epsilon", None)
@@ -235,9 +325,10 @@ def incompatibility(
         if check_backend(backend) == JAX:
             _jax_init(env_id, agent, env_kwargs, agent_kwargs)
             return None
-        policy, _ = _policy(agent, dict(agent_kwargs or {}))
+        policy, label = _policy(agent, dict(agent_kwargs or {}))
         kwargs = env_kwargs_for(policy, env_id, env_kwargs)
         venv = make_vec(env_id, num_runs=1, **kwargs)
+        check_attack_fits(label, policy, venv.config)
         if kwargs.get("adversary") is not None:  # the attack checks the channels at reset
             venv.reset(seed=0)
         policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
@@ -257,28 +348,45 @@ def _jax_init(
     """Build the JAX learner and environment and run the learner's ``init`` once (its checks
     of the federation's facts, in Python): what :func:`incompatibility` asks of a JAX cell."""
     fj = jax_backend()
-    learner, _ = jax_learner(agent, dict(agent_kwargs or {}))
-    _, env = _build_jax(fj, learner, env_id, env_kwargs)
+    learner, label = jax_learner(agent, dict(agent_kwargs or {}))
+    _, env = _build_jax(fj, learner, env_id, env_kwargs, label)
     import jax
 
     learner.init(jax.random.PRNGKey(0), fj.facts_of(env))
 
 
-def _build_jax(fj: Any, learner: Any, env_id: str, env_kwargs: dict[str, Any] | None):
+def _build_jax(
+    fj: Any, learner: Any, env_id: str, env_kwargs: dict[str, Any] | None, agent_id: str
+):
     """The JAX environment and the kwargs that describe it: ``env_kwargs`` plus, when they name
     no channels, the learner's ``channel_spec`` (as :func:`_build` does on numpy; the
-    topology already built is reused)."""
+    topology already built is reused). The JAX adversary checks the channels when the
+    environment is made, so the channels are read from a preview without it, and the attack
+    is checked against the learner's layouts (:func:`check_attack_fits`) before the
+    environment is made with both."""
+    from fedbandit_env.config import make_config
+    from fedbandit_env.registration import spec
+
     env_kwargs = dict(env_kwargs or {})
-    env = fj.make(env_id, **env_kwargs)
-    if "channels" in env_kwargs:
-        return env_kwargs, env
-    spec_of = getattr(learner, "channel_spec", None)
-    wanted = spec_of(env.params) if callable(spec_of) else None
-    if wanted is None:
-        return env_kwargs, env
-    env_kwargs["channels"] = wanted
-    env = fj.make(env_id, **{**env_kwargs, "topology": env.params.topology})
-    return env_kwargs, env
+    built: dict[str, Any] = {}
+    if "channels" not in env_kwargs:
+        preview = fj.make(env_id, **{k: v for k, v in env_kwargs.items() if k != "adversary"})
+        spec_of = getattr(learner, "channel_spec", None)
+        config = preview.params  # with the adversary's declaration (a spec may read its f)
+        if env_kwargs.get("adversary") is not None:
+            from fedbandit_env.adversary.roles import AdversaryConfig
+
+            adversary = AdversaryConfig.of(env_kwargs["adversary"])
+            config = dataclasses.replace(config, adversary=adversary)
+        wanted = spec_of(config) if callable(spec_of) else None
+        if wanted is not None:
+            env_kwargs["channels"] = wanted
+        built = {"topology": preview.params.topology}  # not built twice
+    # the JAX adversary checks the channels' dims when the environment is made: the learner's
+    # layouts are checked first, on the configuration (a preset's own adversary included)
+    config = make_config(**{**spec(env_id).kwargs, **env_kwargs, **built})
+    check_attack_fits(agent_id, learner, config)
+    return env_kwargs, fj.make(env_id, **{**env_kwargs, **built})
 
 
 WRAPPER_OPTIONS = ("budget", "composition", "delta_prime", "delta_budget")
@@ -379,14 +487,16 @@ def evaluate(
     agent_kwargs = dict(agent_kwargs or {})
     policy, agent_id = _policy(agent, agent_kwargs, name)
     env_kwargs, venv = _build(policy, env_id, runs, env_kwargs)
+    check_attack_fits(agent_id, policy, venv.config)
     if privacy is not None:
         from fedbandit_env.wrappers import PrivacyVectorWrapper
 
         channels, wrapper = privacy_wrapper_args(privacy, venv.engine.channels)
         venv = PrivacyVectorWrapper(venv, channels, **wrapper)
-    steps = default_checkpoints(venv.horizon) if checkpoints is None else np.asarray(checkpoints)
-    if steps.size == 0 or steps.min() < 1 or steps.max() > venv.horizon:
-        raise ConfigError(f"checkpoints: expected steps in [1, {venv.horizon}]")
+    if checkpoints is None:
+        steps = default_checkpoints(venv.horizon)
+    else:
+        steps = check_checkpoints(checkpoints, venv.horizon)
     start = time.perf_counter()
     obs, reset_info = venv.reset(seed=seed)
     with _learner_errors(agent_id, venv, "reset"):
@@ -395,21 +505,26 @@ def evaluate(
     k = np.zeros(runs, dtype=np.int64)  # next checkpoint of each run
     rows = np.arange(runs)
     last = len(steps) - 1
-    while not venv.engine.truncated:
-        with _learner_errors(agent_id, venv, "act"):
-            action = policy.act(obs)
-        obs, _, _, _, info = venv.step(action.arms, action.messages, action.pull)
-        # a run reaches its checkpoints in pulls (communication steps do not count)
-        hit = (obs.phase == PULL) & (k <= last) & (obs.pulls == steps[np.minimum(k, last)])
-        if hit.any():
-            curve[rows[hit], k[hit]] = info.cumulative_regret[hit]
-            k += hit
+    watch = ScoreWatch(runs)  # the NaN indices of the learner (docs/bench.md, "Flags")
+    with watching(watch):
+        while not venv.engine.truncated:
+            with _learner_errors(agent_id, venv, "act"):
+                action = policy.act(obs)
+            watch.close_step()
+            obs, _, _, _, info = venv.step(action.arms, action.messages, action.pull)
+            # a run reaches its checkpoints in pulls (communication steps do not count)
+            hit = (obs.phase == PULL) & (k <= last) & (obs.pulls == steps[np.minimum(k, last)])
+            if hit.any():
+                curve[rows[hit], k[hit]] = info.cumulative_regret[hit]
+                k += hit
     wall = time.perf_counter() - start
     total = venv.engine.ledger.total
     epsilon = declared_epsilon(policy)
     version = results_version(env_id, agent_id, policy)
+    wrapper: dict[str, Any] = {}
     if privacy is not None:
-        epsilon = float(venv.privatizer.info().epsilon_spent.max())
+        wrapper = _wrapper_flags(venv.privatizer, agent_id)
+        epsilon = float(wrapper["epsilon_composed"].max())
         version += wrapper_suffix(privacy)
     version += adversary_suffix(env_kwargs.get("adversary"))
     return EvalResult(
@@ -429,7 +544,46 @@ def evaluate(
         privacy_epsilon=epsilon,
         results_version=version,
         roles=getattr(reset_info, "roles", None),
+        nan_index_steps=watch.nan_steps if watch.seen else None,
+        notes=learner_notes(policy),
+        **wrapper,
     )
+
+
+def learner_notes(policy: Any) -> tuple[str, ...]:
+    """The learner's notes on its setting after reset (``TeamPolicy.notes``; none for a
+    learner without the method)."""
+    notes = getattr(policy, "notes", None)
+    return tuple(str(n) for n in notes()) if callable(notes) else ()
+
+
+def _wrapper_flags(privatizer: Any, agent_id: str) -> dict[str, Any]:
+    """The privacy wrapper's flags of a run batch: the per-release epsilon asked for, each
+    run's composed epsilon (its largest agent's) and clipped fraction; warns when more than
+    :data:`~fedbandit_env.bench.flags.CLIP_WARNING` of a run's payload coordinates were
+    clipped (docs/privacy.md, "Clipping")."""
+    clipped = privatizer.clipped_fraction()
+    worst = float(clipped.max())
+    if worst > CLIP_WARNING:
+        sensitivity = ", ".join(f"{name}: sensitivity {cfg.sensitivity:g} (L1/L2 radius "
+                                f"{cfg.sensitivity / 2:g} around {cfg.center})"
+                                for name, cfg in privatizer.channels.items())  # fmt: skip
+        warnings.warn(
+            f"{agent_id}: privacy wrapper clipped {100 * worst:.0f}% of the payload coordinates "
+            f"in a run ({sensitivity}); the learner's messages are not what it computed: set "
+            'sensitivity (and center) to the payloads\' range (docs/privacy.md, "Clipping")',
+            ClippingWarning,
+            stacklevel=3,
+        )
+    return {
+        "epsilon_per_release": float(privatizer.epsilon_per_release),
+        "epsilon_composed": privatizer.info().epsilon_spent.max(axis=1),
+        "clipped_fraction": clipped,
+    }
+
+
+class ClippingWarning(UserWarning):
+    """The privacy wrapper clipped more than 1 % of a run's payload coordinates."""
 
 
 def _evaluate_jax(
@@ -445,11 +599,13 @@ def _evaluate_jax(
     """:func:`evaluate` on the JAX backend: one compiled rollout of ``runs`` seeds."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ConfigError(f"runs: expected a positive int, got {runs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"seed: expected an int >= 0 (the first run's seed), got {seed!r:.80}")
     fj = jax_backend()
     agent_kwargs = dict(agent_kwargs or {})
     learner, agent_id = jax_learner(agent, agent_kwargs, name)
-    env_kwargs, env = _build_jax(fj, learner, env_id, env_kwargs)
-    steps = default_checkpoints(env.horizon) if checkpoints is None else np.asarray(checkpoints)
+    env_kwargs, env = _build_jax(fj, learner, env_id, env_kwargs, agent_id)
+    steps = default_checkpoints(env.horizon) if checkpoints is None else checkpoints
     seeds = list(range(int(seed), int(seed) + runs))
     with _jax_learner_errors(agent_id, seeds):
         result = fj.rollout(env, learner, seeds, steps)
@@ -473,6 +629,9 @@ def _evaluate_jax(
         backend=JAX,
         learner_state=result.learner_state,
         roles=result.roles,
+        nan_index_steps=result.nan_index_steps,
+        notes=learner_notes(learner),
+        compile_time=result.compile_time,
     )
 
 

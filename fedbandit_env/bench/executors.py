@@ -61,17 +61,22 @@ def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
         ensure_agent(cell.agent_id, unit.agent_entry)
     else:
         ensure_jax_agent(cell.agent_id, unit.agent_entry)
-    result = evaluate(
-        cell.env_id,
-        cell.agent_id,
-        runs=len(unit.seeds),
-        seed=unit.seeds[0],
-        env_kwargs={**cell.env_kwargs, "horizon": cell.horizon},
-        agent_kwargs=dict(cell.agent_kwargs),
-        checkpoints=log_checkpoints(cell.horizon),
-        privacy=dict(cell.privacy) or None,
-        backend=cell.backend,
-    )
+    try:
+        result = evaluate(
+            cell.env_id,
+            cell.agent_id,
+            runs=len(unit.seeds),
+            seed=unit.seeds[0],
+            env_kwargs={**cell.env_kwargs, "horizon": cell.horizon},
+            agent_kwargs=dict(cell.agent_kwargs),
+            checkpoints=log_checkpoints(cell.horizon),
+            privacy=dict(cell.privacy) or None,
+            backend=cell.backend,
+        )
+    except LearnerError as err:  # name the environment, not only the cell hash
+        from fedbandit_env.bench.leaderboard import env_title
+
+        raise LearnerError(f"{err} [on {env_title(cell.env_key)}]", err.agent, err.run) from err
     return rows_from_result(cell, unit.suite, result)
 
 
@@ -331,7 +336,7 @@ def run_suite(
     cells, skipped = suite.split()
     if verbose and not quiet:
         suite.note_skipped(skipped, print)
-    elif not quiet and (summary := suite.skip_summary(skipped)):
+    elif not quiet and (summary := suite.skip_summary(skipped, cells)):
         print(summary)
     if not quiet and (gaps := suite.backend_summary(cells, skipped)):
         print(gaps)  # the cells another backend cannot run are always named

@@ -18,13 +18,16 @@ from fedbandit_env.bench.leaderboard import (
     Entry,
     display_label,
     env_title,
+    flag_cell,
     format_audit,
     format_epsilon,
     format_paired,
     is_oracle,
+    legend,
     paired_header,
     robust_cells,
     shows_backend,
+    shows_flags,
     shows_robust,
 )
 from fedbandit_env.bench.plotting import pyplot
@@ -41,6 +44,8 @@ dl.info { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; 
 dl.info dt { font-weight: bold; } dl.info dd { margin: 0; }
 figure { margin: 1em 0; } figcaption { font-size: 90%; color: #555; }
 td.audit-exceeds { color: #fff; background: #c0392b; font-weight: bold; }
+td.flagged { color: #fff; background: #c0392b; font-weight: bold; }
+p.legend { font-size: 85%; color: #555; max-width: 60em; }
 tr.highlight td { background: #fff3c4; font-weight: bold; }
 span.tag { font-size: 80%; font-weight: normal; color: #555; border: 1px solid #bbb;
   border-radius: 3px; padding: 0 3px; margin-left: 4px; }
@@ -75,6 +80,9 @@ def _table(entries: list[Entry]) -> str:
     robust = shows_robust(entries)
     if robust:
         cols.extend(ROBUST_HEADERS)
+    flagged = shows_flags(entries)
+    if flagged:
+        cols.append("flags")
     head = "".join(
         f"<th onclick='sortTable(this)' title='sort by {html.escape(c, quote=True)}'>"
         f"{html.escape(c)}</th>"
@@ -95,11 +103,21 @@ def _table(entries: list[Entry]) -> str:
             f"<td>{html.escape(format_paired(e))}</td>"
             + (_audit_cell(e) if audited else "")
             + ("".join(f"<td>{html.escape(c)}</td>" for c in robust_cells(e)) if robust else "")
+            + (_flag_cell(e) if flagged else "")
             + "</tr>"
         )
     return (
         f"<table class='board'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        f"<p class='legend'>{html.escape(legend(entries[0].baseline))}</p>"
     )
+
+
+def _flag_cell(e: Entry) -> str:
+    """The flags cell; red (class ``flagged``) when something went wrong in the runs."""
+    text = flag_cell(e, markdown=False)
+    if text == "—":
+        return "<td>—</td>"
+    return f"<td class='name flagged'>{html.escape(text)}</td>"
 
 
 def _tags(e: Entry) -> str:
@@ -197,31 +215,38 @@ def _header(entries: list[Entry], info: RunInfo) -> str:
 
 
 def robust_panel(entries: list[Entry]) -> str:
-    """The robustness panel (docs/bench.md, "The robust suite"): per clean setting, the learners
-    by attack, each cell the honest agents' regret under the attack over the learner's clean
-    regret at each f; empty when no entry is of an attacked environment."""
-    from fedbandit_env.bench.robust_metrics import robust_matrices
+    """The robustness panel (docs/bench.md, "The robust suite"): per clean setting, one table
+    per group of learners exposed to the same attacks (ranked within it), each cell the honest
+    agents' regret under the attack over the learner's clean regret at each f named in the
+    column, and the no-communication reference; empty when no entry is of an attacked
+    environment."""
+    from fedbandit_env.bench.robust_metrics import f_text, group_caption, robust_matrices
 
     blocks = []
-    for key, fs, attacks, table in robust_matrices(entries):
-        cols = ["learner", *attacks]
-        head = "".join(
-            f"<th onclick='sortTable(this)' title='sort by {html.escape(c, quote=True)}'>"
-            f"{html.escape(c)}</th>"
-            for c in cols
-        )
-        body = "".join(
-            "<tr><td class='name'>" + html.escape(row[0]) + "</td>"
-            + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:]) + "</tr>"
-            for row in table
-        )  # fmt: skip
-        f_text = " / ".join(f"f={f}" for f in fs)
+    for m in robust_matrices(entries):
+        tables = []
+        for group in m.groups:
+            cols = ["rank", "learner", *(f"{a} ({f_text(m.fs)})" for a in group.attacks)]
+            head = "".join(
+                f"<th onclick='sortTable(this)' title='sort by {html.escape(c, quote=True)}'>"
+                f"{html.escape(c)}</th>"
+                for c in cols
+            )
+            body = "".join(
+                f"<tr><td>{html.escape(row[0])}</td><td class='name'>{html.escape(row[1])}</td>"
+                + "".join(f"<td>{html.escape(c)}</td>" for c in row[2:]) + "</tr>"
+                for row in group.rows
+            )  # fmt: skip
+            tables.append(
+                f"<p>{html.escape(group_caption(group, len(m.attacks)))}</p>"
+                f"<table class='board robust'><thead><tr>{head}</tr></thead><tbody>{body}"
+                "</tbody></table>"
+            )
         blocks.append(
-            f"<h3>{html.escape(env_title(key))}</h3><p>Regret under attack / clean at "
-            f"{html.escape(f_text)} (honest agents' mean regret over the same learner's regret "
-            "with no adversary; most robust first).</p>"
-            f"<table class='board robust'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-            "</table>"
+            f"<h3>{html.escape(env_title(m.key))}</h3><p>Regret under attack / clean at "
+            f"{html.escape(f_text(m.fs))} in each cell (honest agents' mean regret over the same "
+            "learner's regret with no adversary, a ratio); learners are ranked only against "
+            "learners exposed to the same attacks, most robust first.</p>" + "".join(tables)
         )
     if not blocks:
         return ""

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_env.bench.datafiles import BACKENDS
+from fedbandit_env.bench.flags import EntryFlags, entry_flags, format_flags
 from fedbandit_env.bench.robust_metrics import (
     RobustMarks,
     attach_robust,
@@ -104,6 +105,7 @@ class Entry:
     highlight: bool = False  # marked and highlighted on the page (``--highlight``)
     backend: str = "numpy"  # the backend its rows ran on (docs/bench.md, "Backends")
     robust: RobustMarks | None = None  # set on entries of attacked environments (attach_robust)
+    flags: EntryFlags | None = None  # what went wrong in its runs (docs/bench.md, "Flags")
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ def build(rows: list[Row], baseline: Baseline = None, seed: int = 0) -> list[Ent
                 seeds=tuple(r.seed for r in cell_rows),
                 finals=finals,
                 backend=first.backend,
+                flags=entry_flags([json.loads(r.flags) for r in cell_rows]),
             )
         )
     by_env: dict[str, list[Entry]] = defaultdict(list)
@@ -222,6 +225,28 @@ ROBUST_HEADERS = ("under attack / clean", "attack gain vs silent (± se)", "ucb1
 """The columns of a table of an attacked environment (docs/bench.md, "The robust suite"):
 honest-mean regret over the same learner's regret with no adversary, the paired gain over
 ``silent`` on the same seeds, and the cooperation ratio R_UCB1 / R_H."""
+
+
+def shows_flags(table: list[Entry]) -> bool:
+    """Whether a table gets the ``flags`` column: some entry has something flagged (NaN
+    indices, a learner's note, heavy clipping)."""
+    return any(e.flags is not None and e.flags.any for e in table)
+
+
+LEGEND = (
+    "final regret / agent: mean over runs of the cumulative pseudo-regret per agent at the "
+    "horizon (honest agents only under an adversary), with its 95% bootstrap CI; "
+    "vs {baseline}: the ratio of this mean to {baseline}'s; messages and floats: per run, "
+    "summed over agents; privacy ε: the learner's declared guarantee per agent over the run "
+    "(∞: explicitly not private, unbounded privacy loss; —: no privacy claim); paired Δ: the "
+    "mean per-seed difference of final regret with {baseline} on common seeds; flags: what "
+    "went wrong in the runs (docs/bench.md, \"Flags\")."
+)
+"""The legend printed under every table (Markdown, LaTeX, HTML) with the table's baseline."""
+
+
+def legend(baseline: str) -> str:
+    return LEGEND.format(baseline=baseline)
 
 
 def shows_robust(table: list[Entry]) -> bool:
@@ -342,7 +367,8 @@ def current_rows(
     if unknown:
         n = sum(1 for r in rows if r.label in unknown)
         what = ("ranked by the stored id, results version not checked" if include_unregistered
-                else "left out (--include-unregistered ranks them by their stored id)")  # fmt: skip
+                else "left out (--resolve MODULE:CLASS imports a learner of the current folder, "
+                "as rank does; --include-unregistered ranks them by their stored id)")  # fmt: skip
         note(
             f"leaderboard: {n} row(s) of {', '.join(sorted(unknown))}: learner or environment "
             f"not registered here (or its version is known only to an instance); {what}"
@@ -460,6 +486,7 @@ def to_markdown(entries: list[Entry]) -> str:
         audited = any(e.audit is not None for e in env_entries)
         backend = shows_backend(env_entries)
         robust = shows_robust(env_entries)
+        flagged = shows_flags(env_entries)
         out.append(
             "| rank | learner |" + (" backend |" if backend else "")
             + f" runs | final regret / agent | 95% CI | "
@@ -467,10 +494,12 @@ def to_markdown(entries: list[Entry]) -> str:
             + f" {paired_header(escape_markdown(env_entries[0].baseline))} |"
             + (" audited ε (95%) |" if audited else "")
             + ("".join(f" {h} |" for h in ROBUST_HEADERS) if robust else "")
+            + (" flags |" if flagged else "")
         )  # fmt: skip
         out.append("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if backend else "")
                    + ("---|" if audited else "")
-                   + ("---|" * len(ROBUST_HEADERS) if robust else ""))  # fmt: skip
+                   + ("---|" * len(ROBUST_HEADERS) if robust else "")
+                   + ("---|" if flagged else ""))  # fmt: skip
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
             eps = format_epsilon(e.epsilon)
@@ -484,12 +513,23 @@ def to_markdown(entries: list[Entry]) -> str:
                 + f" {format_paired(e)} |"
                 + (f" {format_audit(e.audit)} |" if audited else "")
                 + ("".join(f" {c} |" for c in robust_cells(e)) if robust else "")
+                + (f" {flag_cell(e)} |" if flagged else "")
             )
+        out.append("")
+        out.append(f"*{escape_markdown(legend(env_entries[0].baseline))}*")
         out.append("")
     summary = robust_markdown(entries)
     if summary:
         out.append(summary)
     return "\n".join(out)
+
+
+def flag_cell(entry: Entry, markdown: bool = True) -> str:
+    """The flags cell: ``⚠ NaN index in 40 steps (3/5 runs); f = 1 < 2 Byzantine``, or ``—``."""
+    text = format_flags(entry.flags)
+    if text == "—":
+        return text
+    return f"**⚠ {escape_markdown(text)}**" if markdown else f"⚠ {text}"
 
 
 def _bold_best(values: list[float | None]) -> list[bool]:
@@ -513,16 +553,19 @@ def to_latex(entries: list[Entry]) -> str:
     for env_key, env_entries in by_env.items():
         base = escape_latex(env_entries[0].baseline)
         backend = shows_backend(env_entries)
+        flagged = shows_flags(env_entries)
         out += [
             f"% {escape_latex(env_title(env_key))}",
-            r"\begin{tabular}{rl" + ("l" if backend else "") + "rrlrrrll}",
+            r"\begin{tabular}{rl" + ("l" if backend else "") + "rrlrrrll"
+            + ("l" if flagged else "") + "}",
             r"\toprule",
             "rank & learner & "
             + ("backend & " if backend else "")
             + f"runs & final regret / agent & 95\\% CI & vs {base} & messages & "
-            r"floats & privacy $\varepsilon$" + f" & {paired_header(base, latex=True)} " + r"\\",
+            r"floats & privacy $\varepsilon$" + f" & {paired_header(base, latex=True)} "
+            + ("& flags " if flagged else "") + r"\\",
             r"\midrule",
-        ]
+        ]  # fmt: skip
         rows = sorted(env_entries, key=lambda x: x.rank)
         bold = {
             "mean": _bold_best([round(e.mean, 1) for e in rows]),  # as shown
@@ -549,7 +592,13 @@ def to_latex(entries: list[Entry]) -> str:
                 f"{cell(f'{e.messages:,.0f}', 'messages', i)} & "
                 f"{cell(f'{e.floats:,.0f}', 'floats', i)} & "
                 f"{cell(eps or format_epsilon(e.epsilon), 'eps', i)}"
-                + f" & {format_paired(e, minus='$-$', none='--')} \\\\"
+                + f" & {format_paired(e, minus='$-$', none='--')}"
+                + (f" & {escape_latex(format_flags(e.flags)).replace('—', '--')}" if flagged else "")
+                + " \\\\"
             )
-        out += [r"\bottomrule", r"\end{tabular}", ""]
+        out += [r"\bottomrule", r"\end{tabular}",
+                r"\par\smallskip{\footnotesize "
+                + escape_latex(legend(env_entries[0].baseline)).replace("ε", r"$\varepsilon$")
+                .replace("∞", r"$\infty$").replace("—", "--").replace("Δ", r"$\Delta$") + "}",
+                ""]  # fmt: skip
     return "\n".join(out)

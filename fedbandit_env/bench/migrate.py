@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS {table} (
     curve TEXT NOT NULL,
     created REAL NOT NULL,
     results_version TEXT NOT NULL,
+    flags TEXT NOT NULL DEFAULT '{{}}',
     PRIMARY KEY (cell_hash, results_version, seed)
 )
 """
@@ -68,8 +69,14 @@ COLUMNS = (
     "curve",
     "created",
     "results_version",
+    "flags",
 )
-"""The columns of table ``runs`` (the fields of :class:`fedbandit_env.bench.store.Row`)."""
+"""The columns of table ``runs`` (the fields of :class:`fedbandit_env.bench.store.Row`).
+``flags`` (docs/bench.md, "Flags") came last: a store without it is read as if every row's
+flags were ``{}``, and a writer adds it (:func:`add_flags`)."""
+
+ADDED = {"flags": "'{}'"}
+"""Columns added after the first versioned schema, with the value an older row reads as."""
 
 UNVERSIONED = "unversioned"
 """The results version :func:`migrate` gives the rows of a store older than results versions."""
@@ -164,7 +171,7 @@ def check_schema(
         have = {r[1] for r in query("PRAGMA table_info(runs)")}
     except sqlite3.DatabaseError as err:
         raise StoreError(f"store: {path} is not a readable SQLite database ({err})") from None
-    missing = [c for c in COLUMNS if c not in have]
+    missing = [c for c in COLUMNS if c not in have and c not in ADDED]
     if missing == ["results_version"]:
         raise StoreError(
             f"store: {path} was written before results versions (its rows do not say "
@@ -179,6 +186,20 @@ def check_schema(
             f"store: {path} has a 'runs' table without the columns {missing}, not a "
             "fedbandit results store"
         )
+
+
+def select_columns(have: set[str]) -> list[str]:
+    """The SELECT expressions of :data:`COLUMNS` on a table with the columns ``have``: a column
+    of :data:`ADDED` that the table lacks reads as its default."""
+    return [c if c in have or c not in ADDED else f"{ADDED[c]} AS {c}" for c in COLUMNS]
+
+
+def add_flags(conn: sqlite3.Connection) -> None:
+    """Add the ``flags`` column to a ``runs`` table without it (in the caller's transaction;
+    safe if another writer added it meanwhile)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
+    if "flags" not in have:
+        conn.execute("ALTER TABLE runs ADD COLUMN flags TEXT NOT NULL DEFAULT '{}'")
 
 
 def wal(conn: sqlite3.Connection) -> None:
@@ -239,7 +260,7 @@ def migrate(path: str | Path) -> int:
     except sqlite3.Error as err:
         raise StoreError(f"store: {file} is not a readable SQLite database ({err})") from None
     try:
-        old = [c for c in COLUMNS if c != "results_version"]
+        old = [c for c in COLUMNS if c != "results_version" and c not in ADDED]
 
         def columns() -> set[str]:
             return {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}

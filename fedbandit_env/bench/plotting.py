@@ -6,13 +6,14 @@ from __future__ import annotations
 from fedbandit_env.errors import ConfigError
 
 
-def pyplot():
-    """matplotlib's pyplot on the Agg backend, or a clear error naming the extra."""
+def pyplot(who: str = "leaderboard --html"):
+    """matplotlib's pyplot on the Agg backend, or a clear error naming the command ``who`` and
+    the extra."""
     try:
         import matplotlib
     except ImportError:
         raise ConfigError(
-            "leaderboard --html: the plots need matplotlib, which is not installed; "
+            f"{who}: the plots need matplotlib, which is not installed; "
             "pip install 'fedbandit[plots]' (in a checkout: pip install -e '.[plots]')"
         ) from None
     matplotlib.use("Agg")

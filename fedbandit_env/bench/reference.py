@@ -45,6 +45,8 @@ from fedbandit_env.agent_registry import without_trust_flags
 from fedbandit_env.bench import datafiles
 from fedbandit_env.bench.backends import JAX, NUMPY, jax_installed, lookup_learner
 from fedbandit_env.bench.datafiles import FileFormatError
+from fedbandit_env.bench.flags import check_flags
+from fedbandit_env.bench.flags import dumps as dump_flags
 from fedbandit_env.bench.store import ResultsStore, Row
 from fedbandit_env.bench.suites import Cell, get_suite
 from fedbandit_env.bench.versions import (
@@ -143,6 +145,7 @@ class Reference:
                         curve=json.dumps(cell["curves"][r]),
                         created=0.0,
                         results_version=cell["results_version"],
+                        flags=dump_flags(cell["flags"][r]) if "flags" in cell else "{}",
                     )
                 )
         return out
@@ -234,7 +237,15 @@ def cell_record(suite: str, rows: list[Row] | list[dict[str, Any]]) -> dict[str,
         "floats": [int(r["floats"]) for r in rows],
         "cost": [float(r["cost"]) for r in rows],
         "curves": [[float(json.loads(r["curve"])[i]) for i in index] for r in rows],
+        **_flags_out(rows),
     }
+
+
+def _flags_out(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"flags": [one dict per seed]}`` when some row has flags (docs/bench.md, "Flags"),
+    else nothing (a cell without flags keeps the bytes of a file written before them)."""
+    flags = [json.loads(r.get("flags") or "{}") for r in rows]
+    return {"flags": flags} if any(flags) else {}
 
 
 def dumps(cells: Iterable[dict[str, Any]], version: str | None = None) -> str:
@@ -392,6 +403,12 @@ def _validate_cell(path: Path, i: int, cell: Any) -> dict[str, Any]:
         datafiles.expect_numbers(cell[key], f"{where}: {key}", _error)
     for r, curve in enumerate(cell["curves"]):
         datafiles.expect_numbers(curve, f"{where}: curves[{r}]", _error, length=len(steps))
+    if "flags" in cell:
+        flags = cell["flags"]
+        if not isinstance(flags, list) or len(flags) != len(seeds):
+            raise _error(f"{where}: flags: expected a list of one object per seed ({len(seeds)})")
+        for r, one in enumerate(flags):
+            check_flags(one, f"{where}: flags[{r}]", _error)
     return cell
 
 

@@ -308,14 +308,37 @@ def format_gain(marks: Any, minus: str = "−") -> str:
     return f"{g.mean:+.1f}".replace("-", minus) + se
 
 
-def robust_matrices(
-    entries: Sequence[Any],
-) -> list[tuple[str, tuple[int, ...], list[str], list[list[str]]]]:
-    """One matrix per clean setting that has attacked entries: (clean env key, the values of f,
-    the attacks, rows ``[learner, cell per attack]``), a cell holding regret under attack / clean
-    at each f (``1.02 / 1.35`` for f = 1 and 2). Learners are sorted by their largest ratio
-    (most robust first); ``—`` where a learner was not run under that attack and f or has no
-    clean entry."""
+@dataclass(frozen=True)
+class MatrixGroup:
+    """The learners of one matrix exposed to the same attacks at the same f (a ranking of like
+    with like): ``attacks`` the attacks they all ran under, ``rows`` ``[rank, learner, cell per
+    attack]`` (a cell holds regret under attack / clean at each f of the matrix, ``—`` where
+    missing), most robust first (the smallest worst ratio). ``reference``: the learners that
+    send nothing, so only ``silent`` reaches them: the no-communication reference, not ranked
+    (rank ``ref``)."""
+
+    attacks: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    reference: bool = False
+
+
+@dataclass(frozen=True)
+class RobustMatrix:
+    """One matrix per clean setting: its environment key, the values of f of every cell, every
+    attack any learner ran under, and the groups of :class:`MatrixGroup`."""
+
+    key: str
+    fs: tuple[int, ...]
+    attacks: tuple[str, ...]
+    groups: tuple[MatrixGroup, ...]
+
+
+def robust_matrices(entries: Sequence[Any]) -> list[RobustMatrix]:
+    """One :class:`RobustMatrix` per clean setting that has attacked entries. A learner's
+    coverage is the set of (attack, f) it ran under; learners are ranked only within a group
+    of the same coverage (a learner that met fewer attacks is never "more robust" for it), the
+    largest coverage first, and the learners that met only ``silent`` form the
+    no-communication reference, shown last and not ranked."""
     ratios: dict[str, dict[tuple[str, str], dict[tuple[str, int], float | None]]] = defaultdict(
         lambda: defaultdict(dict)
     )
@@ -329,40 +352,67 @@ def robust_matrices(
     out = []
     for key, rows in ratios.items():
         fs = tuple(sorted({f for r in rows.values() for _, f in r}))
-        attacks = sorted({a for r in rows.values() for a, _ in r})
-
-        def worst(who: tuple[str, str], rows: dict = rows) -> tuple:
-            vals = [v for v in rows[who].values() if v is not None]
-            return (max(vals) if vals else math.inf, who)
-
-        table = []
-        for who in sorted(rows, key=worst):
-            label = who[0] if who[1] == "numpy" else f"{who[0]} [{who[1]}]"
-            cells = []
-            for a in attacks:
-                got = [rows[who][(a, f)] if (a, f) in rows[who] else "x" for f in fs]
-                if all(g == "x" for g in got):
-                    cells.append("—")
-                else:
+        attacks = tuple(sorted({a for r in rows.values() for a, _ in r}))
+        by_coverage: dict[frozenset, list[tuple[str, str]]] = defaultdict(list)
+        for who, cells in rows.items():
+            by_coverage[frozenset(cells)].append(who)
+        groups = []
+        for coverage, members in by_coverage.items():
+            seen = tuple(a for a in attacks if any(a == c[0] for c in coverage))
+            reference = seen == (SILENT,)
+            members.sort(key=lambda who, rows=rows: (_worst(rows[who]), who))
+            table = []
+            for rank, who in enumerate(members, start=1):
+                label = who[0] if who[1] == "numpy" else f"{who[0]} [{who[1]}]"
+                cells = []
+                for a in seen:
+                    got = [rows[who][(a, f)] if (a, f) in rows[who] else "x" for f in fs]
                     cells.append(" / ".join("—" if g == "x" else format_ratio(g) for g in got))
-            table.append([label, *cells])
-        out.append((key, fs, attacks, table))
+                table.append(("ref" if reference else str(rank), label, *cells))
+            groups.append(MatrixGroup(seen, tuple(table), reference))
+        groups.sort(key=lambda g: (g.reference, -len(g.attacks), g.attacks))
+        out.append(RobustMatrix(key, fs, attacks, tuple(groups)))
     return out
 
 
+def _worst(cells: dict[tuple[str, int], float | None]) -> float:
+    """A learner's largest ratio (inf when none is known)."""
+    vals = [v for v in cells.values() if v is not None]
+    return max(vals) if vals else math.inf
+
+
+def f_text(fs: Sequence[int]) -> str:
+    """``f=1 / f=2``: the values of f of a matrix cell, in its order."""
+    return " / ".join(f"f={f}" for f in fs)
+
+
+def group_caption(group: MatrixGroup, total: int) -> str:
+    """What a group is: the no-communication reference, or the attacks its learners share."""
+    if group.reference:
+        return ("No-communication reference: these learners send nothing, so only 'silent' "
+                "reaches them (not ranked).")  # fmt: skip
+    return (f"Ranked among learners exposed to the same {len(group.attacks)} of {total} "
+            f"attacks: {', '.join(group.attacks)}.")  # fmt: skip
+
+
 def robust_markdown(entries: Sequence[Any]) -> str:
-    """The matrices of :func:`robust_matrices` as Markdown (empty without attacked entries)."""
+    """The matrices of :func:`robust_matrices` as Markdown (empty without attacked entries): per
+    clean setting a heading, then one table per coverage group, each cell regret under attack /
+    clean at the f named in its column."""
     from fedbandit_env.bench.leaderboard import env_title, escape_markdown
 
     out = []
-    for key, fs, attacks, table in robust_matrices(entries):
-        f_text = " / ".join(f"f={f}" for f in fs)
-        out.append(f"### Regret under attack / clean: {escape_markdown(env_title(key))}\n")
+    for m in robust_matrices(entries):
+        out.append(f"### Regret under attack / clean: {escape_markdown(env_title(m.key))}\n")
         out.append(f"Honest agents' mean regret under each attack over the learner's regret with "
-                   f"no adversary, at {f_text}; most robust first.\n")  # fmt: skip
-        out.append("| learner | " + " | ".join(escape_markdown(a) for a in attacks) + " |")
-        out.append("|---|" + "---|" * len(attacks))
-        for row in table:
-            out.append("| " + " | ".join([escape_markdown(row[0]), *row[1:]]) + " |")
-        out.append("")
+                   f"no adversary, at {f_text(m.fs)} in each cell; a ratio (1.00: the attack "
+                   "costs nothing); most robust first within a group.\n")  # fmt: skip
+        for group in m.groups:
+            out.append(escape_markdown(group_caption(group, len(m.attacks))) + "\n")
+            heads = [f"{escape_markdown(a)} ({f_text(m.fs)})" for a in group.attacks]
+            out.append("| rank | learner | " + " | ".join(heads) + " |")
+            out.append("|---|---|" + "---|" * len(heads))
+            for row in group.rows:
+                out.append("| " + " | ".join([row[0], escape_markdown(row[1]), *row[2:]]) + " |")
+            out.append("")
     return "\n".join(out)

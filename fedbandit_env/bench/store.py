@@ -54,18 +54,22 @@ import numpy as np
 
 from fedbandit_env.bench.datafiles import check_store_row, config_backend
 from fedbandit_env.bench.evaluate import EvalResult
+from fedbandit_env.bench.flags import dumps as dump_flags
+from fedbandit_env.bench.flags import result_flags
 from fedbandit_env.bench.migrate import (
     BUSY_TIMEOUT,
     CLAIMS,
     COLUMNS,
     SCHEMA,
     UNVERSIONED,
+    add_flags,
     check_schema,
     check_store_path,
     immediate,
     migrate,
     new_claims,
     retry_busy,
+    select_columns,
     wal,
 )
 from fedbandit_env.bench.suites import Cell
@@ -96,6 +100,9 @@ class Row:
     curve: str
     created: float
     results_version: str = UNVERSIONED
+    flags: str = "{}"
+    """What went wrong in the run, as JSON (docs/bench.md, "Flags";
+    :mod:`fedbandit_env.bench.flags`): NaN indices, the learner's notes, privacy clipping."""
 
     @property
     def backend(self) -> str:
@@ -123,8 +130,9 @@ class Row:
 
 if COLUMNS != tuple(f.name for f in dataclasses.fields(Row)):  # pragma: no cover
     raise AssertionError("store: Row and the schema's COLUMNS differ")
-# Not compared when a run is stored twice: timings, and which suite / label wrote it first.
-UNCHECKED = frozenset({"wall_time", "created", "suite", "label"})
+# Not compared when a run is stored twice: timings, which suite / label wrote it first, and
+# the flags (diagnostics of the same run; a row stored before flags existed has none).
+UNCHECKED = frozenset({"wall_time", "created", "suite", "label", "flags"})
 __all__ = ["COLUMNS", "UNVERSIONED", "ResultsStore", "Row", "log_checkpoints", "migrate",
            "rows_from_result"]  # fmt: skip
 
@@ -148,6 +156,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
         )
     per_run_wall = result.wall_time / len(result.seeds)
     per_agent, network, curves = _scored(result)
+    flags = result_flags(result)
     rows = []
     for r, seed in enumerate(result.seeds):
         rows.append(
@@ -172,6 +181,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
                 "curve": json.dumps(curves[r].tolist()),
                 "created": time.time(),
                 "results_version": result.results_version,
+                "flags": dump_flags(flags[r]),
             }
         )
     return rows
@@ -292,6 +302,7 @@ class ResultsStore:
     ):
         self.path = str(path)
         self.read_only = (not create) if read_only is None else read_only
+        self._select = ", ".join(COLUMNS)
         if self.path == ":memory:":
             self._conn = sqlite3.connect(self.path, isolation_level=None)
             self._immutable_state = None
@@ -322,8 +333,12 @@ class ResultsStore:
                 claim_cols = {r[1] for r in self._query("PRAGMA table_info(claims)")}
                 if "results_version" not in claim_cols:  # claims are hints: rebuilt, not kept
                     self._write(lambda: new_claims(self._conn))
+                if "flags" not in {r[1] for r in self._query("PRAGMA table_info(runs)")}:
+                    self._write(lambda: add_flags(self._conn))  # a store older than row flags
             except sqlite3.Error as err:
                 raise StoreError(f"store: {self.path}: cannot write to it ({err})") from None
+        have = {r[1] for r in self._query("PRAGMA table_info(runs)")}
+        self._select = ", ".join(select_columns(have))
 
     def close(self) -> None:
         self._conn.close()
@@ -462,7 +477,7 @@ class ResultsStore:
     def rows(self) -> list[Row]:
         """Every stored row."""
         rows = self._query(
-            f"SELECT {', '.join(COLUMNS)} FROM runs "
+            f"SELECT {self._select} FROM runs "
             "ORDER BY env_key, label, cell_hash, results_version, seed"
         )
         return [self._row(r) for r in rows]
@@ -482,7 +497,7 @@ class ResultsStore:
         for start in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
             part = hashes[start : start + 500]
             sql = (
-                f"SELECT {', '.join(COLUMNS)} FROM runs "
+                f"SELECT {self._select} FROM runs "
                 f"WHERE cell_hash IN ({', '.join('?' for _ in part)})"
             )
             for r in self._query(sql, part):

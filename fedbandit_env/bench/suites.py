@@ -141,11 +141,27 @@ class LearnerSweep:
         ]
 
 
+def sweepable_attacks() -> list[str]:
+    """The registered attacks an attack sweep runs: those that build with their default
+    keyword arguments (``fixed`` needs its ``values``, so a sweep leaves it out; a suite's own
+    cells may still name it with its kwargs)."""
+    from fedbandit_env.adversary import list_attacks, make_attack
+
+    out = []
+    for attack in list_attacks():
+        try:
+            make_attack(attack)
+        except ConfigError:
+            continue
+        out.append(attack)
+    return out
+
+
 @dataclass(frozen=True)
 class AttackSweep:
     """Every registered learner on one environment configuration, clean (no adversary, the
-    f = 0 row) and, for each f in ``byzantine``, under every registered attack
-    (:func:`~fedbandit_env.adversary.list_attacks`, default kwargs) with ``adversary =
+    f = 0 row) and, for each f in ``byzantine``, under every registered attack that builds with
+    its default kwargs (:func:`sweepable_attacks`) with ``adversary =
     {"num_byzantine": f, "attack": id}`` (uniform placement). Expanded from both registries when
     the suite runs, so learners and attacks registered later join by themselves.
 
@@ -165,22 +181,25 @@ class AttackSweep:
     byzantine: tuple[int, ...] = (1, 2)
     exclude: tuple[str, ...] = ()
     backend: str = NUMPY
+    variants: tuple[tuple[str, dict[str, Any], str], ...] = ()
+    """(agent id, agent kwargs, label) run like a registered learner, beside the defaults: the
+    plain learners of a payload layout (a defence's ablation) and learners whose defaults do
+    not fit the federation (:data:`ROBUST_VARIANTS`)."""
 
     def cells(self) -> list[Cell]:
-        from fedbandit_env.adversary import list_attacks
-
+        learners = [(a, {}, "") for a in list_agents() if a not in self.exclude]
         out = []
-        for agent_id in list_agents():  # the numpy ids: a JAX cell is a port of one of them
-            if agent_id in self.exclude:
-                continue
+        for agent_id, kwargs, label in [*learners, *self.variants]:
+            # the numpy ids: a JAX cell is a port of one of them
             out.append(Cell(self.env_id, agent_id, self.horizon, self.runs,
-                            dict(self.env_kwargs), backend=self.backend))  # fmt: skip
+                            dict(self.env_kwargs), dict(kwargs), label=label,
+                            backend=self.backend))  # fmt: skip
             for f in self.byzantine:
-                for attack in list_attacks():
+                for attack in sweepable_attacks():
                     adversary = {"num_byzantine": f, "attack": attack}
                     out.append(Cell(self.env_id, agent_id, self.horizon, self.runs,
-                                    {**self.env_kwargs, "adversary": adversary},
-                                    backend=self.backend))  # fmt: skip
+                                    {**self.env_kwargs, "adversary": adversary}, dict(kwargs),
+                                    label=label, backend=self.backend))  # fmt: skip
         return out
 
     def refusal(self, cell: Cell, memo: dict[Any, Any]) -> str | None:
@@ -210,7 +229,7 @@ class AttackSweep:
         """:meth:`refusal` of the cell on the numpy engine (the learner's and the attack's
         decision, the same on every backend)."""
         clean = {k: v for k, v in cell.env_kwargs.items() if k != "adversary"}
-        key = (cell.agent_id, json.dumps(_canonical(clean), sort_keys=True))
+        key = (cell.agent_id, json.dumps(_canonical([clean, cell.agent_kwargs]), sort_keys=True))
         if key not in memo:
             memo[key] = incompatibility(cell.env_id, cell.agent_id,
                                         {**clean, "horizon": cell.horizon}, cell.agent_kwargs)  # fmt: skip
@@ -218,26 +237,25 @@ class AttackSweep:
         if memo[key] is not None or adversary is None:
             return memo[key]
         attack = adversary.get("attack")
-        channels, topology = self._preview(cell, clean, key, memo)
-        if attack != "silent" and channels is None:
-            return ("declares no channels (channel_spec None), so no attack reaches it; run "
-                    "clean and under 'silent' only")  # fmt: skip
         if (*key, "attack", attack) in memo:
             return memo[(*key, "attack", attack)]
         from fedbandit_env.agent_registry import make_agent
+        from fedbandit_env.bench.evaluate import attack_misfit
         from fedbandit_env.errors import FedBanditError
         from fedbandit_env.seeding import BatchedRNG
 
-        kwargs = {**clean, "horizon": cell.horizon, "adversary": adversary, "topology": topology}
-        if channels is not None and "channels" not in clean:
-            kwargs["channels"] = channels
         try:
+            channels, topology = self._preview(cell, clean, adversary, key, memo)
+            kwargs = {**clean, "horizon": cell.horizon, "adversary": adversary,
+                      "topology": topology}  # fmt: skip
+            if channels is not None and "channels" not in clean:
+                kwargs["channels"] = channels
             policy = make_agent(cell.agent_id, **cell.agent_kwargs)
-            mismatch = layout_mismatch(attack, policy, adversary.get("attack_kwargs") or {})
-            if mismatch:
-                memo[(*key, "attack", attack)] = mismatch
-                return mismatch
             venv = make_vec(cell.env_id, num_runs=1, **kwargs)
+            misfit = attack_misfit(cell.agent_id, policy, venv.config)
+            if misfit:  # the attack's layout: the same at every f
+                memo[(*key, "attack", attack)] = misfit
+                return misfit
             venv.reset(seed=0)
             policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
         except FedBanditError as err:
@@ -251,35 +269,23 @@ class AttackSweep:
         return reason
 
     @staticmethod
-    def _preview(cell: Cell, clean: dict[str, Any], key: tuple, memo: dict) -> tuple[Any, Any]:
-        """The learner's channel spec on the clean setting and the topology built for it."""
-        if ("preview", *key) not in memo:
+    def _preview(
+        cell: Cell, clean: dict[str, Any], adversary: dict[str, Any], key: tuple, memo: dict
+    ) -> tuple[Any, Any]:
+        """The learner's channel spec on the clean setting with the adversary's declaration
+        (a spec may read the declared f, e.g. Fed-MoM-UCB's group size) and the topology built
+        for it."""
+        from fedbandit_env.adversary.roles import AdversaryConfig
+
+        f = AdversaryConfig.of(adversary).num_byzantine
+        if ("preview", *key, f) not in memo:
             from fedbandit_env.agent_registry import make_agent
 
             policy = make_agent(cell.agent_id, **cell.agent_kwargs)
             preview = make_vec(cell.env_id, num_runs=1, **{**clean, "horizon": cell.horizon})
-            memo[("preview", *key)] = (policy.channel_spec(preview.config),
-                                       preview.config.topology)  # fmt: skip
-        return memo[("preview", *key)]
-
-
-def layout_mismatch(attack_id: str, policy: Any, attack_kwargs: dict[str, Any]) -> str | None:
-    """Why a layout attack (``Attack.layout``: it writes a payload of a given meaning, e.g.
-    [means, counts]) is not paired with a learner that declares no channel of that layout
-    (``TeamPolicy.payload_layouts``), or None. Without the declaration the attack would
-    overwrite, say, [counts, sums] with means and counts and measure nothing meaningful."""
-    from fedbandit_env.adversary import make_attack
-    from fedbandit_env.adversary.attacks import LAYOUTS
-
-    layout = make_attack(attack_id, **attack_kwargs).layout
-    declared = getattr(policy, "payload_layouts", {}) or {}
-    if layout is None or layout in declared.values():
-        return None
-    return (
-        f"attack {attack_id!r} fills payload layout {layout!r} ({LAYOUTS[layout]}); this "
-        f"learner declares {dict(declared) or 'no payload layouts'} "
-        "(TeamPolicy.payload_layouts), so the attack is not paired with it"
-    )
+            config = replace(preview.config, adversary=AdversaryConfig.of(adversary))
+            memo[("preview", *key, f)] = (policy.channel_spec(config), preview.config.topology)
+        return memo[("preview", *key, f)]
 
 
 FAMILY_BASELINES = {"linear": "linucb"}
@@ -316,14 +322,24 @@ AGENT_STEPS_PER_SECOND = {
     "per-agent": 0.073e6,
     "library": 0.0085e6,
 }
-"""Serial agent-steps per second of a suite's cells per family, as
-``python benchmarks/bench_quick_suite.py`` printed them for the ``quick`` suite (its last line) on
-the shared 2-core machine at low load (docs/bench.md, "Command line"); :func:`estimated_seconds`
-divides by them. Learners differ several-fold around these figures, and an idle machine is faster.
-A per-agent learner (a ``PerAgentLearner`` class or a parallel-view policy callable: one Python
-call per agent and step) runs at the ``per-agent`` rate and a library adapter (``mabwiser:``,
-``smpybandits:``) at the ``library`` rate, both as ``python benchmarks/bench_per_agent.py``
-printed them (docs/writing-agents.md)."""
+"""Serial agent-steps per second per family: the rate of a learner without a measured cost in
+:data:`LEARNER_COST_US` (a learner registered later, a per-agent learner at the ``per-agent``
+rate, a library adapter at the ``library`` rate, as ``python benchmarks/bench_per_agent.py``
+printed them, docs/writing-agents.md)."""
+
+LEARNER_COST_US: dict[str, float] = {}
+"""Serial microseconds per agent-step of each shipped learner on a clean cell, as ``python
+benchmarks/bench_suite_estimates.py`` measured them on the shared 2-core machine (its record,
+``benchmarks/results/bench_suite_estimates.json``, keeps them): the cost of the learner's own
+work, the engine's step and its checks, over horizon x runs x agents."""
+ADVERSARY_FACTOR = 1.0
+"""A cell with an adversary costs this times its learner's clean cost per agent-step (the
+median ratio :data:`LEARNER_COST_US` under attack / clean in the same record)."""
+CELL_OVERHEAD_S = 0.0
+"""Seconds per cell beyond its agent-steps (the environment built, the rows written)."""
+CHECK_S_PER_CANDIDATE = 0.0
+"""Seconds per candidate cell to decide whether it runs (:meth:`Suite.split`: the learner
+built, the environment built and reset)."""
 
 
 def _rate_kind(cell: Cell) -> str:
@@ -346,13 +362,24 @@ def _rate_kind(cell: Cell) -> str:
     return "linear" if linear else "multi-armed"
 
 
-def estimated_seconds(cells: list[Cell]) -> float:
-    """Serial wall-time estimate of running ``cells``: each cell's agent-steps
-    (:func:`cell_agent_steps`) over its family's measured rate (:data:`AGENT_STEPS_PER_SECOND`)."""
-    total = 0.0
-    for cell in cells:
-        total += cell_agent_steps(cell) / AGENT_STEPS_PER_SECOND[_rate_kind(cell)]
-    return total
+def cell_seconds(cell: Cell) -> float:
+    """The serial seconds a cell is estimated to take: its agent-steps at its learner's
+    measured cost (:data:`LEARNER_COST_US`; a family's rate for a learner without one), times
+    :data:`ADVERSARY_FACTOR` under an adversary, plus :data:`CELL_OVERHEAD_S`."""
+    steps = cell_agent_steps(cell)
+    if cell.agent_id in LEARNER_COST_US:
+        seconds = steps * LEARNER_COST_US[cell.agent_id] * 1e-6
+    else:
+        seconds = steps / AGENT_STEPS_PER_SECOND[_rate_kind(cell)]
+    if cell.env_kwargs.get("adversary") is not None:
+        seconds *= ADVERSARY_FACTOR
+    return seconds + CELL_OVERHEAD_S
+
+
+def estimated_seconds(cells: list[Cell], candidates: int = 0) -> float:
+    """Serial wall-time estimate of a suite: ``cells`` (the ones that run, :func:`cell_seconds`
+    each) and ``candidates`` checked first (:data:`CHECK_S_PER_CANDIDATE` each)."""
+    return sum(cell_seconds(c) for c in cells) + candidates * CHECK_S_PER_CANDIDATE
 
 
 BACKEND_GAP = "not on this backend: "
@@ -511,25 +538,36 @@ class Suite:
         return (f"suite {self.name} on the {backend} backend: runs {len(cells)} cells; "
                 f"{count} cannot run there ({parts})")  # fmt: skip
 
-    def skip_summary(self, skipped: dict[tuple[str, str], list[str]]) -> str | None:
+    def skip_summary(
+        self, skipped: dict[tuple[str, str], list[str]], cells: list[Cell] | None = None
+    ) -> str | None:
         """One line for the skipped cells of :meth:`split`: the learners skipped on each
-        environment, without the reasons (``fedbandit suite --verbose`` prints those)."""
+        environment, without the reasons (``fedbandit suite --verbose`` prints those). With
+        ``cells`` (the cells that run), a learner that runs some cells of an environment is
+        not called skipped there: the line counts its skipped cells instead (an attack sweep's
+        attacks that do not fit the learner's channels)."""
         if not skipped:
             return None
-        by_env: dict[str, set[str]] = {}
+        ran = {(c.env_id, c.name) for c in cells or ()}
+        whole: dict[str, set[str]] = {}
+        partial: dict[str, set[str]] = {}
         for (env_id, _reason), names in skipped.items():
-            by_env.setdefault(env_id, set()).update(names)
-        count = sum(len(names) for names in skipped.values())
-        parts = "; on ".join(f"{env}: {', '.join(sorted(n))}" for env, n in by_env.items())
-        if any(isinstance(sw, AttackSweep) for sw in self.sweeps):
-            return (
-                f"suite {self.name}: skipping on {parts} ({len(skipped)} reasons: a learner that "
-                "refuses the setting, or an attack that does not fit its channels; --verbose "
-                "says which)"
-            )
+            for name in names:
+                side = partial if (env_id, name) in ran else whole
+                side.setdefault(env_id, set()).add(name)
+        parts = [f"on {env}: {', '.join(sorted(n))}" for env, n in whole.items()]
+        if not any(isinstance(sw, AttackSweep) for sw in self.sweeps):
+            count = sum(len(names) for names in skipped.values())
+            return (f"suite {self.name}: skipping {'; '.join(parts)} ({count} cells whose "
+                    "learner does not accept the environment; --verbose says why)")  # fmt: skip
+        some = sorted({n for names in partial.values() for n in names})
+        if some:
+            parts.append(f"the attacks that do not fit {len(some)} learners which run otherwise "
+                         f"({', '.join(some)})")  # fmt: skip
         return (
-            f"suite {self.name}: skipping on {parts} ({count} cells whose learner does not "
-            "accept the environment; --verbose says why)"
+            f"suite {self.name}: skipping {'; '.join(parts)} ({len(skipped)} reasons: a learner "
+            "that refuses the setting, or an attack that does not fit its channels; --verbose "
+            "says which)"
         )
 
 
@@ -783,6 +821,24 @@ arms, so that every built-in attack of the means layout fits (``zhu_intended``'s
 are four means)."""
 
 
+ROBUST_VARIANTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("byzres_ucb", {"fusion": "mean"}, "byzres_ucb fusion=mean"),
+    ("fed_mom_ucb", {"clients": "environment"}, "fed_mom_ucb clients=N"),
+    (
+        "fed_mom_ucb",
+        {"clients": "environment", "aggregate": "mean"},
+        "fed_mom_ucb clients=N aggregate=mean",
+    ),
+)
+"""The robust suite's learners beside the registered defaults, so that every layout attack
+meets a defence and a plain learner of its layout (docs/adversary.md, "The robust suite"):
+[means, counts] ByzRes-UCB and its plain mean; one mean per arm Fed-MoM-UCB on the suite's N
+clients (its default derives tens of clients from T and refuses N = 8) and its plain mean;
+arm ids GosInE (plain) and robust GosInE, both registered."""
+ROBUST_EXCLUDE = ("fed_mom_ucb",)
+"""Registered learners the suite runs only as :data:`ROBUST_VARIANTS`."""
+
+
 def robust_suite(name: str = "robust") -> Suite:
     """Every registered learner on the homogeneous family, clean and under every attack that
     fits its channels at f = 1 and 2 Byzantine agents (:class:`AttackSweep`), on complete, ring
@@ -797,6 +853,8 @@ def robust_suite(name: str = "robust") -> Suite:
             scale["horizon"],
             scale["runs"],
             {**base, "topology": topology, **extra},
+            exclude=ROBUST_EXCLUDE,
+            variants=ROBUST_VARIANTS,
         )  # fmt: skip
         for topology, extra in ROBUST_TOPOLOGIES
     )
@@ -805,10 +863,11 @@ def robust_suite(name: str = "robust") -> Suite:
         (),
         None,
         f"Byzantine robustness: every registered learner on the homogeneous family (N = "
-        f"{scale['num_agents']}, K = {scale['num_arms']}, a new instance per seed), clean and "
-        f"under every registered attack that fits its channels with f = 1 and 2 Byzantine "
-        f"agents (uniform placement), on complete, ring and random 4-regular graphs; "
-        f"{scale['runs']} seeds, T = {scale['horizon']}.",
+        f"{scale['num_agents']}, K = {scale['num_arms']}, a new instance per seed), with the "
+        f"plain mean of each robust learner and fed_mom_ucb on the N clients, clean and under "
+        f"every registered attack that fits its channels with f = 1 and 2 Byzantine agents "
+        f"(uniform placement; robust learners take f from the environment), on complete, ring "
+        f"and random 4-regular graphs; {scale['runs']} seeds, T = {scale['horizon']}.",
         sweeps,
     )
 

@@ -47,6 +47,42 @@ JAX_BACKEND_VERSION = 1
 HISTORY: tuple[tuple[str, str, str], ...] = (
     # --- add new rows below this line, newest first ---
     (
+        "`byzres_ucb`",
+        "2",
+        "f defaults to the environment's declared bound on Byzantine agents "
+        "(`FederationFacts.byzantine_bound`; was 1): the robust suite runs it with the f of its "
+        "attacks, and f = 0 on clean cells",
+    ),
+    (
+        "`fed_mom_ucb`",
+        "2",
+        "lambda defaults to the environment's declared fraction f / N (was 0.2); new option "
+        "`aggregate=\"mean\"` (the plain-mean ablation)",
+    ),
+    (
+        "`robust_gosine`",
+        "2",
+        "the sticky sets are sized by the declared honest agents N - f by default (was N)",
+    ),
+    (
+        "`coop_ucb2`",
+        "2",
+        "an arm whose count estimate is not positive has index +inf (was NaN under attacks); "
+        "clean runs unchanged",
+    ),
+    (
+        "`dp_dec_ucb`",
+        "5",
+        "an arm whose count estimate is not positive has index +inf (was NaN under attacks); "
+        "clean runs unchanged",
+    ),
+    (
+        "`ldp_ucb`",
+        "2",
+        "an arm without a count has index +inf and ln takes a total of at least 1 (was NaN, "
+        "before the first sums with LDP-UCB-B and under attacks)",
+    ),
+    (
         "rows of a cell with an adversary (`adversary=` in its env kwargs)",
         "1",
         "new: such a row's final regret per agent, network regret and curve are the honest "

@@ -55,6 +55,7 @@ from fedbandit_env.jax.types import (
 from fedbandit_env.network import make_channel
 
 BAD_ARM, LONG_STREAK, BAD_PAYLOAD, BAD_INSTANCE, BAD_PLACEMENT, BAD_ATTACK = 1, 2, 3, 4, 5, 6
+BAD_ARM_DTYPE = 7
 """``state.error[0]`` codes of the bad input recorded inside ``jit``."""
 
 
@@ -173,12 +174,21 @@ class FedBanditJaxEnv:
         pulls) and ``info`` (``instant_regret`` (N,), ``cumulative_regret`` (N,) and the step's
         ``charge``)."""
         n = self.num_agents
-        arms = jnp.asarray(action.arms).astype(jnp.int32)
+        raw = jnp.asarray(action.arms)
+        if raw.shape != (n,):  # static: refused while tracing, before anything runs
+            raise ActionError("all agents", "arm", f"expected an array of shape ({n},), got "
+                              f"{raw.shape}")  # fmt: skip
+        integral = bool(jnp.issubdtype(raw.dtype, jnp.integer))  # float, NaN or bool: refused
+        if not integral:
+            self.bad_arm_dtype = str(raw.dtype)  # named by check_state
+        arms = raw.astype(jnp.int32) if integral else jnp.zeros(n, jnp.int32)
         live = state.pulls < self.horizon
         pulling = jnp.asarray(action.pull, bool) & live
         streak = jnp.where(live & ~pulling, state.streak + 1, 0)
         error = state.error
-        bad_arm = (arms < 0) | (arms >= self.num_arms)
+        if not integral:
+            error = _first_error(error, BAD_ARM_DTYPE, state.step, pulling & jnp.ones(n, bool))
+        bad_arm = (raw < 0) | (raw >= self.num_arms) if integral else jnp.zeros(n, bool)
         error = _first_error(error, BAD_ARM, state.step, bad_arm & pulling)
         error = _first_error(
             error, LONG_STREAK, state.step,
@@ -395,6 +405,12 @@ def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None =
         raise ActionError(
             who, "arm", f"expected an int in [0, {env.num_arms - 1}] (step {step + 1})"
         )
+    if code == BAD_ARM_DTYPE:
+        dtype = getattr(env, "bad_arm_dtype", "a non-integer dtype")
+        raise ActionError(
+            who, "arm", f"expected integer arms in [0, {env.num_arms - 1}], got dtype {dtype} "
+            f"(step {step + 1}; float, NaN and bool arms are refused, never cast)"
+        )  # fmt: skip
     if code == LONG_STREAK:
         raise CommunicationError(
             f"step {step + 1}: {run}more than max_communication_steps="

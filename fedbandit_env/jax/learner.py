@@ -27,8 +27,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import jax
 
-from fedbandit_env.errors import UnknownIdError
+from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.jax.types import Action, Observation
+from fedbandit_env.per_agent import bad_kwargs_error
 from fedbandit_env.policy import FederationFacts
 
 
@@ -115,7 +116,11 @@ def list_jax_agents() -> list[str]:
 
 
 def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
-    """The JAX learner of an id, built with ``kwargs``; an unknown id lists the known ones."""
+    """The JAX learner of an id, built with ``kwargs``; an unknown id lists the known ones, and
+    a keyword the learner does not take is a :class:`ConfigError` naming the learner, the
+    keyword and the accepted ones."""
+    if not isinstance(agent_id, str):
+        raise ConfigError(f"agent: expected a JAX learner id (a string), got {agent_id!r:.80}")
     if agent_id in _USER:
         factory = _load(_USER[agent_id])
     elif agent_id in BUILTIN:
@@ -129,7 +134,12 @@ def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
             f"agent: {agent_id!r} has no JAX learner; JAX learners: {list_jax_agents()} "
             "(the other learners run on the numpy backend)"
         )
-    learner = factory(**kwargs)
+    try:
+        learner = factory(**kwargs)
+    except ConfigError:  # a checked argument (ConfigTypeError is also a TypeError): as raised
+        raise
+    except TypeError as err:
+        raise bad_kwargs_error(agent_id, factory, kwargs, err) from None
     if not isinstance(learner, JaxLearner):
         raise UnknownIdError(
             f"agent: {agent_id!r} is not a JAX learner (expected init(key, facts) and "

@@ -44,4 +44,22 @@ def make(id: str, **kwargs: Any) -> FedBanditJaxEnv:
     if spec_.vector_entry_point != "fedbandit_env.vector_env:FedBanditVectorEnv":
         raise ConfigError(f"{id}: not on the JAX backend (a custom entry point)")
     config = make_config(**{**spec_.kwargs, **kwargs})
+    check_counter_range(id, config.horizon, config.max_communication_steps)
     return FedBanditJaxEnv(config, env_id=id)
+
+
+INT32_MAX = 2**31 - 1
+
+
+def check_counter_range(id: str, horizon: int, max_communication_steps: int) -> None:
+    """The JAX backend counts pulls and engine steps in int32 (no 64-bit integers without
+    JAX's x64 mode): a run's steps, at most ``horizon * (max_communication_steps + 1)``, must
+    fit. The numpy engine's int64 counters take horizons up to 2^53."""
+    steps = horizon * (max_communication_steps + 1)
+    if steps > INT32_MAX:
+        raise ConfigError(
+            f"{id}: horizon: the JAX backend counts engine steps in int32, so horizon x "
+            f"(max_communication_steps + 1) must be at most 2^31 - 1 = {INT32_MAX:,}; got "
+            f"{horizon:,} x {max_communication_steps + 1} = {steps:,} (lower the horizon or "
+            "max_communication_steps, or run it on the numpy backend)"
+        )

@@ -22,6 +22,7 @@ from fedbandit_env.jax.accumulate import count_value, total_value
 from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.scores import TracedScores, watching
 
 MAX_SEED = 2**32 - 1
 
@@ -43,6 +44,7 @@ class RolloutResult:
     device: str
     learner_state: Any = None  # the learner's final state, batched over runs (numpy leaves)
     roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
+    nan_index_steps: np.ndarray | None = None  # (runs,) steps with a NaN index; None: unwatched
 
 
 class _Carry(NamedTuple):
@@ -50,11 +52,28 @@ class _Carry(NamedTuple):
     obs: Observation
     env: EnvState
     learner: Any
+    nan_steps: jax.Array  # steps in which the learner ranked a NaN index (fedbandit_env.scores)
 
 
 def facts_of(env: FedBanditJaxEnv) -> FederationFacts:
     """The public facts of one run of ``env`` (what a learner's ``init`` gets)."""
     return FederationFacts.from_config(env.params, 1, env.twins)
+
+
+def check_seeds(seeds: Any) -> list[int]:
+    """The run seeds as ints, each checked before any conversion: a Python or numpy int in
+    [0, 2^32 - 1] (a float, bool or string is refused, never cast)."""
+    if isinstance(seeds, str | bytes) or not hasattr(seeds, "__iter__"):
+        raise ConfigError(f"seeds: expected a list of ints, got {seeds!r:.80}")
+    seeds = list(seeds)
+    if not seeds:
+        raise ConfigError("seeds: expected at least one run seed")
+    for s in seeds:
+        if isinstance(s, bool | np.bool_) or not isinstance(s, int | np.integer):
+            raise ConfigError(f"seeds: expected ints in [0, 2^32 - 1], got {s!r:.80}")
+        if not 0 <= s <= MAX_SEED:
+            raise ConfigError(f"seeds: expected ints in [0, 2^32 - 1], got {s!r}")
+    return [int(s) for s in seeds]
 
 
 def run_keys(seeds: list[int]) -> jax.Array:
@@ -65,22 +84,30 @@ def run_keys(seeds: list[int]) -> jax.Array:
     return jax.vmap(jax.random.PRNGKey)(jnp.asarray(np.asarray(seeds, np.uint32)))
 
 
-def rollout_program(env: FedBanditJaxEnv, learner: Any, steps: np.ndarray):
+def rollout_program(
+    env: FedBanditJaxEnv, learner: Any, steps: np.ndarray, ranked: list | None = None
+):
     """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
-    states)``."""
+    states, NaN-index steps (B,))``. ``ranked``, when given, receives at tracing whether the
+    learner's ``act`` ranks any index through :func:`fedbandit_env.scores.note_scores` (else
+    its NaN count means nothing)."""
     facts = facts_of(env)
     targets = jnp.asarray(np.asarray(steps, np.int32))
 
     def one_run(key: jax.Array):
         k_env, k_agent, key = jax.random.split(key, 3)
         obs, env_state = env.reset(k_env)
-        carry = _Carry(key, obs, env_state, learner.init(k_agent, facts))
+        carry = _Carry(key, obs, env_state, learner.init(k_agent, facts), jnp.zeros((), jnp.int32))
 
         def advance(c: _Carry) -> _Carry:
             key, k_act, k_step = jax.random.split(c.key, 3)
-            action, learner_state = learner.act(k_act, c.learner, c.obs)
+            with watching(TracedScores()) as scores:
+                action, learner_state = learner.act(k_act, c.learner, c.obs)
+            if ranked is not None:
+                ranked.append(bool(scores.flags))
+            nan = scores.any_nan().astype(jnp.int32)
             obs, env_state, _, _, _ = env.step(k_step, c.env, action)
-            return _Carry(key, obs, env_state, learner_state)
+            return _Carry(key, obs, env_state, learner_state, c.nan_steps + nan)
 
         def segment(c: _Carry, target):
             def running(c: _Carry):
@@ -90,7 +117,7 @@ def rollout_program(env: FedBanditJaxEnv, learner: Any, steps: np.ndarray):
             return c, env.cumulative_regret(c.env)
 
         carry, curve = jax.lax.scan(segment, carry, targets)
-        return curve, carry.env, carry.learner
+        return curve, carry.env, carry.learner, carry.nan_steps
 
     return jax.jit(jax.vmap(one_run))
 
@@ -104,25 +131,20 @@ def rollout(
     """Run ``seeds`` (one run each) of ``learner`` on ``env`` to the horizon, keeping the
     cumulative regret of every agent at ``checkpoints`` (pull counts; default: every pull up
     to 400 pulls, else the bench's log- and linear-spaced grid)."""
-    from fedbandit_env.bench.evaluate import default_checkpoints
+    from fedbandit_env.bench.evaluate import check_checkpoints, default_checkpoints
 
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ConfigError("seeds: expected at least one run seed")
-    steps = default_checkpoints(env.horizon) if checkpoints is None else np.asarray(checkpoints)
-    if (
-        steps.size == 0
-        or steps.min() < 1
-        or steps.max() > env.horizon
-        or (np.diff(steps) <= 0).any()
-    ):
-        raise ConfigError(f"checkpoints: expected increasing pull counts in [1, {env.horizon}]")
+    seeds = check_seeds(seeds)
+    if checkpoints is None:
+        steps = default_checkpoints(env.horizon)
+    else:
+        steps = check_checkpoints(checkpoints, env.horizon)
     keys = run_keys(seeds)
     start = time.perf_counter()
-    program = rollout_program(env, learner, steps)
+    ranked: list[bool] = []
+    program = rollout_program(env, learner, steps, ranked)
     compiled = program.lower(keys).compile()
     compile_time = time.perf_counter() - start
-    curves, final, learner_state = compiled(keys)
+    curves, final, learner_state, nan_steps = compiled(keys)
     curves = jax.block_until_ready(curves)
     wall = time.perf_counter() - start
     check_state(env, final, seeds)
@@ -141,6 +163,7 @@ def rollout(
         device=describe_device(),
         learner_state=jax.tree_util.tree_map(np.asarray, learner_state),
         roles=_roles(final),
+        nan_index_steps=np.asarray(nan_steps, np.int64) if any(ranked) else None,
     )
 
 

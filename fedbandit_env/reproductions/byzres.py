@@ -107,6 +107,8 @@ def run_unit(unit: dict[str, Any]) -> dict[str, Any]:
 
     t = grid(unit["rounds"])
     env_kwargs = {**unit["env_kwargs"], "horizon": unit["rounds"] + M}
+    if unit["agent_kwargs"].get("fusion") == "none":  # no message reaches it: same roles
+        env_kwargs = harness.silent_attack(ZHU_TMLR, env_kwargs)
     res = evaluate(ZHU_TMLR, ByzResUCB(**unit["agent_kwargs"]), runs=unit["runs"],
                    seed=unit["seed"], env_kwargs=env_kwargs,
                    checkpoints=np.concatenate([[M], M + t]))  # fmt: skip

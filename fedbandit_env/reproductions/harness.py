@@ -180,9 +180,19 @@ def data_path(args: argparse.Namespace, relative: str) -> tuple[Path | None, str
 
 
 def command(name: str, argv: Sequence[str] | None = None) -> str:
-    """The command line that reproduces this run, for the claims file."""
-    rest = shlex.join(sys.argv[1:] if argv is None else list(argv))
-    return f"fedbandit reproduce {name} {rest}".strip()
+    """The command line that reproduces this run, for the claims file, without ``--out PATH``
+    (a folder of the machine that ran it, which a claims file and the page never show)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    kept = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--out":
+            skip = True
+        elif not word.startswith("--out="):
+            kept.append(word)
+    return f"fedbandit reproduce {name} {shlex.join(kept)}".strip()
 
 
 def _tagged(item: tuple[Callable[[Any], Any], int, Any]) -> tuple[int, Any]:
@@ -258,6 +268,23 @@ def cached(
         wall_file.write_text(json.dumps({"wall_time_s": time.perf_counter() - start}))
     args.compute_wall = json.loads(wall_file.read_text())["wall_time_s"]
     return results  # type: ignore[return-value]
+
+
+def silent_attack(env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` for a learner that sends nothing: the same adversary (its own, or the
+    preset's) with the attack replaced by ``silent``. The roles, and so the honest agents and
+    their reward draws, are the attacked run's (the roles come from the adversary's own stream,
+    which the attack does not move); a learner that reads no message acts exactly as under the
+    attack, which the bench refuses to run because none of its messages reaches it
+    (docs/adversary.md, "Payload layouts")."""
+    from fedbandit_env.registration import make_vec
+
+    adversary = make_vec(env_id, num_runs=1, **env_kwargs).config.adversary  # a preset's too
+    if adversary is None:
+        return dict(env_kwargs)
+    roles = {k: v for k, v in vars(adversary).items()
+             if k not in ("attack", "attack_kwargs", "knowledge", "channels")}  # fmt: skip
+    return {**env_kwargs, "adversary": {**roles, "attack": "silent"}}
 
 
 def pyplot() -> Any | None:

@@ -108,8 +108,8 @@ def run_unit(unit: dict[str, Any]) -> dict[str, Any]:
     T = unit["rounds"]
     learner, agent_kwargs = make_learner(unit)
     env_kwargs = {**unit["env_kwargs"], "horizon": T}
-    if unit["learner"] == "ucb":
-        env_kwargs["channels"] = {}
+    if unit["learner"] == "ucb":  # sends nothing, so no recommendation reaches it: same roles
+        env_kwargs = {**harness.silent_attack(unit["env_id"], env_kwargs), "channels": {}}
     t = np.unique(np.linspace(0, T, 41).round().astype(np.int64)[1:])
     res = evaluate(unit["env_id"], learner, runs=unit["runs"], seed=unit["seed"],
                    env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, checkpoints=t)  # fmt: skip

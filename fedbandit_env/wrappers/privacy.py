@@ -16,6 +16,9 @@ Per channel (:class:`ChannelPrivacy`):
 * ``mechanism="gaussian"``: L2 clipping to the ball of radius ``sensitivity / 2`` around
   ``center`` and Gaussian noise calibrated for ``(epsilon, delta)`` per message (analytic
   Gaussian mechanism), also recorded as ``rho = sensitivity^2 / (2 sigma^2)``-zCDP.
+* clipping is counted: :meth:`MessagePrivatizer.clipped_fraction` is the fraction of the sent
+  payload coordinates it changed (the bench stores it with each row and warns above 1 %, so a
+  sensitivity that does not fit the payloads is seen, not silently absorbed).
 * ``running_sum=True`` (Laplace only): the payloads are running sums (e.g. per-arm reward sums).
   The wrapper feeds the increments (clipped to the L1 ball of radius ``sensitivity / 2`` around
   ``center`` each) to the binary-tree continual counter
@@ -356,6 +359,8 @@ class MessagePrivatizer:
         self.messages = {c: np.zeros((b, n), dtype=np.int64) for c in self.channels}
         self.suppressed = np.zeros((b, n), dtype=np.int64)
         self.exhausted = np.zeros((b, n), dtype=bool)
+        self.coordinates = np.zeros(b, dtype=np.int64)  # payload coordinates sent (clipped ones)
+        self.clipped = np.zeros(b, dtype=np.int64)  # of them, those the clipping changed
         self._noise: dict[str, LaplaceStream | object] = {}
         self._trees: dict[str, TreeCounter] = {}
         self._last_sum: dict[str, np.ndarray] = {}
@@ -376,6 +381,23 @@ class MessagePrivatizer:
                 self._noise[name] = LaplaceStream(rng, shape)
             else:
                 self._noise[name] = rng.buffered("normal", shape)
+
+    @property
+    def epsilon_per_release(self) -> float:
+        """The epsilon of one release the options ask for: the largest over the wrapped
+        channels (a running sum's whole stream is one release of its epsilon)."""
+        return max(cfg.epsilon for cfg in self.channels.values())
+
+    def clipped_fraction(self) -> np.ndarray:
+        """(B,) the fraction of the payload coordinates sent so far that the clipping changed
+        (0 in a run that sent none)."""
+        return self.clipped / np.maximum(self.coordinates, 1)
+
+    def _count_clipped(self, rows: np.ndarray, raw: np.ndarray, clipped: np.ndarray) -> None:
+        """Count the coordinates of the sent rows (``rows`` (B, N)) and those clipping changed."""
+        changed = (clipped != raw) & rows[..., None]
+        self.clipped += changed.reshape(self.num_runs, -1).sum(axis=1)
+        self.coordinates += rows.sum(axis=1) * raw.shape[-1]
 
     def spent(self, channel: str | None = None):
         return self.accountant.spent(
@@ -481,13 +503,17 @@ class MessagePrivatizer:
             leaf = send & pulling[:, None]
             increment = payload - self._last_sum[name]
             if cfg.clip:
-                increment = clip_to_ball(increment, center, cfg.sensitivity / 2, 1)
+                raw, increment = increment, clip_to_ball(increment, center, cfg.sensitivity / 2, 1)
+                self._count_clipped(leaf, raw, increment)
             self._last_sum[name] = np.where(leaf[..., None], payload, self._last_sum[name])
             pulled = np.broadcast_to(leaf[..., None], increment.shape)
             self._trees[name].insert(step, increment, pulled)
             return self._trees[name].release()
         order = 1 if cfg.mechanism == "laplace" else 2
-        clipped = clip_to_ball(payload, center, cfg.sensitivity / 2, order) if cfg.clip else payload
+        clipped = payload
+        if cfg.clip:
+            clipped = clip_to_ball(payload, center, cfg.sensitivity / 2, order)
+            self._count_clipped(send, payload, clipped)
         return clipped + cfg.noise_scale * self._noise[name].next()
 
     def report(self, b: int, i: int) -> dict[str, Any]:
