@@ -32,7 +32,11 @@ from fedbandit_env.bench.reference import (  # noqa: E402
 )
 from fedbandit_env.bench.store import ResultsStore  # noqa: E402
 from fedbandit_env.bench.suites import SUITES, Cell, Suite  # noqa: E402
-from fedbandit_env.bench.versions import backend_suffix, registered_results_version  # noqa: E402
+from fedbandit_env.bench.versions import (  # noqa: E402
+    JAX_BACKEND_VERSION,
+    backend_suffix,
+    registered_results_version,
+)
 from fedbandit_env.errors import ConfigError, StoreError  # noqa: E402
 from fedbandit_env.jax.types import PULL, Action  # noqa: E402
 from fedbandit_env.policy import MULTI_ARMED, require_family  # noqa: E402
@@ -98,7 +102,7 @@ def test_evaluate_on_jax_fills_the_result_like_numpy():
         assert getattr(res, name).shape == getattr(ref, name).shape == (RUNS, 2)
     assert res.messages.sum() == 0 and res.privacy_epsilon is None and res.wall_time > 0
     assert res.results_version == ref.results_version + backend_suffix("jax")
-    assert res.results_version.endswith(f"/ backend jax v1 (jax {jax.__version__})")
+    assert res.results_version.endswith(f"/ backend jax v{JAX_BACKEND_VERSION} (jax {jax.__version__})")
     assert res.summary()["backend"] == "jax" and ref.summary()["backend"] == "numpy"
     assert res.env_kwargs == kwargs and res.agent_id == "ucb1"
 

@@ -64,7 +64,7 @@ import numpy as np
 
 from agents.dislinucb import STATS, SYNC
 from agents.dislinucb import DisLinUCB as NumpyDisLinUCB
-from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over
+from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over, triangular_solve
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
@@ -241,10 +241,11 @@ class DisLinUCB:
         d, n = self.d, self.N
         V = s.A + jnp.float32(self.lam) * jnp.eye(d, dtype=jnp.float32)
         chol = cholesky(V)
-        solve = jax.lax.linalg.triangular_solve
-        zb = solve(chol, s.b[..., None], left_side=True, lower=True)
-        theta = solve(chol, zb, left_side=True, lower=True, transpose_a=True)[..., 0]
-        zx = solve(chol, jnp.swapaxes(context, -1, -2), left_side=True, lower=True)  # (N, d, K)
+        # L^-1 b and L^-1 x_k in one forward substitution (no LAPACK: linear_kernels' docstring)
+        z = triangular_solve(chol, jnp.concatenate([s.b[..., None],
+                                                    jnp.swapaxes(context, -1, -2)], -1))  # fmt: skip
+        zb, zx = z[..., :1], z[..., 1:]  # (N, d, 1), (N, d, K)
+        theta = triangular_solve(chol, zb, transpose=True)[..., 0]
         quad = (zx * zx).sum(axis=-2)  # (N, K)
         mean = jnp.einsum("nkd,nd->nk", context, theta)
         ucb = mean + self.width(s.n)[:, None] * jnp.sqrt(jnp.maximum(quad, 0.0))

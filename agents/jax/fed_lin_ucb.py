@@ -32,10 +32,13 @@ ceil(k (T - 1) / n) (paper) or at ceil(k (T - 2) / n) (latency).
 
 Numerics: float32; one Cholesky factor per agent gives ``V^-1 u~``, the widths and ``ln det V``;
 log-determinants enter as ``ln det V - d ln(M rho_min)`` summed term by term over the factor's
-diagonal (no cancellation of large logs). Counters as the twin, per run: ``n_sync``,
-``since_sync``, ``capacity_refusals`` (N,), ``clipped_rewards`` (N,), ``eig_clip_events``. Where the
-twin raises on an indefinite V (which the spectrum floor rules out) or warns on a full tree, a
-compiled program cannot: V's factor turns NaN, and refusals are counted.
+diagonal (no cancellation of large logs). The factors, solves and W's eigendecomposition are
+plain XLA operations, not LAPACK's: on CPU, jaxlib's batched LAPACK kernels deadlocked XLA's
+thread pool at B >= 60 runs of M = 100 agents (:mod:`fedbandit_env.jax.linear_kernels`, "Why no
+LAPACK"). Counters as the twin, per run: ``n_sync``, ``since_sync``, ``capacity_refusals``
+(N,), ``clipped_rewards`` (N,), ``eig_clip_events``. Where the twin raises on an indefinite V
+(which the spectrum floor rules out) or warns on a full tree, a compiled program cannot: V's
+factor turns NaN, and refusals are counted.
 """
 
 from __future__ import annotations
@@ -50,7 +53,13 @@ import numpy as np
 from agents.fed_lin_ucb import STATS, SYNC
 from agents.fed_lin_ucb import FedLinUCB as NumpyFedLinUCB
 from fedbandit_env.jax.gram_tree import GramTree
-from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over, ucb_choice
+from fedbandit_env.jax.linear_kernels import (
+    cholesky,
+    last_pull,
+    logdet_over,
+    symmetric_eigen,
+    ucb_choice,
+)
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
@@ -98,11 +107,14 @@ class FedLinUCBState(NamedTuple):
 def floor_spectrum(W: jnp.ndarray, floor: float) -> tuple[jnp.ndarray, jnp.ndarray]:
     """``W`` (d, d) with its eigenvalues clipped from below at ``floor`` (the FedUCB safeguard,
     :func:`agents.fed_ucb_common.floor_spectrum`), symmetrized; a ``W`` above the floor is kept
-    bit for bit. Also returns whether the deficit was more than rounding (a counted event)."""
-    vals, vecs = jnp.linalg.eigh(W)
-    smallest = vals[0]
+    bit for bit. Also returns whether the deficit was more than rounding (a counted event). The
+    eigendecomposition is plain XLA (:func:`~fedbandit_env.jax.linear_kernels.symmetric_eigen`),
+    not LAPACK's, whose batched CPU kernels can deadlock XLA's thread pool (that module's
+    docstring)."""
+    vals, vecs = symmetric_eigen(W)
+    smallest = vals.min(axis=-1)
     low = smallest < floor
-    scale = jnp.maximum(jnp.maximum(1.0, abs(floor)), jnp.abs(vals[-1]))
+    scale = jnp.maximum(jnp.maximum(1.0, abs(floor)), jnp.abs(vals.max(axis=-1)))
     real = low & (floor - smallest > ROUNDING_DEFICIT * scale)
     fixed = (vecs * jnp.maximum(vals, floor)[None, :]) @ vecs.T
     return jnp.where(low, 0.5 * (fixed + fixed.T), W), real

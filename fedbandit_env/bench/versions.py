@@ -35,7 +35,7 @@ ADVERSARY_VERSION = 1
 environment kwargs, docs/adversary.md): such a row stores the honest agents' regret
 (:func:`fedbandit_env.bench.store.rows_from_result`); bumped when what those rows hold changes."""
 
-JAX_BACKEND_VERSION = 1
+JAX_BACKEND_VERSION = 2
 """Results version of the JAX backend's part of a row (bumped when a change of
 :mod:`fedbandit_env.jax` moves the results of JAX rows: its draws, its engine steps)."""
 
@@ -46,6 +46,15 @@ JAX_BACKEND_VERSION = 1
 #     python -c "from fedbandit_env.bench.versions import history_markdown; print(history_markdown())"
 HISTORY: tuple[tuple[str, str, str], ...] = (
     # --- add new rows below this line, newest first ---
+    (
+        "JAX backend (rows of `--backend jax`)",
+        "2",
+        "the linear kernels (Cholesky factors, triangular solves, the eigendecomposition of "
+        "FedUCB's spectrum floor) are plain XLA operations instead of jaxlib's LAPACK kernels, "
+        "which deadlocked XLA:CPU's thread pool at 100 runs of 100 agents: the linear JAX "
+        "learners round differently in the last bits; the JAX rollout also counts NaN indices "
+        "(no number moves for the other learners)",
+    ),
     (
         "`byzres_ucb`",
         "2",

@@ -2,7 +2,21 @@
 Cholesky factor per agent, log-determinants relative to the regularizer, the optimistic choice
 ``argmax <x, theta> + beta ||x||_{V^-1}`` (OFUL, Abbasi-Yadkori et al. 2011; Dubey & Pentland
 2020, Algorithm 1) and the last pull's feature vector. Shared by :mod:`baselines.jax.linucb` and
-:mod:`agents.jax.fed_lin_ucb` (agents never import baselines)."""
+:mod:`agents.jax.fed_lin_ucb` (agents never import baselines).
+
+Why no LAPACK: the factorizations, solves and eigendecompositions are written in plain XLA
+operations (loops over the small, static d), not ``jnp.linalg`` / ``jax.lax.linalg``. On CPU
+those call jaxlib's LAPACK FFI kernels, which since jaxlib 0.10.0 (``jax::ParallelBatchMap`` in
+jaxlib/cpu/lapack_kernels.cc, still in 0.11.0) split a batch of more than about 2e5 flops into
+chunks on XLA:CPU's intra-op thread pool and block the calling pool worker until they are done.
+When as many such calls run at once as the pool has threads (XLA's thunk executor runs
+independent calls in parallel: the solves of :func:`ucb_choice`, the Cholesky factors of V, W and
+the sync trigger), every worker waits for chunks that no worker is free to run: a deadlock,
+e.g. private ``fed_lin_ucb`` with B = 100 runs of M = 100 agents on a 2-core machine (both
+workers in ``lapack_strsm_ffi``; 10 hangs in 15 tries, none in 6 on one core, where the pool has
+one thread and the kernels run inline). Upstream later compiled that path out of open-source
+builds (jax-ml/jax commit 859992407d); plain XLA operations do not block a pool worker, on any
+jaxlib. The rounding differs from LAPACK's in the last bits (float32 throughout)."""
 
 from __future__ import annotations
 
@@ -10,13 +24,105 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from fedbandit_env.jax.types import PULL, Observation
+from fedbandit_env.scores import note_scores
 
 
 def cholesky(V: jnp.ndarray) -> jnp.ndarray:
-    """Lower Cholesky factors of symmetric positive-definite ``V`` (..., d, d) (NaN if not)."""
-    return jnp.linalg.cholesky(V)
+    """Lower Cholesky factors of symmetric positive-definite ``V`` (..., d, d): outer-product
+    elimination, one column a step of a ``fori_loop`` (only the lower triangle of V is read).
+    Not positive definite: NaN or inf from the first non-positive pivot on."""
+    d = V.shape[-1]
+    idx = jnp.arange(d)
+
+    def column(j, A):
+        col = A[..., :, j]
+        pivot = jnp.sqrt(col[..., j, None])
+        L_j = jnp.where(idx > j, col / pivot, jnp.where(idx == j, pivot, 0.0))
+        trailing = (idx > j)[:, None] & (idx > j)[None, :]
+        A = jnp.where(trailing, A - L_j[..., :, None] * L_j[..., None, :], A)
+        return jnp.where(idx == j, L_j[..., :, None], A)
+
+    return jnp.tril(jax.lax.fori_loop(0, d, column, V))
+
+
+def triangular_solve(chol: jnp.ndarray, rhs: jnp.ndarray, transpose: bool = False):
+    """``L^-1 rhs`` (or ``L^-T rhs`` with ``transpose``) for lower-triangular ``chol`` L
+    (..., d, d) and ``rhs`` (..., d, k): forward (back) substitution, one row a step of a
+    ``fori_loop``."""
+    d = chol.shape[-1]
+    idx = jnp.arange(d)
+
+    def row(step, z):
+        i = d - 1 - step if transpose else step
+        z_i = z[..., i, :] / chol[..., i, i, None]
+        if transpose:  # the rows above i: z_k -= L_ik z_i
+            coupling, later = chol[..., i, :], idx < i
+        else:  # the rows below i: z_k -= L_ki z_i
+            coupling, later = chol[..., :, i], idx > i
+        z = jnp.where(later[:, None], z - coupling[..., :, None] * z_i[..., None, :], z)
+        return jnp.where((idx == i)[:, None], z_i[..., None, :], z)
+
+    return jax.lax.fori_loop(0, d, row, rhs)
+
+
+def _round_robin(n: int) -> np.ndarray:
+    """The slot permutation of the round-robin ("circle") schedule of even ``n`` indices: with
+    the pairs (0, 1), (2, 3), ... of a round, reordering by it ``n - 1`` times pairs every two
+    indices exactly once and restores the order (index 0 stays, the others rotate)."""
+    cycle = [1] + [0] * (n - 2)  # slot of each rotating position
+    for i in range(1, n // 2):
+        cycle[i], cycle[n - 1 - i] = 2 * i, 2 * i + 1
+    perm = np.arange(n)
+    for i in range(n - 1):
+        perm[cycle[(i + 1) % (n - 1)]] = cycle[i]
+    return perm
+
+
+def _jacobi_rotation(app, aqq, apq) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(c, s) of the rotation ``[[c, s], [-s, c]]`` that zeroes ``a_pq`` (Golub & Van Loan,
+    Algorithm 8.5.1, the smaller angle); the identity where ``a_pq = 0``."""
+    tau = (aqq - app) / (2.0 * apq)
+    t = jnp.where(tau >= 0, 1.0, -1.0) / (jnp.abs(tau) + jnp.sqrt(1.0 + tau * tau))
+    t = jnp.where(apq == 0, 0.0, t)
+    c = jax.lax.rsqrt(1.0 + t * t)
+    return c, t * c
+
+
+def _rotate_rows(M: jnp.ndarray, c: jnp.ndarray, s: jnp.ndarray) -> jnp.ndarray:
+    """``J^T M`` for J the rotations ``[[c_k, s_k], [-s_k, c_k]]`` of the row pairs (2k, 2k+1)."""
+    p, q = M[..., 0::2, :], M[..., 1::2, :]
+    c, s = c[..., None], s[..., None]
+    return jnp.stack([c * p - s * q, s * p + c * q], axis=-2).reshape(M.shape)
+
+
+def symmetric_eigen(A: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Eigenvalues (..., d) and orthonormal eigenvectors (columns, (..., d, d)) of symmetric
+    ``A`` (..., d, d), in no particular order: parallel cyclic Jacobi (Golub & Van Loan, 8.5.4)
+    with the round-robin schedule, n/2 disjoint rotations a round, ``ceil(log2 n) + 3`` sweeps
+    for n = d rounded up to even (one more than the most that random symmetric and Gram matrices
+    needed in float32, d <= 64). An odd d is padded with a zero row and column, which no rotation
+    touches."""
+    d = A.shape[-1]
+    n = d + d % 2
+    A = jnp.pad(A, [(0, 0)] * (A.ndim - 2) + [(0, n - d), (0, n - d)])
+    perm = _round_robin(n)
+    sweeps = math.ceil(math.log2(n)) + 3
+
+    def round_(_, AV):
+        A, V = AV
+        diag = jnp.diagonal(A, axis1=-2, axis2=-1)
+        apq = jnp.diagonal(A, offset=1, axis1=-2, axis2=-1)[..., 0::2]
+        c, s = _jacobi_rotation(diag[..., 0::2], diag[..., 1::2], apq)
+        A = jnp.swapaxes(_rotate_rows(jnp.swapaxes(_rotate_rows(A, c, s), -1, -2), c, s), -1, -2)
+        V = jnp.swapaxes(_rotate_rows(jnp.swapaxes(V, -1, -2), c, s), -1, -2)
+        return A[..., perm, :][..., :, perm], V[..., :, perm]
+
+    V = jnp.broadcast_to(jnp.eye(n, dtype=A.dtype), A.shape)
+    A, V = jax.lax.fori_loop(0, sweeps * (n - 1), round_, (A, V))  # n - 1 rounds: order restored
+    return jnp.diagonal(A, axis1=-2, axis2=-1)[..., :d], V[..., :d, :d]
 
 
 def logdet_over(chol: jnp.ndarray, scale: float | jnp.ndarray) -> jnp.ndarray:
@@ -29,14 +135,15 @@ def logdet_over(chol: jnp.ndarray, scale: float | jnp.ndarray) -> jnp.ndarray:
 def ucb_choice(context: jnp.ndarray, chol: jnp.ndarray, b: jnp.ndarray, beta: jnp.ndarray):
     """argmax_k <x_k, V^-1 b> + beta ||x_k||_{V^-1} per agent over decision sets (N, K, d), with
     ``chol`` (N, d, d) the Cholesky factor of V (ties: lowest index, as numpy's argmax)."""
-    solve = jax.lax.linalg.triangular_solve
-    # L^-1 b and L^-1 x_k (left-side solves, lower triangular)
-    zb = solve(chol, b[..., None], left_side=True, lower=True)  # (N, d, 1)
-    theta = solve(chol, zb, left_side=True, lower=True, transpose_a=True)[..., 0]
-    zx = solve(chol, jnp.swapaxes(context, -1, -2), left_side=True, lower=True)  # (N, d, K)
+    # L^-1 b and L^-1 x_k in one forward substitution, then theta = L^-T (L^-1 b)
+    z = triangular_solve(chol, jnp.concatenate([b[..., None], jnp.swapaxes(context, -1, -2)], -1))
+    zb, zx = z[..., :1], z[..., 1:]  # (N, d, 1), (N, d, K)
+    theta = triangular_solve(chol, zb, transpose=True)[..., 0]
     width = jnp.sqrt((zx * zx).sum(axis=-2))
     mean = jnp.einsum("nkd,nd->nk", context, theta)
-    return jnp.argmax(mean + beta[..., None] * width, axis=-1).astype(jnp.int32)
+    index = mean + beta[..., None] * width
+    note_scores(index)
+    return jnp.argmax(index, axis=-1).astype(jnp.int32)
 
 
 def oful_beta(chol: jnp.ndarray, lam: float, sigma: float, alpha: float, S: float):
