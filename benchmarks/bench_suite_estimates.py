@@ -39,20 +39,23 @@ from fedbandit_env.bench.suites import (
 )
 
 
-def measure(name: str) -> dict:
-    """Split time, run time and the per-learner costs of one suite, run serially."""
+def measure(name: str, keep: Path | None = None) -> dict:
+    """Split time, run time and the per-learner costs of one suite, run serially (into
+    ``keep``, a store that must not hold the suite's rows yet, or a temporary one)."""
     suite = get_suite(name)
     start = time.perf_counter()
     cells, _skipped = suite.split()
     split_s = time.perf_counter() - start
     candidates = len(suite.candidates())
     with tempfile.TemporaryDirectory() as tmp:
-        store = ResultsStore(Path(tmp) / "s.sqlite")
+        store = ResultsStore(keep if keep is not None else Path(tmp) / "s.sqlite")
+        if store.rows_for(cells):
+            raise SystemExit(f"bench_suite_estimates: {keep} already holds rows of {name}")
         start = time.perf_counter()
         run_suite(Suite(name, tuple(cells), suite.baseline, suite.description), store,
                   quiet=True)  # fmt: skip
         run_s = time.perf_counter() - start
-        rows = store.rows()
+        rows = store.rows_for(cells)
     by_cell = defaultdict(float)
     for r in rows:
         by_cell[r.cell_hash] += r.wall_time
@@ -77,10 +80,12 @@ def measure(name: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", nargs="*", default=["quick", "robust"])
+    parser.add_argument("--store", type=Path, default=None,
+                        help="keep the rows in this (new) store (default: a temporary one)")  # fmt: skip
     record.add_json_option(parser)
     args = parser.parse_args()
     record.start(__file__, args)
-    results = [measure(name) for name in args.suites]
+    results = [measure(name, args.store) for name in args.suites]
     # per learner: microseconds per agent-step, clean, over every suite measured
     totals = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for res in results:

@@ -1,7 +1,7 @@
 """Reference results shipped with the package (docs/bench.md, "Reference results").
 
-The file ``fedbandit_env/bench/reference/reference.json`` holds the rows of the ``standard`` and
-``quick`` suites and of each per-paper suite's headline cells (:data:`HEADLINES`), on fixed seeds, so that
+The file ``fedbandit_env/bench/reference/reference.json`` holds the rows of the ``standard``,
+``quick`` and ``robust`` suites and of each per-paper suite's headline cells (:data:`HEADLINES`), on fixed seeds, so that
 ``fedbandit leaderboard --reference`` ranks a user's own rows against the published learners
 without re-running them. It is plain JSON (read with :mod:`json` only, nothing executable or
 pickled), validated on load (:func:`load_reference`), one cell per line, with no timings or
@@ -69,6 +69,9 @@ checkpoint is kept and a reference curve is as smooth as a store's."""
 
 STANDARD = "standard"
 QUICK = "quick"
+ROBUST = "robust"
+"""The robust suite's cells are in the file (numpy only), so a new learner is ranked against
+every learner's regret under attack (docs/bench.md, "The robust suite")."""
 HEADLINES: dict[str, tuple[int, tuple[str, ...]]] = {
     "gossip": (4, ("ucb1", "gossip_ucb", "gossip_fed_ucb eps=2")),
     "dp_recsys": (10, ("ucb1", "dp_dec_ucb eps=2", "dp_mw_ucb eps=2")),
@@ -157,11 +160,11 @@ class Reference:
 def reference_cells(
     note: Callable[[str], None] = print, jax: bool = False
 ) -> list[tuple[str, Cell]]:
-    """(suite name, cell) of every reference cell: the ``standard`` and ``quick`` suites'
-    available cells and each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
+    """(suite name, cell) of every reference cell: the ``standard``, ``quick`` and ``robust``
+    suites' available cells and each per-paper suite's :data:`HEADLINES` (a headline label missing from its suite is an
     error, so a renamed cell is noticed); with ``jax``, the ``standard`` and headline cells on
     the JAX backend too (those with a JAX learner), from seed :data:`JAX_SEED_OFFSET`."""
-    out = _backend_cells(NUMPY, (STANDARD, QUICK), note)
+    out = _backend_cells(NUMPY, (STANDARD, QUICK, ROBUST), note)
     if jax:
         out += [(name, replace(cell, seed=cell.seed + JAX_SEED_OFFSET))
                 for name, cell in _backend_cells(JAX, (STANDARD,), note)]  # fmt: skip
