@@ -32,7 +32,8 @@ SMALL = {"num_agents": 3, "num_arms": 3, "topology": "ring"}
 def test_the_shipped_reference_is_valid_and_names_existing_headline_cells():
     ref = load_reference()  # validates the schema and the package version
     assert ref.path == REFERENCE_PATH and ref.cells
-    assert {c["suite"] for c in ref.cells} <= {"standard", "quick", *HEADLINES}
+    assert {c["suite"] for c in ref.cells} <= {"standard", "quick", "robust", *HEADLINES}
+    assert any(c["suite"] == "robust" for c in ref.cells)  # the robust suite is ranked against
     reference_cells(lambda _msg: None)  # raises if a headline label left its suite
     for name, (_, labels) in HEADLINES.items():
         assert set(labels) <= {c.name for c in get_suite(name).cells}
@@ -52,8 +53,8 @@ def test_a_sample_of_the_shipped_reference_reproduces_bit_for_bit():
 
 @pytest.fixture
 def tiny(monkeypatch):
-    """A tiny `standard` suite, an empty `quick` one and one tiny paper suite with one headline
-    cell."""
+    """A tiny `standard` suite, empty `quick` and `robust` ones and one tiny paper suite with
+    one headline cell."""
     standard = Suite(
         "standard",
         tuple(Cell(ENV, a, 60, 3, SMALL, {}, label=a) for a in ("ucb1", "uniform", "kl_ucb")),
@@ -61,6 +62,7 @@ def tiny(monkeypatch):
     paper = Suite("tinypaper", (Cell(ENV, "ucb1", 40, 4, SMALL, {}, label="ucb1"),))
     monkeypatch.setitem(SUITES, "standard", standard)
     monkeypatch.setitem(SUITES, "quick", Suite("quick", ()))
+    monkeypatch.setitem(SUITES, "robust", Suite("robust", ()))
     monkeypatch.setitem(SUITES, "tinypaper", paper)
     monkeypatch.setattr(reference, "HEADLINES", {"tinypaper": (2, ("ucb1",))})
     return standard
