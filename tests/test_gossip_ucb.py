@@ -168,6 +168,7 @@ def test_independent_ucb1_locks_on_local_best_while_gossip_ucb_learns_global_bes
     assert gossip.regret_per_agent[:, -1].mean() < 0.3 * ucb.regret_per_agent[:, -1].mean()
 
 
+@pytest.mark.slow
 def test_setting_a_regret_far_below_theorem1_and_epsilon_ordering():
     """Setting (a) (N=3, M=5, K3), T = 2e4 rounds, seeds 0-3 (paired: the reward, edge and
     tie-break streams do not depend on epsilon).

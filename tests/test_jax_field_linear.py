@@ -103,6 +103,7 @@ def jit_vmap_matches_single(env, learner, steps: int = 8) -> None:
 
 
 # ================================================================ DisLinUCB
+@pytest.mark.slow
 def test_dislinucb_agrees_and_syncs_as_often_as_numpy():
     """D = 0.5 (data-dependent syncs, 28 to 31 per run): mean final regret, messages and floats within 3 se over 200
     runs, and the number of sync rounds per run within 3 se of the twin's ``n_sync``; every sync
@@ -138,10 +139,12 @@ def test_dislinucb_with_d0_syncs_after_every_trial_exactly_as_numpy():
     np.testing.assert_array_equal(out.engine_steps, 2 * t - 1)
 
 
+@pytest.mark.slow
 def test_dislinucb_act_under_jit_and_vmap_same_key_same_bits():
     jit_vmap_matches_single(env_for("dislinucb", DIS, horizon=30), DisLinUCB(sync_threshold=0.5))
 
 
+@pytest.mark.slow
 def test_dislinucb_light_cone():
     """Agent j's change reaches the others only through the server, one step later (a sync
     after every trial)."""
@@ -187,6 +190,7 @@ def test_dislinucb_checks_the_facts_at_init_like_its_twin():
 
 
 # ====================================================== decentralized FedUCB
+@pytest.mark.slow
 def test_decentralized_agrees_and_requests_as_often_as_numpy():
     """Non-private, D_dec = 3, gamma = 2 on a ring of 5 (one clique of G^2), paper timing: mean
     final regret and messages within 3 se over 200 runs; requests and releases per run within
@@ -202,6 +206,7 @@ def test_decentralized_agrees_and_requests_as_often_as_numpy():
     assert (out.engine_steps > DEC["horizon"]).all()
 
 
+@pytest.mark.slow
 def test_decentralized_private_default_agrees_with_numpy():
     """The default (private, epsilon 1, Theorem 1's D_dec, gamma = 1: pairs on the ring):
     regret and messages within 3 se; no tree refuses a release."""
@@ -213,6 +218,7 @@ def test_decentralized_private_default_agrees_with_numpy():
     assert (state.clipped_rewards == 0).all() == (twin.clipped_rewards == 0).all()
 
 
+@pytest.mark.slow
 def test_decentralized_latency_timing_agrees_with_numpy():
     """``timing="latency"`` (messages with the pulls, no communication steps), gamma = 1:
     within 3 se, and exactly T engine steps."""
@@ -223,12 +229,14 @@ def test_decentralized_latency_timing_agrees_with_numpy():
     np.testing.assert_array_equal(out.engine_steps, DEC["horizon"])
 
 
+@pytest.mark.slow
 def test_decentralized_act_under_jit_and_vmap_same_key_same_bits():
     """Private (the tree's noise from the key), with releases in the first steps."""
     env = env_for("fed_lin_ucb_decentralized", DEC, horizon=30)
     jit_vmap_matches_single(env, FedLinUCBDecentralized(sync_threshold=0.5))
 
 
+@pytest.mark.slow
 def test_decentralized_light_cone():
     """On the path of 6 with gamma = 2 (flood TTL 2, cliques within 2 hops), agent 0's change
     reaches agent i no earlier than d(0, i) steps later, and does reach another agent."""

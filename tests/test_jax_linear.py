@@ -173,6 +173,7 @@ def test_linucb_ports_agree_with_numpy(agent_id):
     assert out.messages.sum() == 0 and ref.messages.sum() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "agent_kwargs, exact",
     [
@@ -210,10 +211,12 @@ def test_fed_lin_ucb_latency_timing_agrees_with_numpy():
 
 
 # ------------------------------------------------------------- same bits, vmap
+@pytest.mark.slow
 def test_same_key_same_bits():
     same_bits(fed_env(horizon=30), fj.make_jax_agent("fed_lin_ucb", sync_threshold=0.0), [0, 1])
 
 
+@pytest.mark.slow
 def test_act_is_pure_under_jit_and_vmap():
     """init and act traced once under jit(vmap) choose the arms that one run at a time does
     (decision sets rescaled at random so that no two arms are near a tie); float32, int32 and
@@ -251,6 +254,7 @@ def test_linucb_agents_are_independent():
     assert (base["arms"][:10] == moved["arms"][:10]).all()
 
 
+@pytest.mark.slow
 def test_fed_lin_ucb_light_cone():
     """Agent j's change reaches the others only through the server, one step later (a sync
     after every trial, non-private so that one changed reward moves the others' choices)."""

@@ -47,6 +47,7 @@ print("finished")
 """
 
 
+@pytest.mark.slow
 def test_private_fed_lin_ucb_with_100_runs_of_100_agents_finishes():
     try:
         done = subprocess.run([sys.executable, "-c", ROLLOUT], capture_output=True, text=True,
