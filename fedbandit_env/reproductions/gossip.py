@@ -604,7 +604,7 @@ def init_claims(
             "default's",
             check=C.at_least(float(stats[names[1]][2] / max(stats[names[2]][2], 1e-9)), 10.0),
             ours=f"sd {stats[names[1]][2]:,.0f} against {stats[names[2]][2]:,.0f} "
-            f"({stats[names[1]][2] / max(stats[names[2]][2], 1e-9):.0f} times)",
+            f"({stats[names[1]][2] / max(stats[names[2]][2], 1e-9):.3g} times)",
             scale=scale,
             source="project",
         ),
