@@ -1,5 +1,6 @@
-"""The robust reductions of the JAX ``neighbors`` and ``server`` channels
-(fedbandit_env/jax/channels/robust.py) against their numpy twins (fedbandit_env/network/robust.py):
+"""The robust reductions of fedbandit_env/network/robust.py, one source for both engines, in the
+JAX ``neighbors`` and ``server`` channels (float32, under jit, Weiszfeld in a ``lax.while_loop``)
+against the numpy channels (float64):
 the same values, counts, ``degenerate`` flags and charges step by step under jit, with the JAX
 channel's drops, participation and random grouping replayed into the twin; the delivery's pytree
 is the same at reset and after a step; and the channels step inside the JAX environment like the

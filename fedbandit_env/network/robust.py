@@ -18,7 +18,10 @@ reductions"): per receiver, over the senders whose message arrived.
 Every function takes the candidates ``values`` (..., S, dim) (any content where not arrived),
 ``arrived`` (..., S) bool with the S slots in ascending sender id, and ``count`` (...) the
 number arrived, and returns (..., dim), 0 where nothing arrived. Vectorised over the leading
-axes and the slots: the only Python loop is over Weiszfeld iterations.
+axes and the slots. One source for both engines (:mod:`fedbandit_env.xp`): the numpy channels
+call these on their (B, N, ...) batch, the JAX channels on one run's arrays, with the array
+namespace read from the arguments; the Weiszfeld iterations are a Python loop in numpy and a
+``lax.while_loop`` in JAX, with the same stopping rule.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.validation import check_int
+from fedbandit_env.xp import argsort_stable, namespace, while_loop
 
 ROBUST = ("median", "trimmed_mean", "median_of_means", "geometric_median")
 """The robust reductions, in the order docs/channels.md lists them."""
@@ -86,20 +90,22 @@ def describe_robust(reduce: Any, trim: int, group_size: int, grouping: str) -> d
 
 def robust_reduce(
     reduce: str,
-    values: np.ndarray,
-    arrived: np.ndarray,
-    count: np.ndarray,
+    values: Any,
+    arrived: Any,
+    count: Any,
     *,
     trim: int = 1,
     group_size: int = 1,
-    order: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(value (..., dim), degenerate (...) bool) of robust reduction ``reduce``; ``order``
-    (..., S) uniforms that order the arrived senders of ``median_of_means`` (None: ascending
-    id). ``degenerate``: ``trimmed_mean`` with 1 <= count <= 2 trim (the median was used)."""
-    degenerate = np.zeros(count.shape, dtype=bool)
+    order: Any = None,
+) -> tuple[Any, Any]:
+    """(value (..., dim), degenerate (...) bool) of robust reduction ``reduce`` (a static
+    choice); ``order`` (..., S) uniforms that order the arrived senders of ``median_of_means``
+    (None: ascending id). ``degenerate``: ``trimmed_mean`` with 1 <= count <= 2 trim (the
+    median was used)."""
+    xp = namespace(values, count)
+    degenerate = xp.zeros(count.shape, dtype=bool)
     if values.shape[-2] == 0:  # no slots (an agent without neighbours): nothing can arrive
-        return np.zeros((*count.shape, values.shape[-1])), degenerate
+        return xp.zeros((*count.shape, values.shape[-1]), dtype=values.dtype), degenerate
     if reduce == "median":
         value = median(values, arrived, count)
     elif reduce == "trimmed_mean":
@@ -113,64 +119,66 @@ def robust_reduce(
     return value, degenerate
 
 
-def _sorted(values: np.ndarray, arrived: np.ndarray) -> np.ndarray:
+def _sorted(values: Any, arrived: Any) -> Any:
     """Per coordinate, the arrived values in ascending order first, +inf after them."""
-    return np.sort(np.where(arrived[..., None], values, np.inf), axis=-2)
+    xp = namespace(values, arrived)
+    return xp.sort(xp.where(arrived[..., None], values, xp.inf), axis=-2)
 
 
-def _at(xs: np.ndarray, pos: np.ndarray) -> np.ndarray:
+def _at(xs: Any, pos: Any) -> Any:
     """``xs[..., pos, :]`` for a position per leading index (clipped into range)."""
-    idx = np.clip(pos, 0, xs.shape[-2] - 1)[..., None, None]
-    idx = np.broadcast_to(idx, (*pos.shape, 1, xs.shape[-1]))
-    return np.take_along_axis(xs, idx, axis=-2)[..., 0, :]
+    xp = namespace(xs, pos)
+    idx = xp.clip(pos, 0, xs.shape[-2] - 1)[..., None, None]
+    idx = xp.broadcast_to(idx, (*pos.shape, 1, xs.shape[-1]))
+    return xp.take_along_axis(xs, idx, axis=-2)[..., 0, :]
 
 
-def _median_sorted(xs: np.ndarray, count: np.ndarray) -> np.ndarray:
+def _median_sorted(xs: Any, count: Any) -> Any:
     """Median of the first ``count`` rows of the sorted ``xs`` (0 where count is 0)."""
+    xp = namespace(xs, count)
     lo = _at(xs, (count - 1) // 2)
     hi = _at(xs, count // 2)
     odd = (count % 2 == 1)[..., None]
-    with np.errstate(invalid="ignore", over="ignore"):
-        value = np.where(odd, lo, (lo + hi) / 2)
-    return np.where((count > 0)[..., None], value, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where fewer arrived
+        value = xp.where(odd, lo, (lo + hi) / 2)
+    return xp.where((count > 0)[..., None], value, 0.0)
 
 
-def median(values: np.ndarray, arrived: np.ndarray, count: np.ndarray) -> np.ndarray:
+def median(values: Any, arrived: Any, count: Any) -> Any:
     """Coordinate-wise median of the arrived values (mean of the two middle ones if even)."""
     return _median_sorted(_sorted(values, arrived), count)
 
 
-def trimmed_mean(
-    values: np.ndarray, arrived: np.ndarray, count: np.ndarray, trim: int
-) -> tuple[np.ndarray, np.ndarray]:
+def trimmed_mean(values: Any, arrived: Any, count: Any, trim: int) -> tuple[Any, Any]:
     """Coordinate-wise mean of the arrived values without the ``trim`` largest and smallest;
     the median (and ``degenerate`` True) where 1 <= count <= 2 trim."""
+    xp = namespace(values, count)
     xs = _sorted(values, arrived)
     pos = np.arange(xs.shape[-2])
     keep = (pos >= trim) & (pos < (count - trim)[..., None])  # (..., S)
-    kept = np.maximum(count - 2 * trim, 1)
-    mean = np.where(keep[..., None], xs, 0.0).sum(axis=-2) / kept[..., None]
+    kept = xp.maximum(count - 2 * trim, 1).astype(xs.dtype)
+    mean = xp.where(keep[..., None], xs, 0.0).sum(axis=-2) / kept[..., None]
     degenerate = (count >= 1) & (count <= 2 * trim)
-    value = np.where(degenerate[..., None], _median_sorted(xs, count), mean)
-    return np.where((count > 0)[..., None], value, 0.0), degenerate
+    value = xp.where(degenerate[..., None], _median_sorted(xs, count), mean)
+    return xp.where((count > 0)[..., None], value, 0.0), degenerate
 
 
 def group_layout(slots: int, group_size: int) -> tuple[np.ndarray, int]:
     """Positions (G_max, J) of the candidate members of each group of ``group_size`` among
     ``slots`` ordered senders (J = min(2 group_size - 1, slots): the last group may hold up to
-    2 group_size - 1), and G_max = max(1, slots // group_size)."""
+    2 group_size - 1), and G_max = max(1, slots // group_size). Static: numpy for both
+    engines."""
     g_max = max(1, slots // group_size)
     span = min(2 * group_size - 1, slots)
     return np.arange(g_max)[:, None] * group_size + np.arange(span)[None, :], g_max
 
 
-def group_members(
-    pos: np.ndarray, group_size: int, count: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def group_members(pos: np.ndarray, group_size: int, count: Any) -> tuple[Any, Any]:
     """(member (..., G_max, J) bool, groups (...)) for ``count`` ordered senders: G =
     max(1, count // group_size) groups; group k < G - 1 holds positions k g .. k g + g - 1, the
     last one every position from (G - 1) g to count - 1."""
-    groups = np.maximum(count // group_size, 1)
+    xp = namespace(count)
+    groups = xp.maximum(count // group_size, 1)
     k = np.arange(pos.shape[0])[:, None]
     j = np.arange(pos.shape[1])[None, :]
     last = k == (groups - 1)[..., None, None]
@@ -181,32 +189,29 @@ def group_members(
 
 
 def median_of_means(
-    values: np.ndarray,
-    arrived: np.ndarray,
-    count: np.ndarray,
-    group_size: int,
-    order: np.ndarray | None = None,
-) -> np.ndarray:
+    values: Any, arrived: Any, count: Any, group_size: int, order: Any = None
+) -> Any:
     """Coordinate-wise median of the group means (groups of ``group_size`` consecutive arrived
     senders in ascending id, or in the order of the uniforms ``order``)."""
+    xp = namespace(values, count)
     slots, dim = values.shape[-2:]
-    rank = np.broadcast_to(np.arange(slots, dtype=np.float64), arrived.shape)
+    rank = xp.broadcast_to(xp.arange(slots, dtype=values.dtype), arrived.shape)
     if order is not None:
-        rank = order
-    first = np.argsort(np.where(arrived, rank, np.inf), axis=-1, kind="stable")  # arrived first
-    ordered = np.take_along_axis(values, first[..., None], axis=-2)
+        rank = order.astype(values.dtype)
+    first = argsort_stable(xp, xp.where(arrived, rank, xp.inf))  # arrived first
+    ordered = xp.take_along_axis(values, first[..., None], axis=-2)
     pos, g_max = group_layout(slots, group_size)
     member, groups = group_members(pos, group_size, count)
-    candidates = ordered.take(np.minimum(pos, slots - 1).ravel(), axis=-2)
+    candidates = xp.take(ordered, np.minimum(pos, slots - 1).ravel(), axis=-2)
     candidates = candidates.reshape(*ordered.shape[:-2], *pos.shape, dim)
-    sums = np.where(member[..., None], candidates, 0.0).sum(axis=-2)  # (..., G_max, dim)
-    means = sums / np.maximum(member.sum(axis=-1), 1)[..., None]
+    sums = xp.where(member[..., None], candidates, 0.0).sum(axis=-2)  # (..., G_max, dim)
+    means = sums / xp.maximum(member.sum(axis=-1), 1).astype(values.dtype)[..., None]
     real = np.arange(g_max) < groups[..., None]
     value = median(means, real, groups)
-    return np.where((count > 0)[..., None], value, 0.0)
+    return xp.where((count > 0)[..., None], value, 0.0)
 
 
-def geometric_median(values: np.ndarray, arrived: np.ndarray, count: np.ndarray) -> np.ndarray:
+def geometric_median(values: Any, arrived: Any, count: Any) -> Any:
     """Weiszfeld's algorithm over the arrived payload vectors, in the modified form of Vardi &
     Zhang ("The multivariate L1-median and associated data depth", PNAS 2000) that does not
     stall on a data point: start at the coordinate-wise median z; the points within
@@ -216,17 +221,23 @@ def geometric_median(values: np.ndarray, arrived: np.ndarray, count: np.ndarray)
     plain Weiszfeld step). At most :data:`WEISZFELD_ITERATIONS` steps, each receiver stopping
     once its step is below :data:`WEISZFELD_TOL`; then the nearest arrived point replaces z
     where it is clearly better (:func:`nearest_point_if_better`)."""
-    x = np.where(arrived[..., None], values, 0.0)
-    z = median(values, arrived, count)
-    active = count > 0
-    for _ in range(WEISZFELD_ITERATIONS):
-        if not active.any():
-            break
-        new, step = weiszfeld_step(np, x, arrived, z)
-        z = np.where(active[..., None], new, z)
-        active = active & (step >= WEISZFELD_TOL)
-    z = nearest_point_if_better(np, x, arrived, z)
-    return np.where((count > 0)[..., None], z, 0.0)
+    xp = namespace(values, count)
+    x = xp.where(arrived[..., None], values, 0.0)
+
+    def unfinished(carry: tuple[Any, Any, Any]) -> Any:
+        i, _, active = carry
+        return (i < WEISZFELD_ITERATIONS) & active.any()
+
+    def step(carry: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        i, z, active = carry
+        new, moved = weiszfeld_step(xp, x, arrived, z)
+        z = xp.where(active[..., None], new, z)
+        return i + 1, z, active & (moved >= WEISZFELD_TOL)
+
+    start = (xp.zeros((), dtype=xp.int32), median(values, arrived, count), count > 0)
+    _, z, _ = while_loop(xp, unfinished, step, start)
+    z = nearest_point_if_better(xp, x, arrived, z)
+    return xp.where((count > 0)[..., None], z, 0.0)
 
 
 def nearest_point_if_better(xp: Any, x: Any, arrived: Any, z: Any) -> Any:
@@ -246,7 +257,7 @@ def nearest_point_if_better(xp: Any, x: Any, arrived: Any, z: Any) -> Any:
 
 def weiszfeld_step(xp: Any, x: Any, arrived: Any, z: Any) -> tuple[Any, Any]:
     """(next estimate (..., dim), its step length (...)) of :func:`geometric_median`, in the
-    array module ``xp`` (numpy, or ``jax.numpy`` for the JAX twin)."""
+    array namespace ``xp`` (numpy or ``jax.numpy``)."""
     diff = x - z[..., None, :]
     dist = xp.sqrt(xp.square(diff).sum(axis=-1))  # (..., S)
     near = arrived & (dist < WEISZFELD_FLOOR)

@@ -3,11 +3,11 @@
 Mirrors :mod:`fedbandit_env.network.neighbors` for one run: the padded delivery (one slot per
 neighbour, ascending ids, -1 padded) or, with ``reduce`` ``"sum"``, ``"mean"`` or ``"max"`` or a
 robust reduction (``"median"``, ``"trimmed_mean"``, ``"median_of_means"``,
-``"geometric_median"``; docs/channels.md, "Robust reductions",
-:mod:`fedbandit_env.jax.channels.robust`), the aggregate over the neighbours whose message
-arrived, their count and the ``degenerate`` flag of ``trimmed_mean``. Each directed delivery
-is one agent-agent message of ``dim`` floats at cost c2; a dropped message is charged and
-counted in ``dropped``. ``grouping="random"`` splits the step's key into the drop key and a
+``"geometric_median"``; docs/channels.md, "Robust reductions"; the functions of
+:mod:`fedbandit_env.network.robust`, shared with the numpy channels), the aggregate over the
+neighbours whose message arrived, their count and the ``degenerate`` flag of
+``trimmed_mean``. Each directed delivery is one agent-agent message of ``dim`` floats at cost
+c2; a dropped message is charged and counted in ``dropped``. ``grouping="random"`` splits the step's key into the drop key and a
 key for the (N, D) ordering uniforms (:meth:`Neighbors.keys`).
 """
 
@@ -20,10 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedbandit_env.jax.channels.base import JaxChannel
-from fedbandit_env.jax.channels.robust import robust_reduce
 from fedbandit_env.jax.types import link_charge
 from fedbandit_env.network.ledger import AGENT_AGENT
-from fedbandit_env.network.robust import ROBUST
+from fedbandit_env.network.robust import ROBUST, robust_reduce
 
 
 class NeighborsDelivery(NamedTuple):

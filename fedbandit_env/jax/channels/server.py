@@ -6,8 +6,9 @@ docs/dp-recsys.md). Each step the server accepts the uploads of the participatin
 of them, or a fresh uniformly random subset of ceil(p N) agents, docs/commeff.md, Decision 11:
 the ceil(p N) smallest of one uniform per agent), sums or averages what arrived (or takes a
 robust reduction of it: ``"median"``, ``"trimmed_mean"``, ``"median_of_means"``,
-``"geometric_median"``; docs/channels.md, "Robust reductions",
-:mod:`fedbandit_env.jax.channels.robust`) and broadcasts it to every agent in the same step.
+``"geometric_median"``; docs/channels.md, "Robust reductions"; the functions of
+:mod:`fedbandit_env.network.robust`, shared with the numpy channels) and broadcasts it to
+every agent in the same step.
 Cost: ``c1`` per agent-server link used, an upload and its reply counting once (Li & Song,
 Section III-B, Eq. (2)); the broadcast to agents that did not upload is free unless
 ``charge_broadcast`` (docs/commeff.md, Decision 12). Messages count uploads and deliveries.
@@ -33,10 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedbandit_env.jax.channels.base import JaxChannel
-from fedbandit_env.jax.channels.robust import robust_reduce
 from fedbandit_env.jax.types import link_charge
 from fedbandit_env.network.ledger import AGENT_SERVER
-from fedbandit_env.network.robust import ROBUST
+from fedbandit_env.network.robust import ROBUST, robust_reduce
 
 
 class ServerDelivery(NamedTuple):

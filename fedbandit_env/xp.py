@@ -1,0 +1,58 @@
+"""Array namespaces: the one place where a formula learns which engine calls it
+(docs/architecture.md, "Shared kernels").
+
+A formula that both engines compute is written once against an array namespace ``xp``, numpy
+or ``jax.numpy``, for one run with any leading batch axes (``...``): the numpy engine calls it
+on its (B, N, ...) batch, the JAX engine on one run's (N, ...) arrays under ``vmap`` and
+``jit``. :func:`namespace` infers ``xp`` from the arguments, so the numpy engine never imports
+JAX. The few operations whose spelling differs between the two (a stable sort, a loop with a
+data-dependent end) have a helper here; everything else is the common subset of the two APIs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+import numpy as np
+
+Carry = TypeVar("Carry")
+
+
+def is_jax(array: Any) -> bool:
+    """Whether ``array`` is a JAX array or tracer (read from its type, without importing
+    JAX)."""
+    return type(array).__module__.split(".", 1)[0] in ("jax", "jaxlib")
+
+
+def namespace(*arrays: Any) -> ModuleType:
+    """``jax.numpy`` if any of ``arrays`` is a JAX array or tracer, else ``numpy``."""
+    if any(is_jax(a) for a in arrays):
+        import jax.numpy as jnp
+
+        return jnp
+    return np
+
+
+def argsort_stable(xp: ModuleType, a: Any, axis: int = -1) -> Any:
+    """A stable arg-sort along ``axis`` (equal keys keep their order) in ``xp``."""
+    if xp is np:
+        return np.argsort(a, axis=axis, kind="stable")
+    return xp.argsort(a, axis=axis, stable=True)
+
+
+def while_loop(
+    xp: ModuleType, cond: Callable[[Carry], Any], body: Callable[[Carry], Carry], init: Carry
+) -> Carry:
+    """``while cond(carry): carry = body(carry)``: a Python loop in numpy, ``lax.while_loop``
+    in JAX (``cond`` must then return a scalar boolean array and ``body`` keep the carry's
+    shapes and dtypes)."""
+    if xp is np:
+        carry = init
+        while bool(cond(carry)):
+            carry = body(carry)
+        return carry
+    import jax
+
+    return jax.lax.while_loop(cond, body, init)
