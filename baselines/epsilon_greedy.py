@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.config import EpsilonGreedyConfig
+from baselines.formulas import empirical_mean_index, epsilon_explore
 from baselines.index import IndexPolicy
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
@@ -32,12 +33,10 @@ class EpsilonGreedy(IndexPolicy):
         self._explore = rng.child("explore").buffered("uniform", (facts.num_agents, 2))
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        return self.unpulled_to_inf(np.divide(s, np.maximum(n, 1.0)), n)
+        return empirical_mean_index(n, s)
 
     def choose(self, greedy: np.ndarray) -> np.ndarray:
-        u = self._explore.next()
-        random_arm = np.minimum((u[..., 1] * self.num_arms).astype(np.int64), self.num_arms - 1)
-        return np.where(u[..., 0] < self.config.epsilon, random_arm, greedy)
+        return epsilon_explore(self._explore.next(), greedy, self.config.epsilon, self.num_arms)
 
 
 class EpsilonGreedyShared(EpsilonGreedy):

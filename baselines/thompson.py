@@ -23,7 +23,8 @@ variate; then the last candidate is used unchecked (its Wilson-Hilferty approxim
 documented and negligible deviation from exact Beta sampling.
 
 The shared variants send their own ``(counts, sums)`` (for Beta: the counts of successes after
-the trick) and sample from the sum of own and neighbours' latest statistics.
+the trick) and sample from the sum of own and neighbours' latest statistics. The formulas are
+:mod:`baselines.formulas`, shared with the JAX learners.
 """
 
 from __future__ import annotations
@@ -33,25 +34,16 @@ from typing import Any
 import numpy as np
 
 from baselines.config import ThompsonBetaConfig, ThompsonGaussianConfig
+from baselines.formulas import (
+    ATTEMPTS,
+    bernoulli_trick,
+    beta_posterior_sample,
+    gaussian_posterior_sample,
+    unit_reward,
+)
 from baselines.index import IndexPolicy, default_scale, unit_interval_bounds
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
-
-ATTEMPTS = 4
-
-
-def gamma_marsaglia_tsang(a: np.ndarray, normal: np.ndarray, uniform: np.ndarray) -> np.ndarray:
-    """Gamma(a, 1) variates for a >= 1 (any shape S) from ``normal`` and ``uniform`` of shape
-    (*S, ATTEMPTS): the first accepted Marsaglia-Tsang candidate, else the last candidate."""
-    d = (a - 1.0 / 3.0)[..., None]
-    c = 1.0 / np.sqrt(9.0 * d)
-    v = (1.0 + c * normal) ** 3
-    positive = v > 0
-    log_v = np.log(np.where(positive, v, 1.0))
-    accept = positive & (np.log(uniform) < 0.5 * normal**2 + d - d * v + d * log_v)
-    first = np.where(accept.any(axis=-1), np.argmax(accept, axis=-1), ATTEMPTS - 1)
-    chosen = np.take_along_axis(d * np.where(positive, v, 1.0), first[..., None], axis=-1)
-    return chosen[..., 0]
 
 
 class ThompsonBeta(IndexPolicy):
@@ -74,14 +66,10 @@ class ThompsonBeta(IndexPolicy):
         self._uniform = posterior.child("uniform").buffered("uniform", shape)
 
     def transform_reward(self, reward: np.ndarray) -> np.ndarray:
-        p = (np.clip(reward, self._lo, self._hi) - self._lo) / (self._hi - self._lo)
-        return (self._trick.next() < p).astype(np.float64)
+        return bernoulli_trick(self._trick.next(), unit_reward(reward, self._lo, self._hi))
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        s = np.clip(s, 0.0, n)  # received statistics may be noisy (privatized)
-        shapes = np.stack([1.0 + s, 1.0 + n - s], axis=-1)
-        g = gamma_marsaglia_tsang(shapes, self._normal.next(), self._uniform.next())
-        return g[..., 0] / (g[..., 0] + g[..., 1])
+        return beta_posterior_sample(n, s, self._normal.next(), self._uniform.next())
 
 
 class ThompsonBetaShared(ThompsonBeta):
@@ -110,8 +98,7 @@ class ThompsonGaussian(IndexPolicy):
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
         """A sample of N(s / (n + 1), scale^2 / (n + 1)) per arm (Agrawal and Goyal 2013)."""
-        z = self._normal.next()
-        return z * self.scale / np.sqrt(n + 1.0) + s / (n + 1.0)
+        return gaussian_posterior_sample(n, s, self._normal.next(), self.scale)
 
 
 class ThompsonGaussianShared(ThompsonGaussian):

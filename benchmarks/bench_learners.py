@@ -35,7 +35,7 @@ from learner_refs_base import ENV, Ref, per_run_streams, policy_rate, timed
 from learner_refs_private import BUILDERS, reference_rate
 
 import fedbandit_env
-from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
+from baselines.formulas import ATTEMPTS, gamma_marsaglia_tsang
 from fedbandit_env.agent_registry import make_agent
 from fedbandit_env.kernels import argmax_one_uniform
 

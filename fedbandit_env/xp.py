@@ -56,3 +56,18 @@ def while_loop(
     import jax
 
     return jax.lax.while_loop(cond, body, init)
+
+
+def fori_loop(
+    xp: ModuleType, steps: int, body: Callable[[int, Carry], Carry], init: Carry
+) -> Carry:
+    """``for i in range(steps): carry = body(i, carry)`` with a fixed trip count: a Python loop
+    in numpy, ``lax.fori_loop`` in JAX."""
+    if xp is np:
+        carry = init
+        for i in range(steps):
+            carry = body(i, carry)
+        return carry
+    import jax
+
+    return jax.lax.fori_loop(0, steps, body, init)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import fedbandit_env
+from baselines.formulas import bernoulli_kl, kl_upper_bound
 from baselines.index import argmax_uniform_ties
-from baselines.ucb import bernoulli_kl, kl_upper_bound
 from fedbandit_env import ConfigError, make_agent
 from fedbandit_env.bench import evaluate
 
@@ -180,7 +180,7 @@ def test_shared_variant_needs_its_channel():
 def test_fixed_budget_beta_sampler_matches_beta(a, b):
     from scipy import stats
 
-    from baselines.thompson import ATTEMPTS, gamma_marsaglia_tsang
+    from baselines.formulas import ATTEMPTS, gamma_marsaglia_tsang
 
     rng = np.random.default_rng(1)
     size = 20_000

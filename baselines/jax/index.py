@@ -1,7 +1,8 @@
 """The index zoo in JAX: per-agent statistics, an index per arm, a uniform tie-break.
 
 Ports of :mod:`baselines.index`, :mod:`baselines.ucb`, :mod:`baselines.epsilon_greedy` and
-:mod:`baselines.thompson` for one run (the rollout ``vmap``s over runs). Each agent keeps
+:mod:`baselines.thompson` for one run (the rollout ``vmap``s over runs), with the formulas of
+:mod:`baselines.formulas`, which the numpy learners call too. Each agent keeps
 ``counts`` n[i, k] and ``sums`` s[i, k] of its own pulls, folds in its last pull, and pulls an
 arm of maximal index, uniformly among exact ties (Thompson sampling, whose indices are
 continuous, takes the plain arg-max). Counts are int32 (exact); sums float32.
@@ -35,8 +36,18 @@ from baselines.config import (
     ThompsonGaussianConfig,
     UCB1Config,
 )
+from baselines.formulas import (
+    ATTEMPTS,
+    bernoulli_trick,
+    beta_posterior_sample,
+    empirical_mean_index,
+    epsilon_explore,
+    gaussian_posterior_sample,
+    kl_ucb_index,
+    ucb1_index,
+    unit_reward,
+)
 from baselines.index import CHANNEL, default_scale, unit_interval_bounds
-from baselines.thompson import ATTEMPTS
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
 from fedbandit_env.scores import note_scores
@@ -80,16 +91,6 @@ def keep_latest(latest: jnp.ndarray, heard) -> jnp.ndarray:
     take its payload, the others keep their previous statistics (:meth:`IndexPolicy._received`
     of the twin)."""
     return jnp.where(heard.mask[..., None], heard.payload, latest)
-
-
-def ucb1_index(n, s, t, alpha: float, scale: float) -> jnp.ndarray:
-    """UCB1 (Auer, Cesa-Bianchi and Fischer 2002): ``s/n + scale sqrt(alpha ln t / n)`` (their
-    ``x̄_j + sqrt(2 ln n / n_j)`` at ``alpha = 2``, ``scale = 1``), inf on unpulled arms (each
-    arm is tried once first)."""
-    n = n.astype(jnp.float32)
-    safe = jnp.maximum(n, 1.0)
-    index = s / safe + scale * jnp.sqrt(alpha * jnp.log(jnp.maximum(t, 1.0)) / safe)
-    return jnp.where(n > 0, index, jnp.inf)
 
 
 class IndexPolicy:
@@ -199,31 +200,6 @@ class UCB1Shared(UCB1):
 
 
 # --------------------------------------------------------------- KL-UCB
-_EPS = 1e-15
-_ONE_MINUS = 1.0 - 2.0**-24  # the float32 just below 1 (1 - 1e-15 rounds to 1 in float32)
-
-
-def bernoulli_kl(p, q):
-    """kl(p, q) = p ln(p/q) + (1-p) ln((1-p)/(1-q)), with p, q clipped into (0, 1)."""
-    p = jnp.clip(p, _EPS, _ONE_MINUS)
-    q = jnp.clip(q, _EPS, _ONE_MINUS)
-    return p * jnp.log(p / q) + (1.0 - p) * jnp.log((1.0 - p) / (1.0 - q))
-
-
-def kl_upper_bound(p, level, iterations: int):
-    """Largest q in [p, 1] with kl(p, q) <= level, by bisection (kl(p, .) increases on [p, 1]):
-    ``iterations`` halvings in a ``lax.fori_loop`` (over halvings, not agents or arms)."""
-
-    def halve(_, bracket):
-        lo, hi = bracket
-        mid = 0.5 * (lo + hi)
-        ok = bernoulli_kl(p, mid) <= level
-        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
-
-    lo, _ = jax.lax.fori_loop(0, iterations, halve, (p, jnp.ones_like(p)))
-    return lo
-
-
 class KLUCB(IndexPolicy):
     """KL-UCB with the Bernoulli KL per agent (Garivier and Cappé 2011): the index of arm k is
     the largest q in [p_k, 1] with ``n_k kl(p_k, q) <= ln t + c ln ln t``, rewards mapped to
@@ -240,14 +216,10 @@ class KLUCB(IndexPolicy):
         self._iterations = math.ceil(math.log2(1.0 / self.config.precision))
 
     def transform_reward(self, key, reward):
-        return (jnp.clip(reward, self._lo, self._hi) - self._lo) / (self._hi - self._lo)
+        return unit_reward(reward, self._lo, self._hi)
 
     def index(self, key, n, s, total):
-        safe = jnp.maximum(n, 1.0)
-        log_t = jnp.log(jnp.maximum(total, 1.0))
-        budget = log_t + self.config.c * jnp.log(jnp.maximum(log_t, 1.0))
-        upper = kl_upper_bound(jnp.clip(s / safe, 0.0, 1.0), budget / safe, self._iterations)
-        return jnp.where(n > 0, upper, jnp.inf)
+        return kl_ucb_index(n, s, total, self.config.c, self._iterations)
 
 
 class KLUCBShared(KLUCB):
@@ -274,13 +246,11 @@ class EpsilonGreedy(IndexPolicy):
         self.config = EpsilonGreedyConfig(self.agent_id, epsilon)
 
     def index(self, key, n, s, total):
-        return jnp.where(n > 0, s / jnp.maximum(n, 1.0), jnp.inf)
+        return empirical_mean_index(n, s)
 
     def choose(self, key, greedy):
         u = jax.random.uniform(key, (greedy.shape[0], 2), jnp.float32)
-        m = self.num_arms
-        random_arm = jnp.minimum((u[:, 1] * m).astype(jnp.int32), m - 1)
-        return jnp.where(u[:, 0] < self.config.epsilon, random_arm, greedy)
+        return epsilon_explore(u, greedy, self.config.epsilon, self.num_arms)
 
 
 class EpsilonGreedyShared(EpsilonGreedy):
@@ -293,22 +263,6 @@ class EpsilonGreedyShared(EpsilonGreedy):
 
 
 # ----------------------------------------------------- Thompson sampling
-def gamma_marsaglia_tsang(a, normal, uniform):
-    """Gamma(a, 1) variates for a >= 1 (Marsaglia and Tsang 2000) from ``normal`` and
-    ``uniform`` of shape (*S, ATTEMPTS): the first accepted candidate, else the last one (its
-    Wilson-Hilferty approximation), a fixed budget per variate as in the twin
-    (:func:`baselines.thompson.gamma_marsaglia_tsang`)."""
-    d = (a - 1.0 / 3.0)[..., None]
-    c = 1.0 / jnp.sqrt(9.0 * d)
-    v = (1.0 + c * normal) ** 3
-    positive = v > 0
-    log_v = jnp.log(jnp.where(positive, v, 1.0))
-    accept = positive & (jnp.log(uniform) < 0.5 * normal**2 + d - d * v + d * log_v)
-    first = jnp.where(accept.any(axis=-1), jnp.argmax(accept, axis=-1), ATTEMPTS - 1)
-    chosen = jnp.take_along_axis(d * jnp.where(positive, v, 1.0), first[..., None], axis=-1)
-    return chosen[..., 0]
-
-
 class ThompsonBeta(IndexPolicy):
     """Beta-Bernoulli Thompson sampling (Agrawal and Goyal 2012) with Beta(1, 1) priors and the
     Bernoulli trick of their Algorithm 2 (one uniform per agent and step; the identity on
@@ -328,18 +282,15 @@ class ThompsonBeta(IndexPolicy):
         self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
 
     def transform_reward(self, key, reward):
-        p = (jnp.clip(reward, self._lo, self._hi) - self._lo) / (self._hi - self._lo)
-        return (jax.random.uniform(key, reward.shape, jnp.float32) < p).astype(jnp.float32)
+        u = jax.random.uniform(key, reward.shape, jnp.float32)
+        return bernoulli_trick(u, unit_reward(reward, self._lo, self._hi))
 
     def index(self, key, n, s, total):
-        s = jnp.clip(s, 0.0, n)  # received statistics may be noisy (privatized)
-        shapes = jnp.stack([1.0 + s, 1.0 + n - s], axis=-1)  # (N, M, 2)
         k_normal, k_uniform = jax.random.split(key)
-        draws = (*shapes.shape, ATTEMPTS)
+        draws = (*n.shape, 2, ATTEMPTS)
         normal = jax.random.normal(k_normal, draws, jnp.float32)
         uniform = jax.random.uniform(k_uniform, draws, jnp.float32)
-        g = gamma_marsaglia_tsang(shapes, normal, uniform)
-        return g[..., 0] / (g[..., 0] + g[..., 1])
+        return beta_posterior_sample(n, s, normal, uniform)
 
 
 class ThompsonBetaShared(ThompsonBeta):
@@ -370,7 +321,7 @@ class ThompsonGaussian(IndexPolicy):
 
     def index(self, key, n, s, total):
         z = jax.random.normal(key, n.shape, jnp.float32)
-        return z * self.scale / jnp.sqrt(n + 1.0) + s / (n + 1.0)
+        return gaussian_posterior_sample(n, s, z, self.scale)
 
 
 class ThompsonGaussianShared(ThompsonGaussian):
