@@ -67,15 +67,12 @@ from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
-from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_near_ties
 from fedbandit_env.validation import check_real
 
 AGENT_ID = "dislinucb"
 SYNC, STATS = "sync", "stats"
-TIE_TOLERANCE = 1e-12
-"""Relative tolerance under which two UCB values are a tie (unit-norm features make the first
-decision an exact tie up to rounding)."""
 
 
 def heuristic_threshold(horizon: int, num_agents: int, dim: int) -> float:
@@ -241,11 +238,7 @@ class DisLinUCB(TeamPolicy):
         mean = np.matmul(context, theta)[..., 0]
         quad = (np.matmul(context, V_inv) * context).sum(axis=-1)  # (B, N, K)
         ucb = mean + self.width()[..., None] * np.sqrt(np.maximum(quad, 0.0))
-        note_scores(ucb)
-        top = ucb.max(axis=-1, keepdims=True)
-        tie = ucb >= top - TIE_TOLERANCE * np.maximum(1.0, np.abs(top))
-        u = self._tiebreak.next()
-        arms = np.argmax(np.where(tie, u, -1.0), axis=-1)
+        arms = argmax_near_ties(ucb, self._tiebreak.next())
         return arms.astype(np.int64), np.take_along_axis(quad, arms[..., None], axis=-1)[..., 0]
 
     def _trigger(self, quad: np.ndarray) -> np.ndarray:

@@ -5,9 +5,8 @@ baselines both use (every statistic is an array over runs, agents and arms).
   read, add to or set the entry of each (run, agent)'s chosen arm, and the (B*N, M) row view.
   Flat positions ``(b N + i) M + arm`` are computed here and nowhere else;
 * :func:`argmax_one_uniform` and :func:`argmax_uniform_ties`: arg-max over the last axis with a
-  uniformly random tie-break (one uniform per row; the tie search runs only on rows with a tie);
-  both report the index they rank to :func:`fedbandit_env.scores.note_scores` (the bench's NaN
-  count, docs/bench.md "Flags");
+  uniformly random tie-break, re-exported from :mod:`fedbandit_env.ties` (one function per
+  rule, shared with the JAX learners);
 * :func:`check_number`: a learner's float hyperparameter, checked with an error naming the
   learner and the field;
 * :func:`ucb_choice` and :func:`check_linear`: the OFUL action of a batch of decision sets and
@@ -28,6 +27,7 @@ import numpy as np
 
 from fedbandit_env.policy import FederationFacts, require_family
 from fedbandit_env.scores import note_scores
+from fedbandit_env.ties import argmax_one_uniform, argmax_uniform_ties
 from fedbandit_env.validation import check_memory, check_real
 
 __all__ = [
@@ -135,49 +135,6 @@ class ArmTable:
                 f"ArmTable: expected a C-contiguous table of shape {self.shape}, got "
                 f"shape {table.shape}"
             )
-
-
-def argmax_uniform_ties(index: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Arg-max over the last axis; ties between exactly equal maxima broken by the largest ``u``
-    (i.i.d. uniforms of the same shape), i.e. uniformly at random."""
-    note_scores(index)
-    best = index.max(axis=-1, keepdims=True)
-    return np.argmax(np.where(index >= best, u, -1.0), axis=-1)
-
-
-def argmax_one_uniform(index: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Arg-max over the last axis with one uniform per row for ties: among the ``k`` arms of
-    exactly maximal index, the ``floor(u k)``-th in arm order (uniformly at random).
-
-    ``u`` has the shape of ``index`` without its last axis. Cost without ties: one arg-max, one
-    flat gather, one comparison and one count over the array (no per-row max reduction). With
-    ties, the flat positions of the tied arms (row by row, arms in order) give each row's count
-    ``k`` and its ``floor(u k)``-th tied arm directly. A row whose arg-max is NaN keeps it (it
-    has no tied arm, so it is not among the rows listed).
-    """
-    note_scores(index)
-    m = index.shape[-1]
-    rows = np.ascontiguousarray(index).reshape(-1, m)
-    arms = rows.argmax(axis=-1)
-    starts = row_starts(arms.size, m)
-    best = rows.reshape(-1)[starts + arms]
-    tied = rows >= best[:, None]
-    # a NaN row (arg-max's pick is NaN) has no tied arm, so only then can the count hide a tie
-    if np.count_nonzero(tied) > arms.size or np.isnan(best).any():
-        pos = np.flatnonzero(tied)
-        row_of = pos // m
-        head = np.empty(pos.size, dtype=bool)  # the first tied arm of each row
-        head[:1] = True
-        np.not_equal(row_of[1:], row_of[:-1], out=head[1:])
-        first = np.flatnonzero(head)
-        k = np.diff(first, append=pos.size)  # tied arms per listed row
-        if first.size == arms.size:  # every row listed (no NaN maximum)
-            j = np.minimum((u.reshape(-1) * k).astype(np.int64), k - 1)
-            return (pos[first + j] - starts).reshape(index.shape[:-1])
-        listed = row_of[first]
-        j = np.minimum((u.reshape(-1)[listed] * k).astype(np.int64), k - 1)
-        arms[listed] = pos[first + j] - starts[listed]
-    return arms.reshape(index.shape[:-1])
 
 
 _STARTS: dict[tuple[int, int], np.ndarray] = {}

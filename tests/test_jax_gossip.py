@@ -28,22 +28,17 @@ import fedbandit_env.jax as fj  # noqa: E402
 from agents.gossip_ucb import GossipFedUCB as NumpyGossipFedUCB  # noqa: E402
 from agents.gossip_ucb import GossipUCB as NumpyGossipUCB  # noqa: E402
 from agents.gossip_ucb import exploration_bonus as np_exploration_bonus  # noqa: E402
-from agents.jax.gossip_ucb import (  # noqa: E402
-    GossipFedUCB,
-    GossipUCB,
-    argmax_one_uniform,
-    exploration_bonus,
-)
+from agents.jax.gossip_ucb import GossipFedUCB, GossipUCB, exploration_bonus  # noqa: E402
 from fedbandit_env.agent_registry import make_agent  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for  # noqa: E402
 from fedbandit_env.errors import ConfigError  # noqa: E402
 from fedbandit_env.jax.channels.gossip import GossipDelivery  # noqa: E402
 from fedbandit_env.jax.channels.neighbors import NeighborsAggregate  # noqa: E402
 from fedbandit_env.jax.tree_counter import TreeCounter  # noqa: E402
-from fedbandit_env.kernels import argmax_one_uniform as np_argmax_one_uniform  # noqa: E402
 from fedbandit_env.privacy import TreeCounter as NumpyTreeCounter  # noqa: E402
 from fedbandit_env.registration import make_vec  # noqa: E402
 from fedbandit_env.seeding import BatchedRNG  # noqa: E402
+from fedbandit_env.ties import argmax_one_uniform  # noqa: E402
 
 TRIANGLE = "FedBandit/GossipTriangle-v0"  # N=3, M=5, K3, Gaussian(1) rewards
 RING = "FedBandit/Heterogeneous-v0"
@@ -196,8 +191,9 @@ def test_bonus_and_choice_are_the_twins():
     q = rng.integers(0, 3, size=(500, 6)).astype(np.float32)
     q[::7, 2] = np.inf
     u = rng.random(500).astype(np.float32)
+    # the shared rule (fedbandit_env/ties.py): JAX's cumulative-count path against numpy's
     np.testing.assert_array_equal(np.asarray(argmax_one_uniform(jnp.asarray(q), jnp.asarray(u))),
-                                  np_argmax_one_uniform(q, u))  # fmt: skip
+                                  argmax_one_uniform(q, u))  # fmt: skip
 
 
 def env_kwargs(env_id: str, agent_id: str, **kwargs) -> dict:

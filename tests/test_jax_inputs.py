@@ -124,7 +124,7 @@ class NaNOnFirstSteps:
         return jnp.zeros((), jnp.int32)
 
     def act(self, key, t, obs):
-        from agents.jax.gossip_ucb import argmax_one_uniform
+        from fedbandit_env.ties import argmax_one_uniform
 
         index = jnp.zeros((self.n, self.m)).at[0, 0].set(jnp.where(t < 2, jnp.nan, 0.0))
         arms = argmax_one_uniform(index, jax.random.uniform(key, (self.n,)))

@@ -48,12 +48,12 @@ import numpy as np
 
 from agents.byzres_ucb import CHANNEL
 from agents.byzres_ucb import ByzResUCB as NumpyByzResUCB
-from agents.jax.gossip_ucb import argmax_one_uniform
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 class ByzResState(NamedTuple):

@@ -49,10 +49,10 @@ import numpy as np
 from agents.coop_ucb2 import CHANNEL
 from agents.coop_ucb2 import CoopUCB2 as NumpyCoopUCB2
 from agents.jax.field_common import Mixing, mix
-from agents.jax.gossip_ucb import argmax_one_uniform
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 class CoopState(NamedTuple):

@@ -56,11 +56,11 @@ import numpy as np
 from agents.dducb import CHANNEL
 from agents.dducb import DDUCB as NumpyDDUCB
 from agents.jax.field_common import Mixing, mix
-from agents.jax.gossip_ucb import argmax_one_uniform
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 class DDUCBState(NamedTuple):

@@ -41,7 +41,7 @@ facts, in Python, before tracing.
 
 Deviations, none in the algorithm:
 
-* ties: UCB values within a relative ``TIE_TOLERANCE`` (1e-5, float32 rounding; the twin's
+* ties: UCB values within a relative :func:`fedbandit_env.ties.tie_tolerance` (1e-5 in float32; the twin's
   1e-12 is a float64 tolerance) of the best are broken by the largest of (N, K) uniforms drawn
   from the step's key (the twin: its ``tiebreak`` stream, same rule);
 * numerics: float32 statistics (not compensated); V's Cholesky factor is recomputed every step
@@ -67,12 +67,8 @@ from agents.dislinucb import DisLinUCB as NumpyDisLinUCB
 from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over, triangular_solve
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
-
-TIE_TOLERANCE = 1e-5
-"""Relative tolerance under which two UCB values are a tie in float32 (unit-norm features make
-the first decision an exact tie up to rounding; the twin's 1e-12 is below float32's ulp)."""
+from fedbandit_env.ties import argmax_near_ties
 
 
 class DisLinUCBState(NamedTuple):
@@ -96,15 +92,6 @@ class DisLinUCBState(NamedTuple):
     n_sync: jnp.ndarray
     n_requests: jnp.ndarray
     context: jnp.ndarray
-
-
-def tie_broken_argmax(ucb: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
-    """Per client, among the arms within a relative ``TIE_TOLERANCE`` of the best UCB value, the
-    one with the largest uniform ``u`` (N, K) (docs/dislinucb.md, "Decision": ties at random)."""
-    note_scores(ucb)
-    top = ucb.max(axis=-1, keepdims=True)
-    tie = ucb >= top - TIE_TOLERANCE * jnp.maximum(1.0, jnp.abs(top))
-    return jnp.argmax(jnp.where(tie, u, -1.0), axis=-1).astype(jnp.int32)
 
 
 class DisLinUCB:
@@ -250,7 +237,7 @@ class DisLinUCB:
         mean = jnp.einsum("nkd,nd->nk", context, theta)
         ucb = mean + self.width(s.n)[:, None] * jnp.sqrt(jnp.maximum(quad, 0.0))
         u = jax.random.uniform(key, (n, self.K), jnp.float32)
-        arms = tie_broken_argmax(ucb, u)
+        arms = argmax_near_ties(ucb, u)
         chosen = jnp.take_along_axis(quad, arms[:, None], axis=-1)[:, 0]
         return arms, chosen, logdet_over(chol, self.lam)
 

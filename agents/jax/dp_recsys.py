@@ -76,13 +76,13 @@ from agents.dp_decentralized_ucb import DPDecentralizedUCB as NumpyDPDecentraliz
 from agents.dp_master_worker_ucb import CHANNEL as SERVER
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB as NumpyDPMasterWorkerUCB
 from agents.dp_recsys_common import HybridSums
-from agents.jax.gossip_ucb import argmax_one_uniform
 from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.hybrid_counter import HybridCounter, HybridCounterState, is_power_of_two
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 # ---------------------------------------------------------------- shared

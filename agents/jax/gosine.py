@@ -50,11 +50,11 @@ import numpy as np
 
 from agents.gosine import CHANNEL
 from agents.gosine import GosInE as NumpyGosInE
-from agents.jax.gossip_ucb import argmax_one_uniform
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 class GosInEState(NamedTuple):

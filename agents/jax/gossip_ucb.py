@@ -55,8 +55,8 @@ from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.tree_counter import TreeCounter, TreeCounterState
 from fedbandit_env.jax.types import Action, Observation
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 # ---------------------------------------------------------------- the index
@@ -98,17 +98,6 @@ def index(theta: jnp.ndarray, n: jnp.ndarray, t: jnp.ndarray, **bonus: Any) -> j
     """Q_{i,k}(t) = ϑ_{i,k}(t-1) + C_{i,k}(t), Algorithm 1 line 9 (Algorithm 4: with ϑ̃ and the
     bonus of Eq. (12)); ``bonus`` are the keyword arguments of :func:`exploration_bonus`."""
     return theta + exploration_bonus(n, t, **bonus)
-
-
-def argmax_one_uniform(q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
-    """Per row, among the ``k`` arms of exactly maximal ``q``, the ``floor(u k)``-th in arm
-    order (:func:`fedbandit_env.kernels.argmax_one_uniform`): ``u`` (N,) one uniform per row."""
-    note_scores(q)
-    tied = q >= q.max(axis=-1, keepdims=True)
-    k = tied.sum(axis=-1, dtype=jnp.int32)
-    r = jnp.minimum((u * k.astype(jnp.float32)).astype(jnp.int32), k - 1)
-    rank = jnp.cumsum(tied.astype(jnp.int32), axis=-1) - 1
-    return jnp.argmax(tied & (rank == r[:, None]), axis=-1).astype(jnp.int32)
 
 
 # ---------------------------------------------------------------- state

@@ -49,13 +49,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.jax.gossip_ucb import argmax_one_uniform
 from agents.ldp_ucb import CHANNEL
 from agents.ldp_ucb import LDPUCB as NumpyLDPUCB
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import COMMUNICATION, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 
 class LDPUCBState(NamedTuple):

@@ -63,13 +63,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.gosine import CHANNEL
-from agents.jax.gossip_ucb import argmax_one_uniform
 from agents.robust_gosine import RobustGosInE as NumpyRobustGosInE
 from agents.robust_gosine import block_until
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_one_uniform
 
 INT32_MAX = 2**31 - 1
 

@@ -51,6 +51,7 @@ from baselines.index import CHANNEL, default_scale, unit_interval_bounds
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
 from fedbandit_env.scores import note_scores
+from fedbandit_env.ties import argmax_uniform_ties
 
 
 class IndexState(NamedTuple):
@@ -77,13 +78,6 @@ def fold_last_pull(counts, sums, obs: Observation, reward=None):
     hit = (obs.last_arm[:, None] == jnp.arange(m)) & pulled[:, None]  # (N, M)
     reward = obs.last_reward if reward is None else reward
     return counts + hit.astype(counts.dtype), sums + jnp.where(hit, reward[:, None], 0.0)
-
-
-def argmax_uniform_ties(key: jax.Array, index: jnp.ndarray) -> jnp.ndarray:
-    """Per row, an arm of maximal index, uniform among the exact ties (one uniform per arm)."""
-    ties = index == index.max(axis=-1, keepdims=True)
-    u = jax.random.uniform(key, index.shape, jnp.float32)
-    return jnp.argmax(jnp.where(ties, u, -1.0), axis=-1).astype(jnp.int32)
 
 
 def keep_latest(latest: jnp.ndarray, heard) -> jnp.ndarray:
@@ -145,10 +139,11 @@ class IndexPolicy:
             state = IndexState(counts, sums)
         total = n.sum(axis=1, keepdims=True) if self.uses_total else None
         index = self.index(k_index, n, s, total)
-        note_scores(index)
         if self.ties:
-            greedy = argmax_uniform_ties(k_tie, index)
+            u = jax.random.uniform(k_tie, index.shape, jnp.float32)
+            greedy = argmax_uniform_ties(index, u)  # reports the index to the NaN count
         else:
+            note_scores(index)
             greedy = jnp.argmax(index, axis=-1).astype(jnp.int32)
         return Action(self.choose(k_choose, greedy), messages), state
 

@@ -1,0 +1,72 @@
+"""Tie-breaking arg-max rules: one function per rule, one source for both engines
+(docs/architecture.md, "Shared kernels").
+
+Every rule takes an index (..., M) and uniforms, picks an arm per row (the last axis), reports
+the index to :func:`fedbandit_env.scores.note_scores` (the bench's NaN count, docs/bench.md
+"Flags") and runs on numpy or ``jax.numpy`` arrays alike (:mod:`fedbandit_env.xp`):
+
+* :func:`argmax_one_uniform`: one uniform per row; among the k arms of exactly maximal index,
+  the floor(u k)-th in arm order (the rule of the reference agents and numpy baselines);
+* :func:`argmax_uniform_ties`: one uniform per arm; among the exact maxima, the arm of the
+  largest uniform (the JAX baselines' rule);
+* :func:`argmax_near_ties`: one uniform per arm; among the arms within a relative
+  :func:`tie_tolerance` of the maximum, the arm of the largest uniform (DisLinUCB, whose first
+  decision on unit-norm features is a tie up to rounding).
+
+A row whose maximum is NaN keeps numpy's arg-max (the first NaN) under
+:func:`argmax_one_uniform`; the NaN count flags it either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.scores import note_scores
+from fedbandit_env.xp import namespace
+
+
+def argmax_one_uniform(index: Any, u: Any) -> Any:
+    """Arg-max over the last axis; among the k arms of exactly maximal index, the
+    floor(u k)-th in arm order, ``u`` one uniform per row (the shape of ``index`` without its
+    last axis): uniformly at random. numpy returns the plain arg-max when no row has a tie (the
+    common case, one pass fewer); the rule is the same."""
+    xp = namespace(index, u)
+    note_scores(index)
+    arms = xp.argmax(index, axis=-1)
+    best = xp.take_along_axis(index, arms[..., None], axis=-1)
+    tied = index >= best
+    # no row with a tie: one tied arm per row, and none missing from a NaN row
+    if xp is np and np.count_nonzero(tied) == arms.size and not np.isnan(best).any():
+        return arms
+    k = tied.sum(axis=-1)
+    r = xp.minimum((u * k).astype(k.dtype), k - 1)
+    chosen = xp.argmax(tied & (xp.cumsum(tied, axis=-1) - 1 == r[..., None]), axis=-1)
+    return xp.where(k > 0, chosen, arms)
+
+
+def argmax_uniform_ties(index: Any, u: Any) -> Any:
+    """Arg-max over the last axis; ties between exactly equal maxima broken by the largest of
+    the uniforms ``u`` (the shape of ``index``, one per arm): uniformly at random."""
+    xp = namespace(index, u)
+    note_scores(index)
+    best = index.max(axis=-1, keepdims=True)
+    return xp.argmax(xp.where(index >= best, u, -1.0), axis=-1)
+
+
+def tie_tolerance(dtype: Any) -> float:
+    """The relative tolerance under which two index values tie in ``dtype``: 1e-12 in
+    float64, 1e-5 in float32 (1e-12 is below float32's resolution)."""
+    return 1e-12 if np.dtype(dtype).itemsize >= 8 else 1e-5
+
+
+def argmax_near_ties(index: Any, u: Any) -> Any:
+    """Arg-max over the last axis; among the arms within a relative :func:`tie_tolerance` of
+    the best value (``index >= top - tol max(1, |top|)``), the arm of the largest of the
+    uniforms ``u`` (the shape of ``index``)."""
+    xp = namespace(index, u)
+    note_scores(index)
+    top = index.max(axis=-1, keepdims=True)
+    tie = index >= top - tie_tolerance(index.dtype) * xp.maximum(1.0, xp.abs(top))
+    return xp.argmax(xp.where(tie, u, -1.0), axis=-1)
