@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.gossip_index import exploration_bonus, index
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
@@ -146,42 +147,6 @@ def _check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
             f"{agent_id}: reward_clip: expected None or (lo, hi) with finite lo < hi, got {clip!r}"
         )
     return float(clip[0]), float(clip[1])
-
-
-# ---------------------------------------------------------------- the index
-def exploration_bonus(
-    n: np.ndarray,
-    t: int,
-    *,
-    num_agents: int,
-    alpha1: float,
-    bonus_scale: float = 1.0,
-    epsilon: float = math.inf,
-    horizon: int = 1,
-    dp_bonus_scale: float = 1.0,
-    dp_log_floor: float = 1.0,
-) -> np.ndarray:
-    """C_{i,k}(t) for counts n (the counts before round t's pull), natural logs.
-
-    ``epsilon = inf`` (Gossip_UCB): Eq. (11), ``sqrt(2 N ln t / n) + alpha1``.
-    Otherwise (Fed_UCB, Algorithm 4): Eq. (12) as printed,
-    ``alpha1 + sqrt(2 N [128 N ln^2 T ln t ln n / (n^2 eps^2) + 1/n] ln t)`` with T the horizon
-    in rounds, ``ln n`` read as ``ln max(n, dp_log_floor)`` and 128 times ``dp_bonus_scale``.
-    ``bonus_scale`` multiplies the square root in both."""
-    N, ln_t = num_agents, math.log(t)
-    if math.isinf(epsilon):
-        root = np.sqrt(2 * N * ln_t / n)
-    else:
-        ln_n = np.log(np.maximum(n, dp_log_floor))
-        privacy = dp_bonus_scale * 128 * N * math.log(horizon) ** 2 * ln_t * ln_n
-        root = np.sqrt(2 * N * (privacy / (n**2 * epsilon**2) + 1 / n) * ln_t)
-    return alpha1 + bonus_scale * root
-
-
-def index(theta: np.ndarray, n: np.ndarray, t: int, **bonus: Any) -> np.ndarray:
-    """Q_{i,k}(t) = ϑ_{i,k}(t-1) + C_{i,k}(t), Algorithm 1 line 9 (Algorithm 4: with ϑ̃ and the
-    bonus of Eq. (12)); ``bonus`` are the keyword arguments of :func:`exploration_bonus`."""
-    return theta + exploration_bonus(n, t, **bonus)
 
 
 # ---------------------------------------------------------------- state

@@ -25,10 +25,10 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import fedbandit_env.jax as fj  # noqa: E402
+from agents.gossip_index import exploration_bonus  # noqa: E402
 from agents.gossip_ucb import GossipFedUCB as NumpyGossipFedUCB  # noqa: E402
 from agents.gossip_ucb import GossipUCB as NumpyGossipUCB  # noqa: E402
-from agents.gossip_ucb import exploration_bonus as np_exploration_bonus  # noqa: E402
-from agents.jax.gossip_ucb import GossipFedUCB, GossipUCB, exploration_bonus  # noqa: E402
+from agents.jax.gossip_ucb import GossipFedUCB, GossipUCB  # noqa: E402
 from fedbandit_env.agent_registry import make_agent  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for  # noqa: E402
 from fedbandit_env.errors import ConfigError  # noqa: E402
@@ -177,7 +177,8 @@ def test_empirical_noise_per_block_matches_the_twin():
 
 # ---------------------------------------------------------------- the learners
 def test_bonus_and_choice_are_the_twins():
-    """Eq. (11) and Eq. (12) as the twin evaluates them (float32 tolerance), and the same
+    """Eq. (11) and Eq. (12), one function (agents/gossip_index.py), on int32 JAX counts and a
+    traced round against float64 numpy counts and a Python round (float32 tolerance), and the same
     ``floor(u k)``-th tied arm for the same uniforms."""
     n = np.array([[1, 2, 3, 10], [100, 1000, 5, 7]], np.float64)
     for t in (1, 2, 17, 5000):
@@ -185,7 +186,7 @@ def test_bonus_and_choice_are_the_twins():
                       {"epsilon": 0.3, "horizon": 77, "dp_bonus_scale": 0.5}):  # fmt: skip
             kw = {"num_agents": 3, "alpha1": 64 / 3**17, "bonus_scale": 1.5, **extra}
             ours = exploration_bonus(jnp.asarray(n, jnp.int32), jnp.int32(t), **kw)
-            np.testing.assert_allclose(np.asarray(ours), np_exploration_bonus(n, t, **kw),
+            np.testing.assert_allclose(np.asarray(ours), exploration_bonus(n, t, **kw),
                                        rtol=2e-6)  # fmt: skip
     rng = np.random.default_rng(0)
     q = rng.integers(0, 3, size=(500, 6)).astype(np.float32)

@@ -40,13 +40,13 @@ k)``-th of the k candidates); the counter's Laplace draws come from the key
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agents.gossip_index import index
 from agents.gossip_ucb import GOSSIP, NEIGHBORS
 from agents.gossip_ucb import GossipFedUCB as NumpyGossipFedUCB
 from agents.gossip_ucb import GossipUCB as NumpyGossipUCB
@@ -57,47 +57,6 @@ from fedbandit_env.jax.types import Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_one_uniform
-
-
-# ---------------------------------------------------------------- the index
-def exploration_bonus(
-    n: jnp.ndarray,
-    t: jnp.ndarray,
-    *,
-    num_agents: int,
-    alpha1: float,
-    bonus_scale: float = 1.0,
-    epsilon: float = math.inf,
-    horizon: int = 1,
-    dp_bonus_scale: float = 1.0,
-    dp_log_floor: float = 1.0,
-) -> jnp.ndarray:
-    """C_{i,k}(t) for counts n (the counts before round t's pull), natural logs (the twin's
-    :func:`agents.gossip_ucb.exploration_bonus`).
-
-    ``epsilon = inf`` (Gossip_UCB): Eq. (11), ``sqrt(2 N ln t / n) + alpha1``.
-    Otherwise (Fed_UCB, Algorithm 4): Eq. (12) as printed,
-    ``alpha1 + sqrt(2 N [128 N ln^2 T ln t ln n / (n^2 eps^2) + 1/n] ln t)`` with T the horizon
-    in rounds, ``ln n`` read as ``ln max(n, dp_log_floor)`` and 128 times ``dp_bonus_scale``.
-    ``bonus_scale`` multiplies the square root in both."""
-    N = num_agents
-    n = jnp.asarray(n).astype(jnp.float32)
-    ln_t = jnp.log(jnp.asarray(t).astype(jnp.float32))
-    if math.isinf(epsilon):
-        root = jnp.sqrt(jnp.float32(2 * N) * ln_t / n)
-    else:
-        ln_n = jnp.log(jnp.maximum(n, jnp.float32(dp_log_floor)))
-        constant = jnp.float32(dp_bonus_scale * 128 * N * math.log(horizon) ** 2)
-        privacy = constant * ln_t * ln_n
-        eps2 = jnp.float32(epsilon**2)
-        root = jnp.sqrt(jnp.float32(2 * N) * (privacy / (n * n * eps2) + 1.0 / n) * ln_t)
-    return jnp.float32(alpha1) + jnp.float32(bonus_scale) * root
-
-
-def index(theta: jnp.ndarray, n: jnp.ndarray, t: jnp.ndarray, **bonus: Any) -> jnp.ndarray:
-    """Q_{i,k}(t) = ϑ_{i,k}(t-1) + C_{i,k}(t), Algorithm 1 line 9 (Algorithm 4: with ϑ̃ and the
-    bonus of Eq. (12)); ``bonus`` are the keyword arguments of :func:`exploration_bonus`."""
-    return theta + exploration_bonus(n, t, **bonus)
 
 
 # ---------------------------------------------------------------- state
