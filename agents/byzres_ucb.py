@@ -37,12 +37,12 @@ communication (the single-agent baseline on the same reward streams).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from agents.byzres_fusion import fuse, index, payload
 from agents.channel_check import check_channels
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
@@ -119,45 +119,6 @@ class ByzResUCBConfig:
         )
 
 
-def width_factor(kept: np.ndarray, kappa: float) -> np.ndarray:
-    """``g = (4 eta^2 + kappa eta + kappa) / 4`` with ``eta = 1 / (kept + 1)`` (``dist_TMLR.m``),
-    ``kept = |A| - 2f`` values fused with the own one."""
-    eta = 1.0 / (kept + 1.0)
-    return (4.0 * eta * eta + kappa * eta + kappa) / 4.0
-
-
-def fuse(
-    xbar: np.ndarray,
-    n: np.ndarray,
-    nb_mean: np.ndarray,
-    nb_count: np.ndarray,
-    heard: np.ndarray,
-    kappa: float,
-    f: int,
-    filtered: bool = True,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Steps 1-3 of the module docstring for every run, agent and arm at once.
-
-    ``xbar``, ``n`` (B, N, M) the receiver's own means and counts; ``nb_mean``, ``nb_count``
-    (B, N, D, M) what neighbour slot d sent; ``heard`` (B, N, D) its message arrived.
-    ``filtered=False`` (the ``"mean"`` ablation) accepts every heard neighbour (call it with
-    f = 0). Returns the fused estimate z, the width factor g and ``|A|`` (B, N, M)."""
-    accepted = np.broadcast_to(heard[..., None], nb_mean.shape)
-    if filtered:
-        accepted = accepted & (kappa * nb_count >= n[:, :, None, :])
-    size = accepted.sum(axis=2)  # |A| per (run, agent, arm)
-    values = np.where(accepted, nb_mean, np.inf)
-    values.sort(axis=2)  # accepted values first, ascending; filtered slots at +inf
-    pos = np.arange(values.shape[2])[None, None, :, None]
-    keep = (pos >= f) & (pos < (size - f)[:, :, None, :])  # drop f smallest and f largest
-    kept_sum = np.where(keep, values, 0.0).sum(axis=2)
-    robust = size > 2 * f
-    kept = np.maximum(size - 2 * f, 0)
-    z = np.where(robust, (xbar + kept_sum) / (kept + 1.0), xbar)
-    g = np.where(robust, width_factor(kept, kappa), 1.0)
-    return z, g, size
-
-
 def resolved_f(config: ByzResUCBConfig, facts: FederationFacts) -> tuple[int, tuple[str, ...]]:
     """The f the agents trim with and the row's notes: the user's f, or the environment's
     declared bound when f is None; a user f below the bound is run as given and noted
@@ -168,11 +129,6 @@ def resolved_f(config: ByzResUCBConfig, facts: FederationFacts) -> tuple[int, tu
     if config.fusion == "trimmed" and config.f < bound:
         return config.f, (f"f = {config.f} < {bound} Byzantine",)
     return config.f, ()
-
-
-def index(z: np.ndarray, g: np.ndarray, n: np.ndarray, t: int) -> np.ndarray:
-    """Step 4: ``Q = z + sqrt(2 g ln t / n)`` (``dist_TMLR.m``), t the round (ln 1 = 0)."""
-    return z + np.sqrt(2.0 * g * math.log(t) / n)
 
 
 @dataclass
@@ -249,9 +205,7 @@ class ByzResUCB(TeamPolicy):
     # ------------------------------------------------------------------ pieces
     def payload(self) -> np.ndarray:
         """What every agent sends: ``[xbar (M), n (M)]`` (B, N, 2M), xbar = 0 on unpulled arms."""
-        st = self.state
-        xbar = st.s / np.maximum(st.n, 1.0)
-        return np.concatenate([xbar, st.n], axis=2)
+        return payload(self.state.s, self.state.n)
 
     def _fold_in(self, obs: VecObservation) -> None:
         pulled = np.broadcast_to((obs.phase == PULL)[:, None], obs.last_arm.shape)

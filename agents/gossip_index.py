@@ -13,17 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
-from fedbandit_env.xp import namespace
-
-
-def _log(xp: Any, t: Any) -> Any:
-    """ln t: ``math.log`` of numpy's round (one number for the whole batch), ``xp.log`` of a
-    JAX scalar or an array of rounds."""
-    if xp is np and np.ndim(t) == 0:
-        return math.log(t)
-    return xp.log(t * 1.0)
+from fedbandit_env.xp import log_of_round, namespace
 
 
 def exploration_bonus(
@@ -46,7 +36,7 @@ def exploration_bonus(
     in rounds, ``ln n`` read as ``ln max(n, dp_log_floor)`` and 128 times ``dp_bonus_scale``.
     ``bonus_scale`` multiplies the square root in both."""
     xp = namespace(n, t)
-    N, ln_t = num_agents, _log(xp, t)
+    N, ln_t = num_agents, log_of_round(xp, t)
     n = n * 1.0  # integer counts (JAX int32) in the float dtype: n^2 must not overflow
     if math.isinf(epsilon):
         root = xp.sqrt(2 * N * ln_t / n)

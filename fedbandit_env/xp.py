@@ -11,6 +11,7 @@ data-dependent end) have a helper here; everything else is the common subset of 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
@@ -71,3 +72,12 @@ def fori_loop(
     import jax
 
     return jax.lax.fori_loop(0, steps, body, init)
+
+
+def log_of_round(xp: ModuleType, t: Any) -> Any:
+    """ln max(t, 1) of a round ``t``: ``math.log`` of numpy's round (one Python number for the
+    whole batch, as the numpy learners computed it), ``xp.log`` in the float dtype of a JAX
+    scalar or an array of rounds."""
+    if xp is np and np.ndim(t) == 0:
+        return math.log(max(t, 1))
+    return xp.log(xp.maximum(t, 1) * 1.0)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import fedbandit_env
-from agents.byzres_ucb import ByzResUCB, fuse, width_factor
+from agents.byzres_fusion import fuse, width_factor
+from agents.byzres_ucb import ByzResUCB
 from fedbandit_env import ConfigError
 from fedbandit_env.bench import evaluate
 from tests.dp_recsys_helpers import rollout

@@ -27,11 +27,11 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import fedbandit_env.jax as fj  # noqa: E402
+from agents.byzres_fusion import fuse  # noqa: E402
 from agents.byzres_ucb import ByzResUCB as NumpyByzResUCB  # noqa: E402
-from agents.byzres_ucb import fuse as np_fuse  # noqa: E402
 from agents.fed_mom_ucb import FedMoMUCB as NumpyFedMoMUCB  # noqa: E402
 from agents.fed_mom_ucb import s_of  # noqa: E402
-from agents.jax.byzres_ucb import ByzResUCB, fuse  # noqa: E402
+from agents.jax.byzres_ucb import ByzResUCB  # noqa: E402
 from agents.jax.fed_mom_ucb import FedMoMUCB, first_stopping_phase  # noqa: E402
 from agents.jax.robust_gosine import RobustGosInE  # noqa: E402
 from agents.robust_gosine import RobustGosInE as NumpyRobustGosInE  # noqa: E402
@@ -233,9 +233,10 @@ def test_byzres_follows_the_twin_step_by_step(env_kwargs, agent_kwargs):
            byz_compare, 2 * env_kwargs["horizon"])  # fmt: skip
 
 
-def test_byzres_fusion_is_the_twins():
-    """Steps 1-3 on random neighbour tables (filter, value ties, fewer than 2f + 1 accepted,
-    unheard slots): the twin's z, g and |A| to float32 rounding."""
+def test_byzres_fusion_agrees_across_engines():
+    """Steps 1-3 (agents/byzres_fusion.py, one function) on random neighbour tables (filter,
+    value ties, fewer than 2f + 1 accepted, unheard slots): float32 JAX on one run against
+    float64 numpy on a batch of one, z, g and |A| to float32 rounding."""
     rng = np.random.default_rng(0)
     n_agents, d, m = 40, 6, 5
     xbar = rng.integers(0, 4, (n_agents, m)) / 4.0  # quarter steps: many value ties
@@ -247,7 +248,7 @@ def test_byzres_fusion_is_the_twins():
         ours = fuse(jnp.asarray(xbar, jnp.float32), jnp.asarray(n, jnp.int32),
                     jnp.asarray(nb_mean, jnp.float32), jnp.asarray(nb_count, jnp.float32),
                     jnp.asarray(heard), kappa, f, filtered)  # fmt: skip
-        theirs = np_fuse(xbar[None], n[None], nb_mean[None], nb_count[None], heard[None], kappa,
+        theirs = fuse(xbar[None], n[None], nb_mean[None], nb_count[None], heard[None], kappa,
                          f, filtered)  # fmt: skip
         for a, b in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(np.asarray(a, np.float64), b[0], rtol=2e-6)

@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agents.byzres_fusion import fuse, index, payload
 from agents.byzres_ucb import CHANNEL
 from agents.byzres_ucb import ByzResUCB as NumpyByzResUCB
 from fedbandit_env.jax.accumulate import Total, total_add
@@ -67,46 +68,6 @@ class ByzResState(NamedTuple):
     g: jnp.ndarray
     accepted: jnp.ndarray
     comm_done: jnp.ndarray
-
-
-def width_factor(kept: jnp.ndarray, kappa: float) -> jnp.ndarray:
-    """Step 3's width factor ``g = (4 eta^2 + kappa eta + kappa) / 4`` with
-    ``eta = 1 / (kept + 1)`` (``dist_TMLR.m``; :func:`agents.byzres_ucb.width_factor`)."""
-    eta = 1.0 / (kept.astype(jnp.float32) + 1.0)
-    kappa = jnp.float32(kappa)
-    return (4.0 * eta * eta + kappa * eta + kappa) / 4.0
-
-
-def fuse(xbar, n, nb_mean, nb_count, heard, kappa: float, f: int, filtered: bool = True):
-    """Steps 1-3 for every agent and arm of one run (:func:`agents.byzres_ucb.fuse`).
-
-    ``xbar`` (N, M) float32 and ``n`` (N, M) the receiver's own means and counts; ``nb_mean``,
-    ``nb_count`` (N, D, M) what neighbour slot d sent; ``heard`` (N, D) its message arrived.
-    Step 1: ``A = {h : kappa nhat_h >= n_i}`` (``filtered=False``, the ``"mean"`` ablation:
-    every heard neighbour). Step 2: ``|A| <= 2f`` gives UCB1 (``z = xbar``, ``g = 1``). Step 3:
-    the heard values are sorted along the neighbour axis with the filtered-out slots at +inf,
-    and sorted positions f .. |A| - f - 1 are kept: ``z = (xbar + kept sum) / (|A| - 2f + 1)``.
-    Returns z, g and ``|A|`` (N, M)."""
-    accepted = jnp.broadcast_to(heard[..., None], nb_mean.shape)
-    if filtered:
-        own = n.astype(jnp.float32)[:, None, :]
-        accepted = accepted & (jnp.float32(kappa) * nb_count >= own)
-    size = accepted.sum(axis=1, dtype=jnp.int32)  # |A| per (agent, arm)
-    values = jnp.sort(jnp.where(accepted, nb_mean, jnp.inf), axis=1)
-    pos = jnp.arange(values.shape[1], dtype=jnp.int32)[None, :, None]
-    keep = (pos >= f) & (pos < (size - f)[:, None, :])  # drop the f smallest and f largest
-    kept_sum = jnp.where(keep, values, 0.0).sum(axis=1)
-    robust = size > 2 * f
-    kept = jnp.maximum(size - 2 * f, 0)
-    z = jnp.where(robust, (xbar + kept_sum) / (kept.astype(jnp.float32) + 1.0), xbar)
-    g = jnp.where(robust, width_factor(kept, kappa), 1.0)
-    return z, g, size
-
-
-def index(z: jnp.ndarray, g: jnp.ndarray, n: jnp.ndarray, t: jnp.ndarray) -> jnp.ndarray:
-    """Step 4: ``Q = z + sqrt(2 g ln t / n)`` (``dist_TMLR.m``), t the round (ln 1 = 0)."""
-    ln_t = jnp.log(jnp.maximum(t, 1).astype(jnp.float32))
-    return z + jnp.sqrt(2.0 * g * ln_t / jnp.maximum(n, 1).astype(jnp.float32))
 
 
 class ByzResUCB:
@@ -156,9 +117,7 @@ class ByzResUCB:
 
     def payload(self, state: ByzResState) -> jnp.ndarray:
         """What every agent sends: ``[xbar (M), n (M)]`` (N, 2M), xbar = 0 on unpulled arms."""
-        n = state.n.astype(jnp.float32)
-        xbar = (state.s.total - state.s.carry) / jnp.maximum(n, 1.0)
-        return jnp.concatenate([xbar, n], axis=1)
+        return payload(state.s.total - state.s.carry, state.n.astype(jnp.float32))
 
     def _choose(self, key: jax.Array, state: ByzResState, obs: Observation, t: jnp.ndarray):
         """Steps 1-4 of round t from the messages delivered in the last step: the fused z, g,
