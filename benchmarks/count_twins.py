@@ -16,8 +16,10 @@ Reads the source as text (nothing is imported or run) and prints, for the tree i
   function); a repeat that must stay names its reason in its docstring (``--list`` prints
   them);
 * **"twin" in JAX code**: occurrences of the word ``twin`` in those three folders;
-* **numpy learners imported by JAX learners**: ``import`` lines in ``agents/jax`` and
-  ``baselines/jax`` that name a numpy learner module (``agents.<x>``, ``baselines.<x>``);
+* **numpy learner classes imported by JAX learners**: names that modules under ``agents/jax``
+  and ``baselines/jax`` import from a numpy module and that name a numpy learner class (a
+  class with an ``act`` method or an ``agent_id``): what a JAX learner builds or reads its numpy
+  twin through;
 * **core lines**: the lines of ``fedbandit_env/engine.py``, ``fedbandit_env/seeding.py`` and
   the ``network`` and ``privacy`` packages (the plain numpy reference core).
 
@@ -107,10 +109,50 @@ def _is_jax(rel: str) -> bool:
     return any(rel == d or rel.startswith(d + "/") for d in JAX_DIRS)
 
 
+def _learner_classes(path: Path) -> set[str]:
+    """Names of the classes in ``path`` that define an ``act`` method or set an ``agent_id``
+    (numpy learners and their registered variants)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef) and any(
+            (isinstance(b, ast.FunctionDef) and b.name == "act")
+            or (
+                isinstance(b, ast.Assign | ast.AnnAssign)
+                and "agent_id"
+                in ast.unparse(b.targets[0] if isinstance(b, ast.Assign) else b.target)
+            )
+            for b in node.body
+        ):
+            out.add(node.name)
+    return out
+
+
+def _imported(path: Path) -> set[tuple[str, str]]:
+    """(module, name) of every ``from agents.x / baselines.x import name`` of ``path``, and of
+    every ``alias.name`` where ``alias`` is such an imported module (``from baselines import
+    ucb as np_ucb`` ... ``np_ucb.UCB1``)."""
+    out = set()
+    tree = ast.parse(path.read_text())
+    modules = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.split(".")[0] in ("agents", "baselines"):
+                for alias in node.names:
+                    out.add((node.module, alias.name))
+                    modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in modules:
+                out.add((modules[node.value.id], node.attr))
+    return out
+
+
 def count(root: Path) -> Counts:
     jax_fns: list[Function] = []
     numpy_fns: dict[str, list[Function]] = {}
-    twin_words = imports = 0
+    learners: set[tuple[str, str]] = set()
+    imports: set[tuple[str, str, str]] = set()
+    twin_words = 0
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
@@ -119,16 +161,13 @@ def count(root: Path) -> Counts:
                 text = path.read_text()
                 twin_words += len(re.findall(r"\btwins?\b", text, flags=re.IGNORECASE))
                 if rel.startswith(("agents/jax", "baselines/jax")):
-                    imports += len(
-                        re.findall(
-                            r"^\s*(?:from|import)\s+(?:agents|baselines)\.(?!jax\b)\w+",
-                            text,
-                            flags=re.MULTILINE,
-                        )
-                    )
+                    imports |= {(rel, m, n) for m, n in _imported(path) if ".jax" not in m}
             else:
                 for fn in functions(path, root):
                     numpy_fns.setdefault(fn.name, []).append(fn)
+                module = rel[:-3].replace("/", ".").removesuffix(".__init__")
+                learners |= {(module, name) for name in _learner_classes(path)}
+    numpy_learner_imports = sum((m, n) in learners for _, m, n in imports)
     same = [f for f in jax_fns if f.name in numpy_fns and not f.name.startswith("__")]
     repeats = []
     for fn in same:
@@ -144,7 +183,7 @@ def count(root: Path) -> Counts:
     for part in CORE:
         paths = [root / part] if part.endswith(".py") else sorted((root / part).rglob("*.py"))
         core += sum(len(p.read_text().splitlines()) for p in paths if p.exists())
-    return Counts(len(jax_fns), len(same), tuple(repeats), twin_words, imports, core)
+    return Counts(len(jax_fns), len(same), tuple(repeats), twin_words, numpy_learner_imports, core)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -166,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
         ("same name as a numpy function", lambda c: c.same_name),
         ("repeats a numpy function", lambda c: len(c.repeats)),
         ('"twin" in JAX code', lambda c: c.twin_words),
-        ("numpy learner modules imported by JAX learners", lambda c: c.numpy_learner_imports),
+        ("numpy learner classes imported by JAX learners", lambda c: c.numpy_learner_imports),
         ("core lines (engine, seeding, network, privacy)", lambda c: c.core_lines),
     ]
     for name, get in rows:
