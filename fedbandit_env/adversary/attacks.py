@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fedbandit_env.adversary import payloads
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG, BufferedStream
 from fedbandit_env.validation import ConfigTypeError, check_real
@@ -163,23 +164,14 @@ class Attack:
     def _everyone(self, view: AttackView) -> np.ndarray:
         return np.ones(view.send.shape, dtype=bool)
 
-    def _counts(self, mode: str, view: AttackView) -> np.ndarray:
-        """(B, N, M) counts of a mean-layout payload (:data:`COUNT_MODES`)."""
-        B, N = view.send.shape
-        M = self.spec.num_arms
-        if mode == "own":
-            return view.payload[..., M : 2 * M]
-        if mode == "zero":
-            return np.zeros((B, N, M))
-        if mode == "huge":
-            return np.full((B, N, M), huge_count(self.spec))
-        return np.broadcast_to(honest_max_counts(view, M)[:, None, :], (B, N, M))
-
     def _means_payload(self, means: np.ndarray, counts: str, view: AttackView) -> tuple:
-        """[means, counts] rows for every agent; ``means`` broadcasts to (B, N, M)."""
-        B, N = view.send.shape
-        means = np.broadcast_to(np.asarray(means, dtype=np.float64), (B, N, self.spec.num_arms))
-        return self._everyone(view), np.concatenate([means, self._counts(counts, view)], axis=2)
+        """[means, counts] rows for every agent (:func:`payloads.means_payload`); ``means``
+        broadcasts to (B, N, M), ``counts`` one of :data:`COUNT_MODES`."""
+        spec = self.spec
+        rows = payloads.means_payload(
+            means, counts, view.payload, view.honest_send, spec.num_arms, huge_count(spec)
+        )
+        return self._everyone(view), rows
 
 
 def huge_count(spec: AttackSpec) -> float:
@@ -189,11 +181,8 @@ def huge_count(spec: AttackSpec) -> float:
 
 def honest_max_counts(view: AttackView, num_arms: int) -> np.ndarray:
     """(B, M): per arm the largest count among this step's honest [means, counts] payloads (0
-    in a run where no honest agent sends)."""
-    counts = view.payload[..., num_arms : 2 * num_arms]
-    heard = view.honest_send[..., None]
-    top = np.where(heard, counts, -np.inf).max(axis=1)
-    return np.where(np.isfinite(top), top, 0.0)
+    in a run where no honest agent sends; :func:`payloads.honest_max_counts`)."""
+    return payloads.honest_max_counts(view.payload, view.honest_send, num_arms)
 
 
 def _check_counts(attack_id: str, counts: Any) -> str:
@@ -348,11 +337,11 @@ class _TrueMeansAttack(Attack):
         self.counts = _check_counts(type(self).attack_id, counts)
 
     def fake_means(self, view: AttackView) -> np.ndarray:
-        """(B, M) the means every Byzantine agent reports."""
+        """(B, 1, M) the means every Byzantine agent reports."""
         raise NotImplementedError
 
     def payload(self, channel_name, dim, view):
-        return self._means_payload(self.fake_means(view)[:, None, :], self.counts, view)
+        return self._means_payload(self.fake_means(view), self.counts, view)
 
 
 class DemoteBest(_TrueMeansAttack):
@@ -362,8 +351,7 @@ class DemoteBest(_TrueMeansAttack):
     attack_id = "demote_best"
 
     def fake_means(self, view):
-        M = self.spec.num_arms
-        return (np.arange(M)[None, :] != view.best_arm[:, None]).astype(np.float64)
+        return payloads.demote_best_means(view.best_arm, self.spec.num_arms)
 
 
 class Reverse(_TrueMeansAttack):
@@ -373,7 +361,7 @@ class Reverse(_TrueMeansAttack):
     attack_id = "reverse"
 
     def fake_means(self, view):
-        return 1.0 - view.means
+        return payloads.reverse_means(view.means)
 
 
 class FlippedMeans(Attack):
@@ -395,8 +383,7 @@ class FlippedMeans(Attack):
     def payload(self, channel_name, dim, view):
         M = self.spec.num_arms
         u = self._stream(channel_name, "uniform", (view.send.shape[1], M)).next()
-        near = (view.means.max(axis=1, keepdims=True) - view.means) <= self.beta  # (B, M)
-        means = np.where(near[:, None, :], 0.1 * u, 0.9 + 0.1 * u)
+        means = payloads.flipped_means(view.means, u, self.beta)
         return self._means_payload(means, self.counts, view)
 
 
@@ -452,12 +439,12 @@ class FedMoMSce1(Attack):
         self._pulls[channel_name] = pulls
         u = self._stream(channel_name, "uniform", (N,)).next()  # (B, N), drawn every step
         means = np.asarray(view.means, dtype=np.float64)
-        optimal = (means.max(axis=1, keepdims=True) - means) < self.beta  # (B, M)
+        optimal = payloads.beta_optimal(means, self.beta)  # (B, M)
         sums, counts = self._sums[channel_name], self._counts[channel_name]
         if pulled.any():
             arm = np.maximum(view.last_arm, 0)
             near = np.take_along_axis(optimal, arm, axis=1)  # (B, N) the pulled arm's class
-            draw = np.where(near, 0.1 * u, 0.9 + 0.1 * u)
+            draw = payloads.fake_draws(u, near)
             at = (self._flat + arm)[pulled]
             sums.reshape(-1)[at] += draw[pulled]
             counts.reshape(-1)[at] += 1.0
@@ -495,13 +482,7 @@ class ALIE(Attack):
         self.z = check_real("z", z, where="attack 'alie'")
 
     def payload(self, channel_name, dim, view):
-        heard = view.honest_send[..., None]
-        n = heard.sum(axis=1)  # (B, 1)
-        safe = np.maximum(n, 1)
-        mean = np.where(heard, view.payload, 0.0).sum(axis=1) / safe
-        var = np.where(heard, (view.payload - mean[:, None, :]) ** 2, 0.0).sum(axis=1) / safe
-        value = np.where(n > 0, mean - self.z * np.sqrt(var), 0.0)  # (B, dim)
-        return self._everyone(view), np.broadcast_to(value[:, None, :], view.payload.shape).copy()
+        return self._everyone(view), np.array(payloads.alie(view.payload, view.honest_send, self.z))
 
 
 class RecNaive(Attack):
@@ -515,11 +496,9 @@ class RecNaive(Attack):
     layout = "arm"
 
     def payload(self, channel_name, dim, view):
-        M = self.spec.num_arms
         u = self._stream(channel_name, "uniform", (view.send.shape[1],)).next()
-        k = np.minimum((u * (M - 1)).astype(np.int64), M - 2)  # one of the M - 1 others
-        arm = k + (k >= view.best_arm[:, None])
-        return self._everyone(view), arm[..., None].astype(np.float64)
+        arm = payloads.naive_recommendation(u, view.best_arm, self.spec.num_arms)
+        return self._everyone(view), arm
 
 
 class RecWorst(Attack):
@@ -531,8 +510,8 @@ class RecWorst(Attack):
     layout = "arm"
 
     def payload(self, channel_name, dim, view):
-        arm = np.argmin(view.means, axis=1).astype(np.float64)  # (B,)
-        return self._everyone(view), np.broadcast_to(arm[:, None, None], (*view.send.shape, 1))
+        arm = payloads.worst_recommendation(view.means, view.send.shape[1])
+        return self._everyone(view), arm
 
 
 class RecSmart(Attack):
@@ -568,12 +547,9 @@ class RecSmart(Attack):
             u = self._stream(channel_name, "uniform", (N, N, M)).next()  # (B, from, to, M)
             arm = np.argmin(counts[:, None] + 0.5 * u, axis=3)  # integer counts: u breaks ties
             return self._everyone(view), arm[..., None].astype(np.float64)
-        honest = (self.roles == 0)[..., None]  # (B, N, 1)
-        counts = np.where(honest, view.pull_counts, 0).sum(axis=1).astype(np.float64)  # (B, M)
-        counts[np.arange(len(counts)), view.best_arm] = np.inf
         u = self._stream(channel_name, "uniform", (N, M)).next()
-        arm = np.argmin(counts[:, None, :] + 0.5 * u, axis=2)  # integer counts: u breaks ties
-        return self._everyone(view), arm[..., None].astype(np.float64)
+        arm = payloads.smart_recommendation(view.pull_counts, self.roles == 0, view.best_arm, u)
+        return self._everyone(view), arm
 
 
 # -- registry -------------------------------------------------------------------------------------

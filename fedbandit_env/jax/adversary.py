@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedbandit_env.adversary import attacks as np_attacks
+from fedbandit_env.adversary import payloads
 from fedbandit_env.adversary.roles import (
     BYZANTINE,
     CRASHED,
@@ -126,29 +127,12 @@ class JaxAttack:
     def everyone(self) -> jnp.ndarray:
         return jnp.ones(self.n, bool)
 
-    def counts(self, mode: str, view: View) -> jnp.ndarray:
-        """(N, M) the counts half of a [means, counts] payload (``COUNT_MODES``)."""
-        m = self.m
-        if mode == "own":
-            return view.payload[:, m : 2 * m]
-        if mode == "zero":
-            return jnp.zeros((self.n, m), jnp.float32)
-        if mode == "huge":
-            return jnp.full((self.n, m), 10.0 * self.horizon * self.n, jnp.float32)
-        return jnp.broadcast_to(honest_max_counts(view, m)[None, :], (self.n, m))
-
     def means_payload(self, means: jnp.ndarray, mode: str, view: View):
-        means = jnp.broadcast_to(jnp.asarray(means, jnp.float32), (self.n, self.m))
-        return self.everyone(), jnp.concatenate([means, self.counts(mode, view)], axis=1)
-
-
-def honest_max_counts(view: View, num_arms: int) -> jnp.ndarray:
-    """(M,) per arm the largest count among this step's honest [means, counts] payloads (0
-    where no honest agent sends): :func:`fedbandit_env.adversary.honest_max_counts`."""
-    counts = view.payload[:, num_arms : 2 * num_arms]
-    heard = view.honest_send[:, None]
-    top = jnp.where(heard, counts, -jnp.inf).max(axis=0)
-    return jnp.where(jnp.isfinite(top), top, 0.0)
+        """[means, counts] rows for every agent (:func:`payloads.means_payload`, the counts of
+        ``mode``, ``"huge"`` = 10 T N)."""
+        huge = 10.0 * self.horizon * self.n
+        rows = payloads.means_payload(means, mode, view.payload, view.honest_send, self.m, huge)
+        return self.everyone(), rows
 
 
 class Silent(JaxAttack):
@@ -204,15 +188,16 @@ class DemoteBest(JaxAttack):
     """``demote_best``: means 0 for the best arm and 1 for the others, with ``counts``."""
 
     def payload(self, key, state, dim, view):
-        fake = (jnp.arange(self.m) != view.best_arm).astype(jnp.float32)
-        return (*self.means_payload(fake[None, :], self.twin.counts, view), state)
+        fake = payloads.demote_best_means(view.best_arm, self.m)
+        return (*self.means_payload(fake, self.twin.counts, view), state)
 
 
 class Reverse(JaxAttack):
     """``reverse``: means 1 - mu_k, with ``counts``."""
 
     def payload(self, key, state, dim, view):
-        return (*self.means_payload(1.0 - view.means[None, :], self.twin.counts, view), state)
+        fake = payloads.reverse_means(view.means)
+        return (*self.means_payload(fake, self.twin.counts, view), state)
 
 
 class FlippedMeans(JaxAttack):
@@ -221,8 +206,7 @@ class FlippedMeans(JaxAttack):
 
     def payload(self, key, state, dim, view):
         u = jax.random.uniform(key, (self.n, self.m), jnp.float32)
-        near = (view.means.max() - view.means) <= self.twin.beta  # (M,)
-        fake = jnp.where(near[None, :], 0.1 * u, 0.9 + 0.1 * u)
+        fake = payloads.flipped_means(view.means, u, self.twin.beta)
         return (*self.means_payload(fake, self.twin.counts, view), state)
 
 
@@ -238,9 +222,9 @@ class FedMoMSce1(JaxAttack):
     def fake_means(self, key, state, view):
         sums, counts = state
         u = jax.random.uniform(key, (self.n,), jnp.float32)
-        optimal = (view.means.max() - view.means) < self.twin.beta  # (M,)
+        optimal = payloads.beta_optimal(view.means, self.twin.beta)  # (M,)
         arm = jnp.maximum(view.last_arm, 0)
-        draw = jnp.where(optimal[arm], 0.1 * u, 0.9 + 0.1 * u)
+        draw = payloads.fake_draws(u, optimal[arm])
         hit = (arm[:, None] == jnp.arange(self.m)) & view.pulling
         sums = sums + jnp.where(hit, draw[:, None], 0.0)
         counts = counts + hit.astype(jnp.float32)
@@ -266,32 +250,22 @@ class ALIE(JaxAttack):
     honest payloads (0 where no honest agent sends), the same for every Byzantine agent."""
 
     def payload(self, key, state, dim, view):
-        heard = view.honest_send[:, None]
-        n = heard.sum()
-        safe = jnp.maximum(n, 1).astype(jnp.float32)
-        mean = jnp.where(heard, view.payload, 0.0).sum(axis=0) / safe
-        var = jnp.where(heard, (view.payload - mean[None, :]) ** 2, 0.0).sum(axis=0) / safe
-        value = jnp.where(n > 0, mean - self.twin.z * jnp.sqrt(var), 0.0)
-        return self.everyone(), jnp.broadcast_to(value[None, :], (self.n, dim)), state
+        return self.everyone(), payloads.alie(view.payload, view.honest_send, self.twin.z), state
 
 
 class RecNaive(JaxAttack):
     """``rec_naive``: a uniformly random suboptimal arm per agent and step."""
 
     def payload(self, key, state, dim, view):
-        m = self.m
         u = jax.random.uniform(key, (self.n,), jnp.float32)
-        k = jnp.minimum((u * (m - 1)).astype(jnp.int32), m - 2)
-        arm = k + (k >= view.best_arm)
-        return self.everyone(), arm[:, None].astype(jnp.float32), state
+        return self.everyone(), payloads.naive_recommendation(u, view.best_arm, self.m), state
 
 
 class RecWorst(JaxAttack):
     """``rec_worst``: the arm of lowest global mean (lowest id on ties)."""
 
     def payload(self, key, state, dim, view):
-        arm = jnp.argmin(view.means).astype(jnp.float32)
-        return self.everyone(), jnp.full((self.n, 1), arm, jnp.float32), state
+        return self.everyone(), payloads.worst_recommendation(view.means, self.n), state
 
 
 class RecSmart(JaxAttack):
@@ -299,12 +273,10 @@ class RecSmart(JaxAttack):
     least (their counts summed), ties at random per Byzantine agent and step."""
 
     def payload(self, key, state, dim, view):
-        honest = (view.roles == HONEST)[:, None]
-        counts = jnp.where(honest, view.pull_counts, 0).sum(axis=0).astype(jnp.float32)
-        counts = jnp.where(jnp.arange(self.m) == view.best_arm, jnp.inf, counts)
         u = jax.random.uniform(key, (self.n, self.m), jnp.float32)
-        arm = jnp.argmin(counts[None, :] + 0.5 * u, axis=1)
-        return self.everyone(), arm[:, None].astype(jnp.float32), state
+        honest = view.roles == HONEST
+        arm = payloads.smart_recommendation(view.pull_counts, honest, view.best_arm, u)
+        return self.everyone(), arm, state
 
 
 JAX_ATTACKS: dict[type, type[JaxAttack]] = {
