@@ -25,7 +25,8 @@ import time
 import record
 
 from fedbandit_env.bench.audit_agent import audit_learner, linear_audit_limits
-from fedbandit_env.privacy import LaplaceMechanism, audit_output_mechanism
+from fedbandit_env.bench.privacy_audit import audit_output_mechanism
+from fedbandit_env.privacy import LaplaceMechanism
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--trials", type=int, default=20_000)

@@ -19,7 +19,7 @@ import pytest
 
 import fedbandit_env
 from agents import DPDecentralizedUCB, DPMasterWorkerUCB
-from fedbandit_env.privacy import audit_epsilon, neighbouring_stream
+from fedbandit_env.bench.privacy_audit import audit_epsilon, neighbouring_stream
 from fedbandit_env.seeding import BatchedRNG
 
 K = 2

@@ -17,8 +17,8 @@ from fedbandit_env.bench.audit_agent import (
     linear_audit_limits,
     locate,
 )
+from fedbandit_env.bench.privacy_audit import audit_samples
 from fedbandit_env.errors import ConfigError, UnknownIdError
-from fedbandit_env.privacy import audit_samples
 
 # learner, kwargs at epsilon = 1, privacy-wrapper epsilon, trials
 CASES = {

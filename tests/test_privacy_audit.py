@@ -9,18 +9,20 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from fedbandit_env.bench.privacy_audit import (
+    audit_epsilon,
+    audit_output_mechanism,
+    clopper_pearson,
+    neighbouring_stream,
+    regularized_beta,
+)
 from fedbandit_env.privacy import (
     GaussianMechanism,
     HybridCounter,
     LaplaceMechanism,
     PrivacyError,
     TreeCounter,
-    audit_epsilon,
-    audit_output_mechanism,
-    clopper_pearson,
-    neighbouring_stream,
 )
-from fedbandit_env.privacy.audit import regularized_beta
 from fedbandit_env.seeding import BatchedRNG
 
 STREAM = np.zeros(8)

@@ -14,7 +14,7 @@ a learner sends, so a learner whose message timing shifts is still audited on th
 releases. The audit then records only those candidates (agent 0's first ``max_candidates``)
 over many independent batched runs (one vector environment of ``trials`` runs per input, whose
 random numbers come from whole-batch draws: ``random_streams="block"``) and
-hands the (trials, K) feature matrix to :func:`fedbandit_env.privacy.audit_samples`: the first
+hands the (trials, K) feature matrix to :func:`fedbandit_env.bench.privacy_audit.audit_samples`: the first
 half selects the candidate release, a Laplace likelihood-ratio combination of all of them, the
 threshold and the direction; the held-out half gives exact Clopper–Pearson bounds.
 
@@ -49,8 +49,8 @@ from fedbandit_env.agent_registry import (
     without_trust_flags,
 )
 from fedbandit_env.bench.evaluate import declared_epsilon
+from fedbandit_env.bench.privacy_audit import AuditResult, audit_samples
 from fedbandit_env.errors import ConfigError, UnknownIdError
-from fedbandit_env.privacy import AuditResult, audit_samples
 from fedbandit_env.registration import make_vec
 from fedbandit_env.seeding import BatchedRNG, streams_for
 

@@ -577,7 +577,8 @@ def cmd_reproduce(args, extra: list[str]) -> None:
 
 
 def cmd_audit(args) -> None:
-    from fedbandit_env.privacy import GaussianMechanism, LaplaceMechanism, audit_output_mechanism
+    from fedbandit_env.bench.privacy_audit import audit_output_mechanism
+    from fedbandit_env.privacy import GaussianMechanism, LaplaceMechanism
 
     kwargs = dict(args.kwargs)
     if args.target in ("laplace", "gaussian"):

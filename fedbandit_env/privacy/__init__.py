@@ -12,7 +12,9 @@ See docs/privacy.md.
 * :mod:`.gram_tree` — tree-based Gaussian mechanism over Gram matrices (FedUCB of Dubey &
   Pentland, Section 4.3, Algorithm 2).
 * :mod:`.accountant` — per-agent, per-channel ledger; basic, advanced and zCDP composition.
-* :mod:`.audit` — empirical lower bound on epsilon from neighbouring inputs.
+
+The empirical privacy audit (a lower bound on epsilon from samples) is a bench tool:
+:mod:`fedbandit_env.bench.privacy_audit`.
 """
 
 from fedbandit_env.privacy.accountant import (
@@ -22,14 +24,6 @@ from fedbandit_env.privacy.accountant import (
     basic_composition,
     pure_dp_zcdp_rho,
     zcdp_to_dp,
-)
-from fedbandit_env.privacy.audit import (
-    AuditResult,
-    audit_epsilon,
-    audit_output_mechanism,
-    audit_samples,
-    clopper_pearson,
-    neighbouring_stream,
 )
 from fedbandit_env.privacy.calibration import (
     analytic_gaussian_sigma,
@@ -67,7 +61,6 @@ from fedbandit_env.privacy.mechanisms import (
 from fedbandit_env.privacy.tree_counter import TreeCounter
 
 __all__ = [
-    "AuditResult",
     "GaussianMechanism",
     "GramRelease",
     "GramTreeConstants",
@@ -82,16 +75,12 @@ __all__ = [
     "TreeCounter",
     "advanced_composition",
     "analytic_gaussian_sigma",
-    "audit_epsilon",
-    "audit_output_mechanism",
-    "audit_samples",
     "basic_composition",
     "blocks_containing",
     "check_delta",
     "check_epsilon",
     "check_sensitivity",
     "classic_gaussian_sigma",
-    "clopper_pearson",
     "dyadic_blocks",
     "gaussian_delta",
     "gaussian_sigma",
@@ -100,7 +89,6 @@ __all__ = [
     "hybrid_noise_variance",
     "laplace_scale",
     "linear_privacy_constants",
-    "neighbouring_stream",
     "pure_dp_zcdp_rho",
     "symmetric_gaussian_noise",
     "zcdp_to_dp",
