@@ -34,6 +34,7 @@ from fedbandit_env.engine import VecObservation
 from fedbandit_env.kernels import check_number
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.validation import ConfigTypeError, check_real
+from fedbandit_env.xp import rounding_tolerance
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ class FedUCBBase(TeamPolicy):
     def floor_W(self, W: np.ndarray, run: np.ndarray) -> np.ndarray:
         """``W`` (k, d, d) with its spectrum floored at ``eig_floor``; one event per
         floored matrix is added to ``eig_clip_events`` of its run (``run`` (k,) run indices),
-        unless its deficit under the floor is only rounding (:data:`ROUNDING_DEFICIT`: it is
+        unless its deficit under the floor is only rounding
+        (:func:`~fedbandit_env.xp.rounding_tolerance`: it is
         floored all the same, but not counted)."""
         low, real = _below_floor(W, self.eig_floor)
         W, _ = _floored(W, self.eig_floor, low)
@@ -185,11 +187,6 @@ class FedUCBBase(TeamPolicy):
         return self.beta_scale * beta
 
 
-ROUNDING_DEFICIT = 1e-12
-"""Relative size (of ``max(1, floor)``) below which a matrix's deficit under the floor is
-rounding, not a real clip: a rank-deficient sum of released matrices shows eigenvalues a few
-ulps under the floor (1e-15), which :meth:`FedUCBSafeguards.floor_W` floors but does not
-count."""
 
 
 def floor_spectrum(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -203,10 +200,12 @@ def floor_spectrum(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]
 
 def _below_floor(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Which matrices have an eigenvalue below ``floor``, and which of them by more than
-    rounding (:data:`ROUNDING_DEFICIT`)."""
+    rounding (:func:`~fedbandit_env.xp.rounding_tolerance` of ``max(1, floor)``: a
+    rank-deficient sum of released matrices shows eigenvalues a few ulps under the floor)."""
     smallest = np.linalg.eigvalsh(W)[..., 0]
     low = smallest < floor
-    return low, low & (floor - smallest > ROUNDING_DEFICIT * max(1.0, abs(floor)))
+    deficit = rounding_tolerance(W.dtype) * max(1.0, abs(floor))
+    return low, low & (floor - smallest > deficit)
 
 
 def _floored(W: np.ndarray, floor: float, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

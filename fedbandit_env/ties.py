@@ -10,8 +10,9 @@ the index to :func:`fedbandit_env.scores.note_scores` (the bench's NaN count, do
 * :func:`argmax_uniform_ties`: one uniform per arm; among the exact maxima, the arm of the
   largest uniform (the JAX baselines' rule);
 * :func:`argmax_near_ties`: one uniform per arm; among the arms within a relative
-  :func:`tie_tolerance` of the maximum, the arm of the largest uniform (DisLinUCB, whose first
-  decision on unit-norm features is a tie up to rounding).
+  :func:`~fedbandit_env.xp.rounding_tolerance` of the maximum (1e-12 in float64, 1e-5 in
+  float32), the arm of the largest uniform (DisLinUCB, whose first decision on unit-norm
+  features is a tie up to rounding).
 
 A row whose maximum is NaN keeps numpy's arg-max (the first NaN) under
 :func:`argmax_one_uniform`; the NaN count flags it either way.
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.scores import note_scores
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import namespace, rounding_tolerance
 
 
 def argmax_one_uniform(index: Any, u: Any) -> Any:
@@ -55,18 +56,12 @@ def argmax_uniform_ties(index: Any, u: Any) -> Any:
     return xp.argmax(xp.where(index >= best, u, -1.0), axis=-1)
 
 
-def tie_tolerance(dtype: Any) -> float:
-    """The relative tolerance under which two index values tie in ``dtype``: 1e-12 in
-    float64, 1e-5 in float32 (1e-12 is below float32's resolution)."""
-    return 1e-12 if np.dtype(dtype).itemsize >= 8 else 1e-5
-
-
 def argmax_near_ties(index: Any, u: Any) -> Any:
-    """Arg-max over the last axis; among the arms within a relative :func:`tie_tolerance` of
-    the best value (``index >= top - tol max(1, |top|)``), the arm of the largest of the
+    """Arg-max over the last axis; among the arms within a relative
+    :func:`~fedbandit_env.xp.rounding_tolerance` of the best value (``index >= top - tol max(1, |top|)``), the arm of the largest of the
     uniforms ``u`` (the shape of ``index``)."""
     xp = namespace(index, u)
     note_scores(index)
     top = index.max(axis=-1, keepdims=True)
-    tie = index >= top - tie_tolerance(index.dtype) * xp.maximum(1.0, xp.abs(top))
+    tie = index >= top - rounding_tolerance(index.dtype) * xp.maximum(1.0, xp.abs(top))
     return xp.argmax(xp.where(tie, u, -1.0), axis=-1)

@@ -81,3 +81,11 @@ def log_of_round(xp: ModuleType, t: Any) -> Any:
     if xp is np and np.ndim(t) == 0:
         return math.log(max(t, 1))
     return xp.log(xp.maximum(t, 1) * 1.0)
+
+
+def rounding_tolerance(dtype: Any) -> float:
+    """The relative size under which a difference in ``dtype`` is rounding, not a real one:
+    1e-12 in float64, 1e-5 in float32 (1e-12 is below float32's resolution). One definition
+    for the tie tolerance of :func:`fedbandit_env.ties.argmax_near_ties` and the spectrum
+    floor's rounding deficit of the FedUCB safeguards."""
+    return 1e-12 if np.dtype(dtype).itemsize >= 8 else 1e-5

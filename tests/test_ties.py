@@ -12,8 +12,8 @@ from fedbandit_env.ties import (
     argmax_near_ties,
     argmax_one_uniform,
     argmax_uniform_ties,
-    tie_tolerance,
 )
+from fedbandit_env.xp import rounding_tolerance
 
 jnp = pytest.importorskip("jax.numpy")
 ENGINES = {"numpy": np.asarray, "jax": jnp.asarray}
@@ -68,7 +68,7 @@ def test_uniform_ties_takes_the_largest_uniform_among_exact_maxima(engine):
 def test_near_ties_uses_the_dtypes_tolerance(engine):
     put = ENGINES[engine]
     dtype = np.float64 if engine == "numpy" else np.float32
-    tol = tie_tolerance(dtype)
+    tol = rounding_tolerance(dtype)
     assert tol == (1e-12 if engine == "numpy" else 1e-5)
     # the threshold is top - 2 tol (top = 2): arm 0 (top - tol) ties, arm 2 (top - 4 tol) does not
     index = np.array([[2.0 - tol, 2.0, 2.0 - 4 * tol]], dtype=dtype)

@@ -18,7 +18,16 @@ import math
 
 import numpy as np
 
-S_INT_CAP = float(2**53)
+
+def s_int_cap(int_dtype: object) -> int:
+    """The cap of the integer epoch length S_int in ``int_dtype``: 2^53 in int64 (an epoch
+    longer than any horizon; every integer below it is exact in float64), 2^30 in int32 (the
+    JAX engine: an epoch of that length never completes within an int32 clock)."""
+    return 2**53 if np.dtype(int_dtype).itemsize >= 8 else 2**30
+
+
+S_INT_CAP = s_int_cap(np.int64)
+"""The numpy engine's cap (:func:`s_int_cap` of int64)."""
 
 
 def resolution(r: np.ndarray, rounds: int | None, delta) -> np.ndarray:

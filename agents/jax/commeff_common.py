@@ -76,9 +76,8 @@ from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
 
-S_INT_CAP = 2**30
-"""The JAX cap of S_int (the twin's :data:`agents.commeff.schedule.S_INT_CAP` is 2^53): int32,
-and an epoch of that length never completes within an int32 clock."""
+S_INT_CAP = schedule.s_int_cap(jnp.int32)
+"""The JAX engine's cap of S_int (:func:`agents.commeff.schedule.s_int_cap` of int32)."""
 
 
 class ScheduleTables(NamedTuple):

@@ -41,7 +41,7 @@ facts, in Python, before tracing.
 
 Deviations, none in the algorithm:
 
-* ties: UCB values within a relative :func:`fedbandit_env.ties.tie_tolerance` (1e-5 in float32; the twin's
+* ties: UCB values within a relative :func:`fedbandit_env.xp.rounding_tolerance` (1e-5 in float32; the twin's
   1e-12 is a float64 tolerance) of the best are broken by the largest of (N, K) uniforms drawn
   from the step's key (the twin: its ``tiebreak`` stream, same rule);
 * numerics: float32 statistics (not compensated); V's Cholesky factor is recomputed every step

@@ -63,12 +63,7 @@ from fedbandit_env.jax.linear_kernels import (
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
-
-ROUNDING_DEFICIT = 1e-5
-"""Relative size (of ``max(1, floor, largest eigenvalue)``) below which a matrix's deficit under
-the spectrum floor is float32 rounding, not a real clip: floored all the same, not counted in
-``eig_clip_events`` (the twin's :data:`agents.fed_ucb_common.ROUNDING_DEFICIT` is 1e-12 of
-``max(1, floor)``, a float64 tolerance)."""
+from fedbandit_env.xp import rounding_tolerance
 
 
 class FedLinUCBState(NamedTuple):
@@ -115,7 +110,7 @@ def floor_spectrum(W: jnp.ndarray, floor: float) -> tuple[jnp.ndarray, jnp.ndarr
     smallest = vals.min(axis=-1)
     low = smallest < floor
     scale = jnp.maximum(jnp.maximum(1.0, abs(floor)), jnp.abs(vals.max(axis=-1)))
-    real = low & (floor - smallest > ROUNDING_DEFICIT * scale)
+    real = low & (floor - smallest > rounding_tolerance(W.dtype) * scale)
     fixed = (vecs * jnp.maximum(vals, floor)[None, :]) @ vecs.T
     return jnp.where(low, 0.5 * (fixed + fixed.T), W), real
 

@@ -60,7 +60,7 @@ Deviations, none in the algorithm:
   the twin draws from its ``privacy`` stream; float32 statistics (not compensated);
 * ``eig_clip_events`` counts a matrix at most once per step (the twin counts twice when a
   member's release and the agent's own land in the same step and both sums need the floor);
-  the floor's rounding tolerance is float32's (:data:`agents.jax.fed_lin_ucb.ROUNDING_DEFICIT`);
+  the floor's rounding tolerance is float32's (:func:`fedbandit_env.xp.rounding_tolerance`);
 * where the twin raises on an indefinite V (which the floor rules out) or warns on a full tree,
   the compiled program cannot: V's factor turns NaN, and ``capacity_refusals`` counts refusals.
 

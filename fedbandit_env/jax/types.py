@@ -10,12 +10,10 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+# the phases, defined once in the engine and re-exported here
+from fedbandit_env.engine import COMMUNICATION as COMMUNICATION
+from fedbandit_env.engine import PULL as PULL
 from fedbandit_env.jax.accumulate import Count, Total
-
-PULL = 0
-"""``phase`` of a step in which the agents pulled an arm (and after reset)."""
-COMMUNICATION = 1
-"""``phase`` of a communication-only step: messages travelled, no arm was pulled."""
 
 
 class Charge(NamedTuple):
