@@ -2,9 +2,11 @@
 source.
 
 Every ``import`` statement of ``fedbandit_env`` is parsed with :mod:`ast`, including imports
-inside functions (a lazy import is still a dependency). The engine, the network channels and the
-contextual processes must reach no view, data-set module or bench module, and the package's
-top-level modules must import each other without a circle.
+inside functions (a lazy import is still a dependency) and ``importlib.import_module("...")``
+calls with a literal module name (an import all the same). The engine, the network channels and
+the contextual processes must reach no view, data-set module or bench module, the package's
+top-level modules must import each other without a circle, and so must its modules (a lazy
+import that closes a circle is a circle too).
 """
 
 from __future__ import annotations
@@ -47,7 +49,18 @@ def imported(module: str) -> set[str]:
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 out.add(full if full in MODULES else base)
+        elif isinstance(node, ast.Call) and _is_import_module(node.func) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                out.add(first.value)
     return {m for m in out if m in MODULES}
+
+
+def _is_import_module(func: ast.expr) -> bool:
+    """``importlib.import_module`` or a bare ``import_module``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr == "import_module"
+    return isinstance(func, ast.Name) and func.id == "import_module"
 
 
 GRAPH = nx.DiGraph()
@@ -78,8 +91,10 @@ LOW_MODULES = sorted(
 
 
 def test_the_graph_sees_the_known_edges():
-    """The parser is not blind: edges we know exist are found (top-level and lazy imports)."""
+    """The parser is not blind: edges we know exist are found (top-level and lazy imports, and
+    ``importlib.import_module`` strings)."""
     assert f"{PACKAGE}.engine" in imported(f"{PACKAGE}.parallel_env")
+    assert f"{PACKAGE}.jax" in imported(f"{PACKAGE}.bench.backends")
     assert f"{PACKAGE}.network" in imported(f"{PACKAGE}.engine")
     assert f"{PACKAGE}.datasets.classification" in imported(f"{PACKAGE}.datasets.envs")
     assert f"{PACKAGE}.contextual" in imported(f"{PACKAGE}.engine")
@@ -117,3 +132,23 @@ def test_figures_and_the_html_page_import_no_circle():
     figures, html = f"{PACKAGE}.bench.figures", f"{PACKAGE}.bench.html"
     assert figures in imported(html) and html not in reached(figures)
     assert f"{PACKAGE}.bench.plotting" in imported(figures) & imported(html)
+
+
+def _cycles_between_modules() -> list[list[str]]:
+    """Circles among the package's modules, a package's ``__init__`` excepted: it imports its
+    own submodules to re-export them, and a submodule importing a sibling through the package
+    name is not a circle of code."""
+    graph = nx.DiGraph()
+    for a, b in GRAPH.edges:
+        if MODULES[a].name == "__init__.py" or MODULES[b].name == "__init__.py":
+            continue
+        graph.add_edge(a, b)
+    return list(nx.simple_cycles(graph))
+
+
+def test_no_circular_import_among_modules():
+    """No circle between any two modules, lazy imports included: the JAX rollout and the bench's
+    evaluate share ``fedbandit_env.checkpoints``; the leaderboard and the robust matrices share
+    ``fedbandit_env.bench.text``."""
+    cycles = _cycles_between_modules()
+    assert not cycles, f"import circles among fedbandit_env modules: {cycles[:5]}"

@@ -74,7 +74,7 @@ def run_unit(unit: WorkUnit) -> list[dict[str, Any]]:
             backend=cell.backend,
         )
     except LearnerError as err:  # name the environment, not only the cell hash
-        from fedbandit_env.bench.leaderboard import env_title
+        from fedbandit_env.bench.text import env_title
 
         raise LearnerError(f"{err} [on {env_title(cell.env_key)}]", err.agent, err.run) from err
     return rows_from_result(cell, unit.suite, result)

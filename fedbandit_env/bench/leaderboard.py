@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from fedbandit_env.bench.robust_metrics import (
 )
 from fedbandit_env.bench.store import Row
 from fedbandit_env.bench.suites import default_baseline
+from fedbandit_env.bench.text import env_title, escape_latex, escape_markdown
 
 BOOTSTRAP_SAMPLES = 2000
 
@@ -376,50 +376,11 @@ def current_rows(
     return kept
 
 
-def env_title(env_key: str) -> str:
-    env = json.loads(env_key)
-    kwargs = ", ".join(f"{k}={v}" for k, v in env["env_kwargs"].items() if k != "channels")
-    return f"{env['env_id']} ({kwargs})"
-
-
 def format_epsilon(epsilon: float | None) -> str:
     """The privacy column: the declared epsilon, "∞" (not private) or "—" (no declaration)."""
     if epsilon is None:
         return "—"
     return "∞" if math.isinf(epsilon) else f"{epsilon:g}"
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>#+!|$&~])")
-_LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-}
-_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` as literal Markdown inline text (a table cell or a heading): one line, and every
-    character Markdown, GitHub's tables or its math would interpret (``| $ * ` < & [ ...``)
-    backslash-escaped; an underscore inside a word (``dp_dec_ucb``) is left as it is."""
-    text = _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
-    return _LONE_UNDERSCORE.sub(r"\\_", text)
-
-
-def escape_latex(text: str) -> str:
-    """``text`` as literal LaTeX text (one line, every special character escaped)."""
-    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], " ".join(str(text).split()))
 
 
 def display_label(

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.bench.text import env_title, escape_markdown
 from fedbandit_env.errors import ConfigError
 
 UCB1 = "ucb1"
@@ -399,8 +400,6 @@ def robust_markdown(entries: Sequence[Any]) -> str:
     """The matrices of :func:`robust_matrices` as Markdown (empty without attacked entries): per
     clean setting a heading, then one table per coverage group, each cell regret under attack /
     clean at the f named in its column."""
-    from fedbandit_env.bench.leaderboard import env_title, escape_markdown
-
     out = []
     for m in robust_matrices(entries):
         out.append(f"### Regret under attack / clean: {escape_markdown(env_title(m.key))}\n")

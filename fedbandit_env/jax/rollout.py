@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
 from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
@@ -131,7 +132,6 @@ def rollout(
     """Run ``seeds`` (one run each) of ``learner`` on ``env`` to the horizon, keeping the
     cumulative regret of every agent at ``checkpoints`` (pull counts; default: every pull up
     to 400 pulls, else the bench's log- and linear-spaced grid)."""
-    from fedbandit_env.bench.evaluate import check_checkpoints, default_checkpoints
 
     seeds = check_seeds(seeds)
     if checkpoints is None:
