@@ -94,13 +94,13 @@ def numpy_rate(agent_id: str, runs: int, horizon: int) -> float:
 
 def main() -> None:
     import fedbandit_env.jax as fj
-    from fedbandit_env.jax.learner import BUILTIN
+    from fedbandit_env.jax.learner import shipped_jax_agents
     from fedbandit_env.jax.rollout import describe_device
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--ports", nargs="*", default=list(BUILTIN), help="port ids (default: all)")
+    p.add_argument("--ports", nargs="*", default=shipped_jax_agents(), help="port ids (default: all)")
     p.add_argument("--runs", type=int, nargs="*", default=[100, 10_000], help="batch sizes B")
     p.add_argument("--horizon", type=int, default=200, help="pulls per run T (%(default)s)")
     p.add_argument("--numpy-max-runs", type=int, default=10_000,

@@ -14,8 +14,10 @@ results version), ``privacy_epsilon`` (the declared epsilon) and ``channel_spec(
 channels it needs when the caller names none). Agent i may only use row i of what it observes.
 
 Registered ids are the numpy learners' ids: ``make_jax_agent("ucb1")`` is the JAX port of
-``ucb1``. A user's own learner is registered with :func:`register_jax_agent` or the
-``fedbandit.jax_agents`` entry-point group, and ranked like any learner.
+``ucb1``. The ports are registered like the numpy learners, through entry points (group
+``fedbandit.jax_agents`` in the package's ``pyproject.toml``); a user's own learner is
+registered with :func:`register_jax_agent` or an entry point of the same group, and ranked like
+any learner.
 """
 
 from __future__ import annotations
@@ -40,44 +42,6 @@ class JaxLearner(Protocol):
     def act(self, key: jax.Array, state: Any, obs: Observation) -> tuple[Action, Any]: ...
 
 
-BUILTIN: dict[str, str] = {
-    "uniform": "baselines.jax.trivial:UniformRandom",
-    "flooding": "baselines.jax.trivial:Flooding",
-    "centralized_ucb1": "baselines.jax.trivial:CentralizedUCB1",
-    "ucb1": "baselines.jax.index:UCB1",
-    "ucb1_shared": "baselines.jax.index:UCB1Shared",
-    "kl_ucb": "baselines.jax.index:KLUCB",
-    "kl_ucb_shared": "baselines.jax.index:KLUCBShared",
-    "epsilon_greedy": "baselines.jax.index:EpsilonGreedy",
-    "epsilon_greedy_shared": "baselines.jax.index:EpsilonGreedyShared",
-    "thompson_beta": "baselines.jax.index:ThompsonBeta",
-    "thompson_beta_shared": "baselines.jax.index:ThompsonBetaShared",
-    "thompson_gaussian": "baselines.jax.index:ThompsonGaussian",
-    "thompson_gaussian_shared": "baselines.jax.index:ThompsonGaussianShared",
-    "gossip_ucb": "agents.jax.gossip_ucb:GossipUCB",
-    "gossip_fed_ucb": "agents.jax.gossip_ucb:GossipFedUCB",
-    "linucb": "baselines.jax.linucb:LinUCB",
-    "centralized_linucb": "baselines.jax.linucb:CentralizedLinUCB",
-    "fed_lin_ucb": "agents.jax.fed_lin_ucb:FedLinUCB",
-    "fed_lin_ucb_decentralized": "agents.jax.fed_lin_ucb_decentralized:FedLinUCBDecentralized",
-    "dp_mw_ucb": "agents.jax.dp_recsys:DPMasterWorkerUCB",
-    "dp_dec_ucb": "agents.jax.dp_recsys:DPDecentralizedUCB",
-    "cdp_mab": "agents.jax.commeff:CDPMAB",
-    "ddp_mab": "agents.jax.commeff:DDPMAB",
-    "hdp_mab": "agents.jax.commeff:HDPMAB",
-    "dducb": "agents.jax.dducb:DDUCB",
-    "coop_ucb2": "agents.jax.coop_ucb2:CoopUCB2",
-    "gosine": "agents.jax.gosine:GosInE",
-    "ldp_ucb": "agents.jax.ldp_ucb:LDPUCB",
-    "fed1_ucb": "agents.jax.fed_ucb:Fed1UCB",
-    "fed2_ucb": "agents.jax.fed_ucb:Fed2UCB",
-    "dislinucb": "agents.jax.dislinucb:DisLinUCB",
-    "byzres_ucb": "agents.jax.byzres_ucb:ByzResUCB",
-    "fed_mom_ucb": "agents.jax.fed_mom_ucb:FedMoMUCB",
-    "robust_gosine": "agents.jax.robust_gosine:RobustGosInE",
-}
-"""The ports shipped with the package, by the id of their numpy twin."""
-
 _USER: dict[str, Callable[..., Any]] = {}
 GROUP = "fedbandit.jax_agents"
 
@@ -95,7 +59,19 @@ def _load(entry: Callable[..., Any] | str) -> Callable[..., Any]:
 
 
 def _plugins() -> dict[str, Any]:
+    """The installed entry points of :data:`GROUP`: the package's own ports (its
+    ``pyproject.toml``) and any plug-in's."""
     return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def shipped_jax_agents() -> list[str]:
+    """The ids of the ports this package ships (its own entry points, by the id of the numpy
+    learner each ports)."""
+    return sorted(
+        name
+        for name, ep in _plugins().items()
+        if ep.value.partition(":")[0].split(".")[0] in ("agents", "baselines")
+    )
 
 
 def jax_agent_entry(agent_id: str) -> Callable[..., Any] | str | None:
@@ -104,15 +80,13 @@ def jax_agent_entry(agent_id: str) -> Callable[..., Any] | str | None:
     safe on ids read from a file (the bench looks ids up here, never imports them)."""
     if agent_id in _USER:
         return _USER[agent_id]
-    if agent_id in BUILTIN:
-        return BUILTIN[agent_id]
     plugin = _plugins().get(agent_id)
     return None if plugin is None else plugin.value
 
 
 def list_jax_agents() -> list[str]:
     """Every JAX learner id: the ports, the user's and the installed plug-ins'."""
-    return sorted({*BUILTIN, *_USER, *_plugins()})
+    return sorted({*_USER, *_plugins()})
 
 
 def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
@@ -123,8 +97,6 @@ def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
         raise ConfigError(f"agent: expected a JAX learner id (a string), got {agent_id!r:.80}")
     if agent_id in _USER:
         factory = _load(_USER[agent_id])
-    elif agent_id in BUILTIN:
-        factory = _load(BUILTIN[agent_id])
     elif agent_id in (plugins := _plugins()):
         factory = plugins[agent_id].load()
     elif ":" in agent_id:
