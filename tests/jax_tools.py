@@ -13,6 +13,7 @@ jax = pytest.importorskip("jax")
 
 import fedbandit_env.jax as fj  # noqa: E402
 from fedbandit_env.bench.evaluate import evaluate  # noqa: E402
+from fedbandit_env.jax.env import replace_env  # noqa: E402
 from fedbandit_env.jax.rollout import run_keys  # noqa: E402
 
 AGREEMENT_RUNS = 200
@@ -93,9 +94,9 @@ def trajectory(env: Any, learner: Any, seeds: list[int], steps: int,
             j = perturb_agent
             if state.means is not None:
                 means = state.means.at[:, j, :].set(1.0 - state.means[:, j, :])
-                state = state._replace(means=means.at[:, j, 0].add(3.0))
+                state = replace_env(state, means=means.at[:, j, 0].add(3.0))
             else:
-                state = state._replace(context=state.context.at[:, j].multiply(-1.0))
+                state = replace_env(state, context=state.context.at[:, j].multiply(-1.0))
             carry = (key, obs, state, lstate)
         carry, (a, p, s) = advance(*carry)
         arms.append(np.asarray(a))

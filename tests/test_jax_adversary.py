@@ -340,7 +340,8 @@ def test_reset_and_step_under_jit_and_vmap_and_the_state_without_an_adversary():
     keys = jax.random.split(jax.random.PRNGKey(1), 7)
     obs, state = jax.jit(jax.vmap(env.reset))(keys)
     assert isinstance(state, AdversaryEnvState) and state.adversary.roles.shape == (7, 6)
-    assert AdversaryEnvState._fields[:-1] == EnvState._fields
+    assert AdversaryEnvState._fields == ("env", "adversary")  # composes EnvState
+    assert isinstance(state.env, EnvState) and state.step is state.env.step
     send = jnp.ones((7, 6), bool)
     action = Action(
         jnp.zeros((7, 6), jnp.int32), {"neighbors": (send, jnp.ones((7, 6, 6)))}, jnp.ones(7, bool)

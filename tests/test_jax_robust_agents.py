@@ -39,6 +39,7 @@ from fedbandit_env.bench.evaluate import env_kwargs_for, evaluate  # noqa: E402
 from fedbandit_env.errors import ActionError, ConfigError  # noqa: E402
 from fedbandit_env.jax.channels.neighbors import NeighborsDelivery  # noqa: E402
 from fedbandit_env.jax.channels.server import ServerDelivery  # noqa: E402
+from fedbandit_env.jax.env import replace_env  # noqa: E402
 from fedbandit_env.jax.rollout import run_keys  # noqa: E402
 from fedbandit_env.registration import make_vec  # noqa: E402
 from fedbandit_env.seeding import BatchedRNG  # noqa: E402
@@ -115,7 +116,7 @@ class Stepper:
                 key, obs, state, lstate = carry
                 j = perturb_agent
                 means = state.means.at[:, j, :].set(1.0 - state.means[:, j, :])
-                carry = (key, obs, state._replace(means=means.at[:, j, 0].add(3.0)), lstate)
+                carry = (key, obs, replace_env(state, means=means.at[:, j, 0].add(3.0)), lstate)
             carry, (a, p, m) = self.advance(*carry)
             assert a.dtype == jnp.int32 and a.shape == (len(seeds), self.env.num_agents)
             arms.append(np.asarray(a))

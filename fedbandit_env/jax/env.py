@@ -60,26 +60,27 @@ BAD_ARM_DTYPE = 7
 
 
 class AdversaryEnvState(NamedTuple):
-    """The state of a run with an adversary: the fields of
-    :class:`~fedbandit_env.jax.types.EnvState`, in its order, and ``adversary``
-    (:class:`~fedbandit_env.jax.adversary.AdversaryState`: roles, crash pulls, attack
-    states)."""
+    """The state of a run with an adversary: ``env`` the run's
+    :class:`~fedbandit_env.jax.types.EnvState` and ``adversary``
+    (:class:`~fedbandit_env.jax.adversary.AdversaryState`: roles, crash pulls, attack states).
+    The environment's fields read through (``state.step`` is ``state.env.step``), so code that
+    reads a run's state takes either kind; :func:`replace_env` changes them."""
 
-    step: jnp.ndarray
-    pulls: jnp.ndarray
-    streak: jnp.ndarray
-    last_arm: jnp.ndarray
-    last_reward: jnp.ndarray
-    means: Any
-    gap: Any
-    theta: Any
-    context: Any
-    counts: jnp.ndarray
-    regret: Any
-    channels: dict[str, Any]
-    ledger: Ledger
-    error: jnp.ndarray
+    env: EnvState
     adversary: AdversaryState
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("env", "adversary"):  # copy, pickle, unset fields
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+
+def replace_env(state: EnvState | AdversaryEnvState, **changes: Any) -> Any:
+    """``state`` with some of the environment's fields replaced, with or without an
+    adversary."""
+    if isinstance(state, AdversaryEnvState):
+        return state._replace(env=state.env._replace(**changes))
+    return state._replace(**changes)
 
 
 class FedBanditJaxEnv:
@@ -162,7 +163,7 @@ class FedBanditJaxEnv:
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
             bad = jnp.array([BAD_PLACEMENT, 0, 0], jnp.int32)
             error = jnp.where((error[0] == 0) & ~adv.ok, bad, error)
-            state = AdversaryEnvState(*state._replace(error=error), adversary=adv)
+            state = AdversaryEnvState(state._replace(error=error), adv)
         deliveries = {name: ch.empty() for name, ch in self.channels.items()}
         return self._observe(state, deliveries, jnp.asarray(PULL, jnp.int32)), state
 
@@ -254,7 +255,7 @@ class FedBanditJaxEnv:
         }
         if self.adversary is not None:
             astate = adversary._replace(attack={**adversary.attack, **attack_states})
-            state = AdversaryEnvState(*state, adversary=astate)
+            state = AdversaryEnvState(state, astate)
             info["roles"] = state.adversary.roles
             info["honest"] = state.adversary.roles == 0
         obs = self._observe(state, deliveries, phase)
