@@ -44,15 +44,20 @@ neighbour counts are treated as 0, and Beta Thompson sampling clips its success 
 
 from __future__ import annotations
 
-import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from baselines.config import check_bounds
+from baselines.params import (  # re-exported: their home is baselines.params
+    CHANNEL,
+    default_scale,
+    index_params,
+    statistics_channel_spec,
+    unit_interval_bounds,
+)
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import (  # re-exported: their home is fedbandit_env.kernels
     ArmTable,
     argmax_one_uniform,
@@ -60,17 +65,13 @@ from fedbandit_env.kernels import (  # re-exported: their home is fedbandit_env.
     check_number,
 )
 from fedbandit_env.policy import (
-    MULTI_ARMED,
     FederationFacts,
     TeamAction,
     TeamPolicy,
-    require_family,
 )
 from fedbandit_env.rl.features import STATISTICS_PROTOCOL
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
-
-CHANNEL = "neighbors"
 
 __all__ = [
     "CHANNEL",
@@ -102,21 +103,18 @@ class IndexPolicy(TeamPolicy):
         return {CHANNEL: STATISTICS_PROTOCOL} if self.shared else {}
 
     def channel_spec(self, config: EnvConfig):
-        if not self.shared:
-            return None
-        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
+        return statistics_channel_spec(self.shared, config.num_arms)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        require_family(self.agent_id, facts, MULTI_ARMED)
-        if self.shared:
-            self.require_channel(facts, CHANNEL, "neighbors", 2 * facts.num_arms)
+        config = getattr(self, "config", None)
+        self.params = index_params(self.agent_id, config, facts, self.shared)  # checks facts
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = M
         self.table = ArmTable.of(B, N, M)
         self.counts = self.table.zeros()
         self.sums = self.table.zeros()
         self.pulls = np.zeros((B, N, 1))  # running total of own pulls = counts.sum(-1)
-        degree = int(facts.topology.neighbors.shape[1]) if self.shared else 0
+        degree = self.params.degree
         # per neighbour slot d, slot-major so that each slot is contiguous: [counts, sums];
         # written only when a step's delivery misses some slot (see :meth:`_heard`)
         self._latest = np.zeros((degree, B, N, 2 * M))
@@ -208,24 +206,3 @@ class IndexPolicy(TeamPolicy):
         """Per-arm index (B, N, M) from counts ``n``, sums ``s`` and ``total`` (B, N, 1) (None
         from the shared variants of a class with ``uses_total = False``)."""
         raise NotImplementedError
-
-
-def unit_interval_bounds(agent_id: str, facts: FederationFacts, bounds: Any) -> tuple[float, float]:
-    """The reward range [lo, hi] mapped to [0, 1]: the env's bounds, or the ``bounds`` kwarg when
-    the env's rewards are unbounded (rewards are then clipped to it)."""
-    if bounds is None:
-        lo, hi = facts.reward_bounds
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise ConfigError(
-                f"{agent_id}: reward: expected bounded rewards (bernoulli or clipped_gaussian), "
-                f"got bounds {facts.reward_bounds}; pass bounds=(low, high) to clip them"
-            )
-        return float(lo), float(hi)
-    return check_bounds(agent_id, bounds)
-
-
-def default_scale(facts: FederationFacts) -> float:
-    """Reward scale for UCB-style bonuses: the reward range when bounded, else 1 (the
-    sub-Gaussian parameter of sigma = 1 Gaussian rewards, the gossip paper's experiments)."""
-    lo, hi = facts.reward_bounds
-    return float(hi - lo) if math.isfinite(lo) and math.isfinite(hi) else 1.0

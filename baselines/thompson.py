@@ -41,7 +41,7 @@ from baselines.formulas import (
     gaussian_posterior_sample,
     unit_reward,
 )
-from baselines.index import IndexPolicy, default_scale, unit_interval_bounds
+from baselines.index import IndexPolicy
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
 
@@ -58,7 +58,6 @@ class ThompsonBeta(IndexPolicy):
         self.config = ThompsonBetaConfig(self.agent_id, bounds)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
         self._trick = rng.child("bernoulli_trick").buffered("uniform", (facts.num_agents,))
         shape = (facts.num_agents, facts.num_arms, 2, ATTEMPTS)
         posterior = rng.child("posterior")
@@ -66,7 +65,8 @@ class ThompsonBeta(IndexPolicy):
         self._uniform = posterior.child("uniform").buffered("uniform", shape)
 
     def transform_reward(self, reward: np.ndarray) -> np.ndarray:
-        return bernoulli_trick(self._trick.next(), unit_reward(reward, self._lo, self._hi))
+        p = self.params
+        return bernoulli_trick(self._trick.next(), unit_reward(reward, p.lo, p.hi))
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
         return beta_posterior_sample(n, s, self._normal.next(), self._uniform.next())
@@ -92,13 +92,12 @@ class ThompsonGaussian(IndexPolicy):
         self.config = ThompsonGaussianConfig(self.agent_id, scale)
 
     def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
         shape = (facts.num_agents, facts.num_arms)
         self._normal = rng.child("posterior").buffered("normal", shape)
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
         """A sample of N(s / (n + 1), scale^2 / (n + 1)) per arm (Agrawal and Goyal 2013)."""
-        return gaussian_posterior_sample(n, s, self._normal.next(), self.scale)
+        return gaussian_posterior_sample(n, s, self._normal.next(), self.params.scale)
 
 
 class ThompsonGaussianShared(ThompsonGaussian):

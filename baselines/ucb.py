@@ -18,16 +18,13 @@ The formulas are :mod:`baselines.formulas`, shared with the JAX learners.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from baselines.config import KLUCBConfig, UCB1Config
 from baselines.formulas import kl_ucb_index, ucb1_index, unit_reward
-from baselines.index import IndexPolicy, default_scale, unit_interval_bounds
-from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
+from baselines.index import IndexPolicy
 
 
 class UCB1(IndexPolicy):
@@ -39,15 +36,13 @@ class UCB1(IndexPolicy):
     def __init__(self, alpha: float = 2.0, scale: float | None = None):
         self.config = UCB1Config(self.agent_id, alpha, scale)
 
-    def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
-
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        return ucb1_index(n, s, total, self.config.alpha, self.scale)
+        return ucb1_index(n, s, total, self.params.alpha, self.params.scale)
 
     def own_index(self, step: int) -> np.ndarray:
         """Independent variant: every agent has pulled once per step, so t is the step."""
-        return ucb1_index(self.counts, self.sums, float(step), self.config.alpha, self.scale)
+        p = self.params
+        return ucb1_index(self.counts, self.sums, float(step), p.alpha, p.scale)
 
 
 class UCB1Shared(UCB1):
@@ -67,15 +62,11 @@ class KLUCB(IndexPolicy):
     def __init__(self, c: float = 0.0, precision: float = 1e-6, bounds: Any = None):
         self.config = KLUCBConfig(self.agent_id, c, precision, bounds)
 
-    def setup(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
-        self._iterations = math.ceil(math.log2(1.0 / self.config.precision))
-
     def transform_reward(self, reward: np.ndarray) -> np.ndarray:
-        return unit_reward(reward, self._lo, self._hi)
+        return unit_reward(reward, self.params.lo, self.params.hi)
 
     def index(self, n: np.ndarray, s: np.ndarray, total: np.ndarray) -> np.ndarray:
-        return kl_ucb_index(n, s, total, self.config.c, self._iterations)
+        return kl_ucb_index(n, s, total, self.params.c, self.params.iterations)
 
 
 class KLUCBShared(KLUCB):

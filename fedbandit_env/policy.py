@@ -120,6 +120,22 @@ class TeamAction:
     pull: np.ndarray | None = None
 
 
+def require_channel(agent_id: str, facts: FederationFacts, name: str, kind: str, dim: int) -> None:
+    """Raise a clear error naming learner ``agent_id`` before the first step if channel
+    ``name`` is missing or not of ``kind`` and ``dim``."""
+    have = facts.channels.get(name)
+    if have is None:
+        raise ConfigError(
+            f"{agent_id}: channels.{name}: expected a {kind!r} channel of dim {dim}; "
+            f"the environment has {sorted(facts.channels) or 'no channels'}"
+        )
+    if have["kind"] != kind or have["dim"] != dim:
+        raise ConfigError(
+            f"{agent_id}: channels.{name}: expected kind {kind!r} with dim {dim}, got "
+            f"kind {have['kind']!r} with dim {have['dim']}"
+        )
+
+
 class TeamPolicy(ABC):
     """Base class of batched team policies. Subclasses set ``agent_id`` and implement
     :meth:`reset` and :meth:`act`; ``channel_spec`` says which channels they need.
@@ -158,18 +174,9 @@ class TeamPolicy(ABC):
         return ()
 
     def require_channel(self, facts: FederationFacts, name: str, kind: str, dim: int) -> None:
-        """Raise a clear error before the first step if a needed channel is missing."""
-        have = facts.channels.get(name)
-        if have is None:
-            raise ConfigError(
-                f"{self.agent_id}: channels.{name}: expected a {kind!r} channel of dim {dim}; "
-                f"the environment has {sorted(facts.channels) or 'no channels'}"
-            )
-        if have["kind"] != kind or have["dim"] != dim:
-            raise ConfigError(
-                f"{self.agent_id}: channels.{name}: expected kind {kind!r} with dim {dim}, got "
-                f"kind {have['kind']!r} with dim {have['dim']}"
-            )
+        """Raise a clear error before the first step if a needed channel is missing
+        (:func:`require_channel` naming this learner)."""
+        require_channel(self.agent_id, facts, name, kind, dim)
 
     @abstractmethod
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None: ...

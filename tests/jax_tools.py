@@ -68,17 +68,17 @@ def trajectory(env: Any, learner: Any, seeds: list[int], steps: int,
     step's arms (T, B, N) and payloads {channel: (T, B, N, dim)}. With ``perturb_agent``, that
     agent's reward parameters are changed before step ``at`` (its means flipped and arm 0
     raised by 3; in the linear family its decision sets scaled), the light cone's probe."""
-    facts = fj.facts_of(env)
+    init, act = fj.bind(learner, fj.facts_of(env))
     keys = run_keys(seeds)
 
     def start(key):
         k_env, k_agent, key = jax.random.split(key, 3)
         obs, state = env.reset(k_env)
-        return key, obs, state, learner.init(k_agent, facts)
+        return key, obs, state, init(k_agent)
 
     def advance(key, obs, state, lstate):
         key, k_act, k_step = jax.random.split(key, 3)
-        action, lstate = learner.act(k_act, lstate, obs)
+        action, lstate = act(k_act, lstate, obs)
         obs, state, *_ = env.step(k_step, state, action)
         payloads = {n: m[1] if isinstance(m, tuple) else m for n, m in action.messages.items()}
         sends = {n: m[0] for n, m in action.messages.items() if isinstance(m, tuple)}

@@ -149,8 +149,9 @@ def test_act_runs_under_jit_and_vmap(agent_id):
     learner = fj.make_jax_agent(agent_id)
     facts = fj.facts_of(env)
     keys = jax.random.split(jax.random.PRNGKey(11), BATCH)
-    state = jax.vmap(lambda k: learner.init(k, facts))(keys)
-    act = jax.jit(jax.vmap(learner.act))
+    init, act_one = fj.bind(learner, facts)
+    state = jax.vmap(init)(keys)
+    act = jax.jit(jax.vmap(act_one))
     for _ in range(3):
         action, next_state = act(keys, state, obs)
         again, _ = act(keys, state, obs)
@@ -199,11 +200,17 @@ def test_bad_hyperparameters_raise_the_config_error(agent_id, kwargs, field):
         make_agent(agent_id, **kwargs)  # the same message as the twin's
 
 
+def start(learner, facts):
+    """The learner's state at reset on a federation (its params made and checked first)."""
+    init, _ = fj.bind(learner, facts)
+    return init(jax.random.PRNGKey(0))
+
+
 @pytest.mark.parametrize("agent_id", INDEPENDENT + SHARED + ["centralized_ucb1"])
 def test_multi_armed_ports_refuse_the_linear_family(agent_id):
     env = fj.make("FedBandit/LinearContextual-v0", channels={})
     with pytest.raises(ConfigError, match=rf"^{agent_id}: family: expected .*'linear'"):
-        fj.make_jax_agent(agent_id).init(jax.random.PRNGKey(0), fj.facts_of(env))
+        start(fj.make_jax_agent(agent_id), fj.facts_of(env))
 
 
 @pytest.mark.parametrize("agent_id", ["kl_ucb", "thompson_beta_shared"])
@@ -211,15 +218,16 @@ def test_unbounded_rewards_need_bounds(agent_id):
     env = jax_env(agent_id, reward={"kind": "gaussian", "sigma": 1.0})
     facts = fj.facts_of(env)
     with pytest.raises(ConfigError, match=rf"^{agent_id}: reward: expected bounded rewards"):
-        fj.make_jax_agent(agent_id).init(jax.random.PRNGKey(0), facts)
-    fj.make_jax_agent(agent_id, bounds=(-3.0, 4.0)).init(jax.random.PRNGKey(0), facts)
+        start(fj.make_jax_agent(agent_id), facts)
+    init, _ = fj.bind(fj.make_jax_agent(agent_id, bounds=(-3.0, 4.0)), facts)
+    init(jax.random.PRNGKey(0))
 
 
 @pytest.mark.parametrize("agent_id", ["ucb1_shared", "flooding"])
 def test_missing_channel_is_named(agent_id):
     env = fj.make(ENV, **SMALL, channels={})
     with pytest.raises(ConfigError, match=rf"^{agent_id}: channels.neighbors: expected"):
-        fj.make_jax_agent(agent_id).init(jax.random.PRNGKey(0), fj.facts_of(env))
+        start(fj.make_jax_agent(agent_id), fj.facts_of(env))
 
 
 # ------------------------------------------------------- shared protocol
@@ -232,8 +240,9 @@ def test_shared_statistics_keep_the_latest_per_slot_under_drops():
     learner = fj.make_jax_agent("ucb1_shared")
     facts = fj.facts_of(env)
     obs, env_state = env.reset(jax.random.PRNGKey(0))
-    state = learner.init(jax.random.PRNGKey(1), facts)
-    act, step = jax.jit(learner.act), jax.jit(env.step)
+    init, act_one = fj.bind(learner, facts)
+    state = init(jax.random.PRNGKey(1))
+    act, step = jax.jit(act_one), jax.jit(env.step)
     senders = np.asarray(facts.topology.neighbors)
     expected = np.zeros((4, senders.shape[1], 6), np.float32)
     dropped = 0
@@ -259,10 +268,11 @@ def test_noisy_received_statistics_stay_well_defined():
     env = jax_env("thompson_beta_shared")
     learner = fj.make_jax_agent("thompson_beta_shared")
     obs, _ = env.reset(jax.random.PRNGKey(0))
-    state = learner.init(jax.random.PRNGKey(0), fj.facts_of(env))
+    init, act_one = fj.bind(learner, fj.facts_of(env))
+    state = init(jax.random.PRNGKey(0))
     heard = obs.deliveries["neighbors"]
     keys = jax.random.split(jax.random.PRNGKey(3), 200)
-    act = jax.jit(jax.vmap(learner.act, in_axes=(0, None, None)))
+    act = jax.jit(jax.vmap(act_one, in_axes=(0, None, None)))
     for counts, sums in ((-5.0, -3.0), (1.0, 50.0)):  # n < 0; s > n
         payload = jnp.concatenate([jnp.full((*heard.mask.shape, 5), counts, jnp.float32),
                                    jnp.full((*heard.mask.shape, 5), sums, jnp.float32)], -1)  # fmt: skip

@@ -88,16 +88,16 @@ class Stepper:
 
     def __init__(self, env, learner):
         self.env = env
-        facts = fj.facts_of(env)
+        init, act = fj.bind(learner, fj.facts_of(env))
 
         def start(key):
             k_env, k_agent, key = jax.random.split(key, 3)
             obs, state = env.reset(k_env)
-            return key, obs, state, learner.init(k_agent, facts)
+            return key, obs, state, init(k_agent)
 
         def advance(key, obs, state, lstate):
             key, k_act, k_step = jax.random.split(key, 3)
-            action, lstate = learner.act(k_act, lstate, obs)
+            action, lstate = act(k_act, lstate, obs)
             obs, state, *_ = env.step(k_step, state, action)
             sent = {n: jnp.where(m[0][:, None], m[1], 0.0) for n, m in action.messages.items()}
             pull = jnp.asarray(action.pull, bool)

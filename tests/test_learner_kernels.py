@@ -116,7 +116,7 @@ def test_ucb1_index_values_match_the_old_formula():
     _run(policy, "FedBandit/Homogeneous-v0", 2, 60, **RING)
     n, s = policy.counts, policy.sums
     t = n.sum(axis=-1, keepdims=True)
-    want = s / n + policy.scale * np.sqrt(policy.config.alpha * np.log(t) / n)
+    want = s / n + policy.params.scale * np.sqrt(policy.config.alpha * np.log(t) / n)
     assert np.allclose(policy.own_index(int(t.flat[0])), want, rtol=1e-12, atol=0)
 
 

@@ -20,15 +20,11 @@ step and no further, so the shared variants respect the light cone.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from baselines import epsilon_greedy as np_epsilon_greedy
-from baselines import thompson as np_thompson
-from baselines import ucb as np_ucb
 from baselines.config import (
     EpsilonGreedyConfig,
     KLUCBConfig,
@@ -47,9 +43,9 @@ from baselines.formulas import (
     ucb1_index,
     unit_reward,
 )
-from baselines.index import CHANNEL, default_scale, unit_interval_bounds
+from baselines.params import CHANNEL, IndexParams, index_params, statistics_channel_spec
 from fedbandit_env.jax.types import PULL, Action, Observation
-from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
+from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
 from fedbandit_env.ties import argmax_uniform_ties
 
@@ -82,55 +78,58 @@ def fold_last_pull(counts, sums, obs: Observation, reward=None):
 
 def keep_latest(latest: jnp.ndarray, heard) -> jnp.ndarray:
     """The per-slot table after a padded delivery ``heard``: the slots whose message arrived
-    take its payload, the others keep their previous statistics (:meth:`IndexPolicy._received`
-    of the twin)."""
+    take its payload, the others keep their previous statistics (as the numpy
+    :class:`baselines.index.IndexPolicy` does)."""
     return jnp.where(heard.mask[..., None], heard.payload, latest)
 
 
 class IndexPolicy:
-    """Per-agent (counts, sums) statistics, optional one-hop sharing, index arg-max (port of
-    :class:`baselines.index.IndexPolicy`, same hooks: :meth:`setup`, :meth:`transform_reward`,
-    :meth:`index`, :meth:`choose`; the random ones take a key)."""
+    """Per-agent (counts, sums) statistics, optional one-hop sharing, index arg-max, on the
+    params protocol (docs/jax.md, "Learners"): :meth:`make_params` is the pure
+    :func:`baselines.params.index_params` of the numpy learners, ``init(key, params)`` and
+    ``act(key, state, obs, params)``. Subclasses implement :meth:`index` and may override
+    :meth:`transform_reward` and :meth:`choose`; every hook takes the key it may draw from and
+    the params."""
 
-    twin: ClassVar[type]  # the numpy learner this class ports
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total``
     agent_id: ClassVar[str] = ""
     version: ClassVar[int] = 2
     privacy_epsilon = None
+    config: Any
 
     def channel_spec(self, config) -> Any:
-        """The twin's: ``{"neighbors": {"kind": "neighbors", "dim": 2M}}`` when shared."""
-        return self.twin().channel_spec(config)
+        """``{"neighbors": {"kind": "neighbors", "dim": 2M}}`` when shared, else None."""
+        return statistics_channel_spec(self.shared, config.num_arms)
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> IndexState | SharedIndexState:
-        require_family(self.agent_id, facts, MULTI_ARMED)
-        n, m = facts.num_agents, facts.num_arms
-        if self.shared:
-            TeamPolicy.require_channel(self, facts, CHANNEL, "neighbors", 2 * m)
-        self.num_arms = m
-        self.setup(facts)
+    def make_params(self, facts: FederationFacts) -> IndexParams:
+        """The run-time parameters on this federation (checks the family and the channel)."""
+        return index_params(self.agent_id, self.config, facts, self.shared)
+
+    def init(self, key: jax.Array, params: IndexParams) -> IndexState | SharedIndexState:
+        n, m = params.num_agents, params.num_arms
         counts, sums = jnp.zeros((n, m), jnp.int32), jnp.zeros((n, m), jnp.float32)
         if not self.shared:
             return IndexState(counts, sums)
-        degree = int(facts.topology.neighbors.shape[1])
-        return SharedIndexState(counts, sums, jnp.zeros((n, degree, 2 * m), jnp.float32))
+        latest = jnp.zeros((n, params.degree, 2 * m), jnp.float32)
+        return SharedIndexState(counts, sums, latest)
 
-    def act(self, key: jax.Array, state, obs: Observation):
+    def act(self, key: jax.Array, state, obs: Observation, params: IndexParams):
         """One step for every agent: add the last pull to ``counts`` and ``sums``, form the
         index (own statistics, or own plus the neighbours' latest), pull an arm of maximal
         index (ties uniformly at random) and, in the shared variants, send own statistics."""
         k_reward, k_index, k_choose, k_tie = jax.random.split(key, 4)
-        reward = self.transform_reward(k_reward, obs.last_reward)
+        m = params.num_arms
+        reward = self.transform_reward(k_reward, obs.last_reward, params)
         counts, sums = fold_last_pull(state.counts, state.sums, obs, reward)
         own = counts.astype(jnp.float32)
         messages = {}
         if self.shared:
             latest = keep_latest(state.latest, obs.deliveries[CHANNEL])
             received = latest.sum(axis=1)  # (N, 2M): the neighbours' counts and sums
-            n = own + jnp.maximum(received[:, : self.num_arms], 0.0)
-            s = sums + received[:, self.num_arms :]
+            n = own + jnp.maximum(received[:, :m], 0.0)
+            s = sums + received[:, m:]
             send = jnp.ones(counts.shape[0], bool)
             messages[CHANNEL] = (send, jnp.concatenate([own, sums], axis=1))
             state = SharedIndexState(counts, sums, latest)
@@ -138,28 +137,25 @@ class IndexPolicy:
             n, s = own, sums
             state = IndexState(counts, sums)
         total = n.sum(axis=1, keepdims=True) if self.uses_total else None
-        index = self.index(k_index, n, s, total)
+        index = self.index(k_index, n, s, total, params)
         if self.ties:
             u = jax.random.uniform(k_tie, index.shape, jnp.float32)
             greedy = argmax_uniform_ties(index, u)  # reports the index to the NaN count
         else:
             note_scores(index)
             greedy = jnp.argmax(index, axis=-1).astype(jnp.int32)
-        return Action(self.choose(k_choose, greedy), messages), state
+        return Action(self.choose(k_choose, greedy, params), messages), state
 
     # ------------------------------------------------------------ hooks
-    def setup(self, facts: FederationFacts) -> None:
-        """Static per-reset settings read from ``facts`` (reward bounds, scale), in Python."""
-
-    def transform_reward(self, key: jax.Array, reward: jnp.ndarray) -> jnp.ndarray:
+    def transform_reward(self, key: jax.Array, reward: jnp.ndarray, params: IndexParams):
         """The value added to ``sums`` for a pull with local reward ``reward`` (N,)."""
         return reward
 
-    def choose(self, key: jax.Array, greedy: jnp.ndarray) -> jnp.ndarray:
+    def choose(self, key: jax.Array, greedy: jnp.ndarray, params: IndexParams) -> jnp.ndarray:
         """Final arms (N,) from the index arg-max (epsilon-greedy explores here)."""
         return greedy
 
-    def index(self, key: jax.Array, n, s, total) -> jnp.ndarray:
+    def index(self, key: jax.Array, n, s, total, params: IndexParams) -> jnp.ndarray:
         """Per-arm index (N, M) from counts ``n`` and sums ``s`` (float32) and ``total`` (N, 1)
         (None for a class with ``uses_total = False``)."""
         raise NotImplementedError
@@ -167,27 +163,22 @@ class IndexPolicy:
 
 # ----------------------------------------------------------------- UCB1
 class UCB1(IndexPolicy):
-    """UCB1 per agent, t = the agent's own pulls (port of :class:`baselines.ucb.UCB1`)."""
+    """UCB1 per agent, t = the agent's own pulls (:class:`baselines.ucb.UCB1` on JAX)."""
 
-    twin = np_ucb.UCB1
     agent_id = "ucb1"
     version = 3
 
     def __init__(self, alpha: float = 2.0, scale: float | None = None):
         self.config = UCB1Config(self.agent_id, alpha, scale)
 
-    def setup(self, facts: FederationFacts) -> None:
-        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
-
-    def index(self, key, n, s, total):
-        return ucb1_index(n, s, total, self.config.alpha, self.scale)
+    def index(self, key, n, s, total, params):
+        return ucb1_index(n, s, total, params.alpha, params.scale)
 
 
 class UCB1Shared(UCB1):
-    """UCB1 on own plus the neighbours' latest own statistics (port of
-    :class:`baselines.ucb.UCB1Shared`)."""
+    """UCB1 on own plus the neighbours' latest own statistics
+    (:class:`baselines.ucb.UCB1Shared` on JAX)."""
 
-    twin = np_ucb.UCB1Shared
     agent_id = "ucb1_shared"
     payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     version = 2
@@ -198,29 +189,23 @@ class UCB1Shared(UCB1):
 class KLUCB(IndexPolicy):
     """KL-UCB with the Bernoulli KL per agent (Garivier and Cappé 2011): the index of arm k is
     the largest q in [p_k, 1] with ``n_k kl(p_k, q) <= ln t + c ln ln t``, rewards mapped to
-    [0, 1] through the reward bounds (port of :class:`baselines.ucb.KLUCB`)."""
+    [0, 1] through the reward bounds (:class:`baselines.ucb.KLUCB` on JAX)."""
 
-    twin = np_ucb.KLUCB
     agent_id = "kl_ucb"
 
     def __init__(self, c: float = 0.0, precision: float = 1e-6, bounds: Any = None):
         self.config = KLUCBConfig(self.agent_id, c, precision, bounds)
 
-    def setup(self, facts: FederationFacts) -> None:
-        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
-        self._iterations = math.ceil(math.log2(1.0 / self.config.precision))
+    def transform_reward(self, key, reward, params):
+        return unit_reward(reward, params.lo, params.hi)
 
-    def transform_reward(self, key, reward):
-        return unit_reward(reward, self._lo, self._hi)
-
-    def index(self, key, n, s, total):
-        return kl_ucb_index(n, s, total, self.config.c, self._iterations)
+    def index(self, key, n, s, total, params):
+        return kl_ucb_index(n, s, total, params.c, params.iterations)
 
 
 class KLUCBShared(KLUCB):
     """KL-UCB on own plus the neighbours' latest own statistics."""
 
-    twin = np_ucb.KLUCBShared
     agent_id = "kl_ucb_shared"
     payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True
@@ -230,28 +215,26 @@ class KLUCBShared(KLUCB):
 class EpsilonGreedy(IndexPolicy):
     """Empirical means with constant-rate uniform exploration: with probability ``epsilon`` a
     uniformly random arm, else an arm of highest empirical mean (unpulled arms first, uniform
-    tie-break); two uniforms per agent and step (port of
-    :class:`baselines.epsilon_greedy.EpsilonGreedy`)."""
+    tie-break); two uniforms per agent and step
+    (:class:`baselines.epsilon_greedy.EpsilonGreedy` on JAX)."""
 
-    twin = np_epsilon_greedy.EpsilonGreedy
     agent_id = "epsilon_greedy"
     uses_total = False
 
     def __init__(self, epsilon: float = 0.1):
         self.config = EpsilonGreedyConfig(self.agent_id, epsilon)
 
-    def index(self, key, n, s, total):
+    def index(self, key, n, s, total, params):
         return empirical_mean_index(n, s)
 
-    def choose(self, key, greedy):
+    def choose(self, key, greedy, params):
         u = jax.random.uniform(key, (greedy.shape[0], 2), jnp.float32)
-        return epsilon_explore(u, greedy, self.config.epsilon, self.num_arms)
+        return epsilon_explore(u, greedy, params.epsilon, params.num_arms)
 
 
 class EpsilonGreedyShared(EpsilonGreedy):
     """Epsilon-greedy on own plus the neighbours' latest own statistics."""
 
-    twin = np_epsilon_greedy.EpsilonGreedyShared
     agent_id = "epsilon_greedy_shared"
     payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True
@@ -262,9 +245,8 @@ class ThompsonBeta(IndexPolicy):
     """Beta-Bernoulli Thompson sampling (Agrawal and Goyal 2012) with Beta(1, 1) priors and the
     Bernoulli trick of their Algorithm 2 (one uniform per agent and step; the identity on
     Bernoulli rewards): the sample of arm k is Beta(1 + s_k, 1 + n_k - s_k) = G1 / (G1 + G2)
-    (port of :class:`baselines.thompson.ThompsonBeta`)."""
+    (:class:`baselines.thompson.ThompsonBeta` on JAX)."""
 
-    twin = np_thompson.ThompsonBeta
     agent_id = "thompson_beta"
     ties = False  # continuous samples: exact ties have probability zero
     uses_total = False
@@ -273,14 +255,11 @@ class ThompsonBeta(IndexPolicy):
     def __init__(self, bounds: Any = None):
         self.config = ThompsonBetaConfig(self.agent_id, bounds)
 
-    def setup(self, facts: FederationFacts) -> None:
-        self._lo, self._hi = unit_interval_bounds(self.agent_id, facts, self.config.bounds)
-
-    def transform_reward(self, key, reward):
+    def transform_reward(self, key, reward, params):
         u = jax.random.uniform(key, reward.shape, jnp.float32)
-        return bernoulli_trick(u, unit_reward(reward, self._lo, self._hi))
+        return bernoulli_trick(u, unit_reward(reward, params.lo, params.hi))
 
-    def index(self, key, n, s, total):
+    def index(self, key, n, s, total, params):
         k_normal, k_uniform = jax.random.split(key)
         draws = (*n.shape, 2, ATTEMPTS)
         normal = jax.random.normal(k_normal, draws, jnp.float32)
@@ -291,7 +270,6 @@ class ThompsonBeta(IndexPolicy):
 class ThompsonBetaShared(ThompsonBeta):
     """Beta Thompson sampling on own plus the neighbours' latest own statistics."""
 
-    twin = np_thompson.ThompsonBetaShared
     agent_id = "thompson_beta_shared"
     payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True
@@ -299,10 +277,9 @@ class ThompsonBetaShared(ThompsonBeta):
 
 class ThompsonGaussian(IndexPolicy):
     """Gaussian-prior Thompson sampling (Agrawal and Goyal 2013): the sample of arm k is
-    ``N(s_k / (n_k + 1), scale^2 / (n_k + 1))`` (port of
-    :class:`baselines.thompson.ThompsonGaussian`)."""
+    ``N(s_k / (n_k + 1), scale^2 / (n_k + 1))`` (:class:`baselines.thompson.ThompsonGaussian`
+    on JAX)."""
 
-    twin = np_thompson.ThompsonGaussian
     agent_id = "thompson_gaussian"
     ties = False  # continuous samples: exact ties have probability zero
     uses_total = False
@@ -311,18 +288,14 @@ class ThompsonGaussian(IndexPolicy):
     def __init__(self, scale: float | None = None):
         self.config = ThompsonGaussianConfig(self.agent_id, scale)
 
-    def setup(self, facts: FederationFacts) -> None:
-        self.scale = default_scale(facts) if self.config.scale is None else self.config.scale
-
-    def index(self, key, n, s, total):
+    def index(self, key, n, s, total, params):
         z = jax.random.normal(key, n.shape, jnp.float32)
-        return gaussian_posterior_sample(n, s, z, self.scale)
+        return gaussian_posterior_sample(n, s, z, params.scale)
 
 
 class ThompsonGaussianShared(ThompsonGaussian):
     """Gaussian Thompson sampling on own plus the neighbours' latest own statistics."""
 
-    twin = np_thompson.ThompsonGaussianShared
     agent_id = "thompson_gaussian_shared"
     payload_layouts = {"neighbors": "counts_sums"}  # [counts (M), sums (M)]
     shared = True

@@ -324,7 +324,8 @@ def _jax_init(
     _, env = _build_jax(fj, learner, env_id, env_kwargs, label)
     import jax
 
-    learner.init(jax.random.PRNGKey(0), fj.facts_of(env))
+    init, _ = fj.bind(learner, fj.facts_of(env))  # make_params checks the facts
+    init(jax.random.PRNGKey(0))
 
 
 def _build_jax(

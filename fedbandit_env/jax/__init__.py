@@ -15,6 +15,7 @@ except ImportError as err:  # pragma: no cover - exercised without the extra
 from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import (
     JaxLearner,
+    bind,
     list_jax_agents,
     make_jax_agent,
     register_jax_agent,
@@ -33,6 +34,7 @@ __all__ = [
     "JaxLearner",
     "Observation",
     "RolloutResult",
+    "bind",
     "check_state",
     "facts_of",
     "list_jax_agents",

@@ -1,13 +1,22 @@
 """Learners as pure functions (docs/jax.md, "Learners"): the :class:`JaxLearner` protocol and
 the registry of JAX learner ids.
 
-A JAX learner acts for the N agents of one run; the rollout ``vmap``s it over runs.
+A JAX learner acts for the N agents of one run; the rollout ``vmap``s it over runs. The
+protocol is gymnax's, with explicit params:
 
-* ``init(key, facts) -> state``: the learner's state (a pytree) at reset. ``facts`` is the
-  federation's public facts (:class:`~fedbandit_env.policy.FederationFacts`, one run), a static
-  Python object: check it here, in Python, before anything is traced.
-* ``act(key, state, obs) -> (action, state)``: the :class:`~fedbandit_env.jax.types.Action` of
-  the next step from the last :class:`~fedbandit_env.jax.types.Observation`.
+* ``make_params(facts) -> params``: the learner's run-time parameters on a federation (its
+  validated hyperparameters and every derived constant), from the federation's public facts
+  (:class:`~fedbandit_env.policy.FederationFacts`, one run); a pure function of the learner's
+  configuration and the facts, run in Python before anything is traced, where the facts are
+  checked;
+* ``init(key, params) -> state``: the learner's state (a pytree) at reset;
+* ``act(key, state, obs, params) -> (action, state)``: the
+  :class:`~fedbandit_env.jax.types.Action` of the next step from the last
+  :class:`~fedbandit_env.jax.types.Observation`.
+
+Nothing is stored on the learner between calls. A learner without ``make_params`` is read in
+the older form, ``init(key, facts)`` and ``act(key, state, obs)`` (the ports not yet moved and
+users' learners written for it); :func:`bind` hides the difference from callers.
 
 Optional attributes, as on a numpy team policy: ``agent_id`` (the row label), ``version`` (the
 results version), ``privacy_epsilon`` (the declared epsilon) and ``channel_spec(config)`` (the
@@ -30,16 +39,46 @@ from typing import Any, Protocol, runtime_checkable
 import jax
 
 from fedbandit_env.errors import ConfigError, UnknownIdError
-from fedbandit_env.jax.types import Action, Observation
+from fedbandit_env.jax.types import Observation
 from fedbandit_env.per_agent import bad_kwargs_error
 from fedbandit_env.policy import FederationFacts
 
 
 @runtime_checkable
 class JaxLearner(Protocol):
-    def init(self, key: jax.Array, facts: FederationFacts) -> Any: ...
+    """What every JAX learner has: ``init`` and ``act`` (with params, or in the older form)."""
 
-    def act(self, key: jax.Array, state: Any, obs: Observation) -> tuple[Action, Any]: ...
+    def init(self, key: jax.Array, params: Any) -> Any: ...
+
+    def act(self, key: jax.Array, state: Any, obs: Observation, *params: Any) -> Any: ...
+
+
+def uses_params(learner: Any) -> bool:
+    """Whether ``learner`` is on the params protocol (it has ``make_params``)."""
+    return callable(getattr(learner, "make_params", None))
+
+
+def bind(
+    learner: Any, facts: FederationFacts
+) -> tuple[Callable[[jax.Array], Any], Callable[[jax.Array, Any, Observation], Any]]:
+    """``(init(key) -> state, act(key, state, obs) -> (action, state))`` of ``learner`` on a
+    federation: the params are made here, once, in Python (their checks run now) and closed
+    over; a learner in the older form gets the facts."""
+    if uses_params(learner):
+        params = learner.make_params(facts)
+
+        def init(key: jax.Array) -> Any:
+            return learner.init(key, params)
+
+        def act(key: jax.Array, state: Any, obs: Observation) -> Any:
+            return learner.act(key, state, obs, params)
+
+        return init, act
+
+    def init_facts(key: jax.Array) -> Any:
+        return learner.init(key, facts)
+
+    return init_facts, learner.act
 
 
 _USER: dict[str, Callable[..., Any]] = {}
@@ -114,7 +153,7 @@ def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
         raise bad_kwargs_error(agent_id, factory, kwargs, err) from None
     if not isinstance(learner, JaxLearner):
         raise UnknownIdError(
-            f"agent: {agent_id!r} is not a JAX learner (expected init(key, facts) and "
-            "act(key, state, obs))"
+            f"agent: {agent_id!r} is not a JAX learner (expected make_params(facts), "
+            "init(key, params) and act(key, state, obs, params))"
         )
     return learner

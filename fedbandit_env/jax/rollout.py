@@ -21,6 +21,7 @@ from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
 from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
+from fedbandit_env.jax.learner import bind
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import TracedScores, watching
@@ -92,18 +93,18 @@ def rollout_program(
     states, NaN-index steps (B,))``. ``ranked``, when given, receives at tracing whether the
     learner's ``act`` ranks any index through :func:`fedbandit_env.scores.note_scores` (else
     its NaN count means nothing)."""
-    facts = facts_of(env)
+    init, act = bind(learner, facts_of(env))  # the learner's params, made and checked once
     targets = jnp.asarray(np.asarray(steps, np.int32))
 
     def one_run(key: jax.Array):
         k_env, k_agent, key = jax.random.split(key, 3)
         obs, env_state = env.reset(k_env)
-        carry = _Carry(key, obs, env_state, learner.init(k_agent, facts), jnp.zeros((), jnp.int32))
+        carry = _Carry(key, obs, env_state, init(k_agent), jnp.zeros((), jnp.int32))
 
         def advance(c: _Carry) -> _Carry:
             key, k_act, k_step = jax.random.split(c.key, 3)
             with watching(TracedScores()) as scores:
-                action, learner_state = learner.act(k_act, c.learner, c.obs)
+                action, learner_state = act(k_act, c.learner, c.obs)
             if ranked is not None:
                 ranked.append(bool(scores.flags))
             nan = scores.any_nan().astype(jnp.int32)

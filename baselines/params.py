@@ -1,0 +1,108 @@
+"""The index baselines' run-time parameters (docs/writing-agents.md, "Params"): a frozen
+:class:`IndexParams` made by the pure :func:`index_params` from a learner's validated
+configuration and the federation's public facts. The numpy learners' ``reset`` and the JAX
+learners' ``make_params`` both call it, so a derived constant (the UCB scale, KL-UCB's
+bisection depth, the reward bounds mapped to [0, 1]) has one definition.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from baselines.config import (
+    EpsilonGreedyConfig,
+    KLUCBConfig,
+    ThompsonBetaConfig,
+    ThompsonGaussianConfig,
+    UCB1Config,
+    check_bounds,
+)
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_channel, require_family
+
+CHANNEL = "neighbors"
+"""The channel of the share-statistics variants: padded ``neighbors`` of dim 2M."""
+
+
+@dataclass(frozen=True)
+class IndexParams:
+    """What an index learner reads at run time, for one federation.
+
+    ``num_agents``, ``num_arms``; ``degree`` the neighbour slots of a share-statistics variant
+    (0 for an independent one); ``alpha`` and ``scale`` (UCB1; ``scale`` also Gaussian Thompson
+    sampling); ``c`` and ``iterations`` (KL-UCB: the ``c ln ln t`` weight and the bisection's
+    halvings); ``lo`` and ``hi`` (the reward range mapped onto [0, 1]: KL-UCB and Beta Thompson
+    sampling); ``epsilon`` (epsilon-greedy's exploration rate)."""
+
+    num_agents: int
+    num_arms: int
+    degree: int = 0
+    alpha: float = 2.0
+    scale: float = 1.0
+    c: float = 0.0
+    iterations: int = 0
+    lo: float = 0.0
+    hi: float = 1.0
+    epsilon: float = 0.0
+
+
+def default_scale(facts: FederationFacts) -> float:
+    """Reward scale for UCB-style bonuses: the reward range when bounded, else 1 (the
+    sub-Gaussian parameter of sigma = 1 Gaussian rewards, the gossip paper's experiments)."""
+    lo, hi = facts.reward_bounds
+    return float(hi - lo) if math.isfinite(lo) and math.isfinite(hi) else 1.0
+
+
+def unit_interval_bounds(agent_id: str, facts: FederationFacts, bounds: Any) -> tuple[float, float]:
+    """The reward range [lo, hi] mapped to [0, 1]: the env's bounds, or the ``bounds`` kwarg when
+    the env's rewards are unbounded (rewards are then clipped to it)."""
+    if bounds is None:
+        lo, hi = facts.reward_bounds
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ConfigError(
+                f"{agent_id}: reward: expected bounded rewards (bernoulli or clipped_gaussian), "
+                f"got bounds {facts.reward_bounds}; pass bounds=(low, high) to clip them"
+            )
+        return float(lo), float(hi)
+    return check_bounds(agent_id, bounds)
+
+
+def index_params(
+    agent_id: str, config: Any, facts: FederationFacts, shared: bool
+) -> IndexParams:
+    """The :class:`IndexParams` of index learner ``agent_id`` with configuration ``config`` (one
+    of the zoo's config dataclasses, already validated; another learner's, or None, gives the
+    shapes alone) on a federation: checks the family (and, for a share-statistics variant, the
+    ``neighbors`` channel of dim 2M) and derives the constants. Pure: the same arguments give
+    the same params, and nothing is stored."""
+    require_family(agent_id, facts, MULTI_ARMED)
+    n, m = facts.num_agents, facts.num_arms
+    degree = 0
+    if shared:
+        require_channel(agent_id, facts, CHANNEL, "neighbors", 2 * m)
+        degree = int(facts.topology.neighbors.shape[1])
+    base = {"num_agents": n, "num_arms": m, "degree": degree}
+    if isinstance(config, UCB1Config):
+        scale = default_scale(facts) if config.scale is None else config.scale
+        return IndexParams(**base, alpha=config.alpha, scale=scale)
+    if isinstance(config, KLUCBConfig):
+        lo, hi = unit_interval_bounds(agent_id, facts, config.bounds)
+        iterations = math.ceil(math.log2(1.0 / config.precision))
+        return IndexParams(**base, c=config.c, iterations=iterations, lo=lo, hi=hi)
+    if isinstance(config, EpsilonGreedyConfig):
+        return IndexParams(**base, epsilon=config.epsilon)
+    if isinstance(config, ThompsonBetaConfig):
+        lo, hi = unit_interval_bounds(agent_id, facts, config.bounds)
+        return IndexParams(**base, lo=lo, hi=hi)
+    if isinstance(config, ThompsonGaussianConfig):
+        scale = default_scale(facts) if config.scale is None else config.scale
+        return IndexParams(**base, scale=scale)
+    return IndexParams(**base)  # a user's subclass: its own setup reads its own config
+
+
+def statistics_channel_spec(shared: bool, num_arms: int) -> dict[str, dict[str, Any]] | None:
+    """The channel a share-statistics variant asks for: padded ``neighbors`` of dim 2M (an
+    independent variant asks for none)."""
+    return {CHANNEL: {"kind": "neighbors", "dim": 2 * num_arms}} if shared else None
