@@ -17,8 +17,10 @@ import math
 import numpy as np
 
 from baselines.config import LinUCBConfig
+from baselines.params import linucb_params
 from fedbandit_env.engine import VecObservation
-from fedbandit_env.kernels import check_linear, ucb_choice  # re-exported
+from fedbandit_env.kernels import check_linear as check_linear  # re-exported
+from fedbandit_env.kernels import ucb_choice  # re-exported
 from fedbandit_env.policy import (
     FederationFacts,
     TeamAction,
@@ -51,7 +53,8 @@ class LinUCB(TeamPolicy):
         self.config = LinUCBConfig(self.agent_id, lam, sigma, alpha, S, beta_scale)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        d = check_linear(self.agent_id, facts)
+        self.params = linucb_params(self.config, facts)  # checks the family and the memory
+        d = self.params.dim
         shape = (facts.num_runs, facts.num_agents)
         self.V = np.broadcast_to(self.config.lam * np.eye(d), (*shape, d, d)).copy()
         self.b = np.zeros((*shape, d))

@@ -16,13 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.config import CentralizedUCB1Config
+from baselines.params import pooled_params
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.policy import (
-    MULTI_ARMED,
     FederationFacts,
     TeamAction,
     TeamPolicy,
-    require_family,
 )
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
@@ -37,7 +36,7 @@ class CentralizedUCB1(TeamPolicy):
         self.config = CentralizedUCB1Config(self.agent_id, scale)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        require_family(self.agent_id, facts, MULTI_ARMED)
+        self.params = pooled_params(self.config, facts)  # checks the family
         self.M, self.N = facts.num_arms, facts.num_agents
         self.counts = np.zeros((facts.num_runs, self.M))
         self.sums = np.zeros((facts.num_runs, self.M))

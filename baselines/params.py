@@ -69,9 +69,7 @@ def unit_interval_bounds(agent_id: str, facts: FederationFacts, bounds: Any) -> 
     return check_bounds(agent_id, bounds)
 
 
-def index_params(
-    agent_id: str, config: Any, facts: FederationFacts, shared: bool
-) -> IndexParams:
+def index_params(agent_id: str, config: Any, facts: FederationFacts, shared: bool) -> IndexParams:
     """The :class:`IndexParams` of index learner ``agent_id`` with configuration ``config`` (one
     of the zoo's config dataclasses, already validated; another learner's, or None, gives the
     shapes alone) on a federation: checks the family (and, for a share-statistics variant, the
@@ -106,3 +104,69 @@ def statistics_channel_spec(shared: bool, num_arms: int) -> dict[str, dict[str, 
     """The channel a share-statistics variant asks for: padded ``neighbors`` of dim 2M (an
     independent variant asks for none)."""
     return {CHANNEL: {"kind": "neighbors", "dim": 2 * num_arms}} if shared else None
+
+
+@dataclass(frozen=True)
+class TeamShape:
+    """The run-time parameters of the trivial learners (``uniform``, ``flooding``): the
+    federation's N and M."""
+
+    num_agents: int
+    num_arms: int
+
+
+def flooding_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``flooding``'s channel: ``neighbors`` of dim M with the aggregating ``max`` delivery
+    (the max over the neighbours is all it needs: no padded copy)."""
+    return {CHANNEL: {"kind": "neighbors", "dim": num_arms, "reduce": "max"}}
+
+
+def trivial_params(agent_id: str, facts: FederationFacts, flooding: bool) -> TeamShape:
+    """:class:`TeamShape` of ``uniform`` or ``flooding`` (which checks its ``neighbors``
+    channel of dim M)."""
+    if flooding:
+        require_channel(agent_id, facts, CHANNEL, "neighbors", facts.num_arms)
+    return TeamShape(facts.num_agents, facts.num_arms)
+
+
+@dataclass(frozen=True)
+class PooledParams:
+    """The run-time parameters of ``centralized_ucb1``: N, M and the bonus ``scale``."""
+
+    num_agents: int
+    num_arms: int
+    scale: float
+
+
+def pooled_params(config: Any, facts: FederationFacts) -> PooledParams:
+    """:class:`PooledParams` of ``centralized_ucb1`` with its validated configuration (a
+    multi-armed family only)."""
+    require_family(config.agent_id, facts, MULTI_ARMED)
+    return PooledParams(facts.num_agents, facts.num_arms, config.scale)
+
+
+@dataclass(frozen=True)
+class LinUCBParams:
+    """The run-time parameters of ``linucb`` and ``centralized_linucb``: N, the K actions of a
+    decision set, the dimension d, and OFUL's ``lam``, ``sigma``, ``alpha``, ``S`` and
+    ``beta_scale``."""
+
+    num_agents: int
+    num_actions: int
+    dim: int
+    lam: float
+    sigma: float
+    alpha: float
+    S: float
+    beta_scale: float
+
+
+def linucb_params(config: Any, facts: FederationFacts) -> LinUCBParams:
+    """:class:`LinUCBParams` of a LinUCB learner with its validated configuration (the linear
+    family only; the memory the Gram matrices take is checked)."""
+    from fedbandit_env.kernels import check_linear
+
+    d = check_linear(config.agent_id, facts)
+    cfg = config
+    return LinUCBParams(facts.num_agents, facts.num_arms, d, cfg.lam, cfg.sigma, cfg.alpha,
+                        cfg.S, cfg.beta_scale)  # fmt: skip

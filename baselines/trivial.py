@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines.params import flooding_channel_spec, trivial_params
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.kernels import ArmTable
@@ -26,8 +27,10 @@ class UniformRandom(TeamPolicy):
     """Uniformly random arms, no messages."""
 
     agent_id = "uniform"
+    floods = False  # Flooding: True (it needs the neighbors channel)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        self.params = trivial_params(self.agent_id, facts, self.floods)  # checks the channel
         self.num_arms = facts.num_arms
         self._u = rng.child("arms").buffered("uniform", (facts.num_agents,))
 
@@ -40,13 +43,12 @@ class Flooding(UniformRandom):
     """Uniform arms; floods the max of own pull counts and received counts to neighbours."""
 
     agent_id = "flooding"
+    floods = True
 
     def channel_spec(self, config: EnvConfig):
-        # the max over the neighbours is all it needs: aggregating delivery, no padded copy
-        return {"neighbors": {"kind": "neighbors", "dim": config.num_arms, "reduce": "max"}}
+        return flooding_channel_spec(config.num_arms)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self.require_channel(facts, "neighbors", "neighbors", facts.num_arms)
         super().reset(facts, rng)
         shape = (facts.num_runs, facts.num_agents, facts.num_arms)
         self.counts = np.zeros(shape)

@@ -228,11 +228,11 @@ def test_act_is_pure_under_jit_and_vmap():
     scale = jax.random.uniform(jax.random.PRNGKey(4), obs.context.shape[:-1], minval=0.2)
     obs = obs._replace(context=obs.context * scale[..., None])
     for agent_id in ("linucb", "centralized_linucb", "fed_lin_ucb"):
-        learner = fj.make_jax_agent(agent_id)
-        states = jax.jit(jax.vmap(lambda k, learner=learner: learner.init(k, facts)))(keys)
-        action, after = jax.jit(jax.vmap(learner.act))(keys, states, obs)
+        init, act_one = fj.bind(fj.make_jax_agent(agent_id), facts)
+        states = jax.jit(jax.vmap(init))(keys)
+        action, after = jax.jit(jax.vmap(act_one))(keys, states, obs)
         assert action.arms.dtype == jnp.int32 and action.arms.shape == (3, 4)
-        act = jax.jit(learner.act)
+        act = jax.jit(act_one)
         for b in range(3):
             one = jax.tree_util.tree_map(lambda x, b=b: x[b], (states, obs))
             single, _ = act(keys[b], *one)
@@ -284,7 +284,8 @@ def test_a_linear_learner_on_a_multi_armed_family_raises_at_init(agent_id):
     env = fj.make("FedBandit/Heterogeneous-v0", num_agents=3, num_arms=4, horizon=10,
                   channels=())  # fmt: skip
     with pytest.raises(ConfigError, match=rf"{agent_id}: family: expected 'linear'"):
-        fj.make_jax_agent(agent_id).init(jax.random.PRNGKey(0), fj.facts_of(env))
+        init, _ = fj.bind(fj.make_jax_agent(agent_id), fj.facts_of(env))
+        init(jax.random.PRNGKey(0))
 
 
 def test_fed_lin_ucb_checks_its_channels_and_schedule_at_init():

@@ -79,7 +79,8 @@ def test_the_compiled_act_calls_no_lapack_kernel(agent_id, agent_kwargs, env_kwa
     facts = fj.facts_of(env)
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     obs, _ = jax.jit(jax.vmap(env.reset))(keys)
-    states = jax.jit(jax.vmap(lambda k: learner.init(k, facts)))(keys)
-    text = jax.jit(jax.vmap(learner.act)).lower(keys, states, obs).compile().as_text()
+    init, act = fj.bind(learner, facts)
+    states = jax.jit(jax.vmap(init))(keys)
+    text = jax.jit(jax.vmap(act)).lower(keys, states, obs).compile().as_text()
     targets = re.findall(r'custom_call_target="(\w+)"', text)
     assert [t for t in targets if "lapack" in t] == []

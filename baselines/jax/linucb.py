@@ -1,6 +1,6 @@
 """LinUCB / OFUL baselines for the linear contextual family in JAX (docs/linear.md).
 
-Ports of :mod:`baselines.linucb` for one run (the rollout ``vmap``s over runs), batched over
+The learners of :mod:`baselines.linucb` for one run, on the params protocol (the rollout ``vmap``s over runs), batched over
 the N agents: every agent keeps ``V`` (N, d, d) and ``b`` (N, d) in float32.
 
 * :class:`LinUCB` (``linucb``): every agent runs OFUL alone on its own data, no communication:
@@ -25,9 +25,9 @@ import jax
 import jax.numpy as jnp
 
 from baselines.config import LinUCBConfig
+from baselines.params import LinUCBParams, linucb_params
 from fedbandit_env.jax.linear_kernels import cholesky, last_pull, oful_beta, ucb_choice
 from fedbandit_env.jax.types import Action, Observation
-from fedbandit_env.kernels import check_linear
 from fedbandit_env.policy import FederationFacts
 
 
@@ -60,22 +60,24 @@ class LinUCB:
     def channel_spec(self, config) -> Any:
         return None
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> LinUCBState:
-        d = check_linear(self.agent_id, facts)
-        n, k = facts.num_agents, facts.num_arms
-        V = jnp.broadcast_to(self.config.lam * jnp.eye(d, dtype=jnp.float32), (n, d, d))
+    def make_params(self, facts: FederationFacts) -> LinUCBParams:
+        return linucb_params(self.config, facts)
+
+    def init(self, key: jax.Array, params: LinUCBParams) -> LinUCBState:
+        n, k, d = params.num_agents, params.num_actions, params.dim
+        V = jnp.broadcast_to(params.lam * jnp.eye(d, dtype=jnp.float32), (n, d, d))
         return LinUCBState(V, jnp.zeros((n, d), jnp.float32), jnp.zeros((n, k, d), jnp.float32))
 
     def update(self, V, b, x, y):
         """Each agent's own pull: ``V += x x^T``, ``b += y x``."""
         return V + jnp.einsum("ni,nj->nij", x, x), b + y[:, None] * x
 
-    def act(self, key: jax.Array, state: LinUCBState, obs: Observation):
+    def act(self, key: jax.Array, state: LinUCBState, obs: Observation, params: LinUCBParams):
         x, y = last_pull(state.context, obs)
         V, b = self.update(state.V, state.b, x, y)
-        cfg = self.config
+        p = params
         chol = cholesky(V)
-        beta = cfg.beta_scale * oful_beta(chol, cfg.lam, cfg.sigma, cfg.alpha, cfg.S)
+        beta = p.beta_scale * oful_beta(chol, p.lam, p.sigma, p.alpha, p.S)
         arms = ucb_choice(obs.context, chol, b, beta)
         return Action(arms, {}), LinUCBState(V, b, obs.context)
 

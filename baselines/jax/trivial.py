@@ -2,15 +2,13 @@
 over runs).
 
 * :class:`UniformRandom` (id ``uniform``): every agent pulls a uniformly random arm each step
-  and sends nothing (port of :class:`baselines.trivial.UniformRandom`).
+  and sends nothing (:class:`baselines.trivial.UniformRandom` on JAX).
 * :class:`Flooding` (id ``flooding``): uniform random arms plus max-consensus flooding over the
   ``neighbors`` channel (aggregating ``max`` delivery, dimension M): each agent sends the
   element-wise maximum of its own per-arm pull counts and everything it received, so after d
-  steps its view holds the counts of every agent within d hops (port of
-  :class:`baselines.trivial.Flooding`).
+  steps its view holds the counts of every agent within d hops (:class:`baselines.trivial.Flooding` on JAX).
 * :class:`CentralizedUCB1` (id ``centralized_ucb1``): one UCB1 on the raw rewards pooled over
-  every agent, an oracle that reads every agent's reward outside the channels by design (port
-  of :class:`baselines.oracle_ucb.CentralizedUCB1`).
+  every agent, an oracle that reads every agent's reward outside the channels by design (:class:`baselines.oracle_ucb.CentralizedUCB1` on JAX).
 """
 
 from __future__ import annotations
@@ -20,13 +18,18 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from baselines import oracle_ucb as np_oracle_ucb
-from baselines import trivial as np_trivial
 from baselines.config import CentralizedUCB1Config
+from baselines.params import (
+    PooledParams,
+    TeamShape,
+    flooding_channel_spec,
+    pooled_params,
+    trivial_params,
+)
 from fedbandit_env.jax.accumulate import Total, total_add, total_zeros
 from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.types import PULL, Action, Observation
-from fedbandit_env.policy import MULTI_ARMED, FederationFacts, TeamPolicy, require_family
+from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
 
 
@@ -39,26 +42,28 @@ def last_pulls(obs: Observation, m: int) -> jnp.ndarray:
 
 class UniformRandom:
     """Uniformly random arms, ``min(floor(u M), M - 1)`` from one uniform per agent and step;
-    no messages."""
+    no messages (params protocol: :func:`baselines.params.trivial_params`)."""
 
-    twin = np_trivial.UniformRandom
     agent_id = "uniform"
     version = 1
     privacy_epsilon = None
+    floods = False
 
     def channel_spec(self, config) -> Any:
-        return self.twin().channel_spec(config)
+        return flooding_channel_spec(config.num_arms) if self.floods else None
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> Any:
-        self.num_agents, self.num_arms = facts.num_agents, facts.num_arms
+    def make_params(self, facts: FederationFacts) -> TeamShape:
+        return trivial_params(self.agent_id, facts, self.floods)
+
+    def init(self, key: jax.Array, params: TeamShape) -> Any:
         return ()
 
-    def arms(self, key: jax.Array) -> jnp.ndarray:
-        u = jax.random.uniform(key, (self.num_agents,), jnp.float32)
-        return jnp.minimum((u * self.num_arms).astype(jnp.int32), self.num_arms - 1)
+    def arms(self, key: jax.Array, params: TeamShape) -> jnp.ndarray:
+        u = jax.random.uniform(key, (params.num_agents,), jnp.float32)
+        return jnp.minimum((u * params.num_arms).astype(jnp.int32), params.num_arms - 1)
 
-    def act(self, key: jax.Array, state: Any, obs: Observation):
-        return Action(self.arms(key), {}), state
+    def act(self, key: jax.Array, state: Any, obs: Observation, params: TeamShape):
+        return Action(self.arms(key, params), {}), state
 
 
 class FloodingState(NamedTuple):
@@ -71,17 +76,15 @@ class FloodingState(NamedTuple):
 class Flooding(UniformRandom):
     """Uniform arms; floods the max of own pull counts and received counts to neighbours."""
 
-    twin = np_trivial.Flooding
     agent_id = "flooding"
+    floods = True
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> FloodingState:
-        TeamPolicy.require_channel(self, facts, "neighbors", "neighbors", facts.num_arms)
-        super().init(key, facts)
-        shape = (facts.num_agents, facts.num_arms)
+    def init(self, key: jax.Array, params: TeamShape) -> FloodingState:
+        shape = (params.num_agents, params.num_arms)
         return FloodingState(jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.float32))
 
-    def act(self, key: jax.Array, state: FloodingState, obs: Observation):
-        counts = state.counts + last_pulls(obs, self.num_arms).astype(jnp.int32)
+    def act(self, key: jax.Array, state: FloodingState, obs: Observation, params: TeamShape):
+        counts = state.counts + last_pulls(obs, params.num_arms).astype(jnp.int32)
         heard = obs.deliveries["neighbors"]
         if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
             received = heard.value
@@ -89,8 +92,8 @@ class Flooding(UniformRandom):
             received = jnp.where(heard.mask[..., None], heard.payload, 0.0).max(axis=1)
         # counts >= 0, so max(known, received, counts) is the same with either delivery
         known = jnp.maximum(jnp.maximum(state.known, received), counts.astype(jnp.float32))
-        send = jnp.ones(self.num_agents, bool)
-        action = Action(self.arms(key), {"neighbors": (send, known)})
+        send = jnp.ones(params.num_agents, bool)
+        action = Action(self.arms(key, params), {"neighbors": (send, known)})
         return action, FloodingState(counts, known)
 
 
@@ -109,7 +112,6 @@ class CentralizedUCB1:
     of maximal pooled index ``s_k / n_k + scale sqrt(2 ln t / n_k)``, ties to the lowest arm
     (the team plays in lock step)."""
 
-    twin = np_oracle_ucb.CentralizedUCB1
     agent_id = "centralized_ucb1"
     version = 1
     privacy_epsilon = None
@@ -118,25 +120,27 @@ class CentralizedUCB1:
         self.config = CentralizedUCB1Config(self.agent_id, scale)
 
     def channel_spec(self, config) -> Any:
-        return self.twin().channel_spec(config)
+        return None  # it reads every agent's reward outside the channels
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> PooledState:
-        require_family(self.agent_id, facts, MULTI_ARMED)
-        self.num_agents, self.num_arms = facts.num_agents, facts.num_arms
-        return PooledState(jnp.zeros(self.num_arms, jnp.int32), total_zeros((self.num_arms,)))
+    def make_params(self, facts: FederationFacts) -> PooledParams:
+        return pooled_params(self.config, facts)
 
-    def act(self, key: jax.Array, state: PooledState, obs: Observation):
-        hit = last_pulls(obs, self.num_arms)  # pool every agent's last reward
+    def init(self, key: jax.Array, params: PooledParams) -> PooledState:
+        m = params.num_arms
+        return PooledState(jnp.zeros(m, jnp.int32), total_zeros((m,)))
+
+    def act(self, key: jax.Array, state: PooledState, obs: Observation, params: PooledParams):
+        hit = last_pulls(obs, params.num_arms)  # pool every agent's last reward
         counts = state.counts + hit.sum(axis=0, dtype=jnp.int32)
         sums = total_add(state.sums, jnp.where(hit, obs.last_reward[:, None], 0.0).sum(axis=0))
         n = counts.astype(jnp.float32)
         safe = jnp.maximum(n, 1.0)
         total = jnp.maximum(n.sum(), 1.0)
-        index = (sums.total - sums.carry) / safe + self.config.scale * jnp.sqrt(
+        index = (sums.total - sums.carry) / safe + params.scale * jnp.sqrt(
             2.0 * jnp.log(total) / safe
         )
         note_scores(index)
         best = jnp.argmax(index).astype(jnp.int32)
-        arm = jnp.where(obs.step < self.num_arms, obs.step, best).astype(jnp.int32)
-        arms = jnp.full(self.num_agents, arm, jnp.int32)
+        arm = jnp.where(obs.step < params.num_arms, obs.step, best).astype(jnp.int32)
+        arms = jnp.full(params.num_agents, arm, jnp.int32)
         return Action(arms, {}), PooledState(counts, sums)
