@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from agents.byzres_fusion import fuse, index, payload
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -119,6 +119,50 @@ class ByzResUCBConfig:
         )
 
 
+def byzres_channel_spec(config: ByzResUCBConfig, num_arms: int) -> dict[str, Any] | None:
+    """``neighbors`` of dim 2M with per-neighbour delivery; none for ``fusion="none"``."""
+    if config.fusion == "none":
+        return None
+    return {CHANNEL: {"kind": "neighbors", "dim": 2 * num_arms}}
+
+
+@dataclass(frozen=True)
+class ByzResParams:
+    """What ByzRes-UCB reads at run time on one federation: N, M, the ``f`` it trims with (the
+    user's, or the environment's declared bound), its configuration and the row's notes
+    (``"f = 1 < 2 Byzantine"``)."""
+
+    num_agents: int
+    num_arms: int
+    f: int
+    config: ByzResUCBConfig
+    notes: tuple[str, ...] = ()
+
+
+def byzres_params(config: ByzResUCBConfig, facts: FederationFacts) -> ByzResParams:
+    """The :class:`ByzResParams` of a validated configuration on a federation; refuses a family
+    other than homogeneous (the fusion averages other agents' means of the same arm), a missing
+    channel, an aggregating ``neighbors`` delivery and a horizon without a round after the
+    init. Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
+    require_family(AGENT_ID, facts, FAMILIES)
+    M = facts.num_arms
+    if config.fusion != "none":
+        check_channel_spec(AGENT_ID, byzres_channel_spec(config, M), facts)
+        reduce = facts.channels[CHANNEL].get("reduce")
+        if reduce is not None:
+            raise ConfigError(
+                f"{AGENT_ID}: channels.{CHANNEL}.reduce: expected None (per-neighbour "
+                f"delivery: the count filter depends on the receiver), got {reduce!r}"
+            )
+    if facts.horizon <= M:
+        raise ConfigError(
+            f"{AGENT_ID}: horizon: expected more than M = {M} pulls (the init pulls every "
+            f"arm once), got {facts.horizon}"
+        )
+    f, notes = resolved_f(config, facts)
+    return ByzResParams(facts.num_agents, M, f, config, notes)
+
+
 def resolved_f(config: ByzResUCBConfig, facts: FederationFacts) -> tuple[int, tuple[str, ...]]:
     """The f the agents trim with and the row's notes: the user's f, or the environment's
     declared bound when f is None; a user f below the bound is run as given and noted
@@ -165,30 +209,15 @@ class ByzResUCB(TeamPolicy):
         self.config = ByzResUCBConfig(kappa, f, tiebreak, sync, fusion)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]] | None:
-        if self.config.fusion == "none":
-            return None
-        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms}}
+        return byzres_channel_spec(self.config, config.num_arms)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Zero statistics, the tie-break stream; refuses a family other than homogeneous (the
         fusion averages other agents' means of the same arm), a missing channel, an
         aggregating ``neighbors`` delivery and a horizon without a round after the init."""
-        require_family(AGENT_ID, facts, FAMILIES)
+        self.params = byzres_params(self.config, facts)  # checks the facts
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
-        if self.config.fusion != "none":
-            check_channels(self, facts)
-            reduce = facts.channels[CHANNEL].get("reduce")
-            if reduce is not None:
-                raise ConfigError(
-                    f"{AGENT_ID}: channels.{CHANNEL}.reduce: expected None (per-neighbour "
-                    f"delivery: the count filter depends on the receiver), got {reduce!r}"
-                )
-        if facts.horizon <= M:
-            raise ConfigError(
-                f"{AGENT_ID}: horizon: expected more than M = {M} pulls (the init pulls every "
-                f"arm once), got {facts.horizon}"
-            )
-        self.f, self._notes = resolved_f(self.config, facts)
+        self.f, self._notes = self.params.f, self.params.notes
         self.M = M
         self.table = ArmTable.of(B, N, M)
         zeros = self.table.zeros

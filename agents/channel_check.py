@@ -53,8 +53,13 @@ def spec_inputs(facts: FederationFacts) -> SpecInputs:
 def check_channels(policy: TeamPolicy, facts: FederationFacts) -> None:
     """Raise a :class:`ConfigError` naming the agent and the channel if the environment lacks a
     channel of ``policy.channel_spec`` or has it with another kind, size or meaning."""
-    aid = policy.agent_id
-    for name, want in (policy.channel_spec(spec_inputs(facts)) or {}).items():
+    check_channel_spec(policy.agent_id, policy.channel_spec(spec_inputs(facts)), facts)
+
+
+def check_channel_spec(aid: str, spec: dict[str, Any] | None, facts: FederationFacts) -> None:
+    """:func:`check_channels` for a learner ``aid`` whose channel spec (on these facts) is
+    ``spec``: what a pure params function calls, with no learner object at hand."""
+    for name, want in (spec or {}).items():
         kind, dim = want["kind"], want["dim"]
         have = facts.channels.get(name)
         if have is None:

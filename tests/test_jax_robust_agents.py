@@ -175,14 +175,22 @@ def _obs(obs, deliveries) -> fj.Observation:
     )  # fmt: skip
 
 
+def start(learner, facts):
+    """The learner's state at reset on a federation (its params, or its facts, checked
+    first)."""
+    init, _ = fj.bind(learner, facts)
+    return init(jax.random.PRNGKey(0))
+
+
 def follow(env_id, env_kwargs, ours, theirs, convert, compare, steps: int, seed: int = 3):
     """The twin plays the numpy environment; the port acts on the same observations and must
     pick the same arms, pull flags and messages and keep the same state (``compare``)."""
     venv = make_vec(env_id, num_runs=1, **env_kwargs)
     obs, _ = venv.reset(seed=seed)
     theirs.reset(venv.facts, BatchedRNG.for_runs([seed], "agents"))
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(env_id, **env_kwargs)))
-    act = jax.jit(ours.act)
+    init, act_one = fj.bind(ours, fj.facts_of(fj.make(env_id, **env_kwargs)))
+    state = init(jax.random.PRNGKey(0))
+    act = jax.jit(act_one)
     for _ in range(steps):
         if venv.engine.truncated:
             break
@@ -298,19 +306,18 @@ def test_byzres_declarations_and_refusals_are_the_twins():
                           ({"fusion": "median"}, "fusion")):  # fmt: skip
         with pytest.raises(ConfigError, match=f"byzres_ucb: {field}"):
             ByzResUCB(**kwargs)
-    key = jax.random.PRNGKey(0)
     hetero = fj.make("FedBandit/Heterogeneous-v0", **with_channels(NumpyByzResUCB(),
                      "FedBandit/Heterogeneous-v0", **BYZ))  # fmt: skip
     with pytest.raises(ConfigError, match="byzres_ucb: family"):
-        ByzResUCB().init(key, fj.facts_of(hetero))
+        start(ByzResUCB(), fj.facts_of(hetero))
     reduced = {"neighbors": {"kind": "neighbors", "dim": 8, "reduce": "median"}}
     with pytest.raises(ConfigError, match="byzres_ucb: channels.neighbors.reduce"):
-        ByzResUCB().init(key, fj.facts_of(fj.make(HOMOG, **BYZ, channels=reduced)))
+        start(ByzResUCB(), fj.facts_of(fj.make(HOMOG, **BYZ, channels=reduced)))
     short = fj.make(HOMOG, **with_channels(NumpyByzResUCB(), HOMOG, **{**BYZ, "horizon": 4}))
     with pytest.raises(ConfigError, match="byzres_ucb: horizon"):
-        ByzResUCB().init(key, fj.facts_of(short))
+        start(ByzResUCB(), fj.facts_of(short))
     with pytest.raises(ConfigError, match="byzres_ucb: channels.neighbors"):
-        ByzResUCB().init(key, fj.facts_of(fj.make(HOMOG, **BYZ, channels={})))
+        start(ByzResUCB(), fj.facts_of(fj.make(HOMOG, **BYZ, channels={})))
 
 
 # ===================================================================== Fed-MoM-UCB
@@ -556,3 +563,20 @@ def test_robust_gosine_declarations_and_refusals_are_the_twins():
     sticky = RobustGosInE(sticky_agents=2)
     sticky.init(key, fj.facts_of(env))
     np.testing.assert_array_equal(sticky.sticky.sum(axis=1), 5)  # ceil(10 / 2) arms each
+
+
+def test_byzres_notes_come_from_its_params_on_jax():
+    """A user f below the environment's declared bound is noted on the JAX row too: the note is
+    made by the pure params function both engines call, not read from a numpy learner."""
+    from fedbandit_env.bench.evaluate import evaluate
+
+    kw = {"num_agents": 8, "num_arms": 4, "horizon": 30, "topology": "complete",
+          "adversary": {"num_byzantine": 2, "attack": "demote_best"}}  # fmt: skip
+    env = "FedBandit/Homogeneous-v0"
+    low = evaluate(env, "byzres_ucb", runs=1, env_kwargs=kw, agent_kwargs={"f": 1}, backend="jax")
+    assert low.notes == ("f = 1 < 2 Byzantine",)
+    assert evaluate(env, "byzres_ucb", runs=1, env_kwargs=kw, backend="jax").notes == ()
+    channels = {"neighbors": {"kind": "neighbors", "dim": 8}}
+    facts = fj.facts_of(fj.make(env, **kw, channels=channels))
+    params = fj.make_jax_agent("byzres_ucb").make_params(facts)
+    assert params.f == 2 and params.notes == ()

@@ -1,9 +1,9 @@
 """ByzRes-UCB in JAX (Zhu, Koppel, Velasquez & Liu, "Byzantine-Resilient Decentralized
 Multi-Armed Bandits", TMLR; arXiv 2310.07320).
 
-Port of :mod:`agents.byzres_ucb` (the numpy twin, the model) for one run, vectorized over the N
+The JAX form of :mod:`agents.byzres_ucb` (the numpy learner, the model) for one run, vectorized over the N
 agents, their neighbour slots and the M arms. The rules are those of the authors' MATLAB code
-(``dist_TMLR.m``), with the decisions of docs/byzres-ucb.md. The names are the twin's:
+(``dist_TMLR.m``), with the decisions of docs/byzres-ucb.md. The names are the numpy learner's:
 
 ============  =====================================================================
 ``s``         per (agent, arm) reward sums (compensated float32); ``xbar = s / n``
@@ -14,11 +14,11 @@ agents, their neighbour slots and the M arms. The rules are those of the authors
 ``Q``         the index ``z + sqrt(2 g ln t / n)`` (step 4)
 ============  =====================================================================
 
-Channel, the twin's (same ``channel_spec``): ``neighbors`` of dim 2M with per-neighbour
+Channel, the numpy learner's (one ``byzres_channel_spec``): ``neighbors`` of dim 2M with per-neighbour
 delivery (``reduce=None``); every agent sends ``[xbar (M), n (M)]`` (``fusion="none"``: no
 channel, no message).
 
-Timing, the twin's: env steps 1..M are the initialization (every agent pulls arm s - 1 at env
+Timing, the numpy learner's: env steps 1..M are the initialization (every agent pulls arm s - 1 at env
 step s); then round t = pulls - M + 1 chooses from the messages delivered in the last step.
 ``sync="step"``: the payload goes out with every pull, the initialization included;
 ``sync="comm_step"``: a communication-only step (``pull`` False) carries the payload before
@@ -29,12 +29,13 @@ keeps what the step calls for with ``jnp.where`` (the initialization arm, the co
 step's idle arm, or the round's choice), so the fusion's sort is paid on initialization and
 communication steps too. The hyperparameters, their validation and the checks of the facts
 (the homogeneous family, the channel, per-neighbour delivery, a horizon longer than M) are the
-twin's: ``init`` runs the twin's ``reset`` on the same facts, in Python, before tracing.
+numpy learner's: ``make_params`` is its pure :func:`agents.byzres_ucb.byzres_params`, run in
+Python before tracing; the formulas are :mod:`agents.byzres_fusion`, shared with it.
 
 Deviations, none in the algorithm: the uniform tie-break (``tiebreak="uniform"``) takes one
-uniform per agent and step from the step's key (the twin: its ``tiebreak`` stream, the same
+uniform per agent and step from the step's key (numpy: its ``tiebreak`` stream, the same
 ``floor(u k)``-th of the k tied arms); statistics are float32 (sums compensated), so the filter
-``kappa nhat >= n`` and the index are evaluated in float32 (the twin: float64), which can only
+``kappa nhat >= n`` and the index are evaluated in float32 (numpy: float64), which can only
 differ where ``kappa nhat`` rounds across an integer.
 """
 
@@ -44,16 +45,20 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from agents.byzres_fusion import fuse, index, payload
-from agents.byzres_ucb import CHANNEL
-from agents.byzres_ucb import ByzResUCB as NumpyByzResUCB
+from agents.byzres_ucb import (
+    AGENT_ID,
+    CHANNEL,
+    ByzResParams,
+    ByzResUCBConfig,
+    byzres_channel_spec,
+    byzres_params,
+)
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
-from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_one_uniform
 
 
@@ -71,11 +76,11 @@ class ByzResState(NamedTuple):
 
 
 class ByzResUCB:
-    """ByzRes-UCB for the N agents of one run (port of :class:`agents.ByzResUCB`)."""
+    """ByzRes-UCB for the N agents of one run, on the params protocol (:class:`ByzResParams`)."""
 
-    agent_id = NumpyByzResUCB.agent_id
-    version = NumpyByzResUCB.version
-    payload_layouts = NumpyByzResUCB.payload_layouts
+    agent_id = AGENT_ID
+    version = 2  # the numpy learner's results version
+    payload_layouts = {CHANNEL: "means"}  # [x̄ (M), n (M)] per agent
     privacy_epsilon = None
 
     def __init__(
@@ -86,21 +91,20 @@ class ByzResUCB:
         sync: str = "step",
         fusion: str = "trimmed",
     ):
-        # the twin validates the hyperparameters (ByzResUCBConfig) and, in init, the facts
-        self.twin = NumpyByzResUCB(kappa, f, tiebreak, sync, fusion)
-        self.config = self.twin.config
+        self.config = ByzResUCBConfig(kappa, f, tiebreak, sync, fusion)
 
     def channel_spec(self, config):
-        """The twin's: ``neighbors`` of dim 2M, per-neighbour delivery (None for
-        ``fusion="none"``)."""
-        return self.twin.channel_spec(config)
+        """``neighbors`` of dim 2M, per-neighbour delivery (None for ``fusion="none"``)."""
+        return byzres_channel_spec(self.config, config.num_arms)
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> ByzResState:
-        """Zero statistics; the twin's ``reset`` on the same facts checks them first."""
-        self.twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        self.f = self.twin.f  # the user's f, or the environment's declared bound
-        self.N, self.M = facts.num_agents, facts.num_arms
-        shape = (self.N, self.M)
+    def make_params(self, facts: FederationFacts) -> ByzResParams:
+        """The f it trims with (the user's, or the environment's declared bound), N, M and
+        the notes; checks the facts."""
+        return byzres_params(self.config, facts)
+
+    def init(self, key: jax.Array, params: ByzResParams) -> ByzResState:
+        """Zero statistics."""
+        shape = (params.num_agents, params.num_arms)
         zeros = jnp.zeros(shape, jnp.float32)
         return ByzResState(
             s=Total(zeros, zeros),
@@ -111,18 +115,15 @@ class ByzResUCB:
             comm_done=jnp.zeros((), bool),
         )
 
-    def notes(self) -> tuple[str, ...]:
-        """The twin's notes (``"f = 1 < 2 Byzantine"``), after :meth:`init`."""
-        return self.twin.notes()
-
     def payload(self, state: ByzResState) -> jnp.ndarray:
         """What every agent sends: ``[xbar (M), n (M)]`` (N, 2M), xbar = 0 on unpulled arms."""
         return payload(state.s.total - state.s.carry, state.n.astype(jnp.float32))
 
-    def _choose(self, key: jax.Array, state: ByzResState, obs: Observation, t: jnp.ndarray):
+    def _choose(self, key: jax.Array, state: ByzResState, obs: Observation, t: jnp.ndarray,
+                params: ByzResParams):  # fmt: skip
         """Steps 1-4 of round t from the messages delivered in the last step: the fused z, g,
         ``|A|`` and the arm of largest Q (ties uniform, or the lowest id)."""
-        cfg, M = self.config, self.M
+        cfg, M = params.config, params.num_arms
         n = state.n
         xbar = (state.s.total - state.s.carry) / jnp.maximum(n, 1).astype(jnp.float32)
         if cfg.fusion == "none":
@@ -137,7 +138,7 @@ class ByzResUCB:
                 d.payload[..., M:],
                 d.mask,
                 cfg.kappa,
-                self.f if trimmed else 0,
+                params.f if trimmed else 0,
                 filtered=trimmed,
             )
         q = index(z, g, n, t)
@@ -145,15 +146,16 @@ class ByzResUCB:
             note_scores(q)
             arms = jnp.argmax(q, axis=1).astype(jnp.int32)
         else:
-            arms = argmax_one_uniform(q, jax.random.uniform(key, (self.N,), jnp.float32))
+            u = jax.random.uniform(key, (params.num_agents,), jnp.float32)
+            arms = argmax_one_uniform(q, u)
         return arms, z, g, size
 
-    def act(self, key: jax.Array, state: ByzResState, obs: Observation):
+    def act(self, key: jax.Array, state: ByzResState, obs: Observation, params: ByzResParams):
         """One env step for every agent: fold in the last pull; during the initialization pull
         arm ``pulls``; with ``sync="comm_step"`` take the round's communication step first;
         else choose by steps 1-4 (:meth:`_choose`) and send ``[xbar, n]`` with the pull
         (``sync="step"``)."""
-        cfg, N, M = self.config, self.N, self.M
+        cfg, N, M = params.config, params.num_agents, params.num_arms
         pulled = (obs.step > 0) & (obs.phase == PULL)
         hit = (obs.last_arm[:, None] == jnp.arange(M)) & pulled
         s = total_add(state.s, jnp.where(hit, obs.last_reward[:, None], 0.0))
@@ -165,7 +167,7 @@ class ByzResUCB:
         init = pulls < M
         comm = talking and cfg.sync == "comm_step"
         in_comm = ~init & ~comm_done if comm else jnp.zeros((), bool)
-        arms, z, g, size = self._choose(key, state, obs, pulls - M + 1)
+        arms, z, g, size = self._choose(key, state, obs, pulls - M + 1, params)
         deciding = ~init & ~in_comm
         state = state._replace(
             z=jnp.where(deciding, z, state.z),

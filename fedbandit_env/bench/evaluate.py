@@ -523,9 +523,11 @@ def evaluate(
     )
 
 
-def learner_notes(policy: Any) -> tuple[str, ...]:
-    """The learner's notes on its setting after reset (``TeamPolicy.notes``; none for a
-    learner without the method)."""
+def learner_notes(policy: Any, params: Any = None) -> tuple[str, ...]:
+    """The learner's notes on its setting: a JAX learner's ``params.notes`` (params protocol),
+    else ``notes()`` after reset (``TeamPolicy.notes``; none for a learner without it)."""
+    if params is not None and hasattr(params, "notes"):
+        return tuple(str(n) for n in params.notes)
     notes = getattr(policy, "notes", None)
     return tuple(str(n) for n in notes()) if callable(notes) else ()
 
@@ -603,7 +605,7 @@ def _evaluate_jax(
         learner_state=result.learner_state,
         roles=result.roles,
         nan_index_steps=result.nan_index_steps,
-        notes=learner_notes(learner),
+        notes=learner_notes(learner, result.params),
         compile_time=result.compile_time,
     )
 

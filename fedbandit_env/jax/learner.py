@@ -58,6 +58,12 @@ def uses_params(learner: Any) -> bool:
     return callable(getattr(learner, "make_params", None))
 
 
+def params_of(learner: Any, facts: FederationFacts) -> Any:
+    """The learner's params on a federation (``make_params``), or None for a learner in the
+    older form."""
+    return learner.make_params(facts) if uses_params(learner) else None
+
+
 def bind(
     learner: Any, facts: FederationFacts
 ) -> tuple[Callable[[jax.Array], Any], Callable[[jax.Array, Any, Observation], Any]]:

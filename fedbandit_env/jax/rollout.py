@@ -21,7 +21,7 @@ from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
 from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
-from fedbandit_env.jax.learner import bind
+from fedbandit_env.jax.learner import bind, params_of
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import TracedScores, watching
@@ -47,6 +47,7 @@ class RolloutResult:
     learner_state: Any = None  # the learner's final state, batched over runs (numpy leaves)
     roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
     nan_index_steps: np.ndarray | None = None  # (runs,) steps with a NaN index; None: unwatched
+    params: Any = None  # the learner's params (make_params), None for a learner in the older form
 
 
 class _Carry(NamedTuple):
@@ -165,6 +166,7 @@ def rollout(
         learner_state=jax.tree_util.tree_map(np.asarray, learner_state),
         roles=_roles(final),
         nan_index_steps=np.asarray(nan_steps, np.int64) if any(ranked) else None,
+        params=params_of(learner, facts_of(env)),
     )
 
 
