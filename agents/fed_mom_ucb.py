@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec, spec_inputs
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import ArmTable
@@ -210,6 +211,107 @@ def lam_notes(lam: float, num_agents: int, bound: int) -> tuple[str, ...]:
     return ()
 
 
+def fedmom_constants(
+    config: FedMoMUCBConfig, num_arms: int, horizon: int, num_agents: int, bound: int = 0
+) -> FedMoMConstants:
+    """:func:`derived_constants` of a configuration for a federation of ``num_agents`` clients
+    that declares at most ``bound`` Byzantine ones (``num_agents`` used as M with
+    ``clients="environment"``; ``bound`` only when ``lam`` is None)."""
+    c = config
+    return derived_constants(
+        num_arms,
+        horizon,
+        c.lam_for(num_agents, bound),
+        c.mapping,
+        c.delta,
+        c.epsilon,
+        c.beta,
+        c.sigma_c,
+        num_agents if c.clients == "environment" else None,
+    )
+
+
+def fedmom_group_size(config: FedMoMUCBConfig, num_agents: int, bound: int = 0) -> int:
+    """``B = floor(N / ceil(N alpha))`` for the N clients of the environment."""
+    alpha = alpha_of(config.lam_for(num_agents, bound), config.mapping)
+    return max(1, int(math.floor(num_agents / math.ceil(num_agents * alpha))))
+
+
+def fedmom_channel_spec(config: FedMoMUCBConfig, env_config: Any) -> dict[str, Any]:
+    """``server`` of dim K: ``median_of_means`` with group size B, consecutive (or the plain
+    ``mean``, ``aggregate="mean"``)."""
+    if config.aggregate == "mean":
+        return {CHANNEL: {"kind": "server", "dim": env_config.num_arms, "aggregate": "mean"}}
+    size = fedmom_group_size(config, env_config.num_agents, byzantine_bound(env_config))
+    return {
+        CHANNEL: {
+            "kind": "server",
+            "dim": env_config.num_arms,
+            "aggregate": "median_of_means",
+            "group_size": size,
+            "grouping": "consecutive",
+        }
+    }
+
+
+def phase_length(schedule: str, p: int) -> int:
+    """``L = s(p) - s(p - 1)``: pulls of each active arm in phase p."""
+    return s_of(schedule, p) - s_of(schedule, p - 1)
+
+
+@dataclass(frozen=True)
+class FedMoMParams:
+    """What Fed-MoM-UCB reads at run time on one federation: N clients, K arms, the derived
+    constants ``k`` (M, M_Z, B, G, alpha, eta, omega, beta), the ``lam`` they are built for, the
+    elimination's ``beta``, its configuration and the row's notes."""
+
+    num_agents: int
+    num_arms: int
+    k: FedMoMConstants
+    lam: float
+    beta: float
+    config: FedMoMUCBConfig
+    notes: tuple[str, ...] = ()
+
+
+def fedmom_params(config: FedMoMUCBConfig, facts: FederationFacts) -> FedMoMParams:
+    """The :class:`FedMoMParams` of a validated configuration on a federation; checks the
+    family, the client count, the channel and its options. Pure: the numpy ``reset`` and the
+    JAX ``make_params`` call it."""
+    require_family(AGENT_ID, facts, MULTI_ARMED)
+    spec = fedmom_channel_spec(config, spec_inputs(facts))
+    check_channel_spec(AGENT_ID, spec, facts)
+    N, K = facts.num_agents, facts.num_arms
+    bound = facts.byzantine_bound
+    lam = config.lam_for(N, bound)
+    k = fedmom_constants(config, K, facts.horizon, N, bound)
+    if N != k.M:
+        raise ConfigError(
+            f"{AGENT_ID}: num_agents: expected M = {k.M} clients (derived from K={K}, "
+            f"T={facts.horizon}, delta={config.delta}, lam={lam:.4g}, "
+            f"mapping {config.mapping!r}), got {N}; or pass clients='environment'"
+        )
+    have = facts.channels[CHANNEL]
+    grouped = config.aggregate == "median_of_means"
+    for key, want in (("group_size", k.B), ("grouping", "consecutive")) if grouped else ():
+        if have.get(key) != want:
+            raise ConfigError(
+                f"{AGENT_ID}: channels.{CHANNEL}.{key}: expected {want!r}, got {have.get(key)!r}"
+            )
+    if have.get("participation") != 1.0 or have.get("drop_prob", 0.0) != 0.0:
+        raise ConfigError(
+            f"{AGENT_ID}: channels.{CHANNEL}: expected participation 1.0 and drop_prob 0 "
+            f"(every client uploads at every phase end), got participation "
+            f"{have.get('participation')!r} and drop_prob {have.get('drop_prob', 0.0)!r}"
+        )
+    if have.get("join_round") is not None:
+        raise ConfigError(
+            f"{AGENT_ID}: channels.{CHANNEL}.join_round: expected None (every client "
+            f"from phase 1), got {have.get('join_round')!r}"
+        )
+    return FedMoMParams(N, K, k, lam, k.beta, config, lam_notes(lam, N, bound))
+
+
 class FedMoMUCB(TeamPolicy):
     """Batched Fed-MoM-UCB over B runs and N clients (module docstring)."""
 
@@ -238,77 +340,25 @@ class FedMoMUCB(TeamPolicy):
     def constants(
         self, num_arms: int, horizon: int, num_agents: int, bound: int = 0
     ) -> FedMoMConstants:
-        """:func:`derived_constants` of this configuration for a federation of ``num_agents``
-        clients that declares at most ``bound`` Byzantine ones (``num_agents`` used as M with
-        ``clients="environment"``; ``bound`` only when ``lam`` is None)."""
-        c = self.config
-        return derived_constants(
-            num_arms,
-            horizon,
-            c.lam_for(num_agents, bound),
-            c.mapping,
-            c.delta,
-            c.epsilon,
-            c.beta,
-            c.sigma_c,
-            num_agents if c.clients == "environment" else None,
-        )
+        """:func:`fedmom_constants` of this configuration."""
+        return fedmom_constants(self.config, num_arms, horizon, num_agents, bound)
 
     def group_size(self, num_agents: int, bound: int = 0) -> int:
-        """``B = floor(N / ceil(N alpha))`` for the N clients of the environment."""
-        alpha = alpha_of(self.config.lam_for(num_agents, bound), self.config.mapping)
-        return max(1, int(math.floor(num_agents / math.ceil(num_agents * alpha))))
+        """:func:`fedmom_group_size` of this configuration."""
+        return fedmom_group_size(self.config, num_agents, bound)
 
     def channel_spec(self, config):
-        if self.config.aggregate == "mean":
-            return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
-        return {
-            CHANNEL: {
-                "kind": "server",
-                "dim": config.num_arms,
-                "aggregate": "median_of_means",
-                "group_size": self.group_size(config.num_agents, byzantine_bound(config)),
-                "grouping": "consecutive",
-            }
-        }
+        return fedmom_channel_spec(self.config, config)
 
     # -------------------------------------------------------------------- reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Every arm active, E = inf, phase 1; checks the client count and the channel."""
-        require_family(self.agent_id, facts, MULTI_ARMED)
-        check_channels(self, facts)
+        self.params = fedmom_params(self.config, facts)  # checks the facts
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        bound = facts.byzantine_bound
-        lam = self.config.lam_for(N, bound)
-        k = self.constants(K, facts.horizon, N, bound)
-        if N != k.M:
-            raise ConfigError(
-                f"{self.agent_id}: num_agents: expected M = {k.M} clients (derived from K={K}, "
-                f"T={facts.horizon}, delta={self.config.delta}, lam={lam:.4g}, "
-                f"mapping {self.config.mapping!r}), got {N}; or pass clients='environment'"
-            )
-        have = facts.channels[CHANNEL]
-        grouped = self.config.aggregate == "median_of_means"
-        for key, want in (("group_size", k.B), ("grouping", "consecutive")) if grouped else ():
-            if have.get(key) != want:
-                raise ConfigError(
-                    f"{self.agent_id}: channels.{CHANNEL}.{key}: expected {want!r}, got "
-                    f"{have.get(key)!r}"
-                )
-        if have.get("participation") != 1.0 or have.get("drop_prob", 0.0) != 0.0:
-            raise ConfigError(
-                f"{self.agent_id}: channels.{CHANNEL}: expected participation 1.0 and drop_prob 0 "
-                f"(every client uploads at every phase end), got participation "
-                f"{have.get('participation')!r} and drop_prob {have.get('drop_prob', 0.0)!r}"
-            )
-        if have.get("join_round") is not None:
-            raise ConfigError(
-                f"{self.agent_id}: channels.{CHANNEL}.join_round: expected None (every client "
-                f"from phase 1), got {have.get('join_round')!r}"
-            )
+        k, lam = self.params.k, self.params.lam
         self.k = k
         self.lam = lam
-        self._notes = lam_notes(lam, N, bound)
+        self._notes = self.params.notes
         self.beta = k.beta
         self.table = ArmTable.of(B, N, K)
         self.sums = self.table.zeros()  # (B, N, K) reward sums of each client
@@ -331,7 +381,7 @@ class FedMoMUCB(TeamPolicy):
 
     def phase_length(self, p: int) -> int:
         """``L = s(p) - s(p - 1)``: pulls of each active arm in phase p."""
-        return s_of(self.config.schedule, p) - s_of(self.config.schedule, p - 1)
+        return phase_length(self.config.schedule, p)
 
     # ---------------------------------------------------------------------- act
     def act(self, obs: VecObservation) -> TeamAction:

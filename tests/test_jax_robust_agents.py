@@ -416,14 +416,12 @@ def test_fed_mom_declarations_and_refusals_are_the_twins():
                           ({"lam": 0.0, "mapping": "harmonic"}, "lam")):  # fmt: skip
         with pytest.raises(ConfigError, match=f"fed_mom_ucb: {field}"):
             FedMoMUCB(**kwargs)
-    key = jax.random.PRNGKey(0)
     derived = FedMoMUCB()  # clients="derived": N must be the derived M
     m = derived.constants(4, 400, 8).M  # clean: lam = 0 / 8, so M does not depend on N
     with pytest.raises(ConfigError, match=f"fed_mom_ucb: num_agents: expected M = {m}"):
-        derived.init(key, fj.facts_of(fj.make(HOMOG, **with_channels(derived.twin, HOMOG,
-                                                                        **MOM))))  # fmt: skip
-    right = with_channels(derived.twin, HOMOG, **{**MOM, "num_agents": m})
-    assert derived.init(key, fj.facts_of(fj.make(HOMOG, **right))).counts.shape == (m, 4)
+        start(derived, fj.facts_of(fj.make(HOMOG, **with_channels(derived, HOMOG, **MOM))))
+    right = with_channels(derived, HOMOG, **{**MOM, "num_agents": m})
+    assert start(derived, fj.facts_of(fj.make(HOMOG, **right))).counts.shape == (m, 4)
     spec = with_channels(NumpyFedMoMUCB(**MOM_AGENT), HOMOG, **MOM)["channels"]["server"]
     for change, field in (({"group_size": 3}, "server.group_size"),
                           ({"grouping": "random"}, "server.grouping"),
@@ -431,7 +429,7 @@ def test_fed_mom_declarations_and_refusals_are_the_twins():
                           ({"drop_prob": 0.1}, "server: expected participation")):  # fmt: skip
         env = fj.make(HOMOG, **MOM, channels={"server": {**spec, **change}})
         with pytest.raises(ConfigError, match=f"fed_mom_ucb: channels.{field}"):
-            FedMoMUCB(**MOM_AGENT).init(key, fj.facts_of(env))
+            start(FedMoMUCB(**MOM_AGENT), fj.facts_of(env))
     with pytest.raises(ConfigError, match="client_spread"):  # the Gaussian client means
         fj.make("FedBandit/Heterogeneous-v0", means=[0.4, 0.5, 0.9], client_spread=0.01)
 

@@ -1,10 +1,10 @@
 """Fed-MoM-UCB in JAX (Demirel, Yildirim & Tekin, "Federated Multi-Armed Bandits Under Byzantine
 Attacks", arXiv 2205.04134).
 
-Port of :mod:`agents.fed_mom_ucb` (the numpy twin, the model) for one run, vectorized over the
+The JAX form of :mod:`agents.fed_mom_ucb` (the numpy learner, the model) for one run, vectorized over the
 N clients and K arms: master-worker successive elimination with a median-of-means server, the
 rules and constants of the authors' code (Fed-MoM-UCB_sce1.py) as docs/fed-mom-ucb.md describes
-them. The names are the twin's (and the code's):
+them. The names are the numpy learner's (and the code's):
 
 ===============  ===================================================================
 ``sums``         per (client, arm) reward sums (compensated float32)
@@ -16,10 +16,10 @@ them. The names are the twin's (and the code's):
 ``beta``         the margin ``omega + epsilon`` (or the fixed ``beta``); commit once ``E <= beta/4``
 ===============  ===================================================================
 
-Channel, the twin's (same ``channel_spec``): ``server`` of dim K with
+Channel, the numpy learner's (one ``fedmom_channel_spec``): ``server`` of dim K with
 ``aggregate="median_of_means"``, group size B (from N) and ``grouping="consecutive"``.
 
-Timing, the twin's: phase p pulls each active arm, in ascending id, L times in a row (all
+Timing, the numpy learner's: phase p pulls each active arm, in ascending id, L times in a row (all
 clients the same arm in the same step); at its end a communication-only step (``pull`` False)
 uploads every client's sample means of all K arms; the next step applies the elimination
 ``U_k <= max_k' U_k' - 2 E_p`` (the max over all K arms, stale ones included) to the broadcast
@@ -29,8 +29,8 @@ and starts phase p + 1, or commits to the active arm of largest U (lowest id on 
 ``act`` is one pure function of the step: the elimination is computed every step and kept
 (``jnp.where``) only after a phase end; its cost is K-sized, nothing to save by a ``lax.cond``.
 Phase, width and active set are per run (every client derives them from the same broadcast,
-as the twin). ``init`` runs the twin's ``reset`` on the same facts in Python, before tracing:
-it validates the client count (``clients="derived"``: N must be the derived M), the channel's
+as in numpy). ``make_params`` is the numpy learner's pure
+:func:`~agents.fed_mom_ucb.fedmom_params`, run in Python before tracing: it validates the client count (``clients="derived"``: N must be the derived M), the channel's
 group size, grouping, participation, drops and join schedule, and provides the constants.
 Options the JAX environment cannot build are refused by ``fedbandit_env.jax.make`` itself
 (``client_spread`` and ``global_means``: the Gaussian client-means instance of the paper is
@@ -38,10 +38,10 @@ numpy-only, docs/jax.md), so ``clients="environment"`` runs here on the environm
 instances (``Heterogeneous-v0``, ``Homogeneous-v0``).
 
 Deviations, none in the algorithm: no randomness (the key is unused); statistics, U and the
-width are float32 (the twin: float64), so the elimination may differ where ``U_k`` and
+width are float32 (numpy: float64), so the elimination may differ where ``U_k`` and
 ``max U - 2E`` agree to float32 rounding; the stop test ``E_p <= beta/4`` depends on p only
-and is decided in float64 at ``init`` (the first phase ``p_star`` that meets it), exactly as
-the twin.
+and is decided in float64 in Python while tracing (the first phase ``p_star`` that meets
+it, :meth:`FedMoMUCB.stopping`), exactly as in numpy.
 """
 
 from __future__ import annotations
@@ -51,14 +51,21 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from agents.fed_mom_ucb import CHANNEL, s_of
-from agents.fed_mom_ucb import FedMoMUCB as NumpyFedMoMUCB
+from agents.fed_mom_ucb import (
+    AGENT_ID,
+    CHANNEL,
+    FedMoMParams,
+    FedMoMUCBConfig,
+    fedmom_channel_spec,
+    fedmom_constants,
+    fedmom_params,
+    phase_length,
+    s_of,
+)
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
 
 NEVER = 2**31 - 1
 """``p_star`` when the width never reaches ``beta / 4`` (``2 sigma_c root > beta / 4``)."""
@@ -92,7 +99,7 @@ def s_array(schedule: str, p: jnp.ndarray) -> jnp.ndarray:
 
 def first_stopping_phase(k, sigma: float, sigma_c: float, beta: float, schedule: str) -> int:
     """The first phase p >= 1 with ``E(s(p)) <= beta / 4`` (E decreases in p), in float64 with
-    the twin's :meth:`~agents.fed_mom_ucb.FedMoMConstants.width`; :data:`NEVER` if none."""
+    the numpy learner's :meth:`~agents.fed_mom_ucb.FedMoMConstants.width`; :data:`NEVER` if none."""
     root = math.sqrt((4 * k.eta - 1) * math.log(2) / ((2 * k.eta - 1) * k.B))
     c = beta / (8 * root) - sigma_c  # E <= beta/4  <=>  sigma / sqrt(s) <= c
     if c <= 0:
@@ -112,11 +119,12 @@ def first_stopping_phase(k, sigma: float, sigma_c: float, beta: float, schedule:
 
 
 class FedMoMUCB:
-    """Fed-MoM-UCB for the N clients of one run (port of :class:`agents.FedMoMUCB`)."""
+    """Fed-MoM-UCB for the N clients of one run, on the params protocol
+    (:class:`agents.fed_mom_ucb.FedMoMParams`; :class:`agents.FedMoMUCB` on JAX)."""
 
-    agent_id = NumpyFedMoMUCB.agent_id
-    version = NumpyFedMoMUCB.version
-    payload_layouts = NumpyFedMoMUCB.payload_layouts
+    agent_id = AGENT_ID
+    version = 2  # the numpy learner's results version
+    payload_layouts = {CHANNEL: "arm_means"}  # a client's sample mean of every arm
     privacy_epsilon = None
 
     def __init__(
@@ -132,77 +140,79 @@ class FedMoMUCB:
         clients: str = "derived",
         aggregate: str = "median_of_means",
     ):
-        # the twin validates the hyperparameters (FedMoMUCBConfig) and, in init, the facts
-        self.twin = NumpyFedMoMUCB(
+        self.config = FedMoMUCBConfig(
             lam, mapping, delta, epsilon, beta, sigma, sigma_c, schedule, clients, aggregate
         )
-        self.config = self.twin.config
 
     def channel_spec(self, config):
-        """The twin's: ``server`` of dim K, ``median_of_means`` with group size B, consecutive
-        (or the plain ``mean``, ``aggregate="mean"``)."""
-        return self.twin.channel_spec(config)
+        """``server`` of dim K, ``median_of_means`` with group size B, consecutive (or the plain
+        ``mean``, ``aggregate="mean"``): :func:`agents.fed_mom_ucb.fedmom_channel_spec`."""
+        return fedmom_channel_spec(self.config, config)
 
     def constants(self, num_arms: int, horizon: int, num_agents: int, bound: int = 0):
-        """The twin's derived constants (M, M_Z, B, G, alpha, eta, omega, beta)."""
-        return self.twin.constants(num_arms, horizon, num_agents, bound)
+        """The derived constants (M, M_Z, B, G, alpha, eta, omega, beta):
+        :func:`agents.fed_mom_ucb.fedmom_constants`."""
+        return fedmom_constants(self.config, num_arms, horizon, num_agents, bound)
 
-    def notes(self) -> tuple[str, ...]:
-        """The twin's notes (``"lam N = 0.8 < 2 Byzantine"``), after :meth:`init`."""
-        return self.twin.notes()
+    def make_params(self, facts: FederationFacts) -> FedMoMParams:
+        """:func:`agents.fed_mom_ucb.fedmom_params`: the constants, lam, beta and the notes;
+        checks the facts."""
+        return fedmom_params(self.config, facts)
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> FedMoMState:
-        """Every arm active, E = inf, phase 1 of length s(1) - s(0); the twin's ``reset`` on the
-        same facts checks them and gives the constants; ``p_star`` (the first phase whose
-        width meets ``E <= beta / 4``) is computed here, in float64."""
-        twin, cfg = self.twin, self.config
-        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        self.k = twin.k
-        self.beta = twin.beta
-        self.N, self.K = facts.num_agents, facts.num_arms
-        self.p_star = first_stopping_phase(self.k, cfg.sigma, cfg.sigma_c, self.beta, cfg.schedule)
-        k = self.k
-        self.root = math.sqrt((4 * k.eta - 1) * math.log(2) / ((2 * k.eta - 1) * k.B))
-        zeros = jnp.zeros((self.N, self.K), jnp.float32)
+    def init(self, key: jax.Array, params: FedMoMParams) -> FedMoMState:
+        """Every arm active, E = inf, phase 1 of length s(1) - s(0)."""
+        n, k = params.num_agents, params.num_arms
+        zeros = jnp.zeros((n, k), jnp.float32)
         return FedMoMState(
             sums=Total(zeros, zeros),
-            counts=jnp.zeros((self.N, self.K), jnp.int32),
-            active=jnp.ones(self.K, bool),
-            U=jnp.zeros(self.K, jnp.float32),
+            counts=jnp.zeros((n, k), jnp.int32),
+            active=jnp.ones(k, bool),
+            U=jnp.zeros(k, jnp.float32),
             E=jnp.full((), jnp.inf, jnp.float32),
             p=jnp.ones((), jnp.int32),
             pos=jnp.zeros((), jnp.int32),
-            L=jnp.asarray(twin.phase_length(1), jnp.int32),
+            L=jnp.asarray(phase_length(params.config.schedule, 1), jnp.int32),
             committed=jnp.zeros((), bool),
             commit_arm=jnp.zeros((), jnp.int32),
             awaiting=jnp.zeros((), bool),
             rounds=jnp.zeros((), jnp.int32),
         )
 
-    def width(self, p: jnp.ndarray) -> jnp.ndarray:
+    @staticmethod
+    def stopping(params: FedMoMParams) -> tuple[int, float]:
+        """``(p_star, root)`` in float64, in Python: the first phase whose width meets
+        ``E <= beta / 4`` and ``sqrt((4 eta - 1) ln 2 / ((2 eta - 1) B))`` of the width."""
+        k, cfg = params.k, params.config
+        p_star = first_stopping_phase(k, cfg.sigma, cfg.sigma_c, params.beta, cfg.schedule)
+        root = math.sqrt((4 * k.eta - 1) * math.log(2) / ((2 * k.eta - 1) * k.B))
+        return p_star, root
+
+    def width(self, p: jnp.ndarray, params: FedMoMParams) -> jnp.ndarray:
         """``E_p = 2 (sigma / sqrt(s(p)) + sigma_c) sqrt((4 eta - 1) ln 2 / ((2 eta - 1) B))``
         (the code's ``Ep_fn``), float32."""
-        s = s_array(self.config.schedule, p).astype(jnp.float32)
-        cfg = self.config
+        cfg = params.config
+        s = s_array(cfg.schedule, p).astype(jnp.float32)
+        root = self.stopping(params)[1]
         return (
             2.0
             * (jnp.float32(cfg.sigma) / jnp.sqrt(s) + jnp.float32(cfg.sigma_c))
-            * (jnp.float32(self.root))
+            * (jnp.float32(root))
         )
 
-    def _eliminate(self, state: FedMoMState, U: jnp.ndarray) -> FedMoMState:
+    def _eliminate(self, state: FedMoMState, U: jnp.ndarray, params: FedMoMParams) -> FedMoMState:
         """The phase end's broadcast U (the code's median of group means): eliminate
         ``U_k <= max U - 2 E_p`` over all K arms (a stale max that would remove every active
         arm keeps the set), then commit to the active arm of largest U when ``E_p <= beta/4``
         or one arm is left, else start phase p + 1."""
-        E = self.width(state.p)
+        E = self.width(state.p, params)
+        p_star = self.stopping(params)[0]
         before = state.active
         after = before & ~(U <= U.max() - 2.0 * E)
         after = jnp.where(after.any(), after, before)
-        stop = (state.p >= self.p_star) | (after.sum() <= 1)
+        stop = (state.p >= p_star) | (after.sum() <= 1)
         best = jnp.argmax(jnp.where(after, U, -jnp.inf)).astype(jnp.int32)
         p = state.p + 1
-        L = s_array(self.config.schedule, p) - s_array(self.config.schedule, p - 1)
+        L = s_array(params.config.schedule, p) - s_array(params.config.schedule, p - 1)
         return state._replace(
             active=after,
             U=U,
@@ -223,27 +233,28 @@ class FedMoMUCB:
         arm = jnp.argmax(state.active & (rank == target)).astype(jnp.int32)
         return jnp.where(state.committed, state.commit_arm, arm)
 
-    def act(self, key: jax.Array, state: FedMoMState, obs: Observation):
+    def act(self, key: jax.Array, state: FedMoMState, obs: Observation, params: FedMoMParams):
         """One env step for every client: fold in the last pull, apply the elimination to the
         broadcast of a phase end (:meth:`_eliminate`), then pull the phase's current arm, or
         upload the sample means of all K arms in a communication-only step."""
         pulled = (obs.step > 0) & (obs.phase == PULL) & (obs.pulls > 0)
         arm = jnp.maximum(obs.last_arm, 0)
-        hit = (arm[:, None] == jnp.arange(self.K)) & pulled
+        hit = (arm[:, None] == jnp.arange(params.num_arms)) & pulled
         sums = total_add(state.sums, jnp.where(hit, obs.last_reward[:, None], 0.0))
         counts = state.counts + hit.astype(jnp.int32)
         state = state._replace(sums=sums, counts=counts)
-        eliminated = self._eliminate(state, obs.deliveries[CHANNEL].aggregate)
+        eliminated = self._eliminate(state, obs.deliveries[CHANNEL].aggregate, params)
         state = jax.tree_util.tree_map(
             lambda a, b: jnp.where(state.awaiting, a, b), eliminated, state
         )
         n_active = state.active.sum(dtype=jnp.int32)
         talk = ~state.committed & (state.pos >= state.L * n_active)
-        arms = jnp.broadcast_to(self._current_arm(state), (self.N,)).astype(jnp.int32)
+        n = params.num_agents
+        arms = jnp.broadcast_to(self._current_arm(state), (n,)).astype(jnp.int32)
         state = state._replace(
             awaiting=talk, pos=state.pos + (~state.committed & ~talk).astype(jnp.int32)
         )
-        send = jnp.broadcast_to(talk, (self.N,))
+        send = jnp.broadcast_to(talk, (n,))
         means = (sums.total - sums.carry) / jnp.maximum(counts, 1).astype(jnp.float32)
         payload = jnp.where(send[:, None], means, 0.0)
         return Action(arms, {CHANNEL: (send, payload)}, ~talk), state
