@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -92,6 +92,60 @@ def sticky_sets(
     return sticky, (start + s) % num_arms, (start + s + 1) % num_arms
 
 
+def gosine_channel_spec() -> dict[str, dict[str, Any]]:
+    """``recommend``: kind ``gossip``, dim 1, ``mode="pull_one_neighbour"``."""
+    return {CHANNEL: {"kind": "gossip", "dim": 1, "mode": PULL_MODE}}
+
+
+def default_sticky_size(num_agents: int, num_arms: int) -> tuple[int, str]:
+    """GosInE's sticky-set size ``s = ceil(K/N)`` and how it is written in errors."""
+    return math.ceil(num_arms / num_agents), "ceil(K/N)"
+
+
+@dataclass(frozen=True)
+class GosInEParams:
+    """What GosInE (and robust GosInE) reads at run time on one federation: N, K, the sticky
+    sets ``sticky`` (N, K) bool and the first slots ``U`` and ``L`` (N,) of every agent, the
+    configuration and the row's notes."""
+
+    num_agents: int
+    num_arms: int
+    sticky: np.ndarray
+    U: np.ndarray
+    L: np.ndarray
+    config: Any
+    notes: tuple[str, ...] = ()
+
+
+def gosine_params(
+    agent_id: str,
+    config: Any,
+    facts: FederationFacts,
+    sticky_size: Any = default_sticky_size,
+    notes: tuple[str, ...] = (),
+) -> GosInEParams:
+    """The :class:`GosInEParams` of a validated configuration on a federation, with the
+    sticky-set size rule ``sticky_size(N, K) -> (s, how it is written)``; checks the family,
+    the channel and its mode, a connected graph of at least 2 agents and ``K >= s + 2``. Pure:
+    the numpy ``reset`` and the JAX ``make_params`` call it."""
+    require_family(agent_id, facts, MULTI_ARMED)
+    N, K = facts.num_agents, facts.num_arms
+    check_channel_spec(agent_id, gosine_channel_spec(), facts)
+    if N < 2 or facts.topology.num_components != 1:
+        raise ConfigError(
+            f"{agent_id}: topology: expected one connected graph of at least 2 agents, "
+            f"got {facts.topology.num_components} component(s) of {N} agent(s)"
+        )
+    s, rule = sticky_size(N, K)
+    if K < s + 2:
+        raise ConfigError(
+            f"{agent_id}: num_arms: expected K >= {rule} + 2 (the sticky set plus the "
+            f"two slots U and L), got K = {K} with N = {N}"
+        )
+    sticky, u, l = sticky_sets(N, K, s)
+    return GosInEParams(N, K, sticky, u, l, config, notes)
+
+
 class GosInE(TeamPolicy):
     """Batched synchronous GosInE over B runs and N agents; see the module docstring."""
 
@@ -103,26 +157,14 @@ class GosInE(TeamPolicy):
         self.config = GosInEConfig(alpha, beta)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        return {CHANNEL: {"kind": "gossip", "dim": 1, "mode": PULL_MODE}}
+        return gosine_channel_spec()
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Sticky sets, slots U and L, zero statistics; phase 1 ends after pull 1."""
-        require_family(self.agent_id, facts, MULTI_ARMED)
+        self.params = self.make_params(facts)  # checks the facts
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        check_channels(self, facts)
-        if N < 2 or facts.topology.num_components != 1:
-            raise ConfigError(
-                f"{self.agent_id}: topology: expected one connected graph of at least 2 agents, "
-                f"got {facts.topology.num_components} component(s) of {N} agent(s)"
-            )
-        s, rule = self.sticky_size(N, K)
-        if K < s + 2:
-            raise ConfigError(
-                f"{self.agent_id}: num_arms: expected K >= {rule} + 2 (the sticky set plus the "
-                f"two slots U and L), got K = {K} with N = {N}"
-            )
         self.N, self.K = N, K
-        sticky, u, l = sticky_sets(N, K, s)
+        sticky, u, l = self.params.sticky, self.params.U, self.params.L
         self.sticky = sticky
         self.U = np.broadcast_to(u, (B, N)).copy()
         self.L = np.broadcast_to(l, (B, N)).copy()
@@ -141,9 +183,13 @@ class GosInE(TeamPolicy):
         self.outgoing = np.zeros((B, N, 1))
         self._refresh()
 
+    def make_params(self, facts: FederationFacts) -> GosInEParams:
+        """:func:`gosine_params` of this configuration (robust GosInE: its own size rule)."""
+        return gosine_params(self.agent_id, self.config, facts)
+
     def sticky_size(self, num_agents: int, num_arms: int) -> tuple[int, str]:
         """The sticky-set size ``s = ceil(K/N)`` and how it is written in errors."""
-        return math.ceil(num_arms / num_agents), "ceil(K/N)"
+        return default_sticky_size(num_agents, num_arms)
 
     def active(self) -> np.ndarray:
         """Active sets (B, N, K) bool: sticky plus U and L."""

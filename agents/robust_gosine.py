@@ -39,7 +39,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from agents.gosine import CHANNEL, GosInE, GosInEConfig, arm_ids
+from agents.gosine import (
+    CHANNEL,
+    GosInE,
+    GosInEConfig,
+    GosInEParams,
+    arm_ids,
+    default_sticky_size,
+    gosine_params,
+)
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamAction
@@ -82,6 +90,44 @@ def block_until(j: int, eta: float) -> int:
     return math.ceil(j**eta)
 
 
+def robust_sticky_size(
+    config: RobustGosInEConfig, bound: int, num_agents: int, num_arms: int
+) -> tuple[int, str]:
+    """``ceil(K / sticky_agents)`` (default: the honest agents ``N - f`` the environment
+    declares; GosInE's ``N`` for rule ``"none"``) and how it is written in errors."""
+    n = config.sticky_agents
+    if n is None:
+        if config.rule == "none" or bound == 0:
+            return default_sticky_size(num_agents, num_arms)
+        n = num_agents - bound
+        return math.ceil(num_arms / n), f"ceil(K/(N - f)) = ceil({num_arms}/{n})"
+    if n > num_agents:
+        raise ConfigError(
+            f"{AGENT_ID}: sticky_agents: expected an int in [1, N = {num_agents}], got {n}"
+        )
+    return math.ceil(num_arms / n), f"ceil(K/sticky_agents) = ceil({num_arms}/{n})"
+
+
+def robust_notes(config: RobustGosInEConfig, num_agents: int, bound: int) -> tuple[str, ...]:
+    """``"sticky_agents = 8 > 6 honest"`` when a user's sticky_agents counts more honest
+    agents than the environment's declared bound leaves (rule ``"2021"``)."""
+    n = config.sticky_agents
+    if n is not None and config.rule == "2021" and n > num_agents - bound:
+        return (f"sticky_agents = {n} > {num_agents - bound} honest (N - f)",)
+    return ()
+
+
+def robust_gosine_params(config: RobustGosInEConfig, facts: FederationFacts) -> GosInEParams:
+    """GosInE's params with robust GosInE's sticky-set size and notes (pure; both engines)."""
+    bound = facts.byzantine_bound
+
+    def size(num_agents: int, num_arms: int) -> tuple[int, str]:
+        return robust_sticky_size(config, bound, num_agents, num_arms)
+
+    notes = robust_notes(config, facts.num_agents, bound)
+    return gosine_params(AGENT_ID, config, facts, size, notes)
+
+
 class RobustGosInE(GosInE):
     """Batched synchronous GosInE with Vial, Shakkottai & Srikant's (2021) blocking; see the
     module docstring."""
@@ -99,36 +145,20 @@ class RobustGosInE(GosInE):
     ):
         self.config = RobustGosInEConfig(alpha, beta, rule, eta, sticky_agents)
 
-    def sticky_size(self, num_agents: int, num_arms: int) -> tuple[int, str]:
-        """``ceil(K / sticky_agents)`` (default: the honest agents ``N - f`` the environment
-        declares; GosInE's ``N`` for rule ``"none"``)."""
-        n = self.config.sticky_agents
-        bound = getattr(self, "_bound", 0)
-        if n is None:
-            if self.config.rule == "none" or bound == 0:
-                return super().sticky_size(num_agents, num_arms)
-            n = num_agents - bound
-            return math.ceil(num_arms / n), f"ceil(K/(N - f)) = ceil({num_arms}/{n})"
-        if n > num_agents:
-            raise ConfigError(
-                f"{AGENT_ID}: sticky_agents: expected an int in [1, N = {num_agents}], got {n}"
-            )
-        return math.ceil(num_arms / n), f"ceil(K/sticky_agents) = ceil({num_arms}/{n})"
+    def make_params(self, facts: FederationFacts) -> GosInEParams:
+        """:func:`robust_gosine_params` of this configuration."""
+        return robust_gosine_params(self.config, facts)
 
     def notes(self) -> tuple[str, ...]:
         """``"sticky_agents = 8 > 6 honest"`` when a user's sticky_agents counts more honest
         agents than the environment's declared bound leaves (rule ``"2021"``)."""
-        n, bound = self.config.sticky_agents, self._bound
-        if n is not None and self.config.rule == "2021" and n > self.N - bound:
-            return (f"sticky_agents = {n} > {self.N - bound} honest (N - f)",)
-        return ()
+        return self.params.notes
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """GosInE's state plus the blocklists ``blocked_until`` (B, N, N), the phase until which
         agent i blocks agent h (0: never blocked), and the last recommendation ``rec`` (B, N)
         and its source ``src`` (B, N), -1 where none arrived."""
-        self._bound = facts.byzantine_bound  # read by sticky_size in GosInE's reset
-        super().reset(facts, rng)
+        super().reset(facts, rng)  # its params: robust_gosine_params
         B, N = facts.num_runs, facts.num_agents
         self.blocked_until = np.zeros((B, N, N), dtype=np.int64)
         self.rec = np.full((B, N), -1, dtype=np.int64)

@@ -80,8 +80,9 @@ def follow(ours, theirs, env_id: str, kwargs: dict, steps: int, check) -> int:
     obs, _ = venv.reset(seed=3)
     theirs.reset(venv.facts, BatchedRNG.for_runs([3], "agents"))
     facts = fj.facts_of(fj.make(env_id, **kwargs))
-    state = jax.vmap(lambda k: ours.init(k, facts))(jax.random.split(jax.random.PRNGKey(0), 1))
-    act = jax.jit(jax.vmap(ours.act))
+    init, act_one = fj.bind(ours, facts)
+    state = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(0), 1))
+    act = jax.jit(jax.vmap(act_one))
     unbatch = partial(jax.tree_util.tree_map, lambda x: np.asarray(x)[0])
     keys = np.asarray(jax.random.split(jax.random.PRNGKey(1), steps))[:, None]
     compared = 0
@@ -338,7 +339,8 @@ def test_gosine_ignores_a_reply_that_is_no_arm_id():
                                   np_arm_ids(raw, received, 8))  # fmt: skip
     learner = GosInE()
     kwargs = env_kwargs(HETERO, "gosine", **GOSINE_RING)
-    state = learner.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(HETERO, **kwargs)))
+    init, act_one = fj.bind(learner, fj.facts_of(fj.make(HETERO, **kwargs)))
+    state = init(jax.random.PRNGKey(0))
     # agent 0: sticky {0, 1}, U = 2, L = 3; agents 1..3 get bad replies, agent 0 arm 5
     payload = jnp.asarray([[5.0], [-3.0], [7.5], [np.inf]], jnp.float32)
     obs = fj.Observation(
@@ -347,7 +349,7 @@ def test_gosine_ignores_a_reply_that_is_no_arm_id():
                                                 jnp.ones(4, bool), payload)},
         context=None, phase=jnp.int32(COMMUNICATION), pulls=jnp.int32(1),
     )  # fmt: skip
-    _, after = jax.jit(learner.act)(jax.random.PRNGKey(1), state, obs)
+    _, after = jax.jit(act_one)(jax.random.PRNGKey(1), state, obs)
     np.testing.assert_array_equal(np.asarray(after.L), [5, *np.asarray(state.L)[1:]])
     np.testing.assert_array_equal(np.asarray(after.inserts), [1, 0, 0, 0])
 
@@ -383,7 +385,7 @@ def test_refuses_what_the_twin_refuses():
         assert str(ours.value) == str(theirs.value)
     few = fj.make(HETERO, **env_kwargs(HETERO, "gosine", **{**GOSINE_RING, "num_arms": 2}))
     with pytest.raises(ConfigError, match="gosine: num_arms: expected K >= ceil"):
-        GosInE().init(jax.random.PRNGKey(0), fj.facts_of(few))
+        fj.bind(GosInE(), fj.facts_of(few))
     bare = fj.make(HETERO, **{**RING, "channels": {}})
     for agent_id in ("dducb", "coop_ucb2"):
         with pytest.raises(ConfigError, match=f"{agent_id}: channels.neighbors"):

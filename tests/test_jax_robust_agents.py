@@ -511,9 +511,9 @@ def test_the_exclusion_mask_is_checked_by_name():
     obs = jax.eval_shape(env.reset, jax.random.PRNGKey(0))[0]
     facts, key = fj.facts_of(env), jax.random.PRNGKey(1)
     for rule, size in (("none", 2), ("2021", 3)):  # traced only: the message's structure
-        learner = RobustGosInE(rule=rule)
-        state = learner.init(key, facts)
-        action = jax.eval_shape(learner.act, key, state, obs)[0]
+        init, act = fj.bind(RobustGosInE(rule=rule), facts)
+        state = init(key)
+        action = jax.eval_shape(act, key, state, obs)[0]
         assert len(action.messages["recommend"]) == size
     n = env.num_agents
     _, state = env.reset(jax.random.PRNGKey(0))
@@ -549,18 +549,16 @@ def test_robust_gosine_declarations_and_refusals_are_the_twins():
                           ({"sticky_agents": 0}, "sticky_agents")):  # fmt: skip
         with pytest.raises(ConfigError, match=f"robust_gosine: {field}"):
             RobustGosInE(**kwargs)
-    key = jax.random.PRNGKey(0)
     env = fj.make(HOMOG, **with_channels(NumpyRobustGosInE(), HOMOG, **GOS))
     with pytest.raises(ConfigError, match="robust_gosine: sticky_agents"):
-        RobustGosInE(sticky_agents=6).init(key, fj.facts_of(env))
+        start(RobustGosInE(sticky_agents=6), fj.facts_of(env))
     few = fj.make(HOMOG, **with_channels(NumpyRobustGosInE(), HOMOG, **{**GOS, "num_arms": 2}))
     with pytest.raises(ConfigError, match="robust_gosine: num_arms"):
-        RobustGosInE().init(key, fj.facts_of(few))
+        start(RobustGosInE(), fj.facts_of(few))
     with pytest.raises(ConfigError, match="robust_gosine: channels.recommend"):
-        RobustGosInE().init(key, fj.facts_of(fj.make(HOMOG, **GOS, channels={})))
-    sticky = RobustGosInE(sticky_agents=2)
-    sticky.init(key, fj.facts_of(env))
-    np.testing.assert_array_equal(sticky.sticky.sum(axis=1), 5)  # ceil(10 / 2) arms each
+        start(RobustGosInE(), fj.facts_of(fj.make(HOMOG, **GOS, channels={})))
+    params = RobustGosInE(sticky_agents=2).make_params(fj.facts_of(env))
+    np.testing.assert_array_equal(params.sticky.sum(axis=1), 5)  # ceil(10 / 2) arms each
 
 
 def test_byzres_notes_come_from_its_params_on_jax():

@@ -46,14 +46,18 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from agents.gosine import CHANNEL
-from agents.gosine import GosInE as NumpyGosInE
+from agents.gosine import (
+    AGENT_ID,
+    CHANNEL,
+    GosInEConfig,
+    GosInEParams,
+    gosine_channel_spec,
+    gosine_params,
+)
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_one_uniform
 
 
@@ -99,48 +103,46 @@ def ucb_index(counts, sums, active, t, alpha: float) -> jnp.ndarray:
 
 
 class GosInE:
-    """Synchronous GosInE (port of :class:`agents.GosInE`; module doc)."""
+    """Synchronous GosInE (:class:`agents.GosInE` on JAX, on the params protocol:
+    :class:`agents.gosine.GosInEParams`; module doc)."""
 
-    twin_class: type = NumpyGosInE
-    agent_id = NumpyGosInE.agent_id
-    version = NumpyGosInE.version
+    agent_id = AGENT_ID
+    version = 1  # the numpy learner's results version
     privacy_epsilon = None
-    payload_layouts = NumpyGosInE.payload_layouts
+    payload_layouts = {CHANNEL: "arm"}  # the recommended arm id
 
     def __init__(self, alpha: float = 4.0, beta: int = 3):
-        # the twin validates the hyperparameters (GosInEConfig) and, in init, the facts
-        self.twin = NumpyGosInE(alpha, beta)
-        self.config = self.twin.config
+        self.config = GosInEConfig(alpha, beta)
 
     def channel_spec(self, config) -> dict[str, dict[str, Any]]:
-        """The twin's: ``recommend`` (kind ``gossip``, dim 1, ``mode="pull_one_neighbour"``)."""
-        return self.twin.channel_spec(config)
+        """``recommend`` (kind ``gossip``, dim 1, ``mode="pull_one_neighbour"``)."""
+        return gosine_channel_spec()
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> GosInEState:
-        """Sticky sets, slots U and L and zero statistics, from the twin's ``reset`` on the same
-        facts, which also checks them (the family, the channel and its mode, a connected graph
-        of at least 2 agents, ``K >= ceil(K/N) + 2``); phase 1 ends after pull 1."""
-        twin = self.twin
-        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        self.N, self.K = twin.N, twin.K
-        self.sticky = np.asarray(twin.sticky, bool)
-        shape = (self.N, self.K)
-        zeros = jnp.zeros(shape, jnp.float32)
-        izeros = jnp.zeros(shape, jnp.int32)
+    def make_params(self, facts: FederationFacts) -> GosInEParams:
+        """Sticky sets and the first slots U and L (:func:`agents.gosine.gosine_params`, which
+        checks the family, the channel and its mode, a connected graph of at least 2 agents
+        and ``K >= ceil(K/N) + 2``)."""
+        return gosine_params(self.agent_id, self.config, facts)
+
+    def init(self, key: jax.Array, params: GosInEParams) -> GosInEState:
+        """Zero statistics, the params' slots U and L; phase 1 ends after pull 1."""
+        n, k = params.num_agents, params.num_arms
+        zeros = jnp.zeros((n, k), jnp.float32)
+        izeros = jnp.zeros((n, k), jnp.int32)
         return GosInEState(
             counts=izeros, sums=Total(zeros, zeros), phase_start=izeros,
-            U=jnp.asarray(twin.U[0], jnp.int32), L=jnp.asarray(twin.L[0], jnp.int32),
+            U=jnp.asarray(params.U, jnp.int32), L=jnp.asarray(params.L, jnp.int32),
             phase=jnp.ones((), jnp.int32), next_end=jnp.ones((), jnp.int32),
-            outgoing=jnp.zeros((self.N, 1), jnp.float32),
-            swaps=jnp.zeros(self.N, jnp.int32), inserts=jnp.zeros(self.N, jnp.int32),
+            outgoing=jnp.zeros((n, 1), jnp.float32),
+            swaps=jnp.zeros(n, jnp.int32), inserts=jnp.zeros(n, jnp.int32),
         )  # fmt: skip
 
-    def active(self, U: jnp.ndarray, L: jnp.ndarray) -> jnp.ndarray:
+    def active(self, U: jnp.ndarray, L: jnp.ndarray, params: GosInEParams) -> jnp.ndarray:
         """Active sets (N, K) bool: sticky plus U and L."""
-        arms = jnp.arange(self.K, dtype=jnp.int32)
-        return jnp.asarray(self.sticky) | (arms == U[:, None]) | (arms == L[:, None])
+        arms = jnp.arange(params.num_arms, dtype=jnp.int32)
+        return jnp.asarray(params.sticky) | (arms == U[:, None]) | (arms == L[:, None])
 
-    def act(self, key: jax.Array, state: GosInEState, obs: Observation):
+    def act(self, key: jax.Array, state: GosInEState, obs: Observation, params: GosInEParams):
         """One engine step for every agent (the twin's ``act``): fold in the last pull; at a
         phase end swap and recommend in a communication step (:meth:`_phase_end`, steps 1-2);
         after the communication step insert (:meth:`_insert`, step 3); otherwise pull the UCB
@@ -148,47 +150,49 @@ class GosInE:
         k_tie, k_rec = jax.random.split(key)
         stepped = obs.step > 0
         pulled = stepped & (obs.phase == PULL)
-        hit = (obs.last_arm[:, None] == jnp.arange(self.K, dtype=jnp.int32)) & pulled
+        n = params.num_agents
+        hit = (obs.last_arm[:, None] == jnp.arange(params.num_arms, dtype=jnp.int32)) & pulled
         st = state._replace(
             counts=state.counts + hit.astype(jnp.int32),
             sums=total_add(state.sums, jnp.where(hit, obs.last_reward[:, None], 0.0)),
         )
         end = pulled & (obs.pulls == st.next_end)
         inserting = stepped & (obs.phase == COMMUNICATION)
-        st = _select(end, self._phase_end(k_rec, st), st)
-        st = _select(inserting, self._insert(st, obs), st)
-        q = ucb_index(st.counts, st.sums.total - st.sums.carry, self.active(st.U, st.L),
-                      obs.pulls, self.config.alpha)  # fmt: skip
-        u = jax.random.uniform(k_tie, (self.N,), jnp.float32)
+        st = _select(end, self._phase_end(k_rec, st, params), st)
+        st = _select(inserting, self._insert(st, obs, params), st)
+        q = ucb_index(st.counts, st.sums.total - st.sums.carry, self.active(st.U, st.L, params),
+                      obs.pulls, params.config.alpha)  # fmt: skip
+        u = jax.random.uniform(k_tie, (n,), jnp.float32)
         arms = jnp.where(end, 0, argmax_one_uniform(q, u)).astype(jnp.int32)
-        send = jnp.broadcast_to(end, (self.N,))
+        send = jnp.broadcast_to(end, (n,))
         return Action(arms, {CHANNEL: (send, st.outgoing)}, ~end), st
 
-    def _phase_end(self, key: jax.Array, st: GosInEState) -> GosInEState:
+    def _phase_end(self, key: jax.Array, st: GosInEState, params: GosInEParams) -> GosInEState:
         """The end of phase j (module doc, steps 1-2): swap U and L if ``dn(U) < dn(L)``; the
         recommendation, the most-played active arm of the phase (ties uniformly); a new phase
         from the current counts, ending after pull (j + 1)^beta."""
         dn = st.counts - st.phase_start
-        active = self.active(st.U, st.L)  # the set, which the swap does not change
+        active = self.active(st.U, st.L, params)  # the set, which the swap does not change
         dn_u = jnp.take_along_axis(dn, st.U[:, None], axis=1)[:, 0]
         dn_l = jnp.take_along_axis(dn, st.L[:, None], axis=1)[:, 0]
         swap = dn_u < dn_l
         score = jnp.where(active, dn.astype(jnp.float32), -1.0)
-        rec = argmax_one_uniform(score, jax.random.uniform(key, (self.N,), jnp.float32))
+        u = jax.random.uniform(key, (params.num_agents,), jnp.float32)
+        rec = argmax_one_uniform(score, u)
         phase = st.phase + 1
         return st._replace(
             U=jnp.where(swap, st.L, st.U), L=jnp.where(swap, st.U, st.L),
             outgoing=rec[:, None].astype(jnp.float32), phase_start=st.counts, phase=phase,
-            next_end=phase ** int(self.config.beta), swaps=st.swaps + swap.astype(jnp.int32),
+            next_end=phase ** int(params.config.beta), swaps=st.swaps + swap.astype(jnp.int32),
         )  # fmt: skip
 
-    def _insert(self, st: GosInEState, obs: Observation) -> GosInEState:
+    def _insert(self, st: GosInEState, obs: Observation, params: GosInEParams) -> GosInEState:
         """Step 3 (module doc): a received recommendation that is an arm id and not active
         replaces L; no valid reply keeps L."""
         d = obs.deliveries[CHANNEL]
         raw = d.payload[:, 0]
-        valid = arm_ids(raw, d.received, self.K)
+        valid = arm_ids(raw, d.received, params.num_arms)
         rec = jnp.where(valid, raw, st.U.astype(jnp.float32)).astype(jnp.int32)  # none: U
-        inactive = ~self.active(st.U, st.L)
+        inactive = ~self.active(st.U, st.L, params)
         new = jnp.take_along_axis(inactive, rec[:, None], axis=1)[:, 0]
         return st._replace(L=jnp.where(new, rec, st.L), inserts=st.inserts + new.astype(jnp.int32))

@@ -56,19 +56,23 @@ compensated).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.gosine import CHANNEL
-from agents.robust_gosine import RobustGosInE as NumpyRobustGosInE
-from agents.robust_gosine import block_until
+from agents.gosine import CHANNEL, GosInEParams, gosine_channel_spec
+from agents.robust_gosine import (
+    AGENT_ID,
+    RobustGosInEConfig,
+    block_until,
+    robust_gosine_params,
+)
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_one_uniform
 
 INT32_MAX = 2**31 - 1
@@ -116,13 +120,36 @@ def arm_ids(raw: jnp.ndarray, received: jnp.ndarray, num_arms: int) -> jnp.ndarr
     return received & (raw >= 0) & (raw < num_arms) & (raw == jnp.floor(raw))
 
 
+@dataclass(frozen=True)
+class RobustGosInEParams(GosInEParams):
+    """GosInE's params (:func:`agents.robust_gosine.robust_gosine_params`: sticky sets, slots,
+    configuration, notes) plus the tables the compiled program reads: ``ends`` the pull
+    ``j^beta`` that ends phase j and ``expiry`` the block expiry ``ceil(j^eta)``, int32 (capped
+    at 2^31 - 1), for every phase that can end within the horizon and two more."""
+
+    ends: np.ndarray | None = None
+    expiry: np.ndarray | None = None
+
+
+def phase_tables(beta: int, eta: float, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ends, expiry)`` of :class:`RobustGosInEParams`, with the numpy learner's integer
+    arithmetic (:func:`agents.robust_gosine.block_until`)."""
+    last = 1  # the last phase that can end within the horizon, plus margin
+    while last**beta <= horizon:
+        last += 1
+    phases = np.arange(last + 2)
+    ends = np.array([min(int(j) ** beta, INT32_MAX) for j in phases], np.int32)
+    expiry = np.array([min(block_until(int(j), eta), INT32_MAX) for j in phases], np.int32)
+    return ends, expiry
+
+
 class RobustGosInE:
     """Synchronous GosInE with Vial, Shakkottai & Srikant's (2021) blocking for the N agents of
-    one run (port of :class:`agents.RobustGosInE`)."""
+    one run (:class:`agents.RobustGosInE` on JAX, on the params protocol)."""
 
-    agent_id = NumpyRobustGosInE.agent_id
-    version = NumpyRobustGosInE.version
-    payload_layouts = NumpyRobustGosInE.payload_layouts
+    agent_id = AGENT_ID
+    version = 2  # the numpy learner's results version
+    payload_layouts = {CHANNEL: "arm"}  # the recommended arm id
     privacy_epsilon = None
 
     def __init__(
@@ -133,39 +160,26 @@ class RobustGosInE:
         eta: float = 2.0,
         sticky_agents: int | None = None,
     ):
-        # the twin validates the hyperparameters (RobustGosInEConfig) and, in init, the facts
-        self.twin = NumpyRobustGosInE(alpha, beta, rule, eta, sticky_agents)
-        self.config = self.twin.config
+        self.config = RobustGosInEConfig(alpha, beta, rule, eta, sticky_agents)
 
     def channel_spec(self, config):
-        """The twin's: ``recommend``, kind ``gossip``, ``mode="pull_one_neighbour"``, dim 1."""
-        return self.twin.channel_spec(config)
+        """``recommend``, kind ``gossip``, ``mode="pull_one_neighbour"``, dim 1."""
+        return gosine_channel_spec()
 
-    def notes(self) -> tuple[str, ...]:
-        """The twin's notes (``"sticky_agents = 8 > 6 honest (N - f)"``), after :meth:`init`."""
-        return self.twin.notes()
+    def make_params(self, facts: FederationFacts) -> RobustGosInEParams:
+        """The numpy learner's params (which check the facts) and the phase tables."""
+        base = robust_gosine_params(self.config, facts)
+        ends, expiry = phase_tables(self.config.beta, self.config.eta, facts.horizon)
+        return RobustGosInEParams(**vars(base), ends=ends, expiry=expiry)
 
-    def init(self, key: jax.Array, facts: FederationFacts) -> RobustGosInEState:
-        """The twin's ``reset`` on the same facts checks them and gives the sticky sets and the
-        first slots U and L; zero statistics, phase 1 (it ends after pull 1), no block; the
-        tables of phase ends ``j^beta`` and block expiries ``ceil(j^eta)``."""
-        twin, cfg = self.twin, self.config
-        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        self.N, self.K = facts.num_agents, facts.num_arms
-        self.sticky = np.asarray(twin.sticky, bool)
-        last = 1  # the last phase that can end within the horizon, plus margin
-        while last**cfg.beta <= facts.horizon:
-            last += 1
-        phases = np.arange(last + 2)
-        self.ends = np.array([min(int(j) ** cfg.beta, INT32_MAX) for j in phases], np.int32)
-        self.expiry = np.array(
-            [min(block_until(int(j), cfg.eta), INT32_MAX) for j in phases], np.int32
-        )
-        n, k = self.N, self.K
+    def init(self, key: jax.Array, params: RobustGosInEParams) -> RobustGosInEState:
+        """Zero statistics, the params' slots U and L, phase 1 (it ends after pull 1), no
+        block."""
+        n, k = params.num_agents, params.num_arms
         zeros = jnp.zeros((n, k), jnp.float32)
         return RobustGosInEState(
-            U=jnp.asarray(twin.U[0], jnp.int32),
-            L=jnp.asarray(twin.L[0], jnp.int32),
+            U=jnp.asarray(params.U, jnp.int32),
+            L=jnp.asarray(params.L, jnp.int32),
             counts=jnp.zeros((n, k), jnp.int32),
             sums=Total(zeros, zeros),
             phase_start=jnp.zeros((n, k), jnp.int32),
@@ -178,13 +192,15 @@ class RobustGosInE:
         )
 
     # ------------------------------------------------------------ the phase end
-    def _phase_end(self, key: jax.Array, state: RobustGosInEState) -> RobustGosInEState:
+    def _phase_end(
+        self, key: jax.Array, state: RobustGosInEState, params: RobustGosInEParams
+    ) -> RobustGosInEState:
         """Steps 1-3 at the end of phase j: swap U and L if ``dn(U) < dn(L)``, recommend the
         most-played active arm of the phase ``B_j`` (ties uniform), and (rule ``"2021"``, j >= 2)
         block the last source whose recommendation is not ``B_j`` until ``ceil(j^eta)``."""
-        n = self.N
+        n = params.num_agents
         rows = jnp.arange(n)
-        active = active_set(jnp.asarray(self.sticky), state.U, state.L)  # before the swap
+        active = active_set(jnp.asarray(params.sticky), state.U, state.L)  # before the swap
         dn = state.counts - state.phase_start
         swap = dn[rows, state.U] < dn[rows, state.L]
         U = jnp.where(swap, state.L, state.U)
@@ -193,11 +209,11 @@ class RobustGosInE:
         best = argmax_one_uniform(score, jax.random.uniform(key, (n,), jnp.float32))
         j = state.phase
         blocked_until, blocks = state.blocked_until, state.blocks
-        if self.config.rule == "2021":
+        if params.config.rule == "2021":
             suspect = (j >= 2) & (state.src >= 0) & (state.rec != best)
             h = jnp.where(suspect, state.src, 0)
             current = blocked_until[rows, h]
-            later = jnp.maximum(current, jnp.asarray(self.expiry)[j])
+            later = jnp.maximum(current, jnp.asarray(params.expiry)[j])
             blocked_until = blocked_until.at[rows, h].set(jnp.where(suspect, later, current))
             blocks = blocks + suspect.astype(jnp.int32)
         return state._replace(
@@ -210,51 +226,56 @@ class RobustGosInE:
             blocks=blocks,
         )
 
-    def _insert(self, state: RobustGosInEState, obs: Observation) -> RobustGosInEState:
+    def _insert(
+        self, state: RobustGosInEState, obs: Observation, params: RobustGosInEParams
+    ) -> RobustGosInEState:
         """Step 5, after the communication step: remember the recommendation (-1 for none or
         for a reply that is no arm id) and its source, and put a received arm that is not
         active into L (GosInE's insertion)."""
         d = obs.deliveries[CHANNEL]
         raw = d.payload[:, 0]
-        valid = arm_ids(raw, d.received, self.K)
+        valid = arm_ids(raw, d.received, params.num_arms)
         rec = jnp.where(valid, raw, -1.0).astype(jnp.int32)
         src = jnp.where(d.received, d.partner, -1).astype(jnp.int32)
         candidate = jnp.where(valid, rec, state.U)  # none: keep (U is active)
-        active = active_set(jnp.asarray(self.sticky), state.U, state.L)
-        new = ~active[jnp.arange(self.N), candidate]
+        active = active_set(jnp.asarray(params.sticky), state.U, state.L)
+        new = ~active[jnp.arange(params.num_agents), candidate]
         return state._replace(L=jnp.where(new, candidate, state.L), rec=rec, src=src)
 
     # ------------------------------------------------------------------ the step
-    def act(self, key: jax.Array, state: RobustGosInEState, obs: Observation):
+    def act(
+        self, key: jax.Array, state: RobustGosInEState, obs: Observation,
+        params: RobustGosInEParams,
+    ):  # fmt: skip
         """One env step for every agent: after a communication step insert (step 5); after a
         pull fold it in and, if it was pull ``j^beta``, end phase j (steps 1-3) and offer
         ``B_j`` in a communication-only step (step 4); otherwise pull the UCB arm of the
         active set."""
         k_tie, k_rec = jax.random.split(key)
-        n = self.N
+        n = params.num_agents
         started = obs.step > 0
         comm = started & (obs.phase == COMMUNICATION)
         pulled = started & (obs.phase == PULL)
-        inserted = self._insert(state, obs)
+        inserted = self._insert(state, obs, params)
         state = jax.tree_util.tree_map(lambda a, b: jnp.where(comm, a, b), inserted, state)
-        hit = (obs.last_arm[:, None] == jnp.arange(self.K)) & pulled
+        hit = (obs.last_arm[:, None] == jnp.arange(params.num_arms)) & pulled
         state = state._replace(
             counts=state.counts + hit.astype(jnp.int32),
             sums=total_add(state.sums, jnp.where(hit, obs.last_reward[:, None], 0.0)),
         )
         t = obs.pulls.astype(jnp.int32)
-        at_end = pulled & (t == jnp.asarray(self.ends)[state.phase])
-        ended = self._phase_end(k_rec, state)
+        at_end = pulled & (t == jnp.asarray(params.ends)[state.phase])
+        ended = self._phase_end(k_rec, state, params)
         state = jax.tree_util.tree_map(lambda a, b: jnp.where(at_end, a, b), ended, state)
-        active = active_set(jnp.asarray(self.sticky), state.U, state.L)
+        active = active_set(jnp.asarray(params.sticky), state.U, state.L)
         q = ucb_index(
-            state.counts, state.sums.total - state.sums.carry, active, t, self.config.alpha
+            state.counts, state.sums.total - state.sums.carry, active, t, params.config.alpha
         )
         chosen = argmax_one_uniform(q, jax.random.uniform(k_tie, (n,), jnp.float32))
         arms = jnp.where(at_end, 0, chosen).astype(jnp.int32)
         send = jnp.broadcast_to(at_end, (n,))
         message = (send, state.outgoing)
-        if self.config.rule == "2021":
+        if params.config.rule == "2021":
             message = (*message, exclusion_mask(state))
         return Action(arms, {CHANNEL: message}, ~at_end), state
 
