@@ -12,9 +12,10 @@ Reads the source as text (nothing is imported or run) and prints, for the tree i
   functions of that name line for line up to the array module: after dropping the signature,
   docstring, comments and blank lines and writing ``jnp`` as ``np`` and ``jax.random`` as
   ``rng``, at least half of the lines match (``difflib`` ratio >= 0.5) and the body has at
-  least three lines. A shared kernel called by both engines is not a repeat (it is one
-  function); a repeat that must stay names its reason in its docstring (``--list`` prints
-  them);
+  least eight tokens. A shared kernel called by both engines is not a repeat (it is one
+  function), and neither is a JAX function whose body is one ``return f(...)`` (a delegation
+  to one, such as ``make_params`` or ``channel_spec``); a repeat that must stay names its
+  reason in its docstring (``--list`` prints them);
 * **"twin" in JAX code**: occurrences of the word ``twin`` in those three folders;
 * **numpy learner classes imported by JAX learners**: names that modules under ``agents/jax``
   and ``baselines/jax`` import from a numpy module and that name a numpy learner class (a
@@ -56,6 +57,7 @@ class Function:
     name: str
     where: str
     body: tuple[str, ...]
+    delegates: bool = False  # its body is one ``return call(...)``
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,14 @@ def _body(node: ast.AST, lines: list[str]) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
+
+
 def functions(path: Path, root: Path) -> list[Function]:
     text = path.read_text()
     lines = text.splitlines()
@@ -101,7 +111,13 @@ def functions(path: Path, root: Path) -> list[Function]:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             where = f"{path.relative_to(root)}:{node.lineno}"
-            out.append(Function(node.name, where, _body(node, lines)))
+            stmts = [b for b in node.body if not _is_docstring(b)]
+            delegates = (
+                len(stmts) == 1
+                and isinstance(stmts[0], ast.Return)
+                and isinstance(stmts[0].value, ast.Call)
+            )
+            out.append(Function(node.name, where, _body(node, lines), delegates))
     return out
 
 
@@ -171,7 +187,7 @@ def count(root: Path) -> Counts:
     same = [f for f in jax_fns if f.name in numpy_fns and not f.name.startswith("__")]
     repeats = []
     for fn in same:
-        if len(fn.body) < MIN_TOKENS:
+        if len(fn.body) < MIN_TOKENS or fn.delegates:
             continue
         ratio = max(
             difflib.SequenceMatcher(None, fn.body, other.body).ratio()
