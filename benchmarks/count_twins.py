@@ -9,10 +9,10 @@ Reads the source as text (nothing is imported or run) and prints, for the tree i
 * **same name**: those for which a numpy module (any other package module) defines a function
   of the same name;
 * **repeats a numpy function**: of those, the ones whose body repeats one of the numpy
-  functions of that name line for line up to the array module: after dropping the signature,
-  docstring, comments and blank lines and writing ``jnp`` as ``np`` and ``jax.random`` as
-  ``rng``, at least half of the lines match (``difflib`` ratio >= 0.5) and the body has at
-  least eight tokens. A shared kernel called by both engines is not a repeat (it is one
+  functions of that name up to the array module: after dropping the signature, docstring and
+  comments and writing ``jnp`` as ``np`` and ``jax.random`` as ``rng``, the two bodies' Python
+  tokens match with a ``difflib`` ratio of at least 0.6 (:data:`RATIO`) and the JAX body has
+  at least eight tokens (:data:`MIN_TOKENS`). A shared kernel called by both engines is not a repeat (it is one
   function), and neither is a JAX function whose body is one ``return f(...)`` (a delegation
   to one, such as ``make_params`` or ``channel_spec``); a repeat that must stay names its
   reason in its docstring (``--list`` prints them);
