@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from agents.field_common import Consensus, consensus_setup, mix
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
@@ -96,6 +96,39 @@ class CoopUCB2Config:
         return 2.0 * self.gamma / (1.0 - self.eta**2 / 16.0)
 
 
+def coop_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``neighbors`` of dim 2K with the aggregating ``sum`` delivery."""
+    return {CHANNEL: {"kind": "neighbors", "dim": 2 * num_arms, "reduce": "sum"}}
+
+
+@dataclass(frozen=True)
+class CoopParams:
+    """What coop-UCB2 reads at run time on one federation: N, K, the consensus matrix ``P =
+    I - (kappa/d_max) L`` of the topology (:class:`~agents.field_common.Consensus`) and the
+    configuration."""
+
+    num_agents: int
+    num_arms: int
+    consensus: Consensus
+    config: CoopUCB2Config
+
+
+def coop_params(config: CoopUCB2Config, facts: FederationFacts) -> CoopParams:
+    """The :class:`CoopParams` of a validated configuration on a federation; checks the family,
+    the channel, a horizon longer than K and a connected graph (the consensus). Pure: the
+    numpy ``reset`` and the JAX ``make_params`` call it."""
+    require_family(AGENT_ID, facts, MULTI_ARMED)
+    K = facts.num_arms
+    check_channel_spec(AGENT_ID, coop_channel_spec(K), facts)
+    if facts.horizon <= K:
+        raise ConfigError(
+            f"{AGENT_ID}: horizon: expected more than K = {K} rounds (the initialization "
+            f"pulls every arm once), got {facts.horizon}"
+        )
+    consensus = consensus_setup(AGENT_ID, facts, config.kappa)
+    return CoopParams(facts.num_agents, K, consensus, config)
+
+
 class CoopUCB2(TeamPolicy):
     """Batched coop-UCB2 over B runs and N agents; see the module docstring."""
 
@@ -108,20 +141,14 @@ class CoopUCB2(TeamPolicy):
         self.config = CoopUCB2Config(gamma, eta, sigma, kappa)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
+        return coop_channel_spec(config.num_arms)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Zero consensus state (the initial rounds then leave ``nhat == 1`` at round K+1) and
         the consensus matrix ``P = I - (kappa/d_max) L`` of the topology."""
-        require_family(AGENT_ID, facts, MULTI_ARMED)
+        self.params = coop_params(self.config, facts)  # checks the facts
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        check_channels(self, facts)
-        if facts.horizon <= K:
-            raise ConfigError(
-                f"{AGENT_ID}: horizon: expected more than K = {K} rounds (the initialization "
-                f"pulls every arm once), got {facts.horizon}"
-            )
-        self.consensus: Consensus = consensus_setup(AGENT_ID, facts, self.config.kappa)
+        self.consensus: Consensus = self.params.consensus
         self.N, self.K = N, K
         self.state = np.zeros((B, N, 2 * K))  # [nhat (K), shat (K)]
         self.outgoing = np.zeros((B, N, 2 * K))

@@ -389,7 +389,8 @@ def test_refuses_what_the_twin_refuses():
     bare = fj.make(HETERO, **{**RING, "channels": {}})
     for agent_id in ("dducb", "coop_ucb2"):
         with pytest.raises(ConfigError, match=f"{agent_id}: channels.neighbors"):
-            PORTS[agent_id]().init(jax.random.PRNGKey(0), fj.facts_of(bare))
+            init, _ = fj.bind(PORTS[agent_id](), fj.facts_of(bare))
+            init(jax.random.PRNGKey(0))
     short = fj.make(HETERO, **env_kwargs(HETERO, "dducb", **{**RING, "horizon": 4}))
     with pytest.raises(ConfigError, match="dducb: horizon"):
         DDUCB().init(jax.random.PRNGKey(0), fj.facts_of(short))
