@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts, TeamPolicy
+from fedbandit_env.policy import FederationFacts, TeamPolicy, require_channel
 
 MEANINGFUL: dict[str, Any] = {"aggregate": "mean", "mode": "edge"}
 """Options compared with the environment's, with the value a channel has when it names none."""
@@ -60,18 +60,8 @@ def check_channel_spec(aid: str, spec: dict[str, Any] | None, facts: FederationF
     """:func:`check_channels` for a learner ``aid`` whose channel spec (on these facts) is
     ``spec``: what a pure params function calls, with no learner object at hand."""
     for name, want in (spec or {}).items():
-        kind, dim = want["kind"], want["dim"]
-        have = facts.channels.get(name)
-        if have is None:
-            raise ConfigError(
-                f"{aid}: channels.{name}: expected a {kind!r} channel of dim {dim}; "
-                f"the environment has {sorted(facts.channels) or 'no channels'}"
-            )
-        if have["kind"] != kind or have["dim"] != dim:
-            raise ConfigError(
-                f"{aid}: channels.{name}: expected kind {kind!r} with dim {dim}, got "
-                f"kind {have['kind']!r} with dim {have['dim']}"
-            )
+        require_channel(aid, facts, name, want["kind"], want["dim"])  # present, kind and dim
+        have = facts.channels[name]
         for key, default in MEANINGFUL.items():
             if key in want and have.get(key, default) != want[key]:
                 raise ConfigError(

@@ -187,10 +187,6 @@ class GosInE(TeamPolicy):
         """:func:`gosine_params` of this configuration (robust GosInE: its own size rule)."""
         return gosine_params(self.agent_id, self.config, facts)
 
-    def sticky_size(self, num_agents: int, num_arms: int) -> tuple[int, str]:
-        """The sticky-set size ``s = ceil(K/N)`` and how it is written in errors."""
-        return default_sticky_size(num_agents, num_arms)
-
     def active(self) -> np.ndarray:
         """Active sets (B, N, K) bool: sticky plus U and L."""
         b, i = self._rows
