@@ -14,10 +14,10 @@ Two delivery forms:
 * aggregating (``reduce`` ``"sum"``, ``"mean"`` or ``"max"``, or a robust reduction):
   :class:`NeighborsAggregate`, the reduction over the neighbours whose message arrived,
   ``value`` (B, N, dim) (0 where none did), their ``count`` (B, N) and ``degenerate`` (B, N).
-  ``sum`` is one sparse product over the directed edges, adding each receiver's messages in
-  ascending sender id (the padded sum over slots gives the same bits); ``mean`` is that sum over
-  the count; ``max`` is a loop over the neighbour slots, or on a graph whose components are
-  cliques, without drops, the component maximum (O(B N dim) whatever |E|).
+  Every reduction works on the padded gather (B, N, D, dim) of the heard messages: ``sum`` adds
+  each receiver's slots in ascending sender id, ``mean`` is that sum over the count, ``max`` the
+  slot maximum; on a graph whose components are cliques, without drops, ``max`` is the
+  component maximum instead (O(B N dim) whatever |E|, the same values).
 
 Robust reductions (docs/channels.md, "Robust reductions"; :mod:`fedbandit_env.network.robust`):
 ``"median"``, ``"trimmed_mean"`` (option ``trim``), ``"median_of_means"`` (options
@@ -112,12 +112,6 @@ class NeighborsChannel(Channel):
         self._gather = np.where(self.valid, self.senders, 0)
         self.max_degree = int(self.senders.shape[1])
         self._cliques = _clique_components(topology)
-        # the directed edges in slot order (receiver-major, ascending sender id): the sparse
-        # product that sums each receiver's heard messages adds them in that order
-        receivers = np.nonzero(self.valid)[0]
-        self._edge_senders = self.senders[self.valid]
-        summing = reduce in ("sum", "mean")
-        self._incidence = _incidence(receivers, self.num_agents) if summing else None
         self._drops = None
         self._groups = None
 
@@ -169,34 +163,25 @@ class NeighborsChannel(Channel):
         charge.cost[:, AGENT_AGENT] = self.c2 * messages
         charge.dropped[:] = messages - count.sum(axis=1)
         charge.sent[:] = send * self.topology.degrees[None, :]
-        gathered = None  # (B, N, D, dim): slot d's payload, made where a reduction needs it
-        if per_receiver is not None:
+        degenerate = np.zeros(count.shape, bool)
+        if self.reduce == "max" and self._cliques and kept is None and per_receiver is None:
+            value = _clique_max(self.topology.component_of, send, payload)  # O(B N dim)
+            return NeighborsAggregate(value, count, degenerate), charge
+        if per_receiver is None:
+            gathered = payload.take(self._gather, axis=1)  # (B, N, D, dim): slot d's payload
+        else:
             gathered = self._gather_per_receiver(payload, *per_receiver)
         if self.reduce is None:
-            if gathered is None:
-                gathered = payload.take(self._gather, axis=1)
             out = np.where(heard[..., None], gathered, 0.0)
             return NeighborsDelivery(self.senders.copy(), heard, out), charge
         if self.reduce in ROBUST:
             value, degenerate = robust_reduce(
-                self.reduce,
-                payload.take(self._gather, axis=1) if gathered is None else gathered,
-                heard,
-                count,
-                trim=self.trim,
-                group_size=self.group_size,
-                order=order,
-            )
-            return NeighborsAggregate(value, count, degenerate), charge
-        if gathered is not None:  # sum, mean or max over the slots of the per-receiver gather
-            value = _slot_reduce(self.reduce, gathered, heard, count)
-        elif self.reduce == "max":
-            value = self._max(send, payload, heard, count)
+                self.reduce, gathered, heard, count,
+                trim=self.trim, group_size=self.group_size, order=order,
+            )  # fmt: skip
         else:
-            value = self._sum(payload, heard)
-            if self.reduce == "mean":
-                value = value / np.maximum(count, 1)[..., None]
-        return NeighborsAggregate(value, count, np.zeros(count.shape, bool)), charge
+            value = _slot_reduce(self.reduce, gathered, heard, count)
+        return NeighborsAggregate(value, count, degenerate), charge
 
     def _gather_per_receiver(
         self, payload: np.ndarray, senders: np.ndarray, payloads: np.ndarray
@@ -208,32 +193,6 @@ class NeighborsChannel(Channel):
         own = payloads[:, self._gather, receiver, :]  # (B, N, D, dim): sender's message to i
         marked = senders.take(self._gather, axis=1)[..., None]
         return np.where(marked, own, payload.take(self._gather, axis=1))
-
-    def _sum(self, payload: np.ndarray, heard: np.ndarray) -> np.ndarray:
-        """Sum over the heard neighbours, as one sparse product over the directed edges: each
-        receiver adds its messages in ascending sender id, as the padded sum over slots does."""
-        B = payload.shape[0]
-        contributions = np.where(
-            heard[:, self.valid, None], payload.take(self._edge_senders, axis=1), 0.0
-        )
-        flat = contributions.transpose(1, 0, 2).reshape(len(self._edge_senders), B * self.dim)
-        value = (self._incidence @ flat).reshape(self.num_agents, B, self.dim)
-        return np.ascontiguousarray(value.transpose(1, 0, 2))
-
-    def _max(
-        self, send: np.ndarray, payload: np.ndarray, heard: np.ndarray, count: np.ndarray
-    ) -> np.ndarray:
-        """Max over the heard neighbours (0 where none was heard): a loop over the D slots, or,
-        on a graph whose components are cliques and without drops, the component maximum or
-        its runner-up for the one agent holding it alone (O(B N dim) whatever the degree)."""
-        if self._cliques and self._drops is None:
-            return _clique_max(self.topology.component_of, send, payload)
-        value = np.full((*send.shape, self.dim), -np.inf)
-        for d in range(self.max_degree):
-            x = np.where(heard[:, :, d, None], payload.take(self._gather[:, d], axis=1), -np.inf)
-            np.maximum(value, x, out=value)
-        np.copyto(value, 0.0, where=(count == 0)[..., None])  # nobody heard: 0
-        return value
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -287,21 +246,15 @@ def _slot_reduce(
     reduce: str, gathered: np.ndarray, heard: np.ndarray, count: np.ndarray
 ) -> np.ndarray:
     """``sum``, ``mean`` or ``max`` over the heard slots of a padded gather (0 where none was
-    heard); the slots are added in ascending sender id, as the sparse sum adds them."""
+    heard). The sum adds the slots one after another in ascending sender id (a running sum, so
+    the bits do not depend on the degree or on numpy's pairwise summation)."""
+    if gathered.shape[2] == 0:  # no neighbour slots at all
+        return np.zeros((*count.shape, gathered.shape[3]))
     if reduce == "max":
         value = np.where(heard[..., None], gathered, -np.inf).max(axis=2)
         return np.where((count == 0)[..., None], 0.0, value)
-    value = np.where(heard[..., None], gathered, 0.0).sum(axis=2)
+    value = np.cumsum(np.where(heard[..., None], gathered, 0.0), axis=2)[:, :, -1]
     return value / np.maximum(count, 1)[..., None] if reduce == "mean" else value
-
-
-def _incidence(receivers: np.ndarray, num_agents: int):
-    """The 0/1 CSR matrix (N, E) that adds directed edge e's message into its receiver's row."""
-    from scipy import sparse
-
-    edges = receivers.size
-    ones = np.ones(edges)
-    return sparse.csr_matrix((ones, (receivers, np.arange(edges))), shape=(num_agents, edges))
 
 
 def _clique_max(component_of: np.ndarray, send: np.ndarray, payload: np.ndarray) -> np.ndarray:
