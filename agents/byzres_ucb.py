@@ -59,6 +59,7 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
 
 AGENT_ID = "byzres_ucb"
+VERSION = 2  # results version; 2: f defaults to the environment's declared bound (was 1)
 CHANNEL = "neighbors"
 TIEBREAKS = ("uniform", "lowest")
 SYNCS = ("step", "comm_step")
@@ -196,7 +197,7 @@ class ByzResUCB(TeamPolicy):
 
     agent_id = AGENT_ID
     payload_layouts = {CHANNEL: "means"}  # [x̄ (M), n (M)] per agent
-    version = 2  # 2: f defaults to the environment's declared bound (was 1)
+    version = VERSION
 
     def __init__(
         self,

@@ -60,6 +60,7 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
 
 AGENT_ID = "coop_ucb2"
+VERSION = 2  # results version; 2: +inf index where nhat <= 0 (was NaN under attacks)
 CHANNEL = "neighbors"
 
 
@@ -133,7 +134,7 @@ class CoopUCB2(TeamPolicy):
     """Batched coop-UCB2 over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 2  # 2: +inf index where nhat <= 0 (was NaN under attacks)
+    version = VERSION
 
     def __init__(
         self, gamma: float = 2.0, eta: float = 2.0, sigma: float = 1.0, kappa: float = 0.5

@@ -45,6 +45,7 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
 
 AGENT_ID = "fed_mom_ucb"
+VERSION = 2  # results version; 2: lam defaults to the environment's declared f / N (was 0.2)
 CHANNEL = "server"
 MAPPINGS = ("arithmetic", "geometric", "harmonic", "polynomial")
 SCHEDULES = ("linear", "doubling")
@@ -317,7 +318,7 @@ class FedMoMUCB(TeamPolicy):
 
     agent_id = AGENT_ID
     payload_layouts = {CHANNEL: "arm_means"}  # a client's sample mean of every arm
-    version = 2  # 2: lam defaults to the environment's declared f / N (was 0.2)
+    version = VERSION
 
     def __init__(
         self,

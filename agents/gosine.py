@@ -57,6 +57,7 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
 
 AGENT_ID = "gosine"
+VERSION = 1  # results version
 CHANNEL = "recommend"
 PULL_MODE = "pull_one_neighbour"
 
@@ -151,7 +152,7 @@ class GosInE(TeamPolicy):
 
     agent_id = AGENT_ID
     payload_layouts = {CHANNEL: "arm"}  # the recommended arm id
-    version = 1
+    version = VERSION
 
     def __init__(self, alpha: float = 4.0, beta: int = 3):
         self.config = GosInEConfig(alpha, beta)

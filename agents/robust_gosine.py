@@ -55,6 +55,8 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
 
 AGENT_ID = "robust_gosine"
+# results version; 2: sticky_agents defaults to the declared honest agents N - f (was N)
+VERSION = 2
 RULES = ("2021", "none")
 """Blocking rules: Vial, Shakkottai & Srikant (2021), or no blocking (plain GosInE)."""
 
@@ -133,7 +135,7 @@ class RobustGosInE(GosInE):
     module docstring."""
 
     agent_id = AGENT_ID
-    version = 2  # 2: sticky_agents defaults to the declared honest agents N - f (was N)
+    version = VERSION
 
     def __init__(
         self,

@@ -50,6 +50,7 @@ from agents.byzres_fusion import fuse, index, payload
 from agents.byzres_ucb import (
     AGENT_ID,
     CHANNEL,
+    VERSION,
     ByzResParams,
     ByzResUCBConfig,
     byzres_channel_spec,
@@ -79,7 +80,7 @@ class ByzResUCB:
     """ByzRes-UCB for the N agents of one run, on the params protocol (:class:`ByzResParams`)."""
 
     agent_id = AGENT_ID
-    version = 2  # the numpy learner's results version
+    version = VERSION  # the numpy learner's results version
     payload_layouts = {CHANNEL: "means"}  # [x̄ (M), n (M)] per agent
     privacy_epsilon = None
 

@@ -48,6 +48,7 @@ import jax.numpy as jnp
 from agents.coop_ucb2 import (
     AGENT_ID,
     CHANNEL,
+    VERSION,
     CoopParams,
     CoopUCB2Config,
     coop_channel_spec,
@@ -84,7 +85,7 @@ class CoopUCB2:
     protocol: :class:`agents.coop_ucb2.CoopParams`; module doc)."""
 
     agent_id = AGENT_ID
-    version = 2  # the numpy learner's results version
+    version = VERSION  # the numpy learner's results version
     privacy_epsilon = None
 
     def __init__(

@@ -55,6 +55,7 @@ import jax.numpy as jnp
 from agents.fed_mom_ucb import (
     AGENT_ID,
     CHANNEL,
+    VERSION,
     FedMoMParams,
     FedMoMUCBConfig,
     fedmom_channel_spec,
@@ -123,7 +124,7 @@ class FedMoMUCB:
     (:class:`agents.fed_mom_ucb.FedMoMParams`; :class:`agents.FedMoMUCB` on JAX)."""
 
     agent_id = AGENT_ID
-    version = 2  # the numpy learner's results version
+    version = VERSION  # the numpy learner's results version
     payload_layouts = {CHANNEL: "arm_means"}  # a client's sample mean of every arm
     privacy_epsilon = None
 

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 from agents.gosine import (
     AGENT_ID,
     CHANNEL,
+    VERSION,
     GosInEConfig,
     GosInEParams,
     gosine_channel_spec,
@@ -107,7 +108,7 @@ class GosInE:
     :class:`agents.gosine.GosInEParams`; module doc)."""
 
     agent_id = AGENT_ID
-    version = 1  # the numpy learner's results version
+    version = VERSION  # the numpy learner's results version
     privacy_epsilon = None
     payload_layouts = {CHANNEL: "arm"}  # the recommended arm id
 

@@ -66,6 +66,7 @@ import numpy as np
 from agents.gosine import CHANNEL, GosInEParams, gosine_channel_spec
 from agents.robust_gosine import (
     AGENT_ID,
+    VERSION,
     RobustGosInEConfig,
     block_until,
     robust_gosine_params,
@@ -148,7 +149,7 @@ class RobustGosInE:
     one run (:class:`agents.RobustGosInE` on JAX, on the params protocol)."""
 
     agent_id = AGENT_ID
-    version = 2  # the numpy learner's results version
+    version = VERSION  # the numpy learner's results version
     payload_layouts = {CHANNEL: "arm"}  # the recommended arm id
     privacy_epsilon = None
 
