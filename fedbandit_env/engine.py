@@ -25,6 +25,7 @@ from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
 from fedbandit_env.network import Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG, RandomStreams, streams_for
+from fedbandit_env.shapes import RunAgentContexts, RunAgentPayload, RunAgents, Runs
 
 PULL = 0
 """``phase`` of a step in which the run's agents pulled an arm (and of the observation after reset)."""
@@ -47,14 +48,12 @@ class VecObservation:
     "every step pulled" when a caller builds an observation by hand."""
 
     step: int
-    last_arm: np.ndarray
-    last_reward: np.ndarray
+    last_arm: RunAgents
+    last_reward: RunAgents
     deliveries: dict[str, Any]
-    context: np.ndarray | None = (
-        None  # linear family: the decision sets (B, N, K, d) of the next step
-    )
-    phase: np.ndarray | None = None
-    pulls: np.ndarray | None = None
+    context: RunAgentContexts | None = None  # linear family: the next step's decision sets
+    phase: Runs | None = None
+    pulls: Runs | None = None
 
     def __post_init__(self) -> None:
         runs = np.shape(self.last_arm)[0]
@@ -73,14 +72,14 @@ class VecInfo:
     docs/adversary.md). Every agent's regret is computed as before; :attr:`honest` selects the
     agents the honest metrics count."""
 
-    instant_regret: np.ndarray
-    expected_reward: np.ndarray
-    cumulative_regret: np.ndarray
+    instant_regret: RunAgents
+    expected_reward: RunAgents
+    cumulative_regret: RunAgents
     ledger: Ledger
-    roles: np.ndarray | None = None
+    roles: RunAgents | None = None
 
     @property
-    def honest(self) -> np.ndarray:
+    def honest(self) -> RunAgents:
         """(B, N) bool: the honest agents (every agent without an adversary)."""
         if self.roles is None:
             return np.ones(np.shape(self.cumulative_regret), dtype=bool)
@@ -100,11 +99,11 @@ class CheckedStep(NamedTuple):
     runs that pull and the runs still live (each (B,) bool), and the runs' communication
     streaks after the step (B,)."""
 
-    arms: np.ndarray
-    sends: dict[str, tuple[np.ndarray, np.ndarray]]
-    pulling: np.ndarray
-    live: np.ndarray
-    streak: np.ndarray
+    arms: RunAgents
+    sends: dict[str, tuple[RunAgents, RunAgentPayload]]
+    pulling: Runs
+    live: Runs
+    streak: Runs
 
 
 def agent_name(i: int) -> str:
@@ -238,8 +237,8 @@ class Engine:
     # ------------------------------------------------------------------- step
     def step(
         self, arms: np.ndarray, messages: Messages | None = None, pull: Any = None
-    ) -> tuple[VecObservation, np.ndarray, VecInfo]:
-        """One engine step of every run.
+    ) -> tuple[VecObservation, RunAgents, VecInfo]:
+        """One engine step of every run (``arms`` (B, N) integers).
 
         ``pull`` (docs/architecture.md, "Communication steps"): None or True (every run pulls),
         False (no run pulls) or a bool array (B,): the runs where it is False take a
@@ -295,9 +294,7 @@ class Engine:
             }
         return adversary.messages(self.step_count, sends, self.channels, down, extras)
 
-    def _draw(
-        self, arms: np.ndarray, pulling: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _draw(self, arms: RunAgents, pulling: Runs) -> tuple[RunAgents, RunAgents, RunAgents]:
         """Rewards, expected rewards and pseudo-regret (B, N) of the pulls, 0 in the runs that
         do not pull; only the pulling runs consume their reward streams."""
         if self.linear is not None:
@@ -344,7 +341,7 @@ class Engine:
             self.ledger.record(charges)
         return deliveries
 
-    def _silence(self, channel: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _silence(self, channel: Any) -> tuple[RunAgents, RunAgentPayload]:
         """The message of a channel the learner said nothing on: nobody sends."""
         shape = (self.num_runs, self.num_agents)
         return np.zeros(shape, dtype=bool), np.zeros((*shape, channel.dim))
@@ -383,7 +380,7 @@ class Engine:
                 "or the environment be made with a larger max_communication_steps"
             )
 
-    def _check_pull(self, pull: Any) -> np.ndarray:
+    def _check_pull(self, pull: Any) -> Runs:
         """The pull flag as bool (B,): None/True/False/0/1 for every run, or one per run."""
         if pull is None:
             return np.ones(self.num_runs, dtype=bool)
@@ -406,7 +403,7 @@ class Engine:
         return arr
 
     @property
-    def done_runs(self) -> np.ndarray:
+    def done_runs(self) -> Runs:
         """(B,) bool: the runs that have made their ``horizon`` pulls."""
         return self.pulls >= self.horizon
 
@@ -421,7 +418,7 @@ class Engine:
         run = f"run {b}, " if self.num_runs > 1 else ""
         return f"{run}{agent_name(i)}"
 
-    def _check_arms(self, arms: Any) -> np.ndarray:
+    def _check_arms(self, arms: Any) -> RunAgents:
         arr = np.asarray(arms)
         shape = (self.num_runs, self.num_agents)
         if arr.shape != shape:

@@ -20,15 +20,14 @@ A row whose maximum is NaN keeps numpy's arg-max (the first NaN) under
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from fedbandit_env.scores import note_scores
+from fedbandit_env.shapes import Batched, BatchedArms
 from fedbandit_env.xp import namespace, rounding_tolerance
 
 
-def argmax_one_uniform(index: Any, u: Any) -> Any:
+def argmax_one_uniform(index: BatchedArms, u: Batched) -> Batched:
     """Arg-max over the last axis; among the k arms of exactly maximal index, the
     floor(u k)-th in arm order, ``u`` one uniform per row (the shape of ``index`` without its
     last axis): uniformly at random. numpy returns the plain arg-max when no row has a tie (the
@@ -47,7 +46,7 @@ def argmax_one_uniform(index: Any, u: Any) -> Any:
     return xp.where(k > 0, chosen, arms)
 
 
-def argmax_uniform_ties(index: Any, u: Any) -> Any:
+def argmax_uniform_ties(index: BatchedArms, u: BatchedArms) -> Batched:
     """Arg-max over the last axis; ties between exactly equal maxima broken by the largest of
     the uniforms ``u`` (the shape of ``index``, one per arm): uniformly at random."""
     xp = namespace(index, u)
@@ -56,7 +55,7 @@ def argmax_uniform_ties(index: Any, u: Any) -> Any:
     return xp.argmax(xp.where(index >= best, u, -1.0), axis=-1)
 
 
-def argmax_near_ties(index: Any, u: Any) -> Any:
+def argmax_near_ties(index: BatchedArms, u: BatchedArms) -> Batched:
     """Arg-max over the last axis; among the arms within a relative
     :func:`~fedbandit_env.xp.rounding_tolerance` of the best value (``index >= top - tol max(1, |top|)``), the arm of the largest of the
     uniforms ``u`` (the shape of ``index``)."""

@@ -6,7 +6,7 @@ float32 for rewards and payloads.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import jax.numpy as jnp
 
@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from fedbandit_env.engine import COMMUNICATION as COMMUNICATION
 from fedbandit_env.engine import PULL as PULL
 from fedbandit_env.jax.accumulate import Count, Total
+from fedbandit_env.shapes import AgentArms, AgentContexts, AgentPayload, Agents, Scalar
 
 
 class Charge(NamedTuple):
@@ -62,9 +63,9 @@ class Action(NamedTuple):
     bool, payload (N, dim) float32)} (a missing channel: nobody sends on it) and ``pull`` ()
     bool (False: a communication-only step)."""
 
-    arms: jnp.ndarray
-    messages: dict[str, tuple[jnp.ndarray, jnp.ndarray]]
-    pull: Any = True
+    arms: Agents
+    messages: dict[str, tuple[Agents, AgentPayload]]
+    pull: Scalar = True
 
 
 class Observation(NamedTuple):
@@ -73,13 +74,13 @@ class Observation(NamedTuple):
     the linear family's decision sets ``context`` (N, K, d) of the next step (None otherwise),
     ``phase`` (:data:`PULL` or :data:`COMMUNICATION`) and ``pulls`` the pulls so far."""
 
-    step: jnp.ndarray
-    last_arm: jnp.ndarray
-    last_reward: jnp.ndarray
+    step: Scalar
+    last_arm: Agents
+    last_reward: Agents
     deliveries: dict[str, Any]
-    context: Any
-    phase: jnp.ndarray
-    pulls: jnp.ndarray
+    context: AgentContexts | None
+    phase: Scalar
+    pulls: Scalar
 
 
 class EnvState(NamedTuple):
@@ -91,16 +92,16 @@ class EnvState(NamedTuple):
     (N,) the linear family's compensated regret sums; ``error`` (3,) int32: the first bad input
     seen inside ``jit`` (code, step, agent; code 0: none, docs/jax.md "Errors")."""
 
-    step: jnp.ndarray
-    pulls: jnp.ndarray
-    streak: jnp.ndarray
-    last_arm: jnp.ndarray
-    last_reward: jnp.ndarray
-    means: Any
-    gap: Any
-    theta: Any
-    context: Any
-    counts: jnp.ndarray
+    step: Scalar
+    pulls: Scalar
+    streak: Scalar
+    last_arm: Agents
+    last_reward: Agents
+    means: AgentArms | None
+    gap: Annotated[Any, "(M,)"]
+    theta: Annotated[Any, "(d,)"]
+    context: AgentContexts | None
+    counts: AgentArms
     regret: Total
     channels: dict[str, Any]
     ledger: Ledger

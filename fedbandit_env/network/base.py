@@ -26,6 +26,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.network.ledger import Charge
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.shapes import RunAgentPayload, RunAgents
 from fedbandit_env.validation import check_int, check_real
 
 
@@ -77,7 +78,7 @@ class Channel(ABC):
     def _reset(self, rng: BatchedRNG) -> None: ...
 
     @abstractmethod
-    def transmit(self, step: int, send: np.ndarray, payload: np.ndarray) -> tuple[Any, Charge]:
+    def transmit(self, step: int, send: RunAgents, payload: RunAgentPayload) -> tuple[Any, Charge]:
         """Deliveries of this step and what they cost: a fresh delivery record and a fresh
         :class:`Charge` (the learner owns the record's arrays)."""
 

@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, payload_space
+from fedbandit_env.network.base import Channel, Charge, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.network.robust import (
     ROBUST,
@@ -45,6 +45,12 @@ from fedbandit_env.network.robust import (
     robust_reduce,
 )
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.shapes import (
+    RunAgentPayload,
+    RunAgents,
+    RunAgentSlotPayload,
+    RunAgentSlots,
+)
 
 
 @dataclass
@@ -140,10 +146,10 @@ class NeighborsChannel(Channel):
     def transmit(
         self,
         step: int,
-        send: np.ndarray,
-        payload: np.ndarray,
-        per_receiver: tuple[np.ndarray, np.ndarray] | None = None,
-    ):
+        send: RunAgents,
+        payload: RunAgentPayload,
+        per_receiver: tuple[RunAgents, np.ndarray] | None = None,
+    ) -> tuple[NeighborsDelivery | NeighborsAggregate, Charge]:
         """Each sender's payload to each of its neighbours; a message is lost with probability
         ``drop_prob`` (drawn every step for every slot, whoever sends; so are the uniforms of
         ``grouping="random"``). ``per_receiver`` (:attr:`Channel.supports_per_receiver`): the
@@ -243,8 +249,8 @@ class NeighborsChannel(Channel):
 
 
 def _slot_reduce(
-    reduce: str, gathered: np.ndarray, heard: np.ndarray, count: np.ndarray
-) -> np.ndarray:
+    reduce: str, gathered: RunAgentSlotPayload, heard: RunAgentSlots, count: RunAgents
+) -> RunAgentPayload:
     """``sum``, ``mean`` or ``max`` over the heard slots of a padded gather (0 where none was
     heard). The sum adds the slots one after another in ascending sender id (a running sum, so
     the bits do not depend on the degree or on numpy's pairwise summation)."""
@@ -257,7 +263,9 @@ def _slot_reduce(
     return value / np.maximum(count, 1)[..., None] if reduce == "mean" else value
 
 
-def _clique_max(component_of: np.ndarray, send: np.ndarray, payload: np.ndarray) -> np.ndarray:
+def _clique_max(
+    component_of: np.ndarray, send: RunAgents, payload: RunAgentPayload
+) -> RunAgentPayload:
     """Max over the other senders of each agent's clique (0 where none sent): the component
     maximum, or the runner-up for the one agent holding it alone."""
     starts = np.flatnonzero(np.r_[True, component_of[1:] != component_of[:-1]])

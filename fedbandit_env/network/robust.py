@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.shapes import Batched, BatchedSlotPayload, BatchedSlots
 from fedbandit_env.validation import check_int
 from fedbandit_env.xp import argsort_stable, namespace, while_loop
 
@@ -90,14 +91,14 @@ def describe_robust(reduce: Any, trim: int, group_size: int, grouping: str) -> d
 
 def robust_reduce(
     reduce: str,
-    values: Any,
-    arrived: Any,
-    count: Any,
+    values: BatchedSlotPayload,
+    arrived: BatchedSlots,
+    count: Batched,
     *,
     trim: int = 1,
     group_size: int = 1,
-    order: Any = None,
-) -> tuple[Any, Any]:
+    order: BatchedSlots | None = None,
+) -> tuple[Any, Batched]:
     """(value (..., dim), degenerate (...) bool) of robust reduction ``reduce`` (a static
     choice); ``order`` (..., S) uniforms that order the arrived senders of ``median_of_means``
     (None: ascending id). ``degenerate``: ``trimmed_mean`` with 1 <= count <= 2 trim (the
@@ -144,12 +145,14 @@ def _median_sorted(xs: Any, count: Any) -> Any:
     return xp.where((count > 0)[..., None], value, 0.0)
 
 
-def median(values: Any, arrived: Any, count: Any) -> Any:
+def median(values: BatchedSlotPayload, arrived: BatchedSlots, count: Batched) -> Any:
     """Coordinate-wise median of the arrived values (mean of the two middle ones if even)."""
     return _median_sorted(_sorted(values, arrived), count)
 
 
-def trimmed_mean(values: Any, arrived: Any, count: Any, trim: int) -> tuple[Any, Any]:
+def trimmed_mean(
+    values: BatchedSlotPayload, arrived: BatchedSlots, count: Batched, trim: int
+) -> tuple[Any, Batched]:
     """Coordinate-wise mean of the arrived values without the ``trim`` largest and smallest;
     the median (and ``degenerate`` True) where 1 <= count <= 2 trim."""
     xp = namespace(values, count)
