@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from agents.field_common import Consensus, consensus_setup, mix
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
@@ -76,8 +76,10 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag, check_int, check_real
+from fedbandit_env.xp import log_of_round, namespace
 
 AGENT_ID = "dducb"
+VERSION = 1  # results version
 CHANNEL = "neighbors"
 STAGE_LENGTHS = ("standard", "small")
 
@@ -165,6 +167,65 @@ def chebyshev_coefficients(lambda2: float, rounds: int) -> tuple[np.ndarray, np.
     return a, b
 
 
+def dducb_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``neighbors`` of dim 2K (the K sums, then the K counts of the iterate) with the
+    aggregating ``sum`` delivery."""
+    return {CHANNEL: {"kind": "neighbors", "dim": 2 * num_arms, "reduce": "sum"}}
+
+
+@dataclass(frozen=True, eq=False)
+class DDUCBParams:
+    """What DDUCB reads at run time on one federation: N, K, the gossip matrix ``P = I -
+    (kappa/d_max) L`` with its ``lambda2`` (:class:`~agents.field_common.Consensus`), the stage
+    length C, the normalised Chebyshev coefficients ``a``, ``b`` (C,) float64
+    (:func:`chebyshev_coefficients`; index 0 unused), the index's factor ``bonus = 2 eta sigma^2
+    / N`` and the configuration."""
+
+    num_agents: int
+    num_arms: int
+    consensus: Consensus
+    stage_length: int
+    a: np.ndarray
+    b: np.ndarray
+    bonus: float
+    config: DDUCBConfig
+
+
+def dducb_params(config: DDUCBConfig, facts: FederationFacts) -> DDUCBParams:
+    """The :class:`DDUCBParams` of a validated configuration on a federation; checks the
+    family, the channel, a horizon longer than K and a connected graph (with ``kappa``: the
+    consensus). Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
+    require_family(AGENT_ID, facts, MULTI_ARMED)
+    N, K = facts.num_agents, facts.num_arms
+    check_channel_spec(AGENT_ID, dducb_channel_spec(K), facts)
+    if facts.horizon <= K:
+        raise ConfigError(
+            f"{AGENT_ID}: horizon: expected more than K = {K} steps (the initialization "
+            f"pulls every arm once), got {facts.horizon}"
+        )
+    consensus = consensus_setup(AGENT_ID, facts, config.kappa)
+    lam = consensus.lambda2
+    C = stage_length(N, lam, config.eps, config.accelerated, config.stage_length)
+    a, b = chebyshev_coefficients(lam, C)
+    bonus = 2.0 * config.eta * config.sigma**2 / N
+    return DDUCBParams(N, K, consensus, C, a, b, bonus, config)
+
+
+def dducb_index(alpha: Any, s: Any, bonus: float, num_arms: int) -> Any:
+    """Step 1 of the module docstring, the UCB on the gossiped averages ``alpha`` (..., 2K):
+    ``alpha_sum/alpha_cnt + sqrt(2 eta sigma^2 ln s / (N alpha_cnt))`` (``bonus = 2 eta
+    sigma^2 / N``, ``ln max(s, 1)``); an arm with ``alpha_cnt <= 0`` (the Chebyshev polynomial
+    is not a stochastic matrix) has an infinite index. One function for both engines: numpy's
+    ``s`` is one Python number for the batch (float64), JAX's an int32 scalar (float32)."""
+    xp = namespace(alpha, s)
+    K = num_arms
+    sums, cnt = alpha[..., :K], alpha[..., K:]
+    ok = cnt > 0
+    safe = xp.where(ok, cnt, 1.0)
+    value = sums / safe + xp.sqrt(bonus * log_of_round(xp, s) / safe)
+    return xp.where(ok, value, xp.inf)
+
+
 @dataclass
 class DDUCBState:
     """What one DDUCB agent carries from step to step (batched: arrays (B, N, 2K), each the K
@@ -196,7 +257,7 @@ class DDUCB(TeamPolicy):
     """Batched DDUCB over B runs and N agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = VERSION
 
     def __init__(
         self,
@@ -210,26 +271,19 @@ class DDUCB(TeamPolicy):
         self.config = DDUCBConfig(accelerated, eta, eps, sigma, stage_length, kappa)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
+        return dducb_channel_spec(config.num_arms)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """The gossip matrix, the stage length C and its Chebyshev coefficients, and the zero
-        state before the initialization (module docstring, "Init")."""
-        cfg = self.config
-        require_family(AGENT_ID, facts, MULTI_ARMED)
+        state before the initialization (module docstring, "Init"): :func:`dducb_params`,
+        which checks the facts."""
+        self.params = p = dducb_params(self.config, facts)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        check_channels(self, facts)
-        if facts.horizon <= K:
-            raise ConfigError(
-                f"{AGENT_ID}: horizon: expected more than K = {K} steps (the initialization "
-                f"pulls every arm once), got {facts.horizon}"
-            )
-        self.consensus: Consensus = consensus_setup(AGENT_ID, facts, cfg.kappa)
-        lam = self.consensus.lambda2
-        self.C = stage_length(N, lam, cfg.eps, cfg.accelerated, cfg.stage_length)
-        self._a, self._b = chebyshev_coefficients(lam, self.C)
+        self.consensus: Consensus = p.consensus
+        self.C = p.stage_length
+        self._a, self._b = p.a, p.b
         self.N, self.K = N, K
-        self.bonus = 2.0 * cfg.eta * cfg.sigma**2 / N
+        self.bonus = p.bonus
         self.state = DDUCBState.initial((B, N, 2 * K), K)
         self._rows = np.indices((B, N))
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,))
@@ -283,13 +337,8 @@ class DDUCB(TeamPolicy):
         st.r = 0
 
     def index(self) -> np.ndarray:
-        """The DDUCB index (B, N, K) from ``alpha`` and ``s`` (step 1 of the module docstring)."""
-        K = self.K
-        sums, cnt = self.state.alpha[..., :K], self.state.alpha[..., K:]
-        ok = cnt > 0
-        safe = np.where(ok, cnt, 1.0)
-        value = sums / safe + np.sqrt(self.bonus * math.log(max(self.state.s, 1.0)) / safe)
-        return np.where(ok, value, np.inf)
+        """The DDUCB index (B, N, K) from ``alpha`` and ``s`` (:func:`dducb_index`)."""
+        return dducb_index(self.state.alpha, self.state.s, self.bonus, self.K)
 
     def act(self, obs: VecObservation) -> TeamAction:
         """Fold in the last reward, mix the iterate sent with it (one round), then choose: arm

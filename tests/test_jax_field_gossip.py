@@ -134,7 +134,6 @@ def test_dducb_follows_the_twin_step_by_step(kwargs):
 
     ours, theirs = DDUCB(**kwargs), NumpyDDUCB(**kwargs)
     assert follow(ours, theirs, HETERO, {**RING, "horizon": 80}, 80, check) > 200
-    assert ours.C == theirs.C
 
 
 @pytest.mark.parametrize("drop_prob", [0.0, 0.3])
@@ -231,13 +230,9 @@ def test_dducb_agrees_with_the_numpy_twin(env_id, kwargs, agent_kwargs):
     N, K, T = kwargs["num_agents"], kwargs["num_arms"], kwargs["horizon"]
     assert (out.messages.sum(axis=1) == (T - K) * 2 * N).all()
     assert (out.floats.sum(axis=1) == (T - K) * 2 * N * 2 * K).all()
-    learner = DDUCB(**agent_kwargs)
-    learner.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(env_id, **ref.env_kwargs)))
-    twin = NumpyDDUCB(**agent_kwargs)
-    venv = make_vec(env_id, num_runs=1, **ref.env_kwargs)
-    twin.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
-    assert learner.C == twin.C > 1
-    dducb_schedule(out, T, K, twin.C)
+    params = DDUCB(**agent_kwargs).make_params(fj.facts_of(fj.make(env_id, **ref.env_kwargs)))
+    assert params.stage_length > 1
+    dducb_schedule(out, T, K, params.stage_length)
     report("dducb", agent_kwargs, ref, out)
 
 
@@ -393,4 +388,46 @@ def test_refuses_what_the_twin_refuses():
             init(jax.random.PRNGKey(0))
     short = fj.make(HETERO, **env_kwargs(HETERO, "dducb", **{**RING, "horizon": 4}))
     with pytest.raises(ConfigError, match="dducb: horizon"):
-        DDUCB().init(jax.random.PRNGKey(0), fj.facts_of(short))
+        fj.bind(DDUCB(), fj.facts_of(short))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"accelerated": False, "stage_length": "small"},
+                                    {"stage_length": 3, "kappa": 0.5}])  # fmt: skip
+def test_dducb_params_are_what_the_numpy_reset_computes(kwargs):
+    """The JAX learner's params (:func:`agents.dducb.dducb_params`, made without a numpy
+    learner) hold what the numpy ``reset`` computes on the same facts: P, lambda2, C, the
+    Chebyshev coefficients and the index's factor; C follows the stage-length rule."""
+    env_kwargs_ = env_kwargs(HETERO, "dducb", **RING)
+    params = DDUCB(**kwargs).make_params(fj.facts_of(fj.make(HETERO, **env_kwargs_)))
+    theirs = NumpyDDUCB(**kwargs)
+    facts = make_vec(HETERO, num_runs=1, **env_kwargs_).facts
+    theirs.reset(facts, BatchedRNG.for_runs([0], "agents"))
+    assert (params.num_agents, params.num_arms) == (theirs.N, theirs.K) == (5, 4)
+    assert params.stage_length == theirs.C and params.bonus == theirs.bonus == 2 * 2.0 / 5
+    np.testing.assert_array_equal(params.a, theirs._a)
+    np.testing.assert_array_equal(params.b, theirs._b)
+    np.testing.assert_array_equal(params.consensus.P, theirs.consensus.P)
+    assert params.consensus.lambda2 == theirs.consensus.lambda2
+    assert params.config == theirs.config
+    if "stage_length" in kwargs and not isinstance(kwargs["stage_length"], str):
+        assert params.stage_length == kwargs["stage_length"]
+
+
+def test_dducb_params_refuse_bad_facts_by_name():
+    """Facts the numpy reset refuses raise the same ConfigError from ``make_params``, naming
+    the learner and the field: a disconnected graph, a linear family, a short horizon."""
+    for env_id, kwargs, field in [
+        (HETERO, {**RING, "topology": "hybrid", "topology_kwargs": {"sizes": [3, 2]}},
+         "topology"),
+        ("FedBandit/LinearContextual-v0", {"num_agents": 4, "num_arms": 5, "horizon": 50,
+                                           "dim": 3}, "family"),
+        (HETERO, {**RING, "horizon": 3}, "horizon"),
+    ]:  # fmt: skip
+        full = env_kwargs(env_id, "dducb", **kwargs)
+        with pytest.raises(ConfigError) as ours:
+            DDUCB().make_params(fj.facts_of(fj.make(env_id, **full)))
+        with pytest.raises(ConfigError) as theirs:
+            NumpyDDUCB().reset(make_vec(env_id, num_runs=1, **full).facts,
+                               BatchedRNG.for_runs([0], "agents"))  # fmt: skip
+        assert str(ours.value) == str(theirs.value)
+        assert str(ours.value).startswith(f"dducb: {field}"), str(ours.value)
