@@ -592,9 +592,10 @@ def test_cli_run_prints_the_evaluate_summary(capsys):
 
 def test_cli_reproduce_forwards_the_script_arguments(monkeypatch):
     from fedbandit_env.bench import cli
+    from fedbandit_env.bench.cli import reproduce
 
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda argv: calls.append(argv) or 7)
+    monkeypatch.setattr(reproduce.subprocess, "call", lambda argv: calls.append(argv) or 7)
     with pytest.raises(SystemExit) as err:
         cli.main(["reproduce", "gossip-fig2", "--rounds", "50", "--runs", "2", "--help"])
     assert err.value.code == 7
