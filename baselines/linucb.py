@@ -21,6 +21,7 @@ from baselines.params import linucb_params
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.kernels import check_linear as check_linear  # re-exported
 from fedbandit_env.kernels import ucb_choice  # re-exported
+from fedbandit_env.linear_kernels import confidence_radius
 from fedbandit_env.policy import (
     FederationFacts,
     TeamAction,
@@ -30,11 +31,12 @@ from fedbandit_env.seeding import BatchedRNG
 
 
 def oful_beta(V: np.ndarray, lam: float, sigma: float, alpha: float, S: float) -> np.ndarray:
-    """Proposition-2 radius with lambda I regularization (radicand clamped at 0)."""
-    d = V.shape[-1]
-    logdet = np.linalg.slogdet(V)[1]
-    radicand = 2.0 * math.log(2.0 / alpha) + logdet - d * math.log(lam)
-    return sigma * np.sqrt(np.maximum(radicand, 0.0)) + S * math.sqrt(lam)
+    """Proposition-2 radius with lambda I regularization (radicand clamped at 0):
+    :func:`fedbandit_env.linear_kernels.confidence_radius` of one agent with ``rho_max =
+    lambda``, from ``slogdet``."""
+    log_scale = V.shape[-1] * math.log(lam)
+    return confidence_radius(np.linalg.slogdet(V)[1], log_scale, alpha=alpha, sigma=sigma, S=S,
+                             rho_max=lam)  # fmt: skip
 
 
 class LinUCB(TeamPolicy):

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedbandit_env.jax.types import PULL, Observation
+from fedbandit_env.linear_kernels import confidence_radius
 from fedbandit_env.scores import note_scores
 
 
@@ -148,9 +149,11 @@ def ucb_choice(context: jnp.ndarray, chol: jnp.ndarray, b: jnp.ndarray, beta: jn
 
 def oful_beta(chol: jnp.ndarray, lam: float, sigma: float, alpha: float, S: float):
     """Proposition-2 radius with lambda I regularization (radicand clamped at 0), from the
-    Cholesky factor of V: ``sigma sqrt(2 ln(2/alpha) + ln det V - d ln lambda) + S sqrt(lambda)``."""
-    radicand = 2.0 * math.log(2.0 / alpha) + logdet_over(chol, lam)
-    return sigma * jnp.sqrt(jnp.maximum(radicand, 0.0)) + S * math.sqrt(lam)
+    Cholesky factor of V: :func:`fedbandit_env.linear_kernels.confidence_radius` of one agent
+    with ``rho_max = lambda`` on ``ln det V - d ln lambda``."""
+    return confidence_radius(
+        logdet_over(chol, lam), 0.0, alpha=alpha, sigma=sigma, S=S, rho_max=lam
+    )
 
 
 def last_pull(context: jnp.ndarray, obs: Observation) -> tuple[jnp.ndarray, jnp.ndarray]:

@@ -37,31 +37,26 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from fedbandit_env.linear_kernels import confidence_radius
 from fedbandit_env.privacy._random import masked_stream
-from fedbandit_env.privacy._validation import check_mask, check_shape, check_values
+from fedbandit_env.privacy._validation import check_mask, check_shape, check_values, resolve_runs
 from fedbandit_env.privacy.calibration import (
     check_delta,
     check_epsilon,
     check_noise_scale,
     check_positive,
 )
-from fedbandit_env.privacy.dyadic import popcount, trailing_zeros
+from fedbandit_env.privacy.dyadic import _check_index, popcount
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import is_integral
+from fedbandit_env.xp import namespace
 
 LambdaForm = Literal["paper", "sqrt2m"]
-
-
-def _check_int(value: int, name: str, minimum: int = 1) -> int:
-    if not is_integral(value) or value < minimum:
-        raise PrivacyError(name, f"an int >= {minimum}", value)
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -115,17 +110,12 @@ class GramTreeConstants:
         return 2.0 * math.sqrt(self.d * self.horizon / D * self.ell) + 4.0
 
     def beta(self, logdet_v: float, *, sigma: float = 0.5, S: float = 1.0) -> float:
-        """Proposition 2 radius with ``ln det V`` in place of the printed ``d ln det V``
-        (docs/linear.md, "Decisions"), radicand clamped at 0:
-        ``sigma sqrt(2 ln(2/alpha) + ln det V - d ln(M rho_min)) + S sqrt(M rho_max)
-        + kappa sqrt(M)``."""
+        """Proposition 2 radius of the M agents
+        (:func:`fedbandit_env.linear_kernels.confidence_radius`)."""
         M = self.num_agents
-        radicand = 2 * math.log(2 / self.alpha) + logdet_v - self.d * math.log(M * self.rho_min)
-        return (
-            sigma * math.sqrt(max(0.0, radicand))
-            + S * math.sqrt(M * self.rho_max)
-            + self.kappa * math.sqrt(M)
-        )
+        return float(confidence_radius(logdet_v, self.d * math.log(M * self.rho_min),
+                                       alpha=self.alpha, sigma=sigma, S=S, rho_max=self.rho_max,
+                                       kappa=self.kappa, group=M))  # fmt: skip
 
     def initial_beta(self, *, sigma: float = 0.5, S: float = 1.0) -> float:
         """beta at t = 1, where ``V = W = M rho_min I``."""
@@ -163,15 +153,12 @@ def linear_privacy_constants(
     epsilon = check_epsilon(epsilon, allow_inf=False)
     delta = check_delta(delta)
     alpha = check_delta(alpha, name="alpha")
-    d = _check_int(d, "d")
-    num_agents = _check_int(num_agents, "num_agents")
-    horizon = _check_int(horizon, "horizon")
-    gamma = _check_int(gamma, "gamma")
-    L = check_positive(L, "L")
-    B = check_positive(B, "B")
+    d, num_agents = _check_index(d, "d"), _check_index(num_agents, "num_agents")
+    horizon, gamma = _check_index(horizon, "horizon"), _check_index(gamma, "gamma")
+    L, B = check_positive(L, "L"), check_positive(B, "B")
     if not isinstance(lambda_form, str) or lambda_form not in ("paper", "sqrt2m"):
         raise PrivacyError("lambda_form", "'paper' or 'sqrt2m'", lambda_form)
-    n = -(-horizon // gamma) if n_max is None else _check_int(n_max, "n_max")
+    n = -(-horizon // gamma) if n_max is None else _check_index(n_max, "n_max")
     m = 1 + (n - 1).bit_length()  # 1 + ceil(log2 n)
     lt2 = L**2 + B**2
     sigma_N = 4.0 * math.sqrt(m) * lt2 * math.log(2.0 / delta) / epsilon
@@ -186,40 +173,74 @@ def linear_privacy_constants(
     check_noise_scale(sigma_N, epsilon, what="node noise sigma_N")
     check_noise_scale(Lambda, epsilon, what="regularizer Lambda")
     check_noise_scale(kappa, epsilon, what="kappa")
-    return GramTreeConstants(
-        epsilon=epsilon,
-        delta=delta,
-        alpha=alpha,
-        d=d,
-        num_agents=num_agents,
-        horizon=horizon,
-        L=L,
-        B=B,
-        gamma=gamma,
-        n=n,
-        m=m,
-        L_tilde_sq=lt2,
-        sigma_N=sigma_N,
-        Lambda=Lambda,
-        rho_min=Lambda,
-        rho_max=3.0 * Lambda,
-        kappa=kappa,
-    )
+    return GramTreeConstants(epsilon, delta, alpha, d, num_agents, horizon, L, B, gamma, n, m,
+                             lt2, sigma_N, Lambda, Lambda, 3.0 * Lambda, kappa)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class GramRelease:
-    """One call of :meth:`GramTreePrivatizer.release`.
+class GramRelease(NamedTuple):
+    """One release of the trees (:meth:`GramTreePrivatizer.release`, the JAX
+    :meth:`~fedbandit_env.jax.gram_tree.GramTree.release`): ``U_hat`` (..., d, d) = noisy Gram
+    block + ``shift * I``; ``u_hat`` (..., d) = noisy ``sum y x``; ``released`` (...) marks the
+    trees that released now (elsewhere the previous release is repeated, zeros before the
+    first); ``index`` (...) is each tree's release count."""
 
-    ``U_hat`` (..., d, d) = noisy Gram block + ``shift * I``; ``u_hat`` (..., d) = noisy
-    ``sum y x``; ``released`` (...) marks the trees that released now (elsewhere the previous
-    release is repeated, zeros before the first); ``index`` (...) is each tree's release count.
-    """
+    U_hat: Any
+    u_hat: Any
+    released: Any
+    index: Any
 
-    U_hat: np.ndarray
-    u_hat: np.ndarray
-    released: np.ndarray
-    index: np.ndarray
+
+class GramTrees(NamedTuple):
+    """The state of a batch of trees (both engines): ``exact`` and ``noise`` (..., m, d+1, d+1)
+    the closed node per level (its exact leaf sum and its noise matrix; zeros where the level is
+    empty), ``k`` (...) the releases so far, ``U`` (..., d, d) and ``u`` (..., d) the last
+    release."""
+
+    exact: Any
+    noise: Any
+    k: Any
+    U: Any
+    u: Any
+
+
+def empty_trees(xp: Any, shape: tuple[int, ...], d: int, levels: int) -> GramTrees:
+    """Trees without a release, in the engine's default float and int dtypes."""
+    side, zeros = d + 1, xp.zeros
+    nodes = (*shape, levels, side, side)
+    k = xp.zeros(shape, dtype=xp.asarray(0).dtype)  # int64 in numpy, int32 in JAX
+    return GramTrees(zeros(nodes), zeros(nodes), k, zeros((*shape, d, d)), zeros((*shape, d)))
+
+
+def insert_leaf(trees: GramTrees, Q: Any, node: Any, active: Any, shift: float) -> GramTrees:
+    """Algorithm 2 (PRIVATIZER) where ``active`` holds: release k inserts leaf ``Q`` (..., d+1,
+    d+1) and closes the node at level ctz(k), which merges Q with the closed nodes below it
+    (they empty) and takes the fresh noise matrix ``node``; the released prefix sum over leaves
+    1..k is the sum of the closed nodes (popcount(k) of them), plus ``shift I`` on the d x d
+    block. Elsewhere the trees and their last release stay. Both engines call it."""
+    xp = namespace(Q, trees.k)
+    d = Q.shape[-1] - 1
+    k = trees.k + active
+    t = xp.where(active, k, 1)
+    level = xp.bitwise_count((t & -t) - 1)[..., None]  # ctz(k)
+    levels = xp.arange(trees.exact.shape[-3])
+    lower = ((levels < level) & active[..., None])[..., None, None]
+    here = ((levels == level) & active[..., None])[..., None, None]
+    merged = Q + xp.where(lower, trees.exact, 0.0).sum(axis=-3)
+    exact = xp.where(lower, 0.0, xp.where(here, merged[..., None, :, :], trees.exact))
+    noise = xp.where(lower, 0.0, xp.where(here, node[..., None, :, :], trees.noise))
+    P = exact.sum(axis=-3) + noise.sum(axis=-3)
+    U = P[..., :d, :d] + shift * xp.eye(d, dtype=P.dtype)
+    U = xp.where(active[..., None, None], U, trees.U)
+    u = xp.where(active[..., None], P[..., :d, d], trees.u)
+    return GramTrees(exact, noise, k, U, u)
+
+
+def check_trees(shape: tuple[int, ...], d: int, sigma: float, shift: float, levels: int) -> tuple:
+    """The validated (shape, d, sigma, shift, levels) of a batch of trees (both engines)."""
+    shape, d = check_shape(shape), _check_index(d, "d")
+    sigma = check_positive(sigma, "sigma", allow_zero=True)
+    shift = check_positive(shift, "shift", allow_zero=True)
+    return shape, d, sigma, shift, _check_index(levels, "levels")
 
 
 class GramTreePrivatizer:
@@ -227,10 +248,11 @@ class GramTreePrivatizer:
     (Dubey & Pentland, Algorithm 2); ``shape`` is e.g. (M,) agents or (M, gamma) agents and slots.
 
     ``release(Q, mask)`` inserts leaf Q (B, *shape, d+1, d+1) into the trees where ``mask``
-    holds and returns their noisy prefix sums. Node noise is drawn per run only when that run
-    releases (:class:`~fedbandit_env.privacy._random.MaskedStream`), so data-dependent sync
-    times keep runs of a batch bit-identical to the runs alone. ``sigma = 0`` switches the noise
-    off (then ``shift = lambda`` gives ``U_hat = sum x x^T + lambda I`` exactly).
+    holds and returns their noisy prefix sums (:func:`insert_leaf`). Node noise is drawn per
+    run only when that run releases (:class:`~fedbandit_env.privacy._random.MaskedStream`), so
+    data-dependent sync times keep runs of a batch bit-identical to the runs alone. ``sigma = 0``
+    switches the noise off (then ``shift = lambda`` gives ``U_hat = sum x x^T + lambda I``
+    exactly).
     """
 
     def __init__(
@@ -244,32 +266,20 @@ class GramTreePrivatizer:
         rng: BatchedRNG | None = None,
         num_runs: int | None = None,
     ):
-        self.shape = check_shape(shape)
-        self.d = _check_int(d, "d")
-        self.sigma = check_positive(sigma, "sigma", allow_zero=True)
-        self.shift = check_positive(shift, "shift", allow_zero=True)
-        self.levels = _check_int(levels, "levels")
+        self.shape, self.d, self.sigma, self.shift, self.levels = check_trees(
+            shape, d, sigma, shift, levels
+        )
+        self.capacity = 1 << (self.levels - 1)
         if self.sigma > 0 and not isinstance(rng, BatchedRNG):
             raise PrivacyError("rng", "a BatchedRNG when sigma > 0", rng)
-        if rng is not None:
-            if num_runs is not None and num_runs != rng.num_runs:
-                raise PrivacyError("num_runs", f"rng.num_runs = {rng.num_runs}", num_runs)
-            self.num_runs = rng.num_runs
-        else:
-            self.num_runs = _check_int(1 if num_runs is None else num_runs, "num_runs")
-        self.capacity = 1 << (self.levels - 1)
+        self.num_runs = resolve_runs(rng, num_runs, noisy=False)
         side = self.d + 1
         self._stream = (
             masked_stream(rng, (*self.shape, upper_triangle_size(side)))
             if self.sigma > 0 and rng is not None
             else None
         )
-        full = (self.num_runs, *self.shape)
-        self._exact = np.zeros((*full, self.levels, side, side))
-        self._noise = np.zeros((*full, self.levels, side, side))
-        self._k = np.zeros(full, dtype=np.int64)
-        self._U = np.zeros((*full, self.d, self.d))
-        self._u = np.zeros((*full, self.d))
+        self.trees = empty_trees(np, (self.num_runs, *self.shape), self.d, self.levels)
 
     @classmethod
     def from_constants(
@@ -281,42 +291,36 @@ class GramTreePrivatizer:
         num_runs: int | None = None,
     ) -> GramTreePrivatizer:
         """The paper's privatizer: ``sigma = sigma_N``, ``shift = 2 Lambda``, m levels."""
-        return cls(
-            shape,
-            constants.d,
-            sigma=constants.sigma_N,
-            shift=constants.shift,
-            levels=constants.m,
-            rng=rng,
-            num_runs=num_runs,
-        )
+        c = constants
+        return cls(shape, c.d, sigma=c.sigma_N, shift=c.shift, levels=c.m, rng=rng,
+                   num_runs=num_runs)  # fmt: skip
 
     @property
     def release_count(self) -> np.ndarray:
         """Releases made by each tree (B, *shape)."""
-        return self._k.copy()
+        return self.trees.k.copy()
 
     @property
     def exhausted(self) -> np.ndarray:
         """Trees that reached their capacity 2^(levels-1) (B, *shape)."""
-        return self._k >= self.capacity
+        return self.trees.k >= self.capacity
 
     def exact(self) -> np.ndarray:
         """Exact part of the current prefix sums: the sum of all released leaves."""
-        return self._exact.sum(axis=-3)
+        return self.trees.exact.sum(axis=-3)
 
     def noise(self) -> np.ndarray:
         """Noise part of the current prefix sums (popcount(k) node matrices)."""
-        return self._noise.sum(axis=-3)
+        return self.trees.noise.sum(axis=-3)
 
     def num_noise_terms(self) -> np.ndarray:
         """Node matrices in each tree's current prefix sum: popcount(k) when sigma > 0."""
-        return popcount(self._k) if self.sigma > 0 else np.zeros_like(self._k)
+        k = self.trees.k
+        return popcount(k) if self.sigma > 0 else np.zeros_like(k)
 
     def release(self, Q: np.ndarray, mask: np.ndarray | None = None) -> GramRelease:
         """Insert leaf ``Q`` where ``mask`` holds and release the noisy prefix sums."""
-        full = (self.num_runs, *self.shape)
-        side = self.d + 1
+        full, side = (self.num_runs, *self.shape), self.d + 1
         Q = check_values(Q, (*full, side, side), "Q")
         mask = check_mask(mask, full)
         refused = mask & self.exhausted
@@ -329,26 +333,10 @@ class GramTreePrivatizer:
                 stacklevel=2,
             )
         active = mask & ~refused
-        runs_active = active.reshape(self.num_runs, -1).any(axis=1)
         if self._stream is not None:
-            upper = self._stream.next(runs_active)
+            upper = self._stream.next(active.reshape(self.num_runs, -1).any(axis=1))
             node = symmetric_from_upper(upper, side, self.sigma, math.sqrt(2.0))
         else:
             node = np.zeros((*full, side, side))
-
-        k = self._k + active
-        level = trailing_zeros(np.where(active, k, 1))
-        levels = np.arange(self.levels)
-        lower = ((levels < level[..., None]) & active[..., None])[..., None, None]
-        here = ((levels == level[..., None]) & active[..., None])[..., None, None]
-        merged = Q + np.where(lower, self._exact, 0.0).sum(axis=-3)
-        self._exact = np.where(lower, 0.0, np.where(here, merged[..., None, :, :], self._exact))
-        self._noise = np.where(lower, 0.0, np.where(here, node[..., None, :, :], self._noise))
-        self._k = k
-
-        P = self.exact() + self.noise()
-        U = P[..., : self.d, : self.d] + self.shift * np.eye(self.d)
-        u = P[..., : self.d, self.d]
-        self._U = np.where(active[..., None, None], U, self._U)
-        self._u = np.where(active[..., None], u, self._u)
-        return GramRelease(self._U.copy(), self._u.copy(), active, self._k.copy())
+        self.trees = t = insert_leaf(self.trees, Q, node, active, self.shift)
+        return GramRelease(t.U.copy(), t.u.copy(), active, t.k.copy())
