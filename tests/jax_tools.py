@@ -116,7 +116,7 @@ def assert_light_cone(env: Any, learner: Any, j: int, steps: int = 60, at: int =
     broadcast), and, with ``expect_spread``, reaches some other agent (not vacuous)."""
     base = trajectory(env, learner, list(seeds), steps)
     moved = trajectory(env, learner, list(seeds), steps, perturb_agent=j, at=at)
-    dist = env.params.topology.hop_distances
+    dist = env.config.topology.hop_distances
     seen_elsewhere = False
     for i in range(env.num_agents):
         diff = (base["arms"][:, :, i] != moved["arms"][:, :, i]).any(axis=1)

@@ -289,7 +289,7 @@ def test_placements_have_the_numpy_laws():
     env, adv, _ = both(ring(num_agents=8, adversary={"num_byzantine": 3, "placement": "local_f",
                                                      "local_f": 1}))  # fmt: skip
     roles = np.asarray(adv.roles)
-    nb = env.params.topology.neighbors
+    nb = env.config.topology.neighbors
     byz_nb = ((roles == 1)[:, np.where(nb >= 0, nb, 0)] & (nb >= 0)).sum(2)
     assert (byz_nb[roles == 0] <= 1).all() and np.asarray(adv.ok).all()
 

@@ -118,7 +118,7 @@ def test_flooding_is_max_consensus_one_hop_per_step():
     arms, known = rec["arms"], rec["payloads"]["neighbors"]  # (T, B, N), (T, B, N, M)
     pulls = np.cumsum(arms[..., None] == np.arange(3), axis=0)  # pulls[k]: after k + 1 steps
     history = np.concatenate([np.zeros((1, *pulls.shape[1:])), pulls])  # history[k]: k steps
-    dist = env.params.topology.hop_distances
+    dist = env.config.topology.hop_distances
     for s in range(1, steps + 1):
         for i in range(6):
             lagged = [history[max(s - 1 - dist[i, j], 0)][:, j] for j in range(6)]

@@ -44,7 +44,7 @@ def channel_pair(options, runs=1, seed=0, topology="path", num_agents=6, **kwarg
         c2=2.0,
         **kwargs,
     )
-    config = env.params
+    config = env.config
     twin = make_channel("c", config.channels["c"], config.topology, config.c1, config.c2)
     twin.reset(BatchedRNG.for_runs(list(range(seed, seed + runs)), "network").child("channel/c"))
     return twin, env.channels["c"]

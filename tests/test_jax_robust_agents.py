@@ -138,7 +138,7 @@ def same_bits_and_light_cone(stepper, j: int, steps: int, at: int, max_hops=None
                     strict=True):  # fmt: skip
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     moved = stepper.run(seeds, steps, perturb_agent=j, at=at)
-    dist = stepper.env.params.topology.hop_distances
+    dist = stepper.env.config.topology.hop_distances
     seen_elsewhere = False
     for i in range(stepper.env.num_agents):
         diff = (base[0][:, :, i] != moved[0][:, :, i]).any(axis=1)

@@ -44,7 +44,7 @@ def channel_pair(options, **kwargs):
     backends' ``make`` from the same options."""
     env = fj.make(ENV_ID, num_arms=3, horizon=40, channels={"c": {"dim": DIM, **options}},
                   c1=5.0, c2=2.0, **kwargs)  # fmt: skip
-    config = env.params
+    config = env.config
     twin = make_channel("c", config.channels["c"], config.topology, config.c1, config.c2)
     twin.reset(BatchedRNG.for_runs([0], "network").child("channel/c"))
     return twin, env.channels["c"]

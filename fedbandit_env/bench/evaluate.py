@@ -345,7 +345,7 @@ def _build_jax(
     if "channels" not in env_kwargs:
         preview = fj.make(env_id, **{k: v for k, v in env_kwargs.items() if k != "adversary"})
         spec_of = getattr(learner, "channel_spec", None)
-        config = preview.params  # with the adversary's declaration (a spec may read its f)
+        config = preview.config  # with the adversary's declaration (a spec may read its f)
         if env_kwargs.get("adversary") is not None:
             from fedbandit_env.adversary.roles import AdversaryConfig
 
@@ -354,7 +354,7 @@ def _build_jax(
         wanted = spec_of(config) if callable(spec_of) else None
         if wanted is not None:
             env_kwargs["channels"] = wanted
-        built = {"topology": preview.params.topology}  # not built twice
+        built = {"topology": preview.config.topology}  # not built twice
     # the JAX adversary checks the channels' dims when the environment is made: the learner's
     # layouts are checked first, on the configuration (a preset's own adversary included)
     config = make_config(**{**spec(env_id).kwargs, **env_kwargs, **built})

@@ -12,7 +12,7 @@ except ImportError as err:  # pragma: no cover - exercised without the extra
         "fedbandit_env.jax needs JAX: pip install 'fedbandit[jax]' (docs/jax.md)"
     ) from err
 
-from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
+from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import (
     JaxLearner,
     bind,
@@ -29,6 +29,7 @@ __all__ = [
     "PULL",
     "Action",
     "Charge",
+    "EnvParams",
     "EnvState",
     "FedBanditJaxEnv",
     "JaxLearner",

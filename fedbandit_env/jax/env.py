@@ -1,9 +1,14 @@
 """The JAX environment of one run, gymnax / JaxMARL style (docs/jax.md).
 
-``env = fedbandit_env.jax.make(id, **kwargs)`` holds the static parameters (``env.params``, the
-validated :class:`~fedbandit_env.config.EnvConfig` of the same id and kwargs). ``reset(key)``
-returns ``(obs, state)`` and ``step(key, state, action)`` returns ``(obs, state, rewards, done,
-info)``; both are pure and jittable, the state is a pytree, and runs batch with ``vmap``.
+``env = fedbandit_env.jax.make(id, **kwargs)`` holds what fixes the shapes (``env.config``, the
+validated :class:`~fedbandit_env.config.EnvConfig` of the same id and kwargs: sizes, horizon,
+topology, channels, adversary). What does not change a shape is an explicit pytree,
+:class:`EnvParams` (gymnax's ``params``): the fixed instance's means or theta*, the reward noise
+and the communication-streak limit; ``env.default_params`` holds the configuration's and
+``env.make_params(...)`` checks others. ``reset(key, params=None)`` returns ``(obs, state)``
+and ``step(key, state, action, params=None)`` returns ``(obs, state, rewards, done, info)``;
+both are pure and jittable, the state is a pytree, and runs (or a sweep over params: a
+``vmap``, not a recompile) batch with ``vmap``.
 
 Semantics follow the numpy engine (:mod:`fedbandit_env.engine`): a step draws the rewards of
 the pulled arms, charges and delivers the messages of every channel and advances the pull
@@ -59,6 +64,23 @@ BAD_ARM_DTYPE = 7
 """``state.error[0]`` codes of the bad input recorded inside ``jit``."""
 
 
+class EnvParams(NamedTuple):
+    """The parameters of one run that change no shape (a pytree; gymnax's ``EnvParams``).
+
+    ``means`` (N, M) float32, the reward parameters every run uses (None: each run draws its
+    instance from its key, by the configuration's generator); ``theta`` (d,) float32, the linear
+    family's theta* (None: drawn per run); ``reward_sigma`` () float32, the noise of a
+    Gaussian or clipped-Gaussian reward (the linear family's Gaussian noise; unused with
+    Bernoulli rewards); ``max_communication_steps`` () int32, the longest streak of
+    communication-only steps allowed. Stacked along a leading axis, a batch of params is a sweep
+    that one compiled program runs (``vmap``)."""
+
+    means: Any
+    theta: Any
+    reward_sigma: Any
+    max_communication_steps: Any
+
+
 class AdversaryEnvState(NamedTuple):
     """The state of a run with an adversary: ``env`` the run's
     :class:`~fedbandit_env.jax.types.EnvState` and ``adversary``
@@ -87,7 +109,7 @@ class FedBanditJaxEnv:
     """One run of an environment configuration, as pure functions of JAX arrays."""
 
     def __init__(self, config: EnvConfig, env_id: str = ""):
-        self.params = config
+        self.config = config
         self.env_id = env_id
         self.num_agents = config.num_agents
         self.num_arms = config.num_arms
@@ -112,28 +134,99 @@ class FedBanditJaxEnv:
             self._theta = np.asarray(draw_theta(self.linear, rng), np.float32)
 
     @property
+    def default_params(self) -> EnvParams:
+        """The :class:`EnvParams` of the configuration (what ``reset`` and ``step`` use when
+        given none)."""
+        return EnvParams(
+            means=None if self._means is None else jnp.asarray(self._means),
+            theta=None if self._theta is None else jnp.asarray(self._theta),
+            reward_sigma=jnp.float32(self._sigma(self.config)),
+            max_communication_steps=jnp.int32(self.config.max_communication_steps),
+        )
+
+    @staticmethod
+    def _sigma(config: EnvConfig) -> float:
+        if config.linear is not None:
+            return float(config.linear.sigma)
+        return float(getattr(config.reward, "sigma", 0.0))
+
+    def make_params(
+        self,
+        *,
+        means: Any = None,
+        theta: Any = None,
+        reward_sigma: Any = None,
+        max_communication_steps: Any = None,
+    ) -> EnvParams:
+        """:attr:`default_params` with the given fields replaced, each checked as the
+        configuration checks it (a :class:`~fedbandit_env.errors.ConfigError` naming the
+        field and the expected value): ``means`` a vector (M,) or an (N, M) matrix (the
+        homogeneous family: one vector), in [0, 1] for Bernoulli rewards (multi-armed
+        families); ``theta`` (d,) finite (linear family); ``reward_sigma`` > 0;
+        ``max_communication_steps`` an int >= 0."""
+        from fedbandit_env.instances import fixed_instance
+        from fedbandit_env.validation import check_int, check_real
+
+        cfg, p = self.config, self.default_params
+        if means is not None:
+            if self.linear is not None:
+                raise ConfigError("means: the linear family has no means; give theta instead")
+            inst = fixed_instance(np.asarray(means, np.float64), self.num_agents)
+            if inst.means.shape != (self.num_agents, self.num_arms):
+                raise ConfigError(
+                    f"means: expected shape ({self.num_arms},) or ({self.num_agents}, "
+                    f"{self.num_arms}), got {np.shape(means)}"
+                )
+            if cfg.family == "homogeneous" and not inst.is_homogeneous:
+                raise ConfigError(
+                    "means: the homogeneous family expects one mean vector for all agents"
+                )
+            cfg.reward.validate(inst.means)
+            p = p._replace(means=jnp.asarray(inst.means, jnp.float32))
+        if theta is not None:
+            if self.linear is None:
+                raise ConfigError("theta: only the linear family has theta*; give means instead")
+            arr = np.asarray(theta, np.float64)
+            if arr.shape != (self.linear.dim,) or not np.isfinite(arr).all():
+                raise ConfigError(
+                    f"theta: expected {self.linear.dim} finite numbers, got shape {arr.shape}"
+                )
+            p = p._replace(theta=jnp.asarray(arr, jnp.float32))
+        if reward_sigma is not None:
+            sigma = check_real("reward_sigma", reward_sigma, low=0.0, low_open=True)
+            p = p._replace(reward_sigma=jnp.float32(sigma))
+        if max_communication_steps is not None:
+            steps = check_int("max_communication_steps", max_communication_steps, minimum=0)
+            p = p._replace(max_communication_steps=jnp.int32(steps))
+        return p
+
+    @property
     def agents(self) -> list[str]:
         return [f"agent_{i}" for i in range(self.num_agents)]
 
     # ------------------------------------------------------------------ reset
-    def reset(self, key: jax.Array) -> tuple[Observation, EnvState]:
+    def reset(
+        self, key: jax.Array, params: EnvParams | None = None
+    ) -> tuple[Observation, EnvState]:
         """The first observation and state of a run (its instance or theta* drawn from ``key``
-        unless the configuration fixes it)."""
+        unless ``params`` fixes it; None: :attr:`default_params`)."""
+        params = self.default_params if params is None else params
         k_instance, k_context = jax.random.split(key)
         n, m = self.num_agents, self.num_arms
         means = gap = theta = context = None
         error = jnp.zeros(3, jnp.int32)
         if self.linear is None:
-            if self._means is not None:
-                means = jnp.asarray(self._means)
+            if params.means is not None:
+                means = jnp.asarray(params.means, jnp.float32)
             else:
-                means, ok = instances.draw_means(self.params, k_instance)
+                means, ok = instances.draw_means(self.config, k_instance)
                 error = jnp.where(ok, error, jnp.array([BAD_INSTANCE, 0, 0], jnp.int32))
-            expected = instances.expected_reward(self.params, means).mean(axis=0)
-            gap = expected.max() - expected
+            expected = instances.expected_reward(self.config, means, params.reward_sigma)
+            expected = expected.mean(axis=0)
+            gap = jnp.maximum(expected.max() - expected, 0.0)  # >= 0 however XLA fuses the mean
         else:
-            if self._theta is not None:
-                theta = jnp.asarray(self._theta)
+            if params.theta is not None:
+                theta = jnp.asarray(params.theta, jnp.float32)
             else:
                 theta = instances.draw_theta(self.linear, k_instance)
             context = instances.decision_sets(self.linear, k_context, theta, n, m)
@@ -169,11 +262,12 @@ class FedBanditJaxEnv:
 
     # ------------------------------------------------------------------- step
     def step(
-        self, key: jax.Array, state: EnvState, action: Action
+        self, key: jax.Array, state: EnvState, action: Action, params: EnvParams | None = None
     ) -> tuple[Observation, EnvState, jnp.ndarray, jnp.ndarray, dict[str, Any]]:
         """One engine step of one run: rewards (N,), ``done`` (the run has made its horizon
         pulls) and ``info`` (``instant_regret`` (N,), ``cumulative_regret`` (N,) and the step's
-        ``charge``)."""
+        ``charge``). ``params``: None, :attr:`default_params`."""
+        params = self.default_params if params is None else params
         n = self.num_agents
         raw = jnp.asarray(action.arms)
         if raw.shape != (n,):  # static: refused while tracing, before anything runs
@@ -193,14 +287,14 @@ class FedBanditJaxEnv:
         error = _first_error(error, BAD_ARM, state.step, bad_arm & pulling)
         error = _first_error(
             error, LONG_STREAK, state.step,
-            jnp.full(n, streak > self.params.max_communication_steps),
+            jnp.full(n, streak > params.max_communication_steps),
         )  # fmt: skip
         arms = jnp.clip(arms, 0, self.num_arms - 1)
         k_reward, k_context, k_net = jax.random.split(key, 3)
 
         if self.linear is None:
             mean = state.means[jnp.arange(n), arms]
-            rewards = instances.sample_reward(self.params, k_reward, mean)
+            rewards = instances.sample_reward(self.config, k_reward, mean, params.reward_sigma)
             regret = jnp.where(pulling, state.gap[arms], 0.0)
             onehot = (arms[:, None] == jnp.arange(self.num_arms)) & pulling
             counts = state.counts + onehot.astype(jnp.int32)
@@ -208,7 +302,7 @@ class FedBanditJaxEnv:
         else:
             expected = state.context @ state.theta  # (N, K)
             chosen = expected[jnp.arange(n), arms]
-            rewards = instances.linear_reward(self.linear, k_reward, chosen)
+            rewards = instances.linear_reward(self.linear, k_reward, chosen, params.reward_sigma)
             regret = jnp.where(pulling, expected.max(axis=1) - chosen, 0.0)
             fresh = instances.decision_sets(self.linear, k_context, state.theta, n, self.num_arms)
             context = jnp.where(pulling, fresh, state.context)
@@ -219,7 +313,7 @@ class FedBanditJaxEnv:
         adversary = getattr(state, "adversary", None)
         adv = None
         if self.adversary is not None and self.adversary.active:
-            adv = self._adversary_step(key, state, counts, last_arm, pulling)
+            adv = self._adversary_step(key, state, counts, last_arm, pulling, params)
         deliveries, channel_states, charge, error, attack_states = self._transmit(
             k_net, state, action.messages, live, error, adv
         )
@@ -261,12 +355,13 @@ class FedBanditJaxEnv:
         obs = self._observe(state, deliveries, phase)
         return obs, state, rewards, state.pulls >= self.horizon, info
 
-    def _adversary_step(self, key, state, counts, last_arm, pulling):
+    def _adversary_step(self, key, state, counts, last_arm, pulling, params: EnvParams):
         """(key, adversary state, down agents (N,), the omniscient facts) of a step: the
         facts an attack's view holds (docs/adversary.md, "Attacks"), this step's pull in."""
         m = self.num_arms
         if self.linear is None:
-            means = instances.expected_reward(self.params, state.means).mean(axis=0)
+            means = instances.expected_reward(self.config, state.means, params.reward_sigma)
+            means = means.mean(axis=0)
         else:  # no global means (the means attacks are refused in the linear family)
             means = jnp.zeros(m, jnp.float32)
         facts = {
@@ -389,9 +484,15 @@ def _first_error(error: jnp.ndarray, code: int, step: jnp.ndarray, bad: jnp.ndar
     return jnp.where((error[0] == 0) & bad.any(), new, error)
 
 
-def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None = None) -> None:
+def check_state(
+    env: FedBanditJaxEnv,
+    state: EnvState,
+    seeds: list[int] | None = None,
+    env_params: EnvParams | None = None,
+) -> None:
     """Raise the first bad input recorded inside ``jit`` (a batch of states: the first run
-    with one), naming the run, the agent, the field and the expected value."""
+    with one), naming the run, the agent, the field and the expected value (``env_params``:
+    the params the runs used; None: the environment's defaults)."""
     error = np.asarray(state.error).reshape(-1, 3)
     bad = np.flatnonzero(error[:, 0])
     if bad.size == 0:
@@ -413,16 +514,19 @@ def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None =
             f"(step {step + 1}; float, NaN and bool arms are refused, never cast)"
         )  # fmt: skip
     if code == LONG_STREAK:
+        limit = np.ravel(env.config.max_communication_steps)
+        if env_params is not None:
+            limit = np.ravel(np.asarray(env_params.max_communication_steps))
         raise CommunicationError(
             f"step {step + 1}: {run}more than max_communication_steps="
-            f"{env.params.max_communication_steps} communication steps in a row without a pull"
+            f"{int(limit[b % limit.size])} communication steps in a row without a pull"
         )
     if code == BAD_PAYLOAD:
         raise ActionError(
             who, "messages.payload", f"expected finite numbers (NaN/inf, step {step + 1})"
         )
     if code == BAD_PLACEMENT:  # the numpy message (fedbandit_env.adversary.roles)
-        adv = env.params.adversary
+        adv = env.config.adversary
         where = f"run seed {seeds[b]}" if seeds is not None else f"run {b}"
         raise ConfigError(
             f"adversary.local_f: no placement of {adv.num_byzantine} Byzantine agents in which "
@@ -436,5 +540,5 @@ def check_state(env: FedBanditJaxEnv, state: EnvState, seeds: list[int] | None =
             f"attack {attack!r}: {who}: the Byzantine payloads hold NaN/inf (step {step + 1})"
         )
     raise ConfigError(
-        f"instance: {run}no instance met the {env.params.instance!r} conditions in the allowed draws"
+        f"instance: {run}no instance met the {env.config.instance!r} conditions in the allowed draws"
     )

@@ -6,6 +6,7 @@ decision sets. Same distributions as the numpy engine (:mod:`fedbandit_env.insta
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -77,27 +78,32 @@ def draw_means(config: EnvConfig, key: jax.Array) -> tuple[jnp.ndarray, jnp.ndar
     raise ValueError(f"instance: no JAX generator for {config.instance!r}")
 
 
-def expected_reward(config: EnvConfig, means: jnp.ndarray) -> jnp.ndarray:
-    """The expected reward of each parameter (the clipped Gaussian's closed-form mean)."""
+def expected_reward(config: EnvConfig, means: jnp.ndarray, sigma: Any = None) -> jnp.ndarray:
+    """The expected reward of each parameter (the clipped Gaussian's closed-form mean);
+    ``sigma`` the noise (None: the configuration's)."""
     reward = config.reward
     if reward.name != "clipped_gaussian":
         return means
-    s, lo, hi = reward.sigma, reward.low, reward.high
+    s, lo, hi = (reward.sigma if sigma is None else sigma), reward.low, reward.high
     a, b = (lo - means) / s, (hi - means) / s
     phi = lambda x: jnp.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)  # noqa: E731
     inside = means * (ndtr(b) - ndtr(a)) + s * (phi(a) - phi(b))
     return lo * ndtr(a) + hi * (1.0 - ndtr(b)) + inside
 
 
-def sample_reward(config: EnvConfig, key: jax.Array, mean: jnp.ndarray) -> jnp.ndarray:
-    """One reward per entry of ``mean`` (Bernoulli, Gaussian or clipped Gaussian)."""
+def sample_reward(
+    config: EnvConfig, key: jax.Array, mean: jnp.ndarray, sigma: Any = None
+) -> jnp.ndarray:
+    """One reward per entry of ``mean`` (Bernoulli, Gaussian or clipped Gaussian); ``sigma``
+    the noise (None: the configuration's)."""
     reward = config.reward
+    sigma = getattr(reward, "sigma", 0.0) if sigma is None else sigma
     if reward.name == "bernoulli":
         return (jax.random.uniform(key, mean.shape, jnp.float32) < mean).astype(jnp.float32)
     z = jax.random.normal(key, mean.shape, jnp.float32)
     if reward.name == "gaussian":
-        return mean + reward.sigma * z
-    return jnp.clip(mean + reward.sigma * z, reward.low, reward.high)
+        return mean + sigma * z
+    return jnp.clip(mean + sigma * z, reward.low, reward.high)
 
 
 def draw_theta(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
@@ -139,8 +145,12 @@ def decision_sets(spec: LinearSpec, key: jax.Array, theta: jnp.ndarray, num_agen
     return jnp.broadcast_to(x, (num_agents, num_actions, spec.dim))
 
 
-def linear_reward(spec: LinearSpec, key: jax.Array, mean: jnp.ndarray) -> jnp.ndarray:
-    """Bernoulli(mean) or mean + sigma z rewards of the linear family."""
+def linear_reward(
+    spec: LinearSpec, key: jax.Array, mean: jnp.ndarray, sigma: Any = None
+) -> jnp.ndarray:
+    """Bernoulli(mean) or mean + sigma z rewards of the linear family (``sigma`` None: the
+    spec's)."""
     if spec.reward == "bernoulli":
         return (jax.random.uniform(key, mean.shape, jnp.float32) < mean).astype(jnp.float32)
-    return mean + spec.sigma * jax.random.normal(key, mean.shape, jnp.float32)
+    sigma = spec.sigma if sigma is None else sigma
+    return mean + sigma * jax.random.normal(key, mean.shape, jnp.float32)

@@ -20,7 +20,7 @@ import numpy as np
 from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
-from fedbandit_env.jax.env import FedBanditJaxEnv, check_state
+from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import bind, params_of
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
@@ -60,7 +60,7 @@ class _Carry(NamedTuple):
 
 def facts_of(env: FedBanditJaxEnv) -> FederationFacts:
     """The public facts of one run of ``env`` (what a learner's ``init`` gets)."""
-    return FederationFacts.from_config(env.params, 1, env.twins)
+    return FederationFacts.from_config(env.config, 1, env.twins)
 
 
 def check_seeds(seeds: Any) -> list[int]:
@@ -87,19 +87,54 @@ def run_keys(seeds: list[int]) -> jax.Array:
     return jax.vmap(jax.random.PRNGKey)(jnp.asarray(np.asarray(seeds, np.uint32)))
 
 
+def params_axes(env: FedBanditJaxEnv, env_params: EnvParams) -> EnvParams:
+    """The ``vmap`` axes of ``env_params``: 0 for a field stacked per run (one more leading
+    axis than :attr:`~fedbandit_env.jax.env.FedBanditJaxEnv.default_params` has), None for
+    one shared by every run; a field of another shape is a ConfigError naming it."""
+    default = env.default_params
+    axes = {}
+    for name in EnvParams._fields:
+        given, base = getattr(env_params, name), getattr(default, name)
+        if given is None:
+            if base is not None:
+                raise ConfigError(f"env_params.{name}: expected an array, got None")
+            axes[name] = None
+            continue
+        shape = tuple(np.shape(given))
+        want = tuple(np.shape(base)) if base is not None else None
+        if want is not None and shape == want:
+            axes[name] = None
+        elif want is not None and shape[1:] == want:
+            axes[name] = 0
+        else:
+            raise ConfigError(
+                f"env_params.{name}: expected shape {want} (one value for every run) or "
+                f"(runs, *{want}) (one per run), got {shape}; make params with "
+                "env.make_params(...)"
+            )
+    return EnvParams(**axes)
+
+
 def rollout_program(
-    env: FedBanditJaxEnv, learner: Any, steps: np.ndarray, ranked: list | None = None
+    env: FedBanditJaxEnv,
+    learner: Any,
+    steps: np.ndarray,
+    ranked: list | None = None,
+    axes: EnvParams | None = None,
 ):
     """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
-    states, NaN-index steps (B,))``. ``ranked``, when given, receives at tracing whether the
-    learner's ``act`` ranks any index through :func:`fedbandit_env.scores.note_scores` (else
-    its NaN count means nothing)."""
+    states, NaN-index steps (B,))`` of the environment's default params, compiled into the
+    program as constants; with ``axes``, ``(keys, env_params) -> ...``, ``env_params`` an
+    :class:`~fedbandit_env.jax.env.EnvParams` traced as an argument (its fields shared, axis
+    None, or one per run, axis 0), so one compiled program serves any values of that shape.
+    ``ranked``, when given, receives at tracing whether the learner's ``act`` ranks any index
+    through :func:`fedbandit_env.scores.note_scores` (else its NaN count means nothing)."""
     init, act = bind(learner, facts_of(env))  # the learner's params, made and checked once
     targets = jnp.asarray(np.asarray(steps, np.int32))
 
-    def one_run(key: jax.Array):
+    def one_run(key: jax.Array, env_params: EnvParams):
         k_env, k_agent, key = jax.random.split(key, 3)
-        obs, env_state = env.reset(k_env)
+        obs, env_state = env.reset(k_env, env_params)
         carry = _Carry(key, obs, env_state, init(k_agent), jnp.zeros((), jnp.int32))
 
         def advance(c: _Carry) -> _Carry:
@@ -109,7 +144,7 @@ def rollout_program(
             if ranked is not None:
                 ranked.append(bool(scores.flags))
             nan = scores.any_nan().astype(jnp.int32)
-            obs, env_state, _, _, _ = env.step(k_step, c.env, action)
+            obs, env_state, _, _, _ = env.step(k_step, c.env, action, env_params)
             return _Carry(key, obs, env_state, learner_state, c.nan_steps + nan)
 
         def segment(c: _Carry, target):
@@ -122,7 +157,9 @@ def rollout_program(
         carry, curve = jax.lax.scan(segment, carry, targets)
         return curve, carry.env, carry.learner, carry.nan_steps
 
-    return jax.jit(jax.vmap(one_run))
+    if axes is None:  # the default params, as compile-time constants
+        return jax.jit(jax.vmap(lambda key: one_run(key, None)))
+    return jax.jit(jax.vmap(one_run, in_axes=(0, axes)))
 
 
 def rollout(
@@ -130,10 +167,16 @@ def rollout(
     learner: Any,
     seeds: list[int],
     checkpoints: np.ndarray | None = None,
+    env_params: EnvParams | None = None,
 ) -> RolloutResult:
     """Run ``seeds`` (one run each) of ``learner`` on ``env`` to the horizon, keeping the
     cumulative regret of every agent at ``checkpoints`` (pull counts; default: every pull up
-    to 400 pulls, else the bench's log- and linear-spaced grid)."""
+    to 400 pulls, else the bench's log- and linear-spaced grid). ``env_params``
+    (:class:`~fedbandit_env.jax.env.EnvParams`) are traced arguments of the compiled program,
+    so other values of the same shapes reuse it; a field may be stacked per run (a sweep: say,
+    one means matrix per run). None: ``env.default_params``, compiled in as constants (the
+    bench's results; XLA folds them, so a regret curve may differ from the traced
+    ``env_params=env.default_params`` in its last float32 bit, never in a decision)."""
 
     seeds = check_seeds(seeds)
     if checkpoints is None:
@@ -141,15 +184,27 @@ def rollout(
     else:
         steps = check_checkpoints(checkpoints, env.horizon)
     keys = run_keys(seeds)
+    args: tuple = (keys,)
+    axes = None
+    if env_params is not None:
+        axes = params_axes(env, env_params)
+        for name, axis in zip(EnvParams._fields, axes, strict=True):
+            runs = None if axis is None else np.shape(getattr(env_params, name))[0]
+            if runs is not None and runs != len(seeds):
+                raise ConfigError(
+                    f"env_params.{name}: stacked for {runs} runs, expected one per seed "
+                    f"({len(seeds)})"
+                )
+        args = (keys, env_params)
     start = time.perf_counter()
     ranked: list[bool] = []
-    program = rollout_program(env, learner, steps, ranked)
-    compiled = program.lower(keys).compile()
+    program = rollout_program(env, learner, steps, ranked, axes)
+    compiled = program.lower(*args).compile()
     compile_time = time.perf_counter() - start
-    curves, final, learner_state, nan_steps = compiled(keys)
+    curves, final, learner_state, nan_steps = compiled(*args)
     curves = jax.block_until_ready(curves)
     wall = time.perf_counter() - start
-    check_state(env, final, seeds)
+    check_state(env, final, seeds, env_params)
     ledger = final.ledger
     return RolloutResult(
         seeds=seeds,
