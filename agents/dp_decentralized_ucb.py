@@ -45,10 +45,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from agents.dp_recsys_common import (
     check_clip,
     check_delta_horizon,
@@ -57,9 +58,10 @@ from agents.dp_recsys_common import (
     check_positive,
     make_running_sums,
     privacy_width,
+    timed,
 )
-from agents.field_common import consensus_setup, mix
-from agents.graph_constants import CI_MODES, graph_constants
+from agents.field_common import Consensus, consensus_setup, mix
+from agents.graph_constants import CI_MODES, GraphConstants, graph_constants
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -67,8 +69,10 @@ from fedbandit_env.kernels import argmax_one_uniform
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
+from fedbandit_env.xp import log_of_round, namespace
 
 AGENT_ID = "dp_dec_ucb"
+VERSION = 5  # results version (docs/bench.md); 5: +inf index where nhat <= 0
 CHANNEL = "neighbors"
 
 
@@ -121,11 +125,80 @@ class DPDecentralizedConfig:
         object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
 
 
+def dec_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``neighbors`` of dim 2K with the aggregating ``sum`` delivery: the sum over the neighbours
+    that sent is all the mixing needs (a padded channel works too and gives the same numbers,
+    agents/field_common.py)."""
+    return {CHANNEL: {"kind": "neighbors", "dim": 2 * num_arms, "reduce": "sum"}}
+
+
+@dataclass(frozen=True)
+class DPDecentralizedParams:
+    """What DP-Dec-UCB reads at run time on one federation: N (the paper's M), K, the horizon T
+    (the counters' capacity), the consensus matrix of Eq. (4)
+    (:class:`~agents.field_common.Consensus`), the Lemma 2 constants of ``P``
+    (:class:`~agents.graph_constants.GraphConstants`) and the ``c`` (N,) of the index (per agent,
+    or their maximum under ``ci_mode="max"``), ``ln(1/delta)`` with ``delta = T^-rho / 2`` (T:
+    ``delta_horizon`` or the horizon) and the configuration."""
+
+    num_agents: int
+    num_arms: int
+    horizon: int
+    consensus: Consensus
+    constants: GraphConstants
+    c: np.ndarray
+    ln_inv_delta: float
+    config: DPDecentralizedConfig
+
+
+def dp_dec_params(config: DPDecentralizedConfig, facts: FederationFacts) -> DPDecentralizedParams:
+    """The :class:`DPDecentralizedParams` of a validated configuration on a federation; checks
+    the family, a horizon longer than the initialization, the ``neighbors`` channel and the
+    graph (connected, a mixing spectrum below 1). Pure: the numpy ``reset`` and the JAX
+    ``make_params`` call it."""
+    N, K = facts.num_agents, facts.num_arms
+    check_facts(AGENT_ID, facts, init_steps=K + (0 if config.timing == "paper" else 1))
+    check_channel_spec(AGENT_ID, dec_channel_spec(K), facts)
+    consensus = consensus_setup(AGENT_ID, facts, config.kappa)
+    constants = graph_constants(consensus.P, kappa=consensus.kappa)
+    c = np.full(N, constants.c.max()) if config.ci_mode == "max" else constants.c.copy()
+    horizon = config.delta_horizon or facts.horizon
+    ln_inv_delta = math.log(2.0) + config.rho * math.log(horizon)  # delta = T^-rho/2
+    return DPDecentralizedParams(N, K, facts.horizon, consensus, constants, c, ln_inv_delta, config)
+
+
+def consensus_round(consensus: Any, outgoing: Any, delivery: Any, num_arms: int):
+    """Row i of P applied to agent i's own last message ``outgoing`` (..., N, 2K) and its
+    neighbours' (Algorithm 2 lines 12 and 16; :func:`agents.field_common.mix`): ``P_ii`` times
+    its own plus ``kappa/d_max`` times the sum of what arrived; a lost message's weight goes to
+    the receiver's own value. Returns the new ``(nhat, shat)``, each (..., N, K). Both engines
+    call it (``consensus`` a :class:`~agents.field_common.Consensus`, or its float32
+    ``Mixing`` on JAX)."""
+    mixed = mix(consensus, outgoing, delivery)
+    return mixed[..., :num_arms], mixed[..., num_arms:]
+
+
+def dec_index(nhat: Any, shat: Any, t: Any, c: Any, params: DPDecentralizedParams) -> Any:
+    """The DP-Dec-UCB index (..., N, K) at step ``t`` (Algorithm 2 lines 14 and 19) from the
+    consensus state ``nhat``, ``shat`` and the Lemma 2 constants ``c`` (N,) in the engine's
+    dtype. Guard (docs/dp-recsys.md, "Non-positive count estimates"): ``nhat <= 0`` happens
+    only under an attack (or, on JAX, in the initialization, where the index is not used);
+    such an arm has +inf, the index of an arm without a sample, not NaN. Both engines call it."""
+    xp = namespace(nhat, shat)
+    cfg = params.config
+    positive = nhat > 0
+    n = xp.where(positive, nhat, 1.0)
+    spread = (n + c[:, None]) / (params.num_agents * n)
+    width = cfg.index_sigma * xp.sqrt(2.0 * cfg.rho * spread * log_of_round(xp, t) / n)
+    index = shat / n + width + privacy_width(n, cfg.epsilon, params.ln_inv_delta)
+    return xp.where(positive, index, xp.inf)
+
+
 class DPDecentralizedUCB(TeamPolicy):
     """Batched DP-Dec-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 5  # results version (docs/bench.md); 5: +inf index where nhat <= 0
+    version = VERSION
 
     def __init__(
         self,
@@ -149,27 +222,22 @@ class DPDecentralizedUCB(TeamPolicy):
         return self.config.epsilon
 
     def channel_spec(self, config: EnvConfig):
-        # the sum over the neighbours that sent is all the mixing needs: aggregating delivery
-        # (a padded channel works too and gives the same numbers, agents/field_common.py)
-        return {CHANNEL: {"kind": "neighbors", "dim": 2 * config.num_arms, "reduce": "sum"}}
+        return dec_channel_spec(config.num_arms)
 
     # ---------------------------------------------------------------------------- reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Algorithm 2 lines 1-3: zero consensus state, one mechanism ``H_ij`` per agent and arm,
-        the consensus matrix of Eq. (4) and the Lemma 2 constants ``c_i``."""
+        the consensus matrix of Eq. (4) and the Lemma 2 constants ``c_i`` (:func:`dp_dec_params`)."""
         cfg = self.config
+        self.params = p = dp_dec_params(cfg, facts)  # checks the facts
         self.paper = cfg.timing == "paper"
-        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + (0 if self.paper else 1))
-        check_channels(self, facts)
-        self.consensus = consensus_setup(AGENT_ID, facts, cfg.kappa)
+        self.consensus = p.consensus
         self.kappa, self.P = self.consensus.kappa, self.consensus.P
-        self.constants = graph_constants(self.P, kappa=self.kappa)
+        self.constants = p.constants
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        c = self.constants.c
-        self.c = np.full(N, c.max()) if cfg.ci_mode == "max" else c.copy()
+        self.c = p.c
         self.num_agents, self.num_arms = N, K
-        horizon = cfg.delta_horizon or facts.horizon
-        self.ln_inv_delta = math.log(2.0) + cfg.rho * math.log(horizon)  # delta = T^-rho/2
+        self.ln_inv_delta = p.ln_inv_delta
         self.sums = make_running_sums(
             cfg.epsilon, (B, N, K), cfg.clip, rng.child("privacy"), facts.horizon
         )
@@ -191,9 +259,9 @@ class DPDecentralizedUCB(TeamPolicy):
         lines 12 and 16):
         ``P_ii`` times its own plus ``kappa/d_max`` times the sum of what arrived (every edge
         of ``P`` has that weight); a lost message's weight goes to the receiver's own value."""
-        mixed = mix(self.consensus, self.outgoing, obs.deliveries[CHANNEL])
-        K = self.num_arms
-        self.nhat, self.shat = mixed[..., :K], mixed[..., K:]
+        self.nhat, self.shat = consensus_round(
+            self.consensus, self.outgoing, obs.deliveries[CHANNEL], self.num_arms
+        )
 
     def _fold_in_reward(self, obs: VecObservation) -> None:
         """Own pull of the last step: ``xi`` and the counter increment ``ds`` go out next."""
@@ -212,22 +280,12 @@ class DPDecentralizedUCB(TeamPolicy):
 
     def index(self, t: int) -> np.ndarray:
         """The DP-Dec-UCB index (B, N, K) at step ``t`` from the consensus state
-        (Algorithm 2 lines 14 and 19)."""
-        cfg = self.config
-        positive = self.nhat > 0
-        n = np.where(positive, self.nhat, 1.0)
-        spread = (n + self.c[None, :, None]) / (self.num_agents * n)
-        width = cfg.index_sigma * np.sqrt(2.0 * cfg.rho * spread * math.log(t) / n)
-        index = self.shat / n + width + privacy_width(n, cfg.epsilon, self.ln_inv_delta)
-        # guard (docs/dp-recsys.md, "Non-positive count estimates"): nhat <= 0 only under an
-        # attack; such an arm has +inf, the index of an arm without a sample, not NaN
-        return np.where(positive, index, np.inf)
+        (Algorithm 2 lines 14 and 19; :func:`dec_index`)."""
+        return dec_index(self.nhat, self.shat, t, self.c, self.params)
 
     def act(self, obs: VecObservation) -> TeamAction:
         """One engine step under the configured ``timing`` (module docstring)."""
-        if self.paper:
-            return self._act_paper(obs)
-        return self._act_latency(obs)
+        return timed(self.config.timing, self._act_paper, self._act_latency)(obs)
 
     def _choose(self, t: int) -> np.ndarray:
         """Algorithm 2 lines 6-7 (arm t-1 in the initial rounds), else line 20: the argmax of

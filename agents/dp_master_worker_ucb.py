@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from agents.dp_recsys_common import (
     check_clip,
     check_delta_horizon,
@@ -53,6 +54,7 @@ from agents.dp_recsys_common import (
     check_facts,
     make_running_sums,
     privacy_width,
+    timed,
 )
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
@@ -61,8 +63,10 @@ from fedbandit_env.kernels import scatter_add
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy, check_timing
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.xp import log_of_round, namespace
 
 AGENT_ID = "dp_mw_ucb"
+VERSION = 4  # results version (docs/bench.md)
 CHANNEL = "server"
 
 
@@ -84,16 +88,79 @@ class DPMasterWorkerConfig:
         object.__setattr__(self, "delta_horizon", check_delta_horizon(AGENT_ID, self.delta_horizon))
 
 
-def is_power_of_two(x: np.ndarray) -> np.ndarray:
-    """Element-wise ``x`` in {1, 2, 4, ...} for positive ints."""
+def mw_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``server`` of dim K with aggregate ``"mean"`` (the server averages the index vectors)."""
+    return {CHANNEL: {"kind": "server", "dim": num_arms, "aggregate": "mean"}}
+
+
+@dataclass(frozen=True)
+class DPMasterWorkerParams:
+    """What DP-MW-UCB reads at run time on one federation: N (the paper's M), K, the horizon T
+    (the counters' capacity: one item per pull), ``ln(1/delta)`` with ``delta = T^-4`` (T:
+    ``delta_horizon`` or the horizon; Theorem 1) and the configuration (``epsilon`` and ``clip``
+    are the counters' options, :func:`~agents.dp_recsys_common.make_running_sums`)."""
+
+    num_agents: int
+    num_arms: int
+    horizon: int
+    ln_inv_delta: float
+    config: DPMasterWorkerConfig
+
+
+def dp_mw_params(config: DPMasterWorkerConfig, facts: FederationFacts) -> DPMasterWorkerParams:
+    """The :class:`DPMasterWorkerParams` of a validated configuration on a federation; checks
+    the family, a horizon longer than the initialization and the ``server`` channel, which must
+    average every agent's upload (Algorithm 1 line 32: participation 1). Pure: the numpy
+    ``reset`` and the JAX ``make_params`` call it."""
+    K = facts.num_arms
+    check_facts(AGENT_ID, facts, init_steps=K + (0 if config.timing == "paper" else 1))
+    check_channel_spec(AGENT_ID, mw_channel_spec(K), facts)
+    have = facts.channels[CHANNEL]
+    if have.get("participation") != 1.0:
+        raise ConfigError(
+            f"{AGENT_ID}: channels.{CHANNEL}: expected aggregate 'mean' with participation "
+            f"1.0 (the server averages all M index vectors), got aggregate "
+            f"{have.get('aggregate')!r} with participation {have.get('participation')!r}"
+        )
+    horizon = config.delta_horizon or facts.horizon
+    ln_inv_delta = 4.0 * math.log(horizon)  # delta = T^-4 (Theorem 1)
+    return DPMasterWorkerParams(facts.num_agents, K, facts.horizon, ln_inv_delta, config)
+
+
+def is_power_of_two(x: Any) -> Any:
+    """Element-wise ``x`` in {1, 2, 4, ...} for positive ints (numpy or JAX)."""
     return (x > 0) & ((x & (x - 1)) == 0)
+
+
+def mw_index(value: Any, n: Any, t: Any, epsilon: float, ln_inv_delta: float) -> Any:
+    """The private UCB indices ``I_ij = s_ij/n_ij + sqrt(2 ln t / n_ij) + upsilon(n_ij)/n_ij``
+    (Algorithm 1 lines 11-13) of the counters' releases ``value`` and the counts ``n`` (float,
+    >= 1 where used) at round ``t``: an int or a scalar array, or one round per run (R,) for
+    (R, N, K) statistics. Both engines call it (numpy float64, JAX float32)."""
+    xp = namespace(value, n)
+    ln_t = log_of_round(xp, t)
+    if np.ndim(ln_t):  # one round per run
+        ln_t = ln_t[..., None, None]
+    return value / n + xp.sqrt(2.0 * ln_t / n) + privacy_width(n, epsilon, ln_inv_delta)
+
+
+def read_reply(aggregate: Any, got: Any, held: Any, undecided: Any, eta: Any):
+    """The server's average ``I^avg`` (..., K) arrived where ``got``: the new decision is its
+    argmax, lowest index on ties (Algorithm 1 lines 16-18); a switch (a first decision counts as
+    one) resets ``eta`` to 1 (lines 19-21). Returns the new ``(held, undecided, eta)``; both
+    engines call it."""
+    xp = namespace(aggregate, held)
+    note_scores(aggregate)
+    new = xp.argmax(aggregate, axis=-1)[..., None]  # lowest index on ties (line 18)
+    switched = got & (undecided | (new != held))
+    return xp.where(got, new, held), undecided & ~got, xp.where(switched, 1, eta)
 
 
 class DPMasterWorkerUCB(TeamPolicy):
     """Batched DP-MW-UCB over B runs and N (the paper's M) agents; see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 4  # results version (docs/bench.md)
+    version = VERSION
 
     def __init__(
         self,
@@ -111,31 +178,18 @@ class DPMasterWorkerUCB(TeamPolicy):
         return self.config.epsilon
 
     def channel_spec(self, config: EnvConfig):
-        return {CHANNEL: {"kind": "server", "dim": config.num_arms, "aggregate": "mean"}}
+        return mw_channel_spec(config.num_arms)
 
     # ---------------------------------------------------------------------------- reset
-    def _check_channel(self, facts: FederationFacts) -> None:
-        """The server must average every agent's upload (Algorithm 1 line 32)."""
-        check_channels(self, facts)
-        have = facts.channels[CHANNEL]
-        if have.get("participation") != 1.0:
-            raise ConfigError(
-                f"{AGENT_ID}: channels.{CHANNEL}: expected aggregate 'mean' with participation "
-                f"1.0 (the server averages all M index vectors), got aggregate "
-                f"{have.get('aggregate')!r} with participation {have.get('participation')!r}"
-            )
-
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Algorithm 1 lines 1-3: ``eta = 1``, one mechanism ``H_ij`` per agent and arm, and
-        ``delta = T^-4`` (Theorem 1)."""
+        ``delta = T^-4`` (Theorem 1; :func:`dp_mw_params`)."""
+        self.params = dp_mw_params(self.config, facts)  # checks the facts
         self.paper = self.config.timing == "paper"
-        check_facts(AGENT_ID, facts, init_steps=facts.num_arms + (0 if self.paper else 1))
-        self._check_channel(facts)
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = K
         self.horizon = facts.horizon
-        horizon = self.config.delta_horizon or facts.horizon
-        self.ln_inv_delta = 4.0 * math.log(horizon)  # delta = T^-4 (Theorem 1)
+        self.ln_inv_delta = self.params.ln_inv_delta
         self.counts = np.zeros((B, N, K))
         self.sums = make_running_sums(
             self.config.epsilon, (B, N, K), self.config.clip, rng.child("privacy"), facts.horizon
@@ -157,11 +211,7 @@ class DPMasterWorkerUCB(TeamPolicy):
         n, value = self.counts, self.sums.value
         if runs is not None:
             n, value = n[runs], value[runs]
-        if np.ndim(t) == 0:
-            width = np.sqrt(2.0 * math.log(t) / n)
-        else:
-            width = np.sqrt(2.0 * np.log(np.asarray(t, dtype=np.float64))[:, None, None] / n)
-        return value / n + width + privacy_width(n, self.config.epsilon, self.ln_inv_delta)
+        return mw_index(value, n, t, self.config.epsilon, self.ln_inv_delta)
 
     def _fold_in_reward(self, obs: VecObservation) -> None:
         """Algorithm 1 lines 8 and 26: the reward into the pulled arm's mechanism; its count + 1."""
@@ -174,18 +224,13 @@ class DPMasterWorkerUCB(TeamPolicy):
         lines 16-21)."""
         reply = obs.deliveries[CHANNEL]
         got = self.uploaded & (reply.count > 0)[:, None]
-        note_scores(reply.aggregate)
-        new = np.argmax(reply.aggregate, axis=1)[:, None]  # lowest index on ties (line 18)
-        switched = got & (self.undecided | (new != self.held))
-        self.held = np.where(got, new, self.held)
-        self.undecided &= ~got
-        self.eta = np.where(switched, 1, self.eta)
+        self.held, self.undecided, self.eta = read_reply(
+            reply.aggregate, got, self.held, self.undecided, self.eta
+        )
 
     def act(self, obs: VecObservation) -> TeamAction:
         """One engine step under the configured ``timing`` (module docstring)."""
-        if self.paper:
-            return self._act_paper(obs)
-        return self._act_latency(obs)
+        return timed(self.config.timing, self._act_paper, self._act_latency)(obs)
 
     def _act_paper(self, obs: VecObservation) -> TeamAction:
         """Algorithm 1 as written (lines 10-27): a decision round is a communication step (upload,
@@ -203,14 +248,13 @@ class DPMasterWorkerUCB(TeamPolicy):
             scatter_add(self.counts, flat, 1.0)
         reply = self.awaiting
         if reply.any():
-            aggregate = obs.deliveries[CHANNEL].aggregate
-            note_scores(aggregate)
-            new = np.argmax(aggregate, axis=1)[:, None]  # lowest index on ties (line 18)
-            got = reply[:, None]
-            switched = got & (self.undecided | (new != self.held))
-            self.held = np.where(got, new, self.held)
-            self.undecided &= ~got
-            self.eta = np.where(switched, 1, self.eta)
+            self.held, self.undecided, self.eta = read_reply(
+                obs.deliveries[CHANNEL].aggregate,
+                reply[:, None],
+                self.held,
+                self.undecided,
+                self.eta,
+            )
         init = t <= K
         decide = ~init & ~reply & (t <= self.horizon) & is_power_of_two(self.eta[:, 0])
         arms = np.where(init[:, None], (t - 1)[:, None], self.held)

@@ -11,7 +11,9 @@
   (same outputs as the counter at ``epsilon = inf``, faster) otherwise.
 * :func:`privacy_width` — the privacy width ``upsilon(n)/n`` with
   ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (Algorithm 1 line 12, Algorithm 2
-  line 14; natural logarithms).
+  line 14; natural logarithms), written once for both engines (numpy or ``jax.numpy`` arrays,
+  :mod:`fedbandit_env.xp`).
+* :func:`timed` — the step function of the configured ``timing``.
 * validation helpers that raise :class:`fedbandit_env.ConfigError` naming the agent id and field.
 
 Clipping: rewards are clipped to ``clip = (lo, hi)`` (default ``[0, 1]``) only when they are
@@ -21,7 +23,8 @@ inserted into the counters; the sensitivity of a counter is ``hi - lo``.
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -30,6 +33,9 @@ from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
 from fedbandit_env.privacy import HybridCounter
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, check_int, check_real, is_real
+from fedbandit_env.xp import namespace
+
+Step = TypeVar("Step", bound=Callable[..., Any])
 
 
 class RunningSums(Protocol):
@@ -134,18 +140,27 @@ def make_running_sums(
     return HybridSums(epsilon, shape, clip, rng, horizon)
 
 
-def privacy_width(n: np.ndarray, epsilon: float, ln_inv_delta: float) -> np.ndarray:
+def privacy_width(n: Any, epsilon: float, ln_inv_delta: float) -> Any:
     """``upsilon(n)/n`` with ``upsilon(n) = (1/eps) ln(1/delta) ln^{1.5}(max(n, 1))`` (Algorithm 1
-    line 12, Algorithm 2 line 14).
+    line 12, Algorithm 2 line 14), in the dtype of ``n`` (numpy float64 for the numpy learners,
+    float32 for the JAX ones: both engines call this function).
 
     Zero at ``n = 1`` (``ln 1 = 0``, as printed) and for ``epsilon = inf``. ``n`` must be >= 1 where
     used.
     """
+    xp = namespace(n)
     if math.isinf(epsilon):
-        return np.zeros_like(n, dtype=np.float64)
-    ln = np.log(np.maximum(n, 1.0))
-    upsilon = ln_inv_delta / epsilon * (ln * np.sqrt(ln))  # ln^1.5 (half the cost of ** 1.5)
+        return xp.zeros_like(n, dtype=xp.result_type(n, 1.0))
+    ln = xp.log(xp.maximum(n, 1.0))
+    upsilon = ln_inv_delta / epsilon * (ln * xp.sqrt(ln))  # ln^1.5 (half the cost of ** 1.5)
     return upsilon / n
+
+
+def timed(timing: str, paper: Step, latency: Step) -> Step:
+    """The step function of ``timing`` (docs/writing-agents.md, "Communication steps"):
+    ``paper`` for ``"paper"``, ``latency`` for ``"latency"``; both engines' ``act`` dispatch
+    through it."""
+    return paper if timing == "paper" else latency
 
 
 # ------------------------------------------------------------------------------ validation

@@ -1,15 +1,16 @@
 """The JAX ports of the DP recommender paper's learners (docs/jax.md, docs/dp-recsys.md; Li, Song
 & Fragouli): the hybrid counter ``fedbandit_env/jax/hybrid_counter.py`` and ``dp_mw_ucb`` /
-``dp_dec_ucb`` in ``agents/jax/dp_recsys.py``, against their numpy twins.
+``dp_dec_ucb`` in ``agents/jax/dp_recsys.py``, against the numpy counter and learners.
 
 The counter: its noiseless release is the exact prefix sum (property test over random insert
 sequences), fed the twin's standard draws it releases the twin's numbers (same blocks, scales and
 release rule), its Laplace scales per block are the twin's (computed) and its noise has the
-closed-form variance and the twin's spread (empirical). The learners: they follow the twin step
-by step on the same observations (no noise), agree with it in distribution over 200 runs (exact
-message counts for DP-Dec-UCB, whose schedule is fixed; DP-MW-UCB's data-dependent decision
-rounds within 3 se), give the same bits for the same key, respect the light cone, jit and vmap,
-and declare and refuse what the twin does."""
+closed-form variance and the twin's spread (empirical). The learners: their params are the
+numpy learners' (the same pure functions), they follow the numpy learners step by step on the
+same observations (no noise), agree with them in distribution over 200 runs (exact message
+counts for DP-Dec-UCB, whose schedule is fixed; DP-MW-UCB's data-dependent decision rounds
+within 3 se), give the same bits for the same key, respect the light cone, jit and vmap, and
+declare and refuse what the numpy learners do."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import jax.numpy as jnp  # noqa: E402
 import fedbandit_env.jax as fj  # noqa: E402
 from agents.dp_decentralized_ucb import DPDecentralizedUCB as NumpyDec  # noqa: E402
 from agents.dp_master_worker_ucb import DPMasterWorkerUCB as NumpyMW  # noqa: E402
-from agents.jax.dp_recsys import DPDecentralizedUCB, DPMasterWorkerUCB  # noqa: E402
+from agents.jax.dp_recsys import DPDecentralizedUCB, DPMasterWorkerUCB, counter_of  # noqa: E402
 from fedbandit_env.agent_registry import make_agent  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for  # noqa: E402
 from fedbandit_env.errors import ConfigError  # noqa: E402
@@ -201,7 +202,7 @@ def test_counter_refuses_what_the_twin_refuses():
 
 # ---------------------------------------------------------------- the learners
 def env_kwargs(agent_id: str, **kwargs) -> dict:
-    """``kwargs`` plus the twin's channels."""
+    """``kwargs`` plus the numpy learner's channels."""
     return env_kwargs_for(make_agent(agent_id), ENV, kwargs)
 
 
@@ -225,7 +226,7 @@ def to_jax_obs(obs, run: int | None = 0) -> fj.Observation:
     )  # fmt: skip
 
 
-def twin_pull(action) -> bool:
+def numpy_pull(action) -> bool:
     return True if action.pull is None else bool(np.asarray(action.pull).reshape(-1)[0])
 
 
@@ -240,19 +241,21 @@ STEP_CASES = [
 
 
 @pytest.mark.parametrize(("ours_class", "theirs_class", "kwargs", "reward"), STEP_CASES)
-def test_follows_the_twin_step_by_step(ours_class, theirs_class, kwargs, reward):
-    """Non-private, on the numpy environment's observations (the twin playing): the port keeps
-    the twin's statistics at every engine step (DP-MW-UCB: n_ij, the sums, a_prev, eta and the
-    decision rounds; DP-Dec-UCB: n̂ and ŝ), sends what the twin sends on the same steps, takes
-    the same communication steps and plays the twin's arm whenever the choice is not a tie."""
+def test_follows_the_numpy_learner_step_by_step(ours_class, theirs_class, kwargs, reward):
+    """Non-private, on the numpy environment's observations (the numpy learner playing): the
+    JAX learner keeps its statistics at every engine step (DP-MW-UCB: n_ij, the sums, a_prev,
+    eta and the decision rounds; DP-Dec-UCB: n̂ and ŝ), sends what it sends on the same steps,
+    takes the same communication steps and plays its arm whenever the choice is not a tie."""
     ours, theirs = ours_class(**kwargs), theirs_class(**kwargs)
     horizon = 150
     kw = env_kwargs(theirs.agent_id, **{**MW_KWARGS, "horizon": horizon, "reward": reward})
     venv = make_vec(ENV, num_runs=1, **kw)
     obs, _ = venv.reset(seed=3)
     theirs.reset(venv.facts, BatchedRNG.for_runs([3], "agents"))
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(ENV, **kw)))
-    act = jax.jit(ours.act)
+    facts = fj.facts_of(fj.make(ENV, **kw))
+    init, act = fj.bind(ours, facts)
+    state, act = init(jax.random.PRNGKey(0)), jax.jit(act)
+    counter = counter_of(ours.make_params(facts))
     key, compared, steps = jax.random.PRNGKey(1), 0, 0
     channel = next(iter(ours.channel_spec(venv.config)))
     while int(obs.pulls[0]) < horizon:
@@ -260,7 +263,7 @@ def test_follows_the_twin_step_by_step(ours_class, theirs_class, kwargs, reward)
         key, k = jax.random.split(key)
         mine, state = act(k, state, to_jax_obs(obs))
         steps += 1
-        assert bool(mine.pull) == twin_pull(action), f"communication step at {obs.step}"
+        assert bool(mine.pull) == numpy_pull(action), f"communication step at {obs.step}"
         send, payload = mine.messages[channel]
         np.testing.assert_array_equal(np.asarray(send), action.messages[channel][0][0])
         sent = np.asarray(send)
@@ -269,12 +272,12 @@ def test_follows_the_twin_step_by_step(ours_class, theirs_class, kwargs, reward)
                                    rtol=2e-5, atol=2e-5)  # fmt: skip
         if isinstance(ours, DPMasterWorkerUCB):
             np.testing.assert_array_equal(np.asarray(state.counts), theirs.counts[0])
-            np.testing.assert_allclose(np.asarray(ours.counter.release(state.sums)),
+            np.testing.assert_allclose(np.asarray(counter.release(state.sums)),
                                        theirs.sums.value[0], rtol=1e-6, atol=1e-5)  # fmt: skip
             np.testing.assert_array_equal(np.asarray(state.eta), theirs.eta[0])
             np.testing.assert_array_equal(np.asarray(state.held), theirs.held[0])
             assert int(state.decision_rounds) == int(theirs.decision_rounds[0])
-            if bool(mine.pull):  # lock step: every agent plays the twin's arm
+            if bool(mine.pull):  # lock step: every agent plays the numpy learner's arm
                 np.testing.assert_array_equal(np.asarray(mine.arms), action.arms[0])
                 compared += len(action.arms[0])
         else:
@@ -303,9 +306,9 @@ def test_follows_the_twin_step_by_step(ours_class, theirs_class, kwargs, reward)
                      {"num_agents": 3, "topology": "complete"}, marks=pytest.mark.slow),
     ],
 )  # fmt: skip
-def test_mw_agrees_with_the_twin(kwargs, env):
+def test_mw_agrees_with_the_numpy_learner(kwargs, env):
     """DP-MW-UCB over 200 runs: mean final regret within 3 se; the decision rounds (data
-    dependent: a switch resets ``eta``) as often as the twin's, mean within 3 se; each one is
+    dependent: a switch resets ``eta``) as often as numpy's, mean within 3 se; each one is
     N uploads and N broadcast deliveries (paper: one communication step per decision)."""
     env_kw = {**MW_KWARGS, **env}
     ref, out = agreement(ENV, "dp_mw_ucb", env_kw, kwargs, exact_messages=False)
@@ -325,7 +328,7 @@ def test_mw_agrees_with_the_twin(kwargs, env):
     "kwargs",
     [{"epsilon": 2.0}, pytest.param({"epsilon": 5.0, "timing": "latency"}, marks=pytest.mark.slow)],
 )
-def test_dec_agrees_with_the_twin(kwargs):
+def test_dec_agrees_with_the_numpy_learner(kwargs):
     """DP-Dec-UCB on a ring of 5, Gaussian rewards (the reproduction's setting, small): mean
     final regret within 3 se over 200 runs; every agent sends to both neighbours once per round:
     exact counts; ``"paper"`` takes 2T engine steps."""
@@ -377,8 +380,8 @@ def test_act_jits_and_vmaps():
         venv = make_vec(ENV, num_runs=runs, **kw)
         obs, _ = venv.reset(seed=0)
         facts = fj.facts_of(fj.make(ENV, **kw))
-        states = jax.vmap(lambda k, lr=learner, f=facts: lr.init(k, f))(keys)
-        act = jax.jit(jax.vmap(learner.act))
+        init, act = fj.bind(learner, facts)
+        states, act = jax.vmap(init)(keys), jax.jit(jax.vmap(act))
         channel = "server" if mw else "neighbors"
         pulls, arms = [], []
         for _ in range(12):
@@ -400,13 +403,14 @@ def test_act_jits_and_vmaps():
             assert pulls[:4].all() and not pulls[4].any()  # round K + 1 decides
         else:  # communication, pull, communication, ...
             assert (pulls == (np.arange(12) % 2 == 1)[:, None]).all()
-        assert states.sums.alpha_noise.shape == (runs, 4, 4, learner.counter.binary_levels)
+        levels = counter_of(learner.make_params(facts)).binary_levels
+        assert states.sums.alpha_noise.shape == (runs, 4, 4, levels)
 
 
-def test_declarations_and_privacy_constants_are_the_twins():
-    """agent_id, version, privacy_epsilon and channel_spec are the twin's; after ``init`` the
-    counters' Laplace scales and levels, ``ln(1/delta)`` and the consensus constants are the
-    twin's."""
+def test_declarations_and_privacy_constants_are_the_numpy_learners():
+    """agent_id, version, privacy_epsilon and channel_spec are the numpy learner's; the
+    counters built from the params have the numpy learner's Laplace scales, levels, horizon
+    and bounds."""
     config = make_vec(ENV, **MW_KWARGS).config
     for ours, theirs in ((DPMasterWorkerUCB(epsilon=3.0), NumpyMW(epsilon=3.0)),
                          (DPDecentralizedUCB(rho=1.5), NumpyDec(rho=1.5)),
@@ -415,20 +419,58 @@ def test_declarations_and_privacy_constants_are_the_twins():
         assert ours.privacy_epsilon == theirs.privacy_epsilon
         assert ours.channel_spec(config) == theirs.channel_spec(config)
         env = fj.make(ENV, **env_kwargs(ours.agent_id, **MW_KWARGS))
-        ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
+        params = ours.make_params(fj.facts_of(env))
         theirs.reset(fj.facts_of(env), BatchedRNG([np.random.SeedSequence(0)]))
-        assert ours.ln_inv_delta == theirs.ln_inv_delta
+        assert params.ln_inv_delta == theirs.ln_inv_delta
+        counter = counter_of(params)
         if math.isinf(theirs.config.epsilon):
-            assert ours.counter.log_scale == 0.0 and not ours.counter.noisy
+            assert counter.log_scale == 0.0 and not counter.noisy
             continue
-        twin = theirs.sums.counter
-        assert ours.counter.log_scale == twin.log_scale == 2.0 * 1.0 / theirs.config.epsilon
-        assert ours.counter.binary_levels == twin.binary_levels
-        assert ours.counter.horizon == twin.horizon and ours.counter.bounds == twin.bounds
+        numpy_counter = theirs.sums.counter
+        assert counter.log_scale == numpy_counter.log_scale == 2.0 * 1.0 / theirs.config.epsilon
+        assert counter.binary_levels == numpy_counter.binary_levels
+        assert (counter.horizon, counter.bounds) == (numpy_counter.horizon, numpy_counter.bounds)
     assert fj.make_jax_agent("dp_dec_ucb", epsilon=1.5).privacy_epsilon == 1.5
 
 
-def test_refuses_what_the_twin_refuses():
+@pytest.mark.parametrize(
+    ("ours_class", "theirs_class", "kwargs"),
+    [
+        (DPMasterWorkerUCB, NumpyMW, {"epsilon": 3.0, "timing": "latency", "delta_horizon": 50}),
+        (DPDecentralizedUCB, NumpyDec, {"rho": 1.5, "ci_mode": "max", "kappa": 0.4}),
+        (DPDecentralizedUCB, NumpyDec, {"epsilon": math.inf}),
+    ],
+)
+def test_params_are_the_numpy_learners(ours_class, theirs_class, kwargs):
+    """``make_params`` is the numpy learner's params function: the params the JAX learner gets
+    equal those the numpy ``reset`` computed on the same facts (ln(1/delta), the consensus
+    matrix, the Lemma 2 constants and the c_i of ``ci_mode``); a second call gives equal
+    params (pure); the hand-computed ``ln(1/delta)``."""
+    ours, theirs = ours_class(**kwargs), theirs_class(**kwargs)
+    env = fj.make(ENV, **env_kwargs(ours.agent_id, **MW_KWARGS))
+    facts = fj.facts_of(env)
+    params = ours.make_params(facts)
+    theirs.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+    again = ours.make_params(facts)
+    assert type(params) is type(theirs.params)
+    assert params.config == theirs.params.config == ours.config
+    T = kwargs.get("delta_horizon", MW_KWARGS["horizon"])
+    if ours_class is DPMasterWorkerUCB:
+        assert params == theirs.params == again
+        assert params.ln_inv_delta == 4.0 * math.log(T)
+        return
+    rho = kwargs.get("rho", 2.0)
+    assert params.ln_inv_delta == theirs.params.ln_inv_delta == math.log(2) + rho * math.log(T)
+    for p in (theirs.params, again):
+        np.testing.assert_array_equal(params.consensus.P, p.consensus.P)
+        np.testing.assert_array_equal(params.c, p.c)
+        np.testing.assert_array_equal(params.constants.c, p.constants.c)
+    if kwargs.get("ci_mode") == "max":
+        assert (params.c == params.constants.c.max()).all()
+    assert params.consensus.kappa == kwargs.get("kappa", params.consensus.kappa)
+
+
+def test_refuses_what_the_numpy_learner_refuses():
     for cls, theirs, bad in ((DPMasterWorkerUCB, NumpyMW, {"epsilon": 0.0}),
                              (DPMasterWorkerUCB, NumpyMW, {"timing": "soon"}),
                              (DPDecentralizedUCB, NumpyDec, {"rho": 1.0}),
@@ -441,11 +483,14 @@ def test_refuses_what_the_twin_refuses():
         assert str(ours_err.value) == str(their_err.value)
     short = fj.make(ENV, **env_kwargs("dp_mw_ucb", **{**MW_KWARGS, "horizon": 4}))
     with pytest.raises(ConfigError, match="dp_mw_ucb: horizon"):
-        DPMasterWorkerUCB().init(jax.random.PRNGKey(0), fj.facts_of(short))
+        DPMasterWorkerUCB().make_params(fj.facts_of(short))
     bare = fj.make(ENV, **{**MW_KWARGS, "channels": {}})
     with pytest.raises(ConfigError, match="dp_dec_ucb: channels.neighbors"):
-        DPDecentralizedUCB().init(jax.random.PRNGKey(0), fj.facts_of(bare))
+        DPDecentralizedUCB().make_params(fj.facts_of(bare))
     partial = {"server": {"kind": "server", "dim": 4, "aggregate": "mean", "participation": 0.5}}
     half = fj.make(ENV, **{**MW_KWARGS, "channels": partial})
-    with pytest.raises(ConfigError, match="participation"):
-        DPMasterWorkerUCB().init(jax.random.PRNGKey(0), fj.facts_of(half))
+    with pytest.raises(ConfigError, match="dp_mw_ucb: channels.server.*participation"):
+        DPMasterWorkerUCB().make_params(fj.facts_of(half))
+    with pytest.raises(ConfigError) as theirs:
+        NumpyMW().reset(fj.facts_of(half), BatchedRNG([np.random.SeedSequence(0)]))
+    assert "participation 0.5" in str(theirs.value)
