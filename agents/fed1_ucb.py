@@ -37,14 +37,18 @@ import numpy as np
 from agents.fed_mab_common import (
     CHANNEL,
     FedMABBase,
+    FedMABParams,
     Schedule,
     check_schedule,
     check_width,
-    schedule_value,
+    fed_mab_params,
 )
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.xp import namespace
 
 AGENT_ID = "fed1_ucb"
+VERSION = 1  # results version (docs/bench.md)
 
 
 @dataclass(frozen=True)
@@ -63,40 +67,49 @@ class Fed1UCBConfig:
             object.__setattr__(self, "f", check_schedule(AGENT_ID, "f", self.f, None))
 
 
+def check_fixed_clients(have: dict[str, Any]) -> None:
+    """The exact model needs every client in every phase: no join schedule either."""
+    if have.get("join_round") is not None:
+        raise ConfigError(
+            f"{AGENT_ID}: channels.{CHANNEL}.join_round: expected None (Fed1-UCB's "
+            f"exact model needs every client in every phase; fed2_ucb takes clients that "
+            f"join over time), got {have.get('join_round')!r}"
+        )
+
+
+def fed1_params(config: Fed1UCBConfig, facts: FederationFacts) -> FedMABParams:
+    """The phase machine's params (:func:`agents.fed_mab_common.fed_mab_params`) with ``f``
+    defaulting to ``floor(10 ln T)`` (the authors' code) once T is known, and a server channel
+    without a join schedule. Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
+    f = config.f
+    if f is None:
+        f = max(1, math.floor(10.0 * math.log(max(facts.horizon, 2))))
+    return fed_mab_params(AGENT_ID, config, facts, f, check_fixed_clients)
+
+
+def fed1_width(joined: Any, n: Any, log_T: Any, config: Fed1UCBConfig) -> Any:
+    """``B = width_scale sqrt(4 sigma^2 ln T / (M n))`` (module docstring) with M the clients
+    ``joined`` (..., N) and ``n = F(1, p)`` (...,) as floats. Both engines call it (``log_T`` a
+    Python float: the constant ``4 sigma^2 ln T`` rounds once to the engine's dtype)."""
+    M = joined.sum(axis=-1)
+    return config.width_scale * namespace(n).sqrt(4.0 * config.sigma**2 * log_T / (M * n))
+
+
 class Fed1UCB(FedMABBase):
     """Batched Fed1-UCB (module docstring)."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = VERSION
 
     def __init__(self, f: Schedule | None = None, sigma: float = 0.5, width_scale: float = 1.0):
         super().__init__(Fed1UCBConfig(f, sigma, width_scale))
         self.f = self.config.f
 
-    def reset(self, facts, rng) -> None:
-        """``f`` defaults to ``floor(10 ln T)`` (the authors' code) once T is known."""
-        if self.f is None:
-            self._f = max(1, math.floor(10.0 * math.log(max(facts.horizon, 2))))
-        else:
-            self._f = self.f
-        super().reset(facts, rng)
-
-    def pulls_per_arm(self, p: int) -> int:
-        """``f(p)``: pulls per active arm in phase p."""
-        return schedule_value(self.agent_id, "f", self._f, p)
-
-    def check_channel(self, have: dict[str, Any]) -> None:
-        """The exact model needs every client in every phase: no join schedule either."""
-        super().check_channel(have)
-        if have.get("join_round") is not None:
-            raise ConfigError(
-                f"{self.agent_id}: channels.{CHANNEL}.join_round: expected None (Fed1-UCB's "
-                f"exact model needs every client in every phase; fed2_ucb takes clients that "
-                f"join over time), got {have.get('join_round')!r}"
-            )
+    def make_params(self, facts: FederationFacts) -> FedMABParams:
+        """:func:`fed1_params` (``f`` defaults to ``floor(10 ln T)``)."""
+        return fed1_params(self.config, facts)
 
     def width(self, p: np.ndarray, runs: np.ndarray) -> np.ndarray:
-        """``B = width_scale sqrt(4 sigma^2 ln T / (M n))`` (module docstring)."""
+        """``B = width_scale sqrt(4 sigma^2 ln T / (M n))`` (:func:`fed1_width`)."""
         n = np.array([self.cumulative_pulls(int(q)) for q in p], dtype=np.float64)
-        M = self.joined()[runs].sum(axis=1)
-        return self.width_scale * np.sqrt(4.0 * self.sigma**2 * self.log_T / (M * n))
+        return fed1_width(self.joined()[runs], n, self.log_T, self.config)

@@ -33,19 +33,27 @@ analyses ``f(p)`` of order ln T with ``g(p) = 2^p``, and the log T regret claim.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from agents.fed_mab_common import (
+    CHANNEL,
     FedMABBase,
+    FedMABParams,
     Schedule,
     check_schedule,
     check_width,
+    fed_channel_spec,
+    fed_mab_params,
     schedule_value,
 )
+from fedbandit_env.policy import FederationFacts
 from fedbandit_env.validation import check_real
+from fedbandit_env.xp import namespace
 
 AGENT_ID = "fed2_ucb"
+VERSION = 1  # results version (docs/bench.md)
 
 
 def join_rounds(num_agents: int, g: Schedule, agent_id: str = AGENT_ID) -> list[int]:
@@ -79,11 +87,40 @@ class Fed2UCBConfig:
         object.__setattr__(self, "sigma_c", sigma_c)
 
 
+def fed2_channel_spec(num_agents: int, num_arms: int, g: Schedule) -> dict[str, dict[str, Any]]:
+    """``server`` of dim K with aggregate ``"mean"`` and the ``join_round`` schedule of ``g``."""
+    spec = fed_channel_spec(num_arms)
+    spec[CHANNEL]["join_round"] = join_rounds(num_agents, g, AGENT_ID)
+    return spec
+
+
+def fed2_params(config: Fed2UCBConfig, facts: FederationFacts) -> FedMABParams:
+    """The phase machine's params (:func:`agents.fed_mab_common.fed_mab_params`): the join
+    schedule is the server channel's (none: every client from phase 1). Pure: the numpy
+    ``reset`` and the JAX ``make_params`` call it."""
+    return fed_mab_params(AGENT_ID, config, facts, config.f)
+
+
+def fed2_width(total: Any, before: Any, joined: Any, log_T: Any, config: Fed2UCBConfig) -> Any:
+    """``eta_p = (1/M(p)^2) sum_i 1/F(c_i, p)`` over the clients ``joined`` (..., N) of phase p,
+    with ``F(c_i, p) = total - before_i`` (``total = F(1, p)`` (...,), ``before`` (N,)
+    ``F(1, c_i - 1)``, floats), and ``B_p = width_scale (sqrt(sigma^2 eta_p ln T) +
+    sqrt(sigma_c^2 ln T / M(p)))`` (module docstring). Both engines call it; ``log_T`` is a
+    Python float (numpy) or a float32 scalar (JAX: ``sigma_c^2 ln T`` is a float32 product)."""
+    xp = namespace(total, before, joined)
+    M = joined.sum(axis=-1)
+    F = total[..., None] - before
+    eta = xp.where(joined, 1.0 / xp.where(joined, F, 1.0), 0.0).sum(axis=-1) / (M * M)
+    return config.width_scale * (
+        xp.sqrt(config.sigma**2 * eta * log_T) + xp.sqrt(config.sigma_c**2 * log_T / M)
+    )
+
+
 class Fed2UCB(FedMABBase):
     """Batched Fed2-UCB (module docstring)."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = VERSION
 
     def __init__(
         self,
@@ -97,25 +134,14 @@ class Fed2UCB(FedMABBase):
         self.f, self.g, self.sigma_c = self.config.f, self.config.g, self.config.sigma_c
 
     def channel_spec(self, config):
-        spec = super().channel_spec(config)
-        spec["server"]["join_round"] = join_rounds(config.num_agents, self.g, self.agent_id)
-        return spec
+        return fed2_channel_spec(config.num_agents, config.num_arms, self.g)
 
-    def pulls_per_arm(self, p: int) -> int:
-        """``f(p)``: pulls per active arm in phase p."""
-        return schedule_value(self.agent_id, "f", self.f, p)
+    def make_params(self, facts: FederationFacts) -> FedMABParams:
+        """:func:`fed2_params`."""
+        return fed2_params(self.config, facts)
 
     def width(self, p: np.ndarray, runs: np.ndarray) -> np.ndarray:
-        """``B_p = width_scale (sqrt(sigma^2 eta_p ln T) + sqrt(sigma_c^2 ln T / M(p)))``
-        (module docstring), with the clients of the phase from the join schedule."""
-        joined = self.joined()[runs]  # (R, N) the clients of phase p
-        M = joined.sum(axis=1)
+        """``B_p`` (:func:`fed2_width`) with the clients of the phase from the join schedule."""
         total = np.array([self.cumulative_pulls(int(q)) for q in p], dtype=np.float64)
-        before = np.array(  # F(1, c_i - 1) for each agent i: c_i - 1 = join_round[i]
-            [self.cumulative_pulls(int(r)) for r in self.join_round], dtype=np.float64
-        )
-        F = total[:, None] - before[None, :]
-        eta = np.where(joined, 1.0 / np.where(joined, F, 1.0), 0.0).sum(axis=1) / M**2
-        return self.width_scale * (
-            np.sqrt(self.sigma**2 * eta * self.log_T) + np.sqrt(self.sigma_c**2 * self.log_T / M)
-        )
+        before = self.params.before.astype(np.float64)  # F(1, c_i - 1): c_i - 1 = join_round[i]
+        return fed2_width(total, before, self.joined()[runs], self.log_T, self.config)

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import COMMUNICATION, VecObservation
 from fedbandit_env.errors import ConfigError
@@ -58,8 +58,10 @@ from fedbandit_env.privacy import LaplaceMechanism
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag, check_real
+from fedbandit_env.xp import namespace
 
 AGENT_ID = "ldp_ucb"
+VERSION = 2  # 2: +inf index where n <= 0, ln of a total of at least 1 (was NaN)
 CHANNEL = "server"
 MECHANISMS = ("laplace", "bernoulli")
 SQUASHES = ("auto", "bounds", "sigmoid")
@@ -94,11 +96,127 @@ class LDPUCBConfig:
             )
 
 
+def ldp_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``server`` of dim 2K (the arm indicator and the report) with aggregate ``"sum"``."""
+    return {CHANNEL: {"kind": "server", "dim": 2 * num_arms, "aggregate": "sum"}}
+
+
+@dataclass(frozen=True)
+class LDPUCBParams:
+    """What LDP-UCB reads at run time on one federation: N, K; the squashing (``"bounds"`` or
+    ``"sigmoid"``, resolved from ``"auto"``) and the reward bounds ``lo``, ``hi``; the
+    mechanism's constants: ``scale`` the Laplace scale of a report (1/epsilon, 0 when
+    ``epsilon = inf`` or LDP-UCB-B), ``priv_coef`` 32/epsilon^2 of the index (0 likewise),
+    ``keep`` the probability that randomized response keeps the bit (LDP-UCB-B; 1 otherwise)
+    and ``width`` the w of the UCB width (1 for LDP-UCB-L); the configuration."""
+
+    num_agents: int
+    num_arms: int
+    squash: str
+    lo: float
+    hi: float
+    scale: float
+    priv_coef: float
+    keep: float
+    width: float
+    config: LDPUCBConfig
+
+
+def ldp_params(config: LDPUCBConfig, facts: FederationFacts) -> LDPUCBParams:
+    """The :class:`LDPUCBParams` of a validated configuration on a federation; checks the
+    family, the ``server`` channel (aggregate "sum", participation 1) and the squashing's
+    bounds. Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
+    require_family(AGENT_ID, facts, MULTI_ARMED)
+    K = facts.num_arms
+    check_channel_spec(AGENT_ID, ldp_channel_spec(K), facts)
+    participation = facts.channels[CHANNEL].get("participation", 1.0)
+    if participation != 1.0:
+        raise ConfigError(
+            f"{AGENT_ID}: channels.{CHANNEL}.participation: expected 1.0 (the server sums "
+            f"every agent's report), got {participation!r}"
+        )
+    lo, hi = facts.reward_bounds
+    squash = config.squash
+    if squash == "auto":
+        squash = "bounds" if math.isfinite(lo) and math.isfinite(hi) else "sigmoid"
+    if squash == "bounds" and not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ConfigError(
+            f"{AGENT_ID}: squash: 'bounds' needs finite reward bounds, got {facts.reward_bounds}"
+        )
+    eps = config.epsilon
+    scale, priv_coef, keep, width = 0.0, 0.0, 1.0, 1.0
+    if config.mechanism == "laplace":
+        scale = LaplaceMechanism(eps, 1.0).scale if math.isfinite(eps) else 0.0
+        priv_coef = 32.0 / eps**2 if math.isfinite(eps) else 0.0
+    else:
+        e = math.exp(eps) if eps < 700 else math.inf
+        keep = 1.0 if math.isinf(e) else e / (1.0 + e)  # P(report = b | b)
+        rescale = config.rescale_width and math.isfinite(e)
+        width = (e + 1.0) / (e - 1.0) if rescale else 1.0
+    return LDPUCBParams(facts.num_agents, K, squash, lo, hi, scale, priv_coef, keep, width, config)
+
+
+def sigmoid(x: Any) -> Any:
+    """The logistic function of numpy (``1 / (1 + e^-x)``) or JAX arrays (``jax.nn.sigmoid``,
+    its own stable form): the one operation whose spelling differs between the engines here."""
+    if namespace(x) is np:
+        return 1.0 / (1.0 + np.exp(-x))
+    import jax
+
+    return jax.nn.sigmoid(x)
+
+
+def unit_reward(reward: Any, params: LDPUCBParams) -> Any:
+    """Rewards mapped into [0, 1] (docs/ldp-ucb.md, first rule): a sigmoid, or affine through
+    the finite bounds, clipped. Both engines call it (numpy float64, JAX float32)."""
+    if params.squash == "sigmoid":
+        return sigmoid(reward)
+    xp = namespace(reward)
+    return xp.clip((reward - params.lo) / (params.hi - params.lo), 0.0, 1.0)
+
+
+def report(reward: Any, draws: Any, params: LDPUCBParams) -> Any:
+    """The epsilon-LDP report (..., N) of each agent's reward, made at the agent, from its
+    standard draws: LDP-UCB-L ``r + scale * draws`` (``draws`` (..., N) standard Laplace; None
+    and unused when the scale is 0); LDP-UCB-B a Bernoulli(r) bit (``draws[..., 0, :] < r``)
+    through randomized response (kept where ``draws[..., 1, :] < keep``), ``draws`` (..., 2, N)
+    uniforms. Both engines call it."""
+    r = unit_reward(reward, params)
+    if params.config.mechanism == "laplace":
+        return r if params.scale == 0.0 else r + params.scale * draws
+    xp = namespace(r, draws)
+    bit = draws[..., 0, :] < r
+    keep = draws[..., 1, :] < params.keep
+    return xp.where(keep, bit, ~bit).astype(r.dtype)
+
+
+def ldp_index(counts: Any, sums: Any, params: LDPUCBParams) -> Any:
+    """The index (..., K) of the global statistics (``counts`` n_a from the pseudo-count 1, as
+    floats, and ``sums`` S_a); LDP-UCB-L's forced exploration first (+inf at the lowest forced
+    arm, -inf elsewhere). Guard (docs/ldp-ucb.md, "Counts"): an arm with no count (n <= 0: none
+    yet, or an attack's negative indicators) has +inf, the index of an arm without a sample,
+    and the total enters ln as at least 1; before, both gave NaN. Both engines call it."""
+    xp = namespace(counts, sums)
+    positive = counts > 0
+    n = xp.where(positive, counts, 1.0)
+    total = xp.maximum(counts.sum(axis=-1, keepdims=True), 1.0)
+    log_n = xp.log(total)
+    value = sums / n + params.width * xp.sqrt(2.0 * log_n / n)
+    if params.config.mechanism == "laplace":
+        value = value + xp.sqrt(params.priv_coef * log_n / n)
+        value = xp.where(positive, value, xp.inf)
+        pulls = xp.maximum(counts.sum(axis=-1, keepdims=True), 0.0)
+        forced = counts <= 4.0 * xp.log(pulls + 1.0)
+        first = forced & (xp.cumsum(forced, axis=-1) == 1)  # the lowest forced arm
+        return xp.where(forced.any(axis=-1, keepdims=True), xp.where(first, xp.inf, -xp.inf), value)
+    return xp.where(positive, value, xp.inf)
+
+
 class LDPUCB(TeamPolicy):
     """Batched LDP-UCB (B runs, N agents sharing a server); see the module docstring."""
 
     agent_id = AGENT_ID
-    version = 2  # 2: +inf index where n <= 0, ln of a total of at least 1 (was NaN)
+    version = VERSION
     privacy_trust_model = "local"
 
     def __init__(
@@ -116,46 +234,27 @@ class LDPUCB(TeamPolicy):
         return self.config.epsilon
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        return {CHANNEL: {"kind": "server", "dim": 2 * config.num_arms, "aggregate": "sum"}}
+        return ldp_channel_spec(config.num_arms)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        """Pseudo-count 1 per arm, the mechanism's noise stream and constants, the squashing."""
+        """Pseudo-count 1 per arm, the mechanism's noise stream; the squashing and the
+        mechanism's constants from :func:`ldp_params`."""
         cfg = self.config
-        require_family(AGENT_ID, facts, MULTI_ARMED)
+        self.params = p = ldp_params(cfg, facts)  # checks the facts
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
-        check_channels(self, facts)
-        participation = facts.channels[CHANNEL].get("participation", 1.0)
-        if participation != 1.0:
-            raise ConfigError(
-                f"{AGENT_ID}: channels.{CHANNEL}.participation: expected 1.0 (the server sums "
-                f"every agent's report), got {participation!r}"
-            )
-        lo, hi = facts.reward_bounds
-        squash = cfg.squash
-        if squash == "auto":
-            squash = "bounds" if math.isfinite(lo) and math.isfinite(hi) else "sigmoid"
-        if squash == "bounds" and not (math.isfinite(lo) and math.isfinite(hi)):
-            raise ConfigError(
-                f"{AGENT_ID}: squash: 'bounds' needs finite reward bounds, got {facts.reward_bounds}"
-            )
-        self.squash, self.lo, self.hi = squash, lo, hi
+        self.squash, self.lo, self.hi = p.squash, p.lo, p.hi
         self.N, self.K = N, K
-        eps = cfg.epsilon
         self.counts = np.ones((B, K))  # pseudo-count 1 per arm (the authors' code)
         self.sums = np.zeros((B, K))
         self.outgoing = np.zeros((B, N, 2 * K))
         privacy = rng.child("privacy")
+        self.width = p.width
         if cfg.mechanism == "laplace":
-            self.scale = LaplaceMechanism(eps, 1.0).scale if math.isfinite(eps) else 0.0
+            self.scale, self.priv_coef = p.scale, p.priv_coef
             self._noise = LaplaceStream(privacy, (N,)) if self.scale > 0 else None
-            self.width = 1.0
-            self.priv_coef = 32.0 / eps**2 if math.isfinite(eps) else 0.0
         else:
             self._bits = privacy.buffered("uniform", (2, N))
-            e = math.exp(eps) if eps < 700 else math.inf
-            self.keep = 1.0 if math.isinf(e) else e / (1.0 + e)  # P(report = b | b)
-            rescale = cfg.rescale_width and math.isfinite(e)
-            self.width = (e + 1.0) / (e - 1.0) if rescale else 1.0
+            self.keep = p.keep
         self._rows = np.indices((B, N))
         self._tiebreak = rng.child("tiebreak").buffered("uniform", (N,))
         self._send = np.ones((B, N), dtype=bool)
@@ -166,41 +265,21 @@ class LDPUCB(TeamPolicy):
     # ------------------------------------------------------------------ the client side
     def unit_reward(self, reward: np.ndarray) -> np.ndarray:
         """Rewards mapped into [0, 1] (affine through the bounds, or a sigmoid)."""
-        if self.squash == "sigmoid":
-            return 1.0 / (1.0 + np.exp(-reward))
-        return np.clip((reward - self.lo) / (self.hi - self.lo), 0.0, 1.0)
+        return unit_reward(reward, self.params)
 
     def report(self, reward: np.ndarray) -> np.ndarray:
         """The epsilon-LDP report (B, N) of each agent's reward, made at the agent."""
-        r = self.unit_reward(reward)
         if self.config.mechanism == "laplace":
-            return r if self._noise is None else r + self.scale * self._noise.next()
-        u = self._bits.next()  # (B, 2, N): the Bernoulli(r) draw, then randomized response
-        bit = u[:, 0] < r
-        keep = u[:, 1] < self.keep
-        return np.where(keep, bit, ~bit).astype(np.float64)
+            draws = None if self._noise is None else self._noise.next()
+        else:
+            draws = self._bits.next()  # (B, 2, N): the Bernoulli(r) draw, then randomized response
+        return report(reward, draws, self.params)
 
     # ------------------------------------------------------------------ the learner side
     def index(self) -> np.ndarray:
-        """The index (B, K) of the global statistics; forced exploration (Laplace) first."""
-        # guard (docs/ldp-ucb.md, "Counts"): an arm with no count (n <= 0: none yet, or an
-        # attack's negative indicators) has +inf, the index of an arm without a sample, and the
-        # total enters ln as at least 1; before, both gave NaN
-        positive = self.counts > 0
-        n, s = np.where(positive, self.counts, 1.0), self.sums
-        total = np.maximum(self.counts.sum(axis=1, keepdims=True), 1.0)
-        log_n = np.log(total)
-        value = s / n + self.width * np.sqrt(2.0 * log_n / n)
-        if self.config.mechanism == "laplace":
-            value = value + np.sqrt(self.priv_coef * log_n / n)
-            value = np.where(positive, value, np.inf)
-            pulls = np.maximum(self.counts.sum(axis=1, keepdims=True), 0.0)
-            forced = self.counts <= 4.0 * np.log(pulls + 1.0)
-            first = forced & (np.cumsum(forced, axis=1) == 1)  # the lowest forced arm
-            return np.where(
-                forced.any(axis=1, keepdims=True), np.where(first, np.inf, -np.inf), value
-            )
-        return np.where(positive, value, np.inf)
+        """The index (B, K) of the global statistics; forced exploration (Laplace) first
+        (:func:`ldp_index`)."""
+        return ldp_index(self.counts, self.sums, self.params)
 
     def act(self, obs: VecObservation) -> TeamAction:
         """After a pull: upload the arm indicator and the private report (a communication

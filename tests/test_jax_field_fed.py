@@ -1,14 +1,15 @@
 """The JAX ports of three field agents (docs/jax.md): ``ldp_ucb`` (``agents/jax/ldp_ucb.py``,
 docs/ldp-ucb.md) and ``fed1_ucb`` / ``fed2_ucb`` (``agents/jax/fed_ucb.py``,
-docs/fed-ucb12.md), against their numpy twins.
+docs/fed-ucb12.md), against the numpy learners.
 
 LDP-UCB: both mechanisms agree in distribution with exact message counts (2N per round), the
-noise constants are the twin's and the reports have the mechanism's law (empirically, next to the
-twin's). Fed1/Fed2-UCB: the phase machine follows the twin step by step on the same observations;
-regret and the data-dependent schedule (phases, server rounds, eliminations, commitments,
-messages) agree with the twin within 3 standard errors over 200 runs. All three: same key same
-bits, the light cone through the server (one hop), ``act`` under jit and vmap, the twin's
-declarations and refusals."""
+params (noise constants) are the numpy learner's and the reports have the mechanism's law
+(empirically, next to numpy's). Fed1/Fed2-UCB: the params are the numpy learners', the phase
+machine follows the numpy learner step by step on the same observations; regret and the
+data-dependent schedule (phases, server rounds, eliminations, commitments, messages) agree with
+it within 3 standard errors over 200 runs. All three: same key same bits, the light cone through
+the server (one hop), ``act`` under jit and vmap, the numpy learners' declarations and
+refusals."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ TRIANGLE = "FedBandit/GossipTriangle-v0"  # N=3, M=5, Gaussian(1) rewards: LDP-U
 SMALL = {"num_agents": 4, "num_arms": 4, "horizon": 200, "topology": "ring"}  # Bernoulli
 FED_SMALL = {"num_agents": 6, "num_arms": 4, "horizon": 400, "topology": "ring"}
 PORTS = {"ldp_ucb": LDPUCB, "fed1_ucb": Fed1UCB, "fed2_ucb": Fed2UCB}
-TWINS = {"ldp_ucb": NumpyLDPUCB, "fed1_ucb": NumpyFed1UCB, "fed2_ucb": NumpyFed2UCB}
+NUMPY = {"ldp_ucb": NumpyLDPUCB, "fed1_ucb": NumpyFed1UCB, "fed2_ucb": NumpyFed2UCB}
 SHORT = {
     "ldp_ucb": {},
     "fed1_ucb": {"f": 2, "width_scale": 0.3},
@@ -51,7 +52,7 @@ SHORT = {
 
 
 def env_kwargs(env_id: str, agent_id: str, agent_kwargs=None, **kwargs) -> dict:
-    """``kwargs`` plus the twin's channels."""
+    """``kwargs`` plus the numpy learner's channels."""
     return env_kwargs_for(make_agent(agent_id, **(agent_kwargs or {})), env_id, kwargs)
 
 
@@ -73,7 +74,7 @@ def within_3_se(a, b, what: str) -> None:
         (TRIANGLE, {"horizon": 200}, {"mechanism": "bernoulli", "epsilon": 2.0}),  # sigmoid
     ],
 )
-def test_ldp_ucb_agrees_with_the_numpy_twin(env_id, env, agent_kwargs):
+def test_ldp_ucb_agrees_with_the_numpy_learner(env_id, env, agent_kwargs):
     """Mean final regret within 3 se over 200 runs; N uploads and N replies (2K floats each)
     in each of the T - 1 communication steps: exact counts."""
     ref, out = agreement(env_id, "ldp_ucb", env, agent_kwargs)
@@ -86,39 +87,46 @@ def test_ldp_ucb_agrees_with_the_numpy_twin(env_id, env, agent_kwargs):
 @pytest.mark.parametrize("epsilon", [0.25, 1.0, 3.0, 800.0, math.inf])
 @pytest.mark.parametrize("mechanism", ["laplace", "bernoulli"])
 @pytest.mark.parametrize("rescale", [True, False])
-def test_ldp_ucb_noise_constants_are_the_twins(epsilon, mechanism, rescale):
-    """The Laplace scale 1/epsilon and 32/epsilon^2 (LDP-UCB-L), the randomized-response keep
-    probability and the width w (LDP-UCB-B), computed by the twin's reset on the same facts."""
+def test_ldp_ucb_params_are_the_numpy_learners(epsilon, mechanism, rescale):
+    """The params the JAX learner gets are those the numpy ``reset`` computed on the same facts
+    (one pure function, :func:`agents.ldp_ucb.ldp_params`): the Laplace scale 1/epsilon and
+    32/epsilon^2 (LDP-UCB-L), the randomized-response keep probability and the width w
+    (LDP-UCB-B), by hand; the squashing of bounded rewards is the affine map of the bounds."""
     env = jax_env(HOMO, "ldp_ucb", **SMALL)
     ours = LDPUCB(epsilon=epsilon, mechanism=mechanism, rescale_width=rescale)
-    ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    twin = NumpyLDPUCB(epsilon=epsilon, mechanism=mechanism, rescale_width=rescale)
-    twin.reset(fj.facts_of(env), BatchedRNG([np.random.SeedSequence(0)]))
-    assert ours.width == twin.width
+    params = ours.make_params(fj.facts_of(env))
+    theirs = NumpyLDPUCB(epsilon=epsilon, mechanism=mechanism, rescale_width=rescale)
+    theirs.reset(fj.facts_of(env), BatchedRNG([np.random.SeedSequence(0)]))
+    assert params == theirs.params == ours.make_params(fj.facts_of(env))
+    assert (params.squash, params.lo, params.hi) == ("bounds", 0.0, 1.0)
+    assert params.width == theirs.width
+    e = math.exp(epsilon) if epsilon < 700 else math.inf
     if mechanism == "laplace":
-        assert ours.scale == twin.scale == (0.0 if math.isinf(epsilon) else 1.0 / epsilon)
-        assert ours.priv_coef == twin.priv_coef
+        assert params.scale == theirs.scale == (0.0 if math.isinf(epsilon) else 1.0 / epsilon)
+        assert params.priv_coef == theirs.priv_coef
+        assert (params.keep, params.width) == (1.0, 1.0)
     else:
-        assert ours.keep == twin.keep
-        e = math.exp(epsilon) if epsilon < 700 else math.inf
-        assert ours.keep == (1.0 if math.isinf(e) else e / (1 + e))
+        assert params.keep == theirs.keep == (1.0 if math.isinf(e) else e / (1 + e))
+        w = (e + 1) / (e - 1) if rescale and math.isfinite(e) else 1.0
+        assert params.width == w and (params.scale, params.priv_coef) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("mechanism", ["laplace", "bernoulli"])
 def test_ldp_ucb_reports_have_the_mechanisms_law(mechanism):
     """Empirically, 8000 reports of the reward r = 0.3 at epsilon = 1: LDP-UCB-L has mean r,
     sd sqrt(2)/epsilon and mean |noise| 1/epsilon; LDP-UCB-B is 1 with probability
-    (r e + 1 - r)/(1 + e); both within 5 se of the law and of the twin's reports."""
+    (r e + 1 - r)/(1 + e); both within 5 se of the law and of the numpy learner's reports."""
     draws, r, eps = 8000, 0.3, 1.0
     env = jax_env(HOMO, "ldp_ucb", **SMALL)  # Bernoulli rewards: bounds (0, 1), r unchanged
     ours = LDPUCB(epsilon=eps, mechanism=mechanism)
-    ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
+    params = ours.make_params(fj.facts_of(env))
     keys = jax.random.split(jax.random.PRNGKey(5), draws // 4)
-    mine = np.asarray(jax.vmap(lambda k: ours.report(k, jnp.full(4, r)))(keys), np.float64)
+    mine = np.asarray(jax.vmap(lambda k: ours.report(k, jnp.full(4, r), params))(keys),
+                      np.float64)  # fmt: skip
     venv = make_vec(HOMO, num_runs=draws // 4, **env_kwargs(HOMO, "ldp_ucb", **SMALL))
-    twin = NumpyLDPUCB(epsilon=eps, mechanism=mechanism)
-    twin.reset(venv.facts, BatchedRNG.for_runs(list(range(draws // 4)), "agents"))
-    theirs = twin.report(np.full((draws // 4, 4), r))
+    numpy_learner = NumpyLDPUCB(epsilon=eps, mechanism=mechanism)
+    numpy_learner.reset(venv.facts, BatchedRNG.for_runs(list(range(draws // 4)), "agents"))
+    theirs = numpy_learner.report(np.full((draws // 4, 4), r))
     mine, theirs = mine.ravel(), theirs.ravel()
     if mechanism == "laplace":
         scale = 1.0 / eps
@@ -159,19 +167,20 @@ def to_jax_obs(obs) -> fj.Observation:
         ("fed2_ucb", {"f": lambda p: 2 + p, "width_scale": 0.3}),
     ],
 )
-def test_fed_phase_machine_follows_the_twin_step_by_step(agent_id, agent_kwargs):
-    """On the numpy environment's observations (the twin playing), the port plays the twin's
-    arms, takes its server rounds (``pull``) with its uploads, and keeps its active set, phase,
-    position, rounds and counts at every step; eliminations happen (not vacuous)."""
+def test_fed_phase_machine_follows_the_numpy_learner_step_by_step(agent_id, agent_kwargs):
+    """On the numpy environment's observations (the numpy learner playing), the JAX learner
+    plays its arms, takes its server rounds (``pull``) with its uploads, and keeps its active
+    set, phase, position, rounds and counts at every step; eliminations happen (not
+    vacuous)."""
     horizon = 200
     kwargs = env_kwargs(HETERO, agent_id, agent_kwargs, **{**FED_SMALL, "horizon": horizon})
     venv = make_vec(HETERO, num_runs=1, **kwargs)
     obs, _ = venv.reset(seed=2)
-    theirs = TWINS[agent_id](**agent_kwargs)
+    theirs = NUMPY[agent_id](**agent_kwargs)
     theirs.reset(venv.facts, BatchedRNG.for_runs([2], "agents"))
     ours = PORTS[agent_id](**agent_kwargs)
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(HETERO, **kwargs)))
-    act = jax.jit(ours.act)
+    init, act = fj.bind(ours, fj.facts_of(fj.make(HETERO, **kwargs)))
+    state, act = init(jax.random.PRNGKey(0)), jax.jit(act)
     while not venv.engine.truncated:
         action = theirs.act(obs)
         mine, state = act(jax.random.PRNGKey(1), state, to_jax_obs(obs))
@@ -198,24 +207,24 @@ def test_fed_phase_machine_follows_the_twin_step_by_step(agent_id, agent_kwargs)
         ("fed2_ucb", {"f": lambda p: 3 + p, "width_scale": 0.6}),
     ],
 )
-def test_fed_schedule_and_regret_agree_with_the_twin(agent_id, agent_kwargs, monkeypatch):
+def test_fed_schedule_and_regret_agree_with_the_numpy_learner(agent_id, agent_kwargs, monkeypatch):
     """Where the schedule depends on the data (arms leave after a varying number of phases;
     Fed2: clients join by g(p) = 2^p, a callable f), over 200 runs: the mean final regret,
     messages and floats (``agreement``) and the completed phases, server rounds, eliminated
-    arms and commitments of the final states all within 3 se of the twin's."""
-    twins = []
+    arms and commitments of the final states all within 3 se of the numpy learner's."""
+    learners = []
 
-    def evaluate_twin(env_id, agent, **kwargs):  # the twin instance, kept to read its state
-        twins.append(TWINS[agent](**kwargs.pop("agent_kwargs")))
-        return evaluate(env_id, twins[-1], **kwargs)
+    def evaluate_numpy(env_id, agent, **kwargs):  # the numpy learner, kept to read its state
+        learners.append(NUMPY[agent](**kwargs.pop("agent_kwargs")))
+        return evaluate(env_id, learners[-1], **kwargs)
 
-    monkeypatch.setattr(jax_tools, "evaluate", evaluate_twin)
+    monkeypatch.setattr(jax_tools, "evaluate", evaluate_numpy)
     ref, out = agreement(HETERO, agent_id, dict(FED_SMALL), agent_kwargs, exact_messages=False)
-    twin, s, k = twins[0], out.learner_state, FED_SMALL["num_arms"]
-    within_3_se(twin.num_phases, s.num_phases, "phases")
-    within_3_se(twin.rounds, s.rounds, "rounds")
-    within_3_se(k - twin.active.sum(axis=1), k - s.active.sum(axis=1), "eliminations")
-    within_3_se(twin.committed, s.committed, "commitments")
+    theirs, s, k = learners[0], out.learner_state, FED_SMALL["num_arms"]
+    within_3_se(theirs.num_phases, s.num_phases, "phases")
+    within_3_se(theirs.rounds, s.rounds, "rounds")
+    within_3_se(k - theirs.active.sum(axis=1), k - s.active.sum(axis=1), "eliminations")
+    within_3_se(theirs.committed, s.committed, "commitments")
     assert s.num_phases.std() > 0 and (k - s.active.sum(axis=1)).std() > 0  # data-dependent
     assert (s.rounds == s.num_phases).all()  # every round has an upload
     assert len(ref.seeds) == AGREEMENT_RUNS
@@ -246,10 +255,10 @@ def test_act_jits_and_vmaps():
     keys = jax.random.split(jax.random.PRNGKey(0), 4)
     for agent_id, learner in (("ldp_ucb", LDPUCB()), ("fed1_ucb", Fed1UCB(f=2))):
         env = jax_env(HETERO, agent_id, SHORT[agent_id], **FED_SMALL)
-        facts = fj.facts_of(env)
-        states = jax.vmap(lambda k: learner.init(k, facts))(keys)  # noqa: B023
+        init, act = fj.bind(learner, fj.facts_of(env))
+        states = jax.vmap(init)(keys)
         obs, env_states = jax.vmap(env.reset)(keys)
-        act, step = jax.jit(jax.vmap(learner.act)), jax.jit(jax.vmap(env.step))
+        act, step = jax.jit(jax.vmap(act)), jax.jit(jax.vmap(env.step))
         for s in range(12):
             action, states = act(keys, states, obs)
             assert action.arms.dtype == jnp.int32 and action.arms.shape == (4, 6)
@@ -267,11 +276,11 @@ def test_act_jits_and_vmaps():
             assert (np.asarray(states.num_phases) == 1).all()
 
 
-def test_declarations_are_the_twins():
+def test_declarations_are_the_numpy_learners():
     config = make_vec(HETERO, **FED_SMALL).config
     for agent_id, port in PORTS.items():
         for kwargs in ({}, SHORT[agent_id]):
-            ours, theirs = port(**kwargs), TWINS[agent_id](**kwargs)
+            ours, theirs = port(**kwargs), NUMPY[agent_id](**kwargs)
             assert (ours.agent_id, ours.version) == (theirs.agent_id, theirs.version)
             assert ours.privacy_epsilon == theirs.privacy_epsilon
             assert ours.channel_spec(config) == theirs.channel_spec(config)
@@ -293,11 +302,11 @@ def test_declarations_are_the_twins():
         ("fed2_ucb", {"width_scale": -1.0}, "width_scale"),
     ],
 )
-def test_bad_hyperparameters_raise_the_twins_error(agent_id, kwargs, field):
+def test_bad_hyperparameters_raise_the_numpy_learners_error(agent_id, kwargs, field):
     with pytest.raises(ConfigError) as ours:
         PORTS[agent_id](**kwargs)
     with pytest.raises(ConfigError) as theirs:
-        TWINS[agent_id](**kwargs)
+        NUMPY[agent_id](**kwargs)
     assert str(ours.value) == str(theirs.value)
     assert f"{agent_id}: {field}" in str(ours.value)
 
@@ -316,14 +325,15 @@ def test_bad_hyperparameters_raise_the_twins_error(agent_id, kwargs, field):
         ("fed2_ucb", {}, "fed2_ucb: channels.server"),
     ],
 )  # fmt: skip
-def test_refuses_the_federations_the_twin_refuses(agent_id, channels, match):
-    """The twin's checks of the facts, run in ``init`` before tracing: the same error."""
+def test_refuses_the_federations_the_numpy_learner_refuses(agent_id, channels, match):
+    """The numpy learner's checks of the facts, run in ``make_params`` before tracing: the same
+    error."""
     env = fj.make(HETERO, **{**FED_SMALL, "channels": channels})
     facts = fj.facts_of(env)
     with pytest.raises(ConfigError, match=match) as ours:
-        PORTS[agent_id]().init(jax.random.PRNGKey(0), facts)
+        PORTS[agent_id]().make_params(facts)
     with pytest.raises(ConfigError) as theirs:
-        TWINS[agent_id]().reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+        NUMPY[agent_id]().reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
     assert str(ours.value) == str(theirs.value)
 
 
@@ -331,4 +341,50 @@ def test_the_linear_family_is_refused():
     env = fj.make("FedBandit/LinearContextual-v0", num_agents=3, num_arms=4, dim=3, horizon=20)
     for agent_id, port in PORTS.items():
         with pytest.raises(ConfigError, match=f"{agent_id}: family"):
-            port().init(jax.random.PRNGKey(0), fj.facts_of(env))
+            port().make_params(fj.facts_of(env))
+
+
+@pytest.mark.parametrize(
+    ("agent_id", "agent_kwargs", "f"),
+    [
+        ("fed1_ucb", {}, [0, math.floor(10 * math.log(400))]),  # the default f, a constant
+        ("fed2_ucb", {"f": 7, "g": 1}, [0, 7]),
+        ("fed2_ucb", {"f": lambda p: 50 * p}, [0, 50, 100, 150, 200]),  # tabulated
+    ],
+)
+def test_fed_params_are_the_numpy_learners(agent_id, agent_kwargs, f):
+    """The params the JAX learner gets are those the numpy ``reset`` computed (one pure
+    function per learner): ln T, the join schedule (Fed2: the channel's, ``g`` new clients per
+    phase), f (Fed1's default ``floor(10 ln T)``) and, for a callable f, its table up to the
+    first phase whose F(1, p) passes the horizon, and ``F(1, c_i - 1)`` of every client."""
+    ours, theirs = PORTS[agent_id](**agent_kwargs), NUMPY[agent_id](**agent_kwargs)
+    facts = fj.facts_of(jax_env(HETERO, agent_id, agent_kwargs, **FED_SMALL))
+    params = ours.make_params(facts)
+    theirs.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+    assert params.log_T == theirs.params.log_T == math.log(FED_SMALL["horizon"])
+    for name in ("join_round", "f_table", "cum_table", "before"):
+        np.testing.assert_array_equal(getattr(params, name), getattr(theirs.params, name))
+    if callable(params.f):
+        np.testing.assert_array_equal(params.f_table, f)  # 50 + 100 + 150 + 200 > 400
+        cum = np.cumsum(f)
+        assert cum[-2] <= FED_SMALL["horizon"] < cum[-1]
+    else:
+        assert params.f_const == f[1] and list(params.f_table) == [0]
+    join = [int(r) for r in params.join_round]
+    fed2 = list(range(6)) if agent_kwargs.get("g") == 1 else [0, 0, 1, 1, 1, 1]  # g(p) = 2^p
+    assert join == (fed2 if agent_id == "fed2_ucb" else [0] * 6)
+    assert list(params.before) == [theirs.cumulative_pulls(r) for r in join]
+    assert list(params.before) == [sum(f[1:2]) * r if params.f_const else int(np.sum(f[: r + 1]))
+                                   for r in join]  # fmt: skip
+
+
+def test_fed_callable_f_is_checked_at_every_reachable_phase():
+    """A callable f that gives a bad value at a phase the horizon can reach is refused when the
+    params are made (both engines, the same error naming the learner and the phase)."""
+    bad = {"f": lambda p: 60 if p < 3 else 0}  # F(1, 2) = 120 <= 400: phase 3 is reachable
+    facts = fj.facts_of(jax_env(HETERO, "fed2_ucb", bad, **FED_SMALL))
+    with pytest.raises(ConfigError, match=r"fed2_ucb: f\(3\)") as ours:
+        Fed2UCB(**bad).make_params(facts)
+    with pytest.raises(ConfigError) as theirs:
+        NumpyFed2UCB(**bad).reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+    assert str(ours.value) == str(theirs.value)
