@@ -1,6 +1,8 @@
-"""The gossip paper's index (Zhu, Mulle & Liu, "Federated Bandit: A Gossiping Approach"), one
-source for both engines (docs/architecture.md, "Shared kernels"): the exploration bonus of
-Eq. (11) (Gossip_UCB) and Eq. (12) (Fed_UCB) and the index Q of Algorithm 1 line 9.
+"""The gossip paper's index and updates (Zhu, Mulle & Liu, "Federated Bandit: A Gossiping
+Approach"), one source for both engines (docs/architecture.md, "Shared kernels"): the exploration
+bonus of Eq. (11) (Gossip_UCB) and Eq. (12) (Fed_UCB), the index Q of Algorithm 1 line 9, the
+decision of lines 3-13 (:func:`decide`) and the gossip update of lines 17-22
+(:func:`gossip_update`).
 
 Written against the array namespace of the counts (:mod:`fedbandit_env.xp`): the numpy
 learners (:mod:`agents.gossip_ucb`, float64, the round ``t`` a Python int for the whole batch)
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fedbandit_env.ties import argmax_one_uniform
 from fedbandit_env.xp import log_of_round, namespace
 
 
@@ -51,3 +54,26 @@ def index(theta: Any, n: Any, t: Any, **bonus: Any) -> Any:
     """Q_{i,k}(t) = ϑ_{i,k}(t-1) + C_{i,k}(t), Algorithm 1 line 9 (Algorithm 4: with ϑ̃ and the
     bonus of Eq. (12)); ``bonus`` are the keyword arguments of :func:`exploration_bonus`."""
     return theta + exploration_bonus(n, t, **bonus)
+
+
+def decide(theta: Any, n: Any, ntil: Any, t: Any, u: Any, **bonus: Any) -> Any:
+    """Algorithm 1 lines 3-13: a lagging arm (line 6: ``n < ñ - N``) if the agent has one,
+    uniformly among them (line 13), else an arg-max of Q (lines 9-10), uniform on ties. One
+    uniform ``u`` per agent and round makes either choice: the ``floor(u k)``-th of the ``k``
+    lagging arms, or of the ``k`` tied maxima (:func:`~fedbandit_env.ties.argmax_one_uniform`).
+    ``bonus`` are the keyword arguments of :func:`exploration_bonus` (N is its ``num_agents``)."""
+    xp = namespace(theta, n, u)
+    q = index(theta, n, t, **bonus)  # line 9
+    lagging = n < ntil - bonus["num_agents"]  # line 6
+    q = xp.where(lagging, xp.inf, q)  # a lagging arm goes first (lines 7 and 13)
+    return argmax_one_uniform(q, u)
+
+
+def gossip_update(theta: Any, gossip: Any, xbar: Any, xbar_before: Any) -> Any:
+    """Algorithm 1 lines 17-22: ϑ averaged with the partner's ϑ_j(t-1) where the gossip
+    delivery arrived (``gossip.received`` (..., N), ``gossip.payload`` (..., N, M)), then moved
+    by the agent's own change of mean, ``+ X̄(t) - X̄(t-1)``."""
+    xp = namespace(theta, gossip.payload)
+    averaged = 0.5 * (theta + gossip.payload)  # line 20
+    mixed = xp.where(gossip.received[..., None], averaged, theta)
+    return mixed + (xbar - xbar_before)  # lines 20 and 22

@@ -27,17 +27,19 @@ ambiguity of the paper is resolved is written down in docs/gossip.md, "Decisions
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from agents.gossip_index import exploration_bonus, index
+from agents.channel_check import check_channel_spec
+from agents.field_common import neighbour_max
+from agents.gossip_index import decide, exploration_bonus, gossip_update
+from agents.gossip_theory import alpha1 as paper_alpha1
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.kernels import ArmTable, argmax_one_uniform, check_number
-from fedbandit_env.network import NeighborsAggregate
+from fedbandit_env.kernels import ArmTable, check_number
 from fedbandit_env.policy import (
     MULTI_ARMED,
     FederationFacts,
@@ -48,9 +50,33 @@ from fedbandit_env.policy import (
 from fedbandit_env.privacy import TreeCounter
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag, check_real
+from fedbandit_env.xp import namespace
 
+__all__ = [
+    "AGENT_ID",
+    "FED_AGENT_ID",
+    "FED_VERSION",
+    "VERSION",
+    "FedUCBConfig",
+    "GossipConfig",
+    "GossipFedUCB",
+    "GossipParams",
+    "GossipUCB",
+    "bonus_parameters",
+    "counter_options",
+    "exploration_bonus",
+    "gossip_channel_spec",
+    "gossip_params",
+    "learning_reward",
+]
+
+AGENT_ID = "gossip_ucb"
+VERSION = 3  # results version: Eq. (11) evaluated as printed
+FED_AGENT_ID = "gossip_fed_ucb"
+FED_VERSION = 6  # results version: Eq. (12) evaluated as printed
 NEIGHBORS, GOSSIP = "neighbors", "gossip"
 TREE_INDEXES = ("round", "pull")
+NO_PRIVACY = "epsilon = inf: no privacy mechanism"
 
 
 # ---------------------------------------------------------------- hyperparameters
@@ -149,6 +175,147 @@ def _check_clip(agent_id: str, clip: Any) -> tuple[float, float]:
     return float(clip[0]), float(clip[1])
 
 
+# ---------------------------------------------------------------- params
+def gossip_channel_spec(num_arms: int) -> dict[str, dict[str, Any]]:
+    """``neighbors`` (dim M; Eq. (1) needs only the max over the neighbours: the aggregating
+    ``reduce="max"`` delivery) and ``gossip`` (dim M)."""
+    return {
+        NEIGHBORS: {"kind": "neighbors", "dim": num_arms, "reduce": "max"},
+        GOSSIP: {"kind": "gossip", "dim": num_arms},
+    }
+
+
+@dataclass(frozen=True)
+class GossipParams:
+    """What Gossip_UCB and Fed_UCB read at run time on one federation: N, M, ``rounds`` T (the
+    rounds after the initialization, horizon - M), ``alpha1`` (the configuration's, or the
+    paper's 64 / N^17) and the configuration; Fed_UCB also the privacy it runs with (the class
+    docstring of :class:`GossipFedUCB`): ``reward_clip`` (the configuration's), ``reward_bounds``
+    (None when unbounded and unclipped), ``sensitivity``, ``private`` (finite epsilon: a tree
+    counter runs, :func:`counter_options`), ``effective_epsilon`` (the counter's per-observation
+    guarantee, None without one), ``dp_guarantee_holds`` and ``dp_caveats`` (what breaks the
+    guarantee; Gossip_UCB: no privacy mechanism)."""
+
+    num_agents: int
+    num_arms: int
+    rounds: int
+    alpha1: float
+    config: GossipConfig
+    reward_clip: tuple[float, float] | None = None
+    reward_bounds: tuple[float, float] | None = None
+    sensitivity: float | None = None
+    private: bool = False
+    effective_epsilon: float | None = None
+    dp_guarantee_holds: bool = False
+    dp_caveats: tuple[str, ...] = (NO_PRIVACY,)
+
+
+def gossip_params(config: GossipConfig, facts: FederationFacts) -> GossipParams:
+    """The :class:`GossipParams` of a validated configuration (:class:`GossipConfig` or
+    :class:`FedUCBConfig`) on a federation; checks the channels, the family, N >= 3, a horizon
+    longer than M and a connected graph (errors name ``config.agent_id``). Pure: the numpy
+    ``reset`` and the JAX ``make_params`` call it."""
+    aid = config.agent_id
+    n, m = facts.num_agents, facts.num_arms
+    check_channel_spec(aid, gossip_channel_spec(m), facts)
+    require_family(aid, facts, MULTI_ARMED)
+    if n < 3:
+        raise ConfigError(
+            f"{aid}: num_agents: expected N >= 3 (the paper's assumption: N = 2 "
+            f"collapses to a centralized problem), got {n}"
+        )
+    if facts.horizon <= m:
+        raise ConfigError(
+            f"{aid}: horizon: expected more than M = {m} steps (the initialization "
+            f"pulls every arm once), got {facts.horizon}"
+        )
+    if len(facts.topology.components) != 1:
+        raise ConfigError(f"{aid}: topology: expected a connected graph")
+    alpha1 = paper_alpha1(n) if config.alpha1 is None else config.alpha1
+    params = GossipParams(n, m, facts.horizon - m, alpha1, config)
+    if isinstance(config, FedUCBConfig):
+        return _with_privacy(params, config, facts)
+    return params
+
+
+def _with_privacy(params: GossipParams, cfg: FedUCBConfig, facts: FederationFacts) -> GossipParams:
+    """Fed_UCB's reward range, sensitivity and guarantee (:class:`GossipFedUCB`'s docstring):
+    the counter's budget is read from a counter of the same options (its draws unused)."""
+    lo, hi = facts.reward_bounds
+    if cfg.reward_clip is not None:
+        bounds: tuple[float, float] | None = cfg.reward_clip
+    elif math.isfinite(lo) and math.isfinite(hi):
+        bounds = (float(lo), float(hi))
+    else:
+        bounds = None
+    private = not math.isinf(cfg.epsilon)
+    params = replace(
+        params, reward_clip=cfg.reward_clip, reward_bounds=bounds, private=private,
+        sensitivity=1.0 if bounds is None else bounds[1] - bounds[0],
+    )  # fmt: skip
+    if not private:
+        return replace(params, dp_caveats=(NO_PRIVACY,), dp_guarantee_holds=False)
+    probe = TreeCounter(
+        (params.num_agents, params.num_arms), params.rounds, cfg.epsilon,
+        rng=BatchedRNG([np.random.SeedSequence(0)]), **counter_options(params),
+    )  # fmt: skip
+    caveats = []
+    if bounds is None:
+        caveats.append(
+            f"unbounded rewards {facts.reward_bounds} and no reward_clip: Laplace scale "
+            "1/epsilon' assumes rewards in [0, 1] (paper reproduction)"
+        )
+    if not cfg.noisy_init:
+        caveats.append("noisy_init=False: the initialization sample is released unnoised")
+    if probe.effective_epsilon > cfg.epsilon * (1 + 1e-12):
+        caveats.append(
+            f"privacy_levels='paper' overspends: effective epsilon "
+            f"{probe.effective_epsilon:g} > {cfg.epsilon:g}"
+        )
+    return replace(
+        params, effective_epsilon=probe.effective_epsilon, dp_caveats=tuple(caveats),
+        dp_guarantee_holds=not caveats,
+    )  # fmt: skip
+
+
+def counter_options(params: GossipParams) -> dict[str, Any]:
+    """The keyword arguments of Fed_UCB's tree counter (numpy
+    :class:`~fedbandit_env.privacy.TreeCounter` and its JAX port alike), after its shape (N, M),
+    the rounds T and epsilon: the reward range, the tree index, the empty-block rule, the levels,
+    the initialization leaf (``noisy_init``) and noise-only blocks (the exact part of a release
+    is the agent's own S)."""
+    cfg = params.config
+    return {
+        "bounds": params.reward_bounds,
+        "tree_index": cfg.tree_index,
+        "noise_on_empty_blocks": cfg.noise_on_empty_blocks,
+        "levels": cfg.privacy_levels,
+        "init_round": cfg.noisy_init,
+        "exact_blocks": False,
+    }
+
+
+def bonus_parameters(params: GossipParams) -> dict[str, Any]:
+    """The keyword arguments of :func:`~agents.gossip_index.exploration_bonus` on these params:
+    Eq. (11) (Gossip_UCB), or Eq. (12) with the agent's privacy parameters (Fed_UCB,
+    Algorithm 4)."""
+    cfg = params.config
+    bonus = {"num_agents": params.num_agents, "alpha1": params.alpha1,
+             "bonus_scale": cfg.bonus_scale}  # fmt: skip
+    if isinstance(cfg, FedUCBConfig):
+        bonus.update(epsilon=cfg.epsilon, horizon=params.rounds,
+                     dp_bonus_scale=cfg.dp_bonus_scale, dp_log_floor=cfg.dp_log_floor)  # fmt: skip
+    return bonus
+
+
+def learning_reward(reward: Any, clip: tuple[float, float] | None) -> Any:
+    """The reward value the agent learns from: clipped to ``clip`` = (lo, hi) (Fed_UCB's
+    ``reward_clip``) or as observed (None); numpy or JAX arrays alike."""
+    if clip is None:
+        return reward
+    return namespace(reward).clip(reward, *clip)
+
+
 # ---------------------------------------------------------------- state
 @dataclass
 class GossipState:
@@ -165,8 +332,8 @@ class GossipState:
 class GossipUCB(TeamPolicy):
     """Gossip_UCB (Algorithm 1): UCB on gossiped estimates ϑ with the local consistency rule."""
 
-    agent_id = "gossip_ucb"
-    version = 3  # results version: Eq. (11) evaluated as printed
+    agent_id = AGENT_ID
+    version = VERSION
 
     def __init__(
         self,
@@ -192,33 +359,18 @@ class GossipUCB(TeamPolicy):
         return self.epsilon
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        m = config.num_arms
-        return {  # Eq. (1) needs only the max over the neighbours: an aggregating delivery
-            NEIGHBORS: {"kind": "neighbors", "dim": m, "reduce": "max"},
-            GOSSIP: {"kind": "gossip", "dim": m},
-        }
+        return gossip_channel_spec(config.num_arms)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        n, m = facts.num_agents, facts.num_arms
-        self.require_channel(facts, NEIGHBORS, "neighbors", m)
-        self.require_channel(facts, GOSSIP, "gossip", m)
-        require_family(self.agent_id, facts, MULTI_ARMED)
-        if n < 3:
-            raise ConfigError(
-                f"{self.agent_id}: num_agents: expected N >= 3 (the paper's assumption: N = 2 "
-                f"collapses to a centralized problem), got {n}"
-            )
-        if facts.horizon <= m:
-            raise ConfigError(
-                f"{self.agent_id}: horizon: expected more than M = {m} steps (the initialization "
-                f"pulls every arm once), got {facts.horizon}"
-            )
-        if len(facts.topology.components) != 1:
-            raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
+        """The params (:func:`gossip_params`, which checks the facts), zero statistics, the
+        choice stream and, Fed_UCB, the counter."""
+        self.params = p = gossip_params(self.config, facts)
+        n, m = p.num_agents, p.num_arms
         self.N, self.M = n, m
-        self.T = facts.horizon - m  # rounds after the initialization
-        self.alpha1 = 64.0 / n**17 if self.config.alpha1 is None else self.config.alpha1
+        self.T = p.rounds  # rounds after the initialization
+        self.alpha1 = p.alpha1
+        self.dp_guarantee_holds, self.dp_caveats = p.dp_guarantee_holds, p.dp_caveats
         self.table = ArmTable.of(facts.num_runs, n, m)
         self.state = GossipState(*(self.table.zeros() for _ in range(5)))
         self._init_rewards = self.table.zeros()  # X_{i,k}(0), filled during the initialization
@@ -228,8 +380,6 @@ class GossipUCB(TeamPolicy):
 
     def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Gossip_UCB releases exact means (no privacy)."""
-        self.dp_guarantee_holds = False
-        self.dp_caveats = ("epsilon = inf: no privacy mechanism",)
 
     # the paper's variables, read from the state
     n = property(lambda self: self.state.n)
@@ -261,7 +411,7 @@ class GossipUCB(TeamPolicy):
 
     def _reward(self, reward: np.ndarray) -> np.ndarray:
         """The reward value the agent learns from (Fed_UCB may clip it)."""
-        return reward
+        return learning_reward(reward, self.params.reward_clip)
 
     def _initialize(self) -> None:
         """Algorithm 1's initialization (t = 0): n = 1, S = X(0), ϑ = X̄ = the initial mean,
@@ -279,7 +429,7 @@ class GossipUCB(TeamPolicy):
 
     def bonus_parameters(self) -> dict[str, Any]:
         """The keyword arguments of :func:`exploration_bonus` for this federation."""
-        return {"num_agents": self.N, "alpha1": self.alpha1, "bonus_scale": self.config.bonus_scale}
+        return bonus_parameters(self.params)
 
     def bonus(self, t: int) -> np.ndarray:
         """C_{i,k}(t) of Eq. (11) (Fed_UCB: Eq. (12)) on the current counts."""
@@ -292,10 +442,7 @@ class GossipUCB(TeamPolicy):
         lagging arms, or of the ``k`` tied maxima."""
         s = self.state
         u = self._choice.next()
-        q = index(s.theta, s.n, t, **self.bonus_parameters())  # line 9
-        lagging = s.n < s.ntil - self.N  # line 6
-        q = np.where(lagging, np.inf, q)  # a lagging arm goes first (lines 7 and 13)
-        return argmax_one_uniform(q, u).astype(np.int64)
+        return decide(s.theta, s.n, s.ntil, t, u, **self.bonus_parameters()).astype(np.int64)
 
     def _observe(self, obs: VecObservation) -> None:
         """The rest of round t from the observation of its env step: the pull (Algorithm 1
@@ -306,15 +453,8 @@ class GossipUCB(TeamPolicy):
         table.add(s.n, arm, 1.0)  # line 16
         table.add(s.S, arm, reward)
         self._update_mean(arm, reward)  # line 15: X̄(t)
-        gossip = obs.deliveries[GOSSIP]  # line 20: average with the partner's ϑ_j(t-1)
-        averaged = 0.5 * (s.theta + gossip.payload)
-        mixed = np.where(gossip.received[..., None], averaged, s.theta)
-        s.theta = mixed + (s.xbar - xbar_before)  # lines 20 and 22: + X̄(t) - X̄(t-1)
-        heard = obs.deliveries[NEIGHBORS]  # Eq. (1): max over the neighbours' ñ_j(t)
-        if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
-            best_heard = heard.value
-        else:  # a padded neighbors channel
-            best_heard = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        s.theta = gossip_update(s.theta, obs.deliveries[GOSSIP], s.xbar, xbar_before)
+        best_heard = neighbour_max(obs.deliveries[NEIGHBORS])  # Eq. (1): max over the ñ_j(t)
         own = n_before if self.config.literal_line_order else s.n
         s.ntil = np.maximum(own, best_heard)
 
@@ -354,8 +494,8 @@ class GossipFedUCB(GossipUCB):
     ``dp_bonus_scale = (hi - lo)**2`` widens its privacy term to the larger noise.
     """
 
-    agent_id = "gossip_fed_ucb"
-    version = 6  # results version: Eq. (12) evaluated as printed
+    agent_id = FED_AGENT_ID
+    version = FED_VERSION
 
     def __init__(
         self,
@@ -383,53 +523,18 @@ class GossipFedUCB(GossipUCB):
         self.dp_caveats = ()
 
     def _reset_privacy(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        """Resolve the reward range (class docstring), build the counter, state the guarantee."""
-        cfg = self.config
-        lo, hi = facts.reward_bounds
-        if cfg.reward_clip is not None:
-            self.reward_bounds = cfg.reward_clip
-        elif math.isfinite(lo) and math.isfinite(hi):
-            self.reward_bounds = (float(lo), float(hi))
-        else:
-            self.reward_bounds = None
-        bounds = self.reward_bounds
-        self.sensitivity = 1.0 if bounds is None else bounds[1] - bounds[0]
+        """The reward range and the guarantee (the params'), and the counter (None at
+        ``epsilon = inf``)."""
+        p = self.params
+        self.reward_bounds, self.sensitivity = p.reward_bounds, p.sensitivity
         self.counter = None
-        caveats = []
-        if self.private:
+        if p.private:
             self.counter = TreeCounter(
-                (facts.num_agents, facts.num_arms),
-                self.T,
-                cfg.epsilon,
+                (p.num_agents, p.num_arms), p.rounds, self.config.epsilon,
                 rng=rng.child("privacy"),
-                bounds=bounds,
-                tree_index=cfg.tree_index,
-                noise_on_empty_blocks=cfg.noise_on_empty_blocks,
-                levels=cfg.privacy_levels,
-                init_round=cfg.noisy_init,
                 noise_per="row",  # one agent pulls one arm per round: no unused leaf draws
-                exact_blocks=False,  # the exact part of a release is the agent's own S
-            )
-            if bounds is None:
-                caveats.append(
-                    f"unbounded rewards {facts.reward_bounds} and no reward_clip: Laplace scale "
-                    "1/epsilon' assumes rewards in [0, 1] (paper reproduction)"
-                )
-            if not cfg.noisy_init:
-                caveats.append("noisy_init=False: the initialization sample is released unnoised")
-            if self.counter.effective_epsilon > cfg.epsilon * (1 + 1e-12):
-                caveats.append(
-                    f"privacy_levels='paper' overspends: effective epsilon "
-                    f"{self.counter.effective_epsilon:g} > {cfg.epsilon:g}"
-                )
-        else:
-            caveats.append("epsilon = inf: no privacy mechanism")
-        self.dp_caveats = tuple(caveats)
-        self.dp_guarantee_holds = not caveats
-
-    def _reward(self, reward: np.ndarray) -> np.ndarray:
-        clip = self.config.reward_clip
-        return reward if clip is None else np.clip(reward, *clip)
+                **counter_options(p),
+            )  # fmt: skip
 
     def _initial_mean(self) -> np.ndarray:
         """X̄̃(0): the initialization sample plus its own Laplace leaf (``noisy_init``), or the
@@ -449,14 +554,3 @@ class GossipFedUCB(GossipUCB):
         self.counter.insert_arms(s.t, arm, reward)
         noise = self.counter.noise_at(arm)
         table.put(s.xbar, arm, (table.gather(s.S, arm) + noise) / table.gather(s.n, arm))
-
-    def bonus_parameters(self) -> dict[str, Any]:
-        """Algorithm 4's bonus: Eq. (12) with this agent's privacy parameters."""
-        cfg = self.config
-        return {
-            **super().bonus_parameters(),
-            "epsilon": cfg.epsilon,
-            "horizon": self.T,
-            "dp_bonus_scale": cfg.dp_bonus_scale,
-            "dp_log_floor": cfg.dp_log_floor,
-        }

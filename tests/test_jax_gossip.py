@@ -28,6 +28,7 @@ import fedbandit_env.jax as fj  # noqa: E402
 from agents.gossip_index import exploration_bonus  # noqa: E402
 from agents.gossip_ucb import GossipFedUCB as NumpyGossipFedUCB  # noqa: E402
 from agents.gossip_ucb import GossipUCB as NumpyGossipUCB  # noqa: E402
+from agents.gossip_ucb import bonus_parameters  # noqa: E402
 from agents.jax.gossip_ucb import GossipFedUCB, GossipUCB  # noqa: E402
 from fedbandit_env.agent_registry import make_agent  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for  # noqa: E402
@@ -240,8 +241,11 @@ def test_follows_the_twin_step_by_step(ours, theirs):
     venv = make_vec(TRIANGLE, num_runs=1, **kwargs)
     obs, _ = venv.reset(seed=3)
     theirs.reset(venv.facts, BatchedRNG.for_runs([3], "agents"))
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(TRIANGLE, **kwargs)))
-    act = jax.jit(ours.act)
+    facts = fj.facts_of(fj.make(TRIANGLE, **kwargs))
+    init, act_one = fj.bind(ours, facts)
+    counter = ours.make_params(facts).counter  # the JAX counter of the params' options
+    state = init(jax.random.PRNGKey(0))
+    act = jax.jit(act_one)
     key = jax.random.PRNGKey(1)
     decided = 0
     for _ in range(120):
@@ -257,7 +261,7 @@ def test_follows_the_twin_step_by_step(ours, theirs):
                                    s.S[0], rtol=1e-5, atol=1e-5)  # fmt: skip
         if getattr(theirs, "counter", None) is not None:  # the same blocks carry noise
             np.testing.assert_array_equal(
-                np.asarray(ours.counter.num_noise_terms(state.counter)),
+                np.asarray(counter.num_noise_terms(state.counter)),
                 theirs.counter.num_noise_terms()[0],
             )
         if obs.step < theirs.M:
@@ -345,10 +349,12 @@ def test_act_jits_and_vmaps():
     learner = GossipFedUCB(epsilon=2.0)
     env = fj.make(TRIANGLE, **env_kwargs(TRIANGLE, "gossip_fed_ucb", horizon=50))
     facts = fj.facts_of(env)
+    init, act_one = fj.bind(learner, facts)
+    params = learner.make_params(facts)
     keys = jax.random.split(jax.random.PRNGKey(0), 4)
-    states = jax.vmap(lambda k: learner.init(k, facts))(keys)
+    states = jax.vmap(init)(keys)
     obs, env_states = jax.vmap(env.reset)(keys)
-    act, step = jax.jit(jax.vmap(learner.act)), jax.jit(jax.vmap(env.step))
+    act, step = jax.jit(jax.vmap(act_one)), jax.jit(jax.vmap(env.step))
     for s in range(8):
         keys = jax.vmap(lambda k: jax.random.split(k)[0])(keys)
         action, states = act(keys, states, obs)
@@ -359,9 +365,9 @@ def test_act_jits_and_vmaps():
         else:
             assert send.all() and np.asarray(action.messages["neighbors"][0]).all()
         obs, env_states, *_ = step(keys, env_states, action)
-    assert states.counter.noise.shape == (4, 3, 5, learner.counter.storage_levels)
+    assert states.counter.noise.shape == (4, 3, 5, params.counter.storage_levels)
     assert (np.asarray(states.n).sum(axis=2) == 5 + 2).all()  # M init pulls + 2 rounds
-    assert learner.privacy_epsilon == 2.0 and learner.dp_guarantee_holds is False  # unbounded
+    assert learner.privacy_epsilon == 2.0 and params.dp_guarantee_holds is False  # unbounded
 
 
 @pytest.mark.slow
@@ -398,7 +404,79 @@ def test_refuses_what_the_twin_refuses():
     two = fj.make(RING, **env_kwargs(RING, "gossip_ucb", **{**RING_KWARGS, "num_agents": 2,
                                                             "topology": "path"}))  # fmt: skip
     with pytest.raises(ConfigError, match="gossip_ucb: num_agents"):
-        GossipUCB().init(jax.random.PRNGKey(0), fj.facts_of(two))
+        fj.bind(GossipUCB(), fj.facts_of(two))
     bare = fj.make(RING, **{**RING_KWARGS, "channels": {}})
     with pytest.raises(ConfigError, match="gossip_fed_ucb: channels.neighbors"):
-        GossipFedUCB().init(jax.random.PRNGKey(0), fj.facts_of(bare))
+        fj.bind(GossipFedUCB(), fj.facts_of(bare))
+
+
+PARAMS_CASES = [
+    (RING, "gossip_ucb", {}),
+    (RING, "gossip_ucb", {"alpha1": 0.01}),
+    (RING, "gossip_fed_ucb", {}),  # Bernoulli: bounds (0, 1), the guarantee holds
+    (TRIANGLE, "gossip_fed_ucb", {}),  # Gaussian, unclipped: sensitivity 1, no guarantee
+    (TRIANGLE, "gossip_fed_ucb", {"reward_clip": (-1.0, 2.0), "tree_index": "pull"}),
+    (RING, "gossip_fed_ucb", {"privacy_levels": "paper", "noisy_init": False}),
+    (RING, "gossip_fed_ucb", {"epsilon": math.inf}),
+]
+
+
+@pytest.mark.parametrize(("env_id", "agent_id", "agent_kwargs"), PARAMS_CASES)
+def test_params_are_what_the_numpy_reset_computes(env_id, agent_id, agent_kwargs):
+    """The JAX learner's params (:func:`agents.gossip_ucb.gossip_params`, made without a numpy
+    learner) hold what the numpy ``reset`` computes on the same facts: N, M, T, alpha1, the
+    bonus's parameters, the reward range, the sensitivity and the guarantee; Fed_UCB's JAX
+    counter has the numpy counter's levels and Laplace scale per block."""
+    sizes = {**RING_KWARGS, "horizon": 64} if env_id == RING else {"horizon": 64}
+    kwargs = env_kwargs(env_id, agent_id, **sizes)
+    ours = fj.make_jax_agent(agent_id, **agent_kwargs)
+    params = ours.make_params(fj.facts_of(fj.make(env_id, **kwargs)))
+    theirs = make_agent(agent_id, **agent_kwargs)
+    theirs.reset(make_vec(env_id, num_runs=1, **kwargs).facts, BatchedRNG.for_runs([0], "agents"))
+    assert (params.num_agents, params.num_arms, params.rounds) == (theirs.N, theirs.M, theirs.T)
+    assert params.alpha1 == theirs.alpha1 == agent_kwargs.get("alpha1", 64 / theirs.N**17)
+    assert bonus_parameters(params) == theirs.bonus_parameters()
+    assert params.config == theirs.config
+    assert params.dp_guarantee_holds is theirs.dp_guarantee_holds
+    assert params.dp_caveats == theirs.dp_caveats
+    assert ours.privacy_epsilon == theirs.privacy_epsilon
+    if agent_id == "gossip_ucb":
+        assert params.counter is None and params.dp_guarantee_holds is False
+        return
+    assert (params.reward_bounds, params.sensitivity) == (theirs.reward_bounds,
+                                                          theirs.sensitivity)  # fmt: skip
+    if theirs.counter is None:
+        assert params.counter is None and not params.private
+        return
+    for name in ("scale", "storage_levels", "budget_levels", "effective_epsilon", "capacity"):
+        assert getattr(params.counter, name) == getattr(theirs.counter, name), name
+    assert params.effective_epsilon == theirs.counter.effective_epsilon
+    bounded = env_id == RING or "reward_clip" in agent_kwargs  # Bernoulli, or clipped
+    expect_holds = bounded and agent_kwargs.get("noisy_init", True)
+    assert params.dp_guarantee_holds is expect_holds
+
+
+def test_params_refuse_bad_facts_by_name():
+    """Facts the numpy reset refuses raise the same ConfigError from ``make_params``, naming
+    the learner and the field: N = 2, a disconnected graph, a missing channel, a linear family,
+    a horizon without a round after the initialization."""
+    cases = [
+        ("gossip_ucb", {"num_agents": 2, "topology": "path"}, "num_agents"),
+        ("gossip_fed_ucb", {"topology": "hybrid", "topology_kwargs": {"sizes": [3, 2]}},
+         "topology"),
+        ("gossip_fed_ucb", {"channels": {}}, "channels.neighbors"),
+        ("gossip_ucb", {"horizon": 4}, "horizon"),
+    ]  # fmt: skip
+    for agent_id, change, field in cases:
+        kwargs = {**env_kwargs(RING, agent_id, **RING_KWARGS), **change}
+        with pytest.raises(ConfigError) as ours:
+            fj.make_jax_agent(agent_id).make_params(fj.facts_of(fj.make(RING, **kwargs)))
+        with pytest.raises(ConfigError) as theirs:
+            make_agent(agent_id).reset(make_vec(RING, num_runs=1, **kwargs).facts,
+                                       BatchedRNG.for_runs([0], "agents"))  # fmt: skip
+        assert str(ours.value) == str(theirs.value)
+        assert str(ours.value).startswith(f"{agent_id}: {field}"), str(ours.value)
+    linear_id = "FedBandit/LinearContextual-v0"
+    linear = env_kwargs(linear_id, "gossip_fed_ucb", num_agents=4, num_arms=5, horizon=50, dim=3)
+    with pytest.raises(ConfigError, match="gossip_fed_ucb: family"):
+        GossipFedUCB().make_params(fj.facts_of(fj.make(linear_id, **linear)))
