@@ -50,20 +50,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
-from agents.fed_ucb_common import FedUCBBase, LinearFedUCBConfig
+from agents.channel_check import check_channel_spec
+from agents.fed_ucb_common import FedUCBBase, LinearFedUCBConfig, regularizer
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear, ucb_choice
+from fedbandit_env.linear_kernels import rarely_switching
 from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
-from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
+from fedbandit_env.privacy import GramTreeConstants, GramTreePrivatizer
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, check_int
+from fedbandit_env.xp import namespace
 
+AGENT_ID = "fed_lin_ucb"
+VERSION = 2  # results version (docs/bench.md): 2, the paper's timing by default (1: latency)
 SYNC, STATS = "sync", "stats"
 
 
@@ -97,11 +102,107 @@ class FedLinUCBConfig(LinearFedUCBConfig):
             object.__setattr__(self, "num_syncs", num_syncs)
 
 
+def fedlin_channel_spec(dim: int) -> dict[str, dict[str, Any]]:
+    """Two ``server`` channels, aggregate "sum": ``sync`` (dim 1) for the requests and ``stats``
+    (dim d^2 + d) for the releases (U_hat, u_hat)."""
+    return {
+        SYNC: {"kind": "server", "dim": 1, "aggregate": "sum"},
+        STATS: {"kind": "server", "dim": dim * dim + dim, "aggregate": "sum"},
+    }
+
+
+@dataclass(frozen=True)
+class FedLinParams:
+    """What centralized FedUCB reads at run time on one federation (Algorithm 1, line 1): M, K,
+    d, T; the privacy ``constants`` of Section 4.3 (None when not private), Proposition 2's
+    ``rho_min``, ``rho_max``, ``kappa``; the sync ``threshold`` D (Theorem 1's, or the user's);
+    the spectrum floor; the fixed schedule's sync trials (``()``: adaptive); the
+    configuration."""
+
+    num_agents: int
+    num_arms: int
+    dim: int
+    horizon: int
+    constants: GramTreeConstants | None
+    rho_min: float
+    rho_max: float
+    kappa: float
+    threshold: float
+    eig_floor: float
+    fixed_trials: tuple[int, ...]
+    config: FedLinUCBConfig
+
+    @property
+    def paper(self) -> bool:
+        """Whether a sync is a communication step (``timing="paper"``)."""
+        return self.config.timing == "paper"
+
+
+def fedlin_params(config: FedLinUCBConfig, facts: FederationFacts) -> FedLinParams:
+    """The :class:`FedLinParams` of a validated configuration on a federation; checks the family,
+    the channels (participation 1), a horizon of at least 3 trials and a fixed schedule's
+    ``num_syncs`` against it. Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
+    d = check_linear(AGENT_ID, facts)
+    check_channel_spec(AGENT_ID, fedlin_channel_spec(d), facts)
+    for name in (SYNC, STATS):
+        if facts.channels[name].get("participation", 1.0) != 1.0:
+            raise ConfigError(f"{AGENT_ID}: channels.{name}.participation: expected 1")
+    M, T = facts.num_agents, facts.horizon
+    if T < 3:
+        raise ConfigError(f"{AGENT_ID}: horizon: expected at least 3 trials, got {T}")
+    # latency: the release of trial t_k's data goes out with trial t_k + 1 and is in use from
+    # t_k + 2, so the schedule spreads over T - 2 trials to complete every sync; paper: a sync
+    # after trial T would never be used, so it spreads over T - 1
+    span = T - 1 if config.timing == "paper" else T - 2
+    fixed = config.schedule == "fixed"
+    if fixed and config.num_syncs > span:
+        raise ConfigError(
+            f"{AGENT_ID}: num_syncs: expected at most horizon - {T - span} = {span} (distinct "
+            f"sync trials of the fixed schedule), got {config.num_syncs}"
+        )
+    n_max = config.num_syncs if fixed else None
+    c, rho_min, rho_max, kappa = regularizer(config, d, M, T, n_max=n_max)
+    if c is not None:
+        default_D = c.sync_threshold
+    else:
+        ell = math.log(1.0 + T * config.L**2 / (d * config.lam))
+        default_D = 2.0 * T * d / (ell + 1.0)
+    threshold = default_D if config.sync_threshold is None else config.sync_threshold
+    eig_floor = rho_min if config.eig_floor is None else config.eig_floor
+    trials = ()
+    if fixed:
+        k = np.arange(1, config.num_syncs + 1)
+        trials = tuple(np.ceil(k * span / config.num_syncs).astype(np.int64).tolist())
+    return FedLinParams(M, facts.num_arms, d, T, c, rho_min, rho_max, kappa, threshold,
+                        eig_floor, trials, config)  # fmt: skip
+
+
+def is_fixed_trial(trials: tuple[int, ...], t: Any) -> Any:
+    """Whether trial ``t`` is one of the fixed schedule's sync trials (sorted ``trials``)."""
+    xp = namespace(t)
+    trials = xp.asarray(trials)
+    i = xp.clip(xp.searchsorted(trials, t), 0, trials.shape[0] - 1)
+    return trials[i] == t
+
+
+def sync_due(params: FedLinParams, fresh: Any, pulls: Any, requested: Any) -> Any:
+    """The runs whose agents release now, with the trial just pulled (``fresh``; ``pulls``
+    trials so far): after the fixed schedule's trials, after every trial with D = 0 (everyone
+    knows a sync follows), else when a request arrived (``requested``). Paper timing: the sync
+    is the communication step that follows the trial; latency: the releases travel with this
+    step's pull (the request was sent with the last one)."""
+    if params.fixed_trials:
+        return fresh & is_fixed_trial(params.fixed_trials, pulls)
+    if params.threshold == 0.0:
+        return fresh
+    return fresh & requested
+
+
 class FedLinUCB(FedUCBBase):
     """Centralized FedUCB (see the module docstring)."""
 
-    agent_id = "fed_lin_ucb"
-    version = 2  # results version (docs/bench.md)
+    agent_id = AGENT_ID
+    version = VERSION
 
     def __init__(
         self,
@@ -144,63 +245,28 @@ class FedLinUCB(FedUCBBase):
         self.schedule, self.num_syncs = config.schedule, config.num_syncs
 
     def channel_spec(self, config: EnvConfig):
-        d = config.linear.dim if config.linear is not None else 1
-        return {
-            SYNC: {"kind": "server", "dim": 1, "aggregate": "sum"},
-            STATS: {"kind": "server", "dim": d * d + d, "aggregate": "sum"},
-        }
+        return fedlin_channel_spec(config.linear.dim if config.linear is not None else 1)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        """Algorithm 1 line 1: ``W = M rho_min I``, zero own statistics, the privatizer trees
-        with the constants of Proposition 2, and Theorem 1's D (or ``sync_threshold``)."""
-        d = check_linear(self.agent_id, facts)
-        check_channels(self, facts)
-        for name in (SYNC, STATS):
-            if facts.channels[name].get("participation", 1.0) != 1.0:
-                raise ConfigError(f"{self.agent_id}: channels.{name}.participation: expected 1")
-        n_agents, horizon = facts.num_agents, facts.horizon
-        if horizon < 3:
-            raise ConfigError(
-                f"{self.agent_id}: horizon: expected at least 3 trials, got {horizon}"
-            )
-        span = horizon - 1 if self.paper else horizon - 2  # trials the fixed schedule spans
-        if self.schedule == "fixed" and self.num_syncs > span:
-            raise ConfigError(
-                f"{self.agent_id}: num_syncs: expected at most horizon - {horizon - span} = "
-                f"{span} (distinct sync trials of the fixed schedule), got {self.num_syncs}"
-            )
-        self.d, self.M, self.T = d, n_agents, horizon
+        """Algorithm 1 line 1 (:func:`fedlin_params`): ``W = M rho_min I`` and its log-det, zero
+        own statistics, the privatizer trees with the constants of Proposition 2, and
+        Theorem 1's D (or ``sync_threshold``)."""
+        p = self.params = fedlin_params(self.config, facts)  # checks the facts
+        d, n_agents = p.dim, p.num_agents
+        self.d, self.M, self.T = d, n_agents, p.horizon
+        self.constants, self.threshold = p.constants, p.threshold
+        self.rho_min, self.rho_max, self.kappa = p.rho_min, p.rho_max, p.kappa
         self.tree = None
-        if self.private:
-            n_max = self.num_syncs if self.schedule == "fixed" else None
-            c = linear_privacy_constants(
-                self.epsilon,
-                self.delta,
-                d,
-                n_agents,
-                horizon,
-                alpha=self.alpha,
-                L=self.L,
-                B=self.B,
-                n_max=n_max,
+        if p.constants is not None:
+            self.tree = GramTreePrivatizer.from_constants(
+                p.constants, (n_agents,), rng=rng.child("privacy")
             )
-            self.constants = c
-            self.rho_min, self.rho_max, self.kappa = c.rho_min, c.rho_max, c.kappa
-            default_D = c.sync_threshold
-            self.tree = GramTreePrivatizer.from_constants(c, (n_agents,), rng=rng.child("privacy"))
-        else:
-            self.constants = None
-            self.rho_min = self.rho_max = self.lam
-            self.kappa = 0.0
-            ell = math.log(1.0 + horizon * self.L**2 / (d * self.lam))
-            default_D = 2.0 * horizon * d / (ell + 1.0)
-        self.threshold = default_D if self.D is None else self.D
         runs = facts.num_runs
         shape = (runs, n_agents)
         eye = np.eye(d)
         self.W = np.broadcast_to(n_agents * self.rho_min * eye, (*shape, d, d)).copy()
-        self._logdet_W: np.ndarray | None = None  # ln det W, kept until W changes (a sync)
+        self.logdet_W = self.logdet(self.W)  # ln det W (B, N), new with every sync
         self.w = np.zeros((*shape, d))
         self.U, self.u = np.zeros((*shape, d, d)), np.zeros((*shape, d))
         self.flight_U, self.flight_u = np.zeros((*shape, d, d)), np.zeros((*shape, d))
@@ -213,93 +279,34 @@ class FedLinUCB(FedUCBBase):
         self._inflate = n_agents * (self.rho_max - self.rho_min) * eye
         self._rows = np.indices(shape)
         self._context = None
-        self._requested = np.zeros(runs, dtype=bool)
         self._ones = np.ones((*shape, 1))
         self._last_release = np.zeros((*shape, d * d + d))
-        self._syncing = np.zeros(runs, dtype=bool)
-        if self.schedule == "fixed":
-            k = np.arange(1, self.num_syncs + 1)
-            # latency: the release of trial t_k's data goes out with trial t_k + 1 and is in use
-            # from t_k + 2, so the schedule spreads over T - 2 trials to complete every sync;
-            # paper: a sync after trial T would never be used, so it spreads over T - 1
-            self._fixed_trials = np.ceil(k * span / self.num_syncs).astype(np.int64)
-            self._fixed = set(self._fixed_trials.tolist())
 
     # ------------------------------------------------------------- the trial
     def act(self, obs: VecObservation) -> TeamAction:
-        """One trial of Algorithm 1 under the configured ``timing`` (module docstring)."""
-        if self.paper:
-            return self._act_paper(obs)
-        if obs.step > 0:
-            self._fold(obs)
-            self._receive(obs)
-        upload = self._upload_now(obs)
-        payload = self._release(upload) if upload.any() else self._last_release
-        request = self._request(upload)
-        V = self.W + self.flight_U + self.U
-        u = self.w + self.flight_u + self.u
-        arms = ucb_choice(obs.context, V, u, self.radius(V, self.M))
-        self._context = obs.context
-        send_stats = np.broadcast_to(upload[:, None], self._ones.shape[:2])
-        return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)})
-
-    def _act_paper(self, obs: VecObservation) -> TeamAction:
-        """Algorithm 1 with the sync at the end of trial t: one communication step between trial t
-        and trial t+1."""
-        if obs.step > 0:
-            fresh = (obs.phase == PULL) & (obs.pulls > 0)
-            if fresh.any():
-                into = (self.U, self.u, self.G, self.g, self.Q)
-                self.fold(obs, self._context, self._rows, into, runs=fresh)
-                self.since_sync += fresh
-            self._receive(obs)
-        else:
-            fresh = np.zeros(self.W.shape[0], dtype=bool)
-        due = self._sync_due(obs, fresh)
+        """One trial of Algorithm 1 under the configured ``timing`` (module docstring): fold in
+        the last pull, take the controller's sum, release where a sync is due, choose, and
+        request a sync when the trigger fires."""
+        fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
+        if fresh.any():
+            into = (self.U, self.u, self.G, self.g, self.Q)
+            self.fold(obs, self._context, self._rows, into, runs=fresh)
+            self.since_sync += fresh
+        self._receive(obs)
+        due = sync_due(self.params, fresh, obs.pulls, obs.deliveries[SYNC].count > 0)
         payload = self._release(due) if due.any() else self._last_release
-        V = self.W + self.flight_U + self.U  # flight: only in syncing runs (arms unused there)
+        V = self.W + self.flight_U + self.U  # paper timing: flight only in syncing runs
         u = self.w + self.flight_u + self.u
         arms = ucb_choice(obs.context, V, u, self.radius(V, self.M))
-        request = self._request_after(obs.context, arms, due)
+        request = self._request(obs.context, arms, due)
         self._context = obs.context
         send_stats = np.broadcast_to(due[:, None], self._ones.shape[:2])
-        pull = ~due if due.any() else None
+        pull = ~due if self.paper and due.any() else None
         return TeamAction(arms, {SYNC: (request, self._ones), STATS: (send_stats, payload)}, pull)
-
-    def _sync_due(self, obs: VecObservation, fresh: np.ndarray) -> np.ndarray:
-        """Runs that sync now, right after the trial just pulled (paper timing)."""
-        if self.schedule == "fixed":
-            return fresh & np.isin(obs.pulls, self._fixed_trials)
-        if self.threshold == 0.0:
-            return fresh
-        return fresh & (obs.deliveries[SYNC].count > 0)
-
-    def _request_after(self, context: np.ndarray, arms: np.ndarray, due: np.ndarray):
-        """Algorithm 1's trigger after the trial about to be played: (Delta + 1) * lhs >= D with U +
-        x x^T (the trigger needs x only, so the request travels with the pull)."""
-        if self.schedule == "fixed" or self.threshold == 0.0:
-            return np.zeros(self.W.shape[:2], dtype=bool)
-        b, i = self._rows
-        x = context[b, i, arms]
-        total = self.W + self.U + np.einsum("bni,bnj->bnij", x, x) + self._inflate
-        lhs = self.logdet(total) - self._w_logdet()
-        fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
-        return fire & ~due[:, None]
-
-    def _w_logdet(self) -> np.ndarray:
-        """``logdet(W)``, computed once per value of W (W changes only when a sync arrives)."""
-        if self._logdet_W is None:
-            self._logdet_W = self.logdet(self.W)
-        return self._logdet_W
-
-    def _fold(self, obs: VecObservation) -> None:
-        """Algorithm 1: the last pull's ``x x^T`` and ``y x`` into the agent's own statistics."""
-        self.fold(obs, self._context, self._rows, (self.U, self.u, self.G, self.g, self.Q))
-        self.since_sync += 1
 
     def _receive(self, obs: VecObservation) -> None:
         """The controller's sum of the releases (Algorithm 1's sync): the new ``W`` (spectrum
-        floored) and ``w`` replace the old ones; own data released with it leaves ``U``."""
+        floored) and ``w`` replace the old ones; own data released with it leaves ``flight``."""
         stats = obs.deliveries[STATS]
         arrived = stats.count > 0
         if arrived.any():
@@ -307,27 +314,17 @@ class FedLinUCB(FedUCBBase):
             total = stats.aggregate[arrived]
             W = self.floor_W(total[:, : d * d].reshape(-1, d, d), np.flatnonzero(arrived))
             self.W[arrived] = W[:, None]
-            self._logdet_W = None
+            self.logdet_W[arrived] = self.logdet(W)[:, None]
             self.w[arrived] = total[:, None, d * d :]
             self.flight_U[arrived] = 0.0
             self.flight_u[arrived] = 0.0
             self.since_sync[arrived] = 0
             self.n_sync[arrived] += 1
-        self._requested = obs.deliveries[SYNC].count > 0
-
-    def _upload_now(self, obs: VecObservation) -> np.ndarray:
-        """Latency timing: the runs whose agents upload their releases with this pull."""
-        runs = self.W.shape[0]
-        if self.schedule == "fixed":
-            return np.full(runs, obs.step in self._fixed)
-        if obs.step == 0:
-            return np.zeros(runs, dtype=bool)
-        if self.threshold == 0.0:  # D = 0: everyone knows a sync follows every trial
-            return np.ones(runs, dtype=bool)
-        return self._requested
 
     def _release(self, upload: np.ndarray) -> np.ndarray:
-        """Every agent of the uploading runs releases its whole-history statistics."""
+        """Every agent of the uploading runs releases its whole-history statistics (the tree's
+        noisy prefix sum, or ``G + lambda I`` and ``g``); its own data since the last release
+        moves to ``flight`` (in W once the sum arrives)."""
         d = self.d
         mask = np.broadcast_to(upload[:, None], upload.shape + (self.M,))
         if self.tree is not None:
@@ -347,12 +344,19 @@ class FedLinUCB(FedUCBBase):
         self.Q = np.where(up, 0.0, self.Q)
         return self._last_release
 
-    def _request(self, upload: np.ndarray) -> np.ndarray:
-        """Adaptive trigger (Algorithm 1): (Delta + 1) * lhs >= D; no request while a sync is under
-        way."""
-        if self.schedule == "fixed" or self.threshold == 0.0:
+    def _request(self, context: np.ndarray, arms: np.ndarray, due: np.ndarray) -> np.ndarray:
+        """Algorithm 1's trigger ``(Delta + 1) [ln det(W + U + M (rho_max - rho_min) I) - ln det
+        W] >= D``, none while a sync is under way. Paper timing: after the trial about to be
+        played, with ``U + x x^T`` (the trigger needs x only, so the request travels with the
+        pull); latency: on the data so far, ``W + flight + U``."""
+        if self.params.fixed_trials or self.threshold == 0.0:
             return np.zeros(self.W.shape[:2], dtype=bool)
-        total = self.W + self.flight_U + self.U + self._inflate
-        lhs = self.logdet(total) - self._w_logdet()
-        fire = (self.since_sync[:, None] + 1.0) * lhs >= self.threshold
-        return fire & ~upload[:, None]
+        total = self.W + self.flight_U + self.U
+        if self.paper:
+            b, i = self._rows
+            x = context[b, i, arms]
+            total = total + np.einsum("bni,bnj->bnij", x, x)
+        weight = self.since_sync[:, None] + 1.0
+        fire = rarely_switching(self.logdet(total + self._inflate), self.logdet_W, weight,
+                                self.threshold)  # fmt: skip
+        return fire & ~due[:, None]

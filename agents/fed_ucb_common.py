@@ -32,7 +32,9 @@ import numpy as np
 
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.kernels import check_number
+from fedbandit_env.linear_kernels import clip_rewards, confidence_radius, pull_terms
 from fedbandit_env.policy import TeamPolicy
+from fedbandit_env.privacy import GramTreeConstants, linear_privacy_constants
 from fedbandit_env.validation import ConfigTypeError, check_real
 from fedbandit_env.xp import rounding_tolerance
 
@@ -161,32 +163,43 @@ class FedUCBBase(TeamPolicy):
             x = np.where(runs[:, None, None], x, 0.0)
             y = np.where(runs[:, None], y, 0.0)
         if self.private:  # the privacy calibration needs |y| <= B
-            clipped = np.clip(y, -self.B, self.B)
-            self.clipped_rewards += clipped != y
-            y = clipped
-        xx = np.einsum("bni,bnj->bnij", x, x)
-        z = np.concatenate([x, y[..., None]], axis=-1)
+            y, clipped = clip_rewards(y, self.B)
+            self.clipped_rewards += clipped
+        xx, yx, zz = pull_terms(x, y, leaf=True)
         U += xx
-        u += y[..., None] * x
+        u += yx
         G += xx
-        g += y[..., None] * x
-        Q += np.einsum("bni,bnj->bnij", z, z)
+        g += yx
+        Q += zz
 
     def radius(self, V: np.ndarray, group: np.ndarray | float) -> np.ndarray:
-        """Proposition 2 (radicand with ``ln det V``, not ``d ln det V``, clamped at 0) for a group
-        size, times beta_scale: sigma sqrt(2 ln(2/alpha) + ln det V - d ln(c rho_min)) + S sqrt(c
-        rho_max) + kappa sqrt(c)."""
-        d = V.shape[-1]
-        logdet = self.logdet(V)
-        radicand = 2.0 * math.log(2.0 / self.alpha) + logdet - d * np.log(group * self.rho_min)
-        beta = (
-            self.sigma * np.sqrt(np.maximum(radicand, 0.0))
-            + self.S * np.sqrt(group * self.rho_max)
-            + self.kappa * np.sqrt(group)
-        )
-        return self.beta_scale * beta
+        """Proposition 2 for a group size, times beta_scale
+        (:func:`fedbandit_env.linear_kernels.confidence_radius` on ``slogdet``)."""
+        log_scale = V.shape[-1] * np.log(group * self.rho_min)
+        return confidence_radius(self.logdet(V), log_scale, alpha=self.alpha, sigma=self.sigma,
+                                 S=self.S, rho_max=self.rho_max, kappa=self.kappa, group=group,
+                                 beta_scale=self.beta_scale)  # fmt: skip
 
 
+def regularizer(
+    config: LinearFedUCBConfig,
+    d: int,
+    num_agents: int,
+    horizon: int,
+    *,
+    n_max: int | None = None,
+    gamma: int = 1,
+) -> tuple[GramTreeConstants | None, float, float, float]:
+    """``(constants, rho_min, rho_max, kappa)``: a private agent's privacy constants of
+    Section 4.3 (:func:`~fedbandit_env.privacy.linear_privacy_constants`, ``n_max`` releases of
+    a fixed schedule, TTL ``gamma``) and the spectral bounds and kappa of Proposition 2 they
+    give; a non-private agent's ``(None, lambda, lambda, 0)``."""
+    if not config.private:
+        return None, config.lam, config.lam, 0.0
+    c = linear_privacy_constants(config.epsilon, config.delta, d, num_agents, horizon,
+                                 alpha=config.alpha, L=config.L, B=config.B, n_max=n_max,
+                                 gamma=gamma)  # fmt: skip
+    return c, c.rho_min, c.rho_max, c.kappa
 
 
 def floor_spectrum(W: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:

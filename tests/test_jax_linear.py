@@ -66,7 +66,7 @@ def _jitted(tree: GramTree):
 def test_noiseless_release_is_the_exact_prefix_sum_of_the_released_leaves(agents, d, levels,
                                                                           shift, steps):  # fmt: skip
     """sigma = 0: release k of each tree is the sum of its first k leaves (+ shift I), a full
-    tree repeats its last release, and every value equals the numpy twin's."""
+    tree repeats its last release, and every value equals the numpy privatizer's."""
     tree = GramTree((agents,), d, sigma=0.0, shift=shift, levels=levels)
     twin = GramTreePrivatizer((agents,), d, sigma=0.0, shift=shift, levels=levels)
     release, state = _jitted(tree), tree.init()
@@ -133,7 +133,7 @@ def test_the_tree_has_the_numpy_calibration_and_its_noise_scale():
         assert abs(off.mean()) < 0.05 * math.sqrt(terms)
 
 
-def test_the_tree_refuses_bad_parameters_like_the_numpy_twin():
+def test_the_tree_refuses_bad_parameters_like_the_numpy_privatizer():
     for kwargs in ({"sigma": -1.0}, {"shift": float("nan")}, {"levels": 0}):
         args = {"sigma": 1.0, "shift": 0.0, "levels": 2, **kwargs}
         with pytest.raises(PrivacyError):
@@ -288,19 +288,47 @@ def test_a_linear_learner_on_a_multi_armed_family_raises_at_init(agent_id):
         init(jax.random.PRNGKey(0))
 
 
-def test_fed_lin_ucb_checks_its_channels_and_schedule_at_init():
+def test_fed_lin_ucb_checks_its_channels_and_schedule_in_its_params():
     learner = fj.make_jax_agent("fed_lin_ucb")
     with pytest.raises(ConfigError, match=r"fed_lin_ucb: channels\.sync"):
-        learner.init(jax.random.PRNGKey(0), fj.facts_of(linear_env(channels=())))
+        fj.bind(learner, fj.facts_of(linear_env(channels=())))
     learner = fj.make_jax_agent("fed_lin_ucb", schedule="fixed", num_syncs=200)
     with pytest.raises(ConfigError, match="fed_lin_ucb: num_syncs: expected at most"):
-        learner.init(jax.random.PRNGKey(0), fj.facts_of(fed_env()))
+        fj.bind(learner, fj.facts_of(fed_env()))
 
 
-def test_the_port_declares_what_its_twin_declares():
+def test_the_jax_learner_declares_what_the_numpy_learner_declares():
     for kwargs in ({}, {"private": False}, {"epsilon": 0.5}):
-        port, twin = fj.make_jax_agent("fed_lin_ucb", **kwargs), NumpyFedLinUCB(**kwargs)
+        port, ref = fj.make_jax_agent("fed_lin_ucb", **kwargs), NumpyFedLinUCB(**kwargs)
         assert (port.agent_id, port.version, port.privacy_epsilon) == (
-            twin.agent_id, twin.version, twin.privacy_epsilon)  # fmt: skip
+            ref.agent_id, ref.version, ref.privacy_epsilon)  # fmt: skip
         config = fed_env().params
-        assert port.channel_spec(config) == twin.channel_spec(config)
+        assert port.channel_spec(config) == ref.channel_spec(config)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"private": False}, {"schedule": "fixed", "num_syncs": 7, "timing": "latency"},
+     {"sync_threshold": 3.0, "eig_floor": 2.0}],
+)  # fmt: skip
+def test_the_jax_params_are_what_the_numpy_reset_computes(kwargs):
+    """make_params and the numpy reset call one function (agents.fed_lin_ucb.fedlin_params):
+    the same constants, threshold, floor and fixed schedule; the numpy learner reads them."""
+    env = fed_env()
+    facts = fj.facts_of(env)
+    params = fj.make_jax_agent("fed_lin_ucb", **kwargs).make_params(facts)
+    ref = NumpyFedLinUCB(**kwargs)
+    ref.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+    assert params == ref.params
+    assert (ref.threshold, ref.rho_min, ref.rho_max, ref.kappa, ref.eig_floor) == (
+        params.threshold, params.rho_min, params.rho_max, params.kappa, params.eig_floor)  # fmt: skip
+    assert (ref.constants is None) == (not ref.config.private)
+    if kwargs.get("schedule") == "fixed":
+        span = SMALL["horizon"] - 2  # latency: the last sync completes within the horizon
+        assert params.fixed_trials == tuple(math.ceil(k * span / 7) for k in range(1, 8))
+
+
+def test_fed_lin_ucb_params_refuse_a_short_horizon_naming_the_field():
+    learner = fj.make_jax_agent("fed_lin_ucb")
+    with pytest.raises(ConfigError, match="^fed_lin_ucb: horizon: expected at least 3 trials"):
+        learner.make_params(fj.facts_of(fed_env(horizon=2)))

@@ -1,7 +1,7 @@
 """Centralized FedUCB in JAX (Dubey & Pentland, "Differentially-Private Federated Linear Bandits").
 
-Port of :mod:`agents.fed_lin_ucb` (the numpy twin, the model) for one run, batched over the M
-agents: Algorithm 1 of the paper (CENTRALIZED FEDUCB) with the repairs listed in docs/linear.md,
+The JAX form of :mod:`agents.fed_lin_ucb` (the numpy learner, the model) for one run, batched
+over the M agents: Algorithm 1 of the paper (CENTRALIZED FEDUCB) with the repairs listed in docs/linear.md,
 "Decisions". Every agent runs LinUCB on ``V = W + U``, ``u~ = w + u_own``: ``(W, w)`` are the last
 synchronized, privatized group statistics (the controller's sum of every agent's release, the same
 for every agent of the run), ``(U, u_own)`` the agent's own exact data since. The regularizer is
@@ -18,11 +18,17 @@ fixed from the horizon); ``private=False`` releases the exact ``G_i + lambda I``
 
 The constants (rho_min, rho_max, kappa of Proposition 2 and the tree's sigma_N, shift and depth
 from :func:`~fedbandit_env.privacy.linear_privacy_constants`, Theorem 1's D, the fixed schedule,
-the spectrum floor) are computed in Python by the numpy twin's ``reset`` (Algorithm 1, line 1),
-which also validates the federation's facts; the compiled program uses them as constants.
+the spectrum floor) are the params (:class:`agents.fed_lin_ucb.FedLinParams`, Algorithm 1,
+line 1), made in Python by :func:`agents.fed_lin_ucb.fedlin_params`, which the numpy ``reset``
+calls too and which checks the federation's facts; the compiled program uses them as constants.
+The formulas both engines compute are written once: the radius
+(:func:`fedbandit_env.linear_kernels.confidence_radius`), a pull's statistics and the trigger
+(:mod:`fedbandit_env.linear_kernels`), when a sync is due
+(:func:`agents.fed_lin_ucb.sync_due`) and the privatizer's tree
+(:func:`fedbandit_env.privacy.gram_tree.insert_leaf`).
 
 Communication over two ``server`` channels (aggregate "sum"): ``sync`` (dim 1) carries sync
-requests, ``stats`` (dim d^2 + d) the releases (U_hat, u_hat). Timing (``timing``) as the twin:
+requests, ``stats`` (dim d^2 + d) the releases (U_hat, u_hat). Timing (``timing``) as numpy:
 ``"paper"`` (default) syncs at the end of trial t in one communication step (every agent uploads
 its release of the data through trial t and receives the sum, used from trial t+1); the trigger
 needs the chosen x only, so the request travels with the pull of trial t. ``"latency"`` keeps the
@@ -35,23 +41,30 @@ log-determinants enter as ``ln det V - d ln(M rho_min)`` summed term by term ove
 diagonal (no cancellation of large logs). The factors, solves and W's eigendecomposition are
 plain XLA operations, not LAPACK's: on CPU, jaxlib's batched LAPACK kernels deadlocked XLA's
 thread pool at B >= 60 runs of M = 100 agents (:mod:`fedbandit_env.jax.linear_kernels`, "Why no
-LAPACK"). Counters as the twin, per run: ``n_sync``, ``since_sync``, ``capacity_refusals``
-(N,), ``clipped_rewards`` (N,), ``eig_clip_events``. Where the twin raises on an indefinite V
+LAPACK"). Counters as numpy, per run: ``n_sync``, ``since_sync``, ``capacity_refusals``
+(N,), ``clipped_rewards`` (N,), ``eig_clip_events``. Where numpy raises on an indefinite V
 (which the spectrum floor rules out) or warns on a full tree, a compiled program cannot: V's
 factor turns NaN, and refusals are counted.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from agents.fed_lin_ucb import STATS, SYNC
-from agents.fed_lin_ucb import FedLinUCB as NumpyFedLinUCB
+from agents.fed_lin_ucb import (
+    AGENT_ID,
+    STATS,
+    SYNC,
+    VERSION,
+    FedLinParams,
+    FedLinUCBConfig,
+    fedlin_channel_spec,
+    fedlin_params,
+    sync_due,
+)
 from fedbandit_env.jax.gram_tree import GramTree
 from fedbandit_env.jax.linear_kernels import (
     cholesky,
@@ -61,8 +74,14 @@ from fedbandit_env.jax.linear_kernels import (
     ucb_choice,
 )
 from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.linear_kernels import (
+    clip_rewards,
+    confidence_radius,
+    pull_terms,
+    rarely_switching,
+)
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.privacy import GramTreeConstants
 from fedbandit_env.xp import rounding_tolerance
 
 
@@ -74,9 +93,8 @@ class FedLinUCBState(NamedTuple):
     last release, ``flight_U``, ``flight_u`` released but not yet in W, ``G``, ``g`` the whole
     history, ``Q`` (d+1, d+1) the augmented leaf since the last release, ``tree`` the privatizer
     (``()`` when not private), ``last_release`` (N, d^2 + d). Sync state: ``since_sync`` () Delta,
-    ``requested`` () a request arrived in the last observation, ``n_sync`` (). Counters:
-    ``capacity_refusals`` (N,), ``clipped_rewards`` (N,), ``eig_clip_events`` (). ``context``
-    (N, K, d): the decision sets of the step being played."""
+    ``n_sync`` (). Counters: ``capacity_refusals`` (N,), ``clipped_rewards`` (N,),
+    ``eig_clip_events`` (). ``context`` (N, K, d): the decision sets of the step being played."""
 
     W: jnp.ndarray
     logdet_W: jnp.ndarray
@@ -91,7 +109,6 @@ class FedLinUCBState(NamedTuple):
     tree: Any
     last_release: jnp.ndarray
     since_sync: jnp.ndarray
-    requested: jnp.ndarray
     n_sync: jnp.ndarray
     capacity_refusals: jnp.ndarray
     clipped_rewards: jnp.ndarray
@@ -115,11 +132,41 @@ def floor_spectrum(W: jnp.ndarray, floor: float) -> tuple[jnp.ndarray, jnp.ndarr
     return jnp.where(low, 0.5 * (fixed + fixed.T), W), real
 
 
-class FedLinUCB:
-    """Centralized FedUCB (see the module docstring; port of :class:`agents.FedLinUCB`)."""
+def gram_tree(constants: GramTreeConstants | None, shape: tuple[int, ...]) -> GramTree | None:
+    """The privatizer's trees of the paper's constants (None when not private)."""
+    return None if constants is None else GramTree.from_constants(constants, shape)
 
-    agent_id = "fed_lin_ucb"
-    version = 2  # results version of the twin (docs/bench.md)
+
+def pull_statistics(context: jnp.ndarray, obs: Observation, config: Any, clipped: jnp.ndarray):
+    """Algorithm 1's update terms of every agent's last pull, ``x x^T``, ``y x`` and the leaf
+    ``z z^T`` of ``z = [x; y]`` (zeros where nothing was pulled); a private agent clips y to
+    [-B, B] first (the privacy calibration needs |y| <= B), counted in ``clipped``."""
+    x, y = last_pull(context, obs)
+    if config.private:
+        y, hit = clip_rewards(y, config.B)
+        clipped = clipped + hit.astype(jnp.int32)
+    return (*pull_terms(x, y, leaf=True), clipped)
+
+
+def private_release(key, s: Any, tree: GramTree | None, mask, lam: float):
+    """The releases of the agents in ``mask``: the tree's noisy prefix sums of their leaves
+    ``s.Q`` (refusals of full trees counted), or ``G + lambda I`` and ``g`` when not private.
+    Returns ``(U_hat, u_hat, tree state, capacity_refusals)``."""
+    if tree is None:
+        d = s.G.shape[-1]
+        return s.G + lam * jnp.eye(d, dtype=jnp.float32), s.g, s.tree, s.capacity_refusals
+    rel, state = tree.release(key, s.tree, s.Q, mask)
+    refused = (mask & ~rel.released).astype(jnp.int32)
+    refused = refused.sum(axis=tuple(range(1, refused.ndim)))  # per agent
+    return rel.U_hat, rel.u_hat, state, s.capacity_refusals + refused
+
+
+class FedLinUCB:
+    """Centralized FedUCB (see the module docstring): :class:`agents.FedLinUCB` on JAX, on the
+    params protocol (:class:`agents.fed_lin_ucb.FedLinParams`)."""
+
+    agent_id = AGENT_ID
+    version = VERSION
 
     def __init__(
         self,
@@ -139,54 +186,44 @@ class FedLinUCB:
         eig_floor: float | None = None,
         timing: str = "paper",
     ):
-        # the twin validates the hyperparameters (FedLinUCBConfig) and, in init, the facts
-        self.twin = NumpyFedLinUCB(
-            epsilon, delta, alpha, private, sync_threshold, schedule, num_syncs, beta_scale,
-            lam, sigma, S, L, B, eig_floor, timing,
+        self.config = FedLinUCBConfig(
+            AGENT_ID, epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S,
+            L, B, eig_floor, schedule, num_syncs, timing,
         )  # fmt: skip
-        self.config = self.twin.config
-        self.paper = self.config.timing == "paper"
 
     @property
     def privacy_epsilon(self) -> float:
         """Declared guarantee: (epsilon, delta)-DP per agent (``inf`` when ``private=False``)."""
-        return self.twin.privacy_epsilon
+        return self.config.epsilon
 
     def channel_spec(self, config) -> Any:
-        return self.twin.channel_spec(config)
+        """``sync`` (dim 1) and ``stats`` (dim d^2 + d), server, aggregate sum."""
+        return fedlin_channel_spec(config.linear.dim if config.linear is not None else 1)
+
+    def make_params(self, facts: FederationFacts) -> FedLinParams:
+        """Algorithm 1 line 1's constants and every check of the facts:
+        :func:`agents.fed_lin_ucb.fedlin_params`."""
+        return fedlin_params(self.config, facts)
 
     # ------------------------------------------------------------------- init
-    def init(self, key: jax.Array, facts: FederationFacts) -> FedLinUCBState:
-        """Algorithm 1 line 1: ``W = M rho_min I``, zero own statistics, the privatizer trees
-        with the constants of Proposition 2, and Theorem 1's D (or ``sync_threshold``), all
-        computed by the numpy twin's ``reset`` on the same facts."""
-        twin = self.twin
-        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        d, n = twin.d, twin.M
-        self.d, self.M = d, n
-        self.rho_min, self.rho_max, self.kappa = twin.rho_min, twin.rho_max, twin.kappa
-        self.scale = n * twin.rho_min  # logdets are taken relative to (M rho_min)^d
-        self.threshold = float(twin.threshold)
-        self.eig_floor = float(twin.eig_floor)
-        self.fixed = self.config.schedule == "fixed"
-        self.fixed_trials = np.asarray(twin._fixed_trials, np.int32) if self.fixed else None
-        self.tree = GramTree.from_constants(twin.constants, (n,)) if twin.private else None
-        eye = np.eye(d, dtype=np.float32)
-        self._inflate = np.float32(n * (twin.rho_max - twin.rho_min)) * eye
-        k, s = facts.num_arms, d + 1
+    def init(self, key: jax.Array, params: FedLinParams) -> FedLinUCBState:
+        """Algorithm 1 line 1: ``W = M rho_min I``, zero own statistics and empty privatizer
+        trees."""
+        p = params
+        d, n, k, s = p.dim, p.num_agents, p.num_arms, p.dim + 1
+        tree = gram_tree(p.constants, (n,))
         zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
         return FedLinUCBState(
-            W=jnp.asarray(np.float32(n * twin.rho_min) * eye),
+            W=(n * p.rho_min) * jnp.eye(d, dtype=jnp.float32),
             logdet_W=jnp.zeros((), jnp.float32),
             w=zeros(d),
             U=zeros(n, d, d), u=zeros(n, d),
             flight_U=zeros(n, d, d), flight_u=zeros(n, d),
             G=zeros(n, d, d), g=zeros(n, d),
             Q=zeros(n, s, s),
-            tree=self.tree.init() if self.tree is not None else (),
+            tree=tree.init() if tree is not None else (),
             last_release=zeros(n, d * d + d),
             since_sync=jnp.zeros((), jnp.int32),
-            requested=jnp.zeros((), bool),
             n_sync=jnp.zeros((), jnp.int32),
             capacity_refusals=jnp.zeros(n, jnp.int32),
             clipped_rewards=jnp.zeros(n, jnp.int32),
@@ -195,59 +232,49 @@ class FedLinUCB:
         )  # fmt: skip
 
     # -------------------------------------------------------------- the trial
-    def act(self, key: jax.Array, state: FedLinUCBState, obs: Observation):
-        """One trial of Algorithm 1 under the configured ``timing`` (module docstring)."""
+    def act(self, key: jax.Array, state: FedLinUCBState, obs: Observation, params: FedLinParams):
+        """One trial of Algorithm 1 under the configured ``timing`` (module docstring): fold in
+        the last pull, take the controller's sum, release where a sync is due, choose, and
+        request a sync when the trigger fires."""
+        p = params
         fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
-        s = self._fold(state, obs, fresh)
-        s = self._receive(s, obs)
-        due = self._sync_due(obs, fresh) if self.paper else self._upload_now(obs, s)
-        s = self._release(key, s, due)
+        s = self._fold(state, obs, fresh, p)
+        s = self._receive(s, obs, p)
+        due = sync_due(p, fresh, obs.pulls, obs.deliveries[SYNC].count > 0)
+        s = self._release(key, s, due, p)
         V = s.W + s.flight_U + s.U  # flight: only in syncing runs under the paper timing
         u = s.w + s.flight_u + s.u
         chol = cholesky(V)
-        arms = ucb_choice(obs.context, chol, u, self.radius(chol))
-        if self.paper:
-            request = self._request_after(s, obs.context, arms, due)
-        else:
-            request = self._request(s, due)
-        n = self.M
+        arms = ucb_choice(obs.context, chol, u, radius(chol, p))
+        request = self._request(s, obs.context, arms, due, p)
+        n = p.num_agents
         messages = {
             SYNC: (request, jnp.ones((n, 1), jnp.float32)),
             STATS: (jnp.broadcast_to(due, (n,)), s.last_release),
         }
-        pull = ~due if self.paper else jnp.ones((), bool)
+        pull = ~due if p.paper else jnp.ones((), bool)
         return Action(arms, messages, pull), s._replace(context=obs.context)
 
-    def _fold(self, s: FedLinUCBState, obs: Observation, fresh) -> FedLinUCBState:
+    def _fold(self, s: FedLinUCBState, obs: Observation, fresh, p: FedLinParams):
         """Algorithm 1: the last pull's ``x x^T`` and ``y x`` into the agent's own statistics
-        (``U, u, G, g`` and the leaf ``Q`` of ``z = [x; y]``); a private agent clips y to
-        [-B, B] first. Delta counts the trial."""
-        x, y = last_pull(s.context, obs)
-        clipped = s.clipped_rewards
-        if self.config.private:  # the privacy calibration needs |y| <= B
-            B = self.config.B
-            yc = jnp.clip(y, -B, B)
-            clipped = clipped + (yc != y).astype(jnp.int32)
-            y = yc
-        xx = jnp.einsum("ni,nj->nij", x, x)
-        z = jnp.concatenate([x, y[:, None]], axis=-1)
-        yx = y[:, None] * x
+        (``U, u, G, g`` and the leaf ``Q`` of ``z = [x; y]``, :func:`pull_statistics`). Delta
+        counts the trial."""
+        xx, yx, zz, clipped = pull_statistics(s.context, obs, p.config, s.clipped_rewards)
         return s._replace(
-            U=s.U + xx, u=s.u + yx, G=s.G + xx, g=s.g + yx,
-            Q=s.Q + jnp.einsum("ni,nj->nij", z, z),
+            U=s.U + xx, u=s.u + yx, G=s.G + xx, g=s.g + yx, Q=s.Q + zz,
             since_sync=s.since_sync + fresh.astype(jnp.int32),
             clipped_rewards=clipped,
         )  # fmt: skip
 
-    def _receive(self, s: FedLinUCBState, obs: Observation) -> FedLinUCBState:
+    def _receive(self, s: FedLinUCBState, obs: Observation, p: FedLinParams) -> FedLinUCBState:
         """The controller's sum of the releases (Algorithm 1's sync): the new ``W`` (spectrum
         floored) and ``w`` replace the old ones; own data released with it leaves ``flight``."""
         stats = obs.deliveries[STATS]
         arrived = stats.count > 0
-        d = self.d
+        d = p.dim
         total = stats.aggregate.astype(jnp.float32)
-        W, real = floor_spectrum(total[: d * d].reshape(d, d), self.eig_floor)
-        logdet_W = logdet_over(cholesky(W), self.scale)
+        W, real = floor_spectrum(total[: d * d].reshape(d, d), float(p.eig_floor))
+        logdet_W = logdet_over(cholesky(W), p.num_agents * p.rho_min)
         keep = lambda new, old: jnp.where(arrived, new, old)  # noqa: E731
         return s._replace(
             W=keep(W, s.W),
@@ -258,45 +285,16 @@ class FedLinUCB:
             since_sync=keep(0, s.since_sync),
             n_sync=s.n_sync + arrived.astype(jnp.int32),
             eig_clip_events=s.eig_clip_events + (arrived & real).astype(jnp.int32),
-            requested=obs.deliveries[SYNC].count > 0,
         )
 
-    def _is_fixed_trial(self, t: jnp.ndarray) -> jnp.ndarray:
-        """Whether ``t`` is one of the fixed schedule's trials (sorted, searched)."""
-        trials = jnp.asarray(self.fixed_trials)
-        i = jnp.clip(jnp.searchsorted(trials, t), 0, trials.shape[0] - 1)
-        return trials[i] == t
-
-    def _sync_due(self, obs: Observation, fresh) -> jnp.ndarray:
-        """Whether the run syncs now, right after the trial just pulled (paper timing)."""
-        if self.fixed:
-            return fresh & self._is_fixed_trial(obs.pulls)
-        if self.threshold == 0.0:
-            return fresh
-        return fresh & (obs.deliveries[SYNC].count > 0)
-
-    def _upload_now(self, obs: Observation, s: FedLinUCBState) -> jnp.ndarray:
-        """Latency timing: whether the agents upload their releases with this pull."""
-        if self.fixed:
-            return self._is_fixed_trial(obs.step)
-        if self.threshold == 0.0:  # D = 0: everyone knows a sync follows every trial
-            return obs.step > 0
-        return s.requested & (obs.step > 0)
-
-    def _release(self, key: jax.Array, s: FedLinUCBState, upload) -> FedLinUCBState:
-        """Every agent of an uploading run releases its whole-history statistics: the tree's
-        noisy prefix sum (private) or ``G + lambda I`` and ``g``; its own data since the last
-        release moves to ``flight`` (in W once the sum arrives)."""
-        d, n = self.d, self.M
+    def _release(self, key: jax.Array, s: FedLinUCBState, upload, p: FedLinParams):
+        """Every agent of an uploading run releases its whole-history statistics
+        (:func:`private_release`); its own data since the last release moves to ``flight`` (in
+        W once the sum arrives)."""
+        d, n = p.dim, p.num_agents
         mask = jnp.broadcast_to(upload, (n,))
-        tree, refusals = s.tree, s.capacity_refusals
-        if self.tree is not None:
-            rel, tree = self.tree.release(key, s.tree, s.Q, mask)
-            refusals = refusals + (mask & ~rel.released).astype(jnp.int32)
-            U_hat, u_hat = rel.U_hat, rel.u_hat
-        else:
-            U_hat = s.G + jnp.float32(self.config.lam) * jnp.eye(d, dtype=jnp.float32)
-            u_hat = s.g
+        tree = gram_tree(p.constants, (n,))
+        U_hat, u_hat, tree_state, refusals = private_release(key, s, tree, mask, p.config.lam)
         fresh = jnp.concatenate([U_hat.reshape(n, d * d), u_hat], axis=-1)
         up, up2 = mask[:, None], mask[:, None, None]
         return s._replace(
@@ -306,40 +304,34 @@ class FedLinUCB:
             U=jnp.where(up2, 0.0, s.U),
             u=jnp.where(up, 0.0, s.u),
             Q=jnp.where(up2, 0.0, s.Q),
-            tree=tree,
+            tree=tree_state,
             capacity_refusals=refusals,
         )
 
-    def _fires(self, s: FedLinUCBState, total: jnp.ndarray) -> jnp.ndarray:
-        """Algorithm 1's trigger ``(Delta + 1) [ln det total - ln det W] >= D`` per agent."""
-        lhs = logdet_over(cholesky(total + jnp.asarray(self._inflate)), self.scale) - s.logdet_W
-        return (s.since_sync.astype(jnp.float32) + 1.0) * lhs >= self.threshold
+    def _request(self, s: FedLinUCBState, context, arms, due, p: FedLinParams) -> jnp.ndarray:
+        """Algorithm 1's trigger ``(Delta + 1) [ln det(W + U + M (rho_max - rho_min) I) - ln det
+        W] >= D`` per agent, none while a sync is under way. Paper timing: after the trial about
+        to be played, with ``U + x x^T`` (the request travels with the pull); latency: on
+        ``W + flight + U``."""
+        n, d = p.num_agents, p.dim
+        if p.fixed_trials or p.threshold == 0.0:
+            return jnp.zeros(n, bool)
+        total = s.W + s.flight_U + s.U
+        if p.paper:
+            x = context[jnp.arange(n), arms]
+            total = total + jnp.einsum("ni,nj->nij", x, x)
+        inflate = (n * (p.rho_max - p.rho_min)) * jnp.eye(d, dtype=jnp.float32)
+        logdet = logdet_over(cholesky(total + inflate), n * p.rho_min)
+        weight = s.since_sync.astype(jnp.float32) + 1.0
+        return rarely_switching(logdet, s.logdet_W, weight, float(p.threshold)) & ~due
 
-    def _request_after(self, s: FedLinUCBState, context, arms, due) -> jnp.ndarray:
-        """Paper timing: the trigger after the trial about to be played, with ``U + x x^T`` (it
-        needs x only, so the request travels with the pull)."""
-        if self.fixed or self.threshold == 0.0:
-            return jnp.zeros(self.M, bool)
-        x = context[jnp.arange(self.M), arms]
-        fire = self._fires(s, s.W + s.U + jnp.einsum("ni,nj->nij", x, x))
-        return fire & ~due
 
-    def _request(self, s: FedLinUCBState, upload) -> jnp.ndarray:
-        """Latency timing: the trigger on ``W + flight + U``; no request while a sync is under
-        way."""
-        if self.fixed or self.threshold == 0.0:
-            return jnp.zeros(self.M, bool)
-        return self._fires(s, s.W + s.flight_U + s.U) & ~upload
-
-    def radius(self, chol: jnp.ndarray) -> jnp.ndarray:
-        """Proposition 2 for the group of M agents (radicand with ``ln det V``, clamped at 0),
-        times beta_scale: sigma sqrt(2 ln(2/alpha) + ln det V - d ln(M rho_min)) + S sqrt(M
-        rho_max) + kappa sqrt(M)."""
-        cfg, m = self.config, self.M
-        radicand = 2.0 * math.log(2.0 / cfg.alpha) + logdet_over(chol, self.scale)
-        beta = (
-            cfg.sigma * jnp.sqrt(jnp.maximum(radicand, 0.0))
-            + cfg.S * math.sqrt(m * self.rho_max)
-            + self.kappa * math.sqrt(m)
-        )
-        return cfg.beta_scale * beta
+def radius(chol: jnp.ndarray, p: FedLinParams) -> jnp.ndarray:
+    """Proposition 2 for the group of M agents from V's Cholesky factor
+    (:func:`fedbandit_env.linear_kernels.confidence_radius` on ``ln det V - d ln(M rho_min)``),
+    times beta_scale."""
+    return confidence_radius(
+        logdet_over(chol, p.num_agents * p.rho_min), 0.0, alpha=p.config.alpha,
+        sigma=p.config.sigma, S=p.config.S, rho_max=p.rho_max, kappa=p.kappa,
+        group=p.num_agents, beta_scale=p.config.beta_scale,
+    )  # fmt: skip

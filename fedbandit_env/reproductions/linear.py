@@ -153,8 +153,8 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
     env_kwargs = {"num_agents": M, "dim": d, "num_arms": min(10, d * d), "horizon": T}
     cpu = time.process_time()
     if cfg.get("backend", "numpy") == "jax":
-        learner, finals, messages, syncs, clips, wall = _run_jax(cfg, kwargs, env_kwargs)
-        constants, lam, D = learner.twin.constants, learner.twin.lam, learner.threshold
+        params, finals, messages, syncs, clips, wall = _run_jax(cfg, kwargs, env_kwargs)
+        constants, lam, D = params.constants, params.config.lam, params.threshold
     else:
         policy = FedLinUCB(**kwargs)
         res = evaluate(ENV, policy, runs=cfg["runs"], seed=cfg["seed"], env_kwargs=env_kwargs)
@@ -192,20 +192,20 @@ def _run_jax(
     cfg: dict[str, Any], kwargs: dict[str, Any], env_kwargs: dict[str, Any]
 ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """The configuration on the JAX backend (docs/jax.md): one compiled rollout of the runs'
-    seeds with the JAX port of FedUCB; the learner, final per-agent regret (runs,), messages
-    (runs,), realized syncs (runs,), eigenvalue floors (runs,) and the wall time (compile
-    included)."""
+    seeds with the JAX port of FedUCB; its params (agents.fed_lin_ucb.FedLinParams), final
+    per-agent regret (runs,), messages (runs,), realized syncs (runs,), eigenvalue floors
+    (runs,) and the wall time (compile included)."""
     import fedbandit_env.jax as fj
     from agents.jax.fed_lin_ucb import FedLinUCB as JaxFedLinUCB
     from fedbandit_env.bench.evaluate import env_kwargs_for
 
     learner = JaxFedLinUCB(**kwargs)
-    env = fj.make(ENV, **env_kwargs_for(learner.twin, ENV, env_kwargs))
+    env = fj.make(ENV, **env_kwargs_for(learner, ENV, env_kwargs))
     seeds = list(range(cfg["seed"], cfg["seed"] + cfg["runs"]))
     out = fj.rollout(env, learner, seeds, checkpoints=np.asarray([cfg["T"]]))
     state = out.learner_state
     return (
-        learner,
+        out.params,
         out.regret_by_agent[:, -1].mean(axis=1),
         out.messages.sum(axis=1),
         np.asarray(state.n_sync),
