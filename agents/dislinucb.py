@@ -58,20 +58,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
+from agents.channel_check import check_channel_spec
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear
+from fedbandit_env.linear_kernels import pull_terms, rarely_switching
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_near_ties
 from fedbandit_env.validation import check_real
+from fedbandit_env.xp import namespace
 
 AGENT_ID = "dislinucb"
+VERSION = 1  # results version (docs/bench.md)
 SYNC, STATS = "sync", "stats"
 
 
@@ -117,11 +121,81 @@ class DisLinUCBConfig:
             set_("alpha", check_real("alpha", self.alpha, low=0.0, where=AGENT_ID))
 
 
+def dislin_channel_spec(dim: int) -> dict[str, dict[str, Any]]:
+    """Two ``server`` channels, aggregate "sum": ``sync`` (dim 1) for the requests and ``stats``
+    (dim d^2 + d + 1) for the buffers (dA, db, dn)."""
+    return {
+        SYNC: {"kind": "server", "dim": 1, "aggregate": "sum"},
+        STATS: {"kind": "server", "dim": dim * dim + dim + 1, "aggregate": "sum"},
+    }
+
+
+@dataclass(frozen=True)
+class DisLinParams:
+    """What DisLinUCB reads at run time on one federation: N, K, d, the trigger's threshold D
+    (the user's, or :func:`heuristic_threshold`) and the configuration."""
+
+    num_agents: int
+    num_arms: int
+    dim: int
+    threshold: float
+    config: DisLinUCBConfig
+
+
+def dislin_params(config: DisLinUCBConfig, facts: FederationFacts) -> DisLinParams:
+    """The :class:`DisLinParams` of a validated configuration on a federation; checks the family
+    and the channels (a sync collects every client's buffer: participation 1, no drops, no join
+    schedule). Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
+    d = check_linear(AGENT_ID, facts)
+    check_channel_spec(AGENT_ID, dislin_channel_spec(d), facts)
+    for name in (SYNC, STATS):
+        ch = facts.channels[name]
+        if (
+            ch.get("participation", 1.0) != 1.0
+            or ch.get("drop_prob", 0.0) != 0.0
+            or ch.get("join_round") is not None
+        ):
+            raise ConfigError(
+                f"{AGENT_ID}: channels.{name}: expected participation 1, no drops and no "
+                f"join schedule (a sync collects every client's buffer)"
+            )
+    N, D = facts.num_agents, config.sync_threshold
+    threshold = heuristic_threshold(facts.horizon, N, d) if D is None else float(D)
+    return DisLinParams(N, facts.num_arms, d, threshold, config)
+
+
+def exploration_width(n: Any, dim: int, config: DisLinUCBConfig) -> Any:
+    """alpha_t of each client's next decision (module docstring, "Decision") from its sample
+    count ``n``: ``R sqrt(d ln(1 + n / (d lam)) + 2 ln(1/delta)) + sqrt(lam)``, or the fixed
+    ``alpha``; in the float dtype of the engine."""
+    xp = namespace(n)
+    if config.alpha is not None:
+        return xp.full(n.shape, config.alpha, xp.result_type(n, 1.0))
+    d, lam = dim, config.lam
+    inner = d * xp.log1p(n / (d * lam)) + 2.0 * math.log(1.0 / config.delta)
+    return config.R * xp.sqrt(inner) + math.sqrt(lam)
+
+
+def upload_buffers(dA: Any, db: Any, dn: Any, due: Any) -> tuple[Any, Any, Any, Any]:
+    """Sync, the upload: where ``due`` (per run) every client sends its buffer ``(dA, db, dn)``
+    (d^2 + d + 1 floats; zeros elsewhere) and clears it. Returns the payload and the buffers."""
+    xp = namespace(dA)
+    d = dA.shape[-1]
+    payload = xp.concatenate([dA.reshape(*dA.shape[:-2], d * d), db, dn[..., None]], axis=-1)
+    m = due[..., None]
+    return (
+        xp.where(m[..., None], payload, 0.0),
+        xp.where(m[..., None, None], 0.0, dA),
+        xp.where(m[..., None], 0.0, db),
+        xp.where(m, 0, dn),
+    )
+
+
 class DisLinUCB(TeamPolicy):
     """Batched DisLinUCB (module docstring)."""
 
     agent_id = AGENT_ID
-    version = 1
+    version = VERSION
     privacy_epsilon = math.inf  # explicitly not private (the twin of fed_lin_ucb)
 
     def __init__(
@@ -142,33 +216,15 @@ class DisLinUCB(TeamPolicy):
         )
 
     def channel_spec(self, config: EnvConfig):
-        d = config.linear.dim if config.linear is not None else 1
-        return {
-            SYNC: {"kind": "server", "dim": 1, "aggregate": "sum"},
-            STATS: {"kind": "server", "dim": d * d + d + 1, "aggregate": "sum"},
-        }
+        return dislin_channel_spec(config.linear.dim if config.linear is not None else 1)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        """Zero local statistics and buffers, ``V^-1 = I / lam`` and the trigger threshold D."""
-        d = check_linear(self.agent_id, facts)
-        check_channels(self, facts)
-        for name in (SYNC, STATS):
-            ch = facts.channels[name]
-            if (
-                ch.get("participation", 1.0) != 1.0
-                or ch.get("drop_prob", 0.0) != 0.0
-                or ch.get("join_round") is not None
-            ):
-                raise ConfigError(
-                    f"{self.agent_id}: channels.{name}: expected participation 1, no drops and no "
-                    f"join schedule (a sync collects every client's buffer)"
-                )
-        B, N = facts.num_runs, facts.num_agents
-        self.d, self.N = d, N
-        self.threshold = (
-            heuristic_threshold(facts.horizon, N, d) if self.D is None else float(self.D)
-        )
+        """Zero local statistics and buffers, ``V^-1 = I / lam`` and the trigger threshold D
+        (:func:`dislin_params`)."""
+        p = self.params = dislin_params(self.config, facts)  # checks the facts
+        B, N, d = facts.num_runs, p.num_agents, p.dim
+        self.d, self.N, self.threshold = d, N, p.threshold
         self.A = np.zeros((B, N, d, d))
         self.b = np.zeros((B, N, d))
         self.n = np.zeros((B, N))
@@ -224,13 +280,8 @@ class DisLinUCB(TeamPolicy):
         )
 
     def width(self) -> np.ndarray:
-        """alpha_t (B, N) of each client's next decision."""
-        if self.alpha is not None:
-            return np.full(self.n.shape, self.alpha)
-        d, lam = self.d, self.lam
-        return self.R * np.sqrt(
-            d * np.log1p(self.n / (d * lam)) + 2.0 * math.log(1.0 / self.delta)
-        ) + math.sqrt(lam)
+        """alpha_t (B, N) of each client's next decision (:func:`exploration_width`)."""
+        return exploration_width(self.n, self.d, self.config)
 
     def _choose(self, context: np.ndarray, V_inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The UCB arms (B, N) and ``x^T V^-1 x`` (B, N) of the chosen features."""
@@ -248,8 +299,8 @@ class DisLinUCB(TeamPolicy):
         self._logdet_next = self._logdet + np.log1p(np.maximum(quad, 0.0))
         if self.threshold == 0.0:
             return np.zeros(self.n.shape, dtype=bool)
-        ratio = self._logdet_next - self._logdet_sync
-        return (self.dn + 1.0) * ratio >= self.threshold
+        return rarely_switching(self._logdet_next, self._logdet_sync, self.dn + 1.0,
+                                self.threshold)  # fmt: skip
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> None:
         """Update: ``x x^T`` and ``r x`` into the local statistics and the buffers (only in the
@@ -258,8 +309,7 @@ class DisLinUCB(TeamPolicy):
         x = self._context[b, i, obs.last_arm]
         w = fresh[:, None].astype(np.float64)
         x = x * w[..., None]
-        xx = np.einsum("bni,bnj->bnij", x, x)
-        rx = (obs.last_reward * w)[..., None] * x
+        xx, rx = pull_terms(x, obs.last_reward * w)
         self.A += xx
         self.dA += xx
         self.b += rx
@@ -271,16 +321,10 @@ class DisLinUCB(TeamPolicy):
         self.V_inv -= np.matmul(u, u.swapaxes(-1, -2)) / (1.0 + np.matmul(x[..., None, :], u))
 
     def _upload(self, due: np.ndarray) -> np.ndarray:
-        """Every client of the syncing runs sends its buffer and clears it."""
-        B, N, d = *self.n.shape, self.d
-        payload = np.concatenate(
-            [self.dA.reshape(B, N, d * d), self.db, self.dn[..., None]], axis=-1
-        )
-        rows = due[:, None]
-        self.dA = np.where(rows[..., None, None], 0.0, self.dA)
-        self.db = np.where(rows[..., None], 0.0, self.db)
-        self.dn = np.where(rows, 0.0, self.dn)
-        return np.where(rows[..., None], payload, 0.0)
+        """Every client of the syncing runs sends its buffer and clears it
+        (:func:`upload_buffers`)."""
+        payload, self.dA, self.db, self.dn = upload_buffers(self.dA, self.db, self.dn, due)
+        return payload
 
     def _receive(self, stats, runs: np.ndarray) -> None:
         """The server's sum of the buffers: the new global statistics replace the local ones."""

@@ -44,21 +44,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channels
-from agents.fed_ucb_common import FedUCBBase, LinearFedUCBConfig
+from agents.channel_check import check_channel_spec
+from agents.fed_ucb_common import FedUCBBase, LinearFedUCBConfig, regularizer
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import clique_cover, power_graph
 from fedbandit_env.kernels import check_linear, ucb_choice
+from fedbandit_env.linear_kernels import rarely_switching
 from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
-from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants
+from fedbandit_env.privacy import GramTreeConstants, GramTreePrivatizer
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_AGENTS, check_int
 
+AGENT_ID = "fed_lin_ucb_decentralized"
+VERSION = 2  # results version (docs/bench.md): 2, the paper's timing by default (1: latency)
 FLOOD = "flood"
 HEADER = 3  # request flag, slot, release number
 
@@ -79,11 +83,88 @@ class FedLinUCBDecentralizedConfig(LinearFedUCBConfig):
         super().__post_init__()
 
 
+def dec_channel_spec(dim: int, gamma: int) -> dict[str, dict[str, Any]]:
+    """One ``flood`` channel per slot (:func:`slot_channel`), TTL gamma, dim 3 + d^2 + d."""
+    return {
+        slot_channel(g): {"kind": "flood", "dim": HEADER + dim * dim + dim, "ttl": gamma}
+        for g in range(gamma)
+    }
+
+
+@dataclass(frozen=True)
+class DecParams:
+    """What decentralized FedUCB reads at run time on one federation: N, K, d, T, gamma; the
+    clique cover of G^gamma (``cliques``, each agent's clique ``clique_of``, its position
+    ``pos`` in it and the clique's size c_i, ``size``); the privacy constants (None when not
+    private; the extra log gamma of Remark 5), Proposition 2's ``rho_min``, ``rho_max``,
+    ``kappa``; D_dec (``threshold``); the spectrum floor; the configuration."""
+
+    num_agents: int
+    num_arms: int
+    dim: int
+    horizon: int
+    gamma: int
+    cliques: tuple[tuple[int, ...], ...]
+    clique_of: tuple[int, ...]
+    pos: tuple[int, ...]
+    size: tuple[float, ...]
+    constants: GramTreeConstants | None
+    rho_min: float
+    rho_max: float
+    kappa: float
+    threshold: float
+    eig_floor: float
+    config: FedLinUCBDecentralizedConfig
+
+    @property
+    def c_max(self) -> int:
+        """The largest clique's size."""
+        return max(len(c) for c in self.cliques)
+
+    @property
+    def paper(self) -> bool:
+        """Whether a trigger's messages go out in a communication step (``timing="paper"``)."""
+        return self.config.timing == "paper"
+
+
+def dec_params(config: FedLinUCBDecentralizedConfig, facts: FederationFacts) -> DecParams:
+    """The :class:`DecParams` of a validated configuration on a federation; checks the family,
+    the slot channels, a connected graph and T >= 2 gamma + 1. Pure: the numpy ``reset`` and
+    the JAX ``make_params`` call it."""
+    d = check_linear(AGENT_ID, facts)
+    g, n, T = config.gamma, facts.num_agents, facts.horizon
+    check_channel_spec(AGENT_ID, dec_channel_spec(d, g), facts)
+    if len(facts.topology.components) != 1:
+        raise ConfigError(f"{AGENT_ID}: topology: expected a connected graph")
+    if T < 2 * g + 1:
+        raise ConfigError(
+            f"{AGENT_ID}: horizon: expected at least 2 * gamma + 1 = {2 * g + 1} trials "
+            f"(a first use and one sync round of up to 2 gamma trials), got {T}"
+        )
+    cover = clique_cover(power_graph(facts.topology.graph, g))
+    cliques = tuple(tuple(int(i) for i in c) for c in cover)
+    clique_of, pos = [0] * n, [0] * n
+    for c, members in enumerate(cliques):
+        for p, member in enumerate(members):
+            clique_of[member], pos[member] = c, p
+    size = tuple(float(len(cliques[c])) for c in clique_of)
+    c, rho_min, rho_max, kappa = regularizer(config, d, n, T, gamma=g)
+    if c is not None:
+        default_D = c.sync_threshold
+    else:
+        t_slot = T / g
+        default_D = 2.0 * t_slot * d / (math.log(1.0 + t_slot / (d * config.lam)) + 1.0)
+    threshold = default_D if config.sync_threshold is None else config.sync_threshold
+    eig_floor = rho_min if config.eig_floor is None else config.eig_floor
+    return DecParams(n, facts.num_arms, d, T, g, cliques, tuple(clique_of), tuple(pos), size, c,
+                     rho_min, rho_max, kappa, threshold, eig_floor, config)  # fmt: skip
+
+
 class FedLinUCBDecentralized(FedUCBBase):
     """Decentralized FedUCB over the flood channel (see the module docstring)."""
 
-    agent_id = "fed_lin_ucb_decentralized"
-    version = 2  # results version (docs/bench.md)
+    agent_id = AGENT_ID
+    version = VERSION
 
     def __init__(
         self,
@@ -124,63 +205,28 @@ class FedLinUCBDecentralized(FedUCBBase):
         self.gamma = config.gamma
 
     def channel_spec(self, config: EnvConfig):
-        d = config.linear.dim if config.linear is not None else 1
-        return {
-            slot_channel(g): {"kind": "flood", "dim": HEADER + d * d + d, "ttl": self.gamma}
-            for g in range(self.gamma)
-        }
+        return dec_channel_spec(config.linear.dim if config.linear is not None else 1, self.gamma)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Clique cover of G^gamma, the per-slot privatizer trees (the extra log gamma of
-        Remark 5), ``W_{i,g}`` from the members' initial ``rho_min I`` and D_dec."""
-        d = check_linear(self.agent_id, facts)
+        Remark 5), ``W_{i,g}`` from the members' initial ``rho_min I`` and D_dec
+        (:func:`dec_params`)."""
+        p = self.params = dec_params(self.config, facts)  # checks the facts
         self._channels = [slot_channel(g) for g in range(self.gamma)]
-        check_channels(self, facts)
-        if len(facts.topology.components) != 1:
-            raise ConfigError(f"{self.agent_id}: topology: expected a connected graph")
-        n, runs, g = facts.num_agents, facts.num_runs, self.gamma
-        if facts.horizon < 2 * g + 1:
-            raise ConfigError(
-                f"{self.agent_id}: horizon: expected at least 2 * gamma + 1 = {2 * g + 1} trials "
-                f"(a first use and one sync round of up to 2 gamma trials), got {facts.horizon}"
-            )
-        self.d, self.N, self.T = d, n, facts.horizon
-        cliques = clique_cover(power_graph(facts.topology.graph, g))
-        self.cliques = cliques
-        self.clique_of = np.zeros(n, dtype=np.int64)
-        self.pos = np.zeros(n, dtype=np.int64)
-        for c, members in enumerate(cliques):
-            for p, member in enumerate(members):
-                self.clique_of[member], self.pos[member] = c, p
-        self.size = np.array([len(cliques[c]) for c in self.clique_of], dtype=np.float64)
-        c_max = max(len(c) for c in cliques)
-        valid = np.zeros((n, c_max), dtype=bool)
-        for i in range(n):
-            valid[i, : len(cliques[self.clique_of[i]])] = True
-        if self.private:
-            c = linear_privacy_constants(
-                self.epsilon,
-                self.delta,
-                d,
-                n,
-                facts.horizon,
-                alpha=self.alpha,
-                L=self.L,
-                B=self.B,
-                gamma=g,
-            )
-            self.constants = c
-            self.rho_min, self.rho_max, self.kappa = c.rho_min, c.rho_max, c.kappa
-            default_D = c.sync_threshold
-            self.tree = GramTreePrivatizer.from_constants(c, (n, g), rng=rng.child("privacy"))
-        else:
-            self.constants, self.tree = None, None
-            self.rho_min = self.rho_max = self.lam
-            self.kappa = 0.0
-            t_slot = facts.horizon / g
-            default_D = 2.0 * t_slot * d / (math.log(1.0 + t_slot / (d * self.lam)) + 1.0)
-        self.threshold = default_D if self.D is None else self.D
+        d, n, runs, g = p.dim, p.num_agents, facts.num_runs, p.gamma
+        self.d, self.N, self.T = d, n, p.horizon
+        self.cliques = p.cliques
+        self.clique_of, self.pos = np.array(p.clique_of, np.int64), np.array(p.pos, np.int64)
+        self.size = np.array(p.size, dtype=np.float64)
+        c_max = p.c_max
+        valid = np.arange(c_max)[None, :] < self.size[:, None]
+        self.constants, self.threshold = p.constants, p.threshold
+        self.rho_min, self.rho_max, self.kappa = p.rho_min, p.rho_max, p.kappa
+        self.tree = None
+        if p.constants is not None:
+            self.tree = GramTreePrivatizer.from_constants(p.constants, (n, g),
+                                                          rng=rng.child("privacy"))  # fmt: skip
         eye = np.eye(d)
         self.R_U = np.where(valid[None, :, None, :, None, None], self.rho_min * eye, 0.0)
         self.R_U = np.broadcast_to(self.R_U, (runs, n, g, c_max, d, d)).copy()
@@ -289,8 +335,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         run = self._runs
         W = self._W[run, :, slot]
         inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
-        lhs = self.logdet(W + self.U[run, :, slot] + inflate) - self.logdet(W)
-        return self.since[run, :, slot] * lhs >= self.threshold
+        logdet = self.logdet(W + self.U[run, :, slot] + inflate)
+        return rarely_switching(logdet, self.logdet(W), self.since[run, :, slot], self.threshold)
 
     def _outgoing_paper(self, trigger, used, talk, live) -> dict:
         """A talking run sends only its triggers (request + own release of the slot just used);
@@ -315,8 +361,8 @@ class FedLinUCBDecentralized(FedUCBBase):
         """The trigger of :meth:`_trigger_runs` for one slot shared by every run."""
         W, _ = self.W(slot)
         inflate = (self.size * (self.rho_max - self.rho_min))[None, :, None, None] * np.eye(self.d)
-        lhs = self.logdet(W + self.U[:, :, slot] + inflate) - self.logdet(W)
-        return self.since[:, :, slot] * lhs >= self.threshold
+        logdet = self.logdet(W + self.U[:, :, slot] + inflate)
+        return rarely_switching(logdet, self.logdet(W), self.since[:, :, slot], self.threshold)
 
     def _receive(self, deliveries: list) -> None:
         """Requests mark the slot pending; newer releases of clique members replace their

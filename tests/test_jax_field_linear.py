@@ -1,7 +1,7 @@
 """JAX ports of two linear contextual agents (docs/jax.md, "Tests"): DisLinUCB
 (``agents/jax/dislinucb.py``, docs/dislinucb.md) and decentralized FedUCB
 (``agents/jax/fed_lin_ucb_decentralized.py``, docs/linear.md, "Decentralized FedUCB"), against
-their numpy twins.
+their numpy learners.
 
 Both have data-dependent synchronization (DisLinUCB: the determinant-ratio trigger and a
 communication step per sync; decentralized FedUCB: log-det triggers, requests and answers over
@@ -13,6 +13,7 @@ under ``jit`` and ``vmap``, the declarations, the refusals and the privacy noise
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -24,16 +25,19 @@ import jax.numpy as jnp  # noqa: E402
 
 import fedbandit_env.jax as fj  # noqa: E402
 from agents.dislinucb import DisLinUCB as NumpyDisLinUCB  # noqa: E402
+from agents.fed_lin_ucb_decentralized import DecParams  # noqa: E402
 from agents.fed_lin_ucb_decentralized import (  # noqa: E402
     FedLinUCBDecentralized as NumpyDecentralized,
 )
 from agents.jax.dislinucb import DisLinUCB  # noqa: E402
+from agents.jax.fed_lin_ucb import gram_tree  # noqa: E402
 from agents.jax.fed_lin_ucb_decentralized import FedLinUCBDecentralized  # noqa: E402
 from fedbandit_env.agent_registry import make_agent  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for, evaluate  # noqa: E402
 from fedbandit_env.errors import ConfigError  # noqa: E402
 from fedbandit_env.network.ledger import AGENT_SERVER  # noqa: E402
 from fedbandit_env.privacy import GramTreePrivatizer  # noqa: E402
+from fedbandit_env.seeding import BatchedRNG  # noqa: E402
 
 LINEAR = "FedBandit/LinearContextual-v0"
 DIS = {"num_agents": 4, "num_arms": 5, "dim": 4, "horizon": 150}
@@ -66,12 +70,12 @@ def jit_vmap_matches_single(env, learner, steps: int = 8) -> None:
     a tie); float32, int32 and bool state only. Then the same compiled programs run again from
     the same keys: same key, same bits (every action and every leaf of the final states;
     one compilation serves both checks)."""
-    facts = fj.facts_of(env)
+    init_one, act_one = fj.bind(learner, fj.facts_of(env))
     start = jax.random.split(jax.random.PRNGKey(3), 3)
     reset = jax.jit(jax.vmap(env.reset))
-    init = jax.jit(jax.vmap(lambda k: learner.init(k, facts)))
-    act, step = jax.jit(jax.vmap(learner.act)), jax.jit(jax.vmap(env.step))
-    single = jax.jit(learner.act)
+    init = jax.jit(jax.vmap(init_one))
+    act, step = jax.jit(jax.vmap(act_one)), jax.jit(jax.vmap(env.step))
+    single = jax.jit(act_one)
 
     def play(compare: bool):
         keys = start
@@ -152,7 +156,7 @@ def test_dislinucb_light_cone():
     assert_light_cone(env, DisLinUCB(sync_threshold=0.0), 2, steps=40, at=10, max_hops=1)
 
 
-def test_dislinucb_declares_what_its_twin_declares():
+def test_dislinucb_declares_what_numpy_declares():
     config = env_for("dislinucb", DIS).params
     for kwargs in ({}, {"sync_threshold": 3.0, "alpha": 0.5}):
         port, twin = fj.make_jax_agent("dislinucb", **kwargs), NumpyDisLinUCB(**kwargs)
@@ -168,7 +172,7 @@ def test_dislinucb_declares_what_its_twin_declares():
     [({"sync_threshold": -1.0}, "sync_threshold"), ({"lam": 0.0}, "lam"),
      ({"delta": 1.0}, "delta"), ({"R": -0.5}, "R"), ({"alpha": float("nan")}, "alpha")],
 )  # fmt: skip
-def test_dislinucb_refuses_what_its_twin_refuses(kwargs, field):
+def test_dislinucb_refuses_what_numpy_refuses(kwargs, field):
     with pytest.raises(ConfigError) as theirs:
         NumpyDisLinUCB(**kwargs)
     with pytest.raises(ConfigError, match=rf"dislinucb: {field}") as ours:
@@ -176,17 +180,27 @@ def test_dislinucb_refuses_what_its_twin_refuses(kwargs, field):
     assert str(ours.value) == str(theirs.value)
 
 
-def test_dislinucb_checks_the_facts_at_init_like_its_twin():
-    key = jax.random.PRNGKey(0)
+def test_dislinucb_checks_the_facts_in_its_params_like_numpy():
     mab = fj.make("FedBandit/Heterogeneous-v0", num_agents=3, num_arms=4, horizon=10,
                   channels=())  # fmt: skip
     with pytest.raises(ConfigError, match=r"dislinucb: family: expected 'linear'"):
-        DisLinUCB().init(key, fj.facts_of(mab))
+        fj.bind(DisLinUCB(), fj.facts_of(mab))
     spec = DisLinUCB().channel_spec(env_for("dislinucb", DIS).params)
     dropping = {**spec, "stats": {**spec["stats"], "drop_prob": 0.1}}
     env = fj.make(LINEAR, **{**DIS, "channels": dropping})
     with pytest.raises(ConfigError, match=r"dislinucb: channels\.stats: expected participation"):
-        DisLinUCB().init(key, fj.facts_of(env))
+        fj.bind(DisLinUCB(), fj.facts_of(env))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"sync_threshold": 0.5, "alpha": 0.3}])
+def test_dislinucb_params_are_what_the_numpy_reset_computes(kwargs):
+    """make_params and the numpy reset call one function (agents.dislinucb.dislin_params)."""
+    facts = fj.facts_of(env_for("dislinucb", DIS))
+    params = DisLinUCB(**kwargs).make_params(facts)
+    ref = NumpyDisLinUCB(**kwargs)
+    ref.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+    assert params == ref.params and params.threshold == ref.threshold
+    assert (params.num_agents, params.dim) == (DIS["num_agents"], DIS["dim"])
 
 
 # ====================================================== decentralized FedUCB
@@ -246,7 +260,7 @@ def test_decentralized_light_cone():
     assert_light_cone(env, learner, 0, steps=40, at=10)
 
 
-def test_decentralized_declares_what_its_twin_declares():
+def test_decentralized_declares_what_numpy_declares():
     for kwargs in ({}, {"private": False}, {"epsilon": 0.5, "gamma": 2}):
         port = fj.make_jax_agent("fed_lin_ucb_decentralized", **kwargs)
         twin = NumpyDecentralized(**kwargs)
@@ -263,7 +277,7 @@ def test_decentralized_declares_what_its_twin_declares():
     [({"gamma": 0}, "gamma"), ({"epsilon": -1.0}, "epsilon"), ({"timing": "later"}, "timing"),
      ({"beta_scale": -1.0}, "beta_scale"), ({"private": "yes"}, "private")],
 )  # fmt: skip
-def test_decentralized_refuses_what_its_twin_refuses(kwargs, field):
+def test_decentralized_refuses_what_numpy_refuses(kwargs, field):
     with pytest.raises(ConfigError) as theirs:
         NumpyDecentralized(**kwargs)
     with pytest.raises(ConfigError, match=rf"fed_lin_ucb_decentralized: {field}") as ours:
@@ -271,36 +285,37 @@ def test_decentralized_refuses_what_its_twin_refuses(kwargs, field):
     assert str(ours.value) == str(theirs.value)
 
 
-def test_decentralized_checks_the_facts_at_init_like_its_twin():
-    key = jax.random.PRNGKey(0)
+def test_decentralized_checks_the_facts_in_its_params_like_numpy():
     learner = FedLinUCBDecentralized(gamma=3)
     env = env_for("fed_lin_ucb_decentralized", DEC, {"gamma": 3}, horizon=6)
     with pytest.raises(ConfigError, match="fed_lin_ucb_decentralized: horizon: expected at least"):
-        learner.init(key, fj.facts_of(env))
+        fj.bind(learner, fj.facts_of(env))
     with pytest.raises(ConfigError, match=r"fed_lin_ucb_decentralized: channels\.flood"):
-        FedLinUCBDecentralized().init(key, fj.facts_of(fj.make(LINEAR, **DEC, channels=())))
+        fj.bind(FedLinUCBDecentralized(), fj.facts_of(fj.make(LINEAR, **DEC, channels=())))
 
 
-def test_decentralized_noise_scales_are_the_twins():
-    """The (N, gamma) trees have the twin's sigma_N, shift 2 Lambda, depth m (with the extra
-    log gamma: T -> T / gamma) and capacity; the noise of a first release of zeros has
-    off-diagonal variance sigma_N^2 and diagonal variance 2 sigma_N^2 (empirical, 4000 trees)."""
+def test_decentralized_noise_scales_are_the_numpy_learners():
+    """The params are what the numpy reset computes (one function, dec_params); the (N, gamma)
+    trees have its sigma_N, shift 2 Lambda, depth m (with the extra log gamma: T -> T / gamma)
+    and capacity; the noise of a first release of zeros has off-diagonal variance sigma_N^2 and
+    diagonal variance 2 sigma_N^2 (empirical, 4000 trees)."""
     env = env_for("fed_lin_ucb_decentralized", DEC, {"gamma": 2})
-    port = FedLinUCBDecentralized(gamma=2, epsilon=0.5)
-    port.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    twin = port.twin  # reset on the same facts by the port
-    c = twin.constants
-    assert port.tree.shape == (DEC["num_agents"], 2)
-    assert (port.tree.sigma, port.tree.shift, port.tree.levels) == (c.sigma_N, c.shift, c.m)
-    ref = twin.tree
-    assert isinstance(ref, GramTreePrivatizer)
-    assert (ref.sigma, ref.shift, ref.levels, ref.capacity) == (
-        port.tree.sigma, port.tree.shift, port.tree.levels, port.tree.capacity)  # fmt: skip
+    facts = fj.facts_of(env)
+    params = FedLinUCBDecentralized(gamma=2, epsilon=0.5).make_params(facts)
+    ref = NumpyDecentralized(gamma=2, epsilon=0.5)
+    ref.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
+    assert DecParams(**{f.name: getattr(params, f.name) for f in fields(DecParams)}) == ref.params
+    assert len(params.member_slot) == 2 and len(params.member_slot[0]) == DEC["num_agents"]
+    c = ref.constants
+    tree = gram_tree(params.constants, (DEC["num_agents"], 2))
+    assert (tree.sigma, tree.shift, tree.levels) == (c.sigma_N, c.shift, c.m)
+    assert isinstance(ref.tree, GramTreePrivatizer)
+    assert (ref.tree.sigma, ref.tree.shift, ref.tree.levels, ref.tree.capacity) == (
+        tree.sigma, tree.shift, tree.levels, tree.capacity)  # fmt: skip
     assert c.m == 1 + math.ceil(math.log2(math.ceil(DEC["horizon"] / 2)))
-    assert (port.rho_min, port.rho_max, port.kappa) == (twin.rho_min, twin.rho_max, twin.kappa)
-    assert port.threshold == twin.threshold == c.sync_threshold
+    assert (params.rho_min, params.rho_max, params.kappa) == (ref.rho_min, ref.rho_max, ref.kappa)
+    assert params.threshold == ref.threshold == c.sync_threshold
     d, side = DEC["dim"], DEC["dim"] + 1
-    tree = port.tree
     zeros = jnp.zeros((*tree.shape, side, side))
     mask = jnp.ones(tree.shape, bool)
 

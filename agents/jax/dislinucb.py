@@ -1,11 +1,11 @@
 """DisLinUCB in JAX (Wang, Hu, Chen & Wang, "Distributed Bandit Learning: Near-Optimal Regret with
 Efficient Communication", ICLR 2020).
 
-Port of :mod:`agents.dislinucb` (the numpy twin, the model) for one run, vectorized over the N
-clients and K arms; the rules as implemented are those of docs/dislinucb.md. N clients share
+The JAX form of :mod:`agents.dislinucb` (the numpy learner, the model) for one run, vectorized
+over the N clients and K arms; the rules as implemented are those of docs/dislinucb.md. N clients share
 theta*, each runs LinUCB on its local statistics, and a server sums the clients' buffered
 updates when a client's log-det trigger fires (the paper's Algorithm 1, event-triggered
-communication). The names are the paper's and the twin's:
+communication). The names are the paper's and numpy's:
 
 ==============  ==========================================================================
 ``A``, ``b``    A_i = sum x x^T (no regulariser) and b_i = sum r x: client i's local statistics
@@ -24,7 +24,7 @@ communication). The names are the paper's and the twin's:
 * **Sync**: every client's buffer to the server, the global sums back to everyone, who replace
   their local statistics with them.
 
-Timing, the twin's (docs/dislinucb.md, "Channels and timing"): two ``server`` channels with
+Timing, numpy's (docs/dislinucb.md, "Channels and timing"): two ``server`` channels with
 aggregate "sum", ``sync`` (dim 1, the requests) and ``stats`` (dim d^2 + d + 1, the buffers).
 The trigger needs the chosen x only (``ln det(V + x x^T) = ln det V + ln(1 + x^T V^-1 x)``), so
 a client whose trigger will fire after trial t sends its request with that pull; everybody sees
@@ -36,16 +36,19 @@ are masks (``jnp.where`` on ``due`` and on the arrival of the sum), never Python
 The hyperparameters and their validation (:class:`agents.dislinucb.DisLinUCBConfig`), the
 checks of the facts (the family, the channels: aggregate "sum", participation 1, no drops, no
 join schedule) and the threshold D (the documented heuristic ``T / (N d ln(N T))`` when
-``sync_threshold`` is None) are the twin's: ``init`` runs the twin's ``reset`` on the same
-facts, in Python, before tracing.
+``sync_threshold`` is None) are the params (:func:`agents.dislinucb.dislin_params`, which the
+numpy ``reset`` calls too), made in Python before tracing. The width alpha_t
+(:func:`agents.dislinucb.exploration_width`), the upload (:func:`agents.dislinucb.
+upload_buffers`), a pull's statistics and the trigger (:mod:`fedbandit_env.linear_kernels`) are
+the numpy learner's own functions.
 
 Deviations, none in the algorithm:
 
-* ties: UCB values within a relative :func:`fedbandit_env.xp.rounding_tolerance` (1e-5 in float32; the twin's
+* ties: UCB values within a relative :func:`fedbandit_env.xp.rounding_tolerance` (1e-5 in float32; numpy's
   1e-12 is a float64 tolerance) of the best are broken by the largest of (N, K) uniforms drawn
-  from the step's key (the twin: its ``tiebreak`` stream, same rule);
+  from the step's key (numpy: its ``tiebreak`` stream, same rule);
 * numerics: float32 statistics (not compensated); V's Cholesky factor is recomputed every step
-  (the twin updates V^-1 by Sherman-Morrison and ln det V by the determinant lemma), which
+  (numpy updates V^-1 by Sherman-Morrison and ln det V by the determinant lemma), which
   gives ``V^-1 b``, the widths and ``ln det V`` at once; log-determinants are kept relative to
   ``d ln lam`` (term by term over the factor's diagonal); counts are int32.
 
@@ -60,14 +63,23 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from agents.dislinucb import STATS, SYNC
-from agents.dislinucb import DisLinUCB as NumpyDisLinUCB
+from agents.dislinucb import (
+    AGENT_ID,
+    STATS,
+    SYNC,
+    VERSION,
+    DisLinParams,
+    DisLinUCBConfig,
+    dislin_channel_spec,
+    dislin_params,
+    exploration_width,
+    upload_buffers,
+)
 from fedbandit_env.jax.linear_kernels import cholesky, last_pull, logdet_over, triangular_solve
 from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.linear_kernels import pull_terms, rarely_switching
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_near_ties
 
 
@@ -95,11 +107,12 @@ class DisLinUCBState(NamedTuple):
 
 
 class DisLinUCB:
-    """DisLinUCB (see the module docstring; port of :class:`agents.DisLinUCB`)."""
+    """DisLinUCB (see the module docstring): :class:`agents.DisLinUCB` on JAX, on the params
+    protocol (:class:`agents.dislinucb.DisLinParams`)."""
 
-    agent_id = NumpyDisLinUCB.agent_id
-    version = NumpyDisLinUCB.version
-    privacy_epsilon = NumpyDisLinUCB.privacy_epsilon  # inf: explicitly not private
+    agent_id = AGENT_ID
+    version = VERSION
+    privacy_epsilon = math.inf  # explicitly not private
 
     def __init__(
         self,
@@ -109,24 +122,20 @@ class DisLinUCB:
         R: float = 0.5,
         alpha: float | None = None,
     ):
-        # the twin validates the hyperparameters (DisLinUCBConfig) and, in init, the facts
-        self.twin = NumpyDisLinUCB(sync_threshold, lam, delta, R, alpha)
-        self.config = self.twin.config
+        self.config = DisLinUCBConfig(sync_threshold, lam, delta, R, alpha)
 
     def channel_spec(self, config) -> Any:
-        """The twin's: ``sync`` (dim 1) and ``stats`` (dim d^2 + d + 1), server, aggregate sum."""
-        return self.twin.channel_spec(config)
+        """``sync`` (dim 1) and ``stats`` (dim d^2 + d + 1), server, aggregate sum."""
+        return dislin_channel_spec(config.linear.dim if config.linear is not None else 1)
+
+    def make_params(self, facts: FederationFacts) -> DisLinParams:
+        """The threshold D and the checks of the facts: :func:`agents.dislinucb.dislin_params`."""
+        return dislin_params(self.config, facts)
 
     # ------------------------------------------------------------------- init
-    def init(self, key: jax.Array, facts: FederationFacts) -> DisLinUCBState:
-        """Zero local statistics, buffers and global sums (``V = lam I``), and the threshold D,
-        from the twin's ``reset`` on the same facts (which also checks them)."""
-        twin = self.twin
-        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        self.d, self.N, self.K = twin.d, twin.N, facts.num_arms
-        self.threshold = float(twin.threshold)
-        self.lam = float(twin.lam)
-        d, n = self.d, self.N
+    def init(self, key: jax.Array, params: DisLinParams) -> DisLinUCBState:
+        """Zero local statistics, buffers and global sums (``V = lam I``)."""
+        d, n = params.dim, params.num_agents
         zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
         return DisLinUCBState(
             A=zeros(n, d, d), b=zeros(n, d), n=jnp.zeros(n, jnp.int32),
@@ -136,25 +145,27 @@ class DisLinUCB:
             syncing=jnp.zeros((), bool),
             n_sync=jnp.zeros((), jnp.int32),
             n_requests=jnp.zeros((), jnp.int32),
-            context=zeros(n, self.K, d),
+            context=zeros(n, params.num_arms, d),
         )  # fmt: skip
 
     # -------------------------------------------------------------- the trial
-    def act(self, key: jax.Array, state: DisLinUCBState, obs: Observation):
+    def act(self, key: jax.Array, state: DisLinUCBState, obs: Observation, params: DisLinParams):
         """One engine step: fold in the last pull (Update), take the server's sum after a sync
         (Sync), upload the buffers if a sync is due (a communication step), choose the UCB arm
         (Decision) and request a sync when the trigger will fire after it (Trigger)."""
+        p = params
         fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
-        s = self._fold(state, obs, fresh)
-        s = self._receive(s, obs)
-        if self.threshold > 0.0:
+        s = self._fold(state, obs, fresh, p)
+        s = self._receive(s, obs, p)
+        if p.threshold > 0.0:
             due = fresh & (obs.deliveries[SYNC].count > 0)
         else:  # D = 0: a sync follows every trial, nobody requests it
             due = fresh
-        payload, s = self._upload(s, due)
-        arms, quad, logdet = self._choose(key, obs.context, s)
-        request = self._trigger(s, quad, logdet) & ~due
-        n = self.N
+        payload, dA, db, dn = upload_buffers(s.dA, s.db, s.dn, due)
+        s = s._replace(dA=dA, db=db, dn=dn)
+        arms, quad, logdet = self._choose(key, obs.context, s, p)
+        request = self._trigger(s, quad, logdet, p) & ~due
+        n = p.num_agents
         messages = {
             SYNC: (request, jnp.ones((n, 1), jnp.float32)),
             STATS: (jnp.broadcast_to(due, (n,)), payload),
@@ -166,30 +177,29 @@ class DisLinUCB:
         )
         return Action(arms, messages, ~due), s
 
-    def _fold(self, s: DisLinUCBState, obs: Observation, fresh) -> DisLinUCBState:
+    def _fold(self, s: DisLinUCBState, obs: Observation, fresh, p: DisLinParams):
         """Update: ``x x^T``, ``r x`` and one count into the local statistics and the buffers
         (zeros where nothing was pulled, e.g. after a communication step)."""
         x, y = last_pull(s.context, obs)
-        one = jnp.broadcast_to(fresh, (self.N,)).astype(jnp.int32)
-        xx = jnp.einsum("ni,nj->nij", x, x)
-        rx = y[:, None] * x
+        one = jnp.broadcast_to(fresh, (p.num_agents,)).astype(jnp.int32)
+        xx, rx = pull_terms(x, y)
         return s._replace(
             A=s.A + xx, dA=s.dA + xx, b=s.b + rx, db=s.db + rx, n=s.n + one, dn=s.dn + one
         )
 
-    def _receive(self, s: DisLinUCBState, obs: Observation) -> DisLinUCBState:
+    def _receive(self, s: DisLinUCBState, obs: Observation, p: DisLinParams) -> DisLinUCBState:
         """Sync, the clients' side: the server's sum of the buffers goes into the global sums,
         which replace every client's local statistics (and the trigger's reference
         ``ln det(A_g + lam I)``), where the run uploaded last step and the sum arrived."""
         stats = obs.deliveries[STATS]
         got = s.syncing & (stats.count > 0)
-        d, n = self.d, self.N
+        d, n, lam = p.dim, p.num_agents, p.config.lam
         total = stats.aggregate.astype(jnp.float32)
         A_g = jnp.where(got, s.A_g + total[: d * d].reshape(d, d), s.A_g)
         b_g = jnp.where(got, s.b_g + total[d * d : d * d + d], s.b_g)
         n_g = jnp.where(got, s.n_g + jnp.round(total[-1]).astype(jnp.int32), s.n_g)
-        eye = jnp.float32(self.lam) * jnp.eye(d, dtype=jnp.float32)
-        logdet_g = logdet_over(cholesky(A_g + eye), self.lam)
+        eye = jnp.float32(lam) * jnp.eye(d, dtype=jnp.float32)
+        logdet_g = logdet_over(cholesky(A_g + eye), lam)
         return s._replace(
             A=jnp.where(got, jnp.broadcast_to(A_g, (n, d, d)), s.A),
             b=jnp.where(got, jnp.broadcast_to(b_g, (n, d)), s.b),
@@ -199,34 +209,11 @@ class DisLinUCB:
             n_sync=s.n_sync + got.astype(jnp.int32),
         )  # fmt: skip
 
-    def _upload(self, s: DisLinUCBState, due) -> tuple[jnp.ndarray, DisLinUCBState]:
-        """Sync, the upload: where the run syncs now every client sends its buffer
-        ``(dA, db, dn)`` and clears it (zeros elsewhere)."""
-        n, d = self.N, self.d
-        payload = jnp.concatenate(
-            [s.dA.reshape(n, d * d), s.db, s.dn[:, None].astype(jnp.float32)], axis=-1
-        )
-        payload = jnp.where(due, payload, 0.0)
-        return payload, s._replace(
-            dA=jnp.where(due, 0.0, s.dA),
-            db=jnp.where(due, 0.0, s.db),
-            dn=jnp.where(due, 0, s.dn),
-        )
-
-    def width(self, n: jnp.ndarray) -> jnp.ndarray:
-        """alpha_t (N,) of each client's next decision (docs/dislinucb.md, "Decision")."""
-        cfg = self.config
-        if cfg.alpha is not None:
-            return jnp.full(n.shape, cfg.alpha, jnp.float32)
-        d, lam = self.d, self.lam
-        inner = d * jnp.log1p(n.astype(jnp.float32) / (d * lam)) + 2.0 * math.log(1.0 / cfg.delta)
-        return jnp.float32(cfg.R) * jnp.sqrt(inner) + math.sqrt(lam)
-
-    def _choose(self, key: jax.Array, context: jnp.ndarray, s: DisLinUCBState):
+    def _choose(self, key: jax.Array, context: jnp.ndarray, s: DisLinUCBState, p: DisLinParams):
         """Decision: the UCB arms (N,), ``x^T V^-1 x`` of the chosen features and ``ln det V - d
         ln lam`` (N,), from one Cholesky factor of ``V = A + lam I`` per client."""
-        d, n = self.d, self.N
-        V = s.A + jnp.float32(self.lam) * jnp.eye(d, dtype=jnp.float32)
+        d, n, lam = p.dim, p.num_agents, p.config.lam
+        V = s.A + jnp.float32(lam) * jnp.eye(d, dtype=jnp.float32)
         chol = cholesky(V)
         # L^-1 b and L^-1 x_k in one forward substitution (no LAPACK: linear_kernels' docstring)
         z = triangular_solve(chol, jnp.concatenate([s.b[..., None],
@@ -235,17 +222,18 @@ class DisLinUCB:
         theta = triangular_solve(chol, zb, transpose=True)[..., 0]
         quad = (zx * zx).sum(axis=-2)  # (N, K)
         mean = jnp.einsum("nkd,nd->nk", context, theta)
-        ucb = mean + self.width(s.n)[:, None] * jnp.sqrt(jnp.maximum(quad, 0.0))
-        u = jax.random.uniform(key, (n, self.K), jnp.float32)
+        ucb = mean + exploration_width(s.n, d, p.config)[:, None] * jnp.sqrt(jnp.maximum(quad, 0.0))
+        u = jax.random.uniform(key, (n, p.num_arms), jnp.float32)
         arms = argmax_near_ties(ucb, u)
         chosen = jnp.take_along_axis(quad, arms[:, None], axis=-1)[:, 0]
-        return arms, chosen, logdet_over(chol, self.lam)
+        return arms, chosen, logdet_over(chol, lam)
 
-    def _trigger(self, s: DisLinUCBState, quad, logdet) -> jnp.ndarray:
+    def _trigger(self, s: DisLinUCBState, quad, logdet, p: DisLinParams) -> jnp.ndarray:
         """Trigger after the trial about to be played (A' = A + x x^T, dA' = dA + x x^T, dn' =
         dn + 1, A' - dA' = A - dA): ``dn' [ln det(A + lam I) + ln(1 + x^T V^-1 x) -
         ln det(A - dA + lam I)] >= D``; never with D = 0 (everyone syncs anyway)."""
-        if self.threshold == 0.0:
-            return jnp.zeros(self.N, bool)
-        ratio = logdet + jnp.log1p(jnp.maximum(quad, 0.0)) - s.logdet_sync
-        return (s.dn.astype(jnp.float32) + 1.0) * ratio >= self.threshold
+        if p.threshold == 0.0:
+            return jnp.zeros(p.num_agents, bool)
+        logdet_next = logdet + jnp.log1p(jnp.maximum(quad, 0.0))
+        weight = s.dn.astype(jnp.float32) + 1.0
+        return rarely_switching(logdet_next, s.logdet_sync, weight, float(p.threshold))

@@ -1,14 +1,14 @@
 """Decentralized FedUCB in JAX (Dubey & Pentland, "Differentially-Private Federated Linear
 Bandits", NeurIPS 2020, Section 4.2 and Remark 5).
 
-Port of :mod:`agents.fed_lin_ucb_decentralized` (the numpy twin, the model) for one run,
-vectorized over the N agents, the gamma slots and the K arms. The paper describes its
-decentralized variant in prose only, so the rules are the twin's reconstruction, with every
-choice in docs/linear.md, "Decentralized FedUCB". The names are the paper's and the twin's:
+The JAX form of :mod:`agents.fed_lin_ucb_decentralized` (the numpy learner, the model) for one
+run, vectorized over the N agents, the gamma slots and the K arms. The paper describes its
+decentralized variant in prose only, so the rules are the numpy learner's reconstruction, with
+every choice in docs/linear.md, "Decentralized FedUCB". The names are the paper's and numpy's:
 
 =================  =======================================================================
 gamma              the flood TTL, the number of round-robin slots and the cliques' hop radius
-``cliques``        a clique cover of the power graph G^gamma (static, the twin's); agent i
+``cliques``        a clique cover of the power graph G^gamma (static, the params'); agent i
                    pools only its clique's data; c_i its clique's size
 ``R_U``, ``R_u``   (N, gamma, c_max, ...) the table of the members' latest releases
                    (U_hat, u_hat) per slot; own entry at the agent's position
@@ -37,10 +37,10 @@ for slot g, dim 3 + d^2 + d: request flag, slot, release number, U_hat, u_hat). 
 delivery is dense per (receiver, sender slot); a static table (from the channel's own
 ``senders`` layout, :class:`fedbandit_env.network.flood.FloodChannel`) maps each clique member
 to its sender slot, so the receive is one gather per slot channel (a Python loop over the gamma
-channels, none over agents or arms). A message on channel g always carries slot g (the twin
-writes it; the port uses the channel's slot).
+channels, none over agents or arms). A message on channel g always carries slot g (numpy
+writes it; JAX uses the channel's slot).
 
-Timing (``timing``, the twin's): ``"paper"`` (default) sends a trigger's request and release in a
+Timing (``timing``, numpy's): ``"paper"`` (default) sends a trigger's request and release in a
 communication-only step right after the pull that fired it (``pull`` False where any agent of
 the run triggers); answers go out with the next pull; slots follow the run's trials (its pull
 count); no trigger after the last trial. ``"latency"`` sends the trigger's messages with the
@@ -51,17 +51,21 @@ The hyperparameters and their validation
 (:class:`agents.fed_lin_ucb_decentralized.FedLinUCBDecentralizedConfig`), the checks of the
 facts (linear family, the flood channels, a connected graph, T >= 2 gamma + 1), the cliques, the
 privacy constants (rho_min, rho_max, kappa, the tree's sigma_N, shift and depth, from
-:func:`fedbandit_env.privacy.linear_privacy_constants` with gamma) and D_dec are the twin's:
-``init`` runs the twin's ``reset`` on the same facts, in Python, before tracing.
+:func:`fedbandit_env.privacy.linear_privacy_constants` with gamma) and D_dec are the params
+(:func:`agents.fed_lin_ucb_decentralized.dec_params`, which the numpy ``reset`` calls too), plus
+the flood channels' sender columns of the clique members (:class:`DecJaxParams`), made in Python
+before tracing. The radius, a pull's statistics and the trigger are the shared formulas of
+:mod:`fedbandit_env.linear_kernels`; the tree is :func:`fedbandit_env.privacy.gram_tree.
+insert_leaf`.
 
 Deviations, none in the algorithm:
 
 * the privacy noise is drawn from the step's key (:class:`fedbandit_env.jax.gram_tree.GramTree`);
-  the twin draws from its ``privacy`` stream; float32 statistics (not compensated);
-* ``eig_clip_events`` counts a matrix at most once per step (the twin counts twice when a
+  numpy draws from its ``privacy`` stream; float32 statistics (not compensated);
+* ``eig_clip_events`` counts a matrix at most once per step (numpy counts twice when a
   member's release and the agent's own land in the same step and both sums need the floor);
   the floor's rounding tolerance is float32's (:func:`fedbandit_env.xp.rounding_tolerance`);
-* where the twin raises on an indefinite V (which the floor rules out) or warns on a full tree,
+* where numpy raises on an indefinite V (which the floor rules out) or warns on a full tree,
   the compiled program cannot: V's factor turns NaN, and ``capacity_refusals`` counts refusals.
 
 Cost of the masks: every step floors the spectrum (one ``eigh``) of all N gamma sums W and keeps
@@ -70,22 +74,29 @@ only those that changed, and draws the tree noise for every (agent, slot), relea
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.fed_lin_ucb_decentralized import HEADER, slot_channel
-from agents.fed_lin_ucb_decentralized import FedLinUCBDecentralized as NumpyFedLinUCBDecentralized
-from agents.jax.fed_lin_ucb import floor_spectrum
-from fedbandit_env.jax.gram_tree import GramTree
-from fedbandit_env.jax.linear_kernels import cholesky, last_pull, ucb_choice
+from agents.fed_lin_ucb_decentralized import (
+    AGENT_ID,
+    HEADER,
+    VERSION,
+    DecParams,
+    FedLinUCBDecentralizedConfig,
+    dec_channel_spec,
+    dec_params,
+    slot_channel,
+)
+from agents.jax.fed_lin_ucb import floor_spectrum, gram_tree, private_release, pull_statistics
+from fedbandit_env.jax.linear_kernels import cholesky, logdet_over, ucb_choice
 from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.linear_kernels import confidence_radius, rarely_switching
 from fedbandit_env.network.flood import FloodChannel
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG
 
 
 class DecentralizedState(NamedTuple):
@@ -117,19 +128,50 @@ class DecentralizedState(NamedTuple):
     context: jnp.ndarray
 
 
-def logdet_relative(chol: jnp.ndarray, scale: jnp.ndarray) -> jnp.ndarray:
-    """``ln det V - d ln scale`` per agent from V's Cholesky factor (N, d, d) and ``scale``
-    (N,), term by term over the diagonal (no cancellation of two large logs in float32)."""
-    diag = jnp.diagonal(chol, axis1=-2, axis2=-1)
-    return 2.0 * jnp.log(diag / jnp.sqrt(scale)[:, None]).sum(axis=-1)
+@dataclass(frozen=True)
+class DecJaxParams(DecParams):
+    """The numpy learner's params plus, per slot channel, each clique member's column in the
+    flood delivery's senders table (``member_slot[g]``: N rows of c_max columns, -1 where
+    there is none): the receive is then one gather per slot channel."""
+
+    member_slot: tuple[tuple[tuple[int, ...], ...], ...] = ()
+
+
+def member_columns(p: DecParams, facts: FederationFacts) -> tuple:
+    """Each clique member's sender column of every slot channel (the channel's own ``senders``
+    layout, :class:`fedbandit_env.network.flood.FloodChannel`)."""
+    n, c_max = p.num_agents, p.c_max
+    member = np.full((n, c_max), -1, np.int64)
+    for i in range(n):
+        clique = p.cliques[p.clique_of[i]]
+        member[i, : len(clique)] = clique
+    out = []
+    for g in range(p.gamma):
+        name = slot_channel(g)
+        desc = facts.channels[name]
+        senders = FloodChannel(name, facts.topology, desc["dim"], ttl=desc["ttl"], c1=facts.c1,
+                               c2=facts.c2).senders  # fmt: skip
+        col = np.full((n, c_max), -1, np.int32)
+        for c in range(c_max):
+            match = senders == member[:, c][:, None]  # (N, S)
+            found = (member[:, c] >= 0) & match.any(axis=1)
+            col[:, c] = np.where(found, match.argmax(axis=1), -1)
+        out.append(tuple(map(tuple, col.tolist())))
+    return tuple(out)
+
+
+def _sizes(p: DecParams) -> jnp.ndarray:
+    """c_i (N,) float32."""
+    return jnp.asarray(np.asarray(p.size, np.float32))
 
 
 class FedLinUCBDecentralized:
-    """Decentralized FedUCB over the flood channels (see the module docstring; port of
-    :class:`agents.FedLinUCBDecentralized`)."""
+    """Decentralized FedUCB over the flood channels (see the module docstring):
+    :class:`agents.FedLinUCBDecentralized` on JAX, on the params protocol
+    (:class:`DecJaxParams`)."""
 
-    agent_id = NumpyFedLinUCBDecentralized.agent_id
-    version = NumpyFedLinUCBDecentralized.version
+    agent_id = AGENT_ID
+    version = VERSION
 
     def __init__(
         self,
@@ -148,65 +190,38 @@ class FedLinUCBDecentralized:
         eig_floor: float | None = None,
         timing: str = "paper",
     ):
-        # the twin validates the hyperparameters (FedLinUCBDecentralizedConfig) and, in init,
-        # the facts
-        self.twin = NumpyFedLinUCBDecentralized(
-            gamma, epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S, L,
-            B, eig_floor, timing,
+        self.config = FedLinUCBDecentralizedConfig(
+            AGENT_ID, epsilon, delta, alpha, private, sync_threshold, beta_scale, lam, sigma, S,
+            L, B, eig_floor, gamma, timing,
         )  # fmt: skip
-        self.config = self.twin.config
-        self.gamma = self.config.gamma
-        self.paper = self.config.timing == "paper"
 
     @property
     def privacy_epsilon(self) -> float:
         """Declared guarantee: (epsilon, delta)-DP per agent (``inf`` when ``private=False``)."""
-        return self.twin.privacy_epsilon
+        return self.config.epsilon
 
     def channel_spec(self, config) -> Any:
-        """The twin's: one ``flood`` channel per slot, TTL gamma, dim 3 + d^2 + d."""
-        return self.twin.channel_spec(config)
+        """One ``flood`` channel per slot, TTL gamma, dim 3 + d^2 + d."""
+        return dec_channel_spec(config.linear.dim if config.linear is not None else 1,
+                                self.config.gamma)  # fmt: skip
+
+    def make_params(self, facts: FederationFacts) -> DecJaxParams:
+        """The checks, cliques of G^gamma, privacy constants with the extra log gamma and D_dec
+        (:func:`agents.fed_lin_ucb_decentralized.dec_params`) and the members' sender columns."""
+        base = dec_params(self.config, facts)
+        return DecJaxParams(**vars(base), member_slot=member_columns(base, facts))
 
     # ------------------------------------------------------------------- init
-    def init(self, key: jax.Array, facts: FederationFacts) -> DecentralizedState:
-        """The twin's ``reset`` on the same facts (checks, cliques of G^gamma, privacy constants
-        with the extra log gamma, D_dec); the tables start at ``rho_min I`` per member, so
-        ``W_{i,g} = c_i rho_min I``; zero own statistics; the (N, gamma) privatizer trees."""
-        twin = self.twin
-        twin.reset(facts, BatchedRNG([np.random.SeedSequence(0)]))
-        d, n, G = twin.d, twin.N, self.gamma
-        self.d, self.N, self.T, self.K = d, n, twin.T, facts.num_arms
-        self.rho_min, self.rho_max, self.kappa = twin.rho_min, twin.rho_max, twin.kappa
-        self.threshold = float(twin.threshold)
-        self.eig_floor = float(twin.eig_floor)
-        self.size = np.asarray(twin.size, np.float32)  # c_i
-        self.cliques = twin.cliques
-        c_max = max(len(c) for c in twin.cliques)
-        self.c_max = c_max
-        member = np.full((n, c_max), -1, np.int64)
-        for i in range(n):
-            clique = twin.cliques[twin.clique_of[i]]
-            member[i, : len(clique)] = clique
-        self.own = np.arange(c_max)[None, :] == np.asarray(twin.pos)[:, None]  # (N, c_max)
-        # each member's column in the flood delivery's senders table, per slot channel
-        self.member_slot = []
-        for g in range(G):
-            name = slot_channel(g)
-            desc = facts.channels[name]
-            flood = FloodChannel(name, facts.topology, desc["dim"], ttl=desc["ttl"],
-                                 c1=facts.c1, c2=facts.c2)  # fmt: skip
-            senders = flood.senders
-            col = np.full((n, c_max), -1, np.int32)
-            for c in range(c_max):
-                match = senders == member[:, c][:, None]  # (N, S)
-                found = (member[:, c] >= 0) & match.any(axis=1)
-                col[:, c] = np.where(found, match.argmax(axis=1), -1)
-            self.member_slot.append(col)
-        self.tree = GramTree.from_constants(twin.constants, (n, G)) if twin.private else None
-        self.dim = HEADER + d * d + d
-        s = d + 1
+    def init(self, key: jax.Array, params: DecJaxParams) -> DecentralizedState:
+        """The tables start at ``rho_min I`` per member, so ``W_{i,g} = c_i rho_min I``; zero own
+        statistics; the (N, gamma) privatizer trees."""
+        p = params
+        d, n, G, c_max, s = p.dim, p.num_agents, p.gamma, p.c_max, p.dim + 1
+        valid = np.arange(c_max)[None, :] < np.asarray(p.size)[:, None]  # (N, c_max)
+        R_U = np.where(valid[:, None, :, None, None], p.rho_min * np.eye(d), 0.0)
+        R_U = np.broadcast_to(R_U, (n, G, c_max, d, d)).astype(np.float32)
+        tree = gram_tree(p.constants, (n, G))
         zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
-        R_U = np.asarray(twin.R_U[0], np.float32)  # rho_min I at the valid members
         return DecentralizedState(
             R_U=jnp.asarray(R_U),
             R_u=zeros(n, G, c_max, d),
@@ -219,30 +234,32 @@ class FedLinUCBDecentralized:
             since=jnp.zeros((n, G), jnp.int32),
             releases=jnp.zeros((n, G), jnp.int32),
             pending=jnp.zeros((n, G), bool),
-            tree=self.tree.init() if self.tree is not None else (),
+            tree=tree.init() if tree is not None else (),
             n_requests=jnp.zeros((), jnp.int32),
             capacity_refusals=jnp.zeros(n, jnp.int32),
             clipped_rewards=jnp.zeros(n, jnp.int32),
             eig_clip_events=jnp.zeros((), jnp.int32),
-            context=zeros(n, self.K, d),
+            context=zeros(n, p.num_arms, d),
         )  # fmt: skip
 
     # -------------------------------------------------------------- the trial
-    def act(self, key: jax.Array, state: DecentralizedState, obs: Observation):
+    def act(self, key: jax.Array, state: DecentralizedState, obs: Observation,
+            params: DecJaxParams):  # fmt: skip
         """One engine step under the configured ``timing`` (module docstring): fold the last
         pull into its slot, fire the triggers, take what arrived, answer the requests and
         release, choose with the slot of the next trial."""
+        p = params
         fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
-        used = jnp.remainder(obs.pulls - 1, self.gamma)  # the slot of the trial just pulled
-        in_used = jnp.arange(self.gamma) == used  # (gamma,)
-        s = self._fold(state, obs, fresh, in_used)
-        live = obs.pulls < self.T
-        trigger = self._trigger(s, used) & fresh
-        if self.paper:  # no trigger after the run's last trial: it would send nothing
+        used = jnp.remainder(obs.pulls - 1, p.gamma)  # the slot of the trial just pulled
+        in_used = jnp.arange(p.gamma) == used  # (gamma,)
+        s = self._fold(state, obs, fresh, in_used, p)
+        live = obs.pulls < p.horizon
+        trigger = self._trigger(s, used, p) & fresh
+        if p.paper:  # no trigger after the run's last trial: it would send nothing
             trigger = trigger & live
-        s, changed = self._receive(s, obs)
+        s, changed = self._receive(s, obs, p)
         answer = s.pending & (s.since > 0)
-        if self.paper:
+        if p.paper:
             talk = trigger.any()
             answer = answer & ~talk & live  # a talking run's answers wait for the next pull
             pending = jnp.where(talk, s.pending, False)
@@ -251,63 +268,55 @@ class FedLinUCBDecentralized:
             pending = jnp.zeros_like(s.pending)
         flag = trigger[:, None] & in_used[None, :]  # (N, gamma): the request, in slot used
         answer = answer | flag
-        s, U_hat, u_hat, changed = self._release(key, s._replace(pending=pending), answer, changed)
-        s = self._refresh(s, changed)
-        messages = self._messages(answer, flag, s.releases, U_hat, u_hat)
+        s, U_hat, u_hat, changed = self._release(key, s._replace(pending=pending), answer,
+                                                 changed, p)  # fmt: skip
+        s = self._refresh(s, changed, p)
+        messages = self._messages(answer, flag, s.releases, U_hat, u_hat, p)
         s = s._replace(n_requests=s.n_requests + trigger.sum(dtype=jnp.int32))
-        arms = self._choose(s, obs.context, jnp.remainder(obs.pulls, self.gamma))
+        arms = self._choose(s, obs.context, jnp.remainder(obs.pulls, p.gamma), p)
         return Action(arms, messages, ~talk), s._replace(context=obs.context)
 
-    def _fold(self, s: DecentralizedState, obs: Observation, fresh, in_used) -> DecentralizedState:
+    def _fold(self, s: DecentralizedState, obs: Observation, fresh, in_used, p: DecJaxParams):
         """Algorithm 1's update into the slot just used: ``x x^T``, ``y x`` into ``U, u, G, g``
-        and ``z z^T`` into ``Q`` (a private agent clips y to [-B, B] first); Delta counts the
-        trial."""
-        x, y = last_pull(s.context, obs)
-        clipped = s.clipped_rewards
-        if self.config.private:  # the privacy calibration needs |y| <= B
-            B = self.config.B
-            yc = jnp.clip(y, -B, B)
-            clipped = clipped + (yc != y).astype(jnp.int32)
-            y = yc
+        and ``z z^T`` into ``Q`` (:func:`agents.jax.fed_lin_ucb.pull_statistics`: a private
+        agent clips y to [-B, B] first); Delta counts the trial."""
+        xx, yx, zz, clipped = pull_statistics(s.context, obs, p.config, s.clipped_rewards)
         m = in_used.astype(jnp.float32)[None, :]  # (1, gamma)
-        xx = jnp.einsum("ni,nj->nij", x, x)[:, None] * m[..., None, None]
-        yx = (y[:, None] * x)[:, None] * m[..., None]
-        z = jnp.concatenate([x, y[:, None]], axis=-1)
-        zz = jnp.einsum("ni,nj->nij", z, z)[:, None] * m[..., None, None]
+        xx = xx[:, None] * m[..., None, None]
+        yx = yx[:, None] * m[..., None]
+        zz = zz[:, None] * m[..., None, None]
         tick = (fresh & in_used).astype(jnp.int32)[None, :]
         return s._replace(
             U=s.U + xx, u=s.u + yx, G=s.G + xx, g=s.g + yx, Q=s.Q + zz,
             since=s.since + tick, clipped_rewards=clipped,
         )  # fmt: skip
 
-    def _trigger(self, s: DecentralizedState, used) -> jnp.ndarray:
+    def _trigger(self, s: DecentralizedState, used, p: DecJaxParams) -> jnp.ndarray:
         """The trigger of the slot just used, per agent: ``Delta (ln det(W + U + c_i (rho_max -
         rho_min) I) - ln det W) >= D_dec``."""
-        d = self.d
         W, U, since = s.W[:, used], s.U[:, used], s.since[:, used]
-        size = jnp.asarray(self.size)
-        scale = size * np.float32(self.rho_min)
-        inflate = (size * np.float32(self.rho_max - self.rho_min))[:, None, None]
-        inflate = inflate * jnp.eye(d, dtype=jnp.float32)
-        lhs = logdet_relative(cholesky(W + U + inflate), scale) - logdet_relative(
-            cholesky(W), scale
-        )
-        return since.astype(jnp.float32) * lhs >= self.threshold
+        size = _sizes(p)
+        scale = (size * np.float32(p.rho_min))[:, None]
+        inflate = (size * np.float32(p.rho_max - p.rho_min))[:, None, None]
+        inflate = inflate * jnp.eye(p.dim, dtype=jnp.float32)
+        logdet = logdet_over(cholesky(W + U + inflate), scale)
+        return rarely_switching(logdet, logdet_over(cholesky(W), scale),
+                                since.astype(jnp.float32), float(p.threshold))  # fmt: skip
 
-    def _receive(self, s: DecentralizedState, obs: Observation):
+    def _receive(self, s: DecentralizedState, obs: Observation, p: DecJaxParams):
         """What arrived from clique members on the slot channels: a request marks the slot
         pending; a newer release (release number above the entry's) replaces the sender's
         entry of the table. Returns the state and the (N, gamma) tables that changed."""
-        rows = jnp.arange(self.N)[:, None]
+        rows = jnp.arange(p.num_agents)[:, None]
         arrived, pay = [], []
-        for g in range(self.gamma):
+        for g in range(p.gamma):
             dv = obs.deliveries[slot_channel(g)]
-            col = jnp.asarray(self.member_slot[g])
+            col = jnp.asarray(p.member_slot[g], jnp.int32)
             safe = jnp.maximum(col, 0)
             arrived.append((col >= 0) & dv.mask[rows, safe])
             pay.append(dv.payload[rows, safe])
         arrived, pay = jnp.stack(arrived, axis=1), jnp.stack(pay, axis=1)  # (N, gamma, c, .)
-        d = self.d
+        d = p.dim
         req = arrived & (pay[..., 0] > 0.5)
         seq = jnp.round(pay[..., 2]).astype(jnp.int32)
         data = arrived & (seq > 0) & (seq > s.seen)
@@ -320,22 +329,15 @@ class FedLinUCBDecentralized:
         )
         return s, data.any(axis=-1)
 
-    def _release(self, key: jax.Array, s: DecentralizedState, answer, changed):
-        """Every (agent, slot) in ``answer`` releases its privatized cumulative statistics (the
-        tree's noisy prefix sum, or ``G + lambda I`` and ``g`` when not private): its own entry
-        of its table changes at once, its own unreleased data (U, u, Q, Delta) is cleared."""
-        d = self.d
-        refusals = s.capacity_refusals
-        if self.tree is not None:
-            rel, tree = self.tree.release(key, s.tree, s.Q, answer)
-            refusals = refusals + (answer & ~rel.released).sum(axis=1, dtype=jnp.int32)
-            U_hat, u_hat = rel.U_hat, rel.u_hat
-        else:
-            tree = s.tree
-            U_hat = s.G + jnp.float32(self.config.lam) * jnp.eye(d, dtype=jnp.float32)
-            u_hat = s.g
+    def _release(self, key: jax.Array, s: DecentralizedState, answer, changed, p: DecJaxParams):
+        """Every (agent, slot) in ``answer`` releases its privatized cumulative statistics
+        (:func:`agents.jax.fed_lin_ucb.private_release`): its own entry of its table changes at
+        once, its own unreleased data (U, u, Q, Delta) is cleared."""
+        tree = gram_tree(p.constants, (p.num_agents, p.gamma))
+        U_hat, u_hat, tree_state, refusals = private_release(key, s, tree, answer, p.config.lam)
         releases = s.releases + answer.astype(jnp.int32)
-        own = answer[:, :, None] & jnp.asarray(self.own)[:, None, :]  # (N, gamma, c)
+        own = np.arange(p.c_max)[None, :] == np.asarray(p.pos)[:, None]  # (N, c_max)
+        own = answer[:, :, None] & jnp.asarray(own)[:, None, :]  # (N, gamma, c)
         a2, a3 = answer[..., None], answer[..., None, None]
         s = s._replace(
             R_U=jnp.where(own[..., None, None], U_hat[:, :, None], s.R_U),
@@ -344,14 +346,14 @@ class FedLinUCBDecentralized:
             releases=releases,
             U=jnp.where(a3, 0.0, s.U), u=jnp.where(a2, 0.0, s.u), Q=jnp.where(a3, 0.0, s.Q),
             since=jnp.where(answer, 0, s.since),
-            tree=tree, capacity_refusals=refusals,
+            tree=tree_state, capacity_refusals=refusals,
         )  # fmt: skip
         return s, U_hat, u_hat, changed | answer
 
-    def _refresh(self, s: DecentralizedState, changed) -> DecentralizedState:
+    def _refresh(self, s: DecentralizedState, changed, p: DecJaxParams) -> DecentralizedState:
         """``W_{i,g}`` and ``w_{i,g}`` recomputed from the table where it changed, the spectrum
         of W floored at ``eig_floor`` (a real clip counted in ``eig_clip_events``)."""
-        floor = lambda W: floor_spectrum(W, self.eig_floor)  # noqa: E731
+        floor = lambda W: floor_spectrum(W, float(p.eig_floor))  # noqa: E731
         W, real = jax.vmap(jax.vmap(floor))(s.R_U.sum(axis=2))
         return s._replace(
             W=jnp.where(changed[..., None, None], W, s.W),
@@ -359,10 +361,10 @@ class FedLinUCBDecentralized:
             eig_clip_events=s.eig_clip_events + (changed & real).sum(dtype=jnp.int32),
         )
 
-    def _messages(self, answer, flag, releases, U_hat, u_hat) -> dict:
+    def _messages(self, answer, flag, releases, U_hat, u_hat, p: DecJaxParams) -> dict:
         """One message per slot channel from each releasing agent: [request flag, slot, release
-        number, U_hat, u_hat] (the twin's layout)."""
-        n, G, d = self.N, self.gamma, self.d
+        number, U_hat, u_hat] (numpy's layout)."""
+        n, G, d = p.num_agents, p.gamma, p.dim
         header = jnp.stack(
             [
                 flag.astype(jnp.float32),
@@ -374,24 +376,20 @@ class FedLinUCBDecentralized:
         payload = jnp.concatenate([header, U_hat.reshape(n, G, d * d), u_hat], axis=-1)
         return {slot_channel(g): (answer[:, g], payload[:, g]) for g in range(G)}
 
-    def _choose(self, s: DecentralizedState, context, slot) -> jnp.ndarray:
+    def _choose(self, s: DecentralizedState, context, slot, p: DecJaxParams) -> jnp.ndarray:
         """Decision with the slot of the next trial: LinUCB on ``V = W + U``, ``w + u`` with the
-        clique's Proposition-2 radius."""
+        clique's Proposition-2 radius (:func:`radius`)."""
         V = s.W[:, slot] + s.U[:, slot]
         chol = cholesky(V)
-        return ucb_choice(context, chol, s.w[:, slot] + s.u[:, slot], self.radius(chol))
+        return ucb_choice(context, chol, s.w[:, slot] + s.u[:, slot], radius(chol, p))
 
-    def radius(self, chol: jnp.ndarray) -> jnp.ndarray:
-        """Proposition 2 for each agent's clique of c_i agents (radicand with ``ln det V``,
-        clamped at 0), times beta_scale: sigma sqrt(2 ln(2/alpha) + ln det V - d ln(c_i
-        rho_min)) + S sqrt(c_i rho_max) + kappa sqrt(c_i)."""
-        cfg = self.config
-        size = jnp.asarray(self.size)
-        scale = size * np.float32(self.rho_min)
-        radicand = 2.0 * math.log(2.0 / cfg.alpha) + logdet_relative(chol, scale)
-        beta = (
-            cfg.sigma * jnp.sqrt(jnp.maximum(radicand, 0.0))
-            + cfg.S * jnp.sqrt(size * np.float32(self.rho_max))
-            + self.kappa * jnp.sqrt(size)
-        )
-        return cfg.beta_scale * beta
+
+def radius(chol: jnp.ndarray, p: DecParams) -> jnp.ndarray:
+    """Proposition 2 for each agent's clique of c_i agents
+    (:func:`fedbandit_env.linear_kernels.confidence_radius` on ``ln det V - d ln(c_i
+    rho_min)``), times beta_scale."""
+    return confidence_radius(
+        logdet_over(chol, (_sizes(p) * np.float32(p.rho_min))[:, None]), 0.0,
+        alpha=p.config.alpha, sigma=p.config.sigma, S=p.config.S, rho_max=p.rho_max,
+        kappa=p.kappa, group=_sizes(p), beta_scale=p.config.beta_scale,
+    )  # fmt: skip
