@@ -1,10 +1,11 @@
-"""The JAX ports of Li & Song's private communication-efficient elimination agents (docs/jax.md,
-docs/commeff.md): ``cdp_mab``, ``ddp_mab`` and ``hdp_mab`` in ``agents/jax/commeff.py`` (the
-epoch machine in ``agents/jax/commeff_common.py``), against their numpy twins.
+"""The JAX learners of Li & Song's private communication-efficient elimination agents
+(docs/jax.md, docs/commeff.md): ``cdp_mab``, ``ddp_mab`` and ``hdp_mab`` in
+``agents/jax/commeff.py`` (the epoch machine in ``agents/jax/commeff_common.py``), against the
+numpy learners.
 
-The schedule tables give the twin's S_int, c(r) and h(r); on the numpy environment's
-observations (no noise) each port plays the twin's arms and keeps its epochs, active sets and
-phases step by step; over 200 runs of an instance where the first round's eliminations decide
+The params are the numpy reset's (N_eff, delay, eps_msg, delta) and the schedule tables give the
+numpy S_int, c(r) and h(r); on the numpy environment's observations (no noise) each JAX learner
+plays the numpy arms and keeps its epochs, active sets and phases step by step; over 200 runs of an instance where the first round's eliminations decide
 whether a second round fits the horizon, regret, message counts and the schedule statistics
 (rounds and uploads per run, eliminations, epochs) agree within 3 se, with exact messages per
 round; the Laplace scale is the twin's (computed and empirical); same key same bits, the light
@@ -25,7 +26,7 @@ import fedbandit_env.jax as fj  # noqa: E402
 from agents.commeff import CDPMAB as NumpyCDPMAB  # noqa: E402
 from agents.commeff import DDPMAB as NumpyDDPMAB  # noqa: E402
 from agents.commeff import HDPMAB as NumpyHDPMAB  # noqa: E402
-from agents.commeff.base import COMMIT  # noqa: E402
+from agents.commeff.base import COMMIT, noise_scale  # noqa: E402
 from agents.jax.commeff import CDPMAB, DDPMAB, HDPMAB  # noqa: E402
 from fedbandit_env.agent_registry import make_agent  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for  # noqa: E402
@@ -83,32 +84,38 @@ def play_numpy(policy, runs: int, kwargs: dict, seed: int = 0):
     ],
 )
 def test_schedule_tables_are_the_twins(kwargs):
-    """Epoch 1 of ``init`` is the twin's ``reset`` (S_int, n_r, c(1), h(1), the epoch length),
-    the tables' integer targets are the twin's :func:`integer_target` of S(r) for every epoch
-    and active-set size, and every epoch that can end within the horizon has a row."""
+    """The params are the numpy reset's (every field of its ``params``); epoch 1 of ``init``
+    is the numpy ``reset`` (S_int, n_r, c(1), h(1), the epoch length), the tables' integer
+    targets are the numpy :func:`integer_target` of S(r) for every epoch and active-set size,
+    and every epoch that can end within the horizon has a row."""
     from agents.commeff import schedule
 
     kw = env_kwargs("cdp_mab", **CONFIGS["cdp_mab"])
     env = fj.make(HOMOG, **kw)
-    ours, twin = CDPMAB(**kwargs), NumpyCDPMAB(**kwargs)
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    twin.reset(make_vec(HOMOG, num_runs=1, **kw).facts, BatchedRNG.for_runs([0], "agents"))
+    ours, theirs = CDPMAB(**kwargs), NumpyCDPMAB(**kwargs)
+    params = ours.make_params(fj.facts_of(env))
+    state = ours.init(jax.random.PRNGKey(0), params)
+    theirs.reset(make_vec(HOMOG, num_runs=1, **kw).facts, BatchedRNG.for_runs([0], "agents"))
+    assert {name: getattr(params, name) for name in vars(theirs.params)} == vars(theirs.params)
+    assert (params.n_eff, params.delay, params.eps_msg) == (theirs.n_eff, theirs.delay,
+                                                            theirs.eps_msg)  # fmt: skip
     for name in ("r", "s_int", "n", "length", "num_active"):
-        np.testing.assert_array_equal(np.asarray(getattr(state, name)), getattr(twin, name)[0])
-    np.testing.assert_allclose(np.asarray(state.c), twin.c[0], rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(state.h), twin.h[0], rtol=1e-6)
-    t, k = ours.tables, ours.K
+        np.testing.assert_array_equal(np.asarray(getattr(state, name)), getattr(theirs, name)[0])
+    np.testing.assert_allclose(np.asarray(state.c), theirs.c[0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(state.h), theirs.h[0], rtol=1e-6)
+    t, k, T = params.tables, params.num_arms, params.horizon
     rows = t.s_ceil.shape[0]
     r = np.arange(1, rows + 1)[:, None]
     na = np.arange(1, k + 1)[None, :]
-    kw_s = dict(num_arms=k, horizon=ours.T, n_eff=ours.n_eff, eps_msg=ours.eps_msg)
-    tilde = schedule.resolution(r, ours.rounds, ours.delta)
+    kw_s = dict(num_arms=k, horizon=T, n_eff=params.n_eff, eps_msg=params.eps_msg)
+    rounds = params.config.rounds
+    tilde = schedule.resolution(r, rounds, None if params.delta is None else params.delta[0])
     s_int = schedule.integer_target(schedule.sample_target(r, na, tilde, **kw_s), 0)
     np.testing.assert_array_equal(t.s_ceil, np.minimum(s_int, 2**30))
     # the epochs before the last row's may end within T; the last row is the first that
     # cannot (S_int > T at one active arm), or epoch R (R + 1 commits)
-    assert (s_int[:-1, 0] <= ours.T).all()
-    assert s_int[-1, 0] > ours.T or rows == ours.rounds
+    assert (s_int[:-1, 0] <= T).all()
+    assert s_int[-1, 0] > T or rows == rounds
 
 
 # ---------------------------------------------------------------- step by step
@@ -179,8 +186,9 @@ def test_follows_the_twin_step_by_step(agent_id, kwargs, env_extra):
     theirs, ours = TWINS[agent_id](**kwargs), JAX_PORTS[agent_id](**kwargs)
     theirs.reset(venv.facts, BatchedRNG.for_runs([5], "agents"))
     env = fj.make(HOMOG, **kw)
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    act = jax.jit(ours.act)
+    init, act = fj.bind(ours, fj.facts_of(env))
+    state = init(jax.random.PRNGKey(0))
+    act = jax.jit(act)
     key = jax.random.PRNGKey(1)  # the noise is negligible: one key for every step
     name = theirs.channel_name
     uploads = 0
@@ -235,14 +243,15 @@ def test_agrees_with_the_numpy_twin_where_the_schedule_depends_on_data(agent_id)
     messages are exactly the twin's per round (2M; the relays to the sinks + Q + M)."""
     kwargs = CONFIGS[agent_id]
     ref, out = agreement(HOMOG, agent_id, kwargs, exact_messages=False)
-    port = fj.make_jax_agent(agent_id)  # the twin's attributes, read as the executors do
-    port.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(HOMOG, **ref.env_kwargs)))
-    names = ("rounds_done", "uploads", "num_active", "r", "delay")
+    port = fj.make_jax_agent(agent_id)  # the numpy learner's attributes, read as the executors do
+    params = port.make_params(fj.facts_of(fj.make(HOMOG, **ref.env_kwargs)))
+    names = ("rounds_done", "uploads", "num_active", "r", "delay", "n_eff", "eps_msg")
     s = jax_attrs(port, names, out.learner_state)
     ours = schedule_statistics(*(s[name] for name in names[:4]))
     twin = play_numpy(make_agent(agent_id), 200, ref.env_kwargs)
     theirs = schedule_statistics(*(getattr(twin, name) for name in names[:4]))
-    assert s["delay"] == twin.delay
+    assert s["delay"] == params.delay == twin.delay
+    assert (s["n_eff"], s["eps_msg"]) == (twin.n_eff, twin.eps_msg)
     for name in ours:
         a, b = theirs[name], ours[name]
         se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
@@ -280,15 +289,17 @@ def test_noise_scale_is_the_twins(agent_id, kwargs):
     kw = noisy_env_kwargs(agent_id, kwargs)
     ours = JAX_PORTS[agent_id](**kwargs)
     twin = play_numpy(TWINS[agent_id](**kwargs), 1, kw)
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(fj.make(HOMOG, **kw)))
-    assert ours.eps_msg == twin.eps_msg == ours.privacy_epsilon == twin.privacy_epsilon
+    params = ours.make_params(fj.facts_of(fj.make(HOMOG, **kw)))
+    state = ours.init(jax.random.PRNGKey(0), params)
+    assert params.eps_msg == twin.eps_msg == params.privacy_epsilon == twin.privacy_epsilon
     if kwargs.get("privacy") != "per_message":
-        assert ours.eps_msg == kwargs["epsilon"] * twin.n_eff
+        assert params.eps_msg == kwargs["epsilon"] * twin.n_eff
+        assert ours.privacy_epsilon is None  # N_eff * epsilon: known from the params
     record = twin.history[0][0]
     n1 = int(state.n[0])
     assert record.n == n1 and record.r == 1
     scale = LaplaceMechanism(twin.eps_msg, sensitivity=1.0 / n1).scale
-    assert ours.noise_scale(n1) == scale == record.noise_scale
+    assert noise_scale(params.eps_msg, n1) == scale == record.noise_scale
     np.testing.assert_allclose(np.asarray(state.h), record.h, rtol=1e-6)
 
 
@@ -300,9 +311,9 @@ def test_the_release_has_the_laplace_spread():
     kw = noisy_env_kwargs(agent_id, kwargs)
     ours = JAX_PORTS[agent_id](**kwargs)
     env = fj.make(HOMOG, **kw)
-    ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    scale = LaplaceMechanism(ours.eps_msg, sensitivity=1.0 / ours.tables.s_ceil[0, -1]).scale
-    draws = 20_000 // (ours.N * ours.K) + 1
+    p = ours.make_params(fj.facts_of(env))
+    scale = LaplaceMechanism(p.eps_msg, sensitivity=1.0 / p.tables.s_ceil[0, -1]).scale
+    draws = 20_000 // (p.num_agents * p.num_arms) + 1
     x = first_release(ours, env, draws).astype(np.float64) / scale
     m = x.size
     assert abs(x.mean()) < 5 * math.sqrt(2.0 / m)
@@ -315,16 +326,16 @@ def test_the_release_has_the_laplace_spread():
 def first_release(learner, env, runs: int) -> np.ndarray:
     """The upload of epoch 1 (runs, N, K) when every reward is 0: ``ybar = y_hat`` is the
     Laplace noise alone (S(0) = 0)."""
-    facts = fj.facts_of(env)
+    init, act = fj.bind(learner, fj.facts_of(env))
+    length = int(init(jax.random.PRNGKey(0)).length[0])
 
     def one(key):
-        state = learner.init(key, facts)
+        state = init(key)
         obs, _ = env.reset(key)
-        length = int(learner._first_epoch().length[0])
 
         def step(carry, k):
             state, obs = carry
-            action, state = learner.act(k, state, obs)
+            action, state = act(k, state, obs)
             obs = obs._replace(step=obs.step + 1, pulls=obs.pulls + 1, last_arm=action.arms)
             return (state, obs), action.messages[learner.channel_name]
 
@@ -341,8 +352,10 @@ def first_release(learner, env, runs: int) -> np.ndarray:
 def test_no_noise_at_epsilon_inf():
     ours = CDPMAB(epsilon=math.inf)
     env = fj.make(HOMOG, **env_kwargs("cdp_mab", **CONFIGS["cdp_mab"]))
-    state = ours.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    assert ours.privacy_epsilon == math.inf and ours.noise_scale(5) == 0.0
+    params = ours.make_params(fj.facts_of(env))
+    state = ours.init(jax.random.PRNGKey(0), params)
+    assert ours.privacy_epsilon == params.privacy_epsilon == math.inf
+    assert noise_scale(params.eps_msg, 5) == 0.0
     assert float(state.h[0]) == 0.0
     assert not first_release(ours, env, 2).any()
 
@@ -361,8 +374,8 @@ def test_respects_the_light_cone():
                     topology="path")  # fmt: skip
     env = fj.make(HOMOG, **kw)
     learner = DDPMAB()
-    learner.init(jax.random.PRNGKey(0), fj.facts_of(env))
-    steps = int(learner.tables.s_ceil[0, -1]) * learner.K + learner.delay + 12
+    p = learner.make_params(fj.facts_of(env))
+    steps = int(p.tables.s_ceil[0, -1]) * p.num_arms + p.delay + 12
     assert_light_cone(env, learner, j=0, steps=steps, at=15)
 
 
@@ -383,11 +396,11 @@ def test_act_jits_and_vmaps():
         },
     )
     env = fj.make(HOMOG, **kw)
-    facts = fj.facts_of(env)
+    init, act = fj.bind(learner, fj.facts_of(env))
     keys = jax.random.split(jax.random.PRNGKey(0), 4)
-    states = jax.vmap(lambda k: learner.init(k, facts))(keys)
+    states = jax.vmap(init)(keys)
     obs, env_states = jax.vmap(env.reset)(keys)
-    act, step = jax.jit(jax.vmap(learner.act)), jax.jit(jax.vmap(env.step))
+    act, step = jax.jit(jax.vmap(act)), jax.jit(jax.vmap(env.step))
     split = jax.jit(jax.vmap(lambda k: jax.random.split(k)[0]))
     length = int(states.length[0, 0])
     for s in range(length + 1):
@@ -466,12 +479,12 @@ def test_one_delta_per_run_is_refused():
 )
 def test_bad_federations_raise_the_twins_error_in_init(agent_id, env_extra):
     """What the twin's ``reset`` refuses (wrong aggregate, missing channel, a horizon shorter
-    than epoch 1 and its round, a ttl below the diameter, drops, a wrong dim), the port's
-    ``init`` refuses with the same message, before anything is traced."""
+    than epoch 1 and its round, a ttl below the diameter, drops, a wrong dim), the JAX
+    learner's ``make_params`` refuses with the same message, before anything is traced."""
     kw = {**CONFIGS[agent_id], **env_extra}
     with pytest.raises(ConfigError) as theirs:
         venv = make_vec(HOMOG, num_runs=1, **kw)
         make_agent(agent_id).reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
     with pytest.raises(ConfigError) as ours:
-        fj.make_jax_agent(agent_id).init(jax.random.PRNGKey(0), fj.facts_of(fj.make(HOMOG, **kw)))
+        fj.make_jax_agent(agent_id).make_params(fj.facts_of(fj.make(HOMOG, **kw)))
     assert str(ours.value) == str(theirs.value)

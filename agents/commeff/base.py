@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.scores import note_scores
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.xp import namespace
 
 EXPLORE, COMMUNICATE, COMMIT = 0, 1, 2
 
@@ -75,9 +76,108 @@ class RoundRecord:
     active_after: int
 
 
+@dataclass(frozen=True)
+class EliminationParams:
+    """What the epoch machine reads on one federation (:func:`elimination_params`): the
+    validated configuration, the channel it talks on (``""``: none), N, K, T, ``n_eff`` (the
+    N of every formula), ``delay`` (pulled slots after the upload step until the aggregate
+    arrives), ``eps_msg`` (the DP level of each released message: ``N_eff * epsilon`` in
+    ``"paper"`` mode) and ``delta`` (the minimum gap of the ``Delta^(r/R)`` schedule, one per
+    run; None without a round budget)."""
+
+    config: EliminationConfig
+    channel: str
+    num_agents: int
+    num_arms: int
+    horizon: int
+    n_eff: int
+    delay: int
+    eps_msg: float
+    delta: tuple[float, ...] | None
+
+    @property
+    def privacy_epsilon(self) -> float:
+        """The declared per-agent guarantee on this federation: each message, and by parallel
+        composition over epochs the whole transcript, is ``eps_msg``-DP (Theorem 1's privacy
+        part); ``inf``: no noise."""
+        return self.eps_msg
+
+
+Bind = Callable[[Any, FederationFacts], tuple[int, int]]
+"""A structure's channel check: ``(config, facts) -> (N_eff, delay)``."""
+
+
+def elimination_params(
+    config: EliminationConfig, facts: FederationFacts, channel: str, bind: Bind
+) -> EliminationParams:
+    """The :class:`EliminationParams` of a structure on a federation, checking, in this order,
+    the family and rewards in [0, 1] (the Laplace sensitivity ``1/n_r`` needs them), the
+    structure's channel (``bind``, which gives N_eff and the delay), that the first epoch and
+    its round fit the horizon, and one ``delta`` per run. Pure: the numpy ``reset`` and the
+    JAX ``make_params`` call it."""
+    aid = config.agent_id
+    require_family(aid, facts, MULTI_ARMED)
+    lo, hi = facts.reward_bounds
+    if lo < 0.0 or hi > 1.0:
+        raise ConfigError(
+            f"{aid}: reward: expected rewards in [0, 1] (the Laplace sensitivity "
+            f"1/n_r needs them), got bounds {facts.reward_bounds}"
+        )
+    n_eff, delay = bind(config, facts)
+    eps_msg = config.eps_msg(n_eff)
+    k, t = facts.num_arms, facts.horizon
+    # initialisation: the first epoch of the doubling schedule plus its round must fit
+    s1 = schedule.sample_target(1, k, 0.5, num_arms=k, horizon=t, n_eff=n_eff, eps_msg=eps_msg)
+    need = k * int(schedule.integer_target(s1, 0)) + 1 + delay
+    if t < need:
+        raise ConfigError(
+            f"{aid}: horizon: expected >= {need} (K * S_int(1) exploration slots "
+            f"of the first epoch + {1 + delay} round slots), got {t}"
+        )
+    delta = config.delta_per_run(facts.num_runs)
+    return EliminationParams(
+        config, channel, facts.num_agents, k, t, n_eff, delay, eps_msg,
+        None if delta is None else tuple(float(d) for d in delta),
+    )  # fmt: skip
+
+
+def check_no_drop(agent_id: str, facts: FederationFacts, channel: str) -> None:
+    """The lock-step elimination needs every message: a channel that drops is refused."""
+    drop = facts.channels[channel].get("drop_prob", 0.0)
+    if drop:
+        raise ConfigError(
+            f"{agent_id}: channels.{channel}.drop_prob: expected 0 (the "
+            f"lock-step elimination needs every message), got {drop}"
+        )
+
+
+def noise_scale(eps_msg: float, n: Any) -> Any:
+    """The Laplace scale ``b_r = (1 / n_r) / eps_msg`` of a release after ``n_r`` pulls per arm
+    (:class:`~fedbandit_env.privacy.LaplaceMechanism` ``(eps_msg, sensitivity=1/n_r).scale``;
+    0 without noise), for either engine."""
+    if math.isinf(eps_msg):
+        return 0.0 * n
+    return (1.0 / n) / eps_msg
+
+
+def broadcast_aggregate(aggregate: Any, ybar: Any) -> Any:
+    """Every agent's aggregate is the broadcast one (Algorithm 1's server line; Algorithm 5's
+    server combination of the sinks' means): ``aggregate`` (..., K) to the shape of ``ybar``
+    (..., N, K), for either engine."""
+    xp = namespace(aggregate, ybar)
+    return xp.broadcast_to(xp.expand_dims(aggregate, -2), ybar.shape)
+
+
+def flood_average(ybar: Any, total: Any, count: Any) -> Any:
+    """Algorithm 3's average over the GIS flood: ``(ybar_i + sum of the received ybar_j) /
+    (1 + number received)``, for either engine (``total`` (..., N, K), ``count`` (..., N))."""
+    return (ybar + total) / (1.0 + count)[..., None]
+
+
 class EliminationTeam(TeamPolicy):
-    """Base class: subclasses bind their channel (``_bind``), say what to send (``_messages``)
-    and how an agent's aggregate is formed from what it received (``_receive``/``_aggregate``)."""
+    """Base class: subclasses make their params (``make_params``: the structure's channel
+    check), say what to send (``_messages``) and how an agent's aggregate is formed from what
+    it received (``_receive``/``_aggregate``; default: the channel's broadcast aggregate)."""
 
     channel_name: str = ""
 
@@ -86,37 +186,14 @@ class EliminationTeam(TeamPolicy):
         epsilon: float = 1.0,
         privacy: str = "paper",
         rounds: int | None = None,
-        delta: float | Sequence[float] | None = None,
+        delta: float | tuple[float, ...] | None = None,
         timing: str = "paper",
     ):
         self.config = EliminationConfig(self.agent_id, epsilon, privacy, rounds, delta, timing)
 
-    # ------------------------------------------------------------------ binding
     @abstractmethod
-    def _bind(self, facts: FederationFacts) -> tuple[int, int]:
-        """Check the channel; return ``(N_eff, delay)`` (delay = pulled slots after the upload step)."""
-
-    def _check_facts(self, facts: FederationFacts) -> None:
-        require_family(self.agent_id, facts, MULTI_ARMED)
-        lo, hi = facts.reward_bounds
-        if lo < 0.0 or hi > 1.0:
-            raise ConfigError(
-                f"{self.agent_id}: reward: expected rewards in [0, 1] (the Laplace sensitivity "
-                f"1/n_r needs them), got bounds {facts.reward_bounds}"
-            )
-
-    def _check_horizon(self, facts: FederationFacts) -> None:
-        """The first epoch of the doubling schedule plus its round must fit (initialisation)."""
-        k, t = facts.num_arms, facts.horizon
-        s1 = schedule.sample_target(
-            1, k, 0.5, num_arms=k, horizon=t, n_eff=self.n_eff, eps_msg=self.eps_msg
-        )
-        need = k * int(schedule.integer_target(s1, 0)) + 1 + self.delay
-        if t < need:
-            raise ConfigError(
-                f"{self.agent_id}: horizon: expected >= {need} (K * S_int(1) exploration slots "
-                f"of the first epoch + {1 + self.delay} round slots), got {t}"
-            )
+    def make_params(self, facts: FederationFacts) -> EliminationParams:
+        """The structure's :class:`EliminationParams` (its ``*_params`` function)."""
 
     @property
     def privacy_epsilon(self) -> float | None:
@@ -125,9 +202,7 @@ class EliminationTeam(TeamPolicy):
         ``N_eff * epsilon``, known after :meth:`reset` (None before); ``inf``: no noise."""
         if hasattr(self, "eps_msg"):
             return self.eps_msg
-        if self.config.privacy == "per_message" or math.isinf(self.config.epsilon):
-            return self.config.epsilon
-        return None
+        return self.config.declared_epsilon
 
     @property
     def epsilon_effective(self) -> float:
@@ -136,12 +211,10 @@ class EliminationTeam(TeamPolicy):
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        """Bind the channel, check the federation, and start epoch 1 for every agent (every arm
-        active, ``ybar = 0``)."""
-        self._check_facts(facts)
-        self.n_eff, self.delay = self._bind(facts)
-        self.eps_msg = self.config.eps_msg(self.n_eff)
-        self._check_horizon(facts)
+        """Bind the channel, check the federation (:meth:`make_params`), and start epoch 1 for
+        every agent (every arm active, ``ybar = 0``)."""
+        self.params = p = self.make_params(facts)
+        self.n_eff, self.delay, self.eps_msg = p.n_eff, p.delay, p.eps_msg
         B, N, K = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms, self.horizon = K, facts.horizon
         shape = (B, N)
@@ -170,7 +243,7 @@ class EliminationTeam(TeamPolicy):
         self.history: list[list[RoundRecord]] = [[] for _ in range(B)]
         self._privacy_rng = rng.child("privacy")  # one Generator per run
         self.table = ArmTable.of(B, N, K)
-        delta = self.config.delta_per_run(B)
+        delta = None if p.delta is None else np.array(p.delta)
         self.delta = None if delta is None else np.repeat(delta[:, None], N, axis=1)
         self._reset_channel(facts)
         self._start_epoch(np.ones(shape, dtype=bool), step=0)
@@ -224,7 +297,7 @@ class EliminationTeam(TeamPolicy):
             # LaplaceMechanism(eps_msg, sensitivity 1/n_r) per finishing run, one draw each
             noise = np.zeros(self.ybar.shape)
             runs = np.flatnonzero(done.any(axis=1))
-            scale = (1.0 / self.n[runs, 0]) / self.eps_msg
+            scale = noise_scale(self.eps_msg, self.n[runs, 0])
             standard = self._privacy_rng.rows(runs, _standard_laplace, noise.shape[1:])
             noise[runs] = scale[:, None, None] * standard
             yhat = xhat + noise[done]
@@ -249,8 +322,7 @@ class EliminationTeam(TeamPolicy):
             return
         self.rounds_done[runs] += 1
         n = self.n[runs, 0]
-        # LaplaceMechanism(eps_msg, 1 / n_r).scale of each run's round (0 when not private)
-        scale = np.zeros(runs.size) if math.isinf(self.eps_msg) else (1.0 / n) / self.eps_msg
+        scale = noise_scale(self.eps_msg, n)  # of each run's round (0 when not private)
         columns = zip(
             runs.tolist(),
             self.r[runs, 0].tolist(),
@@ -264,7 +336,7 @@ class EliminationTeam(TeamPolicy):
             self.num_active[runs, 0].tolist(),
             strict=True,
         )
-        for b, r, tilde, s_int, n_r, c, h, noise_scale, active_before, active_after in columns:
+        for b, r, tilde, s_int, n_r, c, h, b_r, active_before, active_after in columns:
             self.history[b].append(
                 RoundRecord(
                     r=r,
@@ -274,7 +346,7 @@ class EliminationTeam(TeamPolicy):
                     n=n_r,
                     c=c,
                     h=h,
-                    noise_scale=noise_scale,
+                    noise_scale=b_r,
                     active_before=active_before,
                     active_after=active_after,
                 )
@@ -342,18 +414,12 @@ class EliminationTeam(TeamPolicy):
     def _receive(self, obs: VecObservation) -> None:
         """Per-step hook to collect multi-step deliveries (DDP)."""
 
-    @abstractmethod
     def _aggregate(self, obs: VecObservation, ready: np.ndarray) -> np.ndarray:
-        """Each agent's aggregate ``ybar_k(r)`` (B, N, K), valid where ``ready``."""
+        """Each agent's aggregate ``ybar_k(r)`` (B, N, K), valid where ``ready``: by default
+        the channel's broadcast aggregate (CDP's server, HDP's server)."""
+        return broadcast_aggregate(obs.deliveries[self.channel_name].aggregate, self.ybar)
 
-    @abstractmethod
     def _messages(self, upload: np.ndarray) -> dict[str, Any]:
-        """Channel messages of an upload step: ``{name: (send (B, N), payload (B, N, K))}``."""
-
-    def _check_channel_drop(self, facts: FederationFacts) -> None:
-        drop = facts.channels[self.channel_name].get("drop_prob", 0.0)
-        if drop:
-            raise ConfigError(
-                f"{self.agent_id}: channels.{self.channel_name}.drop_prob: expected 0 (the "
-                f"lock-step elimination needs every message), got {drop}"
-            )
+        """Channel messages of an upload step: ``{name: (send (B, N), payload (B, N, K))}``;
+        by default every uploading agent sends its ``ybar``."""
+        return {self.channel_name: (upload, self.ybar.copy())}

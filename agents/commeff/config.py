@@ -80,6 +80,14 @@ class EliminationConfig:
             return np.array(self.delta)
         return np.full(num_runs, self.delta)
 
+    @property
+    def declared_epsilon(self) -> float | None:
+        """The guarantee known before the federation: ``epsilon`` in ``"per_message"`` mode or
+        without noise (``inf``), None in ``"paper"`` mode (``N_eff * epsilon`` needs N_eff)."""
+        if self.privacy == "per_message" or math.isinf(self.epsilon):
+            return self.epsilon
+        return None
+
     def eps_msg(self, n_eff: int) -> float:
         """Per-message DP level: ``N_eff * epsilon`` (paper) or ``epsilon`` (per_message)."""
         return self.epsilon * n_eff if self.privacy == "paper" else self.epsilon

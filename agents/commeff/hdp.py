@@ -15,25 +15,88 @@ communication step under ``timing="paper"`` and a greedy upload slot under ``"la
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
-
-from agents.commeff.base import EliminationTeam
+from agents.commeff.base import (
+    EliminationParams,
+    EliminationTeam,
+    check_no_drop,
+    elimination_params,
+)
+from agents.commeff.config import EliminationConfig
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import FederationFacts
+from fedbandit_env.policy import FederationFacts, require_channel
 
+AGENT_ID = "hdp_mab"
+VERSION = 2  # results version: the paper's timing by default (communication-only steps)
+CHANNEL = "hierarchical"
 AGGREGATIONS = ("weighted", "unweighted")
 COST_MODELS = ("edges", "path")
+
+
+@dataclass(frozen=True)
+class HDPConfig(EliminationConfig):
+    """:class:`~agents.commeff.config.EliminationConfig` plus the server's ``aggregation``
+    (``"weighted"``: the all-agent mean; ``"unweighted"``: the mean of component means) and the
+    channel's ``cost_model`` (``"edges"`` or ``"path"``)."""
+
+    aggregation: str = "weighted"
+    cost_model: str = "edges"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        aid = self.agent_id
+        if not isinstance(self.aggregation, str) or self.aggregation not in AGGREGATIONS:
+            raise ConfigError(
+                f"{aid}: aggregation: expected one of {AGGREGATIONS}, got {self.aggregation!r}"
+            )
+        if not isinstance(self.cost_model, str) or self.cost_model not in COST_MODELS:
+            raise ConfigError(
+                f"{aid}: cost_model: expected one of {COST_MODELS}, got {self.cost_model!r}"
+            )
+
+
+def hdp_channel_spec(num_arms: int, aggregation: str, cost_model: str) -> dict[str, dict[str, Any]]:
+    """The ``hierarchical`` channel (dim K, the server's combination, the cost model)."""
+    return {
+        CHANNEL: {
+            "kind": "hierarchical",
+            "dim": num_arms,
+            "aggregate": aggregation,
+            "cost_model": cost_model,
+        }
+    }
+
+
+def _bind(config: HDPConfig, facts: FederationFacts) -> tuple[int, int]:
+    """The hierarchical channel (kind, dim, a known aggregate, no drops): N_eff = M, the
+    channel's delay."""
+    aid = config.agent_id
+    require_channel(aid, facts, CHANNEL, "hierarchical", facts.num_arms)
+    desc = facts.channels[CHANNEL]
+    if desc["aggregate"] not in AGGREGATIONS:
+        raise ConfigError(
+            f"{aid}: channels.hierarchical.aggregate: expected one of "
+            f"{AGGREGATIONS}, got {desc['aggregate']!r}"
+        )
+    check_no_drop(aid, facts, CHANNEL)
+    return facts.num_agents, int(desc["delay"])
+
+
+def hdp_params(config: HDPConfig, facts: FederationFacts) -> EliminationParams:
+    """HDP-MAB's :class:`~agents.commeff.base.EliminationParams` on a federation (pure: the
+    numpy ``reset`` and the JAX ``make_params`` call it)."""
+    return elimination_params(config, facts, CHANNEL, _bind)
 
 
 class HDPMAB(EliminationTeam):
     """HDP-MAB (optionally with a round budget, Cor. 2), id ``hdp_mab``."""
 
-    agent_id = "hdp_mab"
-    version = 2  # results version: the paper's timing by default (communication-only steps)
-    channel_name = "hierarchical"
+    agent_id = AGENT_ID
+    version = VERSION
+    channel_name = CHANNEL
 
     def __init__(
         self,
@@ -45,42 +108,20 @@ class HDPMAB(EliminationTeam):
         cost_model: str = "edges",
         timing: str = "paper",
     ):
-        super().__init__(epsilon, privacy, rounds, delta, timing)
-        if not isinstance(aggregation, str) or aggregation not in AGGREGATIONS:
-            raise ConfigError(
-                f"{self.agent_id}: aggregation: expected one of {AGGREGATIONS}, got {aggregation!r}"
-            )
-        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
-            raise ConfigError(
-                f"{self.agent_id}: cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
-            )
-        self.aggregation = aggregation
-        self.cost_model = cost_model
+        self.config = HDPConfig(
+            AGENT_ID, epsilon, privacy, rounds, delta, timing, aggregation, cost_model
+        )
+
+    @property
+    def aggregation(self) -> str:
+        return self.config.aggregation
+
+    @property
+    def cost_model(self) -> str:
+        return self.config.cost_model
 
     def channel_spec(self, config: EnvConfig):
-        return {
-            "hierarchical": {
-                "kind": "hierarchical",
-                "dim": config.num_arms,
-                "aggregate": self.aggregation,
-                "cost_model": self.cost_model,
-            }
-        }
+        return hdp_channel_spec(config.num_arms, self.config.aggregation, self.config.cost_model)
 
-    def _bind(self, facts: FederationFacts) -> tuple[int, int]:
-        self.require_channel(facts, "hierarchical", "hierarchical", facts.num_arms)
-        desc = facts.channels["hierarchical"]
-        if desc["aggregate"] not in AGGREGATIONS:
-            raise ConfigError(
-                f"{self.agent_id}: channels.hierarchical.aggregate: expected one of "
-                f"{AGGREGATIONS}, got {desc['aggregate']!r}"
-            )
-        self._check_channel_drop(facts)
-        return facts.num_agents, int(desc["delay"])
-
-    def _aggregate(self, obs: VecObservation, ready: np.ndarray) -> np.ndarray:
-        delivery = obs.deliveries["hierarchical"]
-        return np.broadcast_to(delivery.aggregate[:, None, :], self.ybar.shape)
-
-    def _messages(self, upload: np.ndarray):
-        return {"hierarchical": (upload, self.ybar.copy())}
+    def make_params(self, facts: FederationFacts) -> EliminationParams:
+        return hdp_params(self.config, facts)

@@ -15,6 +15,7 @@ of ``S`` is ``8 r sqrt(2 L_K) / (sqrt(N_eff) eps_msg tilde)``. ``eps_msg = inf``
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,3 +83,52 @@ def widths(
 def max_rounds(min_gap: float) -> int:
     """Thm. 1: the doubling schedule needs at most ``ceil(log2(1/Delta) + 1)`` rounds."""
     return math.ceil(math.log2(1.0 / min_gap) + 1.0)
+
+
+class ScheduleTables(NamedTuple):
+    """The schedule of Algorithms 1, 3 and 5 for epochs r = 1..rows and |A_r| = 1..K (row r - 1,
+    column |A_r| - 1), computed in float64 by the functions above, for an engine whose
+    integer targets are capped at ``cap`` (the JAX engine: :func:`s_int_cap` of int32):
+    ``s_ceil`` min(ceil S(r), cap) int32, ``c_num`` L_I / (2 N_eff) float32 (c(r) =
+    sqrt(c_num / S_int)) and ``h_num`` (rows,) r sqrt(8 L_K) / (sqrt(N_eff) eps_msg) float32
+    (h(r) = h_num / S_int; 0 without noise)."""
+
+    s_ceil: np.ndarray
+    c_num: np.ndarray
+    h_num: np.ndarray
+
+
+def epochs_that_can_start(rounds: int | None, delta: float | None, *, num_arms: int,
+                          horizon: int, n_eff: int, eps_msg: float) -> int:  # fmt: skip
+    """The last epoch that can start within the horizon: the first r whose epoch cannot end
+    (S_int(r) >= max(ceil S(r) at |A_r| = 1, r) > T pulls of one agent: S grows with |A_r|),
+    or R with a round budget (epoch R + 1 is the commit of Sec. IV-B)."""
+    kw = dict(num_arms=num_arms, horizon=horizon, n_eff=n_eff, eps_msg=eps_msg)
+    r = 1
+    while rounds is None or r < rounds:
+        tilde = resolution(r, rounds, delta)
+        lower = max(math.ceil(float(sample_target(r, 1, tilde, **kw))), r)
+        if lower > horizon:
+            break
+        r += 1
+    return r
+
+
+def schedule_tables(rounds: int | None, delta: float | None, cap: int, *, num_arms: int,
+                    horizon: int, n_eff: int, eps_msg: float) -> ScheduleTables:  # fmt: skip
+    """S(r) (the sample target), L_I / (2 N) and the Laplace width's numerator for every epoch
+    that can start (:func:`epochs_that_can_start`) and every active-set size, as the numpy
+    learner's ``_start_epoch`` computes them (:func:`sample_target`, :func:`integer_target`,
+    :func:`widths`)."""
+    kw = dict(num_arms=num_arms, horizon=horizon, n_eff=n_eff, eps_msg=eps_msg)
+    rows = epochs_that_can_start(rounds, delta, **kw)
+    r = np.arange(1, rows + 1, dtype=np.int64)[:, None]
+    na = np.arange(1, num_arms + 1, dtype=np.int64)[None, :]
+    tilde = resolution(r, rounds, delta)
+    s_real = sample_target(r, na, tilde, **kw)
+    s_ceil = np.minimum(integer_target(s_real, np.zeros_like(r)), cap)
+    # c(r) = sqrt(L_I / (2 N S)) and h(r) = r sqrt(8 L_K) / (sqrt(N) eps_msg S) at S = 1
+    c1, h1 = widths(r, na, np.ones_like(na), **kw)
+    return ScheduleTables(
+        s_ceil.astype(np.int32), (c1**2).astype(np.float32), h1[:, 0].astype(np.float32)
+    )

@@ -13,9 +13,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.commeff.base import EliminationTeam
+from agents.commeff.base import EliminationParams, EliminationTeam, elimination_params
+from agents.commeff.config import EliminationConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.policy import FederationFacts
+
+
+def _bind(config: EliminationConfig, facts: FederationFacts) -> tuple[int, int]:
+    return 1, 0  # alone: N_eff = 1, no channel, no delay
 
 
 class SingleMAB(EliminationTeam):
@@ -34,8 +39,8 @@ class SingleMAB(EliminationTeam):
     ):
         super().__init__(epsilon, privacy, rounds, delta, timing)
 
-    def _bind(self, facts: FederationFacts) -> tuple[int, int]:
-        return 1, 0
+    def make_params(self, facts: FederationFacts) -> EliminationParams:
+        return elimination_params(self.config, facts, "", _bind)
 
     def _aggregate(self, obs: VecObservation, ready: np.ndarray) -> np.ndarray:
         return self.ybar
