@@ -174,7 +174,7 @@ def test_id_version_and_channels_are_the_twins(agent_id):
     assert (port.agent_id, port.version, port.privacy_epsilon) == (
         twin.agent_id, twin.version, twin.privacy_epsilon,
     )  # fmt: skip
-    config = jax_env(agent_id).params
+    config = jax_env(agent_id).config
     assert port.channel_spec(config) == twin.channel_spec(config)
 
 

@@ -157,7 +157,7 @@ def test_dislinucb_light_cone():
 
 
 def test_dislinucb_declares_what_numpy_declares():
-    config = env_for("dislinucb", DIS).params
+    config = env_for("dislinucb", DIS).config
     for kwargs in ({}, {"sync_threshold": 3.0, "alpha": 0.5}):
         port, twin = fj.make_jax_agent("dislinucb", **kwargs), NumpyDisLinUCB(**kwargs)
         assert isinstance(port, DisLinUCB)
@@ -185,7 +185,7 @@ def test_dislinucb_checks_the_facts_in_its_params_like_numpy():
                   channels=())  # fmt: skip
     with pytest.raises(ConfigError, match=r"dislinucb: family: expected 'linear'"):
         fj.bind(DisLinUCB(), fj.facts_of(mab))
-    spec = DisLinUCB().channel_spec(env_for("dislinucb", DIS).params)
+    spec = DisLinUCB().channel_spec(env_for("dislinucb", DIS).config)
     dropping = {**spec, "stats": {**spec["stats"], "drop_prob": 0.1}}
     env = fj.make(LINEAR, **{**DIS, "channels": dropping})
     with pytest.raises(ConfigError, match=r"dislinucb: channels\.stats: expected participation"):
@@ -267,7 +267,7 @@ def test_decentralized_declares_what_numpy_declares():
         assert isinstance(port, FedLinUCBDecentralized)
         assert (port.agent_id, port.version, port.privacy_epsilon) == (
             twin.agent_id, twin.version, twin.privacy_epsilon)  # fmt: skip
-        config = env_for("fed_lin_ucb_decentralized", DEC).params
+        config = env_for("fed_lin_ucb_decentralized", DEC).config
         assert port.channel_spec(config) == twin.channel_spec(config)
     assert NumpyDecentralized(private=False).privacy_epsilon == math.inf
 

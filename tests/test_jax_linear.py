@@ -302,7 +302,7 @@ def test_the_jax_learner_declares_what_the_numpy_learner_declares():
         port, ref = fj.make_jax_agent("fed_lin_ucb", **kwargs), NumpyFedLinUCB(**kwargs)
         assert (port.agent_id, port.version, port.privacy_epsilon) == (
             ref.agent_id, ref.version, ref.privacy_epsilon)  # fmt: skip
-        config = fed_env().params
+        config = fed_env().config
         assert port.channel_spec(config) == ref.channel_spec(config)
 
 
