@@ -56,12 +56,14 @@ class GreedyJax:
     version = 2
     privacy_epsilon = None
 
-    def init(self, key, facts):
+    def make_params(self, facts):
         require_family(self.agent_id, facts, MULTI_ARMED)
-        shape = (facts.num_agents, facts.num_arms)
+        return (facts.num_agents, facts.num_arms)
+
+    def init(self, key, shape):
         return jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.float32)
 
-    def act(self, key, state, obs):
+    def act(self, key, state, obs, shape):
         counts, sums = state
         pulled = (obs.phase == PULL) & (obs.last_arm >= 0)
         hit = (obs.last_arm[:, None] == jnp.arange(counts.shape[1])) & pulled[:, None]

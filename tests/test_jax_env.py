@@ -37,28 +37,34 @@ class Fixed:
     def __init__(self, arm=1, channel=None, payload=1.0, pull_every=1):
         self.arm, self.channel, self.payload, self.pull_every = arm, channel, payload, pull_every
 
-    def init(self, key, facts):
-        self.n, self.dims = facts.num_agents, {k: v["dim"] for k, v in facts.channels.items()}
+    def make_params(self, facts):
+        return facts.num_agents, {k: v["dim"] for k, v in facts.channels.items()}
+
+    def init(self, key, params):
         return jnp.zeros((), jnp.int32)
 
-    def act(self, key, state, obs):
+    def act(self, key, state, obs, params):
+        n, dims = params
         messages = {}
         if self.channel is not None:
-            dim = self.dims[self.channel]
-            messages[self.channel] = (jnp.ones(self.n, bool),
-                                      jnp.full((self.n, dim), self.payload, jnp.float32))  # fmt: skip
+            dim = dims[self.channel]
+            messages[self.channel] = (jnp.ones(n, bool),
+                                      jnp.full((n, dim), self.payload, jnp.float32))  # fmt: skip
         pull = (state % self.pull_every) == 0
-        arms = jnp.full(self.n, self.arm, jnp.int32)
+        arms = jnp.full(n, self.arm, jnp.int32)
         return Action(arms, messages, pull), state + 1
 
 
 class Uniform:
-    def init(self, key, facts):
-        self.n, self.m = facts.num_agents, facts.num_arms
+    def make_params(self, facts):
+        return facts.num_agents, facts.num_arms
+
+    def init(self, key, params):
         return ()
 
-    def act(self, key, state, obs):
-        return Action(jax.random.randint(key, (self.n,), 0, self.m, jnp.int32), {}), state
+    def act(self, key, state, obs, params):
+        n, m = params
+        return Action(jax.random.randint(key, (n,), 0, m, jnp.int32), {}), state
 
 
 # ------------------------------------------------------------------------ make

@@ -122,12 +122,40 @@ def test_the_streak_limit_is_a_param():
     """A learner that never pulls: the run stops at the params' limit and the error names it."""
 
     class Silent:
-        def init(self, key, facts):
+        def make_params(self, facts):
+            return None
+
+        def init(self, key, params):
             return ()
 
-        def act(self, key, state, obs):
+        def act(self, key, state, obs, params):
             return fj.Action(jnp.zeros(3, jnp.int32), {}, False), state
 
     env = fj.make(HOMOGENEOUS, **KW)
     with pytest.raises(CommunicationError, match="max_communication_steps=2 "):
         fj.rollout(env, Silent(), [0], env_params=env.make_params(max_communication_steps=2))
+
+
+def test_a_learner_in_the_older_form_is_refused_by_name():
+    """init(key, facts) / act(key, state, obs) without make_params, or an act without params:
+    a ConfigError naming the learner and what to add, before anything is traced."""
+
+    class Older:
+        agent_id = "older_form"
+
+        def init(self, key, facts):
+            return ()
+
+        def act(self, key, state, obs):
+            return fj.Action(jnp.zeros(3, jnp.int32), {}), state
+
+    env = fj.make(HOMOGENEOUS, **KW)
+    with pytest.raises(ConfigError, match=r"older_form: make_params: expected a method"):
+        fj.rollout(env, Older(), [0])
+
+    class NoParamsInAct(Older):
+        def make_params(self, facts):
+            return None
+
+    with pytest.raises(ConfigError, match=r"older_form: act: expected act\(key, state, obs, "):
+        fj.bind(NoParamsInAct(), fj.facts_of(env))

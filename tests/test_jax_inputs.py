@@ -29,10 +29,13 @@ class ConstantArms:
     def __init__(self, arms):
         self.arms = arms
 
-    def init(self, key, facts):
+    def make_params(self, facts):
+        return None
+
+    def init(self, key, params):
         return ()
 
-    def act(self, key, state, obs):
+    def act(self, key, state, obs, params):
         return Action(jnp.asarray(self.arms), {}), state
 
 
@@ -119,15 +122,18 @@ class NaNOnFirstSteps:
     agent_id = "nan_jax_test"
     version = 1
 
-    def init(self, key, facts):
-        self.n, self.m = facts.num_agents, facts.num_arms
+    def make_params(self, facts):
+        return (facts.num_agents, facts.num_arms)
+
+    def init(self, key, params):
         return jnp.zeros((), jnp.int32)
 
-    def act(self, key, t, obs):
+    def act(self, key, t, obs, params):
         from fedbandit_env.ties import argmax_one_uniform
 
-        index = jnp.zeros((self.n, self.m)).at[0, 0].set(jnp.where(t < 2, jnp.nan, 0.0))
-        arms = argmax_one_uniform(index, jax.random.uniform(key, (self.n,)))
+        n, m = params
+        index = jnp.zeros((n, m)).at[0, 0].set(jnp.where(t < 2, jnp.nan, 0.0))
+        arms = argmax_one_uniform(index, jax.random.uniform(key, (n,)))
         return Action(arms, {}), t + 1
 
 

@@ -149,12 +149,15 @@ def test_linear_environment_has_the_numpy_instant_regret_under_uniform_play():
     from fedbandit_env.bench.evaluate import evaluate
 
     class Uniform:
-        def init(self, key, facts):
-            self.n, self.k = facts.num_agents, facts.num_arms
+        def make_params(self, facts):
+            return (facts.num_agents, facts.num_arms)
+
+        def init(self, key, params):
             return ()
 
-        def act(self, key, state, obs):
-            return Action(jax.random.randint(key, (self.n,), 0, self.k, jnp.int32), {}), state
+        def act(self, key, state, obs, params):
+            n, k = params
+            return Action(jax.random.randint(key, (n,), 0, k, jnp.int32), {}), state
 
     runs, scale = 400, SMALL["num_agents"] * SMALL["horizon"]
     ref = evaluate(LINEAR, "uniform", runs=runs, env_kwargs=SMALL)

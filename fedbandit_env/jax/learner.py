@@ -14,9 +14,10 @@ protocol is gymnax's, with explicit params:
   :class:`~fedbandit_env.jax.types.Action` of the next step from the last
   :class:`~fedbandit_env.jax.types.Observation`.
 
-Nothing is stored on the learner between calls. A learner without ``make_params`` is read in
-the older form, ``init(key, facts)`` and ``act(key, state, obs)`` (the ports not yet moved and
-users' learners written for it); :func:`bind` hides the difference from callers.
+Nothing is stored on the learner between calls. A learner in the older form (``init(key,
+facts)`` and ``act(key, state, obs)``, without ``make_params``) is refused by name (a
+:class:`~fedbandit_env.errors.ConfigError` saying what to add); a learner with nothing to
+derive returns the facts, or None, from ``make_params``.
 
 Optional attributes, as on a numpy team policy: ``agent_id`` (the row label), ``version`` (the
 results version), ``privacy_epsilon`` (the declared epsilon) and ``channel_spec(config)`` (the
@@ -32,6 +33,7 @@ any learner.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
@@ -46,22 +48,67 @@ from fedbandit_env.policy import FederationFacts
 
 @runtime_checkable
 class JaxLearner(Protocol):
-    """What every JAX learner has: ``init`` and ``act`` (with params, or in the older form)."""
+    """What every JAX learner has: ``make_params``, ``init`` and ``act``."""
+
+    def make_params(self, facts: FederationFacts) -> Any: ...
 
     def init(self, key: jax.Array, params: Any) -> Any: ...
 
-    def act(self, key: jax.Array, state: Any, obs: Observation, *params: Any) -> Any: ...
+    def act(self, key: jax.Array, state: Any, obs: Observation, params: Any) -> Any: ...
 
 
-def uses_params(learner: Any) -> bool:
-    """Whether ``learner`` is on the params protocol (it has ``make_params``)."""
-    return callable(getattr(learner, "make_params", None))
+def _label(learner: Any) -> str:
+    return str(getattr(learner, "agent_id", None) or type(learner).__name__)
+
+
+def check_protocol(learner: Any) -> None:
+    """Refuse, by name, a learner that is not on the params protocol: no ``make_params``, or
+    an ``act`` that takes no params (the older ``act(key, state, obs)``)."""
+    label = _label(learner)
+    if not callable(getattr(learner, "make_params", None)):
+        raise ConfigError(
+            f"{label}: make_params: expected a method make_params(facts) -> params (the "
+            "learner's constants, made once per federation; docs/jax.md, 'Learners as pure "
+            "functions'), with init(key, params) and act(key, state, obs, params); the older "
+            "init(key, facts) / act(key, state, obs) form is no longer run"
+        )
+    act = getattr(learner, "act", None)
+    if not callable(act) or not callable(getattr(learner, "init", None)):
+        raise ConfigError(f"{label}: expected methods init(key, params) and act(key, state, "
+                          "obs, params)")  # fmt: skip
+    try:
+        fields = inspect.signature(act).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable: trust it
+        return
+    positional = [p for p in fields if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 4 and not any(p.kind is p.VAR_POSITIONAL for p in fields):
+        raise ConfigError(
+            f"{label}: act: expected act(key, state, obs, params), got act"
+            f"{inspect.signature(act)} (the older form; docs/jax.md, 'Learners as pure "
+            "functions')"
+        )
 
 
 def params_of(learner: Any, facts: FederationFacts) -> Any:
-    """The learner's params on a federation (``make_params``), or None for a learner in the
-    older form."""
-    return learner.make_params(facts) if uses_params(learner) else None
+    """The learner's params on a federation (``make_params``, where the facts are checked),
+    after :func:`check_protocol`."""
+    check_protocol(learner)
+    return learner.make_params(facts)
+
+
+def bound(
+    learner: Any, params: Any
+) -> tuple[Callable[[jax.Array], Any], Callable[[jax.Array, Any, Observation], Any]]:
+    """``(init(key) -> state, act(key, state, obs) -> (action, state))`` with ``params``
+    closed over."""
+
+    def init(key: jax.Array) -> Any:
+        return learner.init(key, params)
+
+    def act(key: jax.Array, state: Any, obs: Observation) -> Any:
+        return learner.act(key, state, obs, params)
+
+    return init, act
 
 
 def bind(
@@ -69,22 +116,8 @@ def bind(
 ) -> tuple[Callable[[jax.Array], Any], Callable[[jax.Array, Any, Observation], Any]]:
     """``(init(key) -> state, act(key, state, obs) -> (action, state))`` of ``learner`` on a
     federation: the params are made here, once, in Python (their checks run now) and closed
-    over; a learner in the older form gets the facts."""
-    if uses_params(learner):
-        params = learner.make_params(facts)
-
-        def init(key: jax.Array) -> Any:
-            return learner.init(key, params)
-
-        def act(key: jax.Array, state: Any, obs: Observation) -> Any:
-            return learner.act(key, state, obs, params)
-
-        return init, act
-
-    def init_facts(key: jax.Array) -> Any:
-        return learner.init(key, facts)
-
-    return init_facts, learner.act
+    over."""
+    return bound(learner, params_of(learner, facts))
 
 
 _USER: dict[str, Callable[..., Any]] = {}

@@ -22,7 +22,7 @@ from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
 from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
-from fedbandit_env.jax.learner import bind, params_of
+from fedbandit_env.jax.learner import bound, params_of
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import TracedScores, watching
@@ -48,7 +48,7 @@ class RolloutResult:
     learner_state: Any = None  # the learner's final state, batched over runs (numpy leaves)
     roles: np.ndarray | None = None  # (runs, agents) int8 with an adversary (docs/adversary.md)
     nan_index_steps: np.ndarray | None = None  # (runs,) steps with a NaN index; None: unwatched
-    params: Any = None  # the learner's params (make_params), None for a learner in the older form
+    params: Any = None  # the learner's params (make_params)
 
 
 class _Carry(NamedTuple):
@@ -122,15 +122,17 @@ def rollout_program(
     steps: np.ndarray,
     ranked: list | None = None,
     axes: EnvParams | None = None,
+    params: Any = None,
 ):
     """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
     states, NaN-index steps (B,))`` of the environment's default params, compiled into the
     program as constants; with ``axes``, ``(keys, env_params) -> ...``, ``env_params`` an
     :class:`~fedbandit_env.jax.env.EnvParams` traced as an argument (its fields shared, axis
     None, or one per run, axis 0), so one compiled program serves any values of that shape.
+    ``params``: the learner's (None: made here, :func:`~fedbandit_env.jax.learner.params_of`).
     ``ranked``, when given, receives at tracing whether the learner's ``act`` ranks any index
     through :func:`fedbandit_env.scores.note_scores` (else its NaN count means nothing)."""
-    init, act = bind(learner, facts_of(env))  # the learner's params, made and checked once
+    init, act = bound(learner, params_of(learner, facts_of(env)) if params is None else params)
     targets = jnp.asarray(np.asarray(steps, np.int32))
 
     def one_run(key: jax.Array, env_params: EnvParams):
@@ -169,9 +171,9 @@ _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def compiled_program(
     env: FedBanditJaxEnv, learner: Any, steps: np.ndarray, axes: EnvParams | None, args: tuple
-) -> tuple[Any, list[bool]]:
+) -> tuple[Any, list[bool], Any]:
     """The compiled rollout of ``learner`` on ``env`` for these checkpoints, params axes and
-    argument shapes, and the ``ranked`` flags its tracing recorded: compiled on the first call,
+    argument shapes, the ``ranked`` flags its tracing recorded and the learner's params: compiled on the first call,
     then reused by every call with the same learner object (and configuration), checkpoints
     and shapes, whatever the seeds and the params' values (so the tests' repeated rollouts
     share one program)."""
@@ -183,10 +185,12 @@ def compiled_program(
     cache = _PROGRAMS.setdefault(env, {})
     if key not in cache:
         ranked: list[bool] = []
-        program = rollout_program(env, learner, steps, ranked, axes)
-        cache[key] = (learner, program.lower(*args).compile(), ranked)  # keeps id(learner) live
-    _, compiled, ranked = cache[key]
-    return compiled, ranked
+        params = params_of(learner, facts_of(env))  # made and checked once
+        program = rollout_program(env, learner, steps, ranked, axes, params)
+        compiled = program.lower(*args).compile()
+        cache[key] = (learner, compiled, ranked, params)  # keeps id(learner) live
+    _, compiled, ranked, params = cache[key]
+    return compiled, ranked, params
 
 
 def rollout(
@@ -224,7 +228,7 @@ def rollout(
                 )
         args = (keys, env_params)
     start = time.perf_counter()
-    compiled, ranked = compiled_program(env, learner, steps, axes, args)
+    compiled, ranked, params = compiled_program(env, learner, steps, axes, args)
     compile_time = time.perf_counter() - start
     curves, final, learner_state, nan_steps = compiled(*args)
     curves = jax.block_until_ready(curves)
@@ -246,7 +250,7 @@ def rollout(
         learner_state=jax.tree_util.tree_map(np.asarray, learner_state),
         roles=_roles(final),
         nan_index_steps=np.asarray(nan_steps, np.int64) if any(ranked) else None,
-        params=params_of(learner, facts_of(env)),
+        params=params,
     )
 
 
