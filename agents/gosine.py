@@ -55,6 +55,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
+from fedbandit_env.xp import namespace
 
 AGENT_ID = "gosine"
 VERSION = 1  # results version
@@ -255,6 +256,8 @@ class GosInE(TeamPolicy):
         return TeamAction(arms, {CHANNEL: (self._quiet, self.outgoing)})
 
 
-def arm_ids(raw: np.ndarray, received: np.ndarray, num_arms: int) -> np.ndarray:
-    """(B, N) bool: the received recommendations that are arm ids, integers in [0, K)."""
-    return received & (raw >= 0) & (raw < num_arms) & (raw == np.floor(raw))
+def arm_ids(raw: Any, received: Any, num_arms: int) -> Any:
+    """(..., N) bool: the received recommendations that are arm ids, integers in [0, K) (either
+    engine)."""
+    xp = namespace(raw, received)
+    return received & (raw >= 0) & (raw < num_arms) & (raw == xp.floor(raw))

@@ -132,3 +132,20 @@ def gaussian_posterior_sample(n: Any, s: Any, z: Any, scale: float) -> Any:
     (Gaussian priors, Agrawal and Goyal 2013)."""
     xp = namespace(n, s, z)
     return z * scale / xp.sqrt(n + 1.0) + s / (n + 1.0)
+
+
+def uniform_arm(u: Any, num_arms: int, dtype: Any) -> Any:
+    """The uniform baseline's arm from one uniform ``u`` per agent: ``min(floor(u M), M - 1)``
+    (``dtype`` the engine's integer type)."""
+    xp = namespace(u)
+    return xp.minimum((u * num_arms).astype(dtype), num_arms - 1)
+
+
+def heard_maximum(heard: Any) -> Any:
+    """Flooding's maximum over the messages that arrived (0 where none did): the aggregating
+    delivery's ``value`` (``reduce="max"``), or the maximum over the slots of a padded
+    delivery (``mask`` (..., D), ``payload`` (..., D, dim))."""
+    if hasattr(heard, "value"):
+        return heard.value
+    xp = namespace(heard.payload)
+    return xp.where(heard.mask[..., None], heard.payload, 0.0).max(axis=-2)

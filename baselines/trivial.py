@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines.formulas import heard_maximum, uniform_arm
 from baselines.params import flooding_channel_spec, trivial_params
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.kernels import ArmTable
-from fedbandit_env.network import NeighborsAggregate
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 
@@ -35,8 +35,7 @@ class UniformRandom(TeamPolicy):
         self._u = rng.child("arms").buffered("uniform", (facts.num_agents,))
 
     def act(self, obs: VecObservation) -> TeamAction:
-        arms = np.minimum((self._u.next() * self.num_arms).astype(np.int64), self.num_arms - 1)
-        return TeamAction(arms)
+        return TeamAction(uniform_arm(self._u.next(), self.num_arms, np.int64))
 
 
 class Flooding(UniformRandom):
@@ -59,11 +58,7 @@ class Flooding(UniformRandom):
     def act(self, obs: VecObservation) -> TeamAction:
         if obs.step > 0:
             self.table.add(self.counts, obs.last_arm, 1.0)
-        heard = obs.deliveries["neighbors"]
-        if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
-            received = heard.value
-        else:  # padded delivery (a channel without ``reduce``)
-            received = np.where(heard.mask[..., None], heard.payload, 0.0).max(axis=2)
+        received = heard_maximum(obs.deliveries["neighbors"])
         # counts >= 0, so max(known, received, counts) is the same with either delivery
         known = np.maximum(self.known, received)
         self.known = np.maximum(known, self.counts, out=known)

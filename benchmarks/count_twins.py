@@ -15,7 +15,8 @@ Reads the source as text (nothing is imported or run) and prints, for the tree i
   at least eight tokens (:data:`MIN_TOKENS`). A shared kernel called by both engines is not a repeat (it is one
   function), and neither is a JAX function whose body is one ``return f(...)`` (a delegation
   to one, such as ``make_params`` or ``channel_spec``); a repeat that must stay names its
-  reason in its docstring (``--list`` prints them);
+  reason in its docstring, a sentence starting ``Twice:`` (``--list`` prints them, and the
+  count of repeats without one);
 * **"twin" in JAX code**: occurrences of the word ``twin`` in those three folders;
 * **numpy learner classes imported by JAX learners**: names that modules under ``agents/jax``
   and ``baselines/jax`` import from a numpy module and that name a numpy learner class (a
@@ -58,13 +59,14 @@ class Function:
     where: str
     body: tuple[str, ...]
     delegates: bool = False  # its body is one ``return call(...)``
+    reason: str = ""  # the docstring's "Twice: ..." sentence: why it must stay a repeat
 
 
 @dataclass(frozen=True)
 class Counts:
     jax_functions: int
     same_name: int
-    repeats: tuple[tuple[str, str, float], ...]
+    repeats: tuple[tuple[str, str, float, str], ...]
     twin_words: int
     numpy_learner_imports: int
     core_lines: int
@@ -117,7 +119,10 @@ def functions(path: Path, root: Path) -> list[Function]:
                 and isinstance(stmts[0], ast.Return)
                 and isinstance(stmts[0].value, ast.Call)
             )
-            out.append(Function(node.name, where, _body(node, lines), delegates))
+            doc = ast.get_docstring(node) or ""
+            found = re.search(r"Twice:\s*(.+?)(?:\n\s*\n|$)", doc, flags=re.S)
+            reason = " ".join(found.group(1).split()) if found else ""
+            out.append(Function(node.name, where, _body(node, lines), delegates, reason))
     return out
 
 
@@ -127,10 +132,14 @@ def _is_jax(rel: str) -> bool:
 
 def _learner_classes(path: Path) -> set[str]:
     """Names of the classes in ``path`` that define an ``act`` method or set an ``agent_id``
-    (numpy learners and their registered variants)."""
+    (numpy learners and their registered variants); a dataclass (a configuration or params
+    record that holds an ``agent_id`` field) is not a learner."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ClassDef) and any(
+        dataclass = isinstance(node, ast.ClassDef) and any(
+            "dataclass" in ast.unparse(d) for d in node.decorator_list
+        )
+        if isinstance(node, ast.ClassDef) and not dataclass and any(
             (isinstance(b, ast.FunctionDef) and b.name == "act")
             or (
                 isinstance(b, ast.Assign | ast.AnnAssign)
@@ -194,7 +203,7 @@ def count(root: Path) -> Counts:
             for other in numpy_fns[fn.name]
         )
         if ratio >= RATIO:
-            repeats.append((fn.name, fn.where, round(ratio, 2)))
+            repeats.append((fn.name, fn.where, round(ratio, 2), fn.reason))
     core = 0
     for part in CORE:
         paths = [root / part] if part.endswith(".py") else sorted((root / part).rglob("*.py"))
@@ -220,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
         ("JAX functions", lambda c: c.jax_functions),
         ("same name as a numpy function", lambda c: c.same_name),
         ("repeats a numpy function", lambda c: len(c.repeats)),
+        ("... without a stated reason", lambda c: sum(not r[3] for r in c.repeats)),
         ('"twin" in JAX code', lambda c: c.twin_words),
         ("numpy learner classes imported by JAX learners", lambda c: c.numpy_learner_imports),
         ("core lines (engine, seeding, network, privacy)", lambda c: c.core_lines),
@@ -229,10 +239,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.list:
         print()
         print("Repeated functions (now)")
-        print("| function | where | ratio |")
-        print("|---|---|---|")
-        for name, where, ratio in sorted(counted["now"].repeats, key=lambda r: -r[2]):
-            print(f"| {name} | {where} | {ratio} |")
+        print("| function | where | ratio | reason (its docstring's \"Twice:\") |")
+        print("|---|---|---|---|")
+        for name, where, ratio, reason in sorted(counted["now"].repeats, key=lambda r: -r[2]):
+            print(f"| {name} | {where} | {ratio} | {reason or '(none)'} |")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ class EnvSpec:
 _REGISTRY: dict[str, EnvSpec] = {}
 
 
-def _load(entry: Callable[..., Any] | str) -> Callable[..., Any]:
+def load_entry(entry: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A registered entry point: the callable itself, or ``"module:attr"`` imported (an entry
+    registered by code or an installed package, never one read from a file)."""
     if callable(entry):
         return entry
     module, _, attr = entry.partition(":")
@@ -179,7 +181,7 @@ def make(id: str, **kwargs: Any) -> Any:
     spec_ = spec(id)
     _check_kwargs(spec_, kwargs, ("render_mode", "max_cycles"))
     kwargs = _max_cycles_alias(kwargs)
-    env = _load(spec_.entry_point)(**{**spec_.kwargs, **kwargs})
+    env = load_entry(spec_.entry_point)(**{**spec_.kwargs, **kwargs})
     from fedbandit_env.parallel_env import FedBanditParallelEnv
 
     if isinstance(env, FedBanditParallelEnv):
@@ -201,7 +203,7 @@ def make_vec(id: str, num_runs: int = 1, **kwargs: Any) -> Any:
         raise ConfigError(f"{id}: has no vector view registered")
     _check_kwargs(spec_, kwargs, ("max_cycles", "random_streams"))
     kwargs = _max_cycles_alias(kwargs)
-    return _load(spec_.vector_entry_point)(num_runs=num_runs, **{**spec_.kwargs, **kwargs})
+    return load_entry(spec_.vector_entry_point)(num_runs=num_runs, **{**spec_.kwargs, **kwargs})
 
 
 def signature_kwargs(fn: Callable[..., Any]) -> tuple[str, ...]:

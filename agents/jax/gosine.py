@@ -53,6 +53,7 @@ from agents.gosine import (
     VERSION,
     GosInEConfig,
     GosInEParams,
+    arm_ids,
     gosine_channel_spec,
     gosine_params,
 )
@@ -83,12 +84,6 @@ class GosInEState(NamedTuple):
 def _select(pred: jnp.ndarray, new: Any, old: Any) -> Any:
     """``new`` where ``pred`` holds, else ``old``, leaf by leaf."""
     return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), new, old)
-
-
-def arm_ids(raw: jnp.ndarray, received: jnp.ndarray, num_arms: int) -> jnp.ndarray:
-    """(N,) bool: the received recommendations that are arm ids, integers in [0, K) (the twin's
-    :func:`agents.gosine.arm_ids`)."""
-    return received & (raw >= 0) & (raw < num_arms) & (raw == jnp.floor(raw))
 
 
 def ucb_index(counts, sums, active, t, alpha: float) -> jnp.ndarray:

@@ -63,7 +63,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.gosine import CHANNEL, GosInEParams, gosine_channel_spec
+from agents.gosine import CHANNEL, GosInEParams, arm_ids, gosine_channel_spec
 from agents.robust_gosine import (
     AGENT_ID,
     VERSION,
@@ -113,12 +113,6 @@ def ucb_index(counts, sums, active, t, alpha: float) -> jnp.ndarray:
     value = sums / safe + jnp.sqrt(jnp.float32(alpha) * ln / safe)
     value = jnp.where(played, value, jnp.inf)
     return jnp.where(active, value, -jnp.inf)
-
-
-def arm_ids(raw: jnp.ndarray, received: jnp.ndarray, num_arms: int) -> jnp.ndarray:
-    """(N,) bool: the received recommendations that are arm ids, integers in [0, K)
-    (:func:`agents.gosine.arm_ids`)."""
-    return received & (raw >= 0) & (raw < num_arms) & (raw == jnp.floor(raw))
 
 
 @dataclass(frozen=True)

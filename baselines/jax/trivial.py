@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from baselines.config import CentralizedUCB1Config
+from baselines.formulas import heard_maximum, uniform_arm
 from baselines.params import (
     PooledParams,
     TeamShape,
@@ -27,7 +28,6 @@ from baselines.params import (
     trivial_params,
 )
 from fedbandit_env.jax.accumulate import Total, total_add, total_zeros
-from fedbandit_env.jax.channels.neighbors import NeighborsAggregate
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import note_scores
@@ -50,7 +50,7 @@ class UniformRandom:
     floods = False
 
     def channel_spec(self, config) -> Any:
-        return flooding_channel_spec(config.num_arms) if self.floods else None
+        return None  # no messages
 
     def make_params(self, facts: FederationFacts) -> TeamShape:
         return trivial_params(self.agent_id, facts, self.floods)
@@ -60,7 +60,7 @@ class UniformRandom:
 
     def arms(self, key: jax.Array, params: TeamShape) -> jnp.ndarray:
         u = jax.random.uniform(key, (params.num_agents,), jnp.float32)
-        return jnp.minimum((u * params.num_arms).astype(jnp.int32), params.num_arms - 1)
+        return uniform_arm(u, params.num_arms, jnp.int32)
 
     def act(self, key: jax.Array, state: Any, obs: Observation, params: TeamShape):
         return Action(self.arms(key, params), {}), state
@@ -79,17 +79,16 @@ class Flooding(UniformRandom):
     agent_id = "flooding"
     floods = True
 
+    def channel_spec(self, config) -> Any:
+        return flooding_channel_spec(config.num_arms)
+
     def init(self, key: jax.Array, params: TeamShape) -> FloodingState:
         shape = (params.num_agents, params.num_arms)
         return FloodingState(jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.float32))
 
     def act(self, key: jax.Array, state: FloodingState, obs: Observation, params: TeamShape):
         counts = state.counts + last_pulls(obs, params.num_arms).astype(jnp.int32)
-        heard = obs.deliveries["neighbors"]
-        if isinstance(heard, NeighborsAggregate):  # max over arrived messages, 0 if none
-            received = heard.value
-        else:  # padded delivery (a channel without ``reduce``)
-            received = jnp.where(heard.mask[..., None], heard.payload, 0.0).max(axis=1)
+        received = heard_maximum(obs.deliveries["neighbors"])
         # counts >= 0, so max(known, received, counts) is the same with either delivery
         known = jnp.maximum(jnp.maximum(state.known, received), counts.astype(jnp.float32))
         send = jnp.ones(params.num_agents, bool)

@@ -96,7 +96,7 @@ class AttackView:
     @property
     def honest_send(self) -> np.ndarray:
         """(B, N) bool: the non-Byzantine agents that send on this channel this step."""
-        return self.send & ~self.byzantine
+        return payloads.honest_senders(self.send, self.byzantine)
 
 
 class Attack:

@@ -128,3 +128,15 @@ def smart_recommendation(pull_counts: Any, honest: Any, best_arm: Any, u: Any) -
     counts = xp.where(best, xp.inf, counts)
     arm = xp.argmin(counts[..., None, :] + 0.5 * u, axis=-1)
     return arm[..., None] * 1.0
+
+
+def honest_senders(send: Any, byzantine: Any) -> Any:
+    """(..., N) bool: the agents that send on a channel this step and are not Byzantine."""
+    return send & ~byzantine
+
+
+def crashed_down(pulls_before: Any, crash_pull: Any) -> Any:
+    """(..., N) bool: the crashed agents that are down in a step taken after ``pulls_before``
+    (...) pulls: from their crash pull on, and in the communication steps right before it
+    (``crash_pull`` (..., N); an agent that never crashes has a pull past the horizon)."""
+    return pulls_before[..., None] >= crash_pull - 1

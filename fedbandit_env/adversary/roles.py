@@ -26,6 +26,7 @@ from fedbandit_env.adversary.attacks import (
     make_attack,
     set_knowledge,
 )
+from fedbandit_env.adversary.payloads import crashed_down
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import ConfigTypeError, check_int, is_integral
@@ -375,7 +376,7 @@ class Adversary:
         """(B, N) bool: the crashed agents that are down in a step taken after
         ``pulls_before`` (B,) pulls: from their crash pull on, and in the communication steps
         right before it."""
-        return pulls_before[:, None] >= self.crash_pull - 1
+        return crashed_down(pulls_before, self.crash_pull)
 
     def messages(
         self,

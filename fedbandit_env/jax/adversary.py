@@ -104,7 +104,7 @@ class View(NamedTuple):
     @property
     def honest_send(self) -> jnp.ndarray:
         """(N,) the non-Byzantine agents that send on this channel this step."""
-        return self.send & ~self.byzantine
+        return payloads.honest_senders(self.send, self.byzantine)
 
 
 # -- the attacks ----------------------------------------------------------------------------------
@@ -418,7 +418,7 @@ class JaxAdversary:
     def down(self, state: AdversaryState, pulls_before: jnp.ndarray) -> jnp.ndarray:
         """(N,) the crashed agents that are down in a step taken after ``pulls_before`` pulls:
         from their crash pull on and in the communication steps right before it."""
-        return pulls_before >= state.crash_pull - 1
+        return payloads.crashed_down(pulls_before, state.crash_pull)
 
     def channel(self, key, state: AdversaryState, name: str, send, payload, down, facts: dict):
         """One channel's (send, payload, attack state) after the roles: the down agents

@@ -32,7 +32,6 @@ any learner.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -44,6 +43,7 @@ from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.jax.types import Observation
 from fedbandit_env.per_agent import bad_kwargs_error
 from fedbandit_env.policy import FederationFacts
+from fedbandit_env.registration import load_entry
 
 
 @runtime_checkable
@@ -129,13 +129,6 @@ def register_jax_agent(agent_id: str, factory: Callable[..., Any] | str) -> None
     _USER[agent_id] = factory
 
 
-def _load(entry: Callable[..., Any] | str) -> Callable[..., Any]:
-    if callable(entry):
-        return entry
-    module, _, attr = entry.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 def _plugins() -> dict[str, Any]:
     """The installed entry points of :data:`GROUP`: the package's own ports (its
     ``pyproject.toml``) and any plug-in's."""
@@ -174,11 +167,11 @@ def make_jax_agent(agent_id: str, **kwargs: Any) -> Any:
     if not isinstance(agent_id, str):
         raise ConfigError(f"agent: expected a JAX learner id (a string), got {agent_id!r:.80}")
     if agent_id in _USER:
-        factory = _load(_USER[agent_id])
+        factory = load_entry(_USER[agent_id])
     elif agent_id in (plugins := _plugins()):
         factory = plugins[agent_id].load()
     elif ":" in agent_id:
-        factory = _load(agent_id)
+        factory = load_entry(agent_id)
     else:
         raise UnknownIdError(
             f"agent: {agent_id!r} has no JAX learner; JAX learners: {list_jax_agents()} "
