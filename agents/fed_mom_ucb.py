@@ -43,6 +43,7 @@ from fedbandit_env.policy import (
 )
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_real
+from fedbandit_env.xp import namespace
 
 AGENT_ID = "fed_mom_ucb"
 VERSION = 2  # results version; 2: lam defaults to the environment's declared f / N (was 0.2)
@@ -313,6 +314,17 @@ def fedmom_params(config: FedMoMUCBConfig, facts: FederationFacts) -> FedMoMPara
     return FedMoMParams(N, K, k, lam, k.beta, config, lam_notes(lam, N, bound))
 
 
+def phase_arm(active: Any, pos: Any, L: Any, committed: Any, commit_arm: Any) -> Any:
+    """(...) the arm of the next pull, for either engine: the committed arm, or the active arm
+    number ``pos // L`` in ascending id (the code's ``for k in active_arms: for _ in
+    range(L)``); ``active`` (..., K) bool."""
+    xp = namespace(active, pos)
+    target = pos // xp.maximum(L, 1)
+    rank = xp.cumsum(active, axis=-1) - 1
+    arm = xp.argmax(active & (rank == target[..., None]), axis=-1)
+    return xp.where(committed, commit_arm, arm)
+
+
 class FedMoMUCB(TeamPolicy):
     """Batched Fed-MoM-UCB over B runs and N clients (module docstring)."""
 
@@ -411,10 +423,8 @@ class FedMoMUCB(TeamPolicy):
     def _current_arm(self) -> np.ndarray:
         """(B,) the arm of the next pull: the committed arm, or the active arm number
         ``pos // L`` in ascending id (the code's ``for k in active_arms: for _ in range(L)``)."""
-        target = self.pos // np.maximum(self.L, 1)
-        rank = np.cumsum(self.active, axis=1) - 1
-        arm = np.argmax(self.active & (rank == target[:, None]), axis=1)
-        return np.where(self.committed, self.commit_arm, arm).astype(np.int64)
+        arm = phase_arm(self.active, self.pos, self.L, self.committed, self.commit_arm)
+        return arm.astype(np.int64)
 
     def _eliminate(self, U: np.ndarray, runs: np.ndarray) -> None:
         """The server's U of the phase just ended: the code's elimination

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fedbandit_env.adversary import Adversary, AttackSpec
+from fedbandit_env.adversary.payloads import honest_agents
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
@@ -81,9 +82,7 @@ class VecInfo:
     @property
     def honest(self) -> RunAgents:
         """(B, N) bool: the honest agents (every agent without an adversary)."""
-        if self.roles is None:
-            return np.ones(np.shape(self.cumulative_regret), dtype=bool)
-        return self.roles == 0
+        return honest_agents(self.roles, self.cumulative_regret)
 
 
 Messages = Mapping[

@@ -123,7 +123,9 @@ class ByzResUCB:
     def _choose(self, key: jax.Array, state: ByzResState, obs: Observation, t: jnp.ndarray,
                 params: ByzResParams):  # fmt: skip
         """Steps 1-4 of round t from the messages delivered in the last step: the fused z, g,
-        ``|A|`` and the arm of largest Q (ties uniform, or the lowest id)."""
+        ``|A|`` and the arm of largest Q (ties uniform, or the lowest id). Twice: state
+        handling only (compensated float32 sums here, numpy's float64 state mutated there);
+        the steps are :mod:`agents.byzres_fusion`'s ``fuse`` and ``index``."""
         cfg, M = params.config, params.num_arms
         n = state.n
         xbar = (state.s.total - state.s.carry) / jnp.maximum(n, 1).astype(jnp.float32)

@@ -61,6 +61,7 @@ from agents.fed_mom_ucb import (
     fedmom_channel_spec,
     fedmom_constants,
     fedmom_params,
+    phase_arm,
     phase_length,
     s_of,
 )
@@ -229,10 +230,8 @@ class FedMoMUCB:
     def _current_arm(self, state: FedMoMState) -> jnp.ndarray:
         """The arm of the next pull: the committed arm, or the active arm number ``pos // L``
         in ascending id (the code's ``for k in active_arms: for _ in range(L)``)."""
-        target = state.pos // jnp.maximum(state.L, 1)
-        rank = jnp.cumsum(state.active.astype(jnp.int32)) - 1
-        arm = jnp.argmax(state.active & (rank == target)).astype(jnp.int32)
-        return jnp.where(state.committed, state.commit_arm, arm)
+        arm = phase_arm(state.active, state.pos, state.L, state.committed, state.commit_arm)
+        return arm.astype(jnp.int32)
 
     def act(self, key: jax.Array, state: FedMoMState, obs: Observation, params: FedMoMParams):
         """One env step for every client: fold in the last pull, apply the elimination to the

@@ -184,7 +184,8 @@ class GosInE:
 
     def _insert(self, st: GosInEState, obs: Observation, params: GosInEParams) -> GosInEState:
         """Step 3 (module doc): a received recommendation that is an arm id and not active
-        replaces L; no valid reply keeps L."""
+        replaces L; no valid reply keeps L. Twice: state handling only (JAX returns the new
+        state, numpy mutates); the rule is :func:`agents.gosine.arm_ids` and a ``where``."""
         d = obs.deliveries[CHANNEL]
         raw = d.payload[:, 0]
         valid = arm_ids(raw, d.received, params.num_arms)

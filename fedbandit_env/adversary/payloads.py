@@ -140,3 +140,11 @@ def crashed_down(pulls_before: Any, crash_pull: Any) -> Any:
     (...) pulls: from their crash pull on, and in the communication steps right before it
     (``crash_pull`` (..., N); an agent that never crashes has a pull past the horizon)."""
     return pulls_before[..., None] >= crash_pull - 1
+
+
+def honest_agents(roles: Any, like: Any) -> Any:
+    """(..., N) bool: the honest agents (role 0), or every agent (the shape of ``like``) where
+    there are no roles (no adversary)."""
+    if roles is None:
+        return namespace(like).ones(like.shape, dtype=bool)
+    return roles == 0

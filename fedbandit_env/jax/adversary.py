@@ -146,6 +146,9 @@ class Zeros(JaxAttack):
     """``zeros``: a payload of zeros every step."""
 
     def payload(self, key, state, dim, view):
+        """Twice: the wrapper only (JAX: the step's key, the state returned; numpy: the
+        attack's streams and attributes); the payload is a line of arithmetic or
+        :mod:`fedbandit_env.adversary.payloads`'s."""
         return self.everyone(), jnp.zeros((self.n, dim), jnp.float32), state
 
 
@@ -153,6 +156,9 @@ class Gaussian(JaxAttack):
     """``gaussian``: own honest payload + N(0, sigma^2) per coordinate, when the learner sends."""
 
     def payload(self, key, state, dim, view):
+        """Twice: the wrapper only (JAX: the step's key, the state returned; numpy: the
+        attack's streams and attributes); the payload is a line of arithmetic or
+        :mod:`fedbandit_env.adversary.payloads`'s."""
         noise = jax.random.normal(key, (self.n, dim), jnp.float32)
         return view.send, view.payload + self.twin.sigma * noise, state
 
@@ -232,6 +238,9 @@ class FedMoMSce1(JaxAttack):
         return fake, optimal, (sums, counts)
 
     def payload(self, key, state, dim, view):
+        """Twice: the wrapper only (JAX: the step's key, the state returned; numpy: the
+        attack's streams and attributes); the payload is a line of arithmetic or
+        :mod:`fedbandit_env.adversary.payloads`'s."""
         fake, _, state = self.fake_means(key, state, view)
         return view.send, fake, state
 
@@ -241,6 +250,9 @@ class FedMoMSce2(FedMoMSce1):
     others."""
 
     def payload(self, key, state, dim, view):
+        """Twice: the wrapper only (JAX: the step's key, the state returned; numpy: the
+        attack's streams and attributes); the payload is a line of arithmetic or
+        :mod:`fedbandit_env.adversary.payloads`'s."""
         fake, optimal, state = self.fake_means(key, state, view)
         return view.send, jnp.where(optimal[None, :], fake, view.payload), state
 
@@ -250,6 +262,9 @@ class ALIE(JaxAttack):
     honest payloads (0 where no honest agent sends), the same for every Byzantine agent."""
 
     def payload(self, key, state, dim, view):
+        """Twice: the wrapper only (JAX: the step's key, the state returned; numpy: the
+        attack's streams and attributes); the payload is a line of arithmetic or
+        :mod:`fedbandit_env.adversary.payloads`'s."""
         return self.everyone(), payloads.alie(view.payload, view.honest_send, self.twin.z), state
 
 
@@ -265,6 +280,9 @@ class RecWorst(JaxAttack):
     """``rec_worst``: the arm of lowest global mean (lowest id on ties)."""
 
     def payload(self, key, state, dim, view):
+        """Twice: the wrapper only (JAX: the step's key, the state returned; numpy: the
+        attack's streams and attributes); the payload is a line of arithmetic or
+        :mod:`fedbandit_env.adversary.payloads`'s."""
         return self.everyone(), payloads.worst_recommendation(view.means, self.n), state
 
 
@@ -445,6 +463,4 @@ class JaxAdversary:
 def honest(state: Any) -> jnp.ndarray:
     """(..., N) bool: the honest agents of a state (every agent without an adversary)."""
     adv = getattr(state, "adversary", None)
-    if adv is None:
-        return jnp.ones(jnp.shape(state.last_arm), bool)
-    return adv.roles == HONEST
+    return payloads.honest_agents(None if adv is None else adv.roles, state.last_arm)
