@@ -44,7 +44,7 @@ def test_empirical_variance_matches_the_closed_form_within_5_percent(n):
     noise = (c.release() - c.exact()).ravel()
     ratio = noise.var() / float(hybrid_noise_variance(n, eps))
     assert abs(ratio - 1) < 0.05, ratio
-    assert np.allclose(c.noise_variance(), hybrid_noise_variance(n, eps))
+    assert np.allclose(hybrid_noise_variance(c.counts, eps), hybrid_noise_variance(n, eps))
 
 
 @PROPERTY
@@ -68,7 +68,7 @@ def test_noise_restarts_the_binary_half_at_powers_of_two():
     log_noise = []
     for n in range(1, 65):
         c.insert(np.full((1, 1), 0.3))
-        _, binary = c.noise_parts()
+        binary = c.state.alpha_noise.sum(axis=-1)
         if n & (n - 1) == 0:
             assert binary[0, 0] == 0.0  # only the logarithmic half at c = 2^k
             log_noise.append(c.noise()[0, 0])
@@ -119,11 +119,14 @@ def test_insert_validation():
         c.insert(np.zeros((1, 2)))
 
 
-def test_insert_at_equals_masked_insert_and_draws():
-    """insert_at (work per item) gives exactly the masked insert's releases and noise."""
-    from fedbandit_env.privacy import HybridCounter
-    from fedbandit_env.seeding import BatchedRNG
+def flat_of(counter: HybridCounter, index: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Flat positions of (B, *shape) of an index tuple."""
+    return np.ravel_multi_index(index, (counter.num_runs, *counter.shape))
 
+
+def test_insert_flat_equals_masked_insert_and_draws():
+    """insert_flat (the DP recommender agents' form) gives exactly the masked insert's releases
+    and noise."""
     runs, n, k, horizon = 3, 4, 5, 300
     full = HybridCounter((n, k), horizon, 1.5, rng=BatchedRNG.for_runs([1, 2, 3], "agents"))
     fast = HybridCounter((n, k), horizon, 1.5, rng=BatchedRNG.for_runs([1, 2, 3], "agents"))
@@ -134,15 +137,15 @@ def test_insert_at_equals_masked_insert_and_draws():
         rewards = gen.random((runs, n)) * 1.4 - 0.2  # some values need clipping
         mask = arms[..., None] == np.arange(k)
         released = full.insert(np.where(mask, rewards[..., None], 0.0), mask)
-        fast.insert_at((b, i, arms), rewards)
-        assert np.array_equal(fast.release_at((b, i, arms)), released[b, i, arms])
+        got = fast.insert_flat(flat_of(fast, (b, i, arms)), rewards)
+        assert np.array_equal(got, released[b, i, arms])
     assert np.array_equal(fast.release(), full.release())
     assert np.array_equal(fast.counts, full.counts)
 
 
-def test_row_noise_insert_at_equals_masked_insert_and_batch():
-    """noise_per="row" (one draw per agent and step): insert_at and the masked insert agree bit
-    for bit, and a run inside a batch equals the run alone."""
+def test_row_noise_insert_flat_equals_masked_insert_and_batch():
+    """noise_per="row" (one draw per agent and step): insert_flat and the masked insert agree
+    bit for bit, and a run inside a batch equals the run alone."""
     runs, n, k, horizon = 3, 4, 5, 200
     make = lambda seeds: HybridCounter(  # noqa: E731
         (n, k), horizon, 1.5, rng=BatchedRNG.for_runs(seeds, "agents"), noise_per="row"
@@ -155,9 +158,9 @@ def test_row_noise_insert_at_equals_masked_insert_and_batch():
         rewards = gen.random((runs, n))
         mask = arms[..., None] == np.arange(k)
         released = full.insert(np.where(mask, rewards[..., None], 0.0), mask)
-        fast.insert_at((b, i, arms), rewards)
-        alone.insert_at((b[1:2] * 0, i[1:2], arms[1:2]), rewards[1:2])
-        assert np.array_equal(fast.release_at((b, i, arms)), released[b, i, arms])
+        got = fast.insert_flat(flat_of(fast, (b, i, arms)), rewards)
+        alone.insert_flat(flat_of(alone, (b[1:2] * 0, i[1:2], arms[1:2])), rewards[1:2])
+        assert np.array_equal(got, released[b, i, arms])
     assert np.array_equal(fast.release(), full.release())
     assert np.array_equal(alone.release()[0], full.release()[1])
 
@@ -169,7 +172,9 @@ def test_row_noise_has_the_closed_form_variance():
     c = HybridCounter((rows, k), n_items, 2.0, rng=rng(name="rowvar"), noise_per="row")
     r = np.arange(rows)
     for t in range(2 * n_items):  # alternate the two arms of each row: n_items each
-        c.insert_at((np.zeros(rows, dtype=np.int64), r, np.full(rows, t % 2)), np.zeros(rows))
+        c.insert_flat(
+            flat_of(c, (np.zeros(rows, np.int64), r, np.full(rows, t % 2))), np.zeros(rows)
+        )
     var = c.noise().var()
     assert var == pytest.approx(float(hybrid_noise_variance(n_items, 2.0)), rel=0.05)
 
@@ -177,7 +182,9 @@ def test_row_noise_has_the_closed_form_variance():
 def test_row_noise_refuses_two_items_in_one_row():
     c = HybridCounter((2, 3), 10, 1.0, rng=rng(), noise_per="row")
     with pytest.raises(PrivacyError, match="at most one item per row"):
-        c.insert_at((np.array([0, 0]), np.array([1, 1]), np.array([0, 2])), np.zeros(2))
+        c.insert_flat(
+            flat_of(c, (np.array([0, 0]), np.array([1, 1]), np.array([0, 2]))), np.zeros(2)
+        )
     mask = np.zeros((1, 2, 3), dtype=bool)
     mask[0, 0, :2] = True
     with pytest.raises(PrivacyError, match="at most one item per row"):
@@ -186,22 +193,14 @@ def test_row_noise_refuses_two_items_in_one_row():
         HybridCounter((2, 3), 10, 1.0, rng=rng(), noise_per="arm")
 
 
-def twin_counters(noise_per: str, n: int, k: int, horizon: int) -> tuple[HybridCounter, ...]:
-    """Two identical (n, k) counters over runs 4, 5, 6, to compare two insertion paths."""
-    return tuple(
-        HybridCounter(
-            (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"), noise_per=noise_per
-        )
-        for _ in range(2)
-    )
-
-
-def test_insert_at_returns_what_release_at_reads():
-    """insert_at returns exactly the releases release_at reads afterwards, with every row at
-    once or a subset of the runs."""
+def test_insert_flat_returns_what_release_reads():
+    """insert_flat returns exactly the releases read afterwards, with every row at once or a
+    subset of the runs."""
     runs, n, k, horizon = 3, 4, 5, 150
     for noise_per in ("counter", "row"):
-        c, _ = twin_counters(noise_per, n, k, horizon)
+        c = HybridCounter(
+            (n, k), horizon, 1.5, rng=BatchedRNG.for_runs([4, 5, 6], "agents"), noise_per=noise_per
+        )
         gen = np.random.default_rng(1)
         b, i = np.indices((runs, n))
         for t in range(horizon):
@@ -209,28 +208,42 @@ def test_insert_at_returns_what_release_at_reads():
             rewards = gen.random((runs, n)) * 1.4 - 0.2
             some = gen.random(runs) < 0.5 if t % 3 else np.ones(runs, dtype=bool)
             index = (b[some], i[some], arms[some])
-            got = c.insert_at(index, rewards[some])
-            assert np.array_equal(got, c.release_at(index))
+            got = c.insert_flat(flat_of(c, index), rewards[some])
+            assert np.array_equal(got, c.release()[index])
 
 
-def test_insert_at_validation():
+def test_insert_flat_validation():
     c = HybridCounter((2, 3), 10, 1.0, rng=rng())
-    zero = np.array([0])
-    with pytest.raises(PrivacyError, match="index"):
-        c.insert_at((zero, zero, np.array([3])), np.zeros(1))
-    with pytest.raises(PrivacyError, match="index"):
-        c.insert_at((zero, zero, np.array([-1])), np.zeros(1))
-    with pytest.raises(PrivacyError, match="index"):
-        c.insert_at((zero, zero, np.array([0.0])), np.zeros(1))
+    with pytest.raises(PrivacyError, match="flat"):
+        c.insert_flat(np.array([6]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="flat"):
+        c.insert_flat(np.array([-1]), np.zeros(1))
+    with pytest.raises(PrivacyError, match="flat"):
+        c.insert_flat(np.array([0.0]), np.zeros(1))
     with pytest.raises(PrivacyError, match="shape of values"):
-        c.insert_at((zero, zero, zero), np.zeros(2))
+        c.insert_flat(np.array([0]), np.zeros(2))
     with pytest.raises(PrivacyError, match="finite"):
-        c.insert_at((zero, zero, zero), np.array([np.nan]))
+        c.insert_flat(np.array([0]), np.array([np.nan]))
     rows = HybridCounter((2, 3), 2, 1.0, rng=rng(), noise_per="row")
     with pytest.raises(PrivacyError, match="one item per row"):
-        rows.insert_at((np.array([0, 0]), np.array([0, 0]), np.array([0, 1])), np.zeros(2))
+        rows.insert_flat(np.array([0, 1]), np.zeros(2))
     for _ in range(2):
-        rows.insert_at((zero, zero, zero), np.zeros(1))
+        rows.insert_flat(np.array([0]), np.zeros(1))
     with pytest.raises(PrivacyError, match="at most 2 items"):
-        rows.insert_at((zero, zero, zero), np.zeros(1))
+        rows.insert_flat(np.array([0]), np.zeros(1))
     assert rows.counts[0, 0, 0] == 2  # the refused insertion changed nothing
+
+
+def test_params_are_what_both_engines_read():
+    """hybrid_params: the noise scales and levels of the numpy counter (hand-computed), and the
+    checks of the options."""
+    from fedbandit_env.privacy.hybrid_counter import hybrid_params
+
+    p = hybrid_params((2, 3), 100, 0.5, bounds=(0.0, 2.0))
+    c = HybridCounter((2, 3), 100, 0.5, rng=rng(), bounds=(0.0, 2.0))
+    assert c.params == p and (p.sensitivity, p.log_scale, p.binary_levels) == (2.0, 8.0, 6)
+    assert hybrid_params((1,), 1, math.inf).log_scale == 0.0
+    with pytest.raises(PrivacyError, match="^bounds"):
+        hybrid_params((2,), 10, 1.0, bounds=(1.0, 0.0))
+    with pytest.raises(PrivacyError, match="^epsilon"):
+        hybrid_params((2,), 10, 0.0)

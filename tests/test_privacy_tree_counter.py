@@ -108,9 +108,7 @@ def test_exact_part_equals_the_true_prefix_sum(seed, horizon, arms, tree_index):
     tree_index=st.sampled_from(["round", "pull"]),
     init_round=st.booleans(),
 )
-def test_release_at_reads_the_release_at_the_given_arms(
-    seed, horizon, arms, tree_index, init_round
-):
+def test_noise_at_reads_the_noise_at_the_given_arms(seed, horizon, arms, tree_index, init_round):
     c = TreeCounter(
         (3, arms),
         horizon,
@@ -125,18 +123,18 @@ def test_release_at_reads_the_release_at_the_given_arms(
     for t, (a, r) in enumerate(random_plays(seed, 2, 3, arms, horizon, integer=False), start=1):
         c.insert_arms(t, a, r)
         probe = g.integers(0, arms, (2, 3))
-        expected = np.take_along_axis(c.release(), probe[..., None], axis=-1)[..., 0]
-        assert np.array_equal(c.release_at(probe), expected)  # same sums, bit for bit
+        expected = np.take_along_axis(c.noise(), probe[..., None], axis=-1)[..., 0]
+        assert np.array_equal(c.noise_at(probe), expected)  # same sums, bit for bit
 
 
-def test_release_at_rejects_bad_arms():
+def test_noise_at_rejects_bad_arms():
     c = TreeCounter((2, 3), 10, 1.0, rng=rng())
     with pytest.raises(PrivacyError, match="arms"):
-        c.release_at(np.zeros((1, 3), dtype=np.int64))
+        c.noise_at(np.zeros((1, 3), dtype=np.int64))
     with pytest.raises(PrivacyError, match="arms"):
-        c.release_at(np.zeros((1, 2)))
+        c.noise_at(np.zeros((1, 2)))
     with pytest.raises(PrivacyError, match="out-of-range"):
-        c.release_at(np.array([[0, -1]]))
+        c.noise_at(np.array([[0, -1]]))
 
 
 @PROPERTY
@@ -385,14 +383,14 @@ def test_round_mode_blocks_live_only_at_the_set_bits_of_the_round():
     for t in range(1, 301):
         c.insert_arms(t, g.integers(4, size=(2, 3)), g.standard_normal((2, 3)))
         clear = [j for j in range(c.storage_levels) if not t >> j & 1]
-        assert not c.block_exact[..., clear].any() and not c.block_noise[..., clear].any()
+        assert not c.state.exact[..., clear].any() and not c.block_noise[..., clear].any()
         assert not c.block_noised[..., clear].any()
 
 
 @pytest.mark.parametrize("tree_index", ["round", "pull"])
 def test_reads_at_the_pulled_arms_equal_the_whole_release(tree_index):
-    """release_at and noise_at (the Fed_UCB agents' reads) are release() and noise() read at
-    one arm per agent, bit for bit, in both tree modes."""
+    """noise_at (the Fed_UCB agents' read) is noise() read at one arm per agent, bit for bit,
+    in both tree modes."""
     c = TreeCounter((3, 4), 200, 1.0, rng=rng((0, 1)), tree_index=tree_index, init_round=True)
     g = np.random.default_rng(5)
     c.insert(0, g.random((2, 3, 4)))
@@ -400,8 +398,27 @@ def test_reads_at_the_pulled_arms_equal_the_whole_release(tree_index):
         arms, rewards = g.integers(4, size=(2, 3)), g.standard_normal((2, 3))
         c.insert_arms(t, arms, rewards)
         at = arms[..., None]
-        want = np.take_along_axis(c.release(), at, -1)[..., 0]
-        assert c.release_at(arms).tobytes() == want.tobytes()
         assert c.noise_at(arms).tobytes() == np.take_along_axis(c.noise(), at, -1)[..., 0].tobytes()
     with pytest.raises(PrivacyError, match="next round"):
         c.insert_arms(5, arms, rewards)
+
+
+def test_params_are_what_both_engines_read():
+    """tree_params: the levels and the Laplace scale per block (hand-computed), the numpy
+    counter's params and attributes, and the checks of the options."""
+    from fedbandit_env.privacy.tree_counter import tree_params
+
+    p = tree_params((2, 3), 100, 0.7, bounds=(0.0, 2.0), tree_index="pull", init_round=True)
+    assert (p.capacity, p.storage_levels, p.budget_levels, p.sensitivity) == (101, 7, 7, 2.0)
+    assert p.scale == 2.0 / (0.7 / 7) and p.effective_epsilon == pytest.approx(0.7)
+    c = TreeCounter((2, 3), 100, 0.7, rng=rng(), bounds=(0.0, 2.0), tree_index="pull",
+                    init_round=True)  # fmt: skip
+    assert c.params == p and (c.scale, c.storage_levels, c.shape) == (p.scale, 7, (2, 3))
+    paper = tree_params((1,), 1024, 1.0, levels="paper")
+    assert (paper.storage_levels, paper.budget_levels) == (11, 10)
+    assert paper.effective_epsilon == pytest.approx(1.1)
+    assert tree_params((1,), 8, math.inf).scale == 0.0
+    with pytest.raises(PrivacyError, match="^levels"):
+        tree_params((1,), 8, 1.0, levels=0)
+    with pytest.raises(PrivacyError, match="^tree_index"):
+        tree_params((1,), 8, 1.0, tree_index="arm")

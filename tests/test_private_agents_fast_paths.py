@@ -36,7 +36,7 @@ class OldTreeCounter(TreeCounter):
     def noise_at(self, arms):
         arms = np.asarray(arms)
         at = (*np.indices((self.num_runs, *self.shape[:-1]), sparse=True), arms)
-        return self.block_noise[at].sum(axis=-1) + self._init_noise[at]
+        return self.block_noise[at].sum(axis=-1) + self.state.init_noise[at]
 
 
 class OldGossipFedUCB(GossipFedUCB):
@@ -179,10 +179,10 @@ def test_tree_counter_leaf_rounds_keep_every_array():
         for c in counters:
             c.insert_arms(t, arms, rewards)
         a, b = counters
-        for name in ("_exact", "_noise", "_noised", "_counts", "_last_pull"):
-            assert _same_bits(getattr(a, name), getattr(b, name)), (t, name)
+        for name in ("exact", "noise", "noised", "counts", "last_pull"):
+            assert _same_bits(getattr(a.state, name), getattr(b.state, name)), (t, name)
         assert _same_bits(a.release(), b.release())
-        assert _same_bits(a.release_at(arms), b.release_at(arms))
+        assert _same_bits(a.noise_at(arms), b.noise_at(arms))
 
 
 DP_MW_OPTIONS = [{}, {"epsilon": 0.5}, {"epsilon": math.inf}, {"delta_horizon": 50}]

@@ -9,10 +9,13 @@ Round ``t`` closes exactly one new block, ``(t & (t-1), t]``, at level ``ctz(t)`
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.validation import is_integral
+from fedbandit_env.xp import is_jax
 
 
 def _check_index(t: int, name: str = "t", minimum: int = 1) -> int:
@@ -71,16 +74,26 @@ def paper_levels(horizon: int) -> int:
     return max(1, (horizon - 1).bit_length())
 
 
-def bit_length(x: np.ndarray) -> np.ndarray:
-    """Element-wise ``int.bit_length`` of non-negative integers below 2^53."""
+def bit_length(x: Any) -> Any:
+    """Element-wise ``int.bit_length`` of non-negative integers, for either engine: numpy
+    int64 below 2^53 (the float64 exponent), JAX int32 (32 minus the leading zeros)."""
+    if is_jax(x):
+        import jax
+
+        return 32 - jax.lax.clz(x.astype("int32"))
     x = np.asarray(x, dtype=np.int64)
     return np.frexp(x.astype(np.float64))[1].astype(np.int64)
 
 
-def trailing_zeros(x: np.ndarray) -> np.ndarray:
-    """Element-wise number of trailing zero bits of positive integers (``ctz``)."""
-    x = np.asarray(x, dtype=np.int64)
+def trailing_zeros(x: Any) -> Any:
+    """Element-wise number of trailing zero bits of positive integers (``ctz``: the level of
+    the block that index ``x`` closes), for either engine."""
     return bit_length(x & -x) - 1
+
+
+def is_power_of_two(x: Any) -> Any:
+    """Element-wise ``x`` in {1, 2, 4, ...}, for either engine."""
+    return (x > 0) & ((x & (x - 1)) == 0)
 
 
 def popcount(x: np.ndarray) -> np.ndarray:

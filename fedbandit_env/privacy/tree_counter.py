@@ -11,7 +11,7 @@ Decisions where the paper leaves room (docs/privacy.md, "Decisions"):
 * Levels — ``levels=None`` (default) splits epsilon over ``floor(log2 T) + 1`` levels, which is
   exactly the number of distinct blocks one round can enter, so every observation spends at most
   epsilon. ``levels="paper"`` uses the paper's ``ceil(log2 T)``, which overspends by the factor
-  ``(log2 T + 1)/log2 T`` when T is a power of two (see :attr:`TreeCounter.effective_epsilon`).
+  ``(log2 T + 1)/log2 T`` when T is a power of two (see :attr:`TreeParams.effective_epsilon`).
 * Empty blocks — noise only on blocks that hold at least one pull (as the text of Section 4.1
   says; default); ``noise_on_empty_blocks=True`` gives Algorithm 3 as printed (noise on
   every block).
@@ -25,146 +25,68 @@ Decisions where the paper leaves room (docs/privacy.md, "Decisions"):
   counter closes a block only when it is pulled). Both use the same epsilon accounting.
 * Clipping — no clipping by default (sensitivity 1, as the paper ran it); ``bounds=(lo, hi)`` clips
   inserted values and sets the sensitivity to ``hi - lo``.
+* Noise only — ``exact_blocks=False`` keeps only the blocks' noise, for a caller that keeps the
+  exact sums itself (an agent's own sums) and adds :meth:`TreeCounter.noise_at`; reading the
+  exact part is then refused.
+
+One source for both engines: the options and their constants are :func:`tree_params`; the
+state (:class:`TreeCounterState`) is updated and read by array-namespace functions
+(:func:`tree_insert`, :func:`tree_noise`, ...) on (B, *shape) arrays here, one run's in JAX.
 
 Seeding: one fixed-shape standard Laplace draw per counter per round (``E1 - E2`` of buffered
-exponentials, :class:`~fedbandit_env.privacy._random.LaplaceStream`). Round t closes at most one
-block per counter, so this one draw covers every block that can close; it is used only where a
-noised block closes. With ``noise_per="row"`` (a row is a vector of counters along the last axis,
-e.g. one agent's arms, of which one is pulled per round), a *leaf round* (round index, odd t,
-noise on non-empty blocks only) draws one Laplace per row instead, from the counter's own ``row``
-sub-stream: that round closes only the level-0 blocks of the counters pulled in it, so the per-arm
-draws of the other counters would go unused. Every other round draws one per counter. The number
-of draws per round never depends on the data or on B, so run b of a batch is bit-identical to the
-same run alone. ``epsilon = inf`` draws nothing and is exact.
-
-Noise only (``exact_blocks=False``): a caller that keeps the exact running sums itself (an agent's
-own reward sums) can leave the exact part of the blocks out: the counter then keeps only the
-noise of the blocks (the same draws, the same noise in every release) and :meth:`noise_flat`
-reads a release's noise, which the caller adds to its exact sums. Reading the exact part
-(:meth:`exact`, :meth:`release`, :meth:`release_flat`, ``block_exact``) is then refused.
+exponentials, :class:`~fedbandit_env.privacy._random.LaplaceStream`): round t closes at most one
+block per counter, and the draw is used only where a noised block closes. With
+``noise_per="row"`` (one pulled counter per row of the last axis, e.g. an agent's arms), a *leaf
+round* (round index, odd t, noise on non-empty blocks only), which closes only the level-0 blocks
+of the pulled counters, draws one Laplace per row from the ``row`` sub-stream instead. The draws
+never depend on the data or on B: run b of a batch is bit-identical to the run alone.
+``epsilon = inf`` draws nothing and is exact.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from fedbandit_env.privacy import _validation as check
 from fedbandit_env.privacy._random import LaplaceStream
-from fedbandit_env.privacy._validation import (
-    check_bounds,
-    check_horizon,
-    check_mask,
-    check_shape,
-    check_values,
-    resolve_runs,
-)
-from fedbandit_env.privacy.calibration import (
-    check_epsilon,
-    check_noise_scale,
-    check_sensitivity,
-)
+from fedbandit_env.privacy.calibration import check_epsilon, check_noise_scale, check_sensitivity
 from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_memory, is_integral
+from fedbandit_env.xp import is_jax, namespace
 
 TreeIndex = Literal["round", "pull"]
 
 
-class TreeCounter:
-    """Continual Laplace counters over (B, *shape), indexed by round or by pull count.
+@dataclass(frozen=True)
+class TreeParams:
+    """A tree counter's validated options (:func:`tree_params`) and the constants they imply:
+    ``capacity`` the largest tree index (the horizon, +1 with the init pull in pull mode),
+    ``storage_levels`` the tree's levels (the most blocks one observation enters),
+    ``budget_levels`` the levels epsilon is split over."""
 
-    ``insert(t, values, pulled)`` adds round t (1..horizon; 0 if ``init_round``) for every run
-    and counter: ``values`` (B, *shape) are the increments, ``pulled`` (B, *shape) marks the
-    counters that received an observation (default: all). ``release()`` is the private running
-    sum of each counter. Each observation enters at most :attr:`storage_levels` blocks, each
-    released with ``Lap(sensitivity / epsilon_per_block)``, ``epsilon_per_block = epsilon /
-    budget_levels``; :attr:`effective_epsilon` is the resulting per-observation guarantee
-    (= epsilon with the default levels).
-    """
+    shape: tuple[int, ...]
+    horizon: int
+    epsilon: float
+    sensitivity: float
+    bounds: tuple[float, float] | None
+    tree_index: TreeIndex
+    noise_on_empty_blocks: bool
+    init_round: bool
+    exact_blocks: bool
+    capacity: int
+    storage_levels: int
+    budget_levels: int
 
-    def __init__(
-        self,
-        shape: tuple[int, ...],
-        horizon: int,
-        epsilon: float,
-        *,
-        rng: BatchedRNG | None = None,
-        num_runs: int | None = None,
-        sensitivity: float = 1.0,
-        bounds: tuple[float, float] | None = None,
-        tree_index: TreeIndex = "round",
-        noise_on_empty_blocks: bool = False,
-        levels: int | Literal["paper"] | None = None,
-        init_round: bool = False,
-        noise_per: Literal["counter", "row"] = "counter",
-        exact_blocks: bool = True,
-    ):
-        self.shape = check_shape(shape)
-        if not isinstance(noise_per, str) or noise_per not in ("counter", "row"):
-            raise PrivacyError("noise_per", "'counter' or 'row'", repr(noise_per))
-        self.noise_per = noise_per
-        if not isinstance(exact_blocks, bool | np.bool_):
-            raise PrivacyError("exact_blocks", "True or False", repr(exact_blocks))
-        self.exact_blocks = bool(exact_blocks)
-        self.horizon = check_horizon(horizon)
-        self.epsilon = check_epsilon(epsilon)
-        self.bounds = check_bounds(bounds)
-        self.sensitivity = (
-            self.bounds[1] - self.bounds[0] if self.bounds else check_sensitivity(sensitivity)
-        )
-        if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
-            raise PrivacyError("tree_index", "'round' or 'pull'", tree_index)
-        self.tree_index: TreeIndex = tree_index
-        self.noise_on_empty_blocks = bool(noise_on_empty_blocks)
-        self.init_round = bool(init_round)
-        # the largest tree index: the round (<= T) or the pull count (<= T, +1 with the init pull)
-        self.capacity = self.horizon + (1 if tree_index == "pull" and self.init_round else 0)
-        self.storage_levels = floor_levels(self.capacity)
-        if levels is None:
-            self.budget_levels = self.storage_levels
-        elif isinstance(levels, str) and levels == "paper":
-            self.budget_levels = paper_levels(self.horizon)
-        elif is_integral(levels) and levels >= 1:
-            self.budget_levels = int(levels)
-        else:
-            raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
-        noisy = not math.isinf(self.epsilon)
-        if noisy:
-            try:
-                scale = self.scale
-            except ZeroDivisionError:
-                scale = math.inf
-            check_noise_scale(scale, self.epsilon, what="Laplace scale per block")
-        self.num_runs = resolve_runs(rng, num_runs, noisy)
-        check_memory(
-            "shape/num_runs",
-            8.0 * 2 * self.num_runs * math.prod(self.shape) * (self.storage_levels + 3),
-            "2 float64 arrays (B, *shape, levels)",
-        )
-        self._stream = LaplaceStream(rng, self.shape) if noisy and rng is not None else None
-        self._row_stream = None  # noise_per="row": one draw per row in leaf rounds
-        if self._stream is not None and noise_per == "row":
-            assert rng is not None
-            self._row_stream = LaplaceStream(rng.child("row"), self.shape[:-1])
+    @property
+    def noisy(self) -> bool:
+        return not math.isinf(self.epsilon)
 
-        full = (self.num_runs, *self.shape)
-        # the open blocks of every counter, one per level on the last axis: the blocks of the
-        # current decomposition are the levels of the set bits of the tree index (others are 0)
-        levels = self.storage_levels
-        self._exact = np.zeros((*full, levels)) if self.exact_blocks else None
-        self._noise = np.zeros((*full, levels))
-        self._noised = np.zeros((*full, levels), dtype=bool)
-        self._init_exact = np.zeros(full)
-        self._init_noise = np.zeros(full)
-        self._init_noised = np.zeros(full, dtype=bool)
-        self._counts = np.zeros(full, dtype=np.int64)
-        self._last_pull = np.zeros(full, dtype=np.int64)  # round of the latest pull (0: none)
-        self._t = -1 if self.init_round else 0
-
-    # -- budget ---------------------------------------------------------------------------
     @property
     def epsilon_per_block(self) -> float:
         """epsilon' = epsilon / budget_levels, the budget of one block release."""
@@ -173,7 +95,7 @@ class TreeCounter:
     @property
     def scale(self) -> float:
         """Laplace scale of one block: sensitivity / epsilon' (0 when epsilon is inf)."""
-        return 0.0 if math.isinf(self.epsilon) else self.sensitivity / self.epsilon_per_block
+        return self.sensitivity / self.epsilon_per_block if self.noisy else 0.0
 
     @property
     def effective_epsilon(self) -> float:
@@ -181,76 +103,245 @@ class TreeCounter:
         x epsilon'. Equals epsilon unless ``levels`` undercounts the tree depth."""
         return self.storage_levels * self.epsilon_per_block
 
-    # -- state ----------------------------------------------------------------------------
-    @property
-    def t(self) -> int:
-        """The last inserted round (-1 before the init round, 0 before round 1)."""
-        return self._t
+
+def tree_params(shape: tuple[int, ...], horizon: int, epsilon: float, *, sensitivity: float = 1.0,
+                bounds: tuple[float, float] | None = None, tree_index: TreeIndex = "round",
+                noise_on_empty_blocks: bool = False, levels: int | Literal["paper"] | None = None,
+                init_round: bool = False, exact_blocks: bool = True) -> TreeParams:  # fmt: skip
+    """The :class:`TreeParams` of a counter's options (the module docstring's decisions), or a
+    :class:`PrivacyError` naming the bad option. Pure: the numpy and JAX counters call it."""
+    shape = check.check_shape(shape)
+    if not isinstance(exact_blocks, bool | np.bool_):
+        raise PrivacyError("exact_blocks", "True or False", repr(exact_blocks))
+    horizon, epsilon = check.check_horizon(horizon), check_epsilon(epsilon)
+    bounds = check.check_bounds(bounds)
+    sensitivity = bounds[1] - bounds[0] if bounds else check_sensitivity(sensitivity)
+    if not isinstance(tree_index, str) or tree_index not in ("round", "pull"):
+        raise PrivacyError("tree_index", "'round' or 'pull'", tree_index)
+    capacity = horizon + (1 if tree_index == "pull" and init_round else 0)
+    budget = storage = floor_levels(capacity)
+    if isinstance(levels, str) and levels == "paper":
+        budget = paper_levels(horizon)
+    elif levels is not None:
+        if not (is_integral(levels) and levels >= 1):
+            raise PrivacyError("levels", "None, 'paper' or an int >= 1", levels)
+        budget = int(levels)
+    p = TreeParams(shape, horizon, epsilon, sensitivity, bounds, tree_index,
+                   bool(noise_on_empty_blocks), bool(init_round), bool(exact_blocks), capacity,
+                   storage, budget)  # fmt: skip
+    if p.noisy:  # an epsilon' that underflows to 0 makes an infinite scale
+        scale = p.scale if p.epsilon_per_block > 0 else math.inf
+        check_noise_scale(scale, epsilon, what="Laplace scale per block")
+    return p
+
+
+class TreeCounterState(NamedTuple):
+    """The counters (any leading batch axes, then ``shape``): ``t`` the last inserted round (-1
+    before the initialization round); ``exact`` (..., levels) the exact sums of the open blocks
+    (None without exact blocks), ``noise`` their Laplace noise and ``noised`` which carry noise
+    (0 / False on levels not in the decomposition: round or pull count k's blocks are the levels
+    of the set bits of k); ``init_*`` the initialization leaf outside the tree (round mode with
+    ``init_round``); ``counts`` observations per counter; ``last_pull`` the round of each
+    counter's latest observation (0: none)."""
+
+    t: Any
+    exact: Any
+    noise: Any
+    noised: Any
+    init_exact: Any
+    init_noise: Any
+    init_noised: Any
+    counts: Any
+    last_pull: Any
+
+
+def empty_tree(p: TreeParams, lead: tuple[int, ...] = (), xp: Any = np, floats: Any = np.float64,
+               ints: Any = np.int64) -> TreeCounterState:  # fmt: skip
+    """Counters with no round inserted, over ``lead + p.shape`` (``t`` a Python int)."""
+    full, blocks = (*lead, *p.shape), (*lead, *p.shape, p.storage_levels)
+    exact = p.exact_blocks
+    return TreeCounterState(
+        -1 if p.init_round else 0,
+        xp.zeros(blocks, floats) if exact else None, xp.zeros(blocks, floats),
+        xp.zeros(blocks, bool), xp.zeros(full, floats) if exact else None,
+        xp.zeros(full, floats), xp.zeros(full, bool), xp.zeros(full, ints), xp.zeros(full, ints),
+    )  # fmt: skip
+
+
+def tree_exact(p: TreeParams, s: TreeCounterState) -> Any:
+    """The exact running sums: the sum of the open blocks, the prefix as its dyadic blocks
+    (Algorithm 2 of Zhu et al. 2021), plus the initialization leaf. Needs exact blocks."""
+    if not p.exact_blocks:
+        why = "True to read the exact sums (this counter keeps the blocks' noise only: add "
+        raise PrivacyError("exact_blocks", why + "noise_at() or noise() to yours)", False)
+    return s.exact.sum(axis=-1) + s.init_exact
+
+
+def tree_noise(s: TreeCounterState) -> Any:
+    """The noise of a release: the cached noise of the blocks of the current decomposition
+    (Algorithm 3, reused in every later release), plus the initialization leaf's."""
+    return s.noise.sum(axis=-1) + s.init_noise
+
+
+def tree_release(p: TreeParams, s: TreeCounterState) -> Any:
+    """The private running sums; the same until the next insertion (the noise is cached)."""
+    return tree_exact(p, s) + tree_noise(s)
+
+
+def tree_noise_at(s: TreeCounterState, arms: Any) -> Any:
+    """:func:`tree_noise` at one index of the last axis of ``shape`` per leading position
+    (``arms`` (...)), reading only those counters."""
+    xp = namespace(s.noise, arms)
+    rows = (xp.arange(arms.size).reshape(arms.shape) * s.init_noise.shape[-1] + arms).reshape(-1)
+    blocks = s.noise.reshape(-1, s.noise.shape[-1])[rows].sum(axis=-1)
+    return (blocks + s.init_noise.reshape(-1)[rows]).reshape(arms.shape)
+
+
+def tree_noise_terms(s: TreeCounterState) -> Any:
+    """The number of Laplace terms in each current release."""
+    return s.noised.sum(axis=-1) + s.init_noised
+
+
+def one_hot(arms: Any, rewards: Any, num: int) -> tuple[Any, Any]:
+    """``(values, pulled)`` (..., num) of one pulled index per leading position: ``arms`` and
+    ``rewards`` (...)."""
+    pulled = arms[..., None] == namespace(arms, rewards).arange(num)
+    return namespace(arms, rewards).where(pulled, rewards[..., None], 0.0), pulled
+
+
+def close_blocks(s: TreeCounterState, level: Any, active: Any, values: Any, noise: Any,
+                 noised: Any) -> TreeCounterState:  # fmt: skip
+    """Each ``active`` counter (True: all) closes the block at its ``level`` (Algorithm 3, "a_t
+    <- sum of the blocks below + x_t"; Algorithm 2's merge): the block takes ``values`` plus the
+    exact sums of the levels below, which it absorbs (they are emptied), its ``noise`` and
+    ``noised`` flag; the levels above are kept. numpy updates in place, only up to the highest
+    level closing; a 0-d ``level`` (round mode) sums the levels below it in numpy's order."""
+    xp, numpy = namespace(s.noise, level, values), not is_jax(level)
+    size = s.noise.shape[-1]
+    top = int(np.max(level, initial=0)) + 1 if numpy else size
+    at, live = xp.asarray(level)[..., None], xp.asarray(active)[..., None]
+    below, here = (xp.arange(top) < at) & live, (xp.arange(top) == at) & live
+
+    def put(blocks: Any, new: Any, empty: Any) -> Any:
+        if not numpy:  # one select over every level, a new array
+            return xp.where(below, empty, xp.where(here, new[..., None], blocks))
+        for j in range(top):
+            blocks[..., j] = xp.where(
+                below[..., j], empty, xp.where(here[..., j], new, blocks[..., j])
+            )
+        return blocks
+
+    exact = s.exact
+    if exact is not None:
+        cut = int(level) if numpy and np.ndim(level) == 0 else None
+        merged = values + xp.where(xp.arange(size) < at, exact, 0.0)[..., :cut].sum(axis=-1)
+        exact = put(exact, merged, 0.0)
+    noise, noised = put(s.noise, noise, 0.0), put(s.noised, noised, False)
+    return s._replace(exact=exact, noise=noise, noised=noised)
+
+
+def tree_insert(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any,
+                noise: Any) -> TreeCounterState:  # fmt: skip
+    """Insert round ``t = s.t + 1``: ``values`` the increments (clipped to ``bounds`` if set),
+    ``pulled`` which counters received an observation, ``noise`` the scaled Laplace noise a
+    block closing now may use. Pull mode: each pulled counter closes the block at ctz(its pull
+    count). Round mode: every counter closes block ``(t - 2^level, t]`` at level ctz(t), noised
+    if it holds a pull (or with ``noise_on_empty_blocks``); round 0 is the initialization leaf."""
+    xp = namespace(values, pulled, s.noise)
+    values = xp.where(pulled, values if p.bounds is None else xp.clip(values, *p.bounds), 0.0)
+    t, counts = s.t + 1, s.counts + pulled
+    if p.tree_index == "pull":  # only pulled counters advance their own clock
+        level = trailing_zeros(xp.where(pulled, counts, 1))
+        closed = close_blocks(s, level, pulled, values, xp.where(pulled, noise, 0.0), pulled)
+        return closed._replace(t=t, counts=counts)
+    traced = is_jax(t)
+    if p.init_round and (traced or t == 0):  # round 0: the initialization leaf, own draw
+        first = pulled | p.noise_on_empty_blocks
+        init = None if s.init_exact is None else values
+        leaf = s._replace(t=t, init_exact=init, init_noise=xp.where(first, noise, 0.0),
+                          init_noised=first, counts=counts)  # fmt: skip
+        if not traced:
+            return leaf
+    last_pull = xp.where(pulled, t, s.last_pull)
+    level = trailing_zeros(xp.maximum(t, 1))
+    noised = (last_pull > t - (1 << level)) | p.noise_on_empty_blocks
+    closed = close_blocks(s, level, True, values, xp.where(noised, noise, 0.0), noised)
+    closed = closed._replace(t=t, counts=counts, last_pull=last_pull)
+    if not (p.init_round and traced):
+        return closed
+    import jax  # a traced round: the leaf where t == 0
+
+    return jax.tree_util.tree_map(lambda a, b: jax.numpy.where(t == 0, a, b), leaf, closed)
+
+
+class TreeCounter:
+    """Continual Laplace counters over (B, *shape), indexed by round or by pull count:
+    ``options`` are :func:`tree_params`'s, whose fields and constants (``scale``,
+    ``storage_levels``, ``effective_epsilon``, ...) read as attributes; the arrays are
+    ``state``. ``insert(t, values, pulled)`` adds round t (1..horizon; 0 if ``init_round``):
+    ``values`` (B, *shape) the increments, ``pulled`` the counters observed (default: all);
+    ``release()`` is the private running sum of each counter."""
+
+    def __init__(self, shape: tuple[int, ...], horizon: int, epsilon: float, *,
+                 rng: BatchedRNG | None = None, num_runs: int | None = None,
+                 noise_per: Literal["counter", "row"] = "counter", **options: Any):  # fmt: skip
+        self.params = p = tree_params(shape, horizon, epsilon, **options)
+        if not isinstance(noise_per, str) or noise_per not in ("counter", "row"):
+            raise PrivacyError("noise_per", "'counter' or 'row'", repr(noise_per))
+        self.noise_per = noise_per
+        self.num_runs = check.resolve_runs(rng, num_runs, p.noisy)
+        check_memory("shape/num_runs", 16.0 * self.num_runs * math.prod(p.shape) *
+                     (p.storage_levels + 3), "2 float64 arrays (B, *shape, levels)")  # fmt: skip
+        self._stream = LaplaceStream(rng, p.shape) if p.noisy and rng is not None else None
+        self._row_stream = None  # noise_per="row": one draw per row in leaf rounds
+        if self._stream is not None and noise_per == "row":
+            self._row_stream = LaplaceStream(rng.child("row"), p.shape[:-1])
+        self.state = empty_tree(p, (self.num_runs,))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("params", "state"):
+            raise AttributeError(name)
+        return getattr(self.params, name)
 
     @property
     def counts(self) -> np.ndarray:
         """Observations inserted per counter (B, *shape)."""
-        return self._counts.copy()
-
-    @property
-    def block_exact(self) -> np.ndarray:
-        """Exact sums of the open blocks, one per level (B, *shape, storage_levels); the blocks
-        of the current decomposition are the levels of the set bits of the tree index."""
-        self._require_exact("block_exact")
-        return self._exact.copy()
+        return self.state.counts.copy()
 
     @property
     def block_noise(self) -> np.ndarray:
-        """Cached Laplace noise of the open blocks (B, *shape, storage_levels)."""
-        return self._noise.copy()
+        """The open blocks' cached Laplace noise (B, *shape, storage_levels)."""
+        return self.state.noise.copy()
 
     @property
     def block_noised(self) -> np.ndarray:
         """Which open blocks carry noise (B, *shape, storage_levels)."""
-        return self._noised.copy()
+        return self.state.noised.copy()
 
     def exact(self) -> np.ndarray:
-        """The exact running sums (B, *shape): the noiseless part of :meth:`release`, the sum of
-        the open blocks (Algorithm 2 of Zhu et al. 2021: the prefix as its dyadic blocks)."""
-        self._require_exact("exact")
-        return self._exact.sum(axis=-1) + self._init_exact
+        """The exact running sums (B, *shape): the noiseless part of :meth:`release`."""
+        return tree_exact(self.params, self.state)
 
     def noise(self) -> np.ndarray:
         """The noise part of :meth:`release` (B, *shape)."""
-        return self._noise.sum(axis=-1) + self._init_noise
+        return tree_noise(self.state)
 
     def release(self) -> np.ndarray:
-        """The private running sums (B, *shape). Releasing again without an insertion returns
-        the same values (the block noise is cached)."""
-        return self.exact() + self.noise()
-
-    def release_at(self, arms: np.ndarray) -> np.ndarray:
-        """:meth:`release` read at one index of the last axis per leading position: ``arms``
-        (B, *shape[:-1]) ints, result (B, *shape[:-1])."""
-        self._require_exact("release_at")
-        rows = self._rows_at(arms)
-        exact = self._exact.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
-        return (exact + self._init_exact.reshape(-1)[rows]).reshape(arms.shape) + self.noise_at(
-            arms
-        )
+        """The private running sums (B, *shape); the same until the next insertion."""
+        return tree_release(self.params, self.state)
 
     def noise_at(self, arms: np.ndarray) -> np.ndarray:
-        """:meth:`noise` read at one index of the last axis per leading position (as
-        :meth:`release_at`). With ``exact_blocks=False`` a release is the caller's exact sum
-        plus this."""
-        rows = self._rows_at(arms)
-        noise = self._noise.reshape(-1, self.storage_levels)[rows].sum(axis=-1)
-        return (noise + self._init_noise.reshape(-1)[rows]).reshape(arms.shape)
+        """:meth:`noise` at one index of the last axis per leading position: ``arms`` (B,
+        *shape[:-1]) ints. With ``exact_blocks=False`` a release is the caller's exact sum plus
+        this."""
+        return tree_noise_at(self.state, self._check_arms(arms))
 
-    def _rows_at(self, arms: np.ndarray) -> np.ndarray:
-        """The flat counter of each leading position's index ``arms`` (checked)."""
-        arms = self._check_arms(arms)
-        lead = np.arange(arms.size, dtype=np.int64).reshape(arms.shape)
-        return (lead * self.shape[-1] + arms).reshape(-1)
+    def num_noise_terms(self) -> np.ndarray:
+        """Number of Laplace terms in each current release (B, *shape)."""
+        return tree_noise_terms(self.state)
 
     def _check_arms(self, arms: np.ndarray) -> np.ndarray:
-        arms = np.asarray(arms)
-        lead = (self.num_runs, *self.shape[:-1])
+        arms, lead = np.asarray(arms), (self.num_runs, *self.shape[:-1])
         if arms.shape != lead or not np.issubdtype(arms.dtype, np.integer):
             raise PrivacyError(
                 "arms", f"an int array of shape {lead}", f"{arms.dtype} {arms.shape}"
@@ -259,126 +350,43 @@ class TreeCounter:
             raise PrivacyError("arms", f"indices in [0, {self.shape[-1]})", "an out-of-range arm")
         return arms
 
-    def _require_exact(self, what: str) -> None:
-        if not self.exact_blocks:
-            raise PrivacyError(
-                "exact_blocks",
-                f"True to read {what} (this counter keeps the blocks' noise only: add "
-                "noise_at() or noise() to the exact sums you keep)",
-                False,
-            )
-
-    def num_noise_terms(self) -> np.ndarray:
-        """Number of Laplace terms in each current release (B, *shape)."""
-        return self._noised.sum(axis=-1) + self._init_noised
-
-    # -- insertion ------------------------------------------------------------------------
-    def _prepare(self, values: np.ndarray, pulled: np.ndarray | None) -> tuple[np.ndarray, ...]:
-        full = (self.num_runs, *self.shape)
-        values = check_values(values, full)
-        pulled = check_mask(pulled, full, "pulled")
-        if self.bounds is not None:
-            values = np.clip(values, *self.bounds)
-        return np.where(pulled, values, 0.0), pulled
-
-    def _draw(self, pulled: np.ndarray) -> np.ndarray:
-        """The Laplace noise of the next round (B, *shape), or (B, *shape[:-1], 1) of a leaf
-        round with ``noise_per="row"`` (one draw per row, for the row's pulled counter)."""
-        if self._stream is None:
-            return np.zeros((self.num_runs, *self.shape))
-        if self._row_stream is not None and self._leaf_round(self._t + 1):
-            _check_one_per_row(pulled)
-            return self.scale * self._row_stream.next()[..., None]
-        return self.scale * self._stream.next()
-
-    def _check_round(self, t: int) -> None:
-        expected = self._t + 1
+    def insert(self, t: int, values: np.ndarray, pulled: np.ndarray | None = None) -> None:
+        """Insert round ``t`` (must be the next round) for every run and counter
+        (:func:`tree_insert`)."""
+        expected = self.state.t + 1
         if isinstance(t, bool) or not isinstance(t, int | np.integer) or t != expected:
             raise PrivacyError("t", f"the next round {expected}", t)
         if t > self.horizon and self.tree_index == "round":  # "pull": the counts are capped
             raise PrivacyError("t", f"a round <= horizon {self.horizon}", t)
-
-    def insert(self, t: int, values: np.ndarray, pulled: np.ndarray | None = None) -> None:
-        """Insert round ``t`` (must be the next round) for every run and counter."""
-        self._check_round(t)
-        values, pulled = self._prepare(values, pulled)
-        noise = self._draw(pulled)
-        self._t = int(t)
-        if self.tree_index == "round":
-            if t == 0:
-                noised = pulled | self.noise_on_empty_blocks
-                self._init_exact = values
-                self._init_noise = np.where(noised, noise, 0.0)
-                self._init_noised = noised
-                self._counts += pulled
-                return
-            self._last_pull = np.where(pulled, self._t, self._last_pull)
-            self._counts += pulled
-            level = (self._t & -self._t).bit_length() - 1  # trailing zeros of t
-            block_start = self._t - (1 << level)
-            noised = (self._last_pull > block_start) | self.noise_on_empty_blocks
-            self._close_level_scalar(level, values, np.where(noised, noise, 0.0), noised)
-            return
-        # tree_index == "pull": only pulled counters advance their own clock
-        self._counts += pulled
-        if np.any(self._counts > self.capacity):
-            raise PrivacyError(
-                "pulled", f"at most {self.capacity} pulls per counter", int(self._counts.max())
-            )
-        clock = np.where(pulled, self._counts, 1)
-        level = trailing_zeros(clock)
-        self._close_level_array(level, pulled, values, np.where(pulled, noise, 0.0))
+        full = (self.num_runs, *self.shape)
+        values, pulled = check.check_values(values, full), check.check_mask(pulled, full, "pulled")
+        state = tree_insert(self.params, self.state, values, pulled, self._draw(t, pulled))
+        if self.tree_index == "pull" and np.any(state.counts > self.capacity):
+            count = int(state.counts.max())
+            raise PrivacyError("pulled", f"at most {self.capacity} pulls per counter", count)
+        self.state = state
 
     def insert_arms(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Insert round ``t`` given the pulled index on the last axis: ``arms`` and ``rewards``
         of shape (B, *shape[:-1]) (e.g. one arm and one reward per run and agent)."""
-        arms = self._check_arms(arms)
-        rewards = np.asarray(rewards, dtype=np.float64)
+        arms, rewards = self._check_arms(arms), np.asarray(rewards, dtype=np.float64)
         if rewards.shape != arms.shape:
             raise PrivacyError(
                 "rewards", f"an array of shape {arms.shape}", f"shape {rewards.shape}"
             )
-        pulled = arms[..., None] == np.arange(self.shape[-1])
-        self.insert(t, np.where(pulled, rewards[..., None], 0.0), pulled)
+        self.insert(t, *one_hot(arms, rewards, self.shape[-1]))
 
-    def _leaf_round(self, t: int) -> bool:
-        """Round mode, odd ``t``, noise on non-empty blocks only: the round closes the level-0
-        block ``(t-1, t]``, which holds only this round's pulls, so only the pulled counters'
-        noise is used (``noise_per="row"`` draws one per row for it)."""
-        return self.tree_index == "round" and t % 2 == 1 and not self.noise_on_empty_blocks
-
-    def _close_level_scalar(
-        self, level: int, values: np.ndarray, noise: np.ndarray, noised: np.ndarray
-    ) -> None:
-        """Round mode (Algorithm 3, line "a_t <- sum of the blocks below + x_t"): every counter
-        closes block ``(t - 2^level, t]`` at ``level``, merging the levels below it."""
-        if self.exact_blocks:
-            self._exact[..., level] = values + self._exact[..., :level].sum(axis=-1)
-            self._exact[..., :level] = 0.0
-        self._noise[..., level] = noise
-        self._noise[..., :level] = 0.0
-        self._noised[..., level] = noised
-        self._noised[..., :level] = False
-
-    def _close_level_array(
-        self, level: np.ndarray, active: np.ndarray, values: np.ndarray, noise: np.ndarray
-    ) -> None:
-        """Pull mode: each active counter closes a block at its own ``level``."""
-        levels = np.arange(self.storage_levels)
-        keep = (levels > level[..., None]) | ~active[..., None]  # above the new block, or idle
-        here = levels == level[..., None]
-        if self.exact_blocks:
-            below = np.where(levels < level[..., None], self._exact, 0.0).sum(axis=-1)
-            merged = (values + below)[..., None]
-            self._exact = np.where(keep, self._exact, np.where(here, merged, 0.0))
-        self._noise = np.where(keep, self._noise, np.where(here, noise[..., None], 0.0))
-        self._noised = np.where(keep, self._noised, here)
-
-
-def _check_one_per_row(pulled: np.ndarray) -> None:
-    """``noise_per="row"``: a leaf round's draw serves one pulled counter per row; two pulled
-    counters in one row would share it (correlated noise, not the mechanism), so it is refused."""
-    if pulled.shape[-1] > 1 and np.any(np.count_nonzero(pulled, axis=-1) > 1):
-        raise PrivacyError(
-            "pulled", "at most one pulled counter per row in a leaf round (noise_per='row')", "two"
-        )
+    def _draw(self, t: int, pulled: np.ndarray) -> np.ndarray:
+        """The Laplace noise of round ``t`` (B, *shape), or (B, *shape[:-1], 1) in a leaf round
+        with ``noise_per="row"``: round mode, odd ``t``, noise on non-empty blocks only, which
+        closes the level-0 blocks of the pulled counters only (one draw per row, for its one
+        pulled counter: two would share it, refused)."""
+        if self._stream is None:
+            return np.zeros((self.num_runs, *self.shape))
+        leaf = self.tree_index == "round" and t % 2 == 1 and not self.noise_on_empty_blocks
+        if self._row_stream is None or not leaf:
+            return self.scale * self._stream.next()
+        if pulled.shape[-1] > 1 and np.any(np.count_nonzero(pulled, axis=-1) > 1):
+            raise PrivacyError("pulled", "at most one pulled counter per row in a leaf round "
+                               "(noise_per='row')", "two")  # fmt: skip
+        return self.scale * self._row_stream.next()[..., None]
