@@ -488,3 +488,14 @@ def test_bad_federations_raise_the_twins_error_in_init(agent_id, env_extra):
     with pytest.raises(ConfigError) as ours:
         fj.make_jax_agent(agent_id).make_params(fj.facts_of(fj.make(HOMOG, **kw)))
     assert str(ours.value) == str(theirs.value)
+
+
+def test_a_row_declares_n_eff_epsilon_on_both_backends():
+    """The declared guarantee of a result row, N_eff * epsilon in paper mode, is the numpy
+    learner's after reset on numpy and the params' on JAX."""
+    from fedbandit_env.bench.evaluate import evaluate
+
+    kw = env_kwargs("cdp_mab", **CONFIGS["cdp_mab"])
+    rows = [evaluate(HOMOG, "cdp_mab", runs=2, seed=0, env_kwargs=kw, backend=backend)
+            for backend in ("numpy", "jax")]  # fmt: skip
+    assert rows[0].privacy_epsilon == rows[1].privacy_epsilon == 4.0

@@ -267,9 +267,12 @@ def check_attack_fits(agent_id: str, policy: Any, config: Any) -> None:
         raise ConfigError(reason)
 
 
-def declared_epsilon(policy: Any) -> float | None:
-    """The learner's ``privacy_epsilon`` declaration (None when it declares nothing)."""
-    value = getattr(policy, "privacy_epsilon", None)
+def declared_epsilon(policy: Any, params: Any = None) -> float | None:
+    """The learner's ``privacy_epsilon`` declaration (None when it declares nothing): a JAX
+    learner's ``params.privacy_epsilon`` where its params have one (a guarantee that depends on
+    the federation, e.g. ``N_eff * epsilon``), else the learner's."""
+    source = params if hasattr(params, "privacy_epsilon") else policy
+    value = getattr(source, "privacy_epsilon", None)
     return None if value is None else float(value)
 
 
@@ -599,7 +602,7 @@ def _evaluate_jax(
         wall_time=result.wall_time,
         env_kwargs=env_kwargs,
         agent_kwargs=agent_kwargs,
-        privacy_epsilon=declared_epsilon(learner),
+        privacy_epsilon=declared_epsilon(learner, result.params),
         results_version=_jax_version(env_id, agent_id, learner, env_kwargs.get("adversary")),
         backend=JAX,
         learner_state=result.learner_state,
