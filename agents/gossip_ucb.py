@@ -48,6 +48,7 @@ from fedbandit_env.policy import (
     require_family,
 )
 from fedbandit_env.privacy import TreeCounter
+from fedbandit_env.privacy.tree_counter import tree_params
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag, check_real
 from fedbandit_env.xp import namespace
@@ -240,7 +241,7 @@ def gossip_params(config: GossipConfig, facts: FederationFacts) -> GossipParams:
 
 def _with_privacy(params: GossipParams, cfg: FedUCBConfig, facts: FederationFacts) -> GossipParams:
     """Fed_UCB's reward range, sensitivity and guarantee (:class:`GossipFedUCB`'s docstring):
-    the counter's budget is read from a counter of the same options (its draws unused)."""
+    the counter's budget from its :func:`~fedbandit_env.privacy.tree_counter.tree_params`."""
     lo, hi = facts.reward_bounds
     if cfg.reward_clip is not None:
         bounds: tuple[float, float] | None = cfg.reward_clip
@@ -255,10 +256,9 @@ def _with_privacy(params: GossipParams, cfg: FedUCBConfig, facts: FederationFact
     )  # fmt: skip
     if not private:
         return replace(params, dp_caveats=(NO_PRIVACY,), dp_guarantee_holds=False)
-    probe = TreeCounter(
-        (params.num_agents, params.num_arms), params.rounds, cfg.epsilon,
-        rng=BatchedRNG([np.random.SeedSequence(0)]), **counter_options(params),
-    )  # fmt: skip
+    probe = tree_params(
+        (params.num_agents, params.num_arms), params.rounds, cfg.epsilon, **counter_options(params)
+    )
     caveats = []
     if bounds is None:
         caveats.append(
