@@ -83,9 +83,10 @@ class HybridSums:
     """One hybrid counter per (run, agent, arm) (the mechanisms H_ij); ``value`` is their latest
     release.
 
-    :meth:`insert` touches only the pulled counter of each (run, agent): ``insert_at`` adds the
-    reward there and ``release_at`` reads its new output into ``value`` (the other counters'
-    outputs are unchanged, since they received nothing). The counters draw one standard Laplace
+    :meth:`insert` touches only the pulled counter of each (run, agent): the counter's
+    ``insert_flat`` (its ``insert(values, mask)`` at one flat position per row) adds the reward
+    there and returns the new outputs, read into ``value`` (the other counters' outputs are
+    unchanged, since they received nothing). The counters draw one standard Laplace
     per (run, agent) and step (``noise_per="row"``: the one item of the step is the pulled arm's),
     from the agents' ``privacy`` stream, so a run's noise does not depend on the other runs of its
     batch or on the arms pulled, and no draw goes unused.
