@@ -423,8 +423,9 @@ class FedMoMUCB(TeamPolicy):
     def _current_arm(self) -> np.ndarray:
         """(B,) the arm of the next pull: the committed arm, or the active arm number
         ``pos // L`` in ascending id (the code's ``for k in active_arms: for _ in range(L)``)."""
-        arm = phase_arm(self.active, self.pos, self.L, self.committed, self.commit_arm)
-        return arm.astype(np.int64)
+        return phase_arm(self.active, self.pos, self.L, self.committed, self.commit_arm).astype(
+            np.int64
+        )
 
     def _eliminate(self, U: np.ndarray, runs: np.ndarray) -> None:
         """The server's U of the phase just ended: the code's elimination

@@ -230,8 +230,9 @@ class FedMoMUCB:
     def _current_arm(self, state: FedMoMState) -> jnp.ndarray:
         """The arm of the next pull: the committed arm, or the active arm number ``pos // L``
         in ascending id (the code's ``for k in active_arms: for _ in range(L)``)."""
-        arm = phase_arm(state.active, state.pos, state.L, state.committed, state.commit_arm)
-        return arm.astype(jnp.int32)
+        return phase_arm(
+            state.active, state.pos, state.L, state.committed, state.commit_arm
+        ).astype(jnp.int32)
 
     def act(self, key: jax.Array, state: FedMoMState, obs: Observation, params: FedMoMParams):
         """One env step for every client: fold in the last pull, apply the elimination to the
