@@ -86,11 +86,19 @@ def test_linear_reproduction_runs_on_jax_one_figure(tmp_path):
 
 
 def _script(module: str, *argv: str, check: bool = True):
+    """Run a reproduction script. These tests check what the scripts run and write (backends,
+    claim rows, notes), not numbers, and XLA's optimization passes were most of their time (the
+    commeff script compiles about 50 programs): JAX_DISABLE_MOST_OPTIMIZATIONS turns them off in
+    the child."""
+    import os
     import subprocess
     import sys
 
     cmd = [sys.executable, "-m", f"fedbandit_env.reproductions.{module}", *argv]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=check)
+    env = {**os.environ, "JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=1200, check=check, env=env
+    )
 
 
 @pytest.mark.slow
