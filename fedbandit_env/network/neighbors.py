@@ -154,25 +154,20 @@ class NeighborsChannel(Channel):
         ``drop_prob`` (drawn every step for every slot, whoever sends; so are the uniforms of
         ``grouping="random"``). ``per_receiver`` (:attr:`Channel.supports_per_receiver`): the
         marked senders' messages differ per receiver; every reduction then works on the padded
-        gather (the padded sum over slots gives the bits of the sparse sum)."""
+        gather."""
         kept = self._drops.next() >= self.drop_prob if self._drops is not None else None
         order = self._groups.next() if self._groups is not None else None
         if not send.any():  # nobody sends: nothing arrives, nothing is charged
             return self.empty_delivery(), self._charge()
+        degenerate = np.zeros(send.shape, bool)
+        if self.reduce == "max" and self._cliques and kept is None and per_receiver is None:
+            # cliques without drops: the component maximum and count, O(B N dim) whatever |E|
+            value, count = _clique_max(self.topology.component_of, send, payload)
+            return NeighborsAggregate(value, count, degenerate), self._charged(send, count)
         transmitted = self.valid & send.take(self._gather, axis=1)  # (B, N, D): slot d's sent
         heard = transmitted if kept is None else transmitted & kept
         count = heard.sum(axis=2)  # messages heard per agent
-        charge = self._charge()
-        messages = transmitted.reshape(len(send), -1).sum(axis=1)
-        charge.messages[:, AGENT_AGENT] = messages
-        charge.floats[:, AGENT_AGENT] = messages * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * messages
-        charge.dropped[:] = messages - count.sum(axis=1)
-        charge.sent[:] = send * self.topology.degrees[None, :]
-        degenerate = np.zeros(count.shape, bool)
-        if self.reduce == "max" and self._cliques and kept is None and per_receiver is None:
-            value = _clique_max(self.topology.component_of, send, payload)  # O(B N dim)
-            return NeighborsAggregate(value, count, degenerate), charge
+        charge = self._charged(send, count)
         if per_receiver is None:
             gathered = payload.take(self._gather, axis=1)  # (B, N, D, dim): slot d's payload
         else:
@@ -188,6 +183,19 @@ class NeighborsChannel(Channel):
         else:
             value = _slot_reduce(self.reduce, gathered, heard, count)
         return NeighborsAggregate(value, count, degenerate), charge
+
+    def _charged(self, send: RunAgents, count: RunAgents) -> Charge:
+        """The step's charge: every sent message crosses each of its sender's edges (``sum_j
+        send_j deg_j`` agent-agent messages of ``dim`` floats at ``c2``); those not heard
+        (``count``) were dropped."""
+        charge = self._charge()
+        messages = (send * self.topology.degrees[None, :]).sum(axis=1)
+        charge.messages[:, AGENT_AGENT] = messages
+        charge.floats[:, AGENT_AGENT] = messages * self.dim
+        charge.cost[:, AGENT_AGENT] = self.c2 * messages
+        charge.dropped[:] = messages - count.sum(axis=1)
+        charge.sent[:] = send * self.topology.degrees[None, :]
+        return charge
 
     def _gather_per_receiver(
         self, payload: np.ndarray, senders: np.ndarray, payloads: np.ndarray
@@ -265,9 +273,10 @@ def _slot_reduce(
 
 def _clique_max(
     component_of: np.ndarray, send: RunAgents, payload: RunAgentPayload
-) -> RunAgentPayload:
+) -> tuple[RunAgentPayload, RunAgents]:
     """Max over the other senders of each agent's clique (0 where none sent): the component
-    maximum, or the runner-up for the one agent holding it alone."""
+    maximum, or the runner-up for the one agent holding it alone; and how many others sent
+    (the messages each agent hears)."""
     starts = np.flatnonzero(np.r_[True, component_of[1:] != component_of[:-1]])
     v = np.where(send[..., None], payload, -np.inf)
     top = np.maximum.reduceat(v, starts, axis=1)[:, component_of]  # (B, N, dim)
@@ -277,4 +286,4 @@ def _clique_max(
     value = np.where(at_top & (n_top == 1), runner, top)
     others = np.add.reduceat(send.astype(np.int64), starts, axis=1)[:, component_of] - send
     np.copyto(value, 0.0, where=(others == 0)[..., None])  # nobody else sent: 0
-    return value
+    return value, others
