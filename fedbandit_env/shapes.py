@@ -36,7 +36,7 @@ AgentContexts = Annotated[Any, "(N, K, d)"]
 Scalar = Annotated[Any, "()"]
 
 # shared kernels: any leading batch axes
-Batched = Annotated[Any, "(..., )"]
+Batched = Annotated[Any, "(...)"]
 BatchedArms = Annotated[Any, "(..., M)"]
 BatchedSlots = Annotated[Any, "(..., S)"]
 BatchedSlotPayload = Annotated[Any, "(..., S, dim)"]
