@@ -37,7 +37,7 @@ class ContextualProcess(Protocol):
         """Start the runs of ``seeds`` (one per run) and return the first decision sets.
         ``theta_seed``: an int fixes the instance for every run, None draws one per run seed
         (a process without a drawn instance ignores it). ``streams``: how the runs' streams are
-        derived (``"per_run"`` or ``"block"``, :data:`fedbandit_env.seeding.RandomStreams`)."""
+        derived (``"per_run"`` or ``"block"``, :data:`fedbandit_env.block_streams.RandomStreams`)."""
         ...
 
     def expected(self) -> np.ndarray:

@@ -20,12 +20,13 @@ import numpy as np
 
 from fedbandit_env.adversary import Adversary, AttackSpec
 from fedbandit_env.adversary.payloads import honest_agents
+from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.errors import ActionError, CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
 from fedbandit_env.network import Ledger, make_channel
-from fedbandit_env.seeding import BatchedRNG, RandomStreams, streams_for
+from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.shapes import RunAgentContexts, RunAgentPayload, RunAgents, Runs
 
 PULL = 0
@@ -207,7 +208,7 @@ class Engine:
 
     def streams(self, stream: str) -> BatchedRNG:
         """The named stream of the current runs (per run, or as a block for the privacy
-        audits: :data:`fedbandit_env.seeding.RandomStreams`)."""
+        audits: :data:`fedbandit_env.block_streams.RandomStreams`)."""
         return streams_for(self.random_streams, self.seeds, stream)
 
     def _set_means(self, instances: list[Instance]) -> None:

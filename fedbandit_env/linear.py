@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.contextual import ContextualProcess, ProcessSource
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.seeding import RandomStreams, streams_for
 from fedbandit_env.validation import check_int, check_real
 
 #: Largest feature dimension d (learners keep d x d matrices per agent; docs/limits.md).

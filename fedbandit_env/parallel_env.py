@@ -75,7 +75,7 @@ reset) followed by each agent's last reward.
 **Seeding** (Gymnasium's convention). ``reset(seed=s)`` plays run seed s, a non-negative int
 (anything else raises a ``TypeError``/``ValueError`` naming ``seed``). A later ``reset()``
 without a seed continues the stream seeded by the last seeded reset: its run seed is drawn from
-a generator seeded at that reset (:class:`~fedbandit_env.seeding.SeedContinuation`), so
+a generator seeded at that reset (:class:`~fedbandit_env.reset_args.SeedContinuation`), so
 environments seeded 0, 1, 2, ... never replay each other's episodes; with no seed ever given it
 draws from fresh OS entropy. The run seed played is in every info (``run_seed``) and in
 ``seed_used``. ``reset(options=...)``: these environments take no options; unknown keys raise
@@ -111,7 +111,8 @@ from fedbandit_env.engine import Engine, VecInfo, VecObservation, agent_name
 from fedbandit_env.errors import ActionError, HorizonError
 from fedbandit_env.network.base import payload_space
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG, SeedContinuation, check_reset_options
+from fedbandit_env.reset_args import SeedContinuation, check_reset_options
+from fedbandit_env.seeding import BatchedRNG
 
 
 def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:

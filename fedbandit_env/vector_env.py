@@ -3,7 +3,7 @@
 ``reset(seed=s)`` starts runs with seeds s, s+1, ..., s+B-1 (or an explicit list of B
 non-negative ints); run b is bit-identical to a ``FedBanditParallelEnv`` reset with the same run
 seed. An unseeded ``reset()`` continues the stream of the last seeded reset (Gymnasium's
-convention, :class:`~fedbandit_env.seeding.SeedContinuation`): it draws B new run seeds from a
+convention, :class:`~fedbandit_env.reset_args.SeedContinuation`): it draws B new run seeds from a
 generator seeded at that reset (fresh OS entropy if no seed was ever given). The run seeds
 played are in ``seeds``. ``options`` must be None or empty (no reset options). ``step(arms, messages)``
 takes arms (B, N) and per channel a payload array (B, N, dim) (everyone sends) or a tuple
@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_env.block_streams import RandomStreams
 from fedbandit_env.config import make_config
 from fedbandit_env.engine import Engine, Messages, VecInfo, VecObservation, agent_name
 from fedbandit_env.parallel_env import action_space, observation_space
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.seeding import BatchedRNG, RandomStreams, SeedContinuation, check_reset_options
+from fedbandit_env.reset_args import SeedContinuation, check_reset_options
+from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int
 
 
@@ -38,7 +40,7 @@ class FedBanditVectorEnv:
 
     def __init__(self, num_runs: int = 1, random_streams: RandomStreams = "per_run", **kwargs: Any):
         """``random_streams``: ``"per_run"`` (the default: run b is its seed run alone) or
-        ``"block"`` (the privacy audits' whole-batch draws, :data:`~fedbandit_env.seeding.RandomStreams`)."""
+        ``"block"`` (the privacy audits' whole-batch draws, :data:`~fedbandit_env.block_streams.RandomStreams`)."""
         num_runs = check_int("num_runs", num_runs, minimum=1)
         self.config = make_config(**kwargs)
         self.engine = Engine(self.config, num_runs, random_streams)

@@ -304,12 +304,12 @@ def test_short_buffers_are_restored_even_on_error():
     from fedbandit_env.bench.audit_agent import _short_buffers
     from fedbandit_env.privacy import _random
 
-    saved = seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
+    saved = seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
     with pytest.raises(RuntimeError):
         with _short_buffers(16):
-            assert seeding._MAX_CHUNK_STEPS == 17 and _random._MAX_CHUNK_STEPS == 17
+            assert seeding.MAX_CHUNK_STEPS == 17 and _random._MAX_CHUNK_STEPS == 17
             raise RuntimeError("boom")
-    assert (seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS) == saved
+    assert (seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS) == saved
 
 
 def test_locate_compares_transcripts_of_different_lengths():

@@ -13,13 +13,13 @@ from pettingzoo.test import parallel_api_test
 
 import fedbandit_env
 from fedbandit_env import ConfigError
+from fedbandit_env.reset_args import SeedContinuation
 from fedbandit_env.rl import (
     STATISTICS_PROTOCOL,
     StatisticsObservationWrapper,
     declared_protocol,
     statistics_channel,
 )
-from fedbandit_env.seeding import SeedContinuation
 
 KW = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
 

@@ -13,9 +13,9 @@ from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor  # noqa: E402
 
 import fedbandit_env  # noqa: E402
+from fedbandit_env.reset_args import SeedContinuation  # noqa: E402
 from fedbandit_env.rl import statistics_channel  # noqa: E402
 from fedbandit_env.rl.sb3_vec_env import AgentsVecEnv  # noqa: E402
-from fedbandit_env.seeding import SeedContinuation  # noqa: E402
 
 C, N, M, T = 3, 4, 5, 12
 KW = {"num_agents": N, "num_arms": M, "horizon": T, "instance_seed": None, "topology": "ring"}

@@ -50,9 +50,10 @@ from fedbandit_env.agent_registry import (
 )
 from fedbandit_env.bench.evaluate import declared_epsilon
 from fedbandit_env.bench.privacy_audit import AuditResult, audit_samples
+from fedbandit_env.block_streams import streams_for
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.registration import make_vec
-from fedbandit_env.seeding import BatchedRNG, streams_for
+from fedbandit_env.seeding import BatchedRNG
 
 ENV = "FedBandit/Homogeneous-v0"
 MIN_TRIALS = 100
@@ -347,14 +348,14 @@ def _short_buffers(horizon: int) -> Iterator[None]:
     from fedbandit_env import seeding
     from fedbandit_env.privacy import _random
 
-    saved = seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
+    saved = seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
     cap = max(1, int(horizon) + 1)
-    seeding._MAX_CHUNK_STEPS = min(saved[0], cap)
+    seeding.MAX_CHUNK_STEPS = min(saved[0], cap)
     _random._MAX_CHUNK_STEPS = min(saved[1], cap)
     try:
         yield
     finally:
-        seeding._MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS = saved
+        seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS = saved
 
 
 class _Recorder:
@@ -418,7 +419,7 @@ def _run(
 ) -> None:
     """Run the audit's federation on the reward table ``stream`` for ``seeds``, recording the
     releases into ``recorder``: with ``block`` (default) the runs' random numbers come from a
-    few whole-batch draws (``random_streams="block"``, :data:`fedbandit_env.seeding.RandomStreams`), else from one seeded
+    few whole-batch draws (``random_streams="block"``, :data:`fedbandit_env.block_streams.RandomStreams`), else from one seeded
     Generator per run and stream as in normal runs (random buffers capped at the horizon)."""
     with _short_buffers(tgt.horizon):
         num_runs = len(seeds)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.seeding import RandomStreams, streams_for
 from fedbandit_env.validation import check_int, check_real
 
 DATASETS = ("wine", "iris", "digits", "breast_cancer")

@@ -59,8 +59,8 @@ from fedbandit_env.adversary.roles import (
     AdversaryConfig,
     draw_roles,
 )
+from fedbandit_env.block_streams import streams_for
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.seeding import streams_for
 
 ADVERSARY_TAG = 0x61647673
 """``jax.random.fold_in`` tag of the adversary's keys (reset and step): a key of its own, so

@@ -12,8 +12,9 @@ from typing import Literal
 
 import numpy as np
 
+from fedbandit_env.block_streams import BlockRNG
 from fedbandit_env.privacy.errors import PrivacyError
-from fedbandit_env.seeding import BatchedRNG, BlockRNG, BufferedStream
+from fedbandit_env.seeding import BatchedRNG, BufferedStream
 
 RNGLike = np.random.Generator | BatchedRNG
 StandardKind = Literal["laplace", "normal"]
@@ -97,7 +98,7 @@ class MaskedStream:
 
 
 class BlockMaskedStream:
-    """:class:`MaskedStream` of a :class:`~fedbandit_env.seeding.BlockRNG` (privacy audits):
+    """:class:`MaskedStream` of a :class:`~fedbandit_env.block_streams.BlockRNG` (privacy audits):
     every ``next`` is one standard normal draw for all runs, kept for the active ones."""
 
     def __init__(self, rng: BlockRNG, shape: tuple[int, ...]):
@@ -112,7 +113,7 @@ class BlockMaskedStream:
 
 def masked_stream(rng: BatchedRNG, shape: tuple[int, ...]) -> MaskedStream | BlockMaskedStream:
     """The masked per-event normal stream of ``rng``: per run (:class:`MaskedStream`), or one
-    whole-batch draw per event for a :class:`~fedbandit_env.seeding.BlockRNG`."""
+    whole-batch draw per event for a :class:`~fedbandit_env.block_streams.BlockRNG`."""
     if isinstance(rng, BlockRNG):
         return BlockMaskedStream(rng, shape)
     return MaskedStream(rng.generators, shape)

@@ -23,7 +23,7 @@ policy on a multi-agent env (the shape of SuperSuit's ``pettingzoo_env_to_vec_en
 * **Seeding**: ``seed(s)`` (a non-negative int) makes the next reset use run seeds
   ``s, s+1, ..., s+C-1`` (all agents of copy c share run seed s + c; the returned list has one
   entry per sub-env). Autoresets and later unseeded resets continue the stream seeded there
-  (Gymnasium's convention, :class:`~fedbandit_env.seeding.SeedContinuation`: C new run seeds
+  (Gymnasium's convention, :class:`~fedbandit_env.reset_args.SeedContinuation`: C new run seeds
   drawn from a generator seeded by s), so a whole training run is reproducible from one seed and
   adapters seeded differently never replay each other's episodes. Unlike SuperSuit's
   ``SB3VecEnvWrapper.reset`` (which drops the seed; docs/rl.md) the seed is forwarded;
@@ -51,8 +51,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.registration import check_env_id, make_vec
+from fedbandit_env.reset_args import check_reset_options
 from fedbandit_env.rl.features import StatisticsFeatures, statistics_channel
-from fedbandit_env.seeding import check_reset_options, check_seed
+from fedbandit_env.seeding import check_seed
 from fedbandit_env.validation import check_int
 
 REWARDS = ("local", "regret")

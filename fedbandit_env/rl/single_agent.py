@@ -46,6 +46,7 @@ from fedbandit_env.config import make_config
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import TeamPolicy
 from fedbandit_env.registration import check_env_id, make_vec, spec
+from fedbandit_env.reset_args import SeedContinuation, check_reset_options
 from fedbandit_env.rl.features import (
     CHANNEL,
     STATISTICS_PROTOCOL,
@@ -54,7 +55,7 @@ from fedbandit_env.rl.features import (
     has_statistics_channel,
     statistics_channel,
 )
-from fedbandit_env.seeding import SeedContinuation, check_reset_options, check_seed
+from fedbandit_env.seeding import check_seed
 from fedbandit_env.validation import ConfigTypeError, check_int
 
 REWARD_MODES = ("local", "regret")

@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
+from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.engine import VecInfo, agent_name
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.privacy.accountant import Composition, PrivacyAccountant
@@ -70,7 +71,6 @@ from fedbandit_env.privacy.calibration import (
 )
 from fedbandit_env.privacy.errors import PrivacyConfigError, PrivacyError
 from fedbandit_env.privacy.tree_counter import TreeCounter
-from fedbandit_env.seeding import RandomStreams, streams_for
 
 Mechanism = Literal["laplace", "gaussian"]
 
