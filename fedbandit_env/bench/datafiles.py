@@ -338,6 +338,8 @@ def check_store_row(row: dict[str, Any], store: str, error: Error = FileFormatEr
         expect_int(row[name], f"{where}: {name}", error, low=0)
     for name in ("final_regret_per_agent", "final_regret_network", "cost", "wall_time", "created"):
         expect_float(row[name], f"{where}: {name}", error)
+    if expect_float(row.get("compile_time", 0.0), f"{where}: compile_time", error) < 0:
+        raise error(f"{where}: compile_time: expected seconds >= 0, got {row['compile_time']}")
     if row["epsilon"] is not None:
         eps = expect_float(row["epsilon"], f"{where}: epsilon", error, allow_inf=True)
         if eps < 0:

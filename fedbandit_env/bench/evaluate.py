@@ -77,6 +77,11 @@ class EvalResult:
     compile_time: float = 0.0  # JAX backend: seconds of compiling, included in wall_time
 
     @property
+    def run_time(self) -> float:
+        """Seconds of running: ``wall_time`` less ``compile_time``."""
+        return max(self.wall_time - self.compile_time, 0.0)
+
+    @property
     def final_regret_per_agent(self) -> np.ndarray:
         return self.regret_per_agent[:, -1]
 
@@ -130,6 +135,8 @@ class EvalResult:
             "results_version": self.results_version,
             "backend": self.backend,
             "wall_time": self.wall_time,
+            "compile_time": self.compile_time,
+            "run_time": self.run_time,
             **self._honest_summary(),
             **self._flags_summary(),
         }

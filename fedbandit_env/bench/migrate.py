@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS {table} (
     created REAL NOT NULL,
     results_version TEXT NOT NULL,
     flags TEXT NOT NULL DEFAULT '{{}}',
+    compile_time REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_hash, results_version, seed)
 )
 """
@@ -70,12 +71,15 @@ COLUMNS = (
     "created",
     "results_version",
     "flags",
+    "compile_time",
 )
 """The columns of table ``runs`` (the fields of :class:`fedbandit_env.bench.store.Row`).
-``flags`` (docs/bench.md, "Flags") came last: a store without it is read as if every row's
-flags were ``{}``, and a writer adds it (:func:`add_flags`)."""
+The last two came later: ``flags`` (docs/bench.md, "Flags") and ``compile_time`` (the JAX
+backend's seconds of compiling, per run, included in ``wall_time``; 0 on numpy). A store without
+them reads as if every row's flags were ``{}`` and its compile time 0, and a writer adds them
+(:func:`add_columns`)."""
 
-ADDED = {"flags": "'{}'"}
+ADDED = {"flags": "'{}'", "compile_time": "0"}
 """Columns added after the first versioned schema, with the value an older row reads as."""
 
 UNVERSIONED = "unversioned"
@@ -194,12 +198,17 @@ def select_columns(have: set[str]) -> list[str]:
     return [c if c in have or c not in ADDED else f"{ADDED[c]} AS {c}" for c in COLUMNS]
 
 
-def add_flags(conn: sqlite3.Connection) -> None:
-    """Add the ``flags`` column to a ``runs`` table without it (in the caller's transaction;
-    safe if another writer added it meanwhile)."""
+_ADDED_TYPES = {"flags": "TEXT", "compile_time": "REAL"}
+
+
+def add_columns(conn: sqlite3.Connection) -> None:
+    """Add the columns of :data:`ADDED` that a ``runs`` table lacks, with their defaults (in
+    the caller's transaction; safe if another writer added them meanwhile)."""
     have = {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
-    if "flags" not in have:
-        conn.execute("ALTER TABLE runs ADD COLUMN flags TEXT NOT NULL DEFAULT '{}'")
+    for name, default in ADDED.items():
+        if name not in have:
+            kind = _ADDED_TYPES[name]
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind} NOT NULL DEFAULT {default}")
 
 
 def wal(conn: sqlite3.Connection) -> None:

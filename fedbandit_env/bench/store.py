@@ -57,12 +57,13 @@ from fedbandit_env.bench.evaluate import EvalResult
 from fedbandit_env.bench.flags import dumps as dump_flags
 from fedbandit_env.bench.flags import result_flags
 from fedbandit_env.bench.migrate import (
+    ADDED,
     BUSY_TIMEOUT,
     CLAIMS,
     COLUMNS,
     SCHEMA,
     UNVERSIONED,
-    add_flags,
+    add_columns,
     check_schema,
     check_store_path,
     immediate,
@@ -103,6 +104,9 @@ class Row:
     flags: str = "{}"
     """What went wrong in the run, as JSON (docs/bench.md, "Flags";
     :mod:`fedbandit_env.bench.flags`): NaN indices, the learner's notes, privacy clipping."""
+    compile_time: float = 0.0
+    """The JAX backend's seconds of compiling, this run's share (included in ``wall_time``;
+    0 on numpy and when the program was already compiled)."""
 
     @property
     def backend(self) -> str:
@@ -132,7 +136,7 @@ if COLUMNS != tuple(f.name for f in dataclasses.fields(Row)):  # pragma: no cove
     raise AssertionError("store: Row and the schema's COLUMNS differ")
 # Not compared when a run is stored twice: timings, which suite / label wrote it first, and
 # the flags (diagnostics of the same run; a row stored before flags existed has none).
-UNCHECKED = frozenset({"wall_time", "created", "suite", "label", "flags"})
+UNCHECKED = frozenset({"wall_time", "compile_time", "created", "suite", "label", "flags"})
 __all__ = ["COLUMNS", "UNVERSIONED", "ResultsStore", "Row", "log_checkpoints", "migrate",
            "rows_from_result"]  # fmt: skip
 
@@ -182,6 +186,7 @@ def rows_from_result(cell: Cell, suite: str, result: EvalResult) -> list[dict[st
                 "created": time.time(),
                 "results_version": result.results_version,
                 "flags": dump_flags(flags[r]),
+                "compile_time": result.compile_time / len(result.seeds),
             }
         )
     return rows
@@ -333,8 +338,9 @@ class ResultsStore:
                 claim_cols = {r[1] for r in self._query("PRAGMA table_info(claims)")}
                 if "results_version" not in claim_cols:  # claims are hints: rebuilt, not kept
                     self._write(lambda: new_claims(self._conn))
-                if "flags" not in {r[1] for r in self._query("PRAGMA table_info(runs)")}:
-                    self._write(lambda: add_flags(self._conn))  # a store older than row flags
+                have = {r[1] for r in self._query("PRAGMA table_info(runs)")}
+                if not set(ADDED) <= have:  # a store older than row flags or compile times
+                    self._write(lambda: add_columns(self._conn))
             except sqlite3.Error as err:
                 raise StoreError(f"store: {self.path}: cannot write to it ({err})") from None
         have = {r[1] for r in self._query("PRAGMA table_info(runs)")}

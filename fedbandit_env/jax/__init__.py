@@ -12,6 +12,7 @@ except ImportError as err:  # pragma: no cover - exercised without the extra
         "fedbandit_env.jax needs JAX: pip install 'fedbandit[jax]' (docs/jax.md)"
     ) from err
 
+from fedbandit_env.jax.cache import cache_from_environment, enable_compilation_cache
 from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import (
     JaxLearner,
@@ -21,7 +22,7 @@ from fedbandit_env.jax.learner import (
     register_jax_agent,
 )
 from fedbandit_env.jax.make import make
-from fedbandit_env.jax.rollout import RolloutResult, facts_of, rollout
+from fedbandit_env.jax.rollout import RolloutResult, clear_programs, facts_of, rollout
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Charge, EnvState, Observation
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "RolloutResult",
     "bind",
     "check_state",
+    "clear_programs",
+    "enable_compilation_cache",
     "facts_of",
     "list_jax_agents",
     "make",
@@ -44,3 +47,5 @@ __all__ = [
     "register_jax_agent",
     "rollout",
 ]
+
+cache_from_environment()  # FEDBANDIT_JAX_CACHE=DIR: the persistent compilation cache

@@ -1,16 +1,20 @@
 """The compiled rollout (docs/jax.md, "Rollout"): a whole horizon as one program.
 
-:func:`rollout` runs B seeds of a learner on a JAX environment: per run, a ``lax.scan`` over
-the checkpoints whose body is a ``lax.while_loop`` of engine steps until the run's pull count
-reaches the checkpoint, and a ``vmap`` over runs; the whole is one ``jit``. Only the curves at
-the checkpoints are kept, so memory is O(B C N) whatever the horizon. A run stops early at the
-first bad input recorded inside ``jit`` (``state.error``), which is raised after the rollout.
+:func:`rollout` runs B seeds of a learner on a JAX environment: per run, engine steps in loops
+whose trip counts are known when the program compiles (``horizon`` steps for a learner that only
+pulls; chunks of :data:`CHUNK` masked steps, one predicate read per chunk, for one that takes
+communication-only steps), a ``vmap`` over runs, the whole one ``jit``, compiled once per
+:func:`program_key` in the process. Only the curves at the checkpoints are kept, so memory is
+O(B C N) whatever the horizon. The first bad input recorded inside ``jit`` (``state.error``) is
+raised after the rollout.
 """
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 import time
-import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -50,6 +54,12 @@ class RolloutResult:
     nan_index_steps: np.ndarray | None = None  # (runs,) steps with a NaN index; None: unwatched
     params: Any = None  # the learner's params (make_params)
 
+    @property
+    def run_time(self) -> float:
+        """Seconds of running: ``wall_time`` less ``compile_time`` (0 when the process had the
+        program already)."""
+        return max(self.wall_time - self.compile_time, 0.0)
+
 
 class _Carry(NamedTuple):
     key: jax.Array
@@ -57,6 +67,17 @@ class _Carry(NamedTuple):
     env: EnvState
     learner: Any
     nan_steps: jax.Array  # steps in which the learner ranked a NaN index (fedbandit_env.scores)
+    curve: jax.Array  # (C, N) the cumulative regret at the checkpoints reached so far
+    reached: jax.Array  # () int32: how many checkpoints have been reached
+
+
+CHUNK = 64
+"""Engine steps per iteration of the outer loop of a learner that takes communication-only
+steps: its runs' step counts are data, so their loop reads "does any run still step?" once per
+chunk, never per step (docs/jax.md, "Rollout")."""
+
+RUNS_AXIS = "runs"
+"""The name of the rollout's ``vmap`` axis over runs (:func:`fedbandit_env.jax.batch.any_run`)."""
 
 
 def facts_of(env: FedBanditJaxEnv) -> FederationFacts:
@@ -116,6 +137,24 @@ def params_axes(env: FedBanditJaxEnv, env_params: EnvParams) -> EnvParams:
     return EnvParams(**axes)
 
 
+def takes_communication_steps(env: FedBanditJaxEnv, learner: Any, params: Any) -> bool:
+    """Whether ``learner``'s action can be a communication-only step: its ``pull`` is not the
+    constant True (read while tracing one ``act``, nothing runs)."""
+    init, act = bound(learner, params)
+    seen: list[bool] = []
+
+    def one(key: jax.Array):
+        k_env, k_agent, k_act = jax.random.split(key, 3)
+        obs, _ = env.reset(k_env)
+        with watching(TracedScores()):
+            action, _ = act(k_act, init(k_agent), obs)
+        seen.append(not (isinstance(action.pull, bool) and action.pull))
+        return action.arms
+
+    jax.eval_shape(one, jax.random.PRNGKey(0))
+    return seen[-1]
+
+
 def rollout_program(
     env: FedBanditJaxEnv,
     learner: Any,
@@ -131,14 +170,25 @@ def rollout_program(
     None, or one per run, axis 0), so one compiled program serves any values of that shape.
     ``params``: the learner's (None: made here, :func:`~fedbandit_env.jax.learner.params_of`).
     ``ranked``, when given, receives at tracing whether the learner's ``act`` ranks any index
-    through :func:`fedbandit_env.scores.note_scores` (else its NaN count means nothing)."""
-    init, act = bound(learner, params_of(learner, facts_of(env)) if params is None else params)
+    through :func:`fedbandit_env.scores.note_scores` (else its NaN count means nothing).
+
+    Every loop has a trip count known when it compiles (docs/jax.md, "Rollout"): a learner
+    that only pulls takes exactly ``horizon`` engine steps, one ``fori_loop``; one that takes
+    communication-only steps runs chunks of :data:`CHUNK` masked steps until every run has
+    made its pulls, so the loop's predicate is read once per chunk. A step whose pull reaches
+    a checkpoint writes the run's cumulative regret into the curve."""
+    params = params_of(learner, facts_of(env)) if params is None else params
+    init, act = bound(learner, params)
     targets = jnp.asarray(np.asarray(steps, np.int32))
+    num_checkpoints, horizon = len(steps), env.horizon
+    pulls_only = not takes_communication_steps(env, learner, params)
 
     def one_run(key: jax.Array, env_params: EnvParams):
         k_env, k_agent, key = jax.random.split(key, 3)
         obs, env_state = env.reset(k_env, env_params)
-        carry = _Carry(key, obs, env_state, init(k_agent), jnp.zeros((), jnp.int32))
+        curve = jnp.zeros((num_checkpoints, env.num_agents), jnp.float32)
+        zero = jnp.zeros((), jnp.int32)
+        carry = _Carry(key, obs, env_state, init(k_agent), zero, curve, zero)
 
         def advance(c: _Carry) -> _Carry:
             key, k_act, k_step = jax.random.split(c.key, 3)
@@ -148,49 +198,100 @@ def rollout_program(
                 ranked.append(bool(scores.flags))
             nan = scores.any_nan().astype(jnp.int32)
             obs, env_state, _, _, _ = env.step(k_step, c.env, action, env_params)
-            return _Carry(key, obs, env_state, learner_state, c.nan_steps + nan)
+            at = jnp.minimum(c.reached, num_checkpoints - 1)
+            hit = (env_state.pulls > c.env.pulls) & (env_state.pulls == targets[at])
+            row = jnp.where(hit, env.cumulative_regret(env_state), c.curve[at])
+            curve = jax.lax.dynamic_update_index_in_dim(c.curve, row, at, 0)
+            return _Carry(key, obs, env_state, learner_state, c.nan_steps + nan, curve,
+                          c.reached + hit)  # fmt: skip
 
-        def segment(c: _Carry, target):
-            def running(c: _Carry):
-                return (c.env.pulls < target) & (c.env.error[0] == 0)
+        if pulls_only:  # exactly horizon steps (a bad input is raised after the rollout)
+            carry = jax.lax.fori_loop(0, horizon, lambda _, c: advance(c), carry)
+        else:
 
-            c = jax.lax.while_loop(running, advance, c)
-            return c, env.cumulative_regret(c.env)
+            def live(c: _Carry) -> jax.Array:
+                return (c.env.pulls < horizon) & (c.env.error[0] == 0)
 
-        carry, curve = jax.lax.scan(segment, carry, targets)
+            def masked(_, c: _Carry) -> _Carry:
+                new = advance(c)
+                return jax.tree_util.tree_map(lambda a, b: jnp.where(live(c), a, b), new, c)
+
+            carry = jax.lax.while_loop(
+                live, lambda c: jax.lax.fori_loop(0, CHUNK, masked, c), carry
+            )
+        # a run stopped by a bad input keeps its regret at the stop for the checkpoints left
+        rest = jnp.arange(num_checkpoints)[:, None] >= carry.reached
+        curve = jnp.where(rest, env.cumulative_regret(carry.env), carry.curve)
         return curve, carry.env, carry.learner, carry.nan_steps
 
     if axes is None:  # the default params, as compile-time constants
-        return jax.jit(jax.vmap(lambda key: one_run(key, None)))
-    return jax.jit(jax.vmap(one_run, in_axes=(0, axes)))
+        return jax.jit(jax.vmap(lambda key: one_run(key, None), axis_name=RUNS_AXIS))
+    return jax.jit(jax.vmap(one_run, in_axes=(0, axes), axis_name=RUNS_AXIS))
 
 
-_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""The compiled rollouts of each live environment object (it owns them: they go with it)."""
+PROGRAM_CACHE_SIZE = 64
+"""How many compiled rollouts the process keeps (least recently used dropped first)."""
+
+_PROGRAMS: OrderedDict[tuple, tuple[Any, ...]] = OrderedDict()
+
+
+def _fingerprint(obj: Any) -> tuple[str, Any]:
+    """A key for ``obj``'s content: the digest of its pickle; an object that does not pickle
+    is keyed by its identity (the cache entry then holds the object, so the id stays its)."""
+    try:
+        return ("sha256", hashlib.sha256(pickle.dumps(obj, protocol=5)).hexdigest())
+    except Exception:  # noqa: BLE001 - anything unpicklable: keyed by identity
+        return ("id", id(obj))
+
+
+def program_key(
+    env: FedBanditJaxEnv, learner: Any, params: Any, steps: np.ndarray, axes: Any, args: tuple
+) -> tuple:
+    """What a compiled rollout depends on: the environment's configuration, the learner's
+    class, attributes and params, the checkpoints, the params axes and the arguments' shapes
+    and dtypes (never the seeds' or the traced params' values)."""
+    shapes = jax.tree_util.tree_map(lambda x: (np.shape(x), str(np.asarray(x).dtype)), args)
+    kind = type(learner)
+    return (
+        _fingerprint((env.config, env.env_id)),
+        f"{kind.__module__}.{kind.__qualname__}",
+        _fingerprint(vars(learner) if hasattr(learner, "__dict__") else learner),
+        _fingerprint(params),
+        np.asarray(steps).tobytes(),
+        repr(axes),
+        repr(jax.tree_util.tree_structure(args)),
+        repr(shapes),
+    )
 
 
 def compiled_program(
     env: FedBanditJaxEnv, learner: Any, steps: np.ndarray, axes: EnvParams | None, args: tuple
-) -> tuple[Any, list[bool], Any]:
+) -> tuple[Any, list[bool], Any, bool]:
     """The compiled rollout of ``learner`` on ``env`` for these checkpoints, params axes and
-    argument shapes, the ``ranked`` flags its tracing recorded and the learner's params: compiled on the first call,
-    then reused by every call with the same learner object (and configuration), checkpoints
-    and shapes, whatever the seeds and the params' values (so the tests' repeated rollouts
-    share one program)."""
-    shapes = jax.tree_util.tree_map(lambda x: (np.shape(x), str(np.asarray(x).dtype)), args)
-    key = (
-        id(learner), repr(getattr(learner, "config", None)), np.asarray(steps).tobytes(),
-        repr(axes), repr(jax.tree_util.tree_structure(args)), repr(shapes),
-    )  # fmt: skip
-    cache = _PROGRAMS.setdefault(env, {})
-    if key not in cache:
+    argument shapes, the ``ranked`` flags its tracing recorded, the learner's params and
+    whether it was compiled by this call. Compiled once per process for each
+    :func:`program_key`: another environment object of the same configuration, another
+    learner object of the same class and settings, other seeds and other ``env_params`` values
+    of the same shapes reuse it (docs/jax.md, "Rollout")."""
+    params = params_of(learner, facts_of(env))  # made and checked on every call (cheap)
+    key = program_key(env, learner, params, steps, axes, args)
+    fresh = key not in _PROGRAMS
+    if fresh:
         ranked: list[bool] = []
-        params = params_of(learner, facts_of(env))  # made and checked once
         program = rollout_program(env, learner, steps, ranked, axes, params)
         compiled = program.lower(*args).compile()
-        cache[key] = (learner, compiled, ranked, params)  # keeps id(learner) live
-    _, compiled, ranked, params = cache[key]
-    return compiled, ranked, params
+        # the objects stay referenced while cached, so an identity key stays theirs
+        _PROGRAMS[key] = (compiled, ranked, params, env, learner)
+        while len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
+            _PROGRAMS.popitem(last=False)
+    _PROGRAMS.move_to_end(key)
+    compiled, ranked, params = _PROGRAMS[key][:3]
+    return compiled, ranked, params, fresh
+
+
+def clear_programs() -> None:
+    """Drop every compiled rollout this process keeps."""
+    _PROGRAMS.clear()
 
 
 def rollout(
@@ -228,8 +329,8 @@ def rollout(
                 )
         args = (keys, env_params)
     start = time.perf_counter()
-    compiled, ranked, params = compiled_program(env, learner, steps, axes, args)
-    compile_time = time.perf_counter() - start
+    compiled, ranked, params, fresh = compiled_program(env, learner, steps, axes, args)
+    compile_time = time.perf_counter() - start if fresh else 0.0  # 0: the process had it
     curves, final, learner_state, nan_steps = compiled(*args)
     curves = jax.block_until_ready(curves)
     wall = time.perf_counter() - start

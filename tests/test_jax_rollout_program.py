@@ -1,0 +1,148 @@
+"""The compiled rollout's shape (docs/jax.md, "Rollout" and "Compiling once"): every loop with a
+trip count known when it compiles (one chunk loop for a learner that takes communication-only
+steps), one compile per program key, compile time reported apart, and the persistent cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+import fedbandit_env.jax as fj  # noqa: E402
+from fedbandit_env.config import make_config  # noqa: E402
+from fedbandit_env.jax.rollout import (  # noqa: E402
+    CHUNK,
+    compiled_program,
+    run_keys,
+    takes_communication_steps,
+)
+
+KW = {"num_agents": 4, "num_arms": 3, "horizon": 90, "topology": "ring"}
+
+
+def _env(agent: str, **kw):
+    learner = fj.make_jax_agent(agent)
+    config = make_config(**{**KW, **kw})
+    channels = learner.channel_spec(config)
+    return fj.make("FedBandit/Homogeneous-v0", channels=channels, **{**KW, **kw}), learner
+
+
+def _whiles(compiled) -> list[str | None]:
+    """The known trip count of every ``while`` in the optimized HLO (None: unknown)."""
+    counts = []
+    for line in compiled.as_text().splitlines():
+        if re.search(r"= .*\bwhile\(", line):
+            found = re.search(r'known_trip_count":\{"n":"(\d+)"', line)
+            counts.append(found.group(1) if found else None)
+    return counts
+
+
+def test_a_learner_that_only_pulls_runs_loops_of_known_trip_count():
+    env, learner = _env("ucb1_shared")
+    compiled, *_ = compiled_program(env, learner, np.array([10, 90]), None, (run_keys([0, 1]),))
+    trips = _whiles(compiled)
+    assert None not in trips and "90" in trips  # the horizon's steps, one fori_loop
+
+
+def test_a_learner_with_communication_steps_reads_its_predicate_once_per_chunk():
+    env, learner = _env("gosine")
+    params = learner.make_params(fj.facts_of(env))
+    assert takes_communication_steps(env, learner, params)
+    plain, ucb1 = _env("ucb1")
+    assert not takes_communication_steps(plain, ucb1, ucb1.make_params(fj.facts_of(plain)))
+    compiled, *_ = compiled_program(env, learner, np.array([10, 90]), None, (run_keys([0, 1]),))
+    trips = _whiles(compiled)
+    assert trips.count(None) == 1 and str(CHUNK) in trips  # the chunk loop, CHUNK steps inside
+
+
+def test_a_second_rollout_of_the_same_shape_compiles_nothing():
+    """Other environment and learner objects of the same settings, other seeds: the same
+    program, ``compile_time`` 0; another setting compiles its own."""
+    env, learner = _env("ucb1", horizon=70)
+    first = fj.rollout(env, learner, [0, 1, 2], checkpoints=[35, 70])
+    env2, learner2 = _env("ucb1", horizon=70)
+    again = fj.rollout(env2, learner2, [5, 6, 7], checkpoints=[35, 70])
+    assert first.compile_time > 0 and again.compile_time == 0.0
+    assert again.run_time == again.wall_time
+    same = fj.rollout(env2, learner2, [0, 1, 2], checkpoints=[35, 70])
+    np.testing.assert_array_equal(same.regret_by_agent, first.regret_by_agent)
+    other = fj.rollout(env2, fj.make_jax_agent("ucb1", alpha=1.0), [0, 1, 2], checkpoints=[35, 70])
+    assert other.compile_time > 0  # another setting: another program
+
+
+def test_the_curve_at_a_checkpoint_does_not_depend_on_the_other_checkpoints():
+    """A checkpoint's regret is the run's cumulative regret right after the step whose pull
+    reached it: every grid that holds it gives the same value, for a learner that pulls every
+    step and for one with communication-only steps."""
+    for agent in ("ucb1_shared", "gosine"):
+        env, learner = _env(agent, horizon=60)
+        every = fj.rollout(env, learner, [3, 4], checkpoints=np.arange(1, 61))
+        some = fj.rollout(env, learner, [3, 4], checkpoints=[1, 7, 33, 60])
+        np.testing.assert_array_equal(
+            some.regret_by_agent, every.regret_by_agent[:, [0, 6, 32, 59]]
+        )
+        assert np.all(np.diff(every.regret_by_agent, axis=1) >= 0)
+
+
+def test_communication_steps_come_on_top_of_the_horizons_pulls():
+    env, learner = _env("gosine", horizon=40)
+    out = fj.rollout(env, learner, [0])
+    assert int(out.engine_steps[0]) > 40  # gosine's recommendation steps come on top
+
+
+def test_the_persistent_compilation_cache_fills_its_folder(tmp_path):
+    code = (
+        "import fedbandit_env.jax as fj\n"
+        "env = fj.make('FedBandit/Homogeneous-v0', num_agents=2, num_arms=2, horizon=5)\n"
+        "out = fj.rollout(env, fj.make_jax_agent('ucb1'), [0])\n"
+        "print(out.compile_time > 0)\n"
+    )
+    env = {**os.environ, "FEDBANDIT_JAX_CACHE": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300, check=True)  # fmt: skip
+    assert done.stdout.strip() == "True"
+    assert any((tmp_path / "cache").iterdir())
+
+
+def test_results_report_compile_time_apart():
+    from fedbandit_env.bench.evaluate import evaluate
+
+    res = evaluate("FedBandit/Homogeneous-v0", "ucb1", runs=2, seed=0, backend="jax",
+                   env_kwargs={"num_agents": 2, "num_arms": 3, "horizon": 20})  # fmt: skip
+    summary = json.loads(json.dumps(res.summary()))
+    assert summary["compile_time"] + summary["run_time"] == pytest.approx(summary["wall_time"])
+
+
+def test_a_store_written_before_compile_times_reads_zero_and_a_writer_adds_the_column(tmp_path):
+    import sqlite3
+
+    from fedbandit_env.bench.executors import run_suite
+    from fedbandit_env.bench.store import ResultsStore
+    from fedbandit_env.bench.suites import Cell, Suite
+
+    path = tmp_path / "old.sqlite"
+    store = ResultsStore(path)
+    cell = Cell("FedBandit/Homogeneous-v0", "ucb1", 10, 2, {"num_agents": 2, "num_arms": 2},
+                backend="jax")  # fmt: skip
+    run_suite(Suite("t", (cell,)), store, quiet=True)
+    times = [r.compile_time for r in store.rows()]
+    assert len(times) == 2 and times[0] == times[1] >= 0  # each run's share
+    store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE runs DROP COLUMN compile_time")  # as a store of the release before
+    conn.execute("ALTER TABLE runs DROP COLUMN flags")
+    conn.commit()
+    conn.close()
+    reader = ResultsStore(path, create=False)
+    assert [r.compile_time for r in reader.rows()] == [0.0, 0.0]
+    reader.close()
+    writer = ResultsStore(path)
+    columns = {r[1] for r in writer._query("PRAGMA table_info(runs)")}
+    assert {"flags", "compile_time"} <= columns
