@@ -13,7 +13,7 @@ rarely-switching log-det rule of Algorithm 1,
 with Delta the trials since the last sync and Theorem 1's D by default (``sync_threshold`` overrides it; 0 syncs every trial). Each agent privatizes its
 whole-history augmented Gram matrix with the tree-based Gaussian mechanism
 (:class:`~fedbandit_env.privacy.GramTreePrivatizer`, constants of Proposition 2 from
-:func:`~fedbandit_env.privacy.linear_privacy_constants`); ``private=False`` releases the exact
+:func:`~fedbandit_env.linear_kernels.linear_privacy_constants`); ``private=False`` releases the exact
 ``G_i + lambda I`` (non-private FedUCB).
 
 Communication over two ``server`` channels (aggregate "sum"): ``sync`` (dim 1) carries sync
@@ -60,9 +60,9 @@ from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear, ucb_choice
-from fedbandit_env.linear_kernels import rarely_switching
+from fedbandit_env.linear_kernels import GramTreeConstants, rarely_switching
 from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
-from fedbandit_env.privacy import GramTreeConstants, GramTreePrivatizer
+from fedbandit_env.privacy import GramTreePrivatizer
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, check_int
 from fedbandit_env.xp import namespace

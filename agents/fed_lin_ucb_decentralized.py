@@ -55,9 +55,9 @@ from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import clique_cover, power_graph
 from fedbandit_env.kernels import check_linear, ucb_choice
-from fedbandit_env.linear_kernels import rarely_switching
+from fedbandit_env.linear_kernels import GramTreeConstants, rarely_switching
 from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
-from fedbandit_env.privacy import GramTreeConstants, GramTreePrivatizer
+from fedbandit_env.privacy import GramTreePrivatizer
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_AGENTS, check_int
 

@@ -32,9 +32,14 @@ import numpy as np
 
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.kernels import check_number
-from fedbandit_env.linear_kernels import clip_rewards, confidence_radius, pull_terms
+from fedbandit_env.linear_kernels import (
+    GramTreeConstants,
+    clip_rewards,
+    confidence_radius,
+    linear_privacy_constants,
+    pull_terms,
+)
 from fedbandit_env.policy import TeamPolicy
-from fedbandit_env.privacy import GramTreeConstants, linear_privacy_constants
 from fedbandit_env.validation import ConfigTypeError, check_real
 from fedbandit_env.xp import rounding_tolerance
 
@@ -191,7 +196,7 @@ def regularizer(
     gamma: int = 1,
 ) -> tuple[GramTreeConstants | None, float, float, float]:
     """``(constants, rho_min, rho_max, kappa)``: a private agent's privacy constants of
-    Section 4.3 (:func:`~fedbandit_env.privacy.linear_privacy_constants`, ``n_max`` releases of
+    Section 4.3 (:func:`~fedbandit_env.linear_kernels.linear_privacy_constants`, ``n_max`` releases of
     a fixed schedule, TTL ``gamma``) and the spectral bounds and kappa of Proposition 2 they
     give; a non-private agent's ``(None, lambda, lambda, 0)``."""
     if not config.private:

@@ -23,8 +23,9 @@ from agents.fed_lin_ucb import FedLinUCB as NumpyFedLinUCB  # noqa: E402
 from fedbandit_env.errors import ConfigError  # noqa: E402
 from fedbandit_env.jax.gram_tree import GramTree  # noqa: E402
 from fedbandit_env.jax.types import Action  # noqa: E402
+from fedbandit_env.linear_kernels import linear_privacy_constants  # noqa: E402
 from fedbandit_env.network.ledger import AGENT_SERVER  # noqa: E402
-from fedbandit_env.privacy import GramTreePrivatizer, linear_privacy_constants  # noqa: E402
+from fedbandit_env.privacy import GramTreePrivatizer  # noqa: E402
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError  # noqa: E402
 from fedbandit_env.seeding import BatchedRNG  # noqa: E402
 

@@ -14,10 +14,8 @@ from fedbandit_env.privacy import (
     LaplaceMechanism,
     PrivacyAccountant,
     PrivacyError,
-    advanced_composition,
-    basic_composition,
-    zcdp_to_dp,
 )
+from fedbandit_env.privacy.accountant import advanced_composition, basic_composition, zcdp_to_dp
 
 PROPERTY = settings(max_examples=50, deadline=None)
 

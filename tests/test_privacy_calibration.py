@@ -11,21 +11,23 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from fedbandit_env.errors import FedBanditError
+from fedbandit_env.linear_kernels import linear_privacy_constants
 from fedbandit_env.privacy import (
     GaussianMechanism,
     HybridCounter,
     LaplaceMechanism,
     PrivacyError,
     TreeCounter,
+    gaussian_sigma,
+)
+from fedbandit_env.privacy.calibration import (
     analytic_gaussian_sigma,
     check_delta,
     check_epsilon,
     check_sensitivity,
     classic_gaussian_sigma,
     gaussian_delta,
-    gaussian_sigma,
     laplace_scale,
-    linear_privacy_constants,
 )
 from fedbandit_env.seeding import BatchedRNG
 

@@ -11,13 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedbandit_env.privacy import (
-    GramTreePrivatizer,
-    PrivacyBudgetWarning,
-    PrivacyError,
-    linear_privacy_constants,
-    zcdp_to_dp,
-)
+from fedbandit_env.linear_kernels import linear_privacy_constants
+from fedbandit_env.privacy import GramTreePrivatizer, PrivacyBudgetWarning, PrivacyError
+from fedbandit_env.privacy.accountant import zcdp_to_dp
 from fedbandit_env.privacy.dyadic import popcount
 from fedbandit_env.seeding import BatchedRNG
 

@@ -10,12 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedbandit_env.privacy import (
-    HybridCounter,
-    PrivacyError,
-    hybrid_noise_std,
-    hybrid_noise_variance,
-)
+from fedbandit_env.privacy import HybridCounter, PrivacyError, hybrid_noise_variance
+from fedbandit_env.privacy.hybrid_counter import hybrid_noise_std
 from fedbandit_env.seeding import BatchedRNG
 
 PROPERTY = settings(max_examples=40, deadline=None)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from fedbandit_env.privacy import PrivacyError, TreeCounter, blocks_containing, dyadic_blocks
-from fedbandit_env.privacy.dyadic import block_level, floor_levels, paper_levels, popcount
+from fedbandit_env.privacy import PrivacyError, TreeCounter, dyadic_blocks
+from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, popcount
 from fedbandit_env.seeding import BatchedRNG
 
 PROPERTY = settings(max_examples=50, deadline=None)
@@ -35,6 +35,27 @@ def test_blocks_partition_the_prefix_and_number_popcount(t):
         assert length & (length - 1) == 0 and q % length == 0  # aligned dyadic interval
         covered = end
     assert covered == t
+
+
+def block_level(block: tuple[int, int]) -> int:
+    """Level ``j`` of a dyadic block of length ``2^j``."""
+    q, t = block
+    return (t - q).bit_length() - 1
+
+
+def blocks_containing(tau: int, horizon: int) -> list[tuple[int, int]]:
+    """Every block that holds round ``tau`` and is closed by round ``horizon``, lowest level
+    first. A block ``(s, s + 2^j]`` is closed (at round ``s + 2^j``) only when ``s / 2^j`` is
+    even; the other aligned intervals are absorbed before they close. At most one per level."""
+    out = []
+    j = 0
+    while (1 << j) <= horizon:
+        index = (tau - 1) >> j
+        start, end = index << j, (index + 1) << j
+        if index % 2 == 0 and end <= horizon:
+            out.append((start, end))
+        j += 1
+    return out
 
 
 @PROPERTY

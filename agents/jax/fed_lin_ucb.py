@@ -17,7 +17,7 @@ with the tree-based Gaussian mechanism (:class:`~fedbandit_env.jax.gram_tree.Gra
 fixed from the horizon); ``private=False`` releases the exact ``G_i + lambda I``.
 
 The constants (rho_min, rho_max, kappa of Proposition 2 and the tree's sigma_N, shift and depth
-from :func:`~fedbandit_env.privacy.linear_privacy_constants`, Theorem 1's D, the fixed schedule,
+from :func:`~fedbandit_env.linear_kernels.linear_privacy_constants`, Theorem 1's D, the fixed schedule,
 the spectrum floor) are the params (:class:`agents.fed_lin_ucb.FedLinParams`, Algorithm 1,
 line 1), made in Python by :func:`agents.fed_lin_ucb.fedlin_params`, which the numpy ``reset``
 calls too and which checks the federation's facts; the compiled program uses them as constants.
@@ -75,13 +75,13 @@ from fedbandit_env.jax.linear_kernels import (
 )
 from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.linear_kernels import (
+    GramTreeConstants,
     clip_rewards,
     confidence_radius,
     pull_terms,
     rarely_switching,
 )
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.privacy import GramTreeConstants
 from fedbandit_env.xp import rounding_tolerance
 
 

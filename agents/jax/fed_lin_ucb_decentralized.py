@@ -51,7 +51,7 @@ The hyperparameters and their validation
 (:class:`agents.fed_lin_ucb_decentralized.FedLinUCBDecentralizedConfig`), the checks of the
 facts (linear family, the flood channels, a connected graph, T >= 2 gamma + 1), the cliques, the
 privacy constants (rho_min, rho_max, kappa, the tree's sigma_N, shift and depth, from
-:func:`fedbandit_env.privacy.linear_privacy_constants` with gamma) and D_dec are the params
+:func:`fedbandit_env.linear_kernels.linear_privacy_constants` with gamma) and D_dec are the params
 (:func:`agents.fed_lin_ucb_decentralized.dec_params`, which the numpy ``reset`` calls too), plus
 the flood channels' sender columns of the clique members (:class:`DecJaxParams`), made in Python
 before tracing. The radius, a pull's statistics and the trigger are the shared formulas of

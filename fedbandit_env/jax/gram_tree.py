@@ -3,7 +3,7 @@
 The JAX form of :class:`fedbandit_env.privacy.GramTreePrivatizer` for one run: the PRIVATIZER of
 Dubey & Pentland, "Differentially-Private Federated Linear Bandits" (NeurIPS 2020), Algorithm 2, with the
 constants of Section 4.3 / Proposition 4 computed by the numpy calibration
-(:func:`~fedbandit_env.privacy.linear_privacy_constants`) in Python and used here as constants.
+(:func:`~fedbandit_env.linear_kernels.linear_privacy_constants`) in Python and used here as constants.
 Each tree (one per agent, or per agent and slot: ``shape``) has ``levels`` = m levels fixed from
 the horizon (Algorithm 2, line 2); its leaves are the owner's sync releases: leaf k is
 ``Q = sum z z^T``, ``z = [x; y]``, over the observations since the previous release. Release k
@@ -25,9 +25,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from fedbandit_env.linear_kernels import GramTreeConstants
 from fedbandit_env.privacy.gram_tree import (
     GramRelease,
-    GramTreeConstants,
     GramTrees,
     check_trees,
     empty_trees,

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from fedbandit_env.privacy.calibration import check_index
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, is_integral
@@ -46,17 +47,15 @@ def resolve_runs(rng: BatchedRNG | None, num_runs: int | None, noisy: bool) -> i
         if num_runs is not None and num_runs != rng.num_runs:
             raise PrivacyError("num_runs", f"rng.num_runs = {rng.num_runs}", num_runs)
         return rng.num_runs
-    if num_runs is None:
-        return 1
-    if not is_integral(num_runs) or num_runs < 1:
-        raise PrivacyError("num_runs", "an int >= 1", num_runs)
-    return int(num_runs)
+    return 1 if num_runs is None else check_index(num_runs, "num_runs")
 
 
-def check_values(values: np.ndarray, shape: tuple[int, ...], name: str = "values") -> np.ndarray:
-    """``values`` as a float64 array of exactly ``shape`` with finite entries."""
+def check_values(
+    values: np.ndarray, shape: tuple | None = None, name: str = "values"
+) -> np.ndarray:
+    """``values`` as a float64 array with finite entries, of exactly ``shape`` unless None."""
     arr = np.asarray(values, dtype=np.float64)
-    if arr.shape != shape:
+    if shape is not None and arr.shape != shape:
         raise PrivacyError(name, f"an array of shape {shape}", f"shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise PrivacyError(name, "finite numbers", "an array with NaN or inf")

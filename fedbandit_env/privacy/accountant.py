@@ -1,28 +1,7 @@
-"""Privacy accountant: a per-agent, per-channel ledger of spent privacy, with composition.
-
-See docs/privacy.md, "Accountant". Every release an agent makes about its own data is recorded
-on a channel (for example "gossip" or "server") as
-``(epsilon, delta)`` and, for Gaussian releases, as a zCDP ``rho``. Counts may differ per run and
-agent (arrays broadcastable to (B, N)), because whether an agent sends can depend on the run.
-
-Totals (over one channel or all channels of an agent):
-
-* ``"basic"`` — ``(sum eps_i, sum delta_i)`` (Dwork et al. 2006).
-* ``"advanced"`` — Dwork, Rothblum & Vadhan 2010 for heterogeneous releases:
-  ``eps = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``,
-  ``delta = sum delta_i + delta'``.
-* ``"zcdp"`` — Bun & Steinke 2016: pure eps-DP releases are ``eps^2/2``-zCDP, Gaussian releases
-  are ``Delta^2/(2 sigma^2)``-zCDP; rho adds up and converts with
-  ``eps = rho + 2 sqrt(rho ln(1/delta'))``. Releases that are only (eps, delta)-DP (no rho) are
-  added by basic composition on top.
-* ``"best"`` — the smallest epsilon of the three with the largest of their deltas (each
-  guarantee implies the weaker delta, so the pair is valid).
-
-Parallel composition (e.g. each reward enters only one arm's counter) is the mechanism's own
-argument: record what one observation can be exposed to, not one entry per counter.
-
-Huge epsilons are exact, not NaN: for epsilon >= 709, ``e^eps - 1`` is inf, so a release costs
-inf under advanced composition, but a count of 0 costs 0 (never ``0 * inf``).
+"""Privacy accountant: a per-agent, per-channel ledger of spent privacy, with basic (Dwork et al.
+2006), advanced (Dwork, Rothblum & Vadhan 2010, heterogeneous form) and zCDP (Bun & Steinke 2016)
+composition, and ``"best"`` of the three (docs/privacy.md, "Accountant": the formulas, parallel
+composition, and why a count of 0 costs 0 even when one release costs inf).
 """
 
 from __future__ import annotations
@@ -249,10 +228,7 @@ class PrivacyAccountant:
         for name, e in self._ledger.items():
             if channel is None or name == channel:
                 for f in _FIELDS:
-                    if name == extra_channel and f in extra:
-                        tot[f] += e[f] + extra[f]
-                    else:
-                        tot[f] += e[f]
+                    tot[f] += e[f] + extra[f] if name == extra_channel and f in extra else e[f]
         if extra_channel is not None and extra_channel not in self._ledger:
             for f, increment in extra.items():
                 tot[f] += increment

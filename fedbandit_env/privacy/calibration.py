@@ -1,14 +1,6 @@
-"""Noise calibration for the Laplace and Gaussian mechanisms, and parameter validators.
-
-* Laplace (Dwork et al. 2006): releasing ``f(D) + Lap(b)`` with ``b = sensitivity / epsilon``
-  (L1 sensitivity) is pure epsilon-DP.
-* Gaussian, classic (Dwork & Roth 2014, Thm A.1): ``sigma = sensitivity * sqrt(2 ln(1.25/delta))
-  / epsilon`` (L2 sensitivity) is (epsilon, delta)-DP for ``epsilon < 1`` only.
-* Gaussian, analytic (Balle & Wang 2018, Thm 8): the smallest sigma with
-  ``Phi(D/(2s) - e s/D) - exp(e) Phi(-D/(2s) - e s/D) <= delta``; exact for every epsilon > 0 and
-  never larger than the classic sigma. Computed here with ``math.erfc`` and a bisection on
-  ``log sigma`` (no scipy).
-"""
+"""Noise calibration and parameter validators (docs/privacy.md, "Guarantees and calibration"):
+Laplace (Dwork et al. 2006), classic Gaussian (Dwork & Roth 2014, Thm A.1; epsilon < 1 only) and
+analytic Gaussian (Balle & Wang 2018, Thm 8; bisection on ``log sigma``, no scipy)."""
 
 from __future__ import annotations
 
@@ -16,20 +8,17 @@ import math
 from typing import Literal
 
 from fedbandit_env.privacy.errors import PrivacyError
-from fedbandit_env.validation import is_real
+from fedbandit_env.validation import is_integral, is_real
 
 GaussianCalibration = Literal["analytic", "classic"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-_is_real = is_real  # one definition of a real number for every boundary (docs/limits.md)
-
-
 def check_epsilon(epsilon: float, *, allow_inf: bool = True, name: str = "epsilon") -> float:
     """``epsilon`` as a float; it must be > 0 (``inf`` allowed when ``allow_inf``: no noise)."""
     expected = "a positive number (or inf)" if allow_inf else "a positive finite number"
-    if not _is_real(epsilon):
+    if not is_real(epsilon):
         raise PrivacyError(name, expected, epsilon)
     value = float(epsilon)
     if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
@@ -40,7 +29,7 @@ def check_epsilon(epsilon: float, *, allow_inf: bool = True, name: str = "epsilo
 def check_delta(delta: float, *, allow_zero: bool = False, name: str = "delta") -> float:
     """``delta`` as a float in the open interval (0, 1) (or [0, 1) when ``allow_zero``)."""
     expected = "a number in [0, 1)" if allow_zero else "a number in the open interval (0, 1)"
-    if not _is_real(delta):
+    if not is_real(delta):
         raise PrivacyError(name, expected, delta)
     value = float(delta)
     low_ok = value >= 0 if allow_zero else value > 0
@@ -51,23 +40,25 @@ def check_delta(delta: float, *, allow_zero: bool = False, name: str = "delta") 
 
 def check_sensitivity(sensitivity: float, *, name: str = "sensitivity") -> float:
     """``sensitivity`` as a float; it must be positive and finite."""
-    if not _is_real(sensitivity):
-        raise PrivacyError(name, "a positive finite number", sensitivity)
-    value = float(sensitivity)
-    if not math.isfinite(value) or value <= 0:
-        raise PrivacyError(name, "a positive finite number", sensitivity)
-    return value
+    return check_positive(sensitivity, name)
 
 
 def check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
     """A finite positive (or non-negative) float parameter such as a noise scale."""
     expected = "a non-negative finite number" if allow_zero else "a positive finite number"
-    if not _is_real(value):
+    if not is_real(value):
         raise PrivacyError(name, expected, value)
     out = float(value)
     if not math.isfinite(out) or out < 0 or (out == 0 and not allow_zero):
         raise PrivacyError(name, expected, value)
     return out
+
+
+def check_index(value: int, name: str, minimum: int = 1) -> int:
+    """An int parameter ``>= minimum`` (a round, a count, a dimension)."""
+    if not is_integral(value) or value < minimum:
+        raise PrivacyError(name, f"an int >= {minimum}", value)
+    return int(value)
 
 
 def check_noise_scale(
@@ -170,11 +161,8 @@ def gaussian_sigma(
     delta: float,
     calibration: GaussianCalibration = "analytic",
 ) -> float:
-    """Gaussian noise standard deviation for (epsilon, delta)-DP under L2 ``sensitivity``.
-
-    ``calibration="analytic"`` (default; exact, any epsilon) or ``"classic"`` (epsilon < 1).
-    ``epsilon = inf`` gives 0 (no noise).
-    """
+    """Gaussian noise standard deviation for (epsilon, delta)-DP under L2 ``sensitivity``:
+    ``calibration="analytic"`` (default) or ``"classic"``; ``epsilon = inf`` gives 0 (no noise)."""
     if not isinstance(calibration, str) or calibration not in ("analytic", "classic"):
         raise PrivacyError("calibration", "'analytic' or 'classic'", calibration)
     if math.isinf(check_epsilon(epsilon)):

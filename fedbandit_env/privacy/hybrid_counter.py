@@ -1,33 +1,9 @@
-"""Chan–Shi–Song hybrid continual counter (Laplace), batched over runs and counters.
-
-Implements the hybrid mechanism of Chan, Shi & Song 2011 (Algorithms 2–4), the counter of the DP
-recommender agents (Li, Song & Fragouli 2020, Figure 1 and Fact 1): one counter per (agent, arm),
-whose clock is its own insertion count. The budget is split ``epsilon/2 + epsilon/2`` (decision:
-the exact construction; the paper's "Lap(1/epsilon) per node" is not epsilon-DP and is not
-offered; docs/privacy.md, "Decisions"):
-
-* logarithmic half: at every count ``c = 2^k`` a fresh ``Lap(2 D/epsilon)`` is added to an
-  accumulated noise Z and ``base = S + Z`` is released;
-* binary half: inside the block ``c in (2^k, 2^{k+1})`` a binary mechanism over the block's items
-  (offsets ``tau = c - 2^k`` in ``1..2^k-1``, k bits) whose p-sums each get ``Lap(2 D k/epsilon)``.
-
-``D = hi - lo`` is the sensitivity after clipping inputs to ``bounds = (lo, hi)`` (default
-(0, 1)). The private sum is not clipped (the paper does not clip it either). The noise at count
-``n = 2^k + tau`` is a sum of ``k+1`` i.i.d. ``Lap(2D/epsilon)`` and ``popcount(tau)`` i.i.d.
-``Lap(2Dk/epsilon)``: :func:`hybrid_noise_variance` is its closed-form variance.
-
-One source for both engines: the options and noise scales are :func:`hybrid_params`, and
-Algorithm 4 is :func:`hybrid_insert`, written against the array namespace: the numpy
-:class:`HybridCounter` holds (B, *shape) arrays, the JAX counter
-(:mod:`fedbandit_env.jax.hybrid_counter`) one run's.
-
-Seeding: every insertion needs exactly one Laplace draw (one logarithmic increment at a power of
-two, one new p-sum otherwise), so one fixed-shape standard Laplace draw per counter per
-``insert`` call covers it; it is used only where a counter receives an item. With
-``noise_per="row"`` (a row is a vector of counters along the last axis, e.g. one agent's arms,
-of which one receives the item of a step), one draw per row and call covers it instead: no
-per-step draw is left unused. Runs of a batch are bit-identical to the same runs alone.
-``epsilon = inf`` draws nothing and is exact.
+"""Chan–Shi–Song hybrid continual counter (Laplace), batched over runs and counters: the hybrid
+mechanism of Chan, Shi & Song 2011 (Algorithms 2–4) with the ``epsilon/2 + epsilon/2`` split, the
+counter of the DP recommender agents (Li, Song & Fragouli 2020, Figure 1 and Fact 1), one per
+(agent, arm), clocked by its own insertion count. Its halves, noise variance, seeding and decisions:
+docs/privacy.md, "Hybrid counter" and "Decisions". One source for both engines:
+:func:`hybrid_params` and :func:`hybrid_insert` (Algorithm 4) on the array namespace.
 """
 
 from __future__ import annotations
@@ -70,10 +46,9 @@ def hybrid_noise_variance(
         return np.zeros(n.shape)
     k = np.maximum(bit_length(n) - 1, 0)
     tau = np.where(n > 0, n - (np.int64(1) << k), 0)
-    scale = check_noise_scale(
+    check_noise_scale(
         2.0 * float(sensitivity) / epsilon, epsilon, what="Laplace scale 2 D / epsilon"
     )
-    del scale  # checked only; the variance keeps its closed form, bit for bit
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
         d2, e2 = np.float64(sensitivity) ** 2, np.float64(epsilon) ** 2
         var = 8.0 * d2 / e2 * ((k + 1) + k**2 * popcount(tau))
@@ -174,13 +149,9 @@ def hybrid_insert(p: HybridParams, s: HybridCounterState, values: Any, mask: Any
 
 
 class HybridCounter:
-    """Hybrid continual counters over (B, *shape), e.g. (N agents, K arms): ``insert(values,
-    mask)`` adds one item to every counter where ``mask`` holds (default: all); ``release()``
-    is the private running sum s(c) of each counter (0 before any item), whose whole output
-    stream is pure epsilon-DP in its inputs (event level). :func:`hybrid_params`' fields and
-    constants read as attributes; the arrays are ``state``. ``noise_per``: ``"counter"`` draws
-    one standard Laplace per counter and call, ``"row"`` one per row of the last axis, for
-    callers that insert at most one item per row (each agent pulls one arm per step)."""
+    """Hybrid continual counters over (B, *shape), e.g. (N agents, K arms), each a pure
+    epsilon-DP output stream (docs/privacy.md, "Hybrid counter"): :func:`hybrid_params`' fields
+    and constants read as attributes; the arrays are ``state``; ``noise_per`` "counter" or "row"."""
 
     def __init__(self, shape: tuple[int, ...], horizon: int, epsilon: float, *,
                  rng: BatchedRNG | None = None, num_runs: int | None = None,
@@ -241,8 +212,7 @@ class HybridCounter:
         size = self.state.count.size
         if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
             raise PrivacyError("flat", f"positions in [0, {size})", "an out-of-range position")
-        if not np.isfinite(values).all():
-            raise PrivacyError("values", "finite numbers", "an array with NaN or inf")
+        check.check_values(values)
         return self._insert_at(flat.reshape(-1), values.reshape(-1), "flat").reshape(flat.shape)
 
     def _insert_at(self, flat: np.ndarray, values: np.ndarray, name: str) -> np.ndarray:

@@ -1,11 +1,6 @@
-"""Laplace and Gaussian output-perturbation mechanisms and symmetric Gaussian matrix noise.
-
-See docs/privacy.md, "Guarantees and calibration". Laplace: ``f(D) + Lap(s/epsilon)`` is
-epsilon-DP for L1 sensitivity s, variance ``2 b^2`` (the Laplace mechanism as Li, Song & Fragouli
-2020 state it); symmetric Gaussian node noise as in Dubey & Pentland, Algorithm 2, line 6.
-Both mechanisms are immutable, validated configs (mabwiser style) whose ``privatize`` works on an
-array of any shape. ``rng`` is a ``numpy.random.Generator`` or a ``BatchedRNG`` (then the leading
-axis of ``values`` is the run axis and each run draws from its own generator).
+"""Laplace and Gaussian output-perturbation mechanisms (immutable, validated configs whose
+``privatize`` works on an array of any shape) and symmetric Gaussian matrix noise (Dubey &
+Pentland, Algorithm 2, line 6); docs/privacy.md, "Guarantees and calibration".
 """
 
 from __future__ import annotations
@@ -16,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fedbandit_env.privacy._random import RNGLike, standard_noise
+from fedbandit_env.privacy._validation import check_values
 from fedbandit_env.privacy.calibration import (
     GaussianCalibration,
     check_delta,
@@ -29,13 +25,6 @@ from fedbandit_env.privacy.calibration import (
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import is_integral
-
-
-def _as_float_array(values: np.ndarray, name: str = "values") -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise PrivacyError(name, "finite numbers", "an array with NaN or inf")
-    return arr
 
 
 @dataclass(frozen=True)
@@ -75,7 +64,7 @@ class LaplaceMechanism:
         return self.scale * standard_noise(rng, "laplace", tuple(shape))
 
     def privatize(self, values: np.ndarray, rng: RNGLike) -> np.ndarray:
-        arr = _as_float_array(values)
+        arr = check_values(values)
         return arr + self.noise(arr.shape, rng)
 
 
@@ -118,7 +107,7 @@ class GaussianMechanism:
         return self.sigma * standard_noise(rng, "normal", tuple(shape))
 
     def privatize(self, values: np.ndarray, rng: RNGLike) -> np.ndarray:
-        arr = _as_float_array(values)
+        arr = check_values(values)
         return arr + self.noise(arr.shape, rng)
 
 
@@ -155,15 +144,10 @@ def symmetric_gaussian_noise(
     *,
     diagonal_scale: float = 1.0,
 ) -> np.ndarray:
-    """Symmetric Gaussian matrices of shape (*size, d, d).
-
-    The upper triangle including the diagonal is i.i.d. ``N(0, sigma^2)`` (the diagonal is then
-    multiplied by ``diagonal_scale``) and the lower triangle mirrors it. ``diagonal_scale =
-    sqrt(2)`` gives exactly the law of ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma^2)``
-    (Dubey & Pentland, Algorithm 2, line 6): off-diagonal variance ``sigma^2``, diagonal variance
-    ``2 sigma^2``, from ``d(d+1)/2`` draws instead of ``d^2``. With a ``BatchedRNG``, ``size[0]``
-    is the run axis.
-    """
+    """Symmetric Gaussian matrices of shape (*size, d, d) (:func:`symmetric_from_upper` of
+    standard normal draws; docs/privacy.md): ``diagonal_scale = sqrt(2)`` gives the law of
+    ``(N + N^T)/sqrt(2)`` (Dubey & Pentland, Algorithm 2, line 6) from ``d(d+1)/2`` draws instead
+    of ``d^2``. With a ``BatchedRNG``, ``size[0]`` is the run axis."""
     if not is_integral(d) or d < 1:
         raise PrivacyError("d", "a positive int", d)
     sigma = check_positive(sigma, "sigma", allow_zero=True)

@@ -1,46 +1,9 @@
-"""Binary-tree continual counter (Laplace), batched over runs and counters.
-
-Implements the partial sums of Fed_UCB (Zhu, Zhu, Liu & Liu 2021, Section 4.1, Algorithms 2–3)
-for B runs and any counter shape, typically (N agents, M arms): the private running sum of each
-counter's stream is the sum of its dyadic blocks (:mod:`~fedbandit_env.privacy.dyadic`), each
-block carrying one Laplace draw made once, when the block closes, and reused in every later
-decomposition.
-
-Decisions where the paper leaves room (docs/privacy.md, "Decisions"):
-
-* Levels — ``levels=None`` (default) splits epsilon over ``floor(log2 T) + 1`` levels, which is
-  exactly the number of distinct blocks one round can enter, so every observation spends at most
-  epsilon. ``levels="paper"`` uses the paper's ``ceil(log2 T)``, which overspends by the factor
-  ``(log2 T + 1)/log2 T`` when T is a power of two (see :attr:`TreeParams.effective_epsilon`).
-* Empty blocks — noise only on blocks that hold at least one pull (as the text of Section 4.1
-  says; default); ``noise_on_empty_blocks=True`` gives Algorithm 3 as printed (noise on
-  every block).
-* Initialization round — ``init_round=True`` accepts an insertion at round 0 (the initialization
-  pull of Algorithm 4, line 1). With ``tree_index="round"`` it is one extra leaf outside the tree
-  with its own ``Lap(1/epsilon')`` draw (what the Fed_UCB agent's ``noisy_init=True`` uses);
-  with ``tree_index="pull"`` it is simply pull number 1. An agent that reproduces the paper's
-  un-noised init keeps that sample out of the counter.
-* Tree index — ``tree_index="round"`` (paper: the tree is indexed by the global round, every
-  counter closes a block every round) or ``"pull"`` (indexed by the counter's own pull count; a
-  counter closes a block only when it is pulled). Both use the same epsilon accounting.
-* Clipping — no clipping by default (sensitivity 1, as the paper ran it); ``bounds=(lo, hi)`` clips
-  inserted values and sets the sensitivity to ``hi - lo``.
-* Noise only — ``exact_blocks=False`` keeps only the blocks' noise, for a caller that keeps the
-  exact sums itself (an agent's own sums) and adds :meth:`TreeCounter.noise_at`; reading the
-  exact part is then refused.
-
-One source for both engines: the options and their constants are :func:`tree_params`; the
-state (:class:`TreeCounterState`) is updated and read by array-namespace functions
-(:func:`tree_insert`, :func:`tree_noise`, ...) on (B, *shape) arrays here, one run's in JAX.
-
-Seeding: one fixed-shape standard Laplace draw per counter per round (``E1 - E2`` of buffered
-exponentials, :class:`~fedbandit_env.privacy._random.LaplaceStream`): round t closes at most one
-block per counter, and the draw is used only where a noised block closes. With
-``noise_per="row"`` (one pulled counter per row of the last axis, e.g. an agent's arms), a *leaf
-round* (round index, odd t, noise on non-empty blocks only), which closes only the level-0 blocks
-of the pulled counters, draws one Laplace per row from the ``row`` sub-stream instead. The draws
-never depend on the data or on B: run b of a batch is bit-identical to the run alone.
-``epsilon = inf`` draws nothing and is exact.
+"""Binary-tree continual counter (Laplace), batched over runs and counters: the partial sums of
+Fed_UCB (Zhu, Zhu, Liu & Liu 2021, Section 4.1, Algorithms 2–3) for B runs and any counter shape,
+each dyadic block carrying one Laplace draw made when it closes and reused in every later
+release. Options, seeding and the decisions where the paper leaves room: docs/privacy.md,
+"Binary-tree counter" and "Decisions". One source for both engines: :func:`tree_params` and the
+array-namespace functions on a :class:`TreeCounterState` (:func:`tree_insert`, ...).
 """
 
 from __future__ import annotations
@@ -108,7 +71,7 @@ def tree_params(shape: tuple[int, ...], horizon: int, epsilon: float, *, sensiti
                 bounds: tuple[float, float] | None = None, tree_index: TreeIndex = "round",
                 noise_on_empty_blocks: bool = False, levels: int | Literal["paper"] | None = None,
                 init_round: bool = False, exact_blocks: bool = True) -> TreeParams:  # fmt: skip
-    """The :class:`TreeParams` of a counter's options (the module docstring's decisions), or a
+    """The :class:`TreeParams` of a counter's options (docs/privacy.md, "Decisions"), or a
     :class:`PrivacyError` naming the bad option. Pure: the numpy and JAX counters call it."""
     shape = check.check_shape(shape)
     if not isinstance(exact_blocks, bool | np.bool_):
@@ -275,12 +238,9 @@ def tree_insert(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any,
 
 
 class TreeCounter:
-    """Continual Laplace counters over (B, *shape), indexed by round or by pull count:
-    ``options`` are :func:`tree_params`'s, whose fields and constants (``scale``,
-    ``storage_levels``, ``effective_epsilon``, ...) read as attributes; the arrays are
-    ``state``. ``insert(t, values, pulled)`` adds round t (1..horizon; 0 if ``init_round``):
-    ``values`` (B, *shape) the increments, ``pulled`` the counters observed (default: all);
-    ``release()`` is the private running sum of each counter."""
+    """Continual Laplace counters over (B, *shape) (docs/privacy.md, "Binary-tree counter"):
+    ``options`` are :func:`tree_params`'s, whose fields and constants read as attributes; the
+    arrays are ``state``. ``insert(t, values, pulled)`` adds round t (0 if ``init_round``)."""
 
     def __init__(self, shape: tuple[int, ...], horizon: int, epsilon: float, *,
                  rng: BatchedRNG | None = None, num_runs: int | None = None,
@@ -378,9 +338,7 @@ class TreeCounter:
 
     def _draw(self, t: int, pulled: np.ndarray) -> np.ndarray:
         """The Laplace noise of round ``t`` (B, *shape), or (B, *shape[:-1], 1) in a leaf round
-        with ``noise_per="row"``: round mode, odd ``t``, noise on non-empty blocks only, which
-        closes the level-0 blocks of the pulled counters only (one draw per row, for its one
-        pulled counter: two would share it, refused)."""
+        with ``noise_per="row"`` (docs/privacy.md, "Binary-tree counter")."""
         if self._stream is None:
             return np.zeros((self.num_runs, *self.shape))
         leaf = self.tree_index == "round" and t % 2 == 1 and not self.noise_on_empty_blocks

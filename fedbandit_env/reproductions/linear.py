@@ -49,7 +49,7 @@ import numpy as np
 from agents.fed_lin_ucb import FedLinUCB
 from fedbandit_env.bench import claims as C
 from fedbandit_env.bench import evaluate
-from fedbandit_env.privacy import linear_privacy_constants
+from fedbandit_env.linear_kernels import linear_privacy_constants
 from fedbandit_env.reproductions import harness
 
 PAPER = "DP federated linear bandits (Dubey & Pentland 2020)"
