@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance, gaussian_clients
 from fedbandit_env.linear import LinearSpec
-from fedbandit_env.network import normalize_channels
+from fedbandit_env.network import CHANNEL_KINDS
 from fedbandit_env.rewards import RewardModel, make_reward_model
 from fedbandit_env.validation import (
     MAX_AGENTS,
@@ -187,6 +187,49 @@ def make_topology(topology: Any, num_agents: int, topology_kwargs: Mapping[str, 
         raise ConfigError(f"topology: {err}") from None
     except TypeError as err:
         raise ConfigError(f"topology_kwargs: {err}") from None
+
+
+ChannelsSpec = Sequence[str] | Mapping[str, Mapping[str, Any] | str] | None
+
+
+def normalize_channels(spec: ChannelsSpec, default_dim: int) -> dict[str, dict[str, Any]]:
+    """Channel specs as ``{name: {"kind": ..., "dim": ..., **options}}``.
+
+    Accepts a list of kinds (each channel named after its kind, payload dim ``default_dim``) or a
+    mapping from channel name to a kind or a dict of options (``kind`` defaults to the name).
+    """
+    if spec is None:
+        return {}
+    if isinstance(spec, str):
+        raise ConfigError(
+            f"channels: expected a list of kinds or a mapping, got the string {spec!r}"
+        )
+    if not isinstance(spec, Mapping | list | tuple):
+        raise ConfigTypeError(
+            f"channels: expected a list of kinds or a mapping {{name: kind or options}}, "
+            f"got {spec!r}"
+        )
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    else:
+        items = [(kind, {"kind": kind}) for kind in spec]
+    out: dict[str, dict[str, Any]] = {}
+    for name, options in items:
+        if not isinstance(name, str):
+            raise ConfigError(f"channels: expected channel names (str), got {name!r}")
+        if isinstance(options, str):
+            options = {"kind": options}
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"channels.{name}: expected a kind or a dict of options")
+        opts = {"kind": name, "dim": default_dim, **options}
+        if not isinstance(opts["kind"], str) or opts["kind"] not in CHANNEL_KINDS:
+            raise ConfigError(
+                f"channels.{name}.kind: expected one of {sorted(CHANNEL_KINDS)}, got {opts['kind']!r}"
+            )
+        if name in out:
+            raise ConfigError(f"channels: the name {name!r} is used twice")
+        out[str(name)] = dict(opts)
+    return out
 
 
 @dataclass(frozen=True)

@@ -47,10 +47,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fedbandit_env.config import EnvConfig
+from fedbandit_env.config import ChannelsSpec, EnvConfig
 from fedbandit_env.engine import PULL, VecObservation, agent_name
 from fedbandit_env.errors import ActionError, ConfigError, FedBanditError, LearnerError
-from fedbandit_env.network import CHANNEL_KINDS, ChannelsSpec, make_channel
+from fedbandit_env.network import CHANNEL_KINDS, make_channel
 from fedbandit_env.parallel_env import FedBanditParallelEnv, agent_observation
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG

@@ -19,11 +19,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fedbandit_env.config import EnvConfig
+from fedbandit_env.config import ChannelsSpec, EnvConfig
 from fedbandit_env.engine import VecObservation, agent_name
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
-from fedbandit_env.network import ChannelsSpec
 from fedbandit_env.seeding import BatchedRNG
 
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import fedbandit_env
 from fedbandit_env import list_agents, list_envs, make, make_agent, make_vec
-from fedbandit_env.network import normalize_channels
+from fedbandit_env.config import normalize_channels
 
 CASE_TIMEOUT = 20.0  # seconds; a case that takes longer counts as a hang
 

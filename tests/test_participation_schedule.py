@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fedbandit_env
+from fedbandit_env.config import normalize_channels
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network import make_channel, normalize_channels
+from fedbandit_env.network import make_channel
 from fedbandit_env.network.ledger import AGENT_SERVER
 from fedbandit_env.policy import TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG

@@ -1,17 +1,5 @@
-"""What every channel shares: configuration, validation and the per-step transmit contract.
-
-A channel (docs/architecture.md, "One step") takes, each step, the send mask (B, N) and the payloads
-(B, N, dim) that the agents submitted with their arms, and returns what is delivered to whom this
-step (a channel-specific delivery record of arrays) plus a ledger :class:`Charge`. The payload slots
-of agents that do not send are never delivered: the engine zeroes them when they hold NaN/inf, and
-otherwise passes them as they are (any finite value), so a channel masks by selection
-(``np.where``/``copyto``), not by multiplying with the mask (0 * x is -0.0 for x < 0). Deliveries
-made at step t appear in the observation returned by step t, so a message's content can influence
-its receivers' arms from step t + 1 on (one hop per step).
-
-Randomness (gossip edges, participation, drops) comes from the run's ``network`` stream, with one
-named sub-stream per channel; fixed-shape draws happen every step, whoever sends, so a run's
-draws do not depend on the other runs of its batch.
+"""What every channel shares: configuration, validation and the per-step transmit contract
+(docs/channels.md, "What every channel does"; docs/architecture.md, "One step").
 """
 
 from __future__ import annotations
@@ -24,7 +12,7 @@ from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
-from fedbandit_env.network.ledger import Charge
+from fedbandit_env.network.ledger import AGENT_AGENT, Charge
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.shapes import RunAgentPayload, RunAgents
 from fedbandit_env.validation import check_int, check_real
@@ -32,6 +20,13 @@ from fedbandit_env.validation import check_int, check_real
 
 def check_probability(name: str, value: float, *, allow_one: bool = True) -> float:
     return check_real(name, value, low=0.0, high=1.0, high_open=not allow_one)
+
+
+def check_choice(name: str, value: Any, choices: Any) -> Any:
+    """``value`` if it is one of ``choices`` (a str, or None where listed), else a ConfigError."""
+    if not (value is None or isinstance(value, str)) or value not in choices:
+        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
+    return value
 
 
 def payload_space(shape: tuple[int, ...]) -> spaces.Box:
@@ -43,11 +38,9 @@ class Channel(ABC):
 
     kind: str = ""
     supports_per_receiver: bool = False
-    """True where :meth:`transmit` also takes ``per_receiver=(senders, payloads)``: ``senders``
-    (B, N) bool marks the agents whose message depends on who receives it (Byzantine
-    equivocation, docs/adversary.md) and ``payloads`` (B, N, N, dim) holds, at ``[b, j, i]``, what
-    sender j's message to receiver i carries. It replaces j's row of ``payload`` for that
-    receiver; what is sent, charged and dropped does not change."""
+    """True where :meth:`transmit` also takes ``per_receiver=(senders, payloads)``: the senders
+    (B, N) whose message differs per receiver, and at ``payloads[b, j, i]`` (B, N, N, dim) what j's
+    message to i carries (docs/adversary.md, "Per-receiver payloads (equivocation)")."""
 
     def __init__(
         self,
@@ -103,11 +96,9 @@ class Channel(ABC):
 
     @property
     def silent_step_is_empty(self) -> bool:
-        """A step in which nobody sends on this channel draws no random number, changes no state,
-        delivers :meth:`empty_delivery` and charges nothing: then the engine does not call
-        :meth:`transmit` in a step the learner gave no message for. False unless a channel
-        says so (a channel with drops draws every step; one with messages in flight delivers
-        them)."""
+        """True where a step in which nobody sends draws nothing, changes no state, delivers
+        :meth:`empty_delivery` and charges nothing, so the engine may skip :meth:`transmit`
+        (docs/architecture.md, "One step path"); False unless a channel says so."""
         return False
 
     def check_per_receiver(self, senders: np.ndarray, payloads: np.ndarray) -> None:
@@ -119,5 +110,11 @@ class Channel(ABC):
                 f"payloads {shape}, got {senders.shape} and {payloads.shape}"
             )
 
-    def _charge(self) -> Charge:
-        return Charge.zeros(self.num_runs, self.num_agents)
+    def _charge(self, link=AGENT_AGENT, messages=0, cost=0.0, dropped=0, sent=0) -> Charge:
+        """A fresh :class:`Charge`: ``messages`` (B,) on link type ``link`` at ``cost`` (B,),
+        ``dropped`` (B,) and ``sent`` (B, N); zero by default."""
+        charge = Charge.zeros(self.num_runs, self.num_agents)
+        charge.bill(link, messages, self.dim, cost)
+        charge.dropped[:] = dropped
+        charge.sent[:] = sent
+        return charge

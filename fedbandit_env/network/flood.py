@@ -1,33 +1,9 @@
 """``flood`` channel: multi-hop relay with time-to-live ``ttl`` (gamma), one hop per step.
 
-The LOCAL protocol of decentralized FedUCB (Dubey & Pentland, Section 4.2) and GIS (Li & Song,
-Algorithm 2; docs/commeff.md, docs/linear.md): a payload sent by v at step s reaches
-every u with 1 <= d(u, v) <= ttl in the observation of step s + d(u, v) - 1, so hop 1 is the same
-step (like ``neighbors``) and each further hop takes one step. Messages are relayed verbatim.
-
-Cost models (per hop, charged at the step the hop happens, agent–agent links at ``c2``):
-
-* ``"relay"`` (default; decentralized FedUCB, docs/linear.md): every node within ttl - 1 hops of
-  the origin forwards the message once to all its neighbours, so a broadcast costs
-  sum_{u: d(v,u) <= ttl-1} deg(u) messages, duplicates included.
-* ``"gis"`` (Li & Song, Algorithm 2; docs/commeff.md, Decisions, "GIS cost"): the ADV/REQ/DATA
-  handshake; a hop costs ``c2`` per undirected edge that carried at least one DATA message. A DATA
-  message for origin v crosses the directed edge x -> y at hop h iff d(v, x) = h - 1 and
-  d(v, y) = h. With every agent sending at once this gives the per-round costs of the paper's
-  Table I (M = 50: complete M(M-1)/2 = 1225, star 2(M-1) = 98, ring M^2/2 = 1250).
-
-Deliveries are kept sparse (one row per delivered message), so rare senders cost little. The
-messages in flight (sent in the last ttl steps) are one set of arrays, and each step handles all
-of them, whatever their hop, in one vectorized pass over tables indexed by (hop, origin): there
-is no Python loop over hops, so a step costs O(messages in flight + deliveries), and building
-the tables O(N^2 + N |E|) whatever ttl. A cost in the ledger is c2 times the step's links (one
-rounding).
-
-Drops (``drop_prob``): each delivery (receiver, origin) is lost independently with that
-probability at the receiver. Relaying is not affected (a node whose own copy was lost still
-forwards it: the loss is modelled between the network and the receiving agent, not per link, to
-keep the arrival times exact), so the relay/GIS cost is charged in full; ``dropped`` counts the
-lost deliveries.
+The LOCAL protocol of decentralized FedUCB (Dubey & Pentland, Section 4.2; docs/linear.md) and
+GIS (Li & Song, Algorithm 2, cost as in its Table I; docs/commeff.md, Decision 14). Arrival
+times, the ``relay`` and ``gis`` cost models, drops and the vectorized step: docs/channels.md,
+"`flood`".
 """
 
 from __future__ import annotations
@@ -38,8 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, payload_space
+from fedbandit_env.network.base import Channel, check_choice, payload_space
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int
@@ -85,15 +60,11 @@ class FloodChannel(Channel):
         diameter = int(topology.diameter)
         ttl = max(diameter, 1) if ttl is None else ttl
         self.requested_ttl = check_int(f"channels.{name}.ttl", ttl, minimum=1)
-        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
-            raise ConfigError(
-                f"channels.{name}.cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
-            )
+        self.cost_model = check_choice(f"channels.{name}.cost_model", cost_model, COST_MODELS)
         # No message travels more than the diameter and the last relays happen at hop
         # diameter + 1, so a larger ttl delivers and charges exactly what diameter + 1 does
         # (docs/channels.md): the tables are built for the effective ttl only.
         self.ttl = min(self.requested_ttl, diameter + 1)
-        self.cost_model = cost_model
         dist = topology.hop_distances
         self._build_slots(dist)
         self._build_costs(dist)
@@ -107,10 +78,9 @@ class FloodChannel(Channel):
         hops = dist[recv, orig]
         order = np.lexsort((orig, hops, recv))
         recv, orig, hops = recv[order], orig[order], hops[order]
-        counts = np.bincount(recv, minlength=n)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        slot = np.arange(len(recv)) - starts[recv]
-        self.num_slots = max(1, int(counts.max(initial=0)))
+        ptr = _ragged(recv, n)
+        slot = np.arange(len(recv)) - ptr[recv]
+        self.num_slots = max(1, int(np.diff(ptr).max(initial=0)))
         self.senders = np.full((n, self.num_slots), -1, dtype=np.int64)
         self.senders[recv, slot] = orig
         key = (hops - 1) * n + orig
@@ -144,12 +114,9 @@ class FloodChannel(Channel):
         z = np.zeros(0, dtype=np.int64)
         self._flight = (z, z, z, np.zeros((0, self.dim)))  # sent_step, run, origin, payload
 
-    def _rows(self, n: int = 0) -> dict[str, np.ndarray]:
-        z = np.zeros(n, dtype=np.int64)
-        return {"run": z, "receiver": z, "origin": z, "slot": z, "hops": z, "sent_step": z}
-
     def empty_delivery(self) -> FloodDelivery:
-        return FloodDelivery(self.senders, **self._rows(), payload=np.zeros((0, self.dim)))
+        z = np.zeros(0, dtype=np.int64)
+        return FloodDelivery(self.senders, z, z, z, z, z, z, np.zeros((0, self.dim)))
 
     @property
     def silent_step_is_empty(self) -> bool:
@@ -158,8 +125,6 @@ class FloodChannel(Channel):
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
         b_new, v_new = np.nonzero(send)
-        charge = self._charge()
-        charge.sent[b_new, v_new] = 1
         sent, b_idx, v_idx, rows = self._flight
         live = sent > step - self.ttl  # messages sent at s reach hop h = step - s + 1 <= ttl
         if not live.all() or len(b_new):
@@ -169,10 +134,10 @@ class FloodChannel(Channel):
             rows = np.concatenate([rows[live], payload[b_new, v_new]])
             self._flight = (sent, b_idx, v_idx, rows)
         if len(sent) == 0:
-            return self.empty_delivery(), charge
+            return self.empty_delivery(), self._charge(sent=send)
         hops = step - sent + 1
         key = (hops - 1) * self.num_agents + v_idx
-        self._charge_hops(key, hops, b_idx, charge)
+        msgs, links = self._hop_costs(key, hops, b_idx)
         msg, pos = _expand(self._recv_ptr, key)
         cols = {
             "run": b_idx[msg],
@@ -185,28 +150,24 @@ class FloodChannel(Channel):
         }
         order = np.lexsort((cols["slot"], cols["receiver"], cols["run"]))
         cols = {k: v[order] for k, v in cols.items()}
+        dropped = 0
         if drop_u is not None:
             keep = drop_u[cols["run"], cols["receiver"], cols["slot"]] >= self.drop_prob
-            charge.dropped[:] = np.bincount(cols["run"][~keep], minlength=self.num_runs)
+            dropped = np.bincount(cols["run"][~keep], minlength=self.num_runs)
             cols = {k: v[keep] for k, v in cols.items()}
+        charge = self._charge(AGENT_AGENT, msgs, self.c2 * links, dropped, send)
         return FloodDelivery(self.senders, **cols), charge
 
-    def _charge_hops(self, key, hops, b_idx, charge) -> None:
-        """Messages and cost of the hops made this step by the messages in flight."""
+    def _hop_costs(self, key, hops, b_idx) -> tuple[np.ndarray, np.ndarray]:
+        """(messages, links) (B,) of the hops made this step by the messages in flight."""
+        table = self._relay if self.cost_model == "relay" else self._gis_data
+        msgs = np.bincount(b_idx, weights=table[key], minlength=self.num_runs).astype(np.int64)
         if self.cost_model == "relay":
-            msgs = np.bincount(b_idx, weights=self._relay[key], minlength=self.num_runs)
-            msgs = msgs.astype(np.int64)
-            links = msgs
-        else:
-            msgs = np.bincount(b_idx, weights=self._gis_data[key], minlength=self.num_runs)
-            msgs = msgs.astype(np.int64)
-            owner, pos = _expand(self._gis_ptr, key)
-            edge_at_hop = (b_idx[owner] * self.ttl + hops[owner] - 1) * self.num_edges
-            used = np.unique(edge_at_hop + self._gis_edge[pos])  # each edge once per hop
-            links = np.bincount(used // (self.ttl * self.num_edges), minlength=self.num_runs)
-        charge.messages[:, AGENT_AGENT] += msgs
-        charge.floats[:, AGENT_AGENT] += msgs * self.dim
-        charge.cost[:, AGENT_AGENT] += self.c2 * links
+            return msgs, msgs
+        owner, pos = _expand(self._gis_ptr, key)
+        edge_at_hop = (b_idx[owner] * self.ttl + hops[owner] - 1) * self.num_edges
+        used = np.unique(edge_at_hop + self._gis_edge[pos])  # each edge once per hop
+        return msgs, np.bincount(used // (self.ttl * self.num_edges), minlength=self.num_runs)
 
     def observation_space(self) -> spaces.Dict:
         s = self.num_slots
@@ -237,24 +198,19 @@ class FloodChannel(Channel):
         }
 
     def delivery_from_observations(self, observations: list[dict[str, Any]]) -> FloodDelivery:
-        mask = np.stack([o["mask"] for o in observations]).astype(bool)
-        receiver, slot = np.nonzero(mask)
+        receiver, slot = np.nonzero(np.stack([o["mask"] for o in observations]).astype(bool))
         origin = self.senders[receiver, slot]
-        hops = self.topology.hop_distances[receiver, origin].astype(np.int64)
+        sent_step = np.stack([o["sent_step"] for o in observations])[receiver, slot]
+        payload = np.stack([o["payload"] for o in observations])[receiver, slot]
         return FloodDelivery(
             self.senders,
             run=np.zeros(len(receiver), dtype=np.int64),
             receiver=receiver.astype(np.int64),
             origin=origin,
             slot=slot.astype(np.int64),
-            hops=hops,
-            sent_step=np.array(
-                [observations[r]["sent_step"][s] for r, s in zip(receiver, slot, strict=True)],
-                dtype=np.int64,
-            ),
-            payload=np.stack([o["payload"] for o in observations])[receiver, slot].reshape(
-                len(receiver), self.dim
-            ),
+            hops=self.topology.hop_distances[receiver, origin].astype(np.int64),
+            sent_step=sent_step.astype(np.int64),
+            payload=payload.reshape(len(receiver), self.dim),
         )
 
     def describe(self) -> dict[str, Any]:

@@ -1,33 +1,7 @@
-"""``gossip`` channel: random pairwise exchanges over the graph's edges, in one of two modes.
-
-``mode="edge"`` (the default): one uniformly random edge per step; its two endpoints exchange
-payloads. The edge is uniform over E, i.i.d. across steps (the Gossip UCB paper's asynchronous
-gossip, docs/gossip.md), drawn from the run's network stream whether or not anyone sends. An endpoint receives its partner's
-payload if the partner sent (and the message was not dropped). Each transmission is one
-agent–agent message.
-
-``mode="pull_one_neighbour"`` (GosInE's phase-end recommendation pull, docs/gosine.md):
-every step **every** agent i with a neighbour draws one neighbour ``j`` uniformly at random among
-its neighbours (``partner[b, i] = j``; -1 for an isolated agent) and pulls j's payload: it
-receives it if j sent this step (``send[b, j]``: j answers every pull made to it) and the reply
-was not dropped. The draws are one uniform per agent per step from the run's network stream,
-taken whether or not anyone sends, so a run's draws do not depend on its batch or on the
-agents' messages. Each answered pull is one agent–agent message of ``dim`` floats at cost c2,
-charged to the responder (``sent[b, j]`` counts the pulls j answered); a pull of an agent that
-did not send costs nothing (the request itself is not charged). The reply is sent and delivered
-in the same step (one hop), like ``neighbors``.
-
-Exclusion mask (pull mode only): the step's message may carry a third element, ``exclude``
-(B, N, N) bool, ``exclude[b, i, h]`` True when agent i must not pull agent h (a blocklist, as in
-Vial, Shakkottai & Srikant's robust GosInE, docs/robust-gosine.md). Agent i then pulls the
-``floor(u d'_i)``-th of its ``d'_i`` non-excluded neighbours in ascending id order, with the same
-uniform ``u`` as without a mask (so the draws never move); with none left it pulls nobody
-(``partner`` -1) and nothing is charged. A mask that excludes nobody gives the same partners as
-no mask, and without a mask the channel is exactly as before.
-
-Drops (``drop_prob``): each direction (edge mode) or each reply (pull mode) is lost
-independently with that probability; a lost message is still charged (c2) and counted in
-``dropped``; its receiver still sees ``partner``, with ``received`` 0 and a zero payload.
+"""``gossip`` channel: random pairwise exchanges over the graph's edges (docs/channels.md,
+"`gossip`: `mode`"). ``mode="edge"``: one uniformly random edge per step, both ways (Gossip UCB's
+asynchronous gossip, docs/gossip.md); ``mode="pull_one_neighbour"``: every agent pulls one random
+neighbour (GosInE, docs/gosine.md), optionally with an exclusion mask (docs/robust-gosine.md).
 """
 
 from __future__ import annotations
@@ -39,8 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, payload_space
-from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.network.base import Channel, check_choice, payload_space
 from fedbandit_env.seeding import BatchedRNG
 
 
@@ -56,7 +29,7 @@ class GossipDelivery:
 
 GOSSIP_MODES = ("edge", "pull_one_neighbour")
 EXCLUDE_MODES = ("pull_one_neighbour",)
-"""The gossip modes that take an exclusion mask in the step's message (module doc)."""
+"""The gossip modes that take an exclusion mask in the step's message (docs/channels.md)."""
 
 
 class GossipChannel(Channel):
@@ -65,17 +38,11 @@ class GossipChannel(Channel):
 
     def __init__(self, name, topology, dim, mode: str = "edge", **kwargs):
         super().__init__(name, topology, dim, **kwargs)
-        if not isinstance(mode, str) or mode not in GOSSIP_MODES:
-            raise ConfigError(
-                f"channels.{name}.mode: expected one of {list(GOSSIP_MODES)}, got {mode!r}"
-            )
-        self.mode = mode
+        self.mode = check_choice(f"channels.{name}.mode", mode, list(GOSSIP_MODES))
         self.takes_exclude = mode in EXCLUDE_MODES
         self.edges = topology.edges
         if len(self.edges) == 0:
             raise ConfigError(f"channels.{name}: the gossip channel needs a graph with an edge")
-        self._edge_u = None
-        self._drops = None
         if mode == "pull_one_neighbour":
             self._neighbors = topology.neighbors  # (N, D), -1 padded, ascending ids
             self._degrees = np.asarray(topology.degrees, dtype=np.int64)
@@ -140,15 +107,11 @@ class GossipChannel(Channel):
         received = answered if drop_u is None else answered & (drop_u >= self.drop_prob)
         out = payload[rows, src]  # (B, N, dim): a gather, then a select (no -0.0)
         np.copyto(out, 0.0, where=~received[..., None])
-        charge = self._charge()
         count = answered.sum(axis=1)
-        charge.messages[:, AGENT_AGENT] = count
-        charge.floats[:, AGENT_AGENT] = count * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * count
-        charge.dropped[:] = count - received.sum(axis=1)
         sent = np.zeros((self.num_runs, self.num_agents), dtype=np.int64)
         np.add.at(sent, (np.broadcast_to(rows, src.shape)[answered], src[answered]), 1)
-        charge.sent[:] = sent
+        dropped = count - received.sum(axis=1)
+        charge = self._charge(messages=count, cost=self.c2 * count, dropped=dropped, sent=sent)
         return GossipDelivery(partner, received, out), charge
 
     supports_per_receiver = True
@@ -161,10 +124,10 @@ class GossipChannel(Channel):
         exclude=None,
         per_receiver: tuple[np.ndarray, np.ndarray] | None = None,
     ):
-        """``exclude`` (B, N, N) bool or None: pull mode's exclusion mask (module doc); the
-        engine checks it and passes it only to a channel whose ``takes_exclude`` is True.
-        ``per_receiver`` (:attr:`Channel.supports_per_receiver`): a marked partner's reply to
-        agent i is ``payloads[b, partner, i]``, in both modes."""
+        """``exclude`` (B, N, N) bool or None: pull mode's exclusion mask; the engine checks it
+        and passes it only to a channel whose ``takes_exclude`` is True. ``per_receiver``
+        (:attr:`Channel.supports_per_receiver`): a marked partner's reply to agent i is
+        ``payloads[b, partner, i]``, in both modes."""
         if self.mode == "pull_one_neighbour":
             delivery, charge = self._transmit_pull(send, payload, exclude)
         elif exclude is not None:
@@ -189,39 +152,30 @@ class GossipChannel(Channel):
 
     def _transmit_edge(self, send: np.ndarray, payload: np.ndarray):
         """Mode ``edge``: the two endpoints of one random edge exchange payloads."""
-        edge = self.active_edges(self._edge_u.next())
+        edge = self.active_edges(self._edge_u.next())  # (B, 2)
         drop_u = self._drops.next() if self._drops is not None else None
         B, N = self.num_runs, self.num_agents
-        a, c = edge[:, 0], edge[:, 1]
-        fa, fc = self._row_base + a, self._row_base + c  # flat (run, agent) positions
-        partner = np.full(B * N, -1, dtype=np.int64)
-        partner[fa] = c
-        partner[fc] = a
-        flat_send = send.reshape(-1)
-        a_sends, c_sends = flat_send[fa], flat_send[fc]
-        to_c, to_a = a_sends.copy(), c_sends.copy()
+        ends = self._row_base[:, None] + edge  # flat (run, agent) positions of the endpoints
+        sends = send.reshape(-1)[ends]  # (B, 2)
+        got = sends[:, ::-1].copy()  # each endpoint hears the other's message
         if drop_u is not None:
-            to_c &= drop_u[:, 0] >= self.drop_prob
-            to_a &= drop_u[:, 1] >= self.drop_prob
+            got &= drop_u[:, ::-1] >= self.drop_prob
+        partner = np.full(B * N, -1, dtype=np.int64)
+        partner[ends] = edge[:, ::-1]
         received = np.zeros(B * N, dtype=bool)
-        received[fa] = to_a
-        received[fc] = to_c
-        rows = payload.reshape(B * N, self.dim)
+        received[ends] = got
         out = np.zeros((B * N, self.dim))
-        out[fa] = np.where(to_a[:, None], rows[fc], 0.0)
-        out[fc] = np.where(to_c[:, None], rows[fa], 0.0)
+        out[ends] = np.where(got[..., None], payload.reshape(B * N, self.dim)[ends[:, ::-1]], 0.0)
+        sent = np.zeros(B * N, dtype=np.int64)
+        sent[ends] = sends
+        count = sends.sum(axis=1)
         delivery = GossipDelivery(
             partner.reshape(B, N), received.reshape(B, N), out.reshape(B, N, self.dim)
         )
-        charge = self._charge()
-        count = a_sends.astype(np.int64) + c_sends
-        charge.messages[:, AGENT_AGENT] = count
-        charge.floats[:, AGENT_AGENT] = count * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * count
-        charge.dropped[:] = count - to_a - to_c
-        sent = charge.sent.reshape(-1)
-        sent[fa] = a_sends
-        sent[fc] = c_sends
+        dropped = count - got.sum(axis=1)
+        charge = self._charge(
+            messages=count, cost=self.c2 * count, dropped=dropped, sent=sent.reshape(B, N)
+        )
         return delivery, charge
 
     def describe(self) -> dict[str, Any]:

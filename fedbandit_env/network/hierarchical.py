@@ -1,25 +1,8 @@
 """``hierarchical`` channel (hybrid structure): members -> sink -> server -> every agent.
 
-The hybrid structure of Li & Song (Section VI, Algorithms 4–5; docs/commeff.md): Q components,
-each with a sink agent at its centre. Payloads sent at step s travel to the component's sink (SAC
-convergecast); each sink aggregates its component and uploads once to the server; the server
-combines the components and broadcasts to every agent. The broadcast arrives in the observation
-of step s + max(0, max_q ecc(sink_q) - 1): the first hop is free and every further hop takes one
-step (docs/commeff.md, Decisions 8–9), so singleton or complete/star components deliver in the
-same step, like the ``server`` channel.
-
-Aggregation (docs/commeff.md, Decision 10): ``"weighted"`` (default: the mean over every agent
-whose payload arrived, i.e. components weighted by their contributing members), ``"unweighted"``
-(mean of component means, as printed in Alg. 5) or ``"sum"``. Cost (Decision 13): ``"edges"``
-(default: c2 * ecc(sink_q) * |E_q| per component that sent) or ``"path"`` (c2 * sum of hop
-distances of the senders to their sink), plus c1 per component upload; the broadcast is free
-unless ``charge_broadcast`` (Decision 12).
-
-Drops (``drop_prob``, not in the papers): each member's payload is lost on its way to the sink
-independently with that probability; the sink's own payload crosses no link and is never lost.
-The local relays are charged for every sender (the message travelled before it was lost) and
-counted in ``dropped``; a component uploads (c1) only if its sink holds at least one payload,
-and the broadcast happens only if the server received something.
+The hybrid structure of Li & Song (Section VI, Algorithms 4-5): SAC convergecast to each
+component's sink, one upload per component, a broadcast from the server. Delay, aggregation,
+cost models and drops: docs/channels.md, "`hierarchical`"; docs/commeff.md, Decisions 8-13.
 """
 
 from __future__ import annotations
@@ -31,9 +14,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, payload_space
-from fedbandit_env.network.ledger import AGENT_AGENT, AGENT_SERVER
+from fedbandit_env.network.base import Channel, check_choice, payload_space
+from fedbandit_env.network.ledger import AGENT_AGENT, AGENT_SERVER, Charge
+from fedbandit_env.network.server import broadcast_links
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag
 
@@ -66,16 +49,8 @@ class HierarchicalChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if not isinstance(aggregate, str) or aggregate not in AGGREGATES:
-            raise ConfigError(
-                f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
-            )
-        if not isinstance(cost_model, str) or cost_model not in COST_MODELS:
-            raise ConfigError(
-                f"channels.{name}.cost_model: expected one of {COST_MODELS}, got {cost_model!r}"
-            )
-        self.aggregate = aggregate
-        self.cost_model = cost_model
+        self.aggregate = check_choice(f"channels.{name}.aggregate", aggregate, AGGREGATES)
+        self.cost_model = check_choice(f"channels.{name}.cost_model", cost_model, COST_MODELS)
         self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
         comp = topology.component_of
         self.num_components = len(topology.components)
@@ -126,12 +101,12 @@ class HierarchicalChannel(Channel):
             total, count = self._combine(arrived, payload)
             sent_step = np.where(count > 0, step, -1)
             self._pending.append((step + self.delay, HierarchicalDelivery(total, count, sent_step)))
-            self._charge_round(send, arrived, count, charge)
+            charge = self._charge_round(send, arrived, count)
         if self._pending and self._pending[0][0] == step:
             return self._pending.popleft()[1], charge
         return self.empty_delivery(), charge
 
-    def _charge_round(self, send, arrived, count, charge) -> None:
+    def _charge_round(self, send, arrived, count) -> Charge:
         relays = (send * self._to_sink[None, :]).sum(axis=1)
         comp_active = (send.astype(np.float64) @ self._member) > 0
         uploads = ((arrived.astype(np.float64) @ self._member) > 0).sum(axis=1)
@@ -139,18 +114,11 @@ class HierarchicalChannel(Channel):
             local_cost = self.c2 * relays
         else:
             local_cost = self.c2 * (comp_active * self._edges_cost[None, :]).sum(axis=1)
-        down = np.where(count > 0, self.num_agents, 0)
-        links = uploads + (
-            np.where(count > 0, self.num_agents - uploads, 0) if self.charge_broadcast else 0
-        )
-        charge.messages[:, AGENT_AGENT] = relays
-        charge.floats[:, AGENT_AGENT] = relays * self.dim
-        charge.cost[:, AGENT_AGENT] = local_cost
-        charge.messages[:, AGENT_SERVER] = uploads + down
-        charge.floats[:, AGENT_SERVER] = (uploads + down) * self.dim
-        charge.cost[:, AGENT_SERVER] = self.c1 * links
-        charge.dropped[:] = send.sum(axis=1) - arrived.sum(axis=1)
-        charge.sent[:] = send
+        dropped = send.sum(axis=1) - arrived.sum(axis=1)
+        charge = self._charge(AGENT_AGENT, relays, local_cost, dropped, send)
+        messages, links = broadcast_links(uploads, count, self.num_agents, self.charge_broadcast)
+        charge.bill(AGENT_SERVER, messages, self.dim, self.c1 * links)
+        return charge
 
     def observation_space(self) -> spaces.Dict:
         return spaces.Dict(

@@ -1,20 +1,13 @@
-"""The communication ledger: messages, floats and cost per link type, per run (docs/environments.md,
-"Channels").
+"""The communication ledger: messages, floats and cost per link type, per run.
 
-Link types: ``agent_agent`` (cost ``c2`` per use) and ``agent_server`` (cost ``c1`` per use). Every
-channel reports what one step transmitted as a :class:`Charge`; the ledger keeps the last step's
-charge and the cumulative totals, batched over runs. Not sending costs nothing.
-
-In an environment with Byzantine agents (docs/adversary.md, "Ledger") the ledger also keeps a
-Byzantine column per run: ``byzantine_messages`` and ``byzantine_floats``, the messages the
-Byzantine agents originated (the channels' per-sender counts ``Charge.sent``) and those times the
-channel's payload dim. ``messages`` and ``floats`` still count all traffic, so the honest traffic
-is ``messages - byzantine_messages``. Without an adversary the column is zero.
+Link types ``agent_agent`` (cost ``c2``) and ``agent_server`` (``c1``); docs/environments.md,
+"Channels", and docs/adversary.md, "Ledger" (the Byzantine column).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +37,12 @@ class Charge:
             dropped=np.zeros(num_runs, dtype=np.int64),
             sent=np.zeros((num_runs, num_agents), dtype=np.int64),
         )
+
+    def bill(self, link: int, messages: Any, dim: int, cost: Any) -> None:
+        """``messages`` (B,) of ``dim`` floats each on link type ``link``, at ``cost`` (B,)."""
+        self.messages[:, link] = messages
+        self.floats[:, link] = messages * dim
+        self.cost[:, link] = cost
 
     def add(self, other: Charge) -> None:
         self.messages += other.messages
@@ -78,7 +77,7 @@ class Ledger:
     ) -> None:
         """One step's charges, one per channel that transmitted: ``step`` becomes their sum
         (zero without any), added to ``total``. ``byzantine`` (B, N) bool and ``dims`` (the
-        payload dim of each charge's channel) fill the Byzantine column (module doc)."""
+        payload dim of each charge's channel) fill the Byzantine column."""
         self.step = Charge.zeros(self.num_runs, self.num_agents)
         for charge in charges:
             self.step.add(charge)

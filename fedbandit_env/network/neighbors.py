@@ -1,30 +1,7 @@
-"""``neighbors`` channel: a sent payload reaches every graph neighbour in the same step (one hop).
-
-Used for the count max-consensus of Gossip UCB (docs/gossip.md: every edge, every round) and for
-the consensus averaging of DP-Dec-UCB and the field's running-consensus agents. Each directed
-delivery is one agent–agent message of ``dim`` floats at cost ``c2``. Work per step is
-O(B |E| dim): no N x N arrays, so sparse graphs scale linearly in N.
-
-Drops (``drop_prob``): each directed message is lost independently with that probability; a lost
-message is still charged (c2) and counted in ``dropped``; its ``mask`` entry is 0.
-
-Two delivery forms:
-
-* padded (``reduce=None``, the default): :class:`NeighborsDelivery`, one slot per neighbour;
-* aggregating (``reduce`` ``"sum"``, ``"mean"`` or ``"max"``, or a robust reduction):
-  :class:`NeighborsAggregate`, the reduction over the neighbours whose message arrived,
-  ``value`` (B, N, dim) (0 where none did), their ``count`` (B, N) and ``degenerate`` (B, N).
-  Every reduction works on the padded gather (B, N, D, dim) of the heard messages: ``sum`` adds
-  each receiver's slots in ascending sender id, ``mean`` is that sum over the count, ``max`` the
-  slot maximum; on a graph whose components are cliques, without drops, ``max`` is the
-  component maximum instead (O(B N dim) whatever |E|, the same values).
-
-Robust reductions (docs/channels.md, "Robust reductions"; :mod:`fedbandit_env.network.robust`):
-``"median"``, ``"trimmed_mean"`` (option ``trim``), ``"median_of_means"`` (options
-``group_size`` and ``grouping``) and ``"geometric_median"``, computed on the padded gather
-(B, N, D, dim) of the heard messages. They send and charge exactly what the other reductions do;
-``grouping="random"`` draws (N, D) uniforms per step from the channel's own sub-stream
-``grouping`` (so the drop draws are those of the same channel without it).
+"""``neighbors`` channel: a sent payload reaches every graph neighbour in the same step (one hop);
+padded or aggregating deliveries, robust reductions among them (docs/channels.md, "`neighbors`"
+and "Robust reductions"). Used by Gossip UCB's max-consensus (docs/gossip.md), DP-Dec-UCB and
+the field's running-consensus agents.
 """
 
 from __future__ import annotations
@@ -35,9 +12,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, Charge, payload_space
-from fedbandit_env.network.ledger import AGENT_AGENT
+from fedbandit_env.network.base import Channel, Charge, check_choice, payload_space
 from fedbandit_env.network.robust import (
     ROBUST,
     check_robust_options,
@@ -45,12 +20,7 @@ from fedbandit_env.network.robust import (
     robust_reduce,
 )
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.shapes import (
-    RunAgentPayload,
-    RunAgents,
-    RunAgentSlotPayload,
-    RunAgentSlots,
-)
+from fedbandit_env.shapes import RunAgentPayload, RunAgents, RunAgentSlotPayload, RunAgentSlots
 
 
 @dataclass
@@ -82,12 +52,6 @@ class NeighborsAggregate:
 REDUCTIONS = (None, "sum", "mean", "max", *ROBUST)
 
 
-def _clique_components(topology) -> bool:
-    """Every component is a clique (complete graph or hybrid of complete components)."""
-    sizes = np.asarray(topology.component_sizes, dtype=np.int64)
-    return int(topology.edges.shape[0]) == int((sizes * (sizes - 1) // 2).sum())
-
-
 class NeighborsChannel(Channel):
     kind = "neighbors"
 
@@ -104,11 +68,7 @@ class NeighborsChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if not (reduce is None or isinstance(reduce, str)) or reduce not in REDUCTIONS:
-            raise ConfigError(
-                f"channels.{name}.reduce: expected one of {list(REDUCTIONS)}, got {reduce!r}"
-            )
-        self.reduce = reduce
+        self.reduce = check_choice(f"channels.{name}.reduce", reduce, list(REDUCTIONS))
         self.trim, self.group_size, self.grouping = check_robust_options(
             name, "reduce", reduce, trim, group_size, grouping
         )
@@ -117,7 +77,8 @@ class NeighborsChannel(Channel):
         self.valid = self.senders >= 0
         self._gather = np.where(self.valid, self.senders, 0)
         self.max_degree = int(self.senders.shape[1])
-        self._cliques = _clique_components(topology)
+        sizes = np.asarray(topology.component_sizes, dtype=np.int64)  # every component a clique?
+        self._cliques = int(topology.edges.shape[0]) == int((sizes * (sizes - 1) // 2).sum())
         self._drops = None
         self._groups = None
 
@@ -188,14 +149,14 @@ class NeighborsChannel(Channel):
         """The step's charge: every sent message crosses each of its sender's edges (``sum_j
         send_j deg_j`` agent-agent messages of ``dim`` floats at ``c2``); those not heard
         (``count``) were dropped."""
-        charge = self._charge()
-        messages = (send * self.topology.degrees[None, :]).sum(axis=1)
-        charge.messages[:, AGENT_AGENT] = messages
-        charge.floats[:, AGENT_AGENT] = messages * self.dim
-        charge.cost[:, AGENT_AGENT] = self.c2 * messages
-        charge.dropped[:] = messages - count.sum(axis=1)
-        charge.sent[:] = send * self.topology.degrees[None, :]
-        return charge
+        sent = send * self.topology.degrees[None, :]
+        messages = sent.sum(axis=1)
+        return self._charge(
+            messages=messages,
+            cost=self.c2 * messages,
+            dropped=messages - count.sum(axis=1),
+            sent=sent,
+        )
 
     def _gather_per_receiver(
         self, payload: np.ndarray, senders: np.ndarray, payloads: np.ndarray

@@ -1,27 +1,11 @@
-"""Robust reductions of the ``neighbors`` and ``server`` channels (docs/channels.md, "Robust
-reductions"): per receiver, over the senders whose message arrived.
+"""Robust reductions of the ``neighbors`` and ``server`` channels, per receiver over the senders
+whose message arrived (definitions: docs/channels.md, "Robust reductions"): ``median``,
+``trimmed_mean`` (Zhu, Koppel, Velasquez & Liu, TMLR), ``median_of_means`` (Demirel, Yildirim &
+Tekin, arXiv 2205.04134) and ``geometric_median`` (Weiszfeld, in Vardi & Zhang's modified form).
 
-* ``median``: coordinate-wise median (an even count: the mean of the two middle values);
-* ``trimmed_mean``: coordinate-wise, drop the ``trim`` largest and ``trim`` smallest values and
-  average the rest (Zhu, Koppel, Velasquez & Liu, "Byzantine-Resilient Decentralized
-  Multi-Armed Bandits", TMLR); with ``count <= 2 trim`` it falls back to the median and flags
-  ``degenerate``;
-* ``median_of_means``: the arrived senders (ascending id, or a random order drawn per step) in
-  consecutive groups of ``group_size``, the last group taking the remainder; the coordinate-wise
-  median of the group means (Demirel, Yildirim & Tekin, "Federated Multi-Armed Bandits Under
-  Byzantine Attacks", arXiv 2205.04134);
-* ``geometric_median``: the point minimising the sum of Euclidean distances to the arrived
-  payload vectors, by Weiszfeld's algorithm started at the coordinate-wise median (in Vardi &
-  Zhang's modified form, which does not stall when an iterate lands on a data point, and ending
-  on the nearest data point where that is clearly better).
-
-Every function takes the candidates ``values`` (..., S, dim) (any content where not arrived),
-``arrived`` (..., S) bool with the S slots in ascending sender id, and ``count`` (...) the
-number arrived, and returns (..., dim), 0 where nothing arrived. Vectorised over the leading
-axes and the slots. One source for both engines (:mod:`fedbandit_env.xp`): the numpy channels
-call these on their (B, N, ...) batch, the JAX channels on one run's arrays, with the array
-namespace read from the arguments; the Weiszfeld iterations are a Python loop in numpy and a
-``lax.while_loop`` in JAX, with the same stopping rule.
+Every function takes ``values`` (..., S, dim), ``arrived`` (..., S) bool (slots in ascending
+sender id) and ``count`` (...), and returns (..., dim), 0 where nothing arrived. A shared kernel
+of both engines (docs/architecture.md, "Shared kernels").
 """
 
 from __future__ import annotations
@@ -31,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.network.base import check_choice
 from fedbandit_env.shapes import Batched, BatchedSlotPayload, BatchedSlots
 from fedbandit_env.validation import check_int
 from fedbandit_env.xp import argsort_stable, namespace, while_loop
@@ -40,15 +25,10 @@ ROBUST = ("median", "trimmed_mean", "median_of_means", "geometric_median")
 
 GROUPINGS = ("consecutive", "random")
 
-WEISZFELD_ITERATIONS = 100
-"""At most this many Weiszfeld steps."""
-WEISZFELD_TOL = 1e-6
-"""Stop once a Weiszfeld step moves the estimate by less than this (Euclidean)."""
-WEISZFELD_FLOOR = 1e-8
-"""Distances are floored at this; a point closer than this to the estimate coincides with it."""
-WEISZFELD_MARGIN = 1e-6
-"""Relative margin by which a data point must beat the final estimate
-(:func:`nearest_point_if_better`)."""
+WEISZFELD_ITERATIONS = 100  # at most this many Weiszfeld steps
+WEISZFELD_TOL = 1e-6  # stop once a step moves the estimate by less than this (Euclidean)
+WEISZFELD_FLOOR = 1e-8  # distances are floored at this; a point this close coincides
+WEISZFELD_MARGIN = 1e-6  # relative margin a data point must beat the estimate by, at the end
 
 
 def check_robust_options(
@@ -73,11 +53,7 @@ def check_robust_options(
     size = 1 if group_size is None else group_size
     size = check_int(f"channels.{name}.group_size", size, minimum=1)
     grouping = "consecutive" if grouping is None else grouping
-    if not isinstance(grouping, str) or grouping not in GROUPINGS:
-        raise ConfigError(
-            f"channels.{name}.grouping: expected one of {list(GROUPINGS)}, got {grouping!r}"
-        )
-    return trim, size, grouping
+    return trim, size, check_choice(f"channels.{name}.grouping", grouping, list(GROUPINGS))
 
 
 def describe_robust(reduce: Any, trim: int, group_size: int, grouping: str) -> dict[str, Any]:
@@ -216,14 +192,9 @@ def median_of_means(
 
 def geometric_median(values: Any, arrived: Any, count: Any) -> Any:
     """Weiszfeld's algorithm over the arrived payload vectors, in the modified form of Vardi &
-    Zhang ("The multivariate L1-median and associated data depth", PNAS 2000) that does not
-    stall on a data point: start at the coordinate-wise median z; the points within
-    :data:`WEISZFELD_FLOOR` of z coincide with it (eta of them), each other point x_k weighs
-    w_k = 1 / max(|x_k - z|, 1e-8); T = sum_k w_k x_k / sum_k w_k, r = |sum_k w_k (x_k - z)|
-    and z <- (1 - g) T + g z with g = min(1, eta / r) (g = 0 without coinciding points: the
-    plain Weiszfeld step). At most :data:`WEISZFELD_ITERATIONS` steps, each receiver stopping
-    once its step is below :data:`WEISZFELD_TOL`; then the nearest arrived point replaces z
-    where it is clearly better (:func:`nearest_point_if_better`)."""
+    Zhang ("The multivariate L1-median and associated data depth", PNAS 2000), started at the
+    coordinate-wise median; the step is :func:`weiszfeld_step` (its formula: docs/channels.md,
+    "Geometric median, in detail"), then :func:`nearest_point_if_better`."""
     xp = namespace(values, count)
     x = xp.where(arrived[..., None], values, 0.0)
 

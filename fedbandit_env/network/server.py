@@ -1,38 +1,9 @@
 """``server`` channel (master-worker): uploads from participating agents, aggregate broadcast back.
 
-The master-worker structure of Li & Song (Sections III-B and IV; docs/commeff.md) and of Li, Song &
-Fragouli 2020 (Algorithm 1; docs/dp-recsys.md): a server linked to every agent. In each step the
-server accepts uploads from the participating agents (all of them, or a fresh uniformly random
-subset of ceil(p N) agents per step, docs/commeff.md, Decision 11), sums or averages what arrived
-(or takes a robust reduction of it, below), and broadcasts the result to every agent in the same
-step. Cost: ``c1`` per agent–server link used; an upload and the reply on the same two-way link
-count once (Li & Song, Section III-B, Eq. (2)), and the broadcast to agents that did not upload
-is free unless ``charge_broadcast`` (docs/commeff.md, Decision 12). Messages count uploads and
-deliveries.
-
-Drops (``drop_prob``, not in the papers): each upload is lost independently with that
-probability. A lost upload is still charged (one message, its link's c1) and counted in
-``dropped``; the broadcast is never lost, and happens (N messages) only if an upload arrived.
-
-Participation schedule (``join_round``, not in the commeff/dp-recsys papers; Fed2-UCB's clients that
-join over time, Shi & Shen 2021, docs/fed-ucb12.md): a list of N non-negative ints. Agent i is
-*active* once the server has completed ``join_round[i]`` rounds (a round is a step in which at least
-one upload arrived; each run counts its own). An inactive agent's upload is refused: it is not
-charged, not counted and not aggregated, exactly like the upload of an agent that the participation
-fraction did not pick, and ``participating`` is False for it. The broadcast still reaches every
-agent (the server's reply is public). At least one agent must join at round 0, otherwise no round
-could ever happen. The schedule draws no randomness, so the channel's random streams are those of
-the channel without it. Inactive agents still pull arms (the environment makes every agent pull
-every step) and their pulls count in the pseudo-regret like any other agent's (docs/fed-ucb12.md,
-"Inactive agents and regret").
-
-Robust aggregates (docs/channels.md, "Robust reductions"; :mod:`fedbandit_env.network.robust`):
-``aggregate`` ``"median"``, ``"trimmed_mean"`` (option ``trim``), ``"median_of_means"`` (options
-``group_size`` and ``grouping``) or ``"geometric_median"`` over the uploads that arrived, in
-ascending agent id. Uploads, broadcast and charges are those of ``"mean"``. ``degenerate`` (B,)
-flags a ``trimmed_mean`` that fell back to the median. ``grouping="random"`` draws (N,) uniforms
-per step from the channel's own sub-stream ``grouping``, so the participation and drop draws are
-those of the same channel without it.
+Li & Song (Sections III-B and IV; cost: Section III-B, Eq. (2)); Li, Song & Fragouli 2020
+(Algorithm 1); participation schedule ``join_round`` after Fed2-UCB (Shi & Shen 2021). Semantics,
+costs and drops: docs/channels.md, "`server`"; docs/commeff.md, Decisions 11-12; docs/fed-ucb12.md,
+"Clients that join over time"; robust aggregates: docs/channels.md, "Robust reductions".
 """
 
 from __future__ import annotations
@@ -45,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, check_probability, payload_space
+from fedbandit_env.network.base import Channel, check_choice, check_probability, payload_space
 from fedbandit_env.network.ledger import AGENT_SERVER
 from fedbandit_env.network.robust import (
     ROBUST,
@@ -95,14 +66,10 @@ class ServerChannel(Channel):
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
-        if not isinstance(aggregate, str) or aggregate not in AGGREGATES:
-            raise ConfigError(
-                f"channels.{name}.aggregate: expected one of {AGGREGATES}, got {aggregate!r}"
-            )
+        self.aggregate = check_choice(f"channels.{name}.aggregate", aggregate, AGGREGATES)
         p = check_probability(f"channels.{name}.participation", participation)
         if p == 0.0:
             raise ConfigError(f"channels.{name}.participation: expected p in (0, 1], got 0")
-        self.aggregate = aggregate
         self.participation = p
         self.num_participants = math.ceil(p * self.num_agents)
         self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
@@ -134,15 +101,11 @@ class ServerChannel(Channel):
 
     def _participants(self) -> np.ndarray:
         if self._pick is None:
-            mask = np.ones((self.num_runs, self.num_agents), dtype=bool)
-        else:
-            u = self._pick.next()
-            chosen = np.argpartition(u, self.num_participants - 1, axis=1)
-            mask = np.zeros((self.num_runs, self.num_agents), dtype=bool)
-            np.put_along_axis(mask, chosen[:, : self.num_participants], True, axis=1)
-        if self._join is not None:
-            mask = mask & (self._join[None, :] <= self._rounds[:, None])
-        return mask
+            return self.active
+        chosen = np.argpartition(self._pick.next(), self.num_participants - 1, axis=1)
+        mask = np.zeros((self.num_runs, self.num_agents), dtype=bool)
+        np.put_along_axis(mask, chosen[:, : self.num_participants], True, axis=1)
+        return mask & self.active
 
     @property
     def active(self) -> np.ndarray:
@@ -181,16 +144,8 @@ class ServerChannel(Channel):
             if self.aggregate == "mean":
                 total = total / np.maximum(count, 1)[:, None]
         n_up = uploads.sum(axis=1)
-        down = np.where(count > 0, self.num_agents, 0)
-        links = n_up + (
-            np.where(count > 0, self.num_agents - n_up, 0) if self.charge_broadcast else 0
-        )
-        charge = self._charge()
-        charge.messages[:, AGENT_SERVER] = n_up + down
-        charge.floats[:, AGENT_SERVER] = (n_up + down) * self.dim
-        charge.cost[:, AGENT_SERVER] = self.c1 * links
-        charge.dropped[:] = n_up - count
-        charge.sent[:] = uploads
+        messages, links = broadcast_links(n_up, count, self.num_agents, self.charge_broadcast)
+        charge = self._charge(AGENT_SERVER, messages, self.c1 * links, n_up - count, uploads)
         return ServerDelivery(total, count, participating, degenerate), charge
 
     def observation_space(self) -> spaces.Dict:
@@ -230,6 +185,15 @@ class ServerChannel(Channel):
             "join_round": None if self.join_round is None else list(self.join_round),
             **describe_robust(self.aggregate, self.trim, self.group_size, self.grouping),
         }
+
+
+def broadcast_links(uploads, count, num_agents: int, charge_broadcast: bool):
+    """(messages, links) (B,) of a server round: ``uploads`` plus, where something arrived
+    (``count`` > 0), the broadcast to all N agents; an upload and the reply on its two-way link
+    are one link, the other agents' links count only with ``charge_broadcast``."""
+    down = np.where(count > 0, num_agents, 0)
+    extra = np.where(count > 0, num_agents - uploads, 0) if charge_broadcast else 0
+    return uploads + down, uploads + extra
 
 
 def check_join_round(name: str, value: Any, num_agents: int) -> tuple[int, ...] | None:
