@@ -1,13 +1,9 @@
 """The batched engine: B independent runs of N agents on M arms, stepped with array operations.
 
-Arrays at the core (docs/architecture.md). One engine step takes the arms (B, N) and the messages of every
-channel, draws the rewards, charges and delivers the messages, and returns arrays. The PettingZoo
-view (B = 1) and the vector view are thin layers over it, so both produce bit-identical
-trajectories for the same run seed. A run may also take a communication-only step (``pull``
-False: messages travel, no arm is pulled; docs/architecture.md, "Communication steps"); the
-horizon counts pulls. With ``adversary=`` (docs/adversary.md) each reset draws the runs' roles
-from their ``adversary`` stream, and before the channels transmit, the crashed agents that are
-down are silenced and the Byzantine rows of every channel's messages come from the attack.
+The PettingZoo view (B = 1) and the vector view are thin layers over it, so both produce
+bit-identical trajectories for the same run seed. docs/architecture.md: "One step", "Seeding",
+"Communication steps" (``pull`` False: messages travel, no arm is pulled; the horizon counts
+pulls); with ``adversary=``, docs/adversary.md, "What roles do in a step".
 """
 
 from __future__ import annotations
@@ -40,14 +36,10 @@ COMMUNICATION = 1
 class VecObservation:
     """What the agents observe after a step, batched: ``step`` engine steps completed so far
     (0 after reset), ``last_arm`` (B, N) the arm of the last pull (-1 before the first pull),
-    ``last_reward`` (B, N) its reward (0 before the first pull) and one delivery record per
-    channel (see :mod:`fedbandit_env.network`).
-
-    ``phase`` (B,) is :data:`PULL` or :data:`COMMUNICATION`: what the last step of each run was;
-    after a communication step ``last_arm``/``last_reward`` still describe the last pull, so a
-    learner must not fold them in again. ``pulls`` (B,) counts each run's pulls (the horizon's
-    clock); it equals ``step`` in a run that never took a communication step. Both default to
-    "every step pulled" when a caller builds an observation by hand."""
+    ``last_reward`` (B, N) its reward (0 before the first pull), one delivery record per channel
+    (see :mod:`fedbandit_env.network`), ``phase`` (B,) :data:`PULL` or :data:`COMMUNICATION` and
+    ``pulls`` (B,) each run's pulls (docs/architecture.md, "Communication steps"). ``phase`` and
+    ``pulls`` default to "every step pulled" when a caller builds an observation by hand."""
 
     step: int
     last_arm: RunAgents
@@ -59,20 +51,16 @@ class VecObservation:
 
     def __post_init__(self) -> None:
         runs = np.shape(self.last_arm)[0]
-        if self.phase is None:
-            self.phase = np.zeros(runs, dtype=np.int64)
-        if self.pulls is None:
-            self.pulls = np.full(runs, self.step, dtype=np.int64)
+        self.phase = np.zeros(runs, np.int64) if self.phase is None else self.phase
+        self.pulls = np.full(runs, self.step, np.int64) if self.pulls is None else self.pulls
 
 
 @dataclass
 class VecInfo:
     """Evaluation data agents must not use: ``instant_regret`` (B, N) pseudo-regret of the last
     pull against the global best arm, ``expected_reward`` (B, N), ``cumulative_regret`` (B, N),
-    the communication ``ledger`` and, in an environment made with ``adversary=``, the ``roles``
-    (B, N) int8 of the runs (0 honest, 1 Byzantine, 2 crashed; None without an adversary;
-    docs/adversary.md). Every agent's regret is computed as before; :attr:`honest` selects the
-    agents the honest metrics count."""
+    the communication ``ledger`` and the runs' ``roles`` (B, N) with ``adversary=`` (None
+    without; docs/adversary.md); :attr:`honest` selects the agents the honest metrics count."""
 
     instant_regret: RunAgents
     expected_reward: RunAgents
@@ -108,6 +96,11 @@ class CheckedStep(NamedTuple):
 
 def agent_name(i: int) -> str:
     return f"agent_{i}"
+
+
+def _all_agents(field: str, expected: str) -> ActionError:
+    """The error of an input that is wrong as a whole, not in one agent's row."""
+    return ActionError("all agents", field, expected)
 
 
 class Engine:
@@ -195,9 +188,7 @@ class Engine:
             last_arm=self.last_arm,
             last_reward=self.last_reward,
             deliveries={n: ch.empty_delivery() for n, ch in self.channels.items()},
-            context=context,
-            phase=np.zeros(self.num_runs, dtype=np.int64),
-            pulls=self.pulls.copy(),
+            context=context,  # phase and pulls: the defaults (no step, no pull)
         )
         regret, expected = np.zeros(shape), np.zeros(shape)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
@@ -238,27 +229,18 @@ class Engine:
     def step(
         self, arms: np.ndarray, messages: Messages | None = None, pull: Any = None
     ) -> tuple[VecObservation, RunAgents, VecInfo]:
-        """One engine step of every run (``arms`` (B, N) integers).
-
-        ``pull`` (docs/architecture.md, "Communication steps"): None or True (every run pulls),
-        False (no run pulls) or a bool array (B,): the runs where it is False take a
-        communication-only step: their messages are sent, charged and delivered as in any step,
-        no reward is drawn, their regret and pull count stay and their ``arms`` are ignored. A
-        run that has made its ``horizon`` pulls while others have not sends nothing and draws
-        nothing. A run that does not pull consumes none of its ``rewards`` streams, so the k-th
-        pull of a run sees the same reward draws whatever communication steps come before it,
-        and run b of a batch stays bit-identical to that seed run alone."""
+        """One engine step of every run (``arms`` (B, N) integers). ``pull``: None or True (every
+        run pulls), False (no run pulls) or a bool array (B,); a run that does not pull, or has
+        made its ``horizon`` pulls, draws nothing (docs/architecture.md, "Communication steps")."""
         arms, sends, pulling, live, self.streak = self.check_step(arms, messages, pull)
         self.step_count += 1
         pulls_before = self.pulls.copy() if self.adversary is not None else None
         self.pulls += pulling
         rewards, expected, regret = self._draw(arms, pulling)
         self.cumulative_regret += regret
-        if pulling.all():
-            self.last_arm, self.last_reward = arms, rewards
-        else:  # the runs that did not pull keep their last pull
-            self.last_arm = np.where(pulling[:, None], arms, self.last_arm)
-            self.last_reward = np.where(pulling[:, None], rewards, self.last_reward)
+        # the runs that did not pull keep their last pull
+        self.last_arm = np.where(pulling[:, None], arms, self.last_arm)
+        self.last_reward = np.where(pulling[:, None], rewards, self.last_reward)
         if self.adversary is not None and self.adversary.config.active:
             sends = self._adversarial(sends, arms, pulling, pulls_before)
         if not live.all():  # finished runs send nothing
@@ -277,9 +259,8 @@ class Engine:
         return obs, rewards, info
 
     def _adversarial(self, sends: dict, arms: np.ndarray, pulling: np.ndarray, pulls_before):
-        """The step's messages after the roles (docs/adversary.md): crashed agents that are down
-        send nothing, and the Byzantine rows of every channel come from the attack (the
-        omniscient ones see the true means, the best arm, the pull counts and the last arms)."""
+        """The step's messages after the roles (docs/adversary.md, "What roles do in a step";
+        what an omniscient attack sees: "Attacks")."""
         adversary = self.adversary
         adversary.count_pulls(self._flat_start, arms, pulling)
         down = adversary.down(pulls_before) if adversary.any_crashed else None
@@ -305,22 +286,15 @@ class Engine:
             rewards = self.config.reward.sample(self.means.reshape(-1)[at], noise)
             expected = self._expected.reshape(-1)[at]
             regret = self._gap.reshape(-1)[at]
-        if pulling.all():
-            return rewards, expected, regret
-        pulled_rows = pulling[:, None]
-        return (
-            np.where(pulled_rows, rewards, 0.0),
-            np.where(pulled_rows, expected, 0.0),
-            np.where(pulled_rows, regret, 0.0),
-        )
+        if not pulling.all():
+            drawn = (rewards, expected, regret)
+            rewards, expected, regret = (np.where(pulling[:, None], x, 0.0) for x in drawn)
+        return rewards, expected, regret
 
-    def _transmit(self, t: int, sends: dict, excludes: dict | None = None) -> dict[str, Any]:
-        """Every channel transmits its messages and the step's charge, the sum of the channels'
-        charges, goes to the ledger. A channel the learner gave no message for transmits a step
-        in which nobody sends, unless such a step is empty on it
-        (:attr:`~fedbandit_env.network.Channel.silent_step_is_empty`): then it delivers its empty
-        record and charges nothing without being called. ``excludes``: the checked exclusion
-        masks (gossip ``pull_one_neighbour``, docs/channels.md), passed to their channels."""
+    def _transmit(self, t: int, sends: dict, excludes: dict) -> dict[str, Any]:
+        """Every channel transmits (a silent step where the learner gave no message, not called
+        if that step is empty: docs/architecture.md, "One step path") with its exclusion masks,
+        and the sum of the channels' charges goes to the ledger."""
         deliveries, charges, dims = {}, [], []
         for name, channel in self.channels.items():
             if name not in sends and channel.silent_step_is_empty:
@@ -328,17 +302,15 @@ class Engine:
                 continue
             send, payload = sends.get(name) or self._silence(channel)
             extra: dict[str, Any] = {}
-            if excludes and name in excludes:
+            if name in excludes:
                 extra["exclude"] = excludes[name]
             if self.adversary is not None and name in self.adversary.per_receiver:
                 extra["per_receiver"] = self.adversary.per_receiver[name]  # equivocation
             deliveries[name], charge = channel.transmit(t, send, payload, **extra)
             charges.append(charge)
             dims.append(channel.dim)
-        if self.adversary is not None:
-            self.ledger.record(charges, byzantine=self.adversary.byzantine, dims=dims)
-        else:
-            self.ledger.record(charges)
+        byzantine = None if self.adversary is None else self.adversary.byzantine
+        self.ledger.record(charges, byzantine=byzantine, dims=dims)
         return deliveries
 
     def _silence(self, channel: Any) -> tuple[RunAgents, RunAgentPayload]:
@@ -349,10 +321,8 @@ class Engine:
     def check_step(
         self, arms: Any, messages: Messages | None = None, pull: Any = None
     ) -> CheckedStep:
-        """Every check :meth:`step` makes, without stepping: raises what ``step`` would raise
-        (before reset, after the last pull, a bad pull flag, a too-long communication streak, a
-        bad arm or message) and changes nothing. Returns the :class:`CheckedStep`; a wrapper that acts on the messages before the step (privacy) calls it
-        first, so that a refused step touches nothing."""
+        """Every check :meth:`step` makes, without stepping: raises what ``step`` would raise and
+        changes nothing, for a wrapper that acts on the messages first (privacy)."""
         if self.step_count < 0:
             raise HorizonError("step: the environment must be reset() before the first step")
         live = self.pulls < self.horizon
@@ -362,15 +332,7 @@ class Engine:
                 "call reset() to start a new one"
             )
         pulling = self._check_pull(pull) & live
-        streak = np.where(live & ~pulling, self.streak + 1, 0)
-        self._check_streak(streak)
-        checked_arms = self._check_arms(arms)
-        sends = self._check_messages(messages or {})
-        self._check_excludes(messages or {})
-        return CheckedStep(checked_arms, sends, pulling, live, streak)
-
-    def _check_streak(self, streak: np.ndarray) -> None:
-        """Refuse a step that makes a run's communication streak longer than allowed."""
+        streak = np.where(live & ~pulling, self.streak + 1, 0)  # communication steps in a row
         if streak.max() > self.max_communication_steps:
             b = int(np.argmax(streak > self.max_communication_steps))
             run = f"run {b}: " if self.num_runs > 1 else ""
@@ -379,6 +341,10 @@ class Engine:
                 "communication steps in a row without a pull; the learner must pull (pull=True) "
                 "or the environment be made with a larger max_communication_steps"
             )
+        checked_arms = self._check_arms(arms)
+        sends = self._check_messages(messages or {})
+        self._check_excludes(messages or {})
+        return CheckedStep(checked_arms, sends, pulling, live, streak)
 
     def _check_pull(self, pull: Any) -> Runs:
         """The pull flag as bool (B,): None/True/False/0/1 for every run, or one per run."""
@@ -388,19 +354,12 @@ class Engine:
         if arr.shape == ():
             arr = np.full(self.num_runs, arr.item())
         if arr.shape != (self.num_runs,):
-            raise ActionError(
-                "all agents",
-                "pull",
-                f"expected a bool or a bool array of shape ({self.num_runs},), got shape "
-                f"{arr.shape}",
-            )
+            expected = f"expected a bool or a bool array of shape {(self.num_runs,)}"
+            raise _all_agents("pull", f"{expected}, got shape {arr.shape}")
         if arr.dtype != bool:
             if not np.issubdtype(arr.dtype, np.integer) or ((arr != 0) & (arr != 1)).any():
-                raise ActionError(
-                    "all agents", "pull", f"expected bool (or 0/1 integers), got {pull!r}"
-                )
-            arr = arr.astype(bool)
-        return arr
+                raise _all_agents("pull", f"expected bool (or 0/1 integers), got {pull!r}")
+        return arr.astype(bool, copy=False)
 
     @property
     def done_runs(self) -> Runs:
@@ -413,78 +372,54 @@ class Engine:
         return bool(self.done_runs.all())
 
     # ------------------------------------------------------------- validation
-    def _where(self, bad: np.ndarray) -> str:
-        b, i = (int(x) for x in np.argwhere(bad)[0][:2])
+    def _agent_error(self, bad: np.ndarray, field: str, expected: str) -> ActionError:
+        """The error naming the first run and agent where ``bad`` (B, N) is True."""
+        b, i = (int(x) for x in np.argwhere(bad)[0])
         run = f"run {b}, " if self.num_runs > 1 else ""
-        return f"{run}{agent_name(i)}"
+        return ActionError(f"{run}{agent_name(i)}", field, expected)
 
     def _check_arms(self, arms: Any) -> RunAgents:
-        arr = np.asarray(arms)
-        shape = (self.num_runs, self.num_agents)
+        arr, shape = np.asarray(arms), (self.num_runs, self.num_agents)
         if arr.shape != shape:
-            raise ActionError(
-                "all agents", "arm", f"expected an array of shape {shape}, got {arr.shape}"
-            )
+            raise _all_agents("arm", f"expected an array of shape {shape}, got {arr.shape}")
         if arr.dtype.kind not in "iu":  # signed or unsigned integers
-            raise ActionError("all agents", "arm", f"expected integer arms, got dtype {arr.dtype}")
-        if arr.min() < 0 or arr.max() >= self.num_arms:
-            bad = (arr < 0) | (arr >= self.num_arms)
-            b, i = (int(x) for x in np.argwhere(bad)[0])
-            raise ActionError(
-                self._where(bad),
-                "arm",
-                f"expected an int in [0, {self.num_arms - 1}], got {int(arr[b, i])}",
+            raise _all_agents("arm", f"expected integer arms, got dtype {arr.dtype}")
+        bad = (arr < 0) | (arr >= self.num_arms)
+        if bad.any():
+            got = int(arr[bad][0])
+            raise self._agent_error(
+                bad, "arm", f"expected an int in [0, {self.num_arms - 1}], got {got}"
             )
         return arr.astype(np.int64, copy=True)  # the engine's own copy (obs.last_arm)
 
     def _check_messages(self, messages: Messages) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        out = {}
-        shape = (self.num_runs, self.num_agents)
+        out, shape = {}, (self.num_runs, self.num_agents)
         for name, value in messages.items():
+            field = f"messages.{name}"
             if name not in self.channels:
-                raise ActionError(
-                    "all agents",
-                    f"messages.{name}",
-                    f"unknown channel; this environment has {sorted(self.channels)}",
-                )
-            channel = self.channels[name]
-            dim = channel.dim
+                channels = sorted(self.channels)
+                raise _all_agents(field, f"unknown channel; this environment has {channels}")
             if isinstance(value, tuple):
                 if len(value) not in (2, 3):
-                    raise ActionError(
-                        "all agents",
-                        f"messages.{name}",
-                        "expected (send, payload) or (send, payload, exclude), got a tuple of "
-                        f"{len(value)}",
-                    )
+                    expected = "expected (send, payload) or (send, payload, exclude)"
+                    raise _all_agents(field, f"{expected}, got a tuple of {len(value)}")
                 send, payload = (np.asarray(v) for v in value[:2])
                 send = self._check_send(name, send)
             else:  # a payload alone: every agent sends
-                payload = np.asarray(value)
-                send = np.ones(shape, dtype=bool)
-            if payload.shape != (*shape, dim):
-                raise ActionError(
-                    "all agents",
-                    f"messages.{name}.payload",
-                    f"expected shape {(*shape, dim)}, got {payload.shape}",
-                )
+                payload, send = np.asarray(value), np.ones(shape, dtype=bool)
+            full = (*shape, self.channels[name].dim)
+            if payload.shape != full:
+                raise _all_agents(f"{field}.payload", f"expected shape {full}, got {payload.shape}")
             if payload.dtype.kind not in "fiu":  # floating or integer (not bool, complex, ...)
-                raise ActionError(
-                    "all agents",
-                    f"messages.{name}.payload",
-                    f"expected numbers, got {payload.dtype}",
-                )
+                raise _all_agents(f"{field}.payload", f"expected numbers, got {payload.dtype}")
             # C order: channels reduce over agents (server, hierarchical), and numpy's summation
             # order follows the memory layout, so a strided payload could change the last bits
             payload = np.ascontiguousarray(payload, dtype=np.float64)
             finite = np.isfinite(payload).all(axis=2)
             bad = send & ~finite
             if bad.any():
-                raise ActionError(
-                    self._where(bad),
-                    f"messages.{name}.payload",
-                    "expected finite numbers (NaN/inf)",
-                )
+                expected = "expected finite numbers (NaN/inf)"
+                raise self._agent_error(bad, f"{field}.payload", expected)
             if not finite.all():
                 # the slots of agents that do not send may hold anything; zero them, as the
                 # ParallelEnv view does, so that no channel ever sees a NaN
@@ -493,54 +428,37 @@ class Engine:
         return out
 
     def _check_excludes(self, messages: Messages) -> dict[str, np.ndarray]:
-        """The exclusion masks of the step (B, N, N) bool, by channel: the third element of a
-        ``(send, payload, exclude)`` message, taken only by a gossip channel in mode
-        ``pull_one_neighbour`` (docs/channels.md); ``exclude[b, i, h]`` bars agent i from
-        pulling agent h. Channel names and tuple lengths are already checked."""
-        out = {}
-        shape = (self.num_runs, self.num_agents, self.num_agents)
+        """The exclusion masks (B, N, N) bool by channel, the third element of a ``(send,
+        payload, exclude)`` message (docs/channels.md); names and lengths are already checked."""
+        out, shape = {}, (self.num_runs, self.num_agents, self.num_agents)
         for name, value in messages.items():
             if not (isinstance(value, tuple) and len(value) == 3):
                 continue
-            channel = self.channels[name]
-            field = f"messages.{name}.exclude"
+            channel, field = self.channels[name], f"messages.{name}.exclude"
             if not getattr(channel, "takes_exclude", False):
                 mode = getattr(channel, "mode", None)
                 what = f"kind {channel.kind!r}" + (f" in mode {mode!r}" if mode else "")
-                raise ActionError(
-                    "all agents",
+                raise _all_agents(
                     field,
                     "expected no exclusion mask: only a gossip channel in mode "
                     f"'pull_one_neighbour' takes one, and {name!r} is {what}",
                 )
             mask = np.asarray(value[2])
             if mask.shape != shape or mask.dtype != bool:
-                raise ActionError(
-                    "all agents",
-                    field,
-                    f"expected a bool array of shape {shape}, got {mask.dtype} {mask.shape}",
-                )
+                got = f"{mask.dtype} {mask.shape}"
+                raise _all_agents(field, f"expected a bool array of shape {shape}, got {got}")
             out[name] = mask
         return out
 
     def _check_send(self, name: str, send: np.ndarray) -> np.ndarray:
         """The send mask as bool (B, N); 0/1 integers are accepted like Discrete(2) values."""
-        shape = (self.num_runs, self.num_agents)
-        field = f"messages.{name}.send"
+        shape, field = (self.num_runs, self.num_agents), f"messages.{name}.send"
         if send.shape != shape:
-            raise ActionError(
-                "all agents", field, f"expected a bool array of shape {shape}, got {send.shape}"
-            )
-        if send.dtype == bool:
-            return send
-        if not np.issubdtype(send.dtype, np.integer):
-            raise ActionError(
-                "all agents", field, f"expected bool (or 0/1 integers), got dtype {send.dtype}"
-            )
+            raise _all_agents(field, f"expected a bool array of shape {shape}, got {send.shape}")
+        if send.dtype != bool and not np.issubdtype(send.dtype, np.integer):
+            raise _all_agents(field, f"expected bool (or 0/1 integers), got dtype {send.dtype}")
         bad = (send != 0) & (send != 1)
         if bad.any():
-            b, i = (int(x) for x in np.argwhere(bad)[0])
-            raise ActionError(
-                self._where(bad), field, f"expected 0 or 1 (or bool), got {send[b, i]}"
-            )
-        return send.astype(bool)
+            expected = f"expected 0 or 1 (or bool), got {send[bad][0]}"
+            raise self._agent_error(bad, field, expected)
+        return send.astype(bool, copy=False)
