@@ -106,6 +106,21 @@ FLOORS += (
         "python benchmarks/bench_jax.py --ports fed_lin_ucb --runs 100 --horizon 10000",
     ),
 )
+ # the JAX core against its tight anchors (docs/jax.md, "Speed"), on CPU
+ANCHOR = "python benchmarks/bench_jax_anchor.py"
+FLOORS += tuple(
+    (f"JAX {port} at least {bound}x its anchor ({anchor}) on CPU", "bench_jax_anchor.py",
+     f"{port} vs anchor (cpu)", ">=", bound, ANCHOR)
+    for port, anchor, bound in (("ucb1", "UCB1", 0.9), ("gossip_fed_ucb", "ring-shared UCB1", 0.5),
+                                ("linucb", "LinUCB", 0.8), ("fed_lin_ucb", "LinUCB", 0.4))
+) + tuple(
+    (f"JAX {port} at most {bound}x its anchor's bytes per agent-step", "bench_jax_anchor.py",
+     f"{port} bytes vs anchor", "<=", bound, ANCHOR)
+    for port, bound in (("ucb1", 1.3), ("gossip_fed_ucb", 4.0), ("fed_lin_ucb", 4.0))
+) + (
+    ("a second JAX evaluate of a cell at least 0.8x numpy on CPU at B = 1000",
+     "bench_jax_anchor.py", "second evaluate JAX / numpy B=1000 (cpu)", ">=", 0.8, ANCHOR),
+)  # fmt: skip
 _OPS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
 
 
