@@ -233,8 +233,11 @@ def port_env(port: str, setting, horizon: int):
     return fj.make(env_id, **kwargs), learner
 
 
-def port_cost(port: str, setting, runs: int) -> dict[str, float]:
-    """Bytes and FLOPs per agent-step of one engine step (act + step) of ``runs`` runs."""
+def port_cost(port: str, setting, runs: int, rare: bool = False) -> dict[str, float]:
+    """Bytes and FLOPs per agent-step of one engine step (act + step) of ``runs`` runs: a step
+    without the rare work a learner puts behind a batch-level ``cond`` (``rare`` True: with
+    it, as in a step where some run syncs or releases; fedbandit_env.jax.batch.traced_path)."""
+    from fedbandit_env.jax.batch import traced_path
     from fedbandit_env.jax.learner import bound, params_of
     from fedbandit_env.jax.rollout import facts_of
     from fedbandit_env.scores import TracedScores, watching
@@ -256,7 +259,8 @@ def port_cost(port: str, setting, runs: int) -> dict[str, float]:
         return key, obs, state, ls
 
     carry = jax.vmap(reset)(jax.random.split(jax.random.PRNGKey(0), runs))
-    compiled = jax.jit(jax.vmap(one)).lower(carry).compile()
+    with traced_path(rare):
+        compiled = jax.jit(jax.vmap(one)).lower(carry).compile()
     return {k: v / (runs * env.num_agents) for k, v in _cost(compiled).items()}
 
 
@@ -342,10 +346,11 @@ def main() -> None:
               f"| {m['port_compile_s']:.1f} |")  # fmt: skip
 
     ports = shipped_jax_agents() if args.bytes_ports is None else args.bytes_ports
-    print(f"\nXLA cost of one engine step per agent-step (B = {args.bytes_runs})")
-    print("| learner | bytes per agent-step | FLOPs per agent-step | anchor | anchor's bytes | "
-          "bytes vs anchor | target |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print(f"\nXLA cost of one engine step per agent-step (B = {args.bytes_runs}); a step without "
+          "the rare work behind a batch-level cond, and with it")  # fmt: skip
+    print("| learner | bytes per agent-step | FLOPs per agent-step | with rare work: bytes | "
+          "anchor | anchor's bytes | bytes vs anchor | target |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     anchors: dict[str, dict[str, float]] = {}
     for port in ports:
         if port in PAIRS:
@@ -358,8 +363,9 @@ def main() -> None:
         setting = BYTES_SETTING.get(port, setting)
         try:
             cost = port_cost(port, setting, args.bytes_runs)
+            rare = port_cost(port, setting, args.bytes_runs, rare=True)
         except Exception as err:  # noqa: BLE001 - a port this setting does not fit: said
-            print(f"| {port} | not measured ({type(err).__name__}) | | | | | |")
+            print(f"| {port} | not measured ({type(err).__name__}) | | | | | | |")
             continue
         cells = ["", "", "", ""]
         if anchor is not None:
@@ -370,8 +376,8 @@ def main() -> None:
                      "" if bytes_target is None else f"{bytes_target}"]  # fmt: skip
             record.figure(f"{port} bytes vs anchor", cost["bytes"] / ref)
         record.figure(f"{port} bytes per agent-step", cost["bytes"])
-        print(f"| {port} | {cost['bytes']:,.0f} | {cost['flops']:,.0f} | " + " | ".join(cells)
-              + " |")  # fmt: skip
+        print(f"| {port} | {cost['bytes']:,.0f} | {cost['flops']:,.0f} | {rare['bytes']:,.0f} | "
+              + " | ".join(cells) + " |")  # fmt: skip
 
     if not args.skip_evaluate:
         e = evaluate_pair(eval_runs, eval_horizon)

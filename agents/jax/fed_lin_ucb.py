@@ -65,6 +65,7 @@ from agents.fed_lin_ucb import (
     fedlin_params,
     sync_due,
 )
+from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.gram_tree import GramTree
 from fedbandit_env.jax.linear_kernels import (
     cholesky,
@@ -239,9 +240,10 @@ class FedLinUCB:
         p = params
         fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
         s = self._fold(state, obs, fresh, p)
-        s = self._receive(s, obs, p)
+        # a sync's work (W's floor and factor, the releases) only in the steps some run syncs
+        s = when_any(obs.deliveries[STATS].count > 0, lambda s: self._receive(s, obs, p), s)
         due = sync_due(p, fresh, obs.pulls, obs.deliveries[SYNC].count > 0)
-        s = self._release(key, s, due, p)
+        s = when_any(due, lambda s: self._release(key, s, due, p), s)
         V = s.W + s.flight_U + s.U  # flight: only in syncing runs under the paper timing
         u = s.w + s.flight_u + s.u
         chol = cholesky(V)

@@ -28,9 +28,10 @@ steps 1..M are the initialization (arm k at step k + 1, all agents at once, no m
 environment's horizon is T + M and the t of the bonus counts rounds after the initialization
 (docs/gossip.md, "Round and timing" and "Decisions").
 
-``act`` is one pure function of the step: it computes the initialization (Algorithm 1, t = 0)
-and the rest of a round (lines 15-22 and line 5) and keeps the one the step calls for
-(``jnp.where`` on ``obs.step``), then decides (lines 3-13). The formulas both engines share are
+``act`` is one pure function of the step: it computes the rest of a round (lines 15-22 and
+line 5), kept after the initialization (``jnp.where`` on ``obs.step``), runs the initialization
+(Algorithm 1, t = 0) at step M only, behind a batch-level ``cond``
+(:func:`fedbandit_env.jax.batch.when_any`, masked per run inside), then decides (lines 3-13). The formulas both engines share are
 one function each: the bonus and the decision (:func:`agents.gossip_index.decide`), the gossip
 update (:func:`agents.gossip_index.gossip_update`), Eq. (1)'s maximum over the neighbours
 (:func:`agents.field_common.neighbour_max`) and the reward clip
@@ -73,6 +74,7 @@ from agents.gossip_ucb import (
     learning_reward,
 )
 from fedbandit_env.jax.accumulate import Total, total_add
+from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.tree_counter import TreeCounter
 from fedbandit_env.jax.types import Action, Observation
 from fedbandit_env.policy import FederationFacts
@@ -175,9 +177,11 @@ class GossipUCB:
         reward = learning_reward(obs.last_reward, params.reward_clip)
         slot = (jnp.arange(M, dtype=jnp.int32) == s - 1)[None, :]  # arm s - 1 at env step s
         base = state._replace(init_rewards=jnp.where(slot, reward[:, None], state.init_rewards))
-        initialized = self._initialize(k_privacy, base, params)
-        observed = self._observe(k_privacy, base, obs, reward, params)
-        state = _select(s == M, initialized, _select(s > M, observed, base))
+        state = _select(s > M, self._observe(k_privacy, base, obs, reward, params), base)
+        # the initialization once, at s = M: only in the step where some run of the batch takes
+        # it (a batch-level cond, masked per run inside)
+        state = when_any(s == M, lambda b: _select(
+            s == M, self._initialize(k_privacy, b, params), b), state)  # fmt: skip
         t = jnp.maximum(s - M + 1, 0).astype(jnp.int32)
         state = state._replace(t=t)
         u = jax.random.uniform(k_choice, (N,), jnp.float32)  # ties and lagging arms

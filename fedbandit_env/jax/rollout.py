@@ -25,6 +25,7 @@ import numpy as np
 from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
+from fedbandit_env.jax.batch import RUNS_AXIS
 from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import bound, params_of
 from fedbandit_env.jax.types import EnvState, Observation
@@ -75,10 +76,6 @@ CHUNK = 64
 """Engine steps per iteration of the outer loop of a learner that takes communication-only
 steps: its runs' step counts are data, so their loop reads "does any run still step?" once per
 chunk, never per step (docs/jax.md, "Rollout")."""
-
-RUNS_AXIS = "runs"
-"""The name of the rollout's ``vmap`` axis over runs (:func:`fedbandit_env.jax.batch.any_run`)."""
-
 
 def facts_of(env: FedBanditJaxEnv) -> FederationFacts:
     """The public facts of one run of ``env`` (what a learner's ``init`` gets)."""

@@ -1,0 +1,56 @@
+"""Batch-level predicates for rare work (docs/jax.md, "Rare work").
+
+The rollout ``vmap``s one run's program over the runs of a batch under the axis name
+:data:`RUNS_AXIS`. Inside it, a ``lax.cond`` on a per-run predicate computes both branches for
+every run; :func:`any_run` turns the predicate into "does any run of the batch need it", the
+same for every run, so the ``cond`` stays a branch and the rare work (a learner's
+refactorization at a sync, a release) runs only in the steps where some run needs it. The work
+inside the branch still masks per run. Outside the rollout's ``vmap`` (a learner's ``act``
+called alone, or under a ``vmap`` without the axis name) it is the run's own predicate, so the
+results are the same either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import jax
+import jax.numpy as jnp
+
+RUNS_AXIS = "runs"
+"""The name of the rollout's ``vmap`` axis over runs."""
+
+
+def any_run(pred: jax.Array) -> jax.Array:
+    """() bool: ``pred`` holds anywhere in some run of the batch (or in this run, outside the
+    rollout's ``vmap``)."""
+    here = jnp.any(jnp.asarray(pred, bool))
+    try:
+        return jax.lax.psum(here.astype(jnp.int32), RUNS_AXIS) > 0
+    except NameError:  # no axis of that name: one run, or a vmap of the caller's own
+        return here
+
+
+_TRACE_AS: list[bool] = []  # set by traced_path while a benchmark traces one path
+
+
+def when_any(pred: jax.Array, work, state):
+    """``work(state)`` where some run of the batch has ``pred`` (:func:`any_run`), ``state``
+    unchanged otherwise; ``work`` must leave the runs without ``pred`` as they are."""
+    if _TRACE_AS:  # a benchmark tracing one path (traced_path): no branch
+        return work(state) if _TRACE_AS[-1] else state
+    return jax.lax.cond(any_run(pred), work, lambda s: s, state)
+
+
+@contextlib.contextmanager
+def traced_path(rare: bool) -> Iterator[None]:
+    """While tracing inside it, :func:`when_any` takes one path without a branch: the rare work
+    (``rare`` True, as in a step where some run needs it) or none. XLA's static cost of a
+    ``cond`` counts every branch; ``benchmarks/bench_jax_anchor.py`` traces the two paths
+    apart to count a step's bytes with and without the rare work. Never for results."""
+    _TRACE_AS.append(bool(rare))
+    try:
+        yield
+    finally:
+        _TRACE_AS.pop()
