@@ -11,7 +11,8 @@
 #   estimates.json           that estimate, and each timed port's agent-steps/s
 #
 #   OUT=/tmp/out bash benchmarks/gpu_check.sh                           # GPU sizes
-#   GPU_CHECK_SCALE=small OUT=/tmp/out bash benchmarks/gpu_check.sh     # CPU, a few minutes (CI)
+#   GPU_CHECK_SCALE=small OUT=/tmp/out bash benchmarks/gpu_check.sh     # CPU (CI): every stage,
+#                                                   small (ucb1's pair, the CI grid of Fig. 1B)
 #
 # The machine has no network: JAX is the one installed there. The package is installed from the
 # checkout; a dependency the machine lacks is taken from the wheels in $GPU_CHECK_WHEELS
@@ -23,9 +24,11 @@ SCALE="${GPU_CHECK_SCALE:-gpu}"
 WHEELS="${GPU_CHECK_WHEELS:-benchmarks/wheels}"
 PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
+PORTS="ucb1 gossip_fed_ucb linucb fed_lin_ucb"
 case "$SCALE" in
-  gpu) HORIZON=20000 RUNS=100 ;;
-  small) HORIZON=20 RUNS=2 ;;
+  gpu) HORIZON=20000 RUNS=100 GRID=--paper-scale EXTRA="" ;;
+  # the CI's check that every stage runs: one pair, the linear paper's CI grid
+  small) HORIZON=20 RUNS=2 GRID="" EXTRA=--skip-evaluate PORTS=ucb1 ;;
   *) echo "GPU_CHECK_SCALE: expected gpu or small, got $SCALE" >&2; exit 2 ;;
 esac
 
@@ -34,11 +37,13 @@ if ! "$PY" -c "import fedbandit_env.jax, agents.jax" >/dev/null 2>&1; then
 fi
 "$PY" -c "import jax; print(jax.__version__, jax.devices())" | tee "$OUT/device.txt"
 
-timeout 300 "$PY" benchmarks/bench_jax_anchor.py --scale "$SCALE" \
-  --bytes-ports ucb1 gossip_fed_ucb linucb fed_lin_ucb --json "$OUT/bench_jax_anchor.json" \
+# shellcheck disable=SC2086  # the word lists split on purpose
+timeout 300 "$PY" benchmarks/bench_jax_anchor.py --scale "$SCALE" --pairs $PORTS \
+  --bytes-ports $PORTS $EXTRA --json "$OUT/bench_jax_anchor.json" \
   | tee "$OUT/bench_jax_anchor.txt"
 
-timeout 150 "$PY" -m fedbandit_env.reproductions.linear --backend jax --paper-scale \
+# shellcheck disable=SC2086
+timeout 150 "$PY" -m fedbandit_env.reproductions.linear --backend jax $GRID \
   --figures 1B --horizon "$HORIZON" --runs "$RUNS" --out "$OUT/linear" \
   --claims "$OUT/linear-1B-slice.json" | tee "$OUT/linear-1B-slice.txt"
 

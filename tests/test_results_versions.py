@@ -100,7 +100,7 @@ def old_store(path, versioned: Suite) -> None:
     conn = sqlite3.connect(path)
     conn.execute(OLD_SCHEMA)
     for row in new.rows():
-        values = dataclasses.astuple(row)[:-2]  # without results_version and flags
+        values = dataclasses.astuple(row)[:-3]  # without results_version, flags, compile_time
         conn.execute(f"INSERT INTO runs VALUES ({', '.join('?' for _ in values)})", values)
     conn.commit()
     conn.close()

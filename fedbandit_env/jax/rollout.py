@@ -152,6 +152,11 @@ def takes_communication_steps(env: FedBanditJaxEnv, learner: Any, params: Any) -
     return seen[-1]
 
 
+class _CommunicationSteps(Exception):
+    """Raised while tracing a program built for a learner that only pulls, at the first action
+    whose ``pull`` is not the constant True (:func:`compiled_program` rebuilds it)."""
+
+
 def rollout_program(
     env: FedBanditJaxEnv,
     learner: Any,
@@ -159,6 +164,7 @@ def rollout_program(
     ranked: list | None = None,
     axes: EnvParams | None = None,
     params: Any = None,
+    pulls_only: bool | None = None,
 ):
     """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
     states, NaN-index steps (B,))`` of the environment's default params, compiled into the
@@ -168,6 +174,9 @@ def rollout_program(
     ``params``: the learner's (None: made here, :func:`~fedbandit_env.jax.learner.params_of`).
     ``ranked``, when given, receives at tracing whether the learner's ``act`` ranks any index
     through :func:`fedbandit_env.scores.note_scores` (else its NaN count means nothing).
+    ``pulls_only``: whether the learner never takes a communication-only step (None: read by
+    :func:`takes_communication_steps`; True: assumed, and tracing raises at an action whose
+    ``pull`` is not the constant True).
 
     Every loop has a trip count known when it compiles (docs/jax.md, "Rollout"): a learner
     that only pulls takes exactly ``horizon`` engine steps, one ``fori_loop``; one that takes
@@ -178,7 +187,8 @@ def rollout_program(
     init, act = bound(learner, params)
     targets = jnp.asarray(np.asarray(steps, np.int32))
     num_checkpoints, horizon = len(steps), env.horizon
-    pulls_only = not takes_communication_steps(env, learner, params)
+    if pulls_only is None:
+        pulls_only = not takes_communication_steps(env, learner, params)
 
     def one_run(key: jax.Array, env_params: EnvParams):
         k_env, k_agent, key = jax.random.split(key, 3)
@@ -191,6 +201,8 @@ def rollout_program(
             key, k_act, k_step = jax.random.split(c.key, 3)
             with watching(TracedScores()) as scores:
                 action, learner_state = act(k_act, c.learner, c.obs)
+            if pulls_only and not (isinstance(action.pull, bool) and action.pull):
+                raise _CommunicationSteps
             if ranked is not None:
                 ranked.append(bool(scores.flags))
             nan = scores.any_nan().astype(jnp.int32)
@@ -275,8 +287,14 @@ def compiled_program(
     fresh = key not in _PROGRAMS
     if fresh:
         ranked: list[bool] = []
-        program = rollout_program(env, learner, steps, ranked, axes, params)
-        compiled = program.lower(*args).compile()
+        try:  # traced once if the learner only pulls; else the trace stops at its first act
+            program = rollout_program(env, learner, steps, ranked, axes, params, pulls_only=True)
+            lowered = program.lower(*args)
+        except _CommunicationSteps:
+            ranked.clear()
+            program = rollout_program(env, learner, steps, ranked, axes, params, pulls_only=False)
+            lowered = program.lower(*args)
+        compiled = lowered.compile()
         # the objects stay referenced while cached, so an identity key stays theirs
         _PROGRAMS[key] = (compiled, ranked, params, env, learner)
         while len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
