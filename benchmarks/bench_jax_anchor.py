@@ -78,7 +78,7 @@ def ucb_anchor(num_agents: int, num_arms: int, horizon: int, ring: bool):
         bonus = jnp.sqrt(2.0 * jnp.log(t) / jnp.maximum(n, 1.0))
         return jnp.where(counts > 0, sums / jnp.maximum(n, 1.0) + bonus, jnp.inf)
 
-    def step(means, gap):
+    def body_for(means):
         def body(c: BanditCarry, t):
             key, k, k_tie = jax.random.split(c.key, 3)
             counts, sums = c.counts, c.sums
@@ -98,17 +98,19 @@ def ucb_anchor(num_agents: int, num_arms: int, horizon: int, ring: bool):
 
         return body
 
-    def run(key):
+    def initial(key):
         k_inst, key = jax.random.split(key)
         means = jax.random.uniform(k_inst, (num_arms,))
-        gap = means.max() - means
         zeros = jnp.zeros((num_agents, num_arms))
         ints = jnp.zeros((num_agents, num_arms), jnp.int32)
-        carry = BanditCarry(key, ints, zeros, (ints, zeros) if ring else ())
-        carry, _ = jax.lax.scan(step(means, gap), carry, jnp.arange(1, horizon + 1))
-        return carry.counts.astype(jnp.float32) @ gap
+        return means, BanditCarry(key, ints, zeros, (ints, zeros) if ring else ())
 
-    return run, step
+    def run(key):
+        means, carry = initial(key)
+        carry, _ = jax.lax.scan(body_for(means), carry, jnp.arange(1, horizon + 1))
+        return carry.counts.astype(jnp.float32) @ (means.max() - means)
+
+    return run, body_for, initial
 
 
 class LinCarry(NamedTuple):
@@ -176,31 +178,18 @@ def _cost(compiled) -> dict[str, float]:
 
 def anchor_program(name: str, setting, horizon: int):
     """(jitted run over keys (B, 2) -> regret (B, N), one-step function, its carry maker)."""
-    env_id, kwargs = setting
+    kwargs = setting[1]
     if name in ("ucb1", "ring_ucb1"):
-        n, m = _shape(setting)
-        run, step = ucb_anchor(n, m, horizon, ring=name == "ring_ucb1")
+        run, body_for, initial = ucb_anchor(*_shape(setting), horizon, ring=name == "ring_ucb1")
+    else:
+        n, k, d = kwargs["num_agents"], kwargs["num_arms"], kwargs["dim"]
+        run, body_for, initial = linucb_anchor(n, k, d, horizon)
 
-        def carry_of(key):
-            z, i = jnp.zeros((n, m)), jnp.zeros((n, m), jnp.int32)
-            means = jax.random.uniform(key, (m,))
-            return (means, means.max() - means), BanditCarry(
-                key, i, z, (i, z) if name != "ucb1" else ()
-            )
+    def one(args, t):
+        fixed, carry = args  # the run's means (bandits) or theta (linear)
+        return body_for(fixed)(carry, t)[0]
 
-        def one(args, t):
-            (means, gap), carry = args
-            return step(means, gap)(carry, t)[0]
-
-        return jax.jit(jax.vmap(run)), one, carry_of
-    n, k, d = kwargs["num_agents"], kwargs["num_arms"], kwargs["dim"]
-    run, body_for, initial = linucb_anchor(n, k, d, horizon)
-
-    def one_lin(args, t):
-        theta, carry = args
-        return body_for(theta)(carry, t)[0]
-
-    return jax.jit(jax.vmap(run)), one_lin, initial
+    return jax.jit(jax.vmap(run)), one, initial
 
 
 def _shape(setting) -> tuple[int, int]:
