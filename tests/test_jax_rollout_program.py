@@ -146,3 +146,11 @@ def test_a_store_written_before_compile_times_reads_zero_and_a_writer_adds_the_c
     writer = ResultsStore(path)
     columns = {r[1] for r in writer._query("PRAGMA table_info(runs)")}
     assert {"flags", "compile_time"} <= columns
+
+
+@pytest.mark.parametrize("bad", ["", None, 3])
+def test_a_bad_cache_folder_is_refused_by_name(bad):
+    from fedbandit_env.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"FEDBANDIT_JAX_CACHE: expected a folder path, got"):
+        fj.enable_compilation_cache(bad)
