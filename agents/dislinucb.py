@@ -72,7 +72,7 @@ from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.ties import argmax_near_ties
 from fedbandit_env.validation import check_real
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import log_of, namespace, sqrt_of
 
 AGENT_ID = "dislinucb"
 VERSION = 1  # results version (docs/bench.md)
@@ -172,8 +172,8 @@ def exploration_width(n: Any, dim: int, config: DisLinUCBConfig) -> Any:
     if config.alpha is not None:
         return xp.full(n.shape, config.alpha, xp.result_type(n, 1.0))
     d, lam = dim, config.lam
-    inner = d * xp.log1p(n / (d * lam)) + 2.0 * math.log(1.0 / config.delta)
-    return config.R * xp.sqrt(inner) + math.sqrt(lam)
+    inner = d * xp.log1p(n / (d * lam)) + 2.0 * log_of(xp, 1.0 / config.delta)
+    return config.R * xp.sqrt(inner) + sqrt_of(xp, lam)
 
 
 def upload_buffers(dA: Any, db: Any, dn: Any, due: Any) -> tuple[Any, Any, Any, Any]:

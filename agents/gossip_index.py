@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from fedbandit_env.ties import argmax_one_uniform
-from fedbandit_env.xp import log_of_round, namespace
+from fedbandit_env.xp import is_inf, log_of_round, namespace
 
 
 def exploration_bonus(
@@ -41,7 +41,7 @@ def exploration_bonus(
     xp = namespace(n, t)
     N, ln_t = num_agents, log_of_round(xp, t)
     n = n * 1.0  # integer counts (JAX int32) in the float dtype: n^2 must not overflow
-    if math.isinf(epsilon):
+    if is_inf(epsilon):
         root = xp.sqrt(2 * N * ln_t / n)
     else:
         ln_n = xp.log(xp.maximum(n, dp_log_floor))

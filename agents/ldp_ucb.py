@@ -58,7 +58,7 @@ from fedbandit_env.privacy import LaplaceMechanism
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_flag, check_real
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import is_zero, namespace
 
 AGENT_ID = "ldp_ucb"
 VERSION = 2  # 2: +inf index where n <= 0, ln of a total of at least 1 (was NaN)
@@ -183,7 +183,7 @@ def report(reward: Any, draws: Any, params: LDPUCBParams) -> Any:
     uniforms. Both engines call it."""
     r = unit_reward(reward, params)
     if params.config.mechanism == "laplace":
-        return r if params.scale == 0.0 else r + params.scale * draws
+        return r if is_zero(params.scale) else r + params.scale * draws
     xp = namespace(r, draws)
     bit = draws[..., 0, :] < r
     keep = draws[..., 1, :] < params.keep

@@ -36,6 +36,36 @@ def namespace(*arrays: Any) -> ModuleType:
     return np
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a Python or numpy scalar number (not an array or a tracer)."""
+    return isinstance(value, int | float | np.number)
+
+
+def is_inf(value: Any) -> bool:
+    """Whether a parameter is infinite (``epsilon = inf``: no privacy). A parameter that the
+    JAX rollout traces is never infinite (docs/jax.md, "Compiling once"), so a tracer is
+    not."""
+    return is_number(value) and math.isinf(value)
+
+
+def is_zero(value: Any) -> bool:
+    """Whether a parameter is 0 (a scale of 0: no noise). A parameter that the JAX rollout
+    traces is never 0, so a tracer is not."""
+    return is_number(value) and value == 0
+
+
+def log_of(xp: ModuleType, value: Any) -> Any:
+    """``ln value``: ``math.log`` of a Python or numpy number (float64, as the numpy engine
+    computes it), ``xp.log`` of an array or a traced parameter."""
+    return math.log(value) if is_number(value) else xp.log(value)
+
+
+def sqrt_of(xp: ModuleType, value: Any) -> Any:
+    """``sqrt(value)``: ``math.sqrt`` of a Python or numpy number, ``xp.sqrt`` of an array or a
+    traced parameter."""
+    return math.sqrt(value) if is_number(value) else xp.sqrt(value)
+
+
 def argsort_stable(xp: ModuleType, a: Any, axis: int = -1) -> Any:
     """A stable arg-sort along ``axis`` (equal keys keep their order) in ``xp``."""
     if xp is np:

@@ -73,8 +73,11 @@ def test_a_second_rollout_of_the_same_shape_compiles_nothing():
     assert again.run_time == again.wall_time
     same = fj.rollout(env2, learner2, [0, 1, 2], checkpoints=[35, 70])
     np.testing.assert_array_equal(same.regret_by_agent, first.regret_by_agent)
-    other = fj.rollout(env2, fj.make_jax_agent("ucb1", alpha=1.0), [0, 1, 2], checkpoints=[35, 70])
-    assert other.compile_time > 0  # another setting: another program
+    swept = fj.rollout(env2, fj.make_jax_agent("ucb1", alpha=1.0), [0, 1, 2], checkpoints=[35, 70])
+    assert swept.compile_time == 0.0  # another float setting: a traced argument, same program
+    assert not np.array_equal(swept.regret_by_agent, first.regret_by_agent)
+    other = fj.rollout(env2, learner2, [0, 1, 2], checkpoints=[30, 70])
+    assert other.compile_time > 0  # other checkpoints: another program
 
 
 def test_the_curve_at_a_checkpoint_does_not_depend_on_the_other_checkpoints():

@@ -124,7 +124,7 @@ class CoopUCB2:
         arrived = (obs.phase == COMMUNICATION) & (obs.step > 0)
         current = jnp.where(arrived, mixed, state.state)
         t = obs.pulls + 1  # the round whose arm is chosen
-        q = coop_index(current[:, :K], current[:, K:], t, c0=float(params.config.c0),
+        q = coop_index(current[:, :K], current[:, K:], t, c0=params.config.c0,
                        sigma=params.config.sigma, N=N)  # fmt: skip
         u = jax.random.uniform(key, (N,), jnp.float32)
         arms = jnp.where(t <= K, t - 1, argmax_one_uniform(q, u))

@@ -81,6 +81,7 @@ from fedbandit_env.jax.types import PULL, Action, Observation
 from fedbandit_env.linear_kernels import pull_terms, rarely_switching
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.ties import argmax_near_ties
+from fedbandit_env.xp import is_zero
 
 
 class DisLinUCBState(NamedTuple):
@@ -157,7 +158,7 @@ class DisLinUCB:
         fresh = (obs.phase == PULL) & (obs.pulls > 0)  # the last step was a trial
         s = self._fold(state, obs, fresh, p)
         s = self._receive(s, obs, p)
-        if p.threshold > 0.0:
+        if not is_zero(p.threshold):
             due = fresh & (obs.deliveries[SYNC].count > 0)
         else:  # D = 0: a sync follows every trial, nobody requests it
             due = fresh
@@ -232,8 +233,8 @@ class DisLinUCB:
         """Trigger after the trial about to be played (A' = A + x x^T, dA' = dA + x x^T, dn' =
         dn + 1, A' - dA' = A - dA): ``dn' [ln det(A + lam I) + ln(1 + x^T V^-1 x) -
         ln det(A - dA + lam I)] >= D``; never with D = 0 (everyone syncs anyway)."""
-        if p.threshold == 0.0:
+        if is_zero(p.threshold):
             return jnp.zeros(p.num_agents, bool)
         logdet_next = logdet + jnp.log1p(jnp.maximum(quad, 0.0))
         weight = s.dn.astype(jnp.float32) + 1.0
-        return rarely_switching(logdet_next, s.logdet_sync, weight, float(p.threshold))
+        return rarely_switching(logdet_next, s.logdet_sync, weight, p.threshold)

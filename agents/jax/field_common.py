@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from agents.field_common import Consensus, mix, neighbour_max, neighbour_sum
+from fedbandit_env.xp import is_jax
 
 __all__ = ["Mixing", "mix", "neighbour_max", "neighbour_sum"]
 
@@ -36,6 +37,6 @@ class Mixing(NamedTuple):
         """A consensus setup (:func:`agents.field_common.consensus_setup`) in float32."""
         return cls(
             np.asarray(consensus.self_weight, np.float32),
-            float(consensus.edge_weight),
+            edge if is_jax(edge := consensus.edge_weight) else float(edge),  # traced: a param
             np.asarray(consensus.degrees, np.int32),
         )

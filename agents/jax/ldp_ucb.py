@@ -66,6 +66,7 @@ from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.types import COMMUNICATION, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.ties import argmax_one_uniform
+from fedbandit_env.xp import is_zero
 
 
 class LDPUCBState(NamedTuple):
@@ -128,7 +129,7 @@ class LDPUCB:
         reward = reward.astype(jnp.float32)
         if params.config.mechanism == "bernoulli":
             draws = jax.random.uniform(key, (2, *reward.shape), jnp.float32)
-        elif params.scale == 0.0:
+        elif is_zero(params.scale):
             draws = None
         else:
             draws = jax.random.laplace(key, reward.shape, jnp.float32)

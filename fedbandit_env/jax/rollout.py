@@ -28,6 +28,13 @@ from fedbandit_env.jax.accumulate import count_value, total_value
 from fedbandit_env.jax.batch import RUNS_AXIS
 from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import bound, params_of
+from fedbandit_env.jax.traced_params import (
+    TRACE_ERRORS,
+    fill,
+    learner_template,
+    split,
+    values_of,
+)
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import TracedScores, watching
@@ -165,6 +172,7 @@ def rollout_program(
     axes: EnvParams | None = None,
     params: Any = None,
     pulls_only: bool | None = None,
+    template: Any = None,
 ):
     """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
     states, NaN-index steps (B,))`` of the environment's default params, compiled into the
@@ -176,7 +184,10 @@ def rollout_program(
     through :func:`fedbandit_env.scores.note_scores` (else its NaN count means nothing).
     ``pulls_only``: whether the learner never takes a communication-only step (None: read by
     :func:`takes_communication_steps`; True: assumed, and tracing raises at an action whose
-    ``pull`` is not the constant True).
+    ``pull`` is not the constant True). ``template``: the learner's params with their traced
+    floats as slots (:func:`fedbandit_env.jax.traced_params.split`; ``learner`` then the
+    :func:`~fedbandit_env.jax.traced_params.learner_template` stand-in): the program takes
+    those floats as one more argument, a tuple of float32 scalars shared by every run.
 
     Every loop has a trip count known when it compiles (docs/jax.md, "Rollout"): a learner
     that only pulls takes exactly ``horizon`` engine steps, one ``fori_loop``; one that takes
@@ -184,13 +195,13 @@ def rollout_program(
     made its pulls, so the loop's predicate is read once per chunk. A step whose pull reaches
     a checkpoint writes the run's cumulative regret into the curve."""
     params = params_of(learner, facts_of(env)) if params is None else params
-    init, act = bound(learner, params)
     targets = jnp.asarray(np.asarray(steps, np.int32))
     num_checkpoints, horizon = len(steps), env.horizon
     if pulls_only is None:
         pulls_only = not takes_communication_steps(env, learner, params)
 
-    def one_run(key: jax.Array, env_params: EnvParams):
+    def one_run(key: jax.Array, env_params: EnvParams, values: tuple = ()):
+        init, act = bound(learner, params if template is None else fill(template, values))
         k_env, k_agent, key = jax.random.split(key, 3)
         obs, env_state = env.reset(k_env, env_params)
         curve = jnp.zeros((num_checkpoints, env.num_agents), jnp.float32)
@@ -233,9 +244,14 @@ def rollout_program(
         curve = jnp.where(rest, env.cumulative_regret(carry.env), carry.curve)
         return curve, carry.env, carry.learner, carry.nan_steps
 
-    if axes is None:  # the default params, as compile-time constants
-        return jax.jit(jax.vmap(lambda key: one_run(key, None), axis_name=RUNS_AXIS))
-    return jax.jit(jax.vmap(one_run, in_axes=(0, axes), axis_name=RUNS_AXIS))
+    if axes is None:  # the environment's default params, as compile-time constants
+        if template is None:
+            return jax.jit(jax.vmap(lambda key: one_run(key, None), axis_name=RUNS_AXIS))
+        run = lambda key, values: one_run(key, None, values)  # noqa: E731
+        return jax.jit(jax.vmap(run, in_axes=(0, None), axis_name=RUNS_AXIS))
+    if template is None:
+        return jax.jit(jax.vmap(one_run, in_axes=(0, axes), axis_name=RUNS_AXIS))
+    return jax.jit(jax.vmap(one_run, in_axes=(0, axes, None), axis_name=RUNS_AXIS))
 
 
 PROGRAM_CACHE_SIZE = 64
@@ -254,17 +270,18 @@ def _fingerprint(obj: Any) -> tuple[str, Any]:
 
 
 def program_key(
-    env: FedBanditJaxEnv, learner: Any, params: Any, steps: np.ndarray, axes: Any, args: tuple
+    env: FedBanditJaxEnv, attrs: Any, kind: type, params: Any, steps: np.ndarray, axes: Any,
+    args: tuple,
 ) -> tuple:
     """What a compiled rollout depends on: the environment's configuration, the learner's
-    class, attributes and params, the checkpoints, the params axes and the arguments' shapes
-    and dtypes (never the seeds' or the traced params' values)."""
+    class, attributes ``attrs`` and params (with traced floats: their templates,
+    :mod:`fedbandit_env.jax.traced_params`), the checkpoints, the params axes and the
+    arguments' shapes and dtypes (never the seeds' or the traced params' values)."""
     shapes = jax.tree_util.tree_map(lambda x: (np.shape(x), str(np.asarray(x).dtype)), args)
-    kind = type(learner)
     return (
         _fingerprint((env.config, env.env_id)),
         f"{kind.__module__}.{kind.__qualname__}",
-        _fingerprint(vars(learner) if hasattr(learner, "__dict__") else learner),
+        _fingerprint(attrs),
         _fingerprint(params),
         np.asarray(steps).tobytes(),
         repr(axes),
@@ -273,35 +290,72 @@ def program_key(
     )
 
 
+_CONSTANTS = "constants"
+"""A cache entry saying that tracing this learner with traced float params failed (it reads
+one in Python): its programs take its params as constants."""
+
+
+def _compile(env, learner, steps, axes, args, params, template) -> tuple[Any, list[bool]]:
+    """Trace and compile the rollout (first as a learner that only pulls; its trace stops at
+    the first act whose pull is not the constant True, then the chunked program is built)."""
+    ranked: list[bool] = []
+    try:
+        program = rollout_program(env, learner, steps, ranked, axes, params, True, template)
+        lowered = program.lower(*args)
+    except _CommunicationSteps:
+        ranked.clear()
+        program = rollout_program(env, learner, steps, ranked, axes, params, False, template)
+        lowered = program.lower(*args)
+    return lowered.compile(), ranked
+
+
 def compiled_program(
     env: FedBanditJaxEnv, learner: Any, steps: np.ndarray, axes: EnvParams | None, args: tuple
-) -> tuple[Any, list[bool], Any, bool]:
-    """The compiled rollout of ``learner`` on ``env`` for these checkpoints, params axes and
-    argument shapes, the ``ranked`` flags its tracing recorded, the learner's params and
-    whether it was compiled by this call. Compiled once per process for each
-    :func:`program_key`: another environment object of the same configuration, another
-    learner object of the same class and settings, other seeds and other ``env_params`` values
-    of the same shapes reuse it (docs/jax.md, "Rollout")."""
+) -> tuple[Any, list[bool], Any, bool, tuple]:
+    """``(compiled, ranked, params, fresh, extra)``: the compiled rollout of ``learner`` on
+    ``env`` for these checkpoints, params axes and argument shapes, the ``ranked`` flags its
+    tracing recorded, the learner's params, whether it was compiled by this call, and the
+    arguments to pass after ``args`` (the learner's traced floats, or none).
+
+    Compiled once per process for each :func:`program_key`: another environment object of the
+    same configuration, another learner object of the same class and settings, other seeds
+    and other ``env_params`` values of the same shapes reuse it. The learner's finite float
+    params are traced arguments (:mod:`fedbandit_env.jax.traced_params`), so learners that
+    differ only in them (a sweep over epsilon) share a program too, unless the learner uses
+    one in Python while tracing: then its params are compiled in and each setting compiles its
+    own (docs/jax.md, "Compiling once")."""
     params = params_of(learner, facts_of(env))  # made and checked on every call (cheap)
-    key = program_key(env, learner, params, steps, axes, args)
-    fresh = key not in _PROGRAMS
-    if fresh:
-        ranked: list[bool] = []
-        try:  # traced once if the learner only pulls; else the trace stops at its first act
-            program = rollout_program(env, learner, steps, ranked, axes, params, pulls_only=True)
-            lowered = program.lower(*args)
-        except _CommunicationSteps:
-            ranked.clear()
-            program = rollout_program(env, learner, steps, ranked, axes, params, pulls_only=False)
-            lowered = program.lower(*args)
-        compiled = lowered.compile()
-        # the objects stay referenced while cached, so an identity key stays theirs
-        _PROGRAMS[key] = (compiled, ranked, params, env, learner)
-        while len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
-            _PROGRAMS.popitem(last=False)
-    _PROGRAMS.move_to_end(key)
-    compiled, ranked, params = _PROGRAMS[key][:3]
-    return compiled, ranked, params, fresh
+    kind = type(learner)
+    template, floats = split(params)
+    stand_in, attrs = learner_template(learner)
+    tries = []
+    if floats:
+        tries.append((stand_in, attrs, template, (values_of(floats),)))
+    plain_attrs = vars(learner) if hasattr(learner, "__dict__") else learner
+    tries.append((learner, plain_attrs, None, ()))
+    for who, who_attrs, slots, extra in tries:
+        key = program_key(env, who_attrs, kind, params if slots is None else slots, steps,
+                          axes, args + extra)  # fmt: skip
+        entry = _PROGRAMS.get(key)
+        if entry is _CONSTANTS:
+            continue
+        fresh = entry is None
+        if fresh:
+            try:
+                compiled, ranked = _compile(env, who, steps, axes, args + extra, params, slots)
+            except TRACE_ERRORS:
+                if slots is None:
+                    raise
+                _PROGRAMS[key] = _CONSTANTS  # the learner reads a float param in Python
+                continue
+            # the objects stay referenced while cached, so an identity key stays theirs
+            _PROGRAMS[key] = (compiled, ranked, env, learner)
+            while len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
+                _PROGRAMS.popitem(last=False)
+        _PROGRAMS.move_to_end(key)
+        compiled, ranked = _PROGRAMS[key][:2]
+        return compiled, ranked, params, fresh, extra
+    raise AssertionError("unreachable: the constants program is always tried")
 
 
 def clear_programs() -> None:
@@ -344,9 +398,9 @@ def rollout(
                 )
         args = (keys, env_params)
     start = time.perf_counter()
-    compiled, ranked, params, fresh = compiled_program(env, learner, steps, axes, args)
+    compiled, ranked, params, fresh, extra = compiled_program(env, learner, steps, axes, args)
     compile_time = time.perf_counter() - start if fresh else 0.0  # 0: the process had it
-    curves, final, learner_state, nan_steps = compiled(*args)
+    curves, final, learner_state, nan_steps = compiled(*args, *extra)
     curves = jax.block_until_ready(curves)
     wall = time.perf_counter() - start
     check_state(env, final, seeds, env_params)

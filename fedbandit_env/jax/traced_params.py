@@ -1,0 +1,161 @@
+"""A learner's params as traced arguments of its compiled rollout (docs/jax.md, "Compiling once").
+
+A learner's params (``make_params(facts)``, docs/jax.md, "Learners as pure functions") are a
+frozen dataclass of its hyperparameters and derived constants. The rollout passes their finite
+float fields, at any depth of nested dataclasses (a configuration, a counter's params), as
+float32 scalars, arguments of the compiled program rather than constants compiled into it: the
+program is keyed by everything else (:func:`split`'s template), so runs whose params differ only
+in such floats (a sweep over epsilon, a confidence level, a noise scale) share one compile.
+
+What stays a compile-time constant: ints and bools (they size arrays and choose branches),
+strings, None, arrays, tuples (of sizes, of bounds), and floats that are 0 or not finite
+(``inf`` epsilon is "no privacy", a 0 scale "no noise": branches, which code tests with
+:func:`fedbandit_env.xp.is_inf` and :func:`fedbandit_env.xp.is_zero`). A learner whose ``init`` or ``act`` uses one of its float params in Python (a branch,
+``math.log``, a numpy call, a shape) cannot be traced that way; the rollout then compiles its
+params in as before (:func:`fedbandit_env.jax.rollout.compiled_program`), and
+:data:`TRACE_ERRORS` are what tracing raises then.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+
+TRACE_ERRORS = (TypeError, ValueError)
+"""What tracing a learner with traced float params raises when it uses one of them in Python:
+JAX's concretization and conversion errors (``ConcretizationTypeError``,
+``TracerBoolConversionError``, ``TracerArrayConversionError``, ``TracerIntegerConversionError``)
+are all ``TypeError``s, as is an unhashable tracer; a check of a value (the project's
+``ConfigError`` and ``PrivacyError``) is a ``ValueError``. The rollout then traces the learner
+with its params as constants, where a genuine error raises again."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where the template holds traced float number ``index`` (its pickle keys the program)."""
+
+    index: int
+
+
+def traceable(value: Any) -> bool:
+    """Whether a field's value is traced: a Python or numpy float (not a bool), neither 0 nor
+    infinite nor NaN (those choose branches: no noise, no privacy), that float32 holds without
+    overflow or flushing to zero."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, float | np.floating):
+        return False
+    size = abs(float(value))
+    return math.isfinite(size) and FLOAT32_TINY <= size <= FLOAT32_MAX
+
+
+def _is_params(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _replace_floats(obj: Any, mark: Callable[[float, str], Any], where: str = "") -> Any:
+    """``obj`` with each traced float (:func:`traceable`) replaced by ``mark(value, path)``,
+    through dataclasses (copied, no ``__init__`` runs) and dicts; an object with nothing
+    replaced is returned as is."""
+    if traceable(obj):
+        return mark(float(obj), where)
+    if type(obj) is dict:
+        items = {k: _replace_floats(v, mark, f"{where}[{k!r}]") for k, v in obj.items()}
+        return obj if all(items[k] is v for k, v in obj.items()) else items
+    if not _is_params(obj):
+        return obj
+    changed = {}
+    for f in dataclasses.fields(obj):
+        if hasattr(obj, f.name):
+            old = getattr(obj, f.name)
+            new = _replace_floats(old, mark, f"{where}.{f.name}")
+            if new is not old:
+                changed[f.name] = new
+    if not changed:
+        return obj
+    out = copy.copy(obj)
+    for name, value in changed.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+def split(params: Any) -> tuple[Any, tuple[float, ...]]:
+    """``(template, floats)``: ``params`` with each traced float replaced by its :class:`Slot`,
+    and those floats in slot order. Params that hold no traced float give ``(params, ())``;
+    ``params`` itself is unchanged."""
+    floats: list[float] = []
+
+    def mark(value: float, where: str) -> Slot:
+        floats.append(value)
+        return Slot(len(floats) - 1)
+
+    return _replace_floats(params, mark), tuple(floats)
+
+
+def fill(template: Any, values: Any) -> Any:
+    """The params of ``template`` with slot ``i`` holding ``values[i]`` (inside the compiled
+    program: a float32 scalar tracer)."""
+    if type(template) is Slot:
+        return values[template.index]
+    if type(template) is dict:
+        return {k: fill(v, values) for k, v in template.items()}
+    if not _is_params(template):
+        return template
+    out = copy.copy(template)
+    for f in dataclasses.fields(template):
+        if hasattr(template, f.name):
+            object.__setattr__(out, f.name, fill(getattr(template, f.name), values))
+    return out
+
+
+class Unread:
+    """Stands for a float attribute of the learner object while its rollout is traced with
+    traced params: any use (arithmetic, comparison, conversion, an array of it) raises a
+    ``TypeError``, so a learner whose ``init`` or ``act`` reads its own float settings rather
+    than its params is compiled with its params as constants (a program shared across such
+    settings would be wrong)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"learner attribute {self.where} read while tracing with traced params")
+
+    def __repr__(self) -> str:
+        return f"Unread({self.where})"
+
+    __float__ = __int__ = __index__ = __bool__ = __complex__ = __array__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _refuse
+    __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = __round__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _refuse
+    __hash__ = object.__hash__
+
+
+def learner_template(learner: Any) -> tuple[Any, Any]:
+    """``(copy, key)``: a shallow copy of ``learner`` whose float settings (its attributes, as
+    :func:`split` walks them) are :class:`Unread`, and the attributes with those floats replaced
+    by a placeholder, what a program traced from the copy depends on. A learner without a
+    ``__dict__`` is returned as is, keyed by itself."""
+    if not hasattr(learner, "__dict__"):
+        return learner, learner
+    attrs = vars(learner)
+    key = _replace_floats(attrs, lambda value, where: "float")
+    unread = _replace_floats(attrs, lambda value, where: Unread(where.lstrip(".") or "?"))
+    if unread is attrs:
+        return learner, attrs
+    stand_in = copy.copy(learner)
+    stand_in.__dict__.update(unread)
+    return stand_in, key
+
+
+def values_of(floats: tuple[float, ...]) -> tuple[np.ndarray, ...]:
+    """The program's argument for the traced floats: one float32 scalar each."""
+    return tuple(np.float32(x) for x in floats)

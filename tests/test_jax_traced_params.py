@@ -1,0 +1,171 @@
+"""A learner's float params as traced arguments of its compiled rollout (docs/jax.md, "Compiling
+once"): which fields are traced, a sweep over them is one compile with the bits of a fresh
+compile, and a learner that reads a float in Python is compiled with its params as constants."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import fedbandit_env.jax as fj  # noqa: E402
+from fedbandit_env.jax.rollout import _PROGRAMS, clear_programs  # noqa: E402
+from fedbandit_env.jax.traced_params import (  # noqa: E402
+    Slot,
+    Unread,
+    fill,
+    learner_template,
+    split,
+    traceable,
+)
+from fedbandit_env.jax.types import Action  # noqa: E402
+from fedbandit_env.xp import is_inf, is_zero, log_of, sqrt_of  # noqa: E402
+
+KW = {"num_agents": 3, "num_arms": 4, "horizon": 60, "topology": "ring"}
+
+
+@dataclass(frozen=True)
+class Inner:
+    scale: float
+    levels: int
+
+
+@dataclass(frozen=True)
+class Outer:
+    epsilon: float
+    delta: float
+    zero: float
+    infinite: float
+    flag: bool
+    name: str
+    bounds: tuple[float, float]
+    inner: Inner
+    table: np.ndarray
+
+    def __post_init__(self) -> None:  # a check that a tracer would fail
+        if not self.epsilon > 0:
+            raise ValueError("epsilon")
+
+
+def _outer() -> Outer:
+    return Outer(0.5, 1e-3, 0.0, math.inf, True, "x", (0.0, 1.0), Inner(2.0, 7), np.ones(3))
+
+
+def test_the_traced_fields_are_the_finite_nonzero_floats_at_any_depth():
+    params = _outer()
+    template, floats = split(params)
+    assert floats == (0.5, 1e-3, 2.0)
+    assert (template.epsilon, template.delta, template.inner.scale) == (Slot(0), Slot(1), Slot(2))
+    # constants: 0 and inf (branches), bools, strings, tuples, ints, arrays
+    assert template.zero == 0.0 and template.infinite == math.inf and template.flag is True
+    assert template.bounds == (0.0, 1.0) and template.inner.levels == 7
+    assert template.table is params.table
+    assert params.epsilon == 0.5 and params.inner.scale == 2.0  # the params are unchanged
+    back = fill(template, (0.25, 2e-3, 3.0))  # no __init__ or __post_init__ runs
+    assert (back.epsilon, back.delta, back.inner.scale, back.inner.levels) == (0.25, 2e-3, 3.0, 7)
+    assert [traceable(x) for x in (1.5, np.float32(2.0), 1, True, 0.0, -0.0, math.nan, 1e-300,
+                                   1e300, -3.0)] == [True, True, False, False, False, False,
+                                                     False, False, False, True]  # fmt: skip
+
+
+def test_the_branch_helpers_read_numbers_and_never_a_tracer():
+    assert is_inf(math.inf) and is_inf(np.float64(-np.inf)) and not is_inf(2.0)
+    assert is_zero(0.0) and is_zero(0) and not is_zero(1e-9)
+    assert log_of(np, 2.0) == math.log(2.0) and sqrt_of(np, 2.0) == math.sqrt(2.0)
+
+    def traced(x):
+        assert not is_inf(x) and not is_zero(x)
+        return log_of(jnp, x) + sqrt_of(jnp, x)
+
+    np.testing.assert_allclose(jax.jit(traced)(jnp.float32(4.0)), math.log(4.0) + 2.0,
+                               rtol=1e-6)  # fmt: skip
+
+
+def test_an_unread_learner_setting_refuses_every_use():
+    unread = Unread("config.c")
+    for use in (float, bool, lambda u: u + 1, lambda u: 2.0 * u, lambda u: u > 0,
+                lambda u: u == 1.0, np.asarray, math.log, jnp.asarray):  # fmt: skip
+        with pytest.raises(TypeError):
+            use(unread)
+
+
+class _State(NamedTuple):
+    sums: jnp.ndarray
+
+
+class _Greedy:
+    """A test learner: arm argmax(sums + c * noise); ``c`` from its params (``read="params"``),
+    from its own attribute inside ``act`` (``"self"``), or tested in Python (``"branch"``)."""
+
+    def __init__(self, c: float, read: str = "params") -> None:
+        self.c, self.read = c, read
+
+    def make_params(self, facts: Any) -> Inner:
+        return Inner(scale=self.c, levels=facts.num_arms)
+
+    def init(self, key: jax.Array, params: Inner) -> _State:
+        return _State(jnp.zeros((KW["num_agents"], params.levels), jnp.float32))
+
+    def act(self, key, state, obs, params):
+        c = self.c if self.read == "self" else params.scale
+        if self.read == "branch" and params.scale > 1.0:
+            c = 2.0 * c
+        noise = jax.random.uniform(key, state.sums.shape)
+        arms = jnp.argmax(state.sums + c * noise, axis=1).astype(jnp.int32)
+        sums = state.sums.at[jnp.arange(KW["num_agents"]), jnp.maximum(obs.last_arm, 0)].add(
+            jnp.where(obs.last_arm >= 0, obs.last_reward, 0.0)
+        )
+        return Action(arms, {}), _State(sums)
+
+
+def _run(learner, seeds=(0, 1)):
+    env = fj.make("FedBandit/Homogeneous-v0", channels=(), **KW)
+    return fj.rollout(env, learner, list(seeds), checkpoints=[30, 60])
+
+
+def test_a_sweep_over_a_float_param_is_one_compile_with_the_bits_of_a_fresh_compile():
+    clear_programs()
+    first = _run(_Greedy(0.5))
+    second = _run(_Greedy(3.0))
+    assert first.compile_time > 0 and second.compile_time == 0.0
+    assert len(_PROGRAMS) == 1
+    assert not np.array_equal(first.regret_by_agent, second.regret_by_agent)
+    clear_programs()
+    fresh = _run(_Greedy(3.0))  # its own compile: the same program, the same bits
+    assert fresh.compile_time > 0
+    np.testing.assert_array_equal(fresh.regret_by_agent, second.regret_by_agent)
+
+
+@pytest.mark.parametrize("read", ["self", "branch"])
+def test_a_learner_that_reads_a_float_in_python_compiles_its_params_in(read):
+    """Reading ``self.c`` in ``act`` (not the params) or branching on a param in Python cannot
+    share a program across values: each value compiles its own, with its own numbers."""
+    clear_programs()
+    runs = {c: _run(_Greedy(c, read)) for c in (0.5, 3.0)}
+    assert all(r.compile_time > 0 for r in runs.values())
+    for c, run in runs.items():  # the same numbers as a program of that value alone
+        clear_programs()
+        np.testing.assert_array_equal(_run(_Greedy(c, read)).regret_by_agent, run.regret_by_agent)
+    stand_in, key = learner_template(_Greedy(0.5, read))
+    assert isinstance(stand_in.c, Unread) and key["c"] == "float" and key["read"] == read
+
+
+def test_a_ported_learner_sweeps_epsilon_in_one_compile():
+    """``ldp_ucb`` (Laplace scale from epsilon) over epsilon in {0.5, 1, 2}: one compile."""
+    from fedbandit_env.bench.evaluate import env_kwargs_for
+
+    clear_programs()
+    env_id = "FedBandit/Homogeneous-v0"
+    kwargs = env_kwargs_for(fj.make_jax_agent("ldp_ucb"), env_id, {**KW, "horizon": 40})
+    env = fj.make(env_id, **kwargs)
+    times = [fj.rollout(env, fj.make_jax_agent("ldp_ucb", epsilon=eps), [0, 1]).compile_time
+             for eps in (0.5, 1.0, 2.0)]  # fmt: skip
+    assert times[0] > 0 and times[1:] == [0.0, 0.0]
