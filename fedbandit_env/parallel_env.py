@@ -106,13 +106,14 @@ from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
 
+from fedbandit_env.agent_views import channel_observation, channel_space, payload_space
 from fedbandit_env.config import EnvConfig, make_config
-from fedbandit_env.engine import Engine, VecInfo, VecObservation, agent_name
+from fedbandit_env.engine import Engine, VecInfo, VecObservation
 from fedbandit_env.errors import ActionError, HorizonError
-from fedbandit_env.network.base import payload_space
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.reset_args import SeedContinuation, check_reset_options
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.step_args import agent_name
 
 
 def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
@@ -126,7 +127,7 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
     }
     if engine.channels:
         fields["channels"] = spaces.Dict(
-            {name: ch.observation_space() for name, ch in engine.channels.items()}
+            {name: channel_space(ch) for name, ch in engine.channels.items()}
         )
     if config.linear is not None:
         shape = (config.num_arms, config.linear.dim)
@@ -165,7 +166,7 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
     }
     if engine.channels:
         out["channels"] = {
-            name: ch.agent_observation(obs.deliveries[name], b, i)
+            name: channel_observation(ch, obs.deliveries[name], b, i)
             for name, ch in engine.channels.items()
         }
     if obs.context is not None:

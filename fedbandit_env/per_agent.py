@@ -48,12 +48,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fedbandit_env.config import ChannelsSpec, EnvConfig
-from fedbandit_env.engine import PULL, VecObservation, agent_name
+from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ActionError, ConfigError, FedBanditError, LearnerError
 from fedbandit_env.network import CHANNEL_KINDS, make_channel
 from fedbandit_env.parallel_env import FedBanditParallelEnv, agent_observation
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.step_args import agent_name
 
 
 class PerAgentLearner(ABC):

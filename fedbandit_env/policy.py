@@ -19,11 +19,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fedbandit_env.agent_views import channel_delivery
 from fedbandit_env.config import ChannelsSpec, EnvConfig
-from fedbandit_env.engine import VecObservation, agent_name
+from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.step_args import agent_name
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ class ParallelPolicyAdapter:
         names = [agent_name(i) for i in range(self.env.num_agents_total)]
         per_agent = [observations[a] for a in names]
         deliveries = {
-            name: ch.delivery_from_observations([o["channels"][name] for o in per_agent])
+            name: channel_delivery(ch, [o["channels"][name] for o in per_agent])
             for name, ch in self.env.engine.channels.items()
         }
         context = None

@@ -160,6 +160,17 @@ def check_flag(name: str, value: Any, *, where: str = "") -> bool:
     return bool(value)
 
 
+def check_probability(name: str, value: float, *, allow_one: bool = True) -> float:
+    return check_real(name, value, low=0.0, high=1.0, high_open=not allow_one)
+
+
+def check_choice(name: str, value: Any, choices: Any) -> Any:
+    """``value`` if it is one of ``choices`` (a str, or None where listed), else a ConfigError."""
+    if not (value is None or isinstance(value, str)) or value not in choices:
+        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
+    return value
+
+
 def check_horizon(value: Any, *, name: str = "horizon", where: str = "") -> int:
     """A horizon ``1 <= T <= MAX_HORIZON`` (docs/limits.md)."""
     return check_int(name, value, minimum=1, maximum=MAX_HORIZON, where=where)
@@ -205,10 +216,12 @@ __all__ = [
     "MAX_HORIZON",
     "MEMORY_LIMIT_ENV",
     "ConfigTypeError",
+    "check_choice",
     "check_flag",
     "check_horizon",
     "check_int",
     "check_memory",
+    "check_probability",
     "check_real",
     "is_integral",
     "is_real",

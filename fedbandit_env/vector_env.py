@@ -25,11 +25,12 @@ import numpy as np
 
 from fedbandit_env.block_streams import RandomStreams
 from fedbandit_env.config import make_config
-from fedbandit_env.engine import Engine, Messages, VecInfo, VecObservation, agent_name
+from fedbandit_env.engine import Engine, VecInfo, VecObservation
 from fedbandit_env.parallel_env import action_space, observation_space
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.reset_args import SeedContinuation, check_reset_options
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.step_args import Messages, agent_name
 from fedbandit_env.validation import check_int
 
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import fedbandit_env  # noqa: E402
 import fedbandit_env.jax as fj  # noqa: E402
+from fedbandit_env.agent_views import channel_observation  # noqa: E402
 from fedbandit_env.jax.accumulate import count_value, total_value  # noqa: E402
 from fedbandit_env.jax.types import Action  # noqa: E402
 from fedbandit_env.network import make_channel  # noqa: E402
@@ -81,7 +82,7 @@ def numpy_view(twin, d) -> dict[str, np.ndarray]:
     """Run 0 of a numpy delivery in the JAX channel's fields (the flood's sparse rows as its
     per-agent observation)."""
     if twin.kind == "flood":
-        obs = [twin.agent_observation(d, 0, i) for i in range(twin.num_agents)]
+        obs = [channel_observation(twin, d, 0, i) for i in range(twin.num_agents)]
         return {
             k: np.stack([o[k] for o in obs]) for k in ("senders", "mask", "sent_step", "payload")
         }

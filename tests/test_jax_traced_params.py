@@ -169,3 +169,37 @@ def test_a_ported_learner_sweeps_epsilon_in_one_compile():
     times = [fj.rollout(env, fj.make_jax_agent("ldp_ucb", epsilon=eps), [0, 1]).compile_time
              for eps in (0.5, 1.0, 2.0)]  # fmt: skip
     assert times[0] > 0 and times[1:] == [0.0, 0.0]
+
+
+
+SHARED = {"byzres_ucb", "centralized_ucb1", "coop_ucb2", "dducb", "dislinucb", "epsilon_greedy",
+          "epsilon_greedy_shared", "fed1_ucb", "fed2_ucb", "gosine",
+          "gossip_fed_ucb", "gossip_ucb", "kl_ucb", "kl_ucb_shared", "ldp_ucb", "robust_gosine",
+          "thompson_beta", "thompson_beta_shared", "thompson_gaussian",
+          "thompson_gaussian_shared", "ucb1", "ucb1_shared"}  # fmt: skip
+"""The ports whose float settings are traced arguments (docs/jax.md, "Compiling once"); the
+others compile per setting."""
+
+
+def test_the_ports_that_share_a_program_across_float_settings():
+    """Traced once each (nothing compiles): the ports of :data:`SHARED` take their float params
+    as arguments; every other port is compiled with its params as constants."""
+    from fedbandit_env.bench.evaluate import env_kwargs_for
+    from fedbandit_env.errors import ConfigError
+
+    shared, constants = set(), set()
+    federations = [("FedBandit/Homogeneous-v0", {**KW, "horizon": 1000}),
+                   ("FedBandit/LinearContextual-v0", {**KW, "horizon": 50, "dim": 2})]  # fmt: skip
+    for agent in fj.list_jax_agents():
+        kwargs = {"clients": "environment"} if agent == "fed_mom_ucb" else {}
+        learner = fj.make_jax_agent(agent, **kwargs)
+        for env_id, env_kwargs in federations:
+            try:
+                env = fj.make(env_id, **env_kwargs_for(learner, env_id, env_kwargs))
+                learner.make_params(fj.facts_of(env))
+            except ConfigError:  # the other family
+                continue
+            (shared if fj.params_traced(env, learner) else constants).add(agent)
+            break
+    assert shared | constants == set(fj.list_jax_agents())  # every port was traced
+    assert shared == SHARED, (sorted(shared - SHARED), sorted(SHARED - shared))

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fedbandit_env
+from fedbandit_env.agent_views import channel_delivery
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.network import NeighborsAggregate, NeighborsChannel, ServerChannel
@@ -503,5 +504,5 @@ def test_parallel_view_observes_the_robust_reduction(kind, reduce):
     else:  # the server hears all four
         want = {"median": [1.5, 0.5], "trimmed_mean": [1.5, 0.5], "median_of_means": [1.5, 0.5]}
         assert np.array_equal(heard, want[reduce]) and int(per_agent[0]["count"]) == 4
-    back = channel.delivery_from_observations(per_agent)  # the per-agent learner's round trip
+    back = channel_delivery(channel, per_agent)  # the per-agent learner's round trip
     assert back.degenerate.shape == back.count.shape and not back.degenerate.any()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fedbandit_env
+from fedbandit_env.agent_views import channel_observation
 
 ENV = "FedBandit/Heterogeneous-v0"
 CASES = {
@@ -124,7 +125,7 @@ def test_unsent_junk_is_never_delivered(case, junk):
             }
             obs, *_ = env.step(acts)
             for i in range(N):
-                want = channel.agent_observation(junky[t][0], b, i)
+                want = channel_observation(channel, junky[t][0], b, i)
                 got = obs[f"agent_{i}"]["channels"]["c"]
                 assert set(got) == set(want)
                 for key in want:

@@ -29,8 +29,8 @@ from agents.commeff.base import (
 from agents.commeff.config import EliminationConfig
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import check_probability
 from fedbandit_env.policy import FederationFacts, require_channel
+from fedbandit_env.validation import check_probability
 
 AGENT_ID = "cdp_mab"
 VERSION = 2  # results version: the paper's timing by default (communication-only steps)

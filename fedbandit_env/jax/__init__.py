@@ -22,7 +22,13 @@ from fedbandit_env.jax.learner import (
     register_jax_agent,
 )
 from fedbandit_env.jax.make import make
-from fedbandit_env.jax.rollout import RolloutResult, clear_programs, facts_of, rollout
+from fedbandit_env.jax.rollout import (
+    RolloutResult,
+    clear_programs,
+    facts_of,
+    params_traced,
+    rollout,
+)
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Charge, EnvState, Observation
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "list_jax_agents",
     "make",
     "make_jax_agent",
+    "params_traced",
     "register_jax_agent",
     "rollout",
 ]

@@ -358,6 +358,30 @@ def compiled_program(
     raise AssertionError("unreachable: the constants program is always tried")
 
 
+def params_traced(env: FedBanditJaxEnv, learner: Any) -> bool:
+    """Whether ``learner``'s rollout on ``env`` takes its float params as traced arguments
+    (:mod:`fedbandit_env.jax.traced_params`), so that settings differing only in them share one
+    compiled program; False when it has none, or reads one in Python (each setting then
+    compiles its own). Traces the rollout once; compiles nothing."""
+    params = params_of(learner, facts_of(env))
+    template, floats = split(params)
+    if not floats:
+        return False
+    stand_in = learner_template(learner)[0]
+    args = (run_keys([0]), values_of(floats))
+    steps = np.asarray([env.horizon])
+    for pulls_only in (True, False):
+        program = rollout_program(env, stand_in, steps, None, None, params, pulls_only, template)
+        try:
+            jax.eval_shape(program, *args)
+        except _CommunicationSteps:
+            continue
+        except TRACE_ERRORS:
+            return False
+        return True
+    raise AssertionError("unreachable: the chunked program takes any learner")
+
+
 def clear_programs() -> None:
     """Drop every compiled rollout this process keeps."""
     _PROGRAMS.clear()

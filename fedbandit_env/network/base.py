@@ -8,29 +8,13 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.network.ledger import AGENT_AGENT, Charge
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.shapes import RunAgentPayload, RunAgents
-from fedbandit_env.validation import check_int, check_real
-
-
-def check_probability(name: str, value: float, *, allow_one: bool = True) -> float:
-    return check_real(name, value, low=0.0, high=1.0, high_open=not allow_one)
-
-
-def check_choice(name: str, value: Any, choices: Any) -> Any:
-    """``value`` if it is one of ``choices`` (a str, or None where listed), else a ConfigError."""
-    if not (value is None or isinstance(value, str)) or value not in choices:
-        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
-    return value
-
-
-def payload_space(shape: tuple[int, ...]) -> spaces.Box:
-    return spaces.Box(-np.inf, np.inf, shape=shape, dtype=np.float64)
+from fedbandit_env.validation import check_int, check_probability
 
 
 class Channel(ABC):
@@ -78,18 +62,6 @@ class Channel(ABC):
     @abstractmethod
     def empty_delivery(self) -> Any:
         """A fresh delivery record of a step in which nothing arrives (used at reset)."""
-
-    @abstractmethod
-    def observation_space(self) -> spaces.Dict:
-        """Per-agent observation space of this channel's deliveries."""
-
-    @abstractmethod
-    def agent_observation(self, delivery: Any, b: int, i: int) -> dict[str, Any]:
-        """Agent i's view (run b) of a delivery: fixed-shape arrays matching the space."""
-
-    @abstractmethod
-    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> Any:
-        """Inverse of :meth:`agent_observation` for one run (B = 1), agents in order."""
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "dim": self.dim, "drop_prob": self.drop_prob}

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
-from fedbandit_env.network.base import Channel, check_choice, payload_space
+from fedbandit_env.network.base import Channel
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_int
+from fedbandit_env.validation import check_choice, check_int
 
 COST_MODELS = ("relay", "gis")
 
@@ -168,50 +167,6 @@ class FloodChannel(Channel):
         edge_at_hop = (b_idx[owner] * self.ttl + hops[owner] - 1) * self.num_edges
         used = np.unique(edge_at_hop + self._gis_edge[pos])  # each edge once per hop
         return msgs, np.bincount(used // (self.ttl * self.num_edges), minlength=self.num_runs)
-
-    def observation_space(self) -> spaces.Dict:
-        s = self.num_slots
-        return spaces.Dict(
-            {
-                "senders": spaces.Box(-1, self.num_agents - 1, (s,), np.int64),
-                "mask": spaces.MultiBinary(s),
-                "sent_step": spaces.Box(-1, np.iinfo(np.int64).max, (s,), np.int64),
-                "payload": payload_space((s, self.dim)),
-            }
-        )
-
-    def agent_observation(self, delivery: FloodDelivery, b: int, i: int) -> dict[str, Any]:
-        s = self.num_slots
-        mask = np.zeros(s, dtype=np.int8)
-        sent_step = np.full(s, -1, dtype=np.int64)
-        payload = np.zeros((s, self.dim))
-        sel = (delivery.run == b) & (delivery.receiver == i)
-        slots = delivery.slot[sel]
-        mask[slots] = 1
-        sent_step[slots] = delivery.sent_step[sel]
-        payload[slots] = delivery.payload[sel]
-        return {
-            "senders": self.senders[i].copy(),
-            "mask": mask,
-            "sent_step": sent_step,
-            "payload": payload,
-        }
-
-    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> FloodDelivery:
-        receiver, slot = np.nonzero(np.stack([o["mask"] for o in observations]).astype(bool))
-        origin = self.senders[receiver, slot]
-        sent_step = np.stack([o["sent_step"] for o in observations])[receiver, slot]
-        payload = np.stack([o["payload"] for o in observations])[receiver, slot]
-        return FloodDelivery(
-            self.senders,
-            run=np.zeros(len(receiver), dtype=np.int64),
-            receiver=receiver.astype(np.int64),
-            origin=origin,
-            slot=slot.astype(np.int64),
-            hops=self.topology.hop_distances[receiver, origin].astype(np.int64),
-            sent_step=sent_step.astype(np.int64),
-            payload=payload.reshape(len(receiver), self.dim),
-        )
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "ttl": self.requested_ttl, "cost_model": self.cost_model}

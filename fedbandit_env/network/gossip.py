@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, check_choice, payload_space
+from fedbandit_env.network.base import Channel
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_choice
 
 
 @dataclass
@@ -183,28 +183,3 @@ class GossipChannel(Channel):
         if self.mode != "edge":
             out["mode"] = self.mode
         return out
-
-    def observation_space(self) -> spaces.Dict:
-        return spaces.Dict(
-            {
-                # a Box, not Discrete(N + 1, start=-1): -1 means "not on the edge", and
-                # discrete spaces with negative values break TorchRL's one-hot specs
-                "partner": spaces.Box(-1, self.num_agents - 1, shape=(), dtype=np.int64),
-                "received": spaces.Discrete(2),
-                "payload": payload_space((self.dim,)),
-            }
-        )
-
-    def agent_observation(self, delivery: GossipDelivery, b: int, i: int) -> dict[str, Any]:
-        return {
-            "partner": np.array(delivery.partner[b, i], dtype=np.int64),
-            "received": np.int64(delivery.received[b, i]),
-            "payload": delivery.payload[b, i].copy(),
-        }
-
-    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> GossipDelivery:
-        return GossipDelivery(
-            np.array([[o["partner"] for o in observations]], dtype=np.int64),
-            np.array([[o["received"] for o in observations]], dtype=bool),
-            np.stack([o["payload"] for o in observations])[None],
-        )

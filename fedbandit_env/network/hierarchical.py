@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
-from fedbandit_env.network.base import Channel, check_choice, payload_space
+from fedbandit_env.network.base import Channel
 from fedbandit_env.network.ledger import AGENT_AGENT, AGENT_SERVER, Charge
 from fedbandit_env.network.server import broadcast_links
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_flag
+from fedbandit_env.validation import check_choice, check_flag
 
 AGGREGATES = ("weighted", "unweighted", "sum")
 COST_MODELS = ("edges", "path")
@@ -119,30 +118,6 @@ class HierarchicalChannel(Channel):
         messages, links = broadcast_links(uploads, count, self.num_agents, self.charge_broadcast)
         charge.bill(AGENT_SERVER, messages, self.dim, self.c1 * links)
         return charge
-
-    def observation_space(self) -> spaces.Dict:
-        return spaces.Dict(
-            {
-                "aggregate": payload_space((self.dim,)),
-                "count": spaces.Discrete(self.num_agents + 1),
-                "sent_step": spaces.Box(-1, np.iinfo(np.int64).max, (), np.int64),
-            }
-        )
-
-    def agent_observation(self, delivery: HierarchicalDelivery, b: int, i: int) -> dict[str, Any]:
-        return {
-            "aggregate": delivery.aggregate[b].copy(),
-            "count": np.int64(delivery.count[b]),
-            "sent_step": np.array(delivery.sent_step[b], dtype=np.int64),
-        }
-
-    def delivery_from_observations(self, observations: list[dict[str, Any]]):
-        o = observations[0]
-        return HierarchicalDelivery(
-            o["aggregate"][None].copy(),
-            np.array([o["count"]], dtype=np.int64),
-            np.array([o["sent_step"]], dtype=np.int64),
-        )
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -10,17 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
-from fedbandit_env.network.base import Channel, Charge, check_choice, payload_space
-from fedbandit_env.network.robust import (
-    ROBUST,
-    check_robust_options,
-    describe_robust,
-    robust_reduce,
-)
+from fedbandit_env.channel_options import check_robust_options, describe_robust
+from fedbandit_env.network.base import Channel, Charge
+from fedbandit_env.network.robust import ROBUST, robust_reduce
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.shapes import RunAgentPayload, RunAgents, RunAgentSlotPayload, RunAgentSlots
+from fedbandit_env.validation import check_choice
 
 
 @dataclass
@@ -175,46 +171,6 @@ class NeighborsChannel(Channel):
             out["reduce"] = self.reduce
         out.update(describe_robust(self.reduce, self.trim, self.group_size, self.grouping))
         return out
-
-    def observation_space(self) -> spaces.Dict:
-        d = self.max_degree
-        if self.reduce is not None:
-            fields = {"value": payload_space((self.dim,)), "count": spaces.Box(0, d, (), np.int64)}
-            if self.reduce == "trimmed_mean":
-                fields["degenerate"] = spaces.Discrete(2)
-            return spaces.Dict(fields)
-        return spaces.Dict(
-            {
-                "senders": spaces.Box(-1, self.num_agents - 1, (d,), np.int64),
-                "mask": spaces.MultiBinary(d),
-                "payload": payload_space((d, self.dim)),
-            }
-        )
-
-    def agent_observation(self, delivery: NeighborsDelivery, b: int, i: int) -> dict[str, Any]:
-        if self.reduce is not None:
-            out = {
-                "value": delivery.value[b, i].copy(),
-                "count": np.asarray(delivery.count[b, i], dtype=np.int64),
-            }
-            if self.reduce == "trimmed_mean":
-                out["degenerate"] = np.int64(delivery.degenerate[b, i])
-            return out
-        return {
-            "senders": delivery.senders[i].copy(),
-            "mask": delivery.mask[b, i].astype(np.int8),
-            "payload": delivery.payload[b, i].copy(),
-        }
-
-    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> NeighborsDelivery:
-        if self.reduce is not None:
-            value = np.stack([o["value"] for o in observations])[None]
-            count = np.array([[int(o["count"]) for o in observations]], dtype=np.int64)
-            degenerate = np.array([[bool(o.get("degenerate", 0)) for o in observations]])
-            return NeighborsAggregate(value, count, degenerate)
-        mask = np.stack([o["mask"] for o in observations]).astype(bool)[None]
-        payload = np.stack([o["payload"] for o in observations])[None]
-        return NeighborsDelivery(self.senders, mask, payload)
 
 
 def _slot_reduce(

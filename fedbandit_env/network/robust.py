@@ -14,55 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import check_choice
 from fedbandit_env.shapes import Batched, BatchedSlotPayload, BatchedSlots
-from fedbandit_env.validation import check_int
 from fedbandit_env.xp import argsort_stable, namespace, while_loop
 
 ROBUST = ("median", "trimmed_mean", "median_of_means", "geometric_median")
 """The robust reductions, in the order docs/channels.md lists them."""
 
-GROUPINGS = ("consecutive", "random")
-
 WEISZFELD_ITERATIONS = 100  # at most this many Weiszfeld steps
 WEISZFELD_TOL = 1e-6  # stop once a step moves the estimate by less than this (Euclidean)
 WEISZFELD_FLOOR = 1e-8  # distances are floored at this; a point this close coincides
 WEISZFELD_MARGIN = 1e-6  # relative margin a data point must beat the estimate by, at the end
-
-
-def check_robust_options(
-    name: str, field: str, reduce: Any, trim: Any, group_size: Any, grouping: Any
-) -> tuple[int, int, str]:
-    """(trim, group_size, grouping) of channel ``name`` whose reduction (option ``field``) is
-    ``reduce``: each option only with the reduction it belongs to, defaults 1, 1 and
-    ``"consecutive"``."""
-    where = f"{field}={reduce!r}"
-    if trim is not None and reduce != "trimmed_mean":
-        raise ConfigError(
-            f"channels.{name}.trim: expected no trim unless {field}='trimmed_mean', got trim "
-            f"{trim!r} with {where}"
-        )
-    for option, value in (("group_size", group_size), ("grouping", grouping)):
-        if value is not None and reduce != "median_of_means":
-            raise ConfigError(
-                f"channels.{name}.{option}: expected no {option} unless "
-                f"{field}='median_of_means', got {value!r} with {where}"
-            )
-    trim = check_int(f"channels.{name}.trim", 1 if trim is None else trim, minimum=0)
-    size = 1 if group_size is None else group_size
-    size = check_int(f"channels.{name}.group_size", size, minimum=1)
-    grouping = "consecutive" if grouping is None else grouping
-    return trim, size, check_choice(f"channels.{name}.grouping", grouping, list(GROUPINGS))
-
-
-def describe_robust(reduce: Any, trim: int, group_size: int, grouping: str) -> dict[str, Any]:
-    """The options a robust reduction adds to a channel's ``describe()`` (none for others)."""
-    if reduce == "trimmed_mean":
-        return {"trim": trim}
-    if reduce == "median_of_means":
-        return {"group_size": group_size, "grouping": grouping}
-    return {}
 
 
 def robust_reduce(

@@ -13,19 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
+from fedbandit_env.channel_options import check_join_round, check_robust_options, describe_robust
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.network.base import Channel, check_choice, check_probability, payload_space
+from fedbandit_env.network.base import Channel
 from fedbandit_env.network.ledger import AGENT_SERVER
-from fedbandit_env.network.robust import (
-    ROBUST,
-    check_robust_options,
-    describe_robust,
-    robust_reduce,
-)
+from fedbandit_env.network.robust import ROBUST, robust_reduce
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.validation import check_flag, check_int
+from fedbandit_env.validation import check_choice, check_flag, check_probability
 
 AGGREGATES = ("mean", "sum", *ROBUST)
 
@@ -148,34 +143,6 @@ class ServerChannel(Channel):
         charge = self._charge(AGENT_SERVER, messages, self.c1 * links, n_up - count, uploads)
         return ServerDelivery(total, count, participating, degenerate), charge
 
-    def observation_space(self) -> spaces.Dict:
-        fields = {
-            "aggregate": payload_space((self.dim,)),
-            "count": spaces.Discrete(self.num_agents + 1),
-            "participating": spaces.Discrete(2),
-        }
-        if self.aggregate == "trimmed_mean":
-            fields["degenerate"] = spaces.Discrete(2)
-        return spaces.Dict(fields)
-
-    def agent_observation(self, delivery: ServerDelivery, b: int, i: int) -> dict[str, Any]:
-        out = {
-            "aggregate": delivery.aggregate[b].copy(),
-            "count": np.int64(delivery.count[b]),
-            "participating": np.int64(delivery.participating[b, i]),
-        }
-        if self.aggregate == "trimmed_mean":
-            out["degenerate"] = np.int64(delivery.degenerate[b])
-        return out
-
-    def delivery_from_observations(self, observations: list[dict[str, Any]]) -> ServerDelivery:
-        return ServerDelivery(
-            observations[0]["aggregate"][None].copy(),
-            np.array([observations[0]["count"]], dtype=np.int64),
-            np.array([[o["participating"] for o in observations]], dtype=bool),
-            np.array([bool(observations[0].get("degenerate", 0))]),
-        )
-
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
@@ -194,25 +161,3 @@ def broadcast_links(uploads, count, num_agents: int, charge_broadcast: bool):
     down = np.where(count > 0, num_agents, 0)
     extra = np.where(count > 0, num_agents - uploads, 0) if charge_broadcast else 0
     return uploads + down, uploads + extra
-
-
-def check_join_round(name: str, value: Any, num_agents: int) -> tuple[int, ...] | None:
-    """The participation schedule: None, or N non-negative ints with at least one 0."""
-    if value is None:
-        return None
-    if isinstance(value, str | bytes) or not hasattr(value, "__len__"):
-        raise ConfigError(
-            f"{name}: expected None or a list of {num_agents} non-negative ints (the server "
-            f"round from which each agent may upload), got {value!r}"
-        )
-    if len(value) != num_agents:
-        raise ConfigError(
-            f"{name}: expected one round per agent ({num_agents}), got {len(value)} entries"
-        )
-    rounds = tuple(check_int(f"{name}[{i}]", r, minimum=0) for i, r in enumerate(value))
-    if min(rounds) != 0:
-        raise ConfigError(
-            f"{name}: expected at least one agent that joins at round 0 (no round could happen "
-            f"otherwise), got the earliest round {min(rounds)}"
-        )
-    return rounds

@@ -58,7 +58,7 @@ import numpy as np
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from fedbandit_env.block_streams import RandomStreams, streams_for
-from fedbandit_env.engine import VecInfo, agent_name
+from fedbandit_env.engine import VecInfo
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.privacy.accountant import Composition, PrivacyAccountant
 from fedbandit_env.privacy.calibration import (
@@ -71,6 +71,7 @@ from fedbandit_env.privacy.calibration import (
 )
 from fedbandit_env.privacy.errors import PrivacyConfigError, PrivacyError
 from fedbandit_env.privacy.tree_counter import TreeCounter
+from fedbandit_env.step_args import agent_name
 
 Mechanism = Literal["laplace", "gaussian"]
 
