@@ -158,3 +158,17 @@ class BlockRNG(BatchedRNG):
     def buffered(self, kind: Kind, shape: tuple[int, ...]) -> BlockStream:  # type: ignore[override]
         gen = np.random.Generator(np.random.PCG64(self._next_child("buffered")))
         return BlockStream(gen, self._num_runs, kind, shape)
+
+
+class BlockMaskedStream:
+    """:func:`~fedbandit_env.privacy._random.masked_stream` of a :class:`BlockRNG`: every
+    ``next`` is one standard normal draw for all runs, kept for the active ones."""
+
+    def __init__(self, rng: BlockRNG, shape: tuple[int, ...]):
+        self._generator = rng.block()
+        self._shape = (rng.num_runs, *(int(s) for s in shape))
+
+    def next(self, active: np.ndarray) -> np.ndarray:
+        draws = self._generator.standard_normal(self._shape)
+        mask = np.asarray(active, dtype=bool).reshape(-1, *([1] * (len(self._shape) - 1)))
+        return np.where(mask, draws, 0.0)

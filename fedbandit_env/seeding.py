@@ -1,20 +1,8 @@
-"""Seeding: every random number comes from a `numpy.random.Generator` derived from one seed.
-
-See docs/architecture.md, "Seeding". One integer seed per run is expanded with
-`numpy.random.SeedSequence` into separate streams — ``instance`` (random instances drawn per run),
-``rewards`` (reward noise, decision sets), ``network`` (gossip edges, participation, message drops),
-``agents`` (everything a learner draws: tie-breaks, privacy noise) and ``adversary`` (the roles
-and the attacks' draws, docs/adversary.md). Changing a learner's epsilon
-therefore never changes the reward draws, and paired-seed comparisons across learners are exact on
-the environment side.
-
-Batched code draws for B runs at once through :class:`BatchedRNG`, which holds one Generator per
-run. Run b of a batch is bit-identical to the same run seed simulated alone (B = 1): every
-per-run generator is consumed by exactly the same sequence of calls whatever B is. Per-step draws
-of a fixed shape go through :class:`BufferedStream`, which refills a chunk of steps per run at a
-time (one Generator call per run per chunk instead of per step).
-
-The privacy audits alone use whole-batch draws instead (:mod:`fedbandit_env.block_streams`).
+"""Seeding: every random number comes from a `numpy.random.Generator` derived from one run seed,
+through named streams (docs/architecture.md, "Seeding"). :class:`BatchedRNG` holds one Generator
+per run of a batch and :class:`BufferedStream` draws per-step numbers a chunk of steps per run at
+a time, so run b of a batch is bit-identical to its seed run alone. The privacy audits alone use
+whole-batch draws instead (:mod:`fedbandit_env.block_streams`).
 """
 
 from __future__ import annotations
@@ -79,6 +67,13 @@ def draw_kind(
     return gen.standard_exponential(size, out=out)
 
 
+def chunk_steps(shape: tuple[int, ...]) -> int:
+    """Steps per refill of a run's buffer of draws of ``shape`` (at most :data:`MAX_CHUNK_STEPS`,
+    read at the call, and 16k doubles): a function of ``shape`` alone, never of the batch."""
+    per_step = max(1, int(np.prod(shape, dtype=np.int64)))
+    return int(max(1, min(MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
+
+
 def check_kind(kind: str) -> None:
     if kind not in ("uniform", "normal", "exponential"):
         raise ValueError(f"kind: expected 'uniform', 'normal' or 'exponential', got {kind!r}")
@@ -100,8 +95,7 @@ class BufferedStream:
         self._generators = tuple(generators)
         self._kind = kind
         self._shape = tuple(int(s) for s in shape)
-        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
-        self.chunk = int(max(1, min(MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
+        self.chunk = chunk_steps(self._shape)
         runs = len(self._generators)
         self._chunks = np.empty((runs, self.chunk, *self._shape))  # run-major
         self._pos = np.full(runs, self.chunk, dtype=np.int64)  # every run draws at its first step

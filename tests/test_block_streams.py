@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedbandit_env.block_streams import BlockRNG, streams_for
-from fedbandit_env.privacy._random import BlockMaskedStream, MaskedStream, masked_stream
+from fedbandit_env.block_streams import BlockMaskedStream, BlockRNG, streams_for
+from fedbandit_env.privacy._random import MaskedStream, masked_stream
 from fedbandit_env.reset_args import run_seeds
 from fedbandit_env.seeding import BatchedRNG, named_child, run_seed_sequence
 

@@ -302,14 +302,13 @@ def test_cli_leaderboard_audit_column(tmp_path, capsys):
 def test_short_buffers_are_restored_even_on_error():
     from fedbandit_env import seeding
     from fedbandit_env.bench.audit_agent import _short_buffers
-    from fedbandit_env.privacy import _random
 
-    saved = seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
+    saved = seeding.MAX_CHUNK_STEPS
     with pytest.raises(RuntimeError):
         with _short_buffers(16):
-            assert seeding.MAX_CHUNK_STEPS == 17 and _random._MAX_CHUNK_STEPS == 17
+            assert seeding.MAX_CHUNK_STEPS == 17 and seeding.chunk_steps((1,)) == 17
             raise RuntimeError("boom")
-    assert (seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS) == saved
+    assert seeding.MAX_CHUNK_STEPS == saved
 
 
 def test_locate_compares_transcripts_of_different_lengths():

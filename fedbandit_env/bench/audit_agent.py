@@ -346,16 +346,13 @@ def _short_buffers(horizon: int) -> Iterator[None]:
     of its seed (never of the batch size); they differ from a long-horizon run's draws, which the
     audit does not need to reproduce."""
     from fedbandit_env import seeding
-    from fedbandit_env.privacy import _random
 
-    saved = seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS
-    cap = max(1, int(horizon) + 1)
-    seeding.MAX_CHUNK_STEPS = min(saved[0], cap)
-    _random._MAX_CHUNK_STEPS = min(saved[1], cap)
+    saved = seeding.MAX_CHUNK_STEPS
+    seeding.MAX_CHUNK_STEPS = min(saved, max(1, int(horizon) + 1))
     try:
         yield
     finally:
-        seeding.MAX_CHUNK_STEPS, _random._MAX_CHUNK_STEPS = saved
+        seeding.MAX_CHUNK_STEPS = saved
 
 
 class _Recorder:

@@ -12,15 +12,12 @@ from typing import Literal
 
 import numpy as np
 
-from fedbandit_env.block_streams import BlockRNG
+from fedbandit_env.block_streams import BlockMaskedStream, BlockRNG
 from fedbandit_env.privacy.errors import PrivacyError
-from fedbandit_env.seeding import BatchedRNG, BufferedStream
+from fedbandit_env.seeding import BatchedRNG, BufferedStream, chunk_steps
 
 RNGLike = np.random.Generator | BatchedRNG
 StandardKind = Literal["laplace", "normal"]
-
-_CHUNK_FLOATS = 1 << 14
-_MAX_CHUNK_STEPS = 1024
 
 
 def _standard(gen: np.random.Generator, kind: StandardKind, shape: tuple[int, ...]) -> np.ndarray:
@@ -59,10 +56,6 @@ class LaplaceStream:
         e = self._stream.next()
         return e[:, 0] - e[:, 1]
 
-    def next_at(self, flat: np.ndarray) -> np.ndarray:
-        """This step's draws at the flat positions ``flat`` of (B, *shape)."""
-        return self.next().reshape(-1)[flat]
-
 
 class MaskedStream:
     """Per-event standard normal draws of a fixed shape where only some runs take part.
@@ -75,8 +68,7 @@ class MaskedStream:
     def __init__(self, generators: Sequence[np.random.Generator], shape: tuple[int, ...]):
         self._generators = tuple(generators)
         self._shape = tuple(int(s) for s in shape)
-        per_step = max(1, int(np.prod(self._shape, dtype=np.int64)))
-        self.chunk = int(max(1, min(_MAX_CHUNK_STEPS, _CHUNK_FLOATS // per_step)))
+        self.chunk = chunk_steps(self._shape)
         self._buffers: list[np.ndarray | None] = [None] * len(self._generators)
         self._pos = np.full(len(self._generators), self.chunk, dtype=np.int64)
 
@@ -95,20 +87,6 @@ class MaskedStream:
             out[b] = buf[self._pos[b]]
             self._pos[b] += 1
         return out
-
-
-class BlockMaskedStream:
-    """:class:`MaskedStream` of a :class:`~fedbandit_env.block_streams.BlockRNG` (privacy audits):
-    every ``next`` is one standard normal draw for all runs, kept for the active ones."""
-
-    def __init__(self, rng: BlockRNG, shape: tuple[int, ...]):
-        self._generator = rng.block()
-        self._shape = (rng.num_runs, *(int(s) for s in shape))
-
-    def next(self, active: np.ndarray) -> np.ndarray:
-        draws = self._generator.standard_normal(self._shape)
-        mask = np.asarray(active, dtype=bool).reshape(-1, *([1] * (len(self._shape) - 1)))
-        return np.where(mask, draws, 0.0)
 
 
 def masked_stream(rng: BatchedRNG, shape: tuple[int, ...]) -> MaskedStream | BlockMaskedStream:

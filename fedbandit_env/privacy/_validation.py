@@ -13,9 +13,7 @@ from fedbandit_env.validation import MAX_HORIZON, is_integral
 
 
 def check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    if isinstance(shape, str) or not isinstance(shape, tuple | list):
-        raise PrivacyError("shape", "a tuple of positive ints", shape)
-    if not all(is_integral(s) and s >= 1 for s in shape):
+    if not (isinstance(shape, tuple | list) and all(is_integral(s) and s >= 1 for s in shape)):
         raise PrivacyError("shape", "a tuple of positive ints", shape)
     return tuple(int(s) for s in shape)
 
