@@ -64,6 +64,23 @@ def test_uniform_ties_takes_the_largest_uniform_among_exact_maxima(engine):
     assert np.asarray(argmax_uniform_ties(put(index), put(u))).tolist() == [1, 2]
 
 
+@pytest.mark.parametrize("engine", ["numpy", "jax", "jit"])
+def test_uniform_ties_hand_computed_signed_zeros_infinities_equal_uniforms_and_nan(engine):
+    """Row 0: -0 and 0 tie (u 0.2 > 0.1: arm 0); row 1: two infinite indices (u 0.6: arm 2);
+    row 2: three ties, two equal largest uniforms (the lower arm, 1); row 3: a NaN (arm 0, as
+    numpy picks; JAX compiled takes one reduction over the arms)."""
+    index = np.array([[-0.0, 0.0, -1.0], [np.inf, 1.0, np.inf], [2.0, 2.0, 2.0],
+                      [1.0, np.nan, 3.0]], np.float32)  # fmt: skip
+    u = np.array([[0.2, 0.1, 0.9], [0.3, 0.9, 0.6], [0.5, 0.7, 0.7], [0.1, 0.2, 0.3]], np.float32)
+    rule = argmax_uniform_ties
+    if engine == "jit":
+        import jax
+
+        rule = jax.jit(argmax_uniform_ties)
+    put = ENGINES["numpy" if engine == "numpy" else "jax"]
+    assert np.asarray(rule(put(index), put(u))).tolist() == [0, 2, 1, 0]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_near_ties_uses_the_dtypes_tolerance(engine):
     put = ENGINES[engine]
