@@ -76,6 +76,13 @@ def fold_last_pull(counts, sums, obs: Observation, reward=None):
     return counts + hit.astype(counts.dtype), sums + jnp.where(hit, reward[:, None], 0.0)
 
 
+def own_total(counts: jnp.ndarray) -> jnp.ndarray:
+    """(N, 1) float32 the agents' pulls so far, ``t`` of the UCB-style bonuses: the int32 sum
+    of ``counts``, then one rounding (the float32 sum of the counts, the same number while
+    every partial sum is below 2^24, without a float copy of the counts)."""
+    return counts.sum(axis=1, keepdims=True).astype(jnp.float32)
+
+
 def keep_latest(latest: jnp.ndarray, heard) -> jnp.ndarray:
     """The per-slot table after a padded delivery ``heard``: the slots whose message arrived
     take its payload, the others keep their previous statistics (as the numpy
@@ -136,7 +143,9 @@ class IndexPolicy:
         else:
             n, s = own, sums
             state = IndexState(counts, sums)
-        total = n.sum(axis=1, keepdims=True) if self.uses_total else None
+        total = None
+        if self.uses_total:
+            total = n.sum(axis=1, keepdims=True) if self.shared else own_total(counts)
         index = self.index(k_index, n, s, total, params)
         if self.ties:
             u = jax.random.uniform(k_tie, index.shape, jnp.float32)
