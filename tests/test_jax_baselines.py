@@ -274,9 +274,9 @@ def test_noisy_received_statistics_stay_well_defined():
     keys = jax.random.split(jax.random.PRNGKey(3), 200)
     act = jax.jit(jax.vmap(act_one, in_axes=(0, None, None)))
     for counts, sums in ((-5.0, -3.0), (1.0, 50.0)):  # n < 0; s > n
-        payload = jnp.concatenate([jnp.full((*heard.mask.shape, 5), counts, jnp.float32),
-                                   jnp.full((*heard.mask.shape, 5), sums, jnp.float32)], -1)  # fmt: skip
-        hostile = heard._replace(mask=jnp.ones_like(heard.mask), payload=payload)
+        sent = jnp.concatenate([jnp.full((heard.sent.shape[0], 5), counts, jnp.float32),
+                                jnp.full((heard.sent.shape[0], 5), sums, jnp.float32)], -1)  # fmt: skip
+        hostile = heard._replace(mask=jnp.ones_like(heard.mask), sent=sent)
         action, _ = act(keys, state, obs._replace(deliveries={"neighbors": hostile}))
         picks = np.bincount(np.asarray(action.arms).ravel(), minlength=5)
         assert (picks > 100).all(), (counts, sums, picks)

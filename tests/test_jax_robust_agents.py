@@ -162,9 +162,18 @@ def byz_obs(obs, m: int) -> fj.Observation:
         d = obs.deliveries["neighbors"]
         deliveries["neighbors"] = NeighborsDelivery(
             jnp.asarray(d.senders, jnp.int32), jnp.asarray(d.mask[0]),
-            jnp.asarray(d.payload[0], jnp.float32),
+            jnp.asarray(sent_rows(d.senders, d.mask[0], d.payload[0]), jnp.float32),
         )  # fmt: skip
     return _obs(obs, deliveries)
+
+
+def sent_rows(senders, mask, payload) -> np.ndarray:
+    """(N, dim) the rows a padded delivery (N, D, dim) was gathered from: each sender's
+    payload, read at a slot that heard it (zeros for an agent nobody heard)."""
+    sent = np.zeros((senders.shape[0], payload.shape[-1]))
+    rows, slots = np.nonzero(mask)
+    sent[senders[rows, slots]] = payload[rows, slots]
+    return sent
 
 
 def _obs(obs, deliveries) -> fj.Observation:

@@ -23,15 +23,35 @@ from fedbandit_env.jax.channels.base import JaxChannel
 from fedbandit_env.jax.types import link_charge
 from fedbandit_env.network.ledger import AGENT_AGENT
 from fedbandit_env.network.robust import ROBUST, robust_reduce
+from fedbandit_env.xp import namespace
 
 
 class NeighborsDelivery(NamedTuple):
     """``senders`` (N, D) neighbour ids (-1 padded), ``mask`` (N, D) a message from that slot
-    arrived, ``payload`` (N, D, dim) its content (zeros where none)."""
+    arrived, ``sent`` (N, dim) the payloads given to the channel this step (a slot reads its
+    sender's row; the rows of agents that did not send are never read); :attr:`payload`
+    (N, D, dim) the content of each slot (zeros where none), gathered from ``sent`` when read,
+    so a step carries N rows, not N x D. Leading axes (runs) come first in every field."""
 
     senders: jnp.ndarray
     mask: jnp.ndarray
-    payload: jnp.ndarray
+    sent: jnp.ndarray
+
+    @property
+    def payload(self) -> jnp.ndarray:
+        """(..., N, D, dim) the message of each slot, zeros where none arrived."""
+        return slot_payloads(self.senders, self.mask, self.sent)
+
+
+def slot_payloads(senders, mask, sent):
+    """The padded delivery's payloads (..., N, D, dim): slot (i, d) holds ``sent`` of agent
+    ``senders[i, d]`` where ``mask`` (a message arrived), zeros elsewhere; numpy or JAX
+    arrays, any leading axes."""
+    xp = namespace(senders, mask, sent)
+    *lead, n, d = np.shape(senders)
+    rows = xp.maximum(senders, 0).reshape(*lead, n * d, 1)
+    out = xp.take_along_axis(sent, rows, axis=-2).reshape(*lead, n, d, sent.shape[-1])
+    return xp.where(mask[..., None], out, xp.zeros((), sent.dtype))
 
 
 class NeighborsAggregate(NamedTuple):
@@ -67,7 +87,7 @@ class Neighbors(JaxChannel):
         return NeighborsDelivery(
             jnp.asarray(self.senders),
             jnp.zeros((n, d), bool),
-            jnp.zeros((n, d, self.dim), jnp.float32),
+            jnp.zeros((n, self.dim), jnp.float32),
         )
 
     def keys(self, key: jax.Array) -> tuple[jax.Array, jax.Array | None]:
@@ -93,10 +113,9 @@ class Neighbors(JaxChannel):
         charge = link_charge(
             AGENT_AGENT, messages, self.dim, self.c2 * messages, messages - count.sum()
         )
+        if self.reduce is None:  # the slots are gathered from the payloads when read
+            return NeighborsDelivery(jnp.asarray(self.senders), heard, payload), state, charge
         incoming = payload[self.gather]  # (N, D, dim)
-        if self.reduce is None:
-            out = jnp.where(heard[..., None], incoming, 0.0)
-            return NeighborsDelivery(jnp.asarray(self.senders), heard, out), state, charge
         if self.reduce in ROBUST:
             value, degenerate = robust_reduce(
                 self.reduce,
