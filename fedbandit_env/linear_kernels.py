@@ -25,14 +25,9 @@ from fedbandit_env.privacy.calibration import (
     check_positive,
 )
 from fedbandit_env.privacy.errors import PrivacyError
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import log_of, namespace, sqrt_of
 
 LambdaForm = Literal["paper", "sqrt2m"]
-
-
-def _sqrt(xp: Any, value: Any) -> Any:
-    """``sqrt`` of a Python number in float64 (``math``), of an array in its own dtype."""
-    return math.sqrt(value) if isinstance(value, int | float) else xp.sqrt(value)
 
 
 def confidence_radius(
@@ -57,11 +52,11 @@ def confidence_radius(
     is one agent, ``rho_max = lambda``, ``kappa = 0``. ``group`` is a number or an array (one
     clique size per agent). The radius is multiplied by ``beta_scale``."""
     xp = namespace(logdet, group)
-    radicand = 2.0 * math.log(2.0 / alpha) + logdet - log_scale
+    radicand = 2.0 * log_of(xp, 2.0 / alpha) + logdet - log_scale
     beta = (
         sigma * xp.sqrt(xp.maximum(radicand, 0.0))
-        + S * _sqrt(xp, group * rho_max)
-        + kappa * _sqrt(xp, group)
+        + S * sqrt_of(xp, group * rho_max)
+        + kappa * sqrt_of(xp, group)
     )
     return beta_scale * beta
 

@@ -172,11 +172,12 @@ def test_a_ported_learner_sweeps_epsilon_in_one_compile():
 
 
 
-SHARED = {"byzres_ucb", "centralized_ucb1", "coop_ucb2", "dducb", "dislinucb", "epsilon_greedy",
+SHARED = {"byzres_ucb", "centralized_linucb", "centralized_ucb1", "coop_ucb2", "dducb",
+          "dislinucb", "epsilon_greedy",
           "epsilon_greedy_shared", "fed1_ucb", "fed2_ucb", "gosine",
           "gossip_fed_ucb", "gossip_ucb", "kl_ucb", "kl_ucb_shared", "ldp_ucb", "robust_gosine",
           "thompson_beta", "thompson_beta_shared", "thompson_gaussian",
-          "thompson_gaussian_shared", "ucb1", "ucb1_shared"}  # fmt: skip
+          "thompson_gaussian_shared", "linucb", "ucb1", "ucb1_shared"}  # fmt: skip
 """The ports whose float settings are traced arguments (docs/jax.md, "Compiling once"); the
 others compile per setting."""
 
