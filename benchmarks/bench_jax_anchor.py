@@ -297,6 +297,27 @@ def evaluate_pair(runs: int, horizon: int) -> dict[str, float]:
             "numpy_s": slow.wall_time, "ratio": slow.wall_time / again.wall_time}  # fmt: skip
 
 
+EPSILONS = (0.5, 1.0, 2.0, 4.0)
+SWEEP = {"ldp_ucb": ("epsilon", EPSILONS), "gossip_fed_ucb": ("epsilon", EPSILONS),
+         "ucb1": ("alpha", (1.0, 2.0, 3.0, 4.0)), "linucb": ("alpha", (0.05, 0.1, 0.2, 0.4))}  # fmt: skip
+"""Ports, the float setting the sweep table varies and its values (docs/jax.md, "Compiling
+once")."""
+
+
+def sweep_compiles(port: str, setting, horizon: int) -> dict[str, float]:
+    """Rollouts of ``port`` at each value of its :data:`SWEEP` setting, two runs each, in a
+    process that holds no program: how many compiled, and their seconds."""
+    import fedbandit_env.jax as fj
+
+    env, _ = port_env(port, setting, horizon)
+    fj.clear_programs()
+    name, values = SWEEP[port]
+    times = [fj.rollout(env, fj.make_jax_agent(port, **{name: value}), [0, 1],
+                        checkpoints=[horizon]).compile_time for value in values]  # fmt: skip
+    return {"compiles": sum(t > 0 for t in times), "compile_s": sum(times),
+            "traced": fj.params_traced(env, fj.make_jax_agent(port))}  # fmt: skip
+
+
 def main() -> None:
     from fedbandit_env.jax.learner import shipped_jax_agents
     from fedbandit_env.jax.rollout import describe_device
@@ -367,6 +388,18 @@ def main() -> None:
         record.figure(f"{port} bytes per agent-step", cost["bytes"])
         print(f"| {port} | {cost['bytes']:,.0f} | {cost['flops']:,.0f} | {rare['bytes']:,.0f} | "
               + " | ".join(cells) + " |")  # fmt: skip
+
+    print("\nA sweep over one float setting (4 values), each a rollout of 2 runs")
+    print("| port | setting | values | float params traced | programs compiled | compile s |")
+    print("|---|---|---|---|---|---|")
+    for port in SWEEP:
+        setting = PAIRS[port][0] if port in PAIRS else MULTI
+        t = lin_horizon if setting is LINEAR else horizon
+        m = sweep_compiles(port, setting, t)
+        record.figure(f"{port} sweep: programs compiled", m["compiles"])
+        name, values = SWEEP[port]
+        print(f"| {port} | {name} | {', '.join(map(str, values))} | "
+              f"{'yes' if m['traced'] else 'no'} | {m['compiles']} | {m['compile_s']:.1f} |")
 
     if not args.skip_evaluate:
         e = evaluate_pair(eval_runs, eval_horizon)

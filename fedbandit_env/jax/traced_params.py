@@ -2,7 +2,8 @@
 
 A learner's params (``make_params(facts)``, docs/jax.md, "Learners as pure functions") are a
 frozen dataclass of its hyperparameters and derived constants. The rollout passes their finite
-float fields, at any depth of nested dataclasses (a configuration, a counter's params), as
+float fields, at any depth of nested dataclasses (a configuration, a counter's params; a plain
+object of this project that params hold, such as a counter, is walked through its attributes), as
 float32 scalars, arguments of the compiled program rather than constants compiled into it: the
 program is keyed by everything else (:func:`split`'s template), so runs whose params differ only
 in such floats (a sweep over epsilon, a confidence level, a noise scale) share one compile.
@@ -56,28 +57,49 @@ def traceable(value: Any) -> bool:
     return math.isfinite(size) and FLOAT32_TINY <= size <= FLOAT32_MAX
 
 
+OWN_PACKAGES = ("agents", "baselines", "fedbandit_env")
+"""Plain objects of these packages held by params (a counter holding its own params) are
+walked through their attributes, as dataclasses are."""
+
+
 def _is_params(value: Any) -> bool:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
+def _is_own_object(value: Any) -> bool:
+    kind = type(value)
+    return (
+        not isinstance(value, type)
+        and kind.__module__.split(".", 1)[0] in OWN_PACKAGES
+        and hasattr(value, "__dict__")
+        and not dataclasses.is_dataclass(value)
+    )
+
+
+def _fields(obj: Any) -> list[str]:
+    """The names of the attributes walked: a dataclass's fields, a plain object's ``vars``."""
+    if _is_params(obj):
+        return [f.name for f in dataclasses.fields(obj) if hasattr(obj, f.name)]
+    return list(vars(obj))
+
+
 def _replace_floats(obj: Any, mark: Callable[[float, str], Any], where: str = "") -> Any:
     """``obj`` with each traced float (:func:`traceable`) replaced by ``mark(value, path)``,
-    through dataclasses (copied, no ``__init__`` runs) and dicts; an object with nothing
-    replaced is returned as is."""
+    through dataclasses and the plain objects of :data:`OWN_PACKAGES` (copied, no ``__init__``
+    runs) and dicts; an object with nothing replaced is returned as is."""
     if traceable(obj):
         return mark(float(obj), where)
     if type(obj) is dict:
         items = {k: _replace_floats(v, mark, f"{where}[{k!r}]") for k, v in obj.items()}
         return obj if all(items[k] is v for k, v in obj.items()) else items
-    if not _is_params(obj):
+    if not (_is_params(obj) or _is_own_object(obj)):
         return obj
     changed = {}
-    for f in dataclasses.fields(obj):
-        if hasattr(obj, f.name):
-            old = getattr(obj, f.name)
-            new = _replace_floats(old, mark, f"{where}.{f.name}")
-            if new is not old:
-                changed[f.name] = new
+    for name in _fields(obj):
+        old = getattr(obj, name)
+        new = _replace_floats(old, mark, f"{where}.{name}")
+        if new is not old:
+            changed[name] = new
     if not changed:
         return obj
     out = copy.copy(obj)
@@ -106,12 +128,11 @@ def fill(template: Any, values: Any) -> Any:
         return values[template.index]
     if type(template) is dict:
         return {k: fill(v, values) for k, v in template.items()}
-    if not _is_params(template):
+    if not (_is_params(template) or _is_own_object(template)):
         return template
     out = copy.copy(template)
-    for f in dataclasses.fields(template):
-        if hasattr(template, f.name):
-            object.__setattr__(out, f.name, fill(getattr(template, f.name), values))
+    for name in _fields(template):
+        object.__setattr__(out, name, fill(getattr(template, name), values))
     return out
 
 
