@@ -204,3 +204,16 @@ def test_the_ports_that_share_a_program_across_float_settings():
             break
     assert shared | constants == set(fj.list_jax_agents())  # every port was traced
     assert shared == SHARED, (sorted(shared - SHARED), sorted(SHARED - shared))
+
+
+def test_a_plain_object_of_the_project_that_params_hold_is_walked():
+    """A counter object (not a dataclass) holding its ``TreeParams``: its epsilon and
+    sensitivity are traced like a dataclass field's; its ints stay constants."""
+    from fedbandit_env.jax.tree_counter import TreeCounter
+
+    counter = TreeCounter((2, 3), 16, 0.5)
+    template, floats = split(Inner(scale=counter, levels=3))
+    assert floats == (0.5, 1.0)  # epsilon, sensitivity
+    assert template.scale.params.epsilon == Slot(0) and template.scale.params.horizon == 16
+    assert counter.params.epsilon == 0.5  # the object itself is unchanged
+    assert fill(template, (0.25, 2.0)).scale.params.epsilon == 0.25
