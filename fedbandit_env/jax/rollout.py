@@ -362,24 +362,29 @@ def params_traced(env: FedBanditJaxEnv, learner: Any) -> bool:
     """Whether ``learner``'s rollout on ``env`` takes its float params as traced arguments
     (:mod:`fedbandit_env.jax.traced_params`), so that settings differing only in them share one
     compiled program; False when it has none, or reads one in Python (each setting then
-    compiles its own). Traces the rollout once; compiles nothing."""
+    compiles its own). Traces the learner's ``init`` and two ``act`` steps with the
+    environment (what the rollout traces of the learner); compiles nothing."""
     params = params_of(learner, facts_of(env))
     template, floats = split(params)
     if not floats:
         return False
     stand_in = learner_template(learner)[0]
-    args = (run_keys([0]), values_of(floats))
-    steps = np.asarray([env.horizon])
-    for pulls_only in (True, False):
-        program = rollout_program(env, stand_in, steps, None, None, params, pulls_only, template)
-        try:
-            jax.eval_shape(program, *args)
-        except _CommunicationSteps:
-            continue
-        except TRACE_ERRORS:
-            return False
-        return True
-    raise AssertionError("unreachable: the chunked program takes any learner")
+
+    def steps(key: jax.Array, values: tuple) -> Any:
+        init, act = bound(stand_in, fill(template, values))
+        obs, state = env.reset(key)
+        learner_state = init(key)
+        for _ in range(2):  # the first step, then one from a stepped state
+            with watching(TracedScores()):
+                action, learner_state = act(key, learner_state, obs)
+            obs, state, *_ = env.step(key, state, action)
+        return learner_state
+
+    try:
+        jax.eval_shape(steps, jax.random.PRNGKey(0), values_of(floats))
+    except TRACE_ERRORS:
+        return False
+    return True
 
 
 def clear_programs() -> None:
