@@ -404,7 +404,7 @@ def test_act_jits_and_vmaps():
         else:  # communication, pull, communication, ...
             assert (pulls == (np.arange(12) % 2 == 1)[:, None]).all()
         levels = counter_of(learner.make_params(facts)).binary_levels
-        assert states.sums.alpha_noise.shape == (runs, 4, 4, levels)
+        assert states.sums.alpha_noise.shape == (runs, levels, 4, 4)  # prefix layout
 
 
 def test_declarations_and_privacy_constants_are_the_numpy_learners():

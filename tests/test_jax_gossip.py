@@ -68,7 +68,7 @@ def scanned(tree_index: str, init_round: bool, empty: bool, epsilon: float):
             k, v, p = x
             state = counter.insert(k, state, v, p)
             out = (counter.release(state), counter.exact(state), counter.num_noise_terms(state),
-                   state.noised)  # fmt: skip
+                   counter.blocks(state)[1])  # fmt: skip
             return state, out
 
         keys = jax.random.split(key, values.shape[0])
@@ -152,7 +152,7 @@ def test_empirical_noise_per_block_matches_the_twin():
         state, blocks, releases = counter.init(), [], []
         for k in jax.random.split(key, 4):
             state = counter.insert(k, state, jnp.ones(1, jnp.float32))
-            blocks.append(state.noise[0])
+            blocks.append(counter.blocks(state)[0][0])  # (levels,): numpy's layout
             releases.append(counter.noise(state)[0])
         return jnp.stack(blocks), jnp.stack(releases)
 
@@ -365,7 +365,7 @@ def test_act_jits_and_vmaps():
         else:
             assert send.all() and np.asarray(action.messages["neighbors"][0]).all()
         obs, env_states, *_ = step(keys, env_states, action)
-    assert states.counter.noise.shape == (4, 3, 5, params.counter.storage_levels)
+    assert states.counter.noise.shape == (4, params.counter.storage_levels, 3, 5)  # prefix
     assert (np.asarray(states.n).sum(axis=2) == 5 + 2).all()  # M init pulls + 2 rounds
     assert learner.privacy_epsilon == 2.0 and params.dp_guarantee_holds is False  # unbounded
 

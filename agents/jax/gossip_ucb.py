@@ -29,7 +29,8 @@ environment's horizon is T + M and the t of the bonus counts rounds after the in
 (docs/gossip.md, "Round and timing" and "Decisions").
 
 ``act`` is one pure function of the step: it computes the rest of a round (lines 15-22 and
-line 5), kept after the initialization (``jnp.where`` on ``obs.step``), runs the initialization
+line 5), kept after the initialization (a ``jnp.where`` on ``obs.step`` in the first M steps
+only, behind a batch-level ``cond``), runs the initialization
 (Algorithm 1, t = 0) at step M only, behind a batch-level ``cond``
 (:func:`fedbandit_env.jax.batch.when_any`, masked per run inside), then decides (lines 3-13). The formulas both engines share are
 one function each: the bonus and the decision (:func:`agents.gossip_index.decide`), the gossip
@@ -177,7 +178,10 @@ class GossipUCB:
         reward = learning_reward(obs.last_reward, params.reward_clip)
         slot = (jnp.arange(M, dtype=jnp.int32) == s - 1)[None, :]  # arm s - 1 at env step s
         base = state._replace(init_rewards=jnp.where(slot, reward[:, None], state.init_rewards))
-        state = _select(s > M, self._observe(k_privacy, base, obs, reward, params), base)
+        state = self._observe(k_privacy, base, obs, reward, params)
+        # before the initialization the state stays as it was: only in the steps where some run
+        # of the batch is there (the first M), a batch-level cond masked per run inside
+        state = when_any(s <= M, lambda new: _select(s > M, new, base), state)
         # the initialization once, at s = M: only in the step where some run of the batch takes
         # it (a batch-level cond, masked per run inside)
         state = when_any(s == M, lambda b: _select(

@@ -11,21 +11,30 @@ returns the prefix sum over leaves ``1..k``, which carries ``popcount(k)`` symme
 node matrices, each drawn once (when its node closes) and reused.
 
 Node noise: ``(N + N^T)/sqrt(2)`` with ``N`` i.i.d. ``N(0, sigma^2)``, drawn as "upper triangle
-i.i.d. ``N(0, sigma^2)``, diagonal times sqrt(2)" (the numpy privatizer's form). Every release adds
-``shift * I`` (``2 Lambda I``) to the top-left d x d block. A tree that has made its capacity
-``2^(m-1)`` releases refuses further ones (``released`` False: the previous release is
-repeated); the numpy privatizer also warns, which a compiled program cannot, so the callers count
-the refusals. The insertion and the release are the numpy privatizer's own function
-(:func:`fedbandit_env.privacy.gram_tree.insert_leaf`); only the noise's draw is JAX's. Float32
-throughout; release counts are int32.
+i.i.d. ``N(0, sigma^2)``, diagonal times sqrt(2)" (the numpy privatizer's form and function,
+:func:`fedbandit_env.privacy.mechanisms.symmetric_from_upper`): one node per tree and release,
+``(d+1)(d+2)/2`` draws, only in a step where some run of the batch releases (the callers'
+batch-level ``cond``). Every release adds ``shift * I`` (``2 Lambda I``) to the top-left d x d
+block. A tree that has made its capacity ``2^(m-1)`` releases refuses further ones (``released``
+False: the previous release is repeated); the numpy privatizer also warns, which a compiled
+program cannot, so the callers count the refusals. The insertion and the release are the numpy
+privatizer's own function (:func:`fedbandit_env.privacy.gram_tree.insert_leaf`) on the prefix
+layout (:class:`~fedbandit_env.privacy.gram_tree.GramTrees`, levels first): a release reads the
+prefix of the nodes above and of the previous release and writes the closing level of each tree
+only, a dynamic index, not a ``where`` over the m levels. Float32 throughout; release counts are
+int32.
 """
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
+from fedbandit_env.jax.noise import normal
 from fedbandit_env.linear_kernels import GramTreeConstants
+from fedbandit_env.privacy.dyadic import take_level, trailing_zeros
 from fedbandit_env.privacy.gram_tree import (
     GramRelease,
     GramTrees,
@@ -33,17 +42,17 @@ from fedbandit_env.privacy.gram_tree import (
     empty_trees,
     insert_leaf,
 )
+from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
 
 __all__ = ["GramRelease", "GramTree", "GramTrees", "symmetric_node"]
 
 
 def symmetric_node(key: jax.Array, shape: tuple[int, ...], side: int, sigma: float):
     """(*shape, side, side) symmetric Gaussian node matrices: upper triangle (diagonal included)
-    ``N(0, sigma^2)`` i.i.d., diagonal times sqrt(2), lower triangle mirrored."""
-    z = sigma * jax.random.normal(key, (*shape, side, side), jnp.float32)
-    upper = jnp.triu(z, 1)
-    diag = jnp.sqrt(jnp.float32(2.0)) * jnp.diagonal(z, axis1=-2, axis2=-1)
-    return upper + jnp.swapaxes(upper, -1, -2) + diag[..., None] * jnp.eye(side, dtype=jnp.float32)
+    ``N(0, sigma^2)`` i.i.d., diagonal times sqrt(2), lower triangle mirrored; draws the upper
+    triangle only (:func:`~fedbandit_env.privacy.mechanisms.symmetric_from_upper`)."""
+    upper = normal(key, (*shape, upper_triangle_size(side)))
+    return symmetric_from_upper(upper, side, sigma, math.sqrt(2.0))
 
 
 class GramTree:
@@ -90,9 +99,15 @@ class GramTree:
     @staticmethod
     def exact_sum(state: GramTrees) -> jnp.ndarray:
         """Exact part of the current prefix sums: the sum of all released leaves."""
-        return state.exact.sum(axis=-3)
+        return _prefix(state.exact, state.k)
 
     @staticmethod
     def noise_sum(state: GramTrees) -> jnp.ndarray:
         """Noise part of the current prefix sums (popcount(k) node matrices)."""
-        return state.noise.sum(axis=-3)
+        return _prefix(state.noise, state.k)
+
+
+def _prefix(blocks: jnp.ndarray, k: jnp.ndarray) -> jnp.ndarray:
+    """The prefix layout read at release count ``k``: level ctz(k), zeros before a release."""
+    got = take_level(blocks, trailing_zeros(jnp.maximum(k, 1)))
+    return jnp.where((k > 0)[..., None, None], got, 0.0)

@@ -19,8 +19,12 @@ clock is its own insertion count. The budget is split ``epsilon/2 + epsilon/2``:
 
 Names (the numpy counter's, :class:`~fedbandit_env.privacy.hybrid_counter.HybridCounterState`):
 ``count`` c, ``exact`` S (the clipped running sum), ``log_noise`` Z, ``alpha_noise`` the noise of
-the open p-sums of the binary half, one slot per level (``binary_levels = max(1, floor(log2
-horizon))`` slots: the largest block has that many bits).
+the open p-sums of the binary half, ``binary_levels = max(1, floor(log2 horizon))`` levels (the
+largest block has that many bits), in the prefix layout (binary_levels, *shape): level j, for a
+set bit j of tau, holds the noise of the open p-sums at levels >= j. An item reads the level of
+the p-sums it keeps and writes the level it closes, one entry per inserted counter, and a release
+reads level ctz(c) (:func:`~fedbandit_env.privacy.hybrid_counter.hybrid_close`): no ``where``
+over every level.
 
 One source with numpy: the options, their checks and the noise scales are
 :func:`fedbandit_env.privacy.hybrid_counter.hybrid_params`'s :class:`HybridParams`, and
@@ -31,7 +35,8 @@ block is numpy's to the bit; a bad option raises numpy's
 
 Differences from the numpy counter, all in how it is driven, none in the mechanism:
 
-* the Laplace draws come from the ``key`` of each insertion: :meth:`HybridCounter.insert` draws
+* the Laplace draws come from the ``key`` of each insertion (threefry's original layout,
+  :mod:`fedbandit_env.jax.noise`): :meth:`HybridCounter.insert` draws
   one standard Laplace per counter (numpy's ``noise_per="counter"``),
   :meth:`HybridCounter.insert_arms` one per row of the last axis, used at the row's one
   inserted position (``noise_per="row"``); :meth:`HybridCounter.insert_with` takes the standard
@@ -39,7 +44,8 @@ Differences from the numpy counter, all in how it is driven, none in the mechani
 * a count past ``horizon`` or a NaN input cannot raise inside ``jit``: the callers never insert
   more than ``horizon`` items (one per pull);
 * ``exact`` is a compensated float32 sum (:class:`~fedbandit_env.jax.accumulate.Total`), the
-  noise float32, the counts int32 (numpy: float64 and int64).
+  noise float32, the counts int32 (numpy: float64 and int64); the prefix layout adds a
+  release's p-sums as they close (numpy at release), so the float32 rounding differs.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ import jax
 import jax.numpy as jnp
 
 from fedbandit_env.jax.accumulate import Total, total_add
+from fedbandit_env.jax.noise import laplace
 from fedbandit_env.privacy.hybrid_counter import (
     HybridCounterState,
     HybridParams,
@@ -102,7 +109,7 @@ class HybridCounter:
             count=jnp.zeros(self.shape, jnp.int32),
             exact=Total(zeros, zeros),
             log_noise=zeros,
-            alpha_noise=jnp.zeros((*self.shape, self.binary_levels), jnp.float32),
+            alpha_noise=jnp.zeros((self.binary_levels, *self.shape), jnp.float32),
         )
 
     def exact(self, state: HybridCounterState) -> jnp.ndarray:
@@ -136,7 +143,7 @@ class HybridCounter:
         shape = self.shape if shape is None else shape
         if not self.noisy:
             return jnp.zeros(shape, jnp.float32)
-        return jax.random.laplace(key, shape, jnp.float32)
+        return laplace(key, shape)
 
     def insert(self, key: jax.Array, state: HybridCounterState, values: jnp.ndarray,
                mask: jnp.ndarray | None = None) -> HybridCounterState:  # fmt: skip

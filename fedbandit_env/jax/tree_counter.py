@@ -16,23 +16,34 @@ empty blocks, the initialization round, round- or pull-indexed tree, clipping) a
 counter's (docs/privacy.md, "Decisions").
 
 Static shapes: the tree has ``storage_levels`` = floor(log2 capacity) + 1 levels, fixed from
-the horizon, and the open blocks of every counter are a (*shape, levels) array in the state, one
-per level: round (or pull count) k's decomposition is the levels of the set bits of k. Inserting
-round k closes the block at level ctz(k), which absorbs the levels below it (Algorithm 2,
-"Create partial sums"). No Python loop over rounds: one :meth:`TreeCounter.insert` per round, a
-pure function of the state.
+the horizon, and the open blocks of every counter are a (levels, *shape) array in the state, in
+the prefix layout (:class:`~fedbandit_env.privacy.tree_counter.TreeCounterState`): level j holds
+the sum of the open blocks at levels >= j. Round (or pull count) k's decomposition is the levels
+of the set bits of k; inserting round k closes the block at level ctz(k), which absorbs the
+levels below it (Algorithm 2, "Create partial sums"). One insertion reads the prefix of the
+blocks above (level ctz(k & (k - 1))) and writes the closing level only, a dynamic index (one
+slice per run in round mode, one entry per pulled counter in pull mode), and a release reads
+level ctz(k): nothing is a ``where`` over every level. No Python loop over rounds: one
+:meth:`TreeCounter.insert` per round, a pure function of the state.
 
 Differences from the numpy counter, all in how it is driven, none in the mechanism:
 
 * :meth:`TreeCounter.insert` inserts the next round (``state.t + 1``): a traced round cannot be
   checked, so it is not an argument; a round past the horizon cannot raise inside ``jit`` either
   (the caller never inserts one: the learners insert one round per pull).
-* Every insertion draws one standard Laplace per counter from its ``key``. numpy's
-  ``noise_per="row"`` (one draw per row in a leaf round, where only the row's pulled counter
-  uses it) is a seeding economy of the numpy streams: the noise each block receives has the same
-  distribution (i.i.d. ``Lap(scale)`` per noised block), so it has no JAX counterpart.
+* Noise is drawn per block that can close noised, not per counter and round:
+  :meth:`TreeCounter.insert` draws one standard Laplace per counter;
+  :meth:`TreeCounter.insert_arms` (one pulled counter per row, the learners' insertion) one
+  per row where only the pulled counter can close a noised block (every round in pull mode; a
+  leaf round, odd t, in round mode without ``noise_on_empty_blocks``; numpy's
+  ``noise_per="row"``) and one per counter in the rounds that close a level above 0, behind a
+  batch-level ``cond`` (:meth:`TreeCounter.draw_arms`). Each noised block gets an i.i.d.
+  ``Lap(scale)`` either way, drawn with threefry's original layout (:mod:`fedbandit_env.jax.noise`).
 * ``exact_blocks=False`` keeps only the blocks' noise (``exact`` is None), as numpy: the caller
   keeps the exact sums and adds :meth:`TreeCounter.noise` or :meth:`TreeCounter.noise_at`.
+* The prefix layout sums a release's blocks from the top level down as they close (numpy sums
+  its per-level blocks at release), so the float32 rounding differs;
+  :func:`~fedbandit_env.privacy.tree_counter.tree_blocks` gives the per-level view.
 
 Float32 blocks and noise, int32 counts and rounds.
 """
@@ -44,11 +55,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from fedbandit_env.jax.batch import when_any
+from fedbandit_env.jax.noise import laplace
 from fedbandit_env.privacy.tree_counter import (
     TreeCounterState,
     TreeParams,
     empty_tree,
     one_hot,
+    tree_blocks,
     tree_exact,
     tree_insert,
     tree_noise,
@@ -100,7 +114,7 @@ class TreeCounter:
 
     def noise(self, state: TreeCounterState) -> jnp.ndarray:
         """The noise part of :meth:`release` (*shape)."""
-        return tree_noise(state)
+        return tree_noise(self.params, state)
 
     def release(self, state: TreeCounterState) -> jnp.ndarray:
         """The private running sums (*shape). Needs ``exact_blocks``."""
@@ -109,19 +123,43 @@ class TreeCounter:
     def noise_at(self, state: TreeCounterState, arms: jnp.ndarray) -> jnp.ndarray:
         """:meth:`noise` read at one index of the last axis per leading position: ``arms``
         (*shape[:-1]) int, result (*shape[:-1])."""
-        return tree_noise_at(state, jnp.asarray(arms, jnp.int32))
+        return tree_noise_at(self.params, state, jnp.asarray(arms, jnp.int32))
 
     def num_noise_terms(self, state: TreeCounterState) -> jnp.ndarray:
         """Number of Laplace terms in each current release (*shape) int32."""
-        return tree_noise_terms(state)
+        return tree_noise_terms(self.params, state)
+
+    def blocks(self, state: TreeCounterState) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """The open blocks' noise and noised flags (*shape, levels), numpy's per-level layout
+        (0 / False off the decomposition; :func:`~fedbandit_env.privacy.tree_counter.
+        tree_blocks`)."""
+        return tree_blocks(self.params, state)
 
     # -- insertion -------------------------------------------------------------------------
-    def draw(self, key: jax.Array) -> jnp.ndarray:
-        """The Laplace noise one insertion may use (*shape): ``scale`` times a standard Laplace
-        per counter (zeros when epsilon is inf)."""
+    def draw(self, key: jax.Array, shape: tuple[int, ...] | None = None) -> jnp.ndarray:
+        """The Laplace noise one insertion may use: ``scale`` times a standard Laplace per
+        counter, or per entry of ``shape`` (zeros when epsilon is inf)."""
+        shape = self.shape if shape is None else shape
         if not self.noisy:
-            return jnp.zeros(self.shape, jnp.float32)
-        return jnp.float32(self.scale) * jax.random.laplace(key, self.shape, jnp.float32)
+            return jnp.zeros(shape, jnp.float32)
+        return jnp.float32(self.scale) * laplace(key, shape)
+
+    def draw_arms(self, key: jax.Array, state: TreeCounterState) -> jnp.ndarray:
+        """The noise of inserting one pulled counter per row (*shape): one draw per row where
+        only the row's pulled counter can close a noised block, used there (pull mode; round
+        mode's leaf rounds, odd t, and round 0, without ``noise_on_empty_blocks``: numpy's
+        ``noise_per="row"``), else one per counter, drawn only in a step where some run of the
+        batch closes a level above 0 (:func:`~fedbandit_env.jax.batch.when_any`). Each noised
+        block gets its own i.i.d. draw either way."""
+        k_row, k_all = jax.random.split(key)
+        row = jnp.broadcast_to(self.draw(k_row, self.shape[:-1])[..., None], self.shape)
+        if self.tree_index == "pull":
+            return row
+        if self.noise_on_empty_blocks:
+            return self.draw(k_all)
+        t = state.t + 1
+        blocks = (t % 2 == 0) & (t > 0)  # closes a level above 0: any counter may be noised
+        return when_any(blocks, lambda n: jnp.where(blocks, self.draw(k_all), n), row)
 
     def insert(self, key: jax.Array, state: TreeCounterState, values: jnp.ndarray,
                pulled: jnp.ndarray | None = None) -> TreeCounterState:  # fmt: skip
@@ -135,5 +173,7 @@ class TreeCounter:
     def insert_arms(self, key: jax.Array, state: TreeCounterState, arms: jnp.ndarray,
                     rewards: jnp.ndarray) -> TreeCounterState:  # fmt: skip
         """Insert the next round given the pulled index on the last axis: ``arms`` and
-        ``rewards`` (*shape[:-1]) (one arm and one reward per agent)."""
-        return self.insert(key, state, *one_hot(arms, rewards, self.shape[-1]))
+        ``rewards`` (*shape[:-1]) (one arm and one reward per agent), with the noise of
+        :meth:`draw_arms`."""
+        values, pulled = one_hot(arms, jnp.asarray(rewards, jnp.float32), self.shape[-1])
+        return tree_insert(self.params, state, values, pulled, self.draw_arms(key, state))

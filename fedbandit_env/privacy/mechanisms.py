@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from fedbandit_env.privacy.calibration import (
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import is_integral
+from fedbandit_env.xp import namespace
 
 
 @dataclass(frozen=True)
@@ -116,24 +118,23 @@ def upper_triangle_size(d: int) -> int:
     return d * (d + 1) // 2
 
 
-def symmetric_from_upper(
-    upper: np.ndarray, d: int, sigma: float, diagonal_scale: float = 1.0
-) -> np.ndarray:
+def symmetric_from_upper(upper: Any, d: int, sigma: Any, diagonal_scale: float = 1.0) -> Any:
     """Symmetric (..., d, d) matrices from standard-normal draws of shape (..., d(d+1)/2): the
     upper triangle (row-major, diagonal included) is ``sigma * upper``, the diagonal is further
-    multiplied by ``diagonal_scale``, and the lower triangle mirrors the upper one."""
-    upper = np.asarray(upper, dtype=np.float64)
+    multiplied by ``diagonal_scale``, and the lower triangle mirrors the upper one. Both
+    engines: numpy in float64, JAX in the draws' dtype (one gather of each entry's draw)."""
+    xp = namespace(upper)
+    if xp is np:
+        upper = np.asarray(upper, dtype=np.float64)
     if upper.shape[-1] != upper_triangle_size(d):
         raise PrivacyError(
             "upper", f"a last axis of length {upper_triangle_size(d)}", f"shape {upper.shape}"
         )
     rows, cols = np.triu_indices(d)
-    out = np.zeros((*upper.shape[:-1], d, d))
-    out[..., rows, cols] = sigma * upper
-    out[..., cols, rows] = sigma * upper
-    diag = np.arange(d)
-    out[..., diag, diag] *= diagonal_scale
-    return out
+    entry = np.zeros((d, d), dtype=np.int32)  # each entry's position in the upper triangle
+    entry[rows, cols] = entry[cols, rows] = np.arange(rows.size)
+    scale = np.where(np.eye(d, dtype=bool), diagonal_scale, 1.0)
+    return (sigma * upper)[..., entry] * xp.asarray(scale, dtype=upper.dtype)
 
 
 def symmetric_gaussian_noise(
