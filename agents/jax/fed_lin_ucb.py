@@ -36,6 +36,10 @@ one-step message latency (request with the pull of trial t+1, upload with trial 
 use from trial t+3). ``schedule="fixed"`` syncs after the data-independent trials
 ceil(k (T - 1) / n) (paper) or at ceil(k (T - 2) / n) (latency).
 
+The trigger's log-determinant (:func:`trigger_logdet`) needs no factor of its own each trial:
+not private, it is V's factor (made for the choice) and the matrix determinant lemma; private,
+a factor of ``V + M (rho_max - rho_min) I`` kept in the state and updated by rank one per pull.
+
 Numerics: float32; one Cholesky factor per agent gives ``V^-1 u~``, the widths and ``ln det V``;
 log-determinants enter as ``ln det V - d ln(M rho_min)`` summed term by term over the factor's
 diagonal (no cancellation of large logs). The factors, solves and W's eigendecomposition are
@@ -69,8 +73,10 @@ from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.gram_tree import GramTree
 from fedbandit_env.jax.linear_kernels import (
     cholesky,
+    cholesky_update,
     last_pull,
     logdet_over,
+    logdet_plus_rank_one,
     symmetric_eigen,
     ucb_choice,
 )
@@ -95,7 +101,9 @@ class FedLinUCBState(NamedTuple):
     history, ``Q`` (d+1, d+1) the augmented leaf since the last release, ``tree`` the privatizer
     (``()`` when not private), ``last_release`` (N, d^2 + d). Sync state: ``since_sync`` () Delta,
     ``n_sync`` (). Counters: ``capacity_refusals`` (N,), ``clipped_rewards`` (N,),
-    ``eig_clip_events`` (). ``context`` (N, K, d): the decision sets of the step being played."""
+    ``eig_clip_events`` (). ``context`` (N, K, d): the decision sets of the step being played.
+    ``trigger`` (N, d, d): the Cholesky factor of ``W + flight + U + M (rho_max - rho_min) I``
+    (:func:`trigger_logdet`; ``()`` when no trigger needs it: not private, or no trigger)."""
 
     W: jnp.ndarray
     logdet_W: jnp.ndarray
@@ -115,6 +123,7 @@ class FedLinUCBState(NamedTuple):
     clipped_rewards: jnp.ndarray
     eig_clip_events: jnp.ndarray
     context: jnp.ndarray
+    trigger: Any
 
 
 def floor_spectrum(W: jnp.ndarray, floor: float) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -131,6 +140,41 @@ def floor_spectrum(W: jnp.ndarray, floor: float) -> tuple[jnp.ndarray, jnp.ndarr
     real = low & (floor - smallest > rounding_tolerance(W.dtype) * scale)
     fixed = (vecs * jnp.maximum(vals, floor)[None, :]) @ vecs.T
     return jnp.where(low, 0.5 * (fixed + fixed.T), W), real
+
+
+def keeps_trigger_factor(p: FedLinParams) -> bool:
+    """Whether the state keeps the trigger's own factor: a private agent with a log-det
+    trigger (:func:`trigger_logdet`)."""
+    return p.constants is not None and not (p.fixed_trials or p.threshold == 0.0)
+
+
+def trigger_inflation(p: FedLinParams) -> jnp.ndarray:
+    """``M (rho_max - rho_min) I`` (d, d), the trigger's regularization on top of V."""
+    n = p.num_agents
+    return (n * (p.rho_max - p.rho_min)) * jnp.eye(p.dim, dtype=jnp.float32)
+
+
+def trigger_logdet(chol: jnp.ndarray, trigger: Any, x: jnp.ndarray | None, p: FedLinParams):
+    """``ln det(V + x x^T + M (rho_max - rho_min) I) - d ln(M rho_min)`` per agent, Algorithm
+    1's trigger matrix (``x`` None: without the pull, the latency timing), without a new factor.
+
+    Not private, ``rho_max = rho_min`` and the matrix is ``V + x x^T``: ``chol``, V's factor
+    made for this trial's choice, is reused; the matrix determinant lemma gives ``ln det(V + x
+    x^T) = ln det V + ln(1 + ||L^-1 x||^2)``
+    (:func:`~fedbandit_env.jax.linear_kernels.logdet_plus_rank_one`). Private, the ``+ cI``
+    term (``c = M (rho_max - rho_min) > 0``) keeps V's factor from giving the determinant, so
+    ``trigger`` is the factor of ``A = V + cI`` itself, kept in the state: ``A`` changes by
+    ``x x^T`` with each pull (a rank-1 update of the factor,
+    :func:`~fedbandit_env.jax.linear_kernels.cholesky_update`, in :meth:`FedLinUCB._fold`), not
+    at a release (U moves into flight: V is unchanged), and is factored anew when a sync's sum
+    replaces W (with W's own floor and factor, :meth:`FedLinUCB._receive`); the lemma adds the
+    pull about to be played. Either way the determinant is the one a new factor of the trigger
+    matrix gives (numpy's ``slogdet``), up to float32 rounding."""
+    own = chol if isinstance(trigger, tuple) else trigger
+    scale = p.num_agents * p.rho_min
+    if x is None:
+        return logdet_over(own, scale)
+    return logdet_plus_rank_one(own, x, scale)
 
 
 def gram_tree(constants: GramTreeConstants | None, shape: tuple[int, ...]) -> GramTree | None:
@@ -230,6 +274,8 @@ class FedLinUCB:
             clipped_rewards=jnp.zeros(n, jnp.int32),
             eig_clip_events=jnp.zeros((), jnp.int32),
             context=zeros(n, k, d),
+            trigger=(jnp.broadcast_to(jnp.sqrt(n * p.rho_max) * jnp.eye(d, dtype=jnp.float32),
+                                      (n, d, d)) if keeps_trigger_factor(p) else ()),
         )  # fmt: skip
 
     # -------------------------------------------------------------- the trial
@@ -248,7 +294,7 @@ class FedLinUCB:
         u = s.w + s.flight_u + s.u
         chol = cholesky(V)
         arms = ucb_choice(obs.context, chol, u, radius(chol, p))
-        request = self._request(s, obs.context, arms, due, p)
+        request = self._request(s, chol, obs.context, arms, due, p)
         n = p.num_agents
         messages = {
             SYNC: (request, jnp.ones((n, 1), jnp.float32)),
@@ -260,8 +306,11 @@ class FedLinUCB:
     def _fold(self, s: FedLinUCBState, obs: Observation, fresh, p: FedLinParams):
         """Algorithm 1: the last pull's ``x x^T`` and ``y x`` into the agent's own statistics
         (``U, u, G, g`` and the leaf ``Q`` of ``z = [x; y]``, :func:`pull_statistics`). Delta
-        counts the trial."""
+        counts the trial; the trigger's factor takes the pull by a rank-1 update (a no-op
+        where nothing was pulled)."""
         xx, yx, zz, clipped = pull_statistics(s.context, obs, p.config, s.clipped_rewards)
+        if keeps_trigger_factor(p):
+            s = s._replace(trigger=cholesky_update(s.trigger, last_pull(s.context, obs)[0]))
         return s._replace(
             U=s.U + xx, u=s.u + yx, G=s.G + xx, g=s.g + yx, Q=s.Q + zz,
             since_sync=s.since_sync + fresh.astype(jnp.int32),
@@ -278,6 +327,9 @@ class FedLinUCB:
         W, real = floor_spectrum(total[: d * d].reshape(d, d), float(p.eig_floor))
         logdet_W = logdet_over(cholesky(W), p.num_agents * p.rho_min)
         keep = lambda new, old: jnp.where(arrived, new, old)  # noqa: E731
+        if keeps_trigger_factor(p):  # flight is in W now: the trigger's matrix is W + U + cI
+            trigger = cholesky(W + s.U + trigger_inflation(p))
+            s = s._replace(trigger=keep(trigger, s.trigger))
         return s._replace(
             W=keep(W, s.W),
             logdet_W=keep(logdet_W, s.logdet_W),
@@ -310,20 +362,18 @@ class FedLinUCB:
             capacity_refusals=refusals,
         )
 
-    def _request(self, s: FedLinUCBState, context, arms, due, p: FedLinParams) -> jnp.ndarray:
+    def _request(self, s: FedLinUCBState, chol, context, arms, due,
+                 p: FedLinParams) -> jnp.ndarray:  # fmt: skip
         """Algorithm 1's trigger ``(Delta + 1) [ln det(W + U + M (rho_max - rho_min) I) - ln det
         W] >= D`` per agent, none while a sync is under way. Paper timing: after the trial about
         to be played, with ``U + x x^T`` (the request travels with the pull); latency: on
-        ``W + flight + U``."""
-        n, d = p.num_agents, p.dim
+        ``W + flight + U``. The log-determinant from V's factor ``chol`` or the kept one
+        (:func:`trigger_logdet`)."""
+        n = p.num_agents
         if p.fixed_trials or p.threshold == 0.0:
             return jnp.zeros(n, bool)
-        total = s.W + s.flight_U + s.U
-        if p.paper:
-            x = context[jnp.arange(n), arms]
-            total = total + jnp.einsum("ni,nj->nij", x, x)
-        inflate = (n * (p.rho_max - p.rho_min)) * jnp.eye(d, dtype=jnp.float32)
-        logdet = logdet_over(cholesky(total + inflate), n * p.rho_min)
+        x = context[jnp.arange(n), arms] if p.paper else None
+        logdet = trigger_logdet(chol, s.trigger, x, p)
         weight = s.since_sync.astype(jnp.float32) + 1.0
         return rarely_switching(logdet, s.logdet_W, weight, float(p.threshold)) & ~due
 

@@ -69,6 +69,39 @@ def triangular_solve(chol: jnp.ndarray, rhs: jnp.ndarray, transpose: bool = Fals
     return jax.lax.fori_loop(0, d, row, rhs)
 
 
+def cholesky_update(chol: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+    """The lower Cholesky factor of ``L L^T + x x^T`` from ``chol`` L (..., d, d) and ``x``
+    (..., d): the rank-1 update of Golub & Van Loan (Section 6.5.4; LINPACK's ``dchud``), one
+    column a step of a ``fori_loop``, O(d^2) per matrix against the O(d^3) of a new factor.
+    Each step rotates ``(L_jj, w_j)`` onto ``(r, 0)``, ``r = sqrt(L_jj^2 + w_j^2)``, and carries
+    the rest of ``w`` into the next column; ``x = 0`` leaves L bit for bit (c = 1, s = 0)."""
+    d = chol.shape[-1]
+    idx = jnp.arange(d)
+
+    def column(j, carry):
+        L, w = carry
+        col, w_j = L[..., :, j], w[..., j]
+        pivot = col[..., j]
+        r = jnp.sqrt(pivot * pivot + w_j * w_j)
+        c, s = (r / pivot)[..., None], (w_j / pivot)[..., None]
+        below = idx > j
+        col = jnp.where(below, (col + s * w) / c, jnp.where(idx == j, r[..., None], col))
+        w = jnp.where(below, c * w - s * col, w)
+        return L.at[..., :, j].set(col), w
+
+    return jax.lax.fori_loop(0, d, column, (chol, x))[0]
+
+
+def logdet_plus_rank_one(chol: jnp.ndarray, x: jnp.ndarray, scale: float | jnp.ndarray):
+    """``ln det(A + x x^T) - d ln scale`` from the Cholesky factor L of A (..., d, d), by the
+    matrix determinant lemma ``det(A + x x^T) = det(A) (1 + x^T A^-1 x)`` with ``x^T A^-1 x =
+    ||L^-1 x||^2`` (one forward substitution): :func:`logdet_over` of L plus ``ln(1 +
+    ||L^-1 x||^2)``, equal to :func:`logdet_over` of a new factor of ``A + x x^T`` up to
+    rounding."""
+    z = triangular_solve(chol, x[..., None])[..., 0]
+    return logdet_over(chol, scale) + jnp.log1p((z * z).sum(axis=-1))
+
+
 def _round_robin(n: int) -> np.ndarray:
     """The slot permutation of the round-robin ("circle") schedule of even ``n`` indices: with
     the pairs (0, 1), (2, 3), ... of a round, reordering by it ``n - 1`` times pairs every two
