@@ -28,7 +28,7 @@ from fedbandit_env.privacy.dyadic import (
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_memory, is_integral
-from fedbandit_env.xp import is_jax, namespace
+from fedbandit_env.xp import is_inf, is_jax, namespace
 
 TreeIndex = Literal["round", "pull"]
 
@@ -55,7 +55,7 @@ class TreeParams:
 
     @property
     def noisy(self) -> bool:
-        return not math.isinf(self.epsilon)
+        return not is_inf(self.epsilon)
 
     @property
     def epsilon_per_block(self) -> float:
