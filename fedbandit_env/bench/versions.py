@@ -35,7 +35,7 @@ ADVERSARY_VERSION = 1
 environment kwargs, docs/adversary.md): such a row stores the honest agents' regret
 (:func:`fedbandit_env.bench.store.rows_from_result`); bumped when what those rows hold changes."""
 
-JAX_BACKEND_VERSION = 2
+JAX_BACKEND_VERSION = 3
 """Results version of the JAX backend's part of a row (bumped when a change of
 :mod:`fedbandit_env.jax` moves the results of JAX rows: its draws, its engine steps)."""
 
@@ -46,6 +46,15 @@ JAX_BACKEND_VERSION = 2
 #     python -c "from fedbandit_env.bench.versions import history_markdown; print(history_markdown())"
 HISTORY: tuple[tuple[str, str, str], ...] = (
     # --- add new rows below this line, newest first ---
+    (
+        "JAX backend (rows of `--backend jax`)",
+        "3",
+        "the privacy counters and the Gram tree touch only the closing level and draw noise only "
+        "for the blocks that close (threefry's original layout): `gossip_fed_ucb`, `dp_mw_ucb`, "
+        "`dp_dec_ucb`, `fed_lin_ucb` and `fed_lin_ucb_decentralized` draw other numbers from the "
+        "same laws and round differently in the last bits; `fed_lin_ucb`'s trigger is the "
+        "determinant lemma on a kept factor; the other ports' numbers are unchanged",
+    ),
     (
         "JAX backend (rows of `--backend jax`)",
         "2",
