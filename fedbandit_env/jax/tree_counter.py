@@ -168,7 +168,7 @@ class TreeCounter:
         (default: all); :func:`~fedbandit_env.privacy.tree_counter.tree_insert`."""
         values = jnp.asarray(values, jnp.float32)
         pulled = jnp.broadcast_to(jnp.asarray(True if pulled is None else pulled, bool), self.shape)
-        return tree_insert(self.params, state, values, pulled, self.draw(key))
+        return tree_insert(self.params, state, values, pulled, self.draw(key), when_any)
 
     def insert_arms(self, key: jax.Array, state: TreeCounterState, arms: jnp.ndarray,
                     rewards: jnp.ndarray) -> TreeCounterState:  # fmt: skip
@@ -176,4 +176,5 @@ class TreeCounter:
         ``rewards`` (*shape[:-1]) (one arm and one reward per agent), with the noise of
         :meth:`draw_arms`."""
         values, pulled = one_hot(arms, jnp.asarray(rewards, jnp.float32), self.shape[-1])
-        return tree_insert(self.params, state, values, pulled, self.draw_arms(key, state))
+        return tree_insert(self.params, state, values, pulled, self.draw_arms(key, state),
+                           when_any)  # fmt: skip

@@ -300,15 +300,18 @@ def round_noised(p: TreeParams, last_pull: Any, t: Any) -> tuple[Any, Any]:
     return level, (last_pull > t - (1 << level)) | p.noise_on_empty_blocks
 
 
-def tree_insert(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any,
-                noise: Any) -> TreeCounterState:  # fmt: skip
+def tree_insert(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any, noise: Any,
+                gate: Any = None) -> TreeCounterState:  # fmt: skip
     """Insert round ``t = s.t + 1``: ``values`` the increments (clipped to ``bounds`` if set),
     ``pulled`` which counters received an observation, ``noise`` the scaled Laplace noise a
     block closing now may use. Pull mode: each pulled counter closes the block at ctz(its pull
     count). Round mode: every counter closes block ``(t - 2^level, t]`` at level ctz(t), noised
     if it holds a pull (or with ``noise_on_empty_blocks``); round 0 is the initialization leaf.
     numpy closes blocks in the per-level layout (:func:`close_blocks`, ``t`` a Python int), JAX
-    in the prefix layout (:func:`prefix_close`, ``t`` traced)."""
+    in the prefix layout (:func:`prefix_close`, ``t`` traced). ``gate(pred, work, state)``: how
+    a traced round takes the initialization leaf, work done in few steps (the JAX counter
+    passes :func:`fedbandit_env.jax.batch.when_any`; None: ``work`` every step, kept where
+    ``t == 0``)."""
     xp = namespace(values, pulled, s.noise)
     values = xp.where(pulled, values if p.bounds is None else xp.clip(values, *p.bounds), 0.0)
     t, counts = s.t + 1, s.counts + pulled
@@ -335,15 +338,13 @@ def tree_insert(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any,
         return closed
     # a traced round: the leaf where t == 0, only in a step where some run takes it (round 0
     # closed level 0 above, which round 1 overwrites before any read)
-    from fedbandit_env.jax.batch import when_any
-
     def leaf(c: TreeCounterState) -> TreeCounterState:
         first = _init_leaf(p, c, values, pulled, noise)
         return c._replace(**{k: xp.where(t == 0, getattr(first, k), getattr(c, k))
                              for k in ("init_exact", "init_noise", "init_noised")
                              if getattr(c, k) is not None})  # fmt: skip
 
-    return when_any(t == 0, leaf, closed)
+    return leaf(closed) if gate is None else gate(t == 0, leaf, closed)
 
 
 def _init_leaf(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any,
