@@ -120,6 +120,11 @@ FLOORS += tuple(
 ) + (
     ("a second JAX evaluate of a cell at least 0.8x numpy on CPU at B = 1000",
      "bench_jax_anchor.py", "second evaluate JAX / numpy B=1000 (cpu)", ">=", 0.8, ANCHOR),
+) + tuple(
+    (f"JAX {port}: a sweep over 4 values of {setting} compiles one program",
+     "bench_jax_anchor.py", f"{port} sweep: programs compiled", "<=", 1, ANCHOR)
+    for port, setting in (("ldp_ucb", "epsilon"), ("gossip_fed_ucb", "epsilon"),
+                          ("ucb1", "alpha"), ("linucb", "alpha"))
 )  # fmt: skip
 _OPS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
 
