@@ -31,7 +31,9 @@ class NeighborsDelivery(NamedTuple):
     arrived, ``sent`` (N, dim) the payloads given to the channel this step (a slot reads its
     sender's row; the rows of agents that did not send are never read); :attr:`payload`
     (N, D, dim) the content of each slot (zeros where none), gathered from ``sent`` when read,
-    so a step carries N rows, not N x D. Leading axes (runs) come first in every field."""
+    so a step carries N rows, not N x D. A learner reads ``payload`` and ``mask``, never
+    ``sent``: it holds a dropped message's row too. Leading axes (runs) come first in every
+    field."""
 
     senders: jnp.ndarray
     mask: jnp.ndarray
