@@ -2,8 +2,9 @@
 federated linear learner's trigger, against plain loops written here:
 
 * the closing level of index k is the number of trailing zeros of k, and an insertion writes
-  that level only (the prefix layouts of fedbandit_env.privacy.tree_counter, hybrid_counter and
-  gram_tree): every other level is unchanged bit for bit;
+  that level only (the prefix layouts of fedbandit_env.jax.prefix_layout, fed to the shared
+  insertions of fedbandit_env.privacy.tree_counter, hybrid_counter and gram_tree): every other
+  level is unchanged bit for bit;
 * releases equal a plain dictionary of open blocks fed the same noise;
 * the tree counter's ``insert_arms`` draws one Laplace per row where only the pulled counter can
   close a noised block, with the law of ``Lap(scale)``;
@@ -29,8 +30,13 @@ from fedbandit_env.jax.linear_kernels import (  # noqa: E402
     cholesky_update,
     logdet_plus_rank_one,
 )
+from fedbandit_env.jax.prefix_layout import (  # noqa: E402
+    lowest_bit_cleared,
+    prefix_close,
+    prefix_leaf,
+)
 from fedbandit_env.jax.tree_counter import TreeCounter  # noqa: E402
-from fedbandit_env.privacy.dyadic import lowest_bit_cleared, trailing_zeros  # noqa: E402
+from fedbandit_env.privacy.dyadic import trailing_zeros  # noqa: E402
 from fedbandit_env.privacy.gram_tree import insert_leaf  # noqa: E402
 from fedbandit_env.privacy.tree_counter import tree_insert  # noqa: E402
 
@@ -87,7 +93,8 @@ def test_tree_insertion_writes_only_the_closing_level_and_releases_the_open_bloc
     shape, rounds = (2, 3), 70
     counter = TreeCounter(shape, rounds, 1.0, exact_blocks=True, tree_index=tree_index)
     p = counter.params
-    insert = jax.jit(lambda s, v, pulled, noise: tree_insert(p, s, v, pulled, noise))
+    insert = jax.jit(lambda s, v, pulled, noise: tree_insert(p, s, v, pulled, noise,
+                                                             close=prefix_close))  # fmt: skip
     g = np.random.default_rng(5)
     plain = [[PlainTree() for _ in range(3)] for _ in range(2)]
     pulls = np.zeros(shape, np.int64)
@@ -204,7 +211,7 @@ def test_gram_tree_release_writes_only_the_closing_level():
     node matrices of the open nodes of k's decomposition (a plain dict), and it changes the
     prefix arrays at level ctz(k) of the releasing trees only."""
     tree = GramTree((3,), 2, sigma=0.0, shift=0.0, levels=6)
-    insert = jax.jit(lambda s, Q, node, m: insert_leaf(s, Q, node, m, 0.0))
+    insert = jax.jit(lambda s, Q, node, m: insert_leaf(s, Q, node, m, 0.0, close=prefix_leaf))
     g = np.random.default_rng(9)
     nodes = [dict() for _ in range(3)]
     leaves, k = np.zeros((3, 3, 3)), np.zeros(3, np.int64)

@@ -19,9 +19,11 @@ block. A tree that has made its capacity ``2^(m-1)`` releases refuses further on
 False: the previous release is repeated); the numpy privatizer also warns, which a compiled
 program cannot, so the callers count the refusals. The insertion and the release are the numpy
 privatizer's own function (:func:`fedbandit_env.privacy.gram_tree.insert_leaf`) on the prefix
-layout (:class:`~fedbandit_env.privacy.gram_tree.GramTrees`, levels first): a release reads the
-prefix of the nodes above and of the previous release and writes the closing level of each tree
-only, a dynamic index, not a ``where`` over the m levels. Float32 throughout; release counts are
+layout (:mod:`fedbandit_env.jax.prefix_layout`, levels first: ``exact`` and ``noise`` (m,
+*shape, d+1, d+1), level j, for a set bit j of k, the sum of the closed nodes at levels >= j;
+:func:`~fedbandit_env.jax.prefix_layout.prefix_leaf`, passed as ``insert_leaf``'s ``close``): a
+release reads the prefix of the nodes above and of the previous release and writes the closing
+level of each tree only, a dynamic index, not a ``where`` over the m levels. Float32 throughout; release counts are
 int32.
 """
 
@@ -33,8 +35,8 @@ import jax
 import jax.numpy as jnp
 
 from fedbandit_env.jax.noise import normal
+from fedbandit_env.jax.prefix_layout import node_prefix, prefix_leaf
 from fedbandit_env.linear_kernels import GramTreeConstants
-from fedbandit_env.privacy.dyadic import take_level, trailing_zeros
 from fedbandit_env.privacy.gram_tree import (
     GramRelease,
     GramTrees,
@@ -75,8 +77,9 @@ class GramTree:
                    levels=constants.m)  # fmt: skip
 
     def init(self) -> GramTrees:
-        """Empty trees (no release yet)."""
-        return empty_trees(jnp, self.shape, self.d, self.levels)
+        """Empty trees (no release yet), the nodes in the prefix layout."""
+        nodes = jnp.zeros((self.levels, *self.shape, self.d + 1, self.d + 1))
+        return empty_trees(jnp, self.shape, self.d, self.levels)._replace(exact=nodes, noise=nodes)
 
     def release(self, key: jax.Array, state: GramTrees, Q: jnp.ndarray,
                 mask: jnp.ndarray) -> tuple[GramRelease, GramTrees]:  # fmt: skip
@@ -93,21 +96,15 @@ class GramTree:
             node = symmetric_node(key, self.shape, side, self.sigma)
         else:
             node = jnp.zeros((*self.shape, side, side), jnp.float32)
-        trees = insert_leaf(state, Q, node, active, self.shift)
+        trees = insert_leaf(state, Q, node, active, self.shift, close=prefix_leaf)
         return GramRelease(trees.U, trees.u, active, trees.k), trees
 
     @staticmethod
     def exact_sum(state: GramTrees) -> jnp.ndarray:
         """Exact part of the current prefix sums: the sum of all released leaves."""
-        return _prefix(state.exact, state.k)
+        return node_prefix(state.exact, state.k)
 
     @staticmethod
     def noise_sum(state: GramTrees) -> jnp.ndarray:
         """Noise part of the current prefix sums (popcount(k) node matrices)."""
-        return _prefix(state.noise, state.k)
-
-
-def _prefix(blocks: jnp.ndarray, k: jnp.ndarray) -> jnp.ndarray:
-    """The prefix layout read at release count ``k``: level ctz(k), zeros before a release."""
-    got = take_level(blocks, trailing_zeros(jnp.maximum(k, 1)))
-    return jnp.where((k > 0)[..., None, None], got, 0.0)
+        return node_prefix(state.noise, state.k)

@@ -23,7 +23,8 @@ the open p-sums of the binary half, ``binary_levels = max(1, floor(log2 horizon)
 largest block has that many bits), in the prefix layout (binary_levels, *shape): level j, for a
 set bit j of tau, holds the noise of the open p-sums at levels >= j. An item reads the level of
 the p-sums it keeps and writes the level it closes, one entry per inserted counter, and a release
-reads level ctz(c) (:func:`~fedbandit_env.privacy.hybrid_counter.hybrid_close`): no ``where``
+reads level ctz(c) (:func:`~fedbandit_env.jax.prefix_layout.hybrid_close`, passed to the shared
+:func:`~fedbandit_env.privacy.hybrid_counter.hybrid_insert` as its ``close``): no ``where``
 over every level.
 
 One source with numpy: the options, their checks and the noise scales are
@@ -57,13 +58,12 @@ import jax.numpy as jnp
 
 from fedbandit_env.jax.accumulate import Total, total_add
 from fedbandit_env.jax.noise import laplace
+from fedbandit_env.jax.prefix_layout import hybrid_close, hybrid_prefix_noise
 from fedbandit_env.privacy.hybrid_counter import (
     HybridCounterState,
     HybridParams,
     hybrid_insert,
-    hybrid_noise,
     hybrid_params,
-    hybrid_release,
 )
 from fedbandit_env.privacy.tree_counter import one_hot
 
@@ -118,12 +118,12 @@ class HybridCounter:
 
     def noise(self, state: HybridCounterState) -> jnp.ndarray:
         """The noise of the current release (*shape): Z plus the open p-sums' noise."""
-        return hybrid_noise(state)
+        return hybrid_prefix_noise(state)
 
     def release(self, state: HybridCounterState) -> jnp.ndarray:
         """The private running sums (*shape), Algorithm 4's output: ``S + Z + alpha``; the
         same until the counter's next item."""
-        return hybrid_release(state, self.exact(state))
+        return self.exact(state) + self.noise(state)
 
     # -- insertion -------------------------------------------------------------------------
     def insert_with(self, state: HybridCounterState, values: jnp.ndarray, mask: jnp.ndarray,
@@ -135,7 +135,8 @@ class HybridCounter:
         mask = jnp.broadcast_to(jnp.asarray(mask, bool), self.shape)
         values = jnp.asarray(values, jnp.float32)
         lap = jnp.asarray(lap, jnp.float32) if self.noisy else jnp.zeros(self.shape, jnp.float32)
-        return hybrid_insert(self.params, state, values, mask, lap, add=total_add)
+        return hybrid_insert(self.params, state, values, mask, lap, add=total_add,
+                             close=hybrid_close)  # fmt: skip
 
     def draw(self, key: jax.Array, shape: tuple[int, ...] | None = None) -> jnp.ndarray:
         """Standard Laplace draws of ``shape`` (default: one per counter); zeros when epsilon

@@ -17,13 +17,15 @@ counter's (docs/privacy.md, "Decisions").
 
 Static shapes: the tree has ``storage_levels`` = floor(log2 capacity) + 1 levels, fixed from
 the horizon, and the open blocks of every counter are a (levels, *shape) array in the state, in
-the prefix layout (:class:`~fedbandit_env.privacy.tree_counter.TreeCounterState`): level j holds
-the sum of the open blocks at levels >= j. Round (or pull count) k's decomposition is the levels
+the prefix layout (:mod:`fedbandit_env.jax.prefix_layout`; ``noised`` int8, the number of noised
+blocks): level j holds the sum of the open blocks at levels >= j. Round (or pull count) k's decomposition is the levels
 of the set bits of k; inserting round k closes the block at level ctz(k), which absorbs the
 levels below it (Algorithm 2, "Create partial sums"). One insertion reads the prefix of the
 blocks above (level ctz(k & (k - 1))) and writes the closing level only, a dynamic index (one
 slice per run in round mode, one entry per pulled counter in pull mode), and a release reads
-level ctz(k): nothing is a ``where`` over every level. No Python loop over rounds: one
+level ctz(k): nothing is a ``where`` over every level. The shared functions take this layout's
+operations (:func:`~fedbandit_env.privacy.tree_counter.tree_insert`'s ``close``,
+:func:`~fedbandit_env.privacy.tree_counter.tree_exact`'s ``total``). No Python loop over rounds: one
 :meth:`TreeCounter.insert` per round, a pure function of the state.
 
 Differences from the numpy counter, all in how it is driven, none in the mechanism:
@@ -43,7 +45,7 @@ Differences from the numpy counter, all in how it is driven, none in the mechani
   keeps the exact sums and adds :meth:`TreeCounter.noise` or :meth:`TreeCounter.noise_at`.
 * The prefix layout sums a release's blocks from the top level down as they close (numpy sums
   its per-level blocks at release), so the float32 rounding differs;
-  :func:`~fedbandit_env.privacy.tree_counter.tree_blocks` gives the per-level view.
+  :func:`~fedbandit_env.jax.prefix_layout.tree_blocks` gives the per-level view.
 
 Float32 blocks and noise, int32 counts and rounds.
 """
@@ -57,17 +59,15 @@ import jax.numpy as jnp
 
 from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.noise import laplace
+from fedbandit_env.jax.prefix_layout import prefix_close, prefix_total, tree_blocks
 from fedbandit_env.privacy.tree_counter import (
     TreeCounterState,
     TreeParams,
     empty_tree,
     one_hot,
-    tree_blocks,
     tree_exact,
     tree_insert,
     tree_noise,
-    tree_noise_at,
-    tree_noise_terms,
     tree_params,
     tree_release,
 )
@@ -104,34 +104,39 @@ class TreeCounter:
 
     # -- state -----------------------------------------------------------------------------
     def init(self) -> TreeCounterState:
-        """Empty counters: no round inserted yet."""
+        """Empty counters: no round inserted yet, the blocks in the prefix layout."""
         s = empty_tree(self.params, xp=jnp, floats=jnp.float32, ints=jnp.int32)
-        return s._replace(t=jnp.asarray(s.t, jnp.int32))
+        levels = (self.storage_levels, *self.shape)
+        exact = None if s.exact is None else jnp.zeros(levels, jnp.float32)
+        noise, noised = jnp.zeros(levels, jnp.float32), jnp.zeros(levels, jnp.int8)
+        return s._replace(t=jnp.asarray(s.t, jnp.int32), exact=exact, noise=noise, noised=noised)
 
     def exact(self, state: TreeCounterState) -> jnp.ndarray:
         """The exact running sums (*shape). Needs ``exact_blocks``."""
-        return tree_exact(self.params, state)
+        return tree_exact(self.params, state, prefix_total)
 
     def noise(self, state: TreeCounterState) -> jnp.ndarray:
         """The noise part of :meth:`release` (*shape)."""
-        return tree_noise(self.params, state)
+        return tree_noise(self.params, state, prefix_total)
 
     def release(self, state: TreeCounterState) -> jnp.ndarray:
         """The private running sums (*shape). Needs ``exact_blocks``."""
-        return tree_release(self.params, state)
+        return tree_release(self.params, state, prefix_total)
 
     def noise_at(self, state: TreeCounterState, arms: jnp.ndarray) -> jnp.ndarray:
         """:meth:`noise` read at one index of the last axis per leading position: ``arms``
         (*shape[:-1]) int, result (*shape[:-1])."""
-        return tree_noise_at(self.params, state, jnp.asarray(arms, jnp.int32))
+        arms = jnp.asarray(arms, jnp.int32)
+        return jnp.take_along_axis(self.noise(state), arms[..., None], axis=-1)[..., 0]
 
     def num_noise_terms(self, state: TreeCounterState) -> jnp.ndarray:
         """Number of Laplace terms in each current release (*shape) int32."""
-        return tree_noise_terms(self.params, state)
+        noised = prefix_total(self.params, state, state.noised).astype("int32")
+        return noised + state.init_noised
 
     def blocks(self, state: TreeCounterState) -> tuple[jnp.ndarray, jnp.ndarray]:
         """The open blocks' noise and noised flags (*shape, levels), numpy's per-level layout
-        (0 / False off the decomposition; :func:`~fedbandit_env.privacy.tree_counter.
+        (0 / False off the decomposition; :func:`~fedbandit_env.jax.prefix_layout.
         tree_blocks`)."""
         return tree_blocks(self.params, state)
 
@@ -168,7 +173,8 @@ class TreeCounter:
         (default: all); :func:`~fedbandit_env.privacy.tree_counter.tree_insert`."""
         values = jnp.asarray(values, jnp.float32)
         pulled = jnp.broadcast_to(jnp.asarray(True if pulled is None else pulled, bool), self.shape)
-        return tree_insert(self.params, state, values, pulled, self.draw(key), when_any)
+        return tree_insert(self.params, state, values, pulled, self.draw(key), when_any,
+                           prefix_close)  # fmt: skip
 
     def insert_arms(self, key: jax.Array, state: TreeCounterState, arms: jnp.ndarray,
                     rewards: jnp.ndarray) -> TreeCounterState:  # fmt: skip
@@ -177,4 +183,4 @@ class TreeCounter:
         :meth:`draw_arms`."""
         values, pulled = one_hot(arms, jnp.asarray(rewards, jnp.float32), self.shape[-1])
         return tree_insert(self.params, state, values, pulled, self.draw_arms(key, state),
-                           when_any)  # fmt: skip
+                           when_any, prefix_close)  # fmt: skip

@@ -63,39 +63,3 @@ def is_power_of_two(x: Any) -> Any:
 def popcount(x: np.ndarray) -> np.ndarray:
     """Element-wise number of set bits of non-negative integers (int64)."""
     return np.asarray(np.bitwise_count(np.asarray(x, dtype=np.int64)), dtype=np.int64)
-
-
-def lowest_bit_cleared(x: Any) -> Any:
-    """``x & (x - 1)``: the prefix above the block that index ``x`` closes (its other set bits,
-    the blocks it keeps), for either engine."""
-    return x & (x - 1)
-
-
-def take_level(blocks: Any, level: Any) -> Any:
-    """``blocks[level]`` of a JAX level-first array (levels, *shape, *entry): one dynamic slice
-    for a scalar ``level`` (the round of a round-indexed tree), a gather of one entry per
-    position for ``level`` (*shape) (each counter or tree its own clock). Reads nothing else."""
-    import jax
-    import jax.numpy as jnp
-
-    if level.ndim == 0:
-        return jax.lax.dynamic_index_in_dim(blocks, level, axis=0, keepdims=False)
-    return blocks[(level, *jnp.indices(level.shape, sparse=True))]
-
-
-def put_level(blocks: Any, level: Any, value: Any, active: Any = True) -> Any:
-    """``blocks`` (levels, *shape, *entry) with ``value`` (*shape, *entry) written at ``level``
-    where ``active`` holds (a JAX array, functionally): one dynamic update of one slice for a
-    scalar ``level`` (``active`` then masks the value, not the level), a scatter of one entry
-    per active position for ``level`` (*shape). The other levels are not touched."""
-    import jax
-    import jax.numpy as jnp
-
-    value = value.astype(blocks.dtype)
-    if level.ndim == 0:
-        if active is not True:
-            here = jax.lax.dynamic_index_in_dim(blocks, level, axis=0, keepdims=False)
-            value = jnp.where(active, value, here)
-        return jax.lax.dynamic_update_index_in_dim(blocks, value, level, 0)
-    at = jnp.where(active, level, blocks.shape[0])  # out of range: dropped
-    return blocks.at[(at, *jnp.indices(level.shape, sparse=True))].set(value, mode="drop")

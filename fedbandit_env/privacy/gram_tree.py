@@ -16,17 +16,11 @@ import numpy as np
 from fedbandit_env.privacy._random import masked_stream
 from fedbandit_env.privacy._validation import check_mask, check_shape, check_values, resolve_runs
 from fedbandit_env.privacy.calibration import check_index, check_positive
-from fedbandit_env.privacy.dyadic import (
-    lowest_bit_cleared,
-    popcount,
-    put_level,
-    take_level,
-    trailing_zeros,
-)
+from fedbandit_env.privacy.dyadic import popcount
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.xp import is_jax, namespace
+from fedbandit_env.xp import namespace
 
 
 class GramRelease(NamedTuple):
@@ -43,12 +37,11 @@ class GramRelease(NamedTuple):
 
 
 class GramTrees(NamedTuple):
-    """The state of a batch of trees (both engines): ``exact`` and ``noise`` the closed nodes
-    (their exact leaf sums and their noise matrices), ``k`` (...) the releases so far, ``U``
-    (..., d, d) and ``u`` (..., d) the last release. numpy's per-level layout (..., m, d+1,
-    d+1): the node per level, zeros where the level is empty. JAX's prefix layout (m, ..., d+1,
-    d+1): level j, for a set bit j of k, the sum of the closed nodes at levels >= j (``exact``:
-    of every leaf up to the release that closed level j); the other levels stale."""
+    """The state of a batch of trees (both engines): ``exact`` and ``noise`` (..., m, d+1, d+1)
+    the closed node per level (its exact leaf sum and its noise matrix; zeros where the level is
+    empty), ``k`` (...) the releases so far, ``U`` (..., d, d) and ``u`` (..., d) the last
+    release. This per-level layout is numpy's; the JAX trees keep the nodes in their own
+    (fedbandit_env/jax/prefix_layout.py)."""
 
     exact: Any
     noise: Any
@@ -58,27 +51,27 @@ class GramTrees(NamedTuple):
 
 
 def empty_trees(xp: Any, shape: tuple[int, ...], d: int, levels: int) -> GramTrees:
-    """Trees without a release, in the engine's default float and int dtypes: the per-level
-    layout in numpy, the prefix layout in ``jax.numpy`` (:class:`GramTrees`)."""
+    """Trees without a release, in the engine's default float and int dtypes."""
     side, zeros = d + 1, xp.zeros
-    nodes = (levels, *shape, side, side) if xp is not np else (*shape, levels, side, side)
+    nodes = (*shape, levels, side, side)
     k = xp.zeros(shape, dtype=xp.asarray(0).dtype)  # int64 in numpy, int32 in JAX
     return GramTrees(zeros(nodes), zeros(nodes), k, zeros((*shape, d, d)), zeros((*shape, d)))
 
 
-def insert_leaf(trees: GramTrees, Q: Any, node: Any, active: Any, shift: float) -> GramTrees:
+def insert_leaf(trees: GramTrees, Q: Any, node: Any, active: Any, shift: float,
+                close: Any = None) -> GramTrees:  # fmt: skip
     """Algorithm 2 (PRIVATIZER) where ``active`` holds: release k inserts leaf ``Q`` (..., d+1,
     d+1) and closes the node at level ctz(k), which merges Q with the closed nodes below it
     (they empty) and takes the fresh noise matrix ``node``; the released prefix sum over leaves
     1..k is the sum of the closed nodes (popcount(k) of them), plus ``shift I`` on the d x d
-    block. Elsewhere the trees and their last release stay. Both engines call it: numpy
-    rewrites its per-level layout, JAX writes the closing level of its prefix layout only
-    (:func:`prefix_leaf`)."""
+    block. Elsewhere the trees and their last release stay. Both engines call it; ``close(trees,
+    k, Q, node, active)`` returns ``(exact, noise, P)`` in another layout (the JAX trees'), None:
+    numpy's per-level."""
     xp = namespace(Q, trees.k)
     d = Q.shape[-1] - 1
     k = trees.k + active
-    if is_jax(trees.exact):
-        exact, noise, P = prefix_leaf(trees, k, Q, node, active)
+    if close is not None:
+        exact, noise, P = close(trees, k, Q, node, active)
     else:
         t = xp.where(active, k, 1)
         level = xp.bitwise_count((t & -t) - 1)[..., None]  # ctz(k)
@@ -93,26 +86,6 @@ def insert_leaf(trees: GramTrees, Q: Any, node: Any, active: Any, shift: float) 
     U = xp.where(active[..., None, None], U, trees.U)
     u = xp.where(active[..., None], P[..., :d, d], trees.u)
     return GramTrees(exact, noise, k, U, u)
-
-
-def prefix_leaf(trees: GramTrees, k: Any, Q: Any, node: Any, active: Any) -> tuple[Any, Any, Any]:
-    """Release ``k`` (>= 1 where ``active``) in the prefix layout (JAX): the node closing at
-    level ctz(k) holds the leaves since the nodes above it, so the exact prefix there is the
-    previous release's (release k - 1's, level ctz(k - 1)) plus ``Q``, and the noise prefix is
-    the nodes above's (``k & (k - 1)``'s) plus the fresh ``node``. Reads those two levels and
-    writes the closing level of each active tree only. Returns ``(exact, noise, P)``, P the
-    released prefix sum (exact + noise; junk where not active)."""
-    xp = namespace(Q, k)
-
-    def at(blocks: Any, clock: Any) -> Any:  # the prefix of clock's nodes, 0 without any
-        got = take_level(blocks, trailing_zeros(xp.maximum(clock, 1)))
-        return xp.where((clock > 0)[..., None, None], got, 0.0)
-
-    level = trailing_zeros(xp.maximum(k, 1))
-    exact = at(trees.exact, k - 1) + Q
-    noise = at(trees.noise, lowest_bit_cleared(k)) + node
-    return (put_level(trees.exact, level, exact, active),
-            put_level(trees.noise, level, noise, active), exact + noise)  # fmt: skip
 
 
 def check_trees(shape: tuple[int, ...], d: int, sigma: float, shift: float, levels: int) -> tuple:

@@ -23,16 +23,13 @@ from fedbandit_env.privacy.dyadic import (
     bit_length,
     floor_levels,
     is_power_of_two,
-    lowest_bit_cleared,
     popcount,
-    put_level,
-    take_level,
     trailing_zeros,
 )
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_memory
-from fedbandit_env.xp import is_jax, namespace
+from fedbandit_env.xp import namespace
 
 
 def hybrid_noise_variance(
@@ -109,12 +106,10 @@ class HybridCounterState(NamedTuple):
     """The counters (any leading batch axes, then ``shape``): ``count`` c, the items so far;
     ``exact`` S, the clipped running sums (JAX: a compensated
     :class:`~fedbandit_env.jax.accumulate.Total`); ``log_noise`` Z, the logarithmic half's
-    accumulated noise; ``alpha_noise`` the noise of the binary half's open p-sums (their exact
-    parts add up to S minus the sum at the last power of two, so only the noise is kept), in
-    one of two layouts: numpy's per-level (..., binary_levels), one p-sum per level (0 on levels
-    not in the current decomposition), or JAX's prefix layout (binary_levels, ...), level j (a
-    set bit of tau) the sum of the open p-sums at levels >= j, the other levels stale
-    (:func:`hybrid_insert` writes one level, :func:`hybrid_noise` reads one)."""
+    accumulated noise; ``alpha_noise`` (..., binary_levels) the noise of the binary half's open
+    p-sums, one per level (their exact parts add up to S minus the sum at the last power of two,
+    so only the noise is kept; 0 on levels not in the current decomposition). This per-level
+    layout is numpy's; the JAX counter keeps its own (fedbandit_env/jax/prefix_layout.py)."""
 
     count: Any
     exact: Any
@@ -123,14 +118,8 @@ class HybridCounterState(NamedTuple):
 
 
 def hybrid_noise(s: HybridCounterState) -> Any:
-    """The noise of the current release: Z plus the open p-sums' noise (JAX: the prefix at
-    level ctz(c), none at c = 0 or a power of two, where the binary half restarts)."""
-    if not is_jax(s.alpha_noise):
-        return s.log_noise + s.alpha_noise.sum(axis=-1)
-    xp = namespace(s.alpha_noise)
-    c = xp.maximum(s.count, 1)
-    alpha = take_level(s.alpha_noise, trailing_zeros(c))
-    return s.log_noise + xp.where(is_power_of_two(c), 0.0, alpha)
+    """The noise of the current release: Z plus the open p-sums' noise."""
+    return s.log_noise + s.alpha_noise.sum(axis=-1)
 
 
 def hybrid_release(s: HybridCounterState, exact: Any) -> Any:
@@ -139,14 +128,15 @@ def hybrid_release(s: HybridCounterState, exact: Any) -> Any:
 
 
 def hybrid_insert(p: HybridParams, s: HybridCounterState, values: Any, mask: Any, lap: Any,
-                  add: Callable[[Any, Any], Any] = operator.add) -> HybridCounterState:  # fmt: skip
+                  add: Callable[[Any, Any], Any] = operator.add,
+                  close: Any = None) -> HybridCounterState:  # fmt: skip
     """Algorithm 4 (the hybrid mechanism) for the counters where ``mask`` holds, each receiving
     ``values`` (clipped to ``bounds``; ``add`` folds them into S) with the standard Laplace draw
     ``lap``: the count becomes ``c = 2^k + tau``; at a power of two (``tau = 0``) the
     logarithmic half adds a fresh ``Lap(2D/epsilon)`` to Z and the binary half restarts (every
     level cleared); otherwise the binary half closes the p-sum at level ``ctz(c)`` with a fresh
-    ``Lap(2Dk/epsilon)``, absorbing (clearing) the levels below. numpy rewrites the per-level
-    layout; JAX writes the closing level of the prefix layout only (:func:`hybrid_close`)."""
+    ``Lap(2Dk/epsilon)``, absorbing (clearing) the levels below. ``close(alpha, c, active,
+    p_sum)`` closes the p-sums in another layout (the JAX counter's); None: numpy's per-level."""
     xp = namespace(s.count, values, mask, lap)
     x = xp.where(mask, xp.clip(values, *p.bounds), 0.0)
     count = s.count + mask
@@ -154,27 +144,14 @@ def hybrid_insert(p: HybridParams, s: HybridCounterState, values: Any, mask: Any
     power = mask & is_power_of_two(count)
     log_noise = xp.where(power, s.log_noise + p.log_scale * lap, s.log_noise)
     p_sum = p.log_scale * (bit_length(c) - 1) * lap
-    if is_jax(s.alpha_noise):
-        alpha = hybrid_close(s.alpha_noise, c, mask & ~power, p_sum)
+    if close is not None:
+        alpha = close(s.alpha_noise, c, mask & ~power, p_sum)
         return HybridCounterState(count, add(s.exact, x), log_noise, alpha)
     level = xp.where(power, p.binary_levels, trailing_zeros(c))[..., None]
     levels = xp.arange(p.binary_levels)
     keep = (levels > level) | ~mask[..., None]
     alpha = xp.where(keep, s.alpha_noise, xp.where(levels == level, p_sum[..., None], 0.0))
     return HybridCounterState(count, add(s.exact, x), log_noise, alpha)
-
-
-def hybrid_close(alpha: Any, c: Any, active: Any, p_sum: Any) -> Any:
-    """The binary half in the prefix layout (JAX): each ``active`` counter at count ``c =
-    2^k + tau`` (tau > 0) closes the p-sum at level ctz(c) with noise ``p_sum``; the p-sums
-    below are absorbed, those above (``c & (c - 1)``'s set bits under 2^k; none when that is
-    2^k itself) kept, so the new prefix there is theirs plus ``p_sum``. Reads one level and
-    writes one level per counter (:func:`~fedbandit_env.privacy.dyadic.put_level`)."""
-    xp = namespace(alpha, c)
-    above = lowest_bit_cleared(c)
-    kept = take_level(alpha, trailing_zeros(xp.maximum(above, 1)))
-    kept = xp.where(is_power_of_two(above), 0.0, kept)
-    return put_level(alpha, trailing_zeros(c), kept + p_sum, active)
 
 
 class HybridCounter:

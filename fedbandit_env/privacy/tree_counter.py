@@ -17,14 +17,7 @@ import numpy as np
 from fedbandit_env.privacy import _validation as check
 from fedbandit_env.privacy._random import LaplaceStream
 from fedbandit_env.privacy.calibration import check_epsilon, check_noise_scale, check_sensitivity
-from fedbandit_env.privacy.dyadic import (
-    floor_levels,
-    lowest_bit_cleared,
-    paper_levels,
-    put_level,
-    take_level,
-    trailing_zeros,
-)
+from fedbandit_env.privacy.dyadic import floor_levels, paper_levels, trailing_zeros
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_memory, is_integral
@@ -107,21 +100,14 @@ def tree_params(shape: tuple[int, ...], horizon: int, epsilon: float, *, sensiti
 
 class TreeCounterState(NamedTuple):
     """The counters (any leading batch axes, then ``shape``): ``t`` the last inserted round (-1
-    before the initialization round); ``exact``, ``noise`` and ``noised`` the open blocks (their
-    exact sums, None without exact blocks; their Laplace noise; which carry noise), in one of two
-    layouts (:func:`empty_tree`); ``init_*`` the initialization leaf outside the tree (round
-    mode with ``init_round``); ``counts`` observations per counter; ``last_pull`` the round of
-    each counter's latest observation (0: none).
-
-    A counter's clock is the round t (round mode) or its own pull count (pull mode); the open
-    blocks are the levels of the set bits of the clock (Algorithm 2's dyadic decomposition).
-
-    * Per-level layout (numpy): (..., levels), level j the block at level j (0 / False on
-      levels not in the decomposition, an absorbed level emptied).
-    * Prefix layout (JAX): (levels, ...), level j, for a set bit j of the clock, the sum over
-      the open blocks at levels >= j (``noised``: their number, int8); the other levels are
-      stale and never read. A release reads the one level ctz(clock) and an insertion writes
-      the one level it closes (:func:`prefix_close`)."""
+    before the initialization round); ``exact`` (..., levels) the exact sums of the open blocks
+    (None without exact blocks), ``noise`` their Laplace noise and ``noised`` which carry noise
+    (0 / False on levels not in the decomposition: round or pull count k's blocks are the levels
+    of the set bits of k); ``init_*`` the initialization leaf outside the tree (round mode with
+    ``init_round``); ``counts`` observations per counter; ``last_pull`` the round of each
+    counter's latest observation (0: none). This per-level layout is numpy's; the JAX counter
+    keeps the blocks in its own layout (fedbandit_env/jax/prefix_layout.py) and passes its
+    layout operations to the shared functions (``close``, ``total``)."""
 
     t: Any
     exact: Any
@@ -136,67 +122,47 @@ class TreeCounterState(NamedTuple):
 
 def empty_tree(p: TreeParams, lead: tuple[int, ...] = (), xp: Any = np, floats: Any = np.float64,
                ints: Any = np.int64) -> TreeCounterState:  # fmt: skip
-    """Counters with no round inserted, over ``lead + p.shape`` (``t`` a Python int): the
-    per-level layout in numpy, the prefix layout in ``jax.numpy`` (:class:`TreeCounterState`)."""
-    full, exact = (*lead, *p.shape), p.exact_blocks
-    prefix = xp is not np
-    blocks = (p.storage_levels, *full) if prefix else (*full, p.storage_levels)
-    noised = xp.zeros(blocks, xp.int8 if prefix else bool)
+    """Counters with no round inserted, over ``lead + p.shape`` (``t`` a Python int)."""
+    full, blocks = (*lead, *p.shape), (*lead, *p.shape, p.storage_levels)
+    exact = p.exact_blocks
     return TreeCounterState(
         -1 if p.init_round else 0,
-        xp.zeros(blocks, floats) if exact else None, xp.zeros(blocks, floats), noised,
-        xp.zeros(full, floats) if exact else None, xp.zeros(full, floats), xp.zeros(full, bool),
-        xp.zeros(full, ints), xp.zeros(full, ints),
+        xp.zeros(blocks, floats) if exact else None, xp.zeros(blocks, floats),
+        xp.zeros(blocks, bool), xp.zeros(full, floats) if exact else None,
+        xp.zeros(full, floats), xp.zeros(full, bool), xp.zeros(full, ints), xp.zeros(full, ints),
     )  # fmt: skip
 
 
-def tree_clock(p: TreeParams, s: TreeCounterState) -> Any:
-    """The clock whose set bits are the open blocks: the round (0 before round 1) or, in pull
-    mode, each counter's pull count."""
-    if p.tree_index == "pull":
-        return s.counts
-    return namespace(s.counts).maximum(s.t, 0)
+def level_sum(p: TreeParams, s: TreeCounterState, blocks: Any) -> Any:
+    """The sum of the open blocks of ``blocks`` in the per-level layout (the layout operation
+    ``total`` of the reads below)."""
+    return blocks.sum(axis=-1)
 
 
-def prefix_at(blocks: Any, clock: Any) -> Any:
-    """The prefix layout read at ``clock`` (a scalar or one per counter): the sum of the open
-    blocks of ``clock``'s decomposition, ``blocks[ctz(clock)]``, 0 where ``clock`` is 0."""
-    xp = namespace(blocks, clock)
-    got = take_level(blocks, trailing_zeros(xp.maximum(clock, 1)))
-    return xp.where(clock > 0, got, xp.zeros((), got.dtype))
-
-
-def tree_exact(p: TreeParams, s: TreeCounterState) -> Any:
+def tree_exact(p: TreeParams, s: TreeCounterState, total: Any = level_sum) -> Any:
     """The exact running sums: the sum of the open blocks, the prefix as its dyadic blocks
     (Algorithm 2 of Zhu et al. 2021), plus the initialization leaf. Needs exact blocks."""
     if not p.exact_blocks:
         why = "True to read the exact sums (this counter keeps the blocks' noise only: add "
         raise PrivacyError("exact_blocks", why + "noise_at() or noise() to yours)", False)
-    if is_jax(s.exact):
-        return prefix_at(s.exact, tree_clock(p, s)) + s.init_exact
-    return s.exact.sum(axis=-1) + s.init_exact
+    return total(p, s, s.exact) + s.init_exact
 
 
-def tree_noise(p: TreeParams, s: TreeCounterState) -> Any:
+def tree_noise(p: TreeParams, s: TreeCounterState, total: Any = level_sum) -> Any:
     """The noise of a release: the cached noise of the blocks of the current decomposition
     (Algorithm 3, reused in every later release), plus the initialization leaf's."""
-    if is_jax(s.noise):
-        return prefix_at(s.noise, tree_clock(p, s)) + s.init_noise
-    return s.noise.sum(axis=-1) + s.init_noise
+    return total(p, s, s.noise) + s.init_noise
 
 
-def tree_release(p: TreeParams, s: TreeCounterState) -> Any:
+def tree_release(p: TreeParams, s: TreeCounterState, total: Any = level_sum) -> Any:
     """The private running sums; the same until the next insertion (the noise is cached)."""
-    return tree_exact(p, s) + tree_noise(p, s)
+    return tree_exact(p, s, total) + tree_noise(p, s, total)
 
 
 def tree_noise_at(p: TreeParams, s: TreeCounterState, arms: Any) -> Any:
     """:func:`tree_noise` at one index of the last axis of ``shape`` per leading position
-    (``arms`` (...)), reading only those counters (JAX: the level of the round, or of each
-    counter's clock, then the pulled entries)."""
+    (``arms`` (...)), reading only those counters."""
     xp = namespace(s.noise, arms)
-    if is_jax(s.noise):
-        return xp.take_along_axis(tree_noise(p, s), arms[..., None], axis=-1)[..., 0]
     rows = (xp.arange(arms.size).reshape(arms.shape) * s.init_noise.shape[-1] + arms).reshape(-1)
     blocks = s.noise.reshape(-1, s.noise.shape[-1])[rows].sum(axis=-1)
     return (blocks + s.init_noise.reshape(-1)[rows]).reshape(arms.shape)
@@ -204,32 +170,7 @@ def tree_noise_at(p: TreeParams, s: TreeCounterState, arms: Any) -> Any:
 
 def tree_noise_terms(p: TreeParams, s: TreeCounterState) -> Any:
     """The number of Laplace terms in each current release."""
-    if is_jax(s.noised):
-        return prefix_at(s.noised, tree_clock(p, s)).astype("int32") + s.init_noised
     return s.noised.sum(axis=-1) + s.init_noised
-
-
-def tree_blocks(p: TreeParams, s: TreeCounterState) -> tuple[Any, Any]:
-    """``(noise, noised)`` (..., levels) of the open blocks, the per-level layout (0 / False on
-    levels not in the decomposition), from either layout: the prefix layout's level j minus its
-    next open level above (rounding aside, the block's own draw). For reports and tests."""
-    if not is_jax(s.noise):
-        return s.noise, s.noised
-    xp, clock = namespace(s.noise), tree_clock(p, s)
-    levels = s.noise.shape[0]
-    bit = ((clock[..., None] if xp.ndim(clock) else clock) >> xp.arange(levels)) & 1
-    noise, noised = xp.moveaxis(s.noise, 0, -1), xp.moveaxis(s.noised, 0, -1).astype("int32")
-    open_ = bit == 1
-    # the next open level above j: the prefix there (0 above the highest)
-    above_noise, above_noised = xp.zeros_like(noise[..., 0]), xp.zeros_like(noised[..., 0])
-    block_noise, block_noised = [], []
-    for j in reversed(range(levels)):
-        here = open_[..., j]
-        block_noise.append(xp.where(here, noise[..., j] - above_noise, 0.0))
-        block_noised.append(here & (noised[..., j] > above_noised))
-        above_noise = xp.where(here, noise[..., j], above_noise)
-        above_noised = xp.where(here, noised[..., j], above_noised)
-    return xp.stack(block_noise[::-1], axis=-1), xp.stack(block_noised[::-1], axis=-1)
 
 
 def one_hot(arms: Any, rewards: Any, num: int) -> tuple[Any, Any]:
@@ -239,14 +180,15 @@ def one_hot(arms: Any, rewards: Any, num: int) -> tuple[Any, Any]:
     return namespace(arms, rewards).where(pulled, rewards[..., None], 0.0), pulled
 
 
-def close_blocks(s: TreeCounterState, level: Any, active: Any, values: Any, noise: Any,
+def close_blocks(s: TreeCounterState, clock: Any, active: Any, values: Any, noise: Any,
                  noised: Any) -> TreeCounterState:  # fmt: skip
-    """The per-level layout (numpy): each ``active`` counter (True: all) closes the block at its
-    ``level`` (Algorithm 3, "a_t <- sum of the blocks below + x_t"; Algorithm 2's merge): the
-    block takes ``values`` plus the exact sums of the levels below, which it absorbs (they are
-    emptied), its ``noise`` and ``noised`` flag; the levels above are kept. Updates in place,
-    only up to the highest level closing; a 0-d ``level`` (round mode) sums the levels below it
-    in order."""
+    """The per-level layout (numpy): each ``active`` counter (True: all) whose clock reaches
+    ``clock`` (the round t, or each counter's pull count) closes the block at level ctz(clock)
+    (Algorithm 3, "a_t <- sum of the blocks below + x_t"; Algorithm 2's merge): the block takes
+    ``values`` plus the exact sums of the levels below, which it absorbs (they are emptied), its
+    ``noise`` and ``noised`` flag; the levels above are kept. Updates in place, only up to the
+    highest level closing; a scalar ``clock`` (round mode) sums the levels below it in order."""
+    level = trailing_zeros(np.where(active, clock, 1))
     size = s.noise.shape[-1]
     top = int(np.max(level, initial=0)) + 1
     at, live = np.asarray(level)[..., None], np.asarray(active)[..., None]
@@ -268,73 +210,33 @@ def close_blocks(s: TreeCounterState, level: Any, active: Any, values: Any, nois
     return s._replace(exact=exact, noise=noise, noised=noised)
 
 
-def prefix_close(s: TreeCounterState, clock: Any, active: Any, values: Any, noise: Any,
-                 noised: Any) -> TreeCounterState:  # fmt: skip
-    """The prefix layout (JAX): each ``active`` counter (True: all) whose clock reaches
-    ``clock`` (>= 1; a scalar in round mode, one per counter in pull mode) closes the block at
-    level ctz(clock) (Algorithm 3; Algorithm 2's merge): the blocks below are absorbed, those
-    above kept, so the new prefix there is the prefix of the blocks above (``clock & (clock -
-    1)``'s, :func:`prefix_at`) plus the new block's ``noise`` and ``noised`` flag, and the exact
-    prefix is the release before (``clock - 1``'s) plus ``values``. Reads the levels of those
-    two clocks, writes the closing level only (:func:`~fedbandit_env.privacy.dyadic.put_level`);
-    the absorbed levels go stale."""
-    level = trailing_zeros(namespace(clock).maximum(clock, 1))
-    above = lowest_bit_cleared(clock)
-
-    def write(blocks: Any, value: Any) -> Any:
-        return put_level(blocks, level, value, active)
-
-    exact = s.exact
-    if exact is not None:
-        exact = write(exact, prefix_at(exact, clock - 1) + values)
-    flags = prefix_at(s.noised, above) + noised.astype(s.noised.dtype)
-    return s._replace(exact=exact, noise=write(s.noise, prefix_at(s.noise, above) + noise),
-                      noised=write(s.noised, flags))  # fmt: skip
-
-
-def round_noised(p: TreeParams, last_pull: Any, t: Any) -> tuple[Any, Any]:
-    """Round mode: the level ctz(t) that round ``t`` closes, and which counters' block ``(t -
-    2^level, t]`` is noised: those with a pull in it (``last_pull`` their latest round, this one
-    included), or all with ``noise_on_empty_blocks``."""
-    level = trailing_zeros(namespace(last_pull, t).maximum(t, 1))
-    return level, (last_pull > t - (1 << level)) | p.noise_on_empty_blocks
-
-
 def tree_insert(p: TreeParams, s: TreeCounterState, values: Any, pulled: Any, noise: Any,
-                gate: Any = None) -> TreeCounterState:  # fmt: skip
+                gate: Any = None, close: Any = close_blocks) -> TreeCounterState:  # fmt: skip
     """Insert round ``t = s.t + 1``: ``values`` the increments (clipped to ``bounds`` if set),
     ``pulled`` which counters received an observation, ``noise`` the scaled Laplace noise a
     block closing now may use. Pull mode: each pulled counter closes the block at ctz(its pull
     count). Round mode: every counter closes block ``(t - 2^level, t]`` at level ctz(t), noised
     if it holds a pull (or with ``noise_on_empty_blocks``); round 0 is the initialization leaf.
-    numpy closes blocks in the per-level layout (:func:`close_blocks`, ``t`` a Python int), JAX
-    in the prefix layout (:func:`prefix_close`, ``t`` traced). ``gate(pred, work, state)``: how
-    a traced round takes the initialization leaf, work done in few steps (the JAX counter
-    passes :func:`fedbandit_env.jax.batch.when_any`; None: ``work`` every step, kept where
-    ``t == 0``)."""
+    ``close(s, clock, active, values, noise, noised)`` closes the blocks in the state's layout
+    (:func:`close_blocks`, numpy's; the JAX counter passes its own). ``gate(pred, work,
+    state)``: how a traced round takes the initialization leaf, work done in few steps (the JAX
+    counter passes :func:`fedbandit_env.jax.batch.when_any`; None: ``work`` every step, kept
+    where ``t == 0``)."""
     xp = namespace(values, pulled, s.noise)
     values = xp.where(pulled, values if p.bounds is None else xp.clip(values, *p.bounds), 0.0)
     t, counts = s.t + 1, s.counts + pulled
-    prefix = is_jax(s.noise)
+    traced = is_jax(t)
     if p.tree_index == "pull":  # only pulled counters advance their own clock
-        block = xp.where(pulled, noise, 0.0)
-        if prefix:
-            closed = prefix_close(s, counts, pulled, values, block, pulled)
-        else:
-            level = trailing_zeros(xp.where(pulled, counts, 1))
-            closed = close_blocks(s, level, pulled, values, block, pulled)
+        closed = close(s, counts, pulled, values, xp.where(pulled, noise, 0.0), pulled)
         return closed._replace(t=t, counts=counts)
-    if p.init_round and not prefix and t == 0:  # round 0: the initialization leaf, own draw
+    if p.init_round and not traced and t == 0:  # round 0: the initialization leaf, own draw
         return _init_leaf(p, s, values, pulled, noise)._replace(t=t, counts=counts)
     last_pull = xp.where(pulled, t, s.last_pull)
-    level, noised = round_noised(p, last_pull, t)
-    block = xp.where(noised, noise, 0.0)
-    if prefix:
-        closed = prefix_close(s, t, True, values, block, noised)
-    else:
-        closed = close_blocks(s, level, True, values, block, noised)
+    level = trailing_zeros(xp.maximum(t, 1))
+    noised = (last_pull > t - (1 << level)) | p.noise_on_empty_blocks
+    closed = close(s, t, True, values, xp.where(noised, noise, 0.0), noised)
     closed = closed._replace(t=t, counts=counts, last_pull=last_pull)
-    if not (p.init_round and prefix):
+    if not (p.init_round and traced):
         return closed
     # a traced round: the leaf where t == 0, only in a step where some run takes it (round 0
     # closed level 0 above, which round 1 overwrites before any read)
