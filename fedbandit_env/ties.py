@@ -60,28 +60,28 @@ def argmax_uniform_ties(index: BatchedArms, u: BatchedArms) -> Batched:
 def _uniform_ties_one_pass(index: BatchedArms, u: BatchedArms) -> Batched:
     """:func:`argmax_uniform_ties` in JAX as one reduction over the last axis (XLA then reads
     the index once, where the max and the arg-max read it twice): the largest (index, uniform,
-    -arm) in lexicographic order; a row holding a NaN picks arm 0, as numpy's two passes do
-    (its maximum is NaN, no arm compares >= it, the arg-max of all -1 is the first). The same
-    pass finds the rows holding a NaN, which :func:`note_scores` gets in place of the index
-    (one NaN per such row: the same flag, without a second read of the index)."""
+    -arm) in lexicographic order, a NaN entry ranked above all as (inf, 2). A row holding a NaN
+    thus ends on a uniform of 2 and picks arm 0, as numpy's two passes do (its maximum is NaN,
+    no arm compares >= it, the arg-max of all -1 is the first); :func:`note_scores` gets one
+    NaN per such row in place of the index (the same flag, without a second read of it)."""
     import jax
     import jax.numpy as jnp
 
     nan = jnp.isnan(index)
-    value = jnp.where(nan, -jnp.inf, index)
-    draw = jnp.where(nan, -1.0, u).astype(index.dtype)
+    value = jnp.where(nan, jnp.inf, index)
+    draw = jnp.where(nan, 2.0, u).astype(index.dtype)
     arm = jax.lax.broadcasted_iota(jnp.int32, index.shape, index.ndim - 1)
 
     def better(a: tuple, b: tuple) -> tuple:
-        (va, ua, ia, na), (vb, ub, ib, nb) = a, b
+        (va, ua, ia), (vb, ub, ib) = a, b
         take = (vb > va) | ((vb == va) & ((ub > ua) | ((ub == ua) & (ib < ia))))
-        return (jnp.where(take, vb, va), jnp.where(take, ub, ua), jnp.where(take, ib, ia),
-                na | nb)  # fmt: skip
+        return jnp.where(take, vb, va), jnp.where(take, ub, ua), jnp.where(take, ib, ia)
 
-    # the identity: every arm beats it (a uniform, or -1 for a NaN, is above -2)
-    init = (jnp.array(-jnp.inf, index.dtype), jnp.array(-2.0, index.dtype),
-            jnp.array(index.shape[-1], jnp.int32), jnp.array(False))  # fmt: skip
-    _, _, best, any_nan = jax.lax.reduce((value, draw, arm, nan), init, better, (index.ndim - 1,))
+    # the identity: every arm beats it (a uniform, or 2 for a NaN, is above -1)
+    init = (jnp.array(-jnp.inf, index.dtype), jnp.array(-1.0, index.dtype),
+            jnp.array(index.shape[-1], jnp.int32))  # fmt: skip
+    _, top, best = jax.lax.reduce((value, draw, arm), init, better, (index.ndim - 1,))
+    any_nan = top >= 2.0
     note_scores(jnp.where(any_nan, jnp.nan, 0.0))  # NaN in the rows holding one: the same flag
     return jnp.where(any_nan, 0, best)
 
