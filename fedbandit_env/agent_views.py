@@ -80,6 +80,29 @@ def _layout(channel: Channel) -> tuple[type, dict[str, tuple[spaces.Space, str, 
     return NeighborsAggregate, fields
 
 
+def _key(channel: Channel) -> tuple:
+    """What :func:`_layout` reads of a channel."""
+    slots = {"flood": "num_slots", "neighbors": "max_degree"}.get(channel.kind)
+    slots = None if slots is None else getattr(channel, slots)
+    return (channel.kind, channel.num_agents, channel.dim, getattr(channel, "aggregate", None),
+            getattr(channel, "reduce", None), slots)  # fmt: skip
+
+
+_FIELDS: dict[tuple, tuple[type, dict[str, tuple[bool, Any, str, type]]]] = {}
+
+
+def _fields(channel: Channel) -> tuple[type, dict[str, tuple[bool, Any, str, type]]]:
+    """:func:`_layout` without its spaces, kept per channel configuration (the per-step views
+    read it for every agent): per field (Discrete?, the space's dtype, where, the delivery's
+    dtype)."""
+    key = _key(channel)
+    if key not in _FIELDS:
+        cls, fields = _layout(channel)
+        _FIELDS[key] = cls, {name: (isinstance(space, spaces.Discrete), space.dtype, where, dtype)
+                             for name, (space, where, dtype) in fields.items()}  # fmt: skip
+    return _FIELDS[key]
+
+
 def channel_space(channel: Channel) -> spaces.Dict:
     """Per-agent observation space of ``channel``'s deliveries."""
     return spaces.Dict({name: f[0] for name, f in _layout(channel)[1].items()})
@@ -88,16 +111,15 @@ def channel_space(channel: Channel) -> spaces.Dict:
 def channel_observation(channel: Channel, delivery: Any, b: int, i: int) -> dict[str, Any]:
     """Agent i's view (run b) of a delivery: fixed-shape arrays matching :func:`channel_space`
     (a Discrete field as an ``np.int64``, any other as an array of its space's dtype)."""
-    fields = _layout(channel)[1]
+    fields = _fields(channel)[1]
     if channel.kind == "flood":  # sparse rows: agent i's slots, padded
         values = {"senders": delivery.senders[i], **_flood_slots(channel, delivery, b, i)}
     else:
         at = {RUN: b, AGENT: (b, i), FIXED: i}
-        values = {k: getattr(delivery, k)[at[f[1]]] for k, f in fields.items()}
+        values = {k: getattr(delivery, k)[at[f[2]]] for k, f in fields.items()}
     out = {}
-    for k, (space, _, _) in fields.items():
-        discrete = isinstance(space, spaces.Discrete)
-        out[k] = np.int64(values[k]) if discrete else np.array(values[k], space.dtype)
+    for k, (discrete, space_dtype, _, _) in fields.items():
+        out[k] = np.int64(values[k]) if discrete else np.array(values[k], space_dtype)
     return out
 
 
@@ -105,9 +127,9 @@ def channel_delivery(channel: Channel, observations: list[dict[str, Any]]) -> An
     """Inverse of :func:`channel_observation` for one run (B = 1), agents in order."""
     if channel.kind == "flood":
         return _flood_delivery(channel, observations)
-    cls, fields = _layout(channel)
+    cls, fields = _fields(channel)
     out = {}
-    for name, (_, where, dtype) in fields.items():
+    for name, (_, _, where, dtype) in fields.items():
         if where == FIXED:
             out[name] = getattr(channel, name)
         else:
