@@ -73,20 +73,51 @@ def argsort_stable(xp: ModuleType, a: Any, axis: int = -1) -> Any:
     return xp.argsort(a, axis=axis, stable=True)
 
 
-def while_loop(
-    xp: ModuleType, cond: Callable[[Carry], Any], body: Callable[[Carry], Carry], init: Carry
+def bounded_while(
+    xp: ModuleType,
+    cond: Callable[[Carry], Any],
+    body: Callable[[Carry], Carry],
+    init: Carry,
+    max_trips: int,
 ) -> Carry:
-    """``while cond(carry): carry = body(carry)``: a Python loop in numpy, ``lax.while_loop``
-    in JAX (``cond`` must then return a scalar boolean array and ``body`` keep the carry's
-    shapes and dtypes)."""
+    """``while cond(carry): carry = body(carry)``, at most ``max_trips`` times: a Python loop
+    in numpy. In JAX, loops whose trip counts are known when the program compiles (a ``while``
+    whose end is data reads its predicate on the host each iteration on a GPU; docs/jax.md,
+    "Rollout"): ``ceil(max_trips / G)`` groups of ``G = ceil(sqrt(max_trips))`` iterations,
+    each group and each iteration behind a ``lax.cond`` on "does the predicate hold in some run
+    of the batch" (:func:`fedbandit_env.jax.batch.any_run`), a run whose predicate is false
+    kept as it is. The same iterations as ``lax.while_loop`` under the rollout's ``vmap``, and
+    once every run is done at most ``max_trips / G + G`` predicate reads. ``cond`` returns a
+    scalar boolean per run; ``body`` keeps the carry's shapes and dtypes."""
     if xp is np:
-        carry = init
-        while bool(cond(carry)):
-            carry = body(carry)
+        carry, trips = init, 0
+        while trips < max_trips and bool(cond(carry)):
+            carry, trips = body(carry), trips + 1
         return carry
     import jax
 
-    return jax.lax.while_loop(cond, body, init)
+    from fedbandit_env.jax.batch import any_run
+
+    group = math.isqrt(max(max_trips - 1, 0)) + 1
+    groups = -(-max_trips // group)
+
+    def live(c: Carry, trip: Any) -> Any:
+        return cond(c) & (trip < max_trips)
+
+    def once(trip: Any, c: Carry) -> Carry:
+        go = live(c, trip)
+        new = body(c)
+        return jax.tree_util.tree_map(lambda a, b: xp.where(go, a, b), new, c)
+
+    def inner(g: Any, i: Any, c: Carry) -> Carry:
+        trip = g * group + i
+        return jax.lax.cond(any_run(live(c, trip)), lambda c: once(trip, c), lambda c: c, c)
+
+    def outer(g: Any, c: Carry) -> Carry:
+        run = lambda c: jax.lax.fori_loop(0, group, lambda i, c: inner(g, i, c), c)  # noqa: E731
+        return jax.lax.cond(any_run(live(c, g * group)), run, lambda c: c, c)
+
+    return jax.lax.fori_loop(0, groups, outer, init)
 
 
 def fori_loop(

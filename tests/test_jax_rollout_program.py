@@ -1,10 +1,11 @@
 """The compiled rollout's shape (docs/jax.md, "Rollout" and "Compiling once"): every loop with a
-trip count known when it compiles (one chunk loop for a learner that takes communication-only
-steps), one compile per program key, compile time reported apart, and the persistent cache."""
+trip count known when it compiles (chunks behind a batch-level cond for a learner that takes
+communication-only steps), one compile per program key, compile time reported apart, and the persistent cache."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -15,14 +16,18 @@ import pytest
 
 pytest.importorskip("jax")
 
+import jax.numpy as jnp  # noqa: E402
+
 import fedbandit_env.jax as fj  # noqa: E402
 from fedbandit_env.config import make_config  # noqa: E402
 from fedbandit_env.jax.rollout import (  # noqa: E402
     CHUNK,
     compiled_program,
+    max_engine_steps,
     run_keys,
     takes_communication_steps,
 )
+from fedbandit_env.jax.types import Action  # noqa: E402
 
 KW = {"num_agents": 4, "num_arms": 3, "horizon": 90, "topology": "ring"}
 
@@ -51,7 +56,7 @@ def test_a_learner_that_only_pulls_runs_loops_of_known_trip_count():
     assert None not in trips and "90" in trips  # the horizon's steps, one fori_loop
 
 
-def test_a_learner_with_communication_steps_reads_its_predicate_once_per_chunk():
+def test_a_learner_with_communication_steps_runs_chunks_of_known_trip_count():
     env, learner = _env("gosine")
     params = learner.make_params(fj.facts_of(env))
     assert takes_communication_steps(env, learner, params)
@@ -59,7 +64,51 @@ def test_a_learner_with_communication_steps_reads_its_predicate_once_per_chunk()
     assert not takes_communication_steps(plain, ucb1, ucb1.make_params(fj.facts_of(plain)))
     compiled, *_ = compiled_program(env, learner, np.array([10, 90]), None, (run_keys([0, 1]),))
     trips = _whiles(compiled)
-    assert trips.count(None) == 1 and str(CHUNK) in trips  # the chunk loop, CHUNK steps inside
+    assert None not in trips and str(CHUNK) in trips  # chunks of CHUNK steps
+    # the most steps a run can take: 90 pulls, each after at most 64 communication-only steps
+    assert max_engine_steps(env) == 90 * 65
+    chunks = -(-90 * 65 // CHUNK)  # 92 chunks: groups of 10 chunks, 10 groups
+    group = math.isqrt(chunks - 1) + 1
+    assert str(group) in trips and str(-(-chunks // group)) in trips
+    result = fj.rollout(env, learner, [0, 1], checkpoints=[10, 90])
+    assert (result.engine_steps > 90).all()  # the communication-only steps were taken
+
+
+class _Sender:
+    """Every agent pulls arm 0 and sends (1, t) on channel ``c`` every step."""
+
+    def make_params(self, facts):
+        return facts.num_agents
+
+    def init(self, key, params):
+        return jnp.zeros((), jnp.float32)
+
+    def act(self, key, state, obs, params):
+        payload = jnp.stack([jnp.ones(params), jnp.full(params, state)], axis=1)
+        send = jnp.ones(params, bool)
+        return Action(jnp.zeros(params, jnp.int32), {"c": (send, payload)}), state + 1.0
+
+
+@pytest.mark.parametrize(
+    "agent, env_id, kw",
+    [
+        # Weiszfeld's geometric median, a loop of at most 100 steps in every step
+        (None, "FedBandit/Homogeneous-v0", {"channels": {"c": {"kind": "neighbors", "dim": 2,
+                                                              "reduce": "geometric_median"}}}),
+        # the adversary's local_f roles, drawn again until they fit (at most 1,000 draws)
+        ("ucb1", "FedBandit/Homogeneous-v0",
+         {"adversary": {"num_byzantine": 1, "placement": "local_f", "local_f": 1}}),
+        # the gossip paper's means, drawn again until they fit (at most 10,000 draws)
+        ("ucb1", "FedBandit/Heterogeneous-v0", {"instance": "gossip"}),
+    ],
+)  # fmt: skip
+def test_every_loop_of_a_rollout_program_has_a_known_trip_count(agent, env_id, kw):
+    learner = _Sender() if agent is None else fj.make_jax_agent(agent)
+    env = fj.make(env_id, **{**KW, "topology": "complete", **kw})
+    compiled, *_ = compiled_program(env, learner, np.array([10, 90]), None, (run_keys([0, 1]),))
+    assert None not in _whiles(compiled)
+    text = compiled.as_text()
+    assert "while" in text  # the loop is there, with its trip count known
 
 
 def test_a_second_rollout_of_the_same_shape_compiles_nothing():

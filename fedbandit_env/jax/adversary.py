@@ -23,7 +23,7 @@ JAX side reads the attack's validated constants from it. Everything after that i
 | placement | JAX draw (per run, from the run's key) |
 |---|---|
 | ``uniform`` | a uniform permutation of the N ids: the first f Byzantine, the next ``num_crashed`` crashed |
-| ``local_f`` | as ``uniform``, drawn again (a ``lax.while_loop``) until every honest agent has at most ``local_f`` Byzantine neighbours; after 1,000 draws ``state.error`` holds the failure and ``check_state`` raises the numpy message |
+| ``local_f`` | as ``uniform``, drawn again (in loops of known trip count) until every honest agent has at most ``local_f`` Byzantine neighbours; after 1,000 draws ``state.error`` holds the failure and ``check_state`` raises the numpy message |
 | ``code_fedmom`` | f ids uniform **with** replacement; the distinct ones Byzantine |
 | ``fixed``, ``first``, ``max_degree``, ``min_degree`` | the numpy roles (the same in every run) |
 
@@ -61,6 +61,7 @@ from fedbandit_env.adversary.roles import (
 )
 from fedbandit_env.block_streams import streams_for
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.xp import bounded_while
 
 ADVERSARY_TAG = 0x61647673
 """``jax.random.fold_in`` tag of the adversary's keys (reset and step): a key of its own, so
@@ -429,7 +430,7 @@ class JaxAdversary:
             return ~ok & (tries < LOCAL_F_TRIES)
 
         start = (key, jnp.zeros((), jnp.int32), jnp.zeros(n, jnp.int32), jnp.asarray(False))
-        _, _, roles, ok = jax.lax.while_loop(cond, body, start)
+        _, _, roles, ok = bounded_while(jnp, cond, body, start, LOCAL_F_TRIES)
         return roles, ok
 
     # ------------------------------------------------------------------- step

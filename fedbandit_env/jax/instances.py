@@ -15,11 +15,12 @@ from jax.scipy.special import ndtr
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.instances import MAX_REJECTION_TRIES
 from fedbandit_env.linear import BALL_MIN_NORM, LinearSpec
+from fedbandit_env.xp import bounded_while
 
 
 def _rejection(key: jax.Array, draw, accept) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Draw until ``accept`` (a ``while_loop``, at most MAX_REJECTION_TRIES draws); returns the
-    draw and whether it was accepted."""
+    """Draw until ``accept`` (at most MAX_REJECTION_TRIES draws, in loops of known trip count:
+    :func:`fedbandit_env.xp.bounded_while`); returns the draw and whether it was accepted."""
 
     def cond(carry):
         _, _, ok, tries = carry
@@ -32,7 +33,8 @@ def _rejection(key: jax.Array, draw, accept) -> tuple[jnp.ndarray, jnp.ndarray]:
         return key, value, accept(value), tries + 1
 
     first = draw(jax.random.fold_in(key, 0))
-    _, value, ok, _ = jax.lax.while_loop(cond, body, (key, first, accept(first), 1))
+    start = (key, first, accept(first), jnp.ones((), jnp.int32))
+    _, value, ok, _ = bounded_while(jnp, cond, body, start, MAX_REJECTION_TRIES)
     return value, ok
 
 

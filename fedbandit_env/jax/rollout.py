@@ -2,9 +2,9 @@
 
 :func:`rollout` runs B seeds of a learner on a JAX environment: per run, engine steps in loops
 whose trip counts are known when the program compiles (``horizon`` steps for a learner that only
-pulls; chunks of :data:`CHUNK` masked steps, one predicate read per chunk, for one that takes
-communication-only steps), a ``vmap`` over runs, the whole one ``jit``, compiled once per
-:func:`program_key` in the process. Only the curves at the checkpoints are kept, so memory is
+pulls; chunks of :data:`CHUNK` masked steps behind a batch-level ``cond``, as many as the
+most steps a run can take, for one that takes communication-only steps), a ``vmap`` over runs,
+the whole one ``jit``, compiled once per :func:`program_key` in the process. Only the curves at the checkpoints are kept, so memory is
 O(B C N) whatever the horizon. The first bad input recorded inside ``jit`` (``state.error``) is
 raised after the rollout.
 """
@@ -38,6 +38,7 @@ from fedbandit_env.jax.traced_params import (
 from fedbandit_env.jax.types import EnvState, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.scores import TracedScores, watching
+from fedbandit_env.xp import bounded_while
 
 MAX_SEED = 2**32 - 1
 
@@ -82,7 +83,7 @@ class _Carry(NamedTuple):
 CHUNK = 64
 """Engine steps per iteration of the outer loop of a learner that takes communication-only
 steps: its runs' step counts are data, so their loop reads "does any run still step?" once per
-chunk, never per step (docs/jax.md, "Rollout")."""
+chunk, never per step, and skips the chunks left once every run is done (docs/jax.md, "Rollout")."""
 
 def facts_of(env: FedBanditJaxEnv) -> FederationFacts:
     """The public facts of one run of ``env`` (what a learner's ``init`` gets)."""
@@ -159,6 +160,17 @@ def takes_communication_steps(env: FedBanditJaxEnv, learner: Any, params: Any) -
     return seen[-1]
 
 
+def max_engine_steps(env: FedBanditJaxEnv, env_params: EnvParams | None = None) -> int:
+    """The most engine steps a run can take: each of its ``horizon`` pulls comes after at most
+    ``max_communication_steps`` communication-only steps in a row (the environment stops a run
+    at a longer streak, docs/architecture.md, "Communication steps"); the largest of
+    ``env_params``' values when given, else the configuration's."""
+    limit = env.config.max_communication_steps
+    if env_params is not None:
+        limit = int(np.max(np.asarray(env_params.max_communication_steps)))
+    return env.horizon * (limit + 1)
+
+
 class _CommunicationSteps(Exception):
     """Raised while tracing a program built for a learner that only pulls, at the first action
     whose ``pull`` is not the constant True (:func:`compiled_program` rebuilds it)."""
@@ -173,6 +185,7 @@ def rollout_program(
     params: Any = None,
     pulls_only: bool | None = None,
     template: Any = None,
+    max_steps: int | None = None,
 ):
     """The jitted function ``keys (B, 2) -> (curves (B, C, N), final env states, final learner
     states, NaN-index steps (B,))`` of the environment's default params, compiled into the
@@ -188,17 +201,21 @@ def rollout_program(
     floats as slots (:func:`fedbandit_env.jax.traced_params.split`; ``learner`` then the
     :func:`~fedbandit_env.jax.traced_params.learner_template` stand-in): the program takes
     those floats as one more argument, a tuple of float32 scalars shared by every run.
+    ``max_steps``: the most engine steps a run can take (None: :func:`max_engine_steps` of
+    the configuration).
 
     Every loop has a trip count known when it compiles (docs/jax.md, "Rollout"): a learner
     that only pulls takes exactly ``horizon`` engine steps, one ``fori_loop``; one that takes
-    communication-only steps runs chunks of :data:`CHUNK` masked steps until every run has
-    made its pulls, so the loop's predicate is read once per chunk. A step whose pull reaches
+    communication-only steps runs chunks of :data:`CHUNK` masked steps, at most enough for
+    ``max_steps``, behind a batch-level ``cond`` until every run has made its pulls
+    (:func:`fedbandit_env.xp.bounded_while`), so the predicate is read once per chunk. A step whose pull reaches
     a checkpoint writes the run's cumulative regret into the curve."""
     params = params_of(learner, facts_of(env)) if params is None else params
     targets = jnp.asarray(np.asarray(steps, np.int32))
     num_checkpoints, horizon = len(steps), env.horizon
     if pulls_only is None:
         pulls_only = not takes_communication_steps(env, learner, params)
+    max_steps = max_engine_steps(env) if max_steps is None else max_steps
 
     def one_run(key: jax.Array, env_params: EnvParams, values: tuple = ()):
         init, act = bound(learner, params if template is None else fill(template, values))
@@ -236,9 +253,8 @@ def rollout_program(
                 new = advance(c)
                 return jax.tree_util.tree_map(lambda a, b: jnp.where(live(c), a, b), new, c)
 
-            carry = jax.lax.while_loop(
-                live, lambda c: jax.lax.fori_loop(0, CHUNK, masked, c), carry
-            )
+            chunk = lambda c: jax.lax.fori_loop(0, CHUNK, masked, c)  # noqa: E731
+            carry = bounded_while(jnp, live, chunk, carry, -(-max_steps // CHUNK))
         # a run stopped by a bad input keeps its regret at the stop for the checkpoints left
         rest = jnp.arange(num_checkpoints)[:, None] >= carry.reached
         curve = jnp.where(rest, env.cumulative_regret(carry.env), carry.curve)
@@ -295,16 +311,18 @@ _CONSTANTS = "constants"
 one in Python): its programs take its params as constants."""
 
 
-def _compile(env, learner, steps, axes, args, params, template) -> tuple[Any, list[bool]]:
+def _compile(env, learner, steps, axes, args, params, template, max_steps) -> tuple[Any, list]:
     """Trace and compile the rollout (first as a learner that only pulls; its trace stops at
     the first act whose pull is not the constant True, then the chunked program is built)."""
     ranked: list[bool] = []
     try:
-        program = rollout_program(env, learner, steps, ranked, axes, params, True, template)
+        program = rollout_program(env, learner, steps, ranked, axes, params, True, template,
+                                  max_steps)  # fmt: skip
         lowered = program.lower(*args)
     except _CommunicationSteps:
         ranked.clear()
-        program = rollout_program(env, learner, steps, ranked, axes, params, False, template)
+        program = rollout_program(env, learner, steps, ranked, axes, params, False, template,
+                                  max_steps)  # fmt: skip
         lowered = program.lower(*args)
     return lowered.compile(), ranked
 
@@ -332,17 +350,19 @@ def compiled_program(
     if floats:
         tries.append((stand_in, attrs, template, (values_of(floats),)))
     plain_attrs = vars(learner) if hasattr(learner, "__dict__") else learner
+    max_steps = max_engine_steps(env, args[1] if len(args) > 1 else None)
     tries.append((learner, plain_attrs, None, ()))
     for who, who_attrs, slots, extra in tries:
         key = program_key(env, who_attrs, kind, params if slots is None else slots, steps,
-                          axes, args + extra)  # fmt: skip
+                          axes, args + extra) + (max_steps,)  # fmt: skip
         entry = _PROGRAMS.get(key)
         if entry is _CONSTANTS:
             continue
         fresh = entry is None
         if fresh:
             try:
-                compiled, ranked = _compile(env, who, steps, axes, args + extra, params, slots)
+                compiled, ranked = _compile(env, who, steps, axes, args + extra, params, slots,
+                                            max_steps)  # fmt: skip
             except TRACE_ERRORS:
                 if slots is None:
                     raise

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.shapes import Batched, BatchedSlotPayload, BatchedSlots
-from fedbandit_env.xp import argsort_stable, namespace, while_loop
+from fedbandit_env.xp import argsort_stable, bounded_while, namespace
 
 ROBUST = ("median", "trimmed_mean", "median_of_means", "geometric_median")
 """The robust reductions, in the order docs/channels.md lists them."""
@@ -170,7 +170,7 @@ def geometric_median(values: Any, arrived: Any, count: Any) -> Any:
         return i + 1, z, active & (moved >= WEISZFELD_TOL)
 
     start = (xp.zeros((), dtype=xp.int32), median(values, arrived, count), count > 0)
-    _, z, _ = while_loop(xp, unfinished, step, start)
+    _, z, _ = bounded_while(xp, unfinished, step, start, WEISZFELD_ITERATIONS)
     z = nearest_point_if_better(xp, x, arrived, z)
     return xp.where((count > 0)[..., None], z, 0.0)
 
