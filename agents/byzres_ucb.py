@@ -38,7 +38,7 @@ communication (the single-agent baseline on the same reward streams).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -86,6 +86,8 @@ class ByzResUCBConfig:
     ``"step"`` or ``"comm_step"`` (module docstring); ``fusion`` ``"trimmed"`` (the algorithm),
     ``"mean"`` or ``"none"`` (ablations)."""
 
+    TRACED_INTS: ClassVar[tuple[str, ...]] = ("f",)  # a traced argument on JAX (a sweep: 1 compile)
+
     kappa: float = 1.5
     f: int | None = None
     tiebreak: str = "uniform"
@@ -132,6 +134,9 @@ class ByzResParams:
     """What ByzRes-UCB reads at run time on one federation: N, M, the ``f`` it trims with (the
     user's, or the environment's declared bound), its configuration and the row's notes
     (``"f = 1 < 2 Byzantine"``)."""
+
+    TRACED_INTS: ClassVar[tuple[str, ...]] = ("f",)  # only compared with counts: traced on JAX
+    REPORT_ONLY: ClassVar[tuple[str, ...]] = ("notes",)  # the row's, never the program's
 
     num_agents: int
     num_arms: int

@@ -299,9 +299,10 @@ def evaluate_pair(runs: int, horizon: int) -> dict[str, float]:
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 SWEEP = {"ldp_ucb": ("epsilon", EPSILONS), "gossip_fed_ucb": ("epsilon", EPSILONS),
-         "ucb1": ("alpha", (1.0, 2.0, 3.0, 4.0)), "linucb": ("alpha", (0.05, 0.1, 0.2, 0.4))}  # fmt: skip
-"""Ports, the float setting the sweep table varies and its values (docs/jax.md, "Compiling
-once")."""
+         "ucb1": ("alpha", (1.0, 2.0, 3.0, 4.0)), "linucb": ("alpha", (0.05, 0.1, 0.2, 0.4)),
+         "byzres_ucb": ("f", (0, 1, 2, 3))}  # fmt: skip
+"""Ports, the setting the sweep table varies (a float, or ByzRes-UCB's int f, a traced int32)
+and its values (docs/jax.md, "Compiling once")."""
 
 
 def sweep_compiles(port: str, setting, horizon: int) -> dict[str, float]:
@@ -389,8 +390,8 @@ def main() -> None:
         print(f"| {port} | {cost['bytes']:,.0f} | {cost['flops']:,.0f} | {rare['bytes']:,.0f} | "
               + " | ".join(cells) + " |")  # fmt: skip
 
-    print("\nA sweep over one float setting (4 values), each a rollout of 2 runs")
-    print("| port | setting | values | float params traced | programs compiled | compile s |")
+    print("\nA sweep over one setting (4 values), each a rollout of 2 runs")
+    print("| port | setting | values | params traced | programs compiled | compile s |")
     print("|---|---|---|---|---|---|")
     for port in SWEEP:
         setting = PAIRS[port][0] if port in PAIRS else MULTI

@@ -124,7 +124,7 @@ FLOORS += tuple(
     (f"JAX {port}: a sweep over 4 values of {setting} compiles one program",
      "bench_jax_anchor.py", f"{port} sweep: programs compiled", "<=", 1, ANCHOR)
     for port, setting in (("ldp_ucb", "epsilon"), ("gossip_fed_ucb", "epsilon"),
-                          ("ucb1", "alpha"), ("linucb", "alpha"))
+                          ("ucb1", "alpha"), ("linucb", "alpha"), ("byzres_ucb", "f"))
 )  # fmt: skip
 _OPS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
 

@@ -172,6 +172,57 @@ def test_a_ported_learner_sweeps_epsilon_in_one_compile():
 
 
 
+@dataclass(frozen=True)
+class _Counted:
+    TRACED_INTS = ("f",)
+    REPORT_ONLY = ("notes",)
+
+    f: int
+    g: int
+    flag: bool
+    notes: tuple[str, ...]
+
+
+def test_an_int_field_named_in_traced_ints_is_traced_and_report_only_fields_are_left_out():
+    params = _Counted(2, 3, True, ("f = 2 < 3 Byzantine",))
+    template, values = split(params)
+    assert values == (2,) and type(values[0]) is int
+    assert template.f == Slot(0) and template.g == 3 and template.flag is True
+    assert isinstance(template.notes, Unread)  # never in the program, nor in its key
+    import pickle
+
+    other, _ = split(_Counted(5, 3, True, ()))
+    assert pickle.dumps(other) == pickle.dumps(template)  # the same program key
+    assert fj.traced_params.values_of(values)[0].dtype == np.int32
+    assert split(_Counted(True, 3, True, ()))[1] == ()  # a bool is not an int here
+
+
+def test_a_sweep_over_byzres_f_is_one_compile_with_the_bits_of_a_fresh_compile():
+    """ByzRes-UCB's f (the values trimmed at each end) is a traced int32: f in {0, 1, 2, 3}
+    under a 2-Byzantine adversary compiles one program, each f's numbers those of a program
+    compiled for it alone, and the row's notes are each f's own."""
+    from fedbandit_env.bench.backends import jax_learner
+    from fedbandit_env.bench.evaluate import _build_jax
+
+    kw = {"num_agents": 7, "num_arms": 3, "horizon": 50, "topology": "complete",
+          "adversary": {"num_byzantine": 2, "attack": "flipped_means"}}  # fmt: skip
+
+    def run(f: int):
+        learner, label = jax_learner("byzres_ucb", {"f": f})
+        _, env = _build_jax(fj, learner, "FedBandit/Homogeneous-v0", kw, label)
+        return fj.rollout(env, learner, [0, 1])
+
+    clear_programs()
+    runs = {f: run(f) for f in (0, 1, 2, 3)}
+    assert runs[0].compile_time > 0 and all(runs[f].compile_time == 0.0 for f in (1, 2, 3))
+    assert runs[1].params.notes == ("f = 1 < 2 Byzantine",) and runs[2].params.notes == ()
+    assert not np.array_equal(runs[0].regret_by_agent, runs[2].regret_by_agent)
+    clear_programs()
+    alone = run(2)
+    assert alone.compile_time > 0
+    np.testing.assert_array_equal(alone.regret_by_agent, runs[2].regret_by_agent)
+
+
 SHARED = {"byzres_ucb", "centralized_linucb", "centralized_ucb1", "coop_ucb2", "dducb",
           "dislinucb", "epsilon_greedy",
           "epsilon_greedy_shared", "fed1_ucb", "fed2_ucb", "gosine",

@@ -8,7 +8,13 @@ float32 scalars, arguments of the compiled program rather than constants compile
 program is keyed by everything else (:func:`split`'s template), so runs whose params differ only
 in such floats (a sweep over epsilon, a confidence level, a noise scale) share one compile.
 
-What stays a compile-time constant: ints and bools (they size arrays and choose branches),
+An int field is traced too where its dataclass names it in a ``TRACED_INTS`` class attribute
+(ByzRes-UCB's ``f``, which only enters comparisons: a sweep over f shares a program), as an int32
+scalar; a field named in ``REPORT_ONLY`` (a row's notes) is left out of the program and its key
+(an :class:`Unread` stands in: reading it while tracing raises, and the program compiles with its
+params as constants).
+
+What stays a compile-time constant: other ints and bools (they size arrays and choose branches),
 strings, None, arrays, tuples (of sizes, of bounds), and floats that are 0 or not finite
 (``inf`` epsilon is "no privacy", a 0 scale "no noise": branches, which code tests with
 :func:`fedbandit_env.xp.is_inf` and :func:`fedbandit_env.xp.is_zero`). A learner whose ``init`` or ``act`` uses one of its float params in Python (a branch,
@@ -42,7 +48,7 @@ with its params as constants, where a genuine error raises again."""
 
 @dataclass(frozen=True)
 class Slot:
-    """Where the template holds traced float number ``index`` (its pickle keys the program)."""
+    """Where the template holds traced value number ``index`` (its pickle keys the program)."""
 
     index: int
 
@@ -83,10 +89,18 @@ def _fields(obj: Any) -> list[str]:
     return list(vars(obj))
 
 
-def _replace_floats(obj: Any, mark: Callable[[float, str], Any], where: str = "") -> Any:
-    """``obj`` with each traced float (:func:`traceable`) replaced by ``mark(value, path)``,
-    through dataclasses and the plain objects of :data:`OWN_PACKAGES` (copied, no ``__init__``
-    runs) and dicts; an object with nothing replaced is returned as is."""
+def _traced_int(value: Any) -> bool:
+    """An int (not a bool) that int32 holds."""
+    ok = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+    return ok and -(2**31) <= int(value) < 2**31
+
+
+def _replace_floats(obj: Any, mark: Callable[[Any, str], Any], where: str = "") -> Any:
+    """``obj`` with each traced float (:func:`traceable`), and each int of a field its class
+    names in ``TRACED_INTS``, replaced by ``mark(value, path)``, and each field named in
+    ``REPORT_ONLY`` by an :class:`Unread`, through dataclasses and the plain objects of
+    :data:`OWN_PACKAGES` (copied, no ``__init__`` runs) and dicts; an object with nothing
+    replaced is returned as is."""
     if traceable(obj):
         return mark(float(obj), where)
     if type(obj) is dict:
@@ -95,8 +109,16 @@ def _replace_floats(obj: Any, mark: Callable[[float, str], Any], where: str = ""
     if not (_is_params(obj) or _is_own_object(obj)):
         return obj
     changed = {}
+    ints = getattr(type(obj), "TRACED_INTS", ())
+    report = getattr(type(obj), "REPORT_ONLY", ())
     for name in _fields(obj):
         old = getattr(obj, name)
+        if name in report:
+            changed[name] = Unread(f"{where}.{name}".lstrip("."))
+            continue
+        if name in ints and _traced_int(old):
+            changed[name] = mark(int(old), f"{where}.{name}")
+            continue
         new = _replace_floats(old, mark, f"{where}.{name}")
         if new is not old:
             changed[name] = new
@@ -108,13 +130,13 @@ def _replace_floats(obj: Any, mark: Callable[[float, str], Any], where: str = ""
     return out
 
 
-def split(params: Any) -> tuple[Any, tuple[float, ...]]:
-    """``(template, floats)``: ``params`` with each traced float replaced by its :class:`Slot`,
-    and those floats in slot order. Params that hold no traced float give ``(params, ())``;
-    ``params`` itself is unchanged."""
-    floats: list[float] = []
+def split(params: Any) -> tuple[Any, tuple[float | int, ...]]:
+    """``(template, values)``: ``params`` with each traced float and int replaced by its
+    :class:`Slot`, and those values in slot order. Params that hold no traced value give
+    ``(params, ())``; ``params`` itself is unchanged."""
+    floats: list[float | int] = []
 
-    def mark(value: float, where: str) -> Slot:
+    def mark(value: float | int, where: str) -> Slot:
         floats.append(value)
         return Slot(len(floats) - 1)
 
@@ -123,7 +145,7 @@ def split(params: Any) -> tuple[Any, tuple[float, ...]]:
 
 def fill(template: Any, values: Any) -> Any:
     """The params of ``template`` with slot ``i`` holding ``values[i]`` (inside the compiled
-    program: a float32 scalar tracer)."""
+    program: a float32 or int32 scalar tracer)."""
     if type(template) is Slot:
         return values[template.index]
     if type(template) is dict:
@@ -177,6 +199,7 @@ def learner_template(learner: Any) -> tuple[Any, Any]:
     return stand_in, key
 
 
-def values_of(floats: tuple[float, ...]) -> tuple[np.ndarray, ...]:
-    """The program's argument for the traced floats: one float32 scalar each."""
-    return tuple(np.float32(x) for x in floats)
+def values_of(floats: tuple[float | int, ...]) -> tuple[np.ndarray, ...]:
+    """The program's argument for the traced values: a float32 scalar for a float, an int32
+    scalar for an int."""
+    return tuple(np.int32(x) if isinstance(x, int) else np.float32(x) for x in floats)
