@@ -158,6 +158,43 @@ def test_a_learner_that_reads_a_float_in_python_compiles_its_params_in(read):
     assert isinstance(stand_in.c, Unread) and key["c"] == "float" and key["read"] == read
 
 
+def test_what_tracing_learned_about_a_learner_saves_the_next_settings_traces(monkeypatch):
+    """A learner whose traced params failed is not traced that way again for another value
+    (on another environment too), and one known to take communication-only steps is traced
+    for its chunked program directly: the traces are counted."""
+    import importlib
+
+    rollout_module = importlib.import_module("fedbandit_env.jax.rollout")
+    traces: list[bool] = []
+    real = rollout_module.rollout_program
+
+    def counted(*args, **kwargs):
+        traces.append(args[6])  # pulls_only
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rollout_module, "rollout_program", counted)
+    clear_programs()
+    _run(_Greedy(0.5, "branch"))
+    assert len(traces) == 2  # traced params (failed), then constants
+    _run(_Greedy(3.0, "branch"), seeds=(0, 1, 2))  # another value, another batch shape
+    assert len(traces) == 3  # constants only
+    traces.clear()
+    env, learner = _gosine_env()
+    fj.rollout(env, learner, [0], checkpoints=[20])
+    assert traces[-1] is False and traces.count(True) >= 1  # found out: it communicates
+    traces.clear()
+    fj.rollout(env, learner, [0, 1], checkpoints=[20])
+    assert traces == [False]  # straight to the chunked program
+
+
+def _gosine_env():
+    from fedbandit_env.bench.evaluate import env_kwargs_for
+
+    learner = fj.make_jax_agent("gosine")
+    env_id = "FedBandit/Homogeneous-v0"
+    return fj.make(env_id, **env_kwargs_for(learner, env_id, {**KW, "horizon": 20})), learner
+
+
 def test_a_ported_learner_sweeps_epsilon_in_one_compile():
     """``ldp_ucb`` (Laplace scale from epsilon) over epsilon in {0.5, 1, 2}: one compile."""
     from fedbandit_env.bench.evaluate import env_kwargs_for

@@ -311,16 +311,28 @@ _CONSTANTS = "constants"
 one in Python): its programs take its params as constants."""
 
 
-def _compile(env, learner, steps, axes, args, params, template, max_steps) -> tuple[Any, list]:
-    """Trace and compile the rollout (first as a learner that only pulls; its trace stops at
-    the first act whose pull is not the constant True, then the chunked program is built)."""
+_SEEN: dict[tuple, dict[str, bool]] = {}
+"""What tracing learned about a learner of one class and settings (its float settings aside),
+on any environment: ``"constants"`` (its traced params failed) and ``"pulls_only"`` (whether
+its last program was the one of a learner that only pulls). Hints that save a trace: a wrong one
+costs a trace or the chunked loop, never a wrong program."""
+
+
+def _compile(env, learner, steps, axes, args, params, template, max_steps, seen) -> tuple:
+    """Trace and compile the rollout: first as a learner that only pulls, unless ``seen``
+    says it takes communication-only steps (that trace stops at the first act whose pull is
+    not the constant True, then the chunked program is built)."""
     ranked: list[bool] = []
-    try:
-        program = rollout_program(env, learner, steps, ranked, axes, params, True, template,
-                                  max_steps)  # fmt: skip
-        lowered = program.lower(*args)
-    except _CommunicationSteps:
-        ranked.clear()
+    lowered = None
+    if seen.get("pulls_only", True):
+        try:
+            program = rollout_program(env, learner, steps, ranked, axes, params, True, template,
+                                      max_steps)  # fmt: skip
+            lowered = program.lower(*args)
+        except _CommunicationSteps:
+            ranked.clear()
+    seen["pulls_only"] = lowered is not None
+    if lowered is None:
         program = rollout_program(env, learner, steps, ranked, axes, params, False, template,
                                   max_steps)  # fmt: skip
         lowered = program.lower(*args)
@@ -352,21 +364,23 @@ def compiled_program(
     plain_attrs = vars(learner) if hasattr(learner, "__dict__") else learner
     max_steps = max_engine_steps(env, args[1] if len(args) > 1 else None)
     tries.append((learner, plain_attrs, None, ()))
+    seen = _SEEN.setdefault((f"{kind.__module__}.{kind.__qualname__}", _fingerprint(attrs)), {})
     for who, who_attrs, slots, extra in tries:
         key = program_key(env, who_attrs, kind, params if slots is None else slots, steps,
                           axes, args + extra) + (max_steps,)  # fmt: skip
         entry = _PROGRAMS.get(key)
-        if entry is _CONSTANTS:
+        if entry is _CONSTANTS or (entry is None and slots is not None and seen.get("constants")):
             continue
         fresh = entry is None
         if fresh:
             try:
                 compiled, ranked = _compile(env, who, steps, axes, args + extra, params, slots,
-                                            max_steps)  # fmt: skip
+                                            max_steps, seen)  # fmt: skip
             except TRACE_ERRORS:
                 if slots is None:
                     raise
                 _PROGRAMS[key] = _CONSTANTS  # the learner reads a float param in Python
+                seen["constants"] = True  # its other float settings: the same, not retraced
                 continue
             # the objects stay referenced while cached, so an identity key stays theirs
             _PROGRAMS[key] = (compiled, ranked, env, learner)
@@ -408,8 +422,9 @@ def params_traced(env: FedBanditJaxEnv, learner: Any) -> bool:
 
 
 def clear_programs() -> None:
-    """Drop every compiled rollout this process keeps."""
+    """Drop every compiled rollout this process keeps, and what tracing learned."""
     _PROGRAMS.clear()
+    _SEEN.clear()
 
 
 def rollout(
