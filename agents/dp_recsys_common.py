@@ -33,7 +33,7 @@ from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
 from fedbandit_env.privacy import HybridCounter
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, check_int, check_real, is_real
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import is_inf, namespace
 
 Step = TypeVar("Step", bound=Callable[..., Any])
 
@@ -150,7 +150,7 @@ def privacy_width(n: Any, epsilon: float, ln_inv_delta: float) -> Any:
     used.
     """
     xp = namespace(n)
-    if math.isinf(epsilon):
+    if is_inf(epsilon):  # a traced epsilon is finite
         return xp.zeros_like(n, dtype=xp.result_type(n, 1.0))
     ln = xp.log(xp.maximum(n, 1.0))
     upsilon = ln_inv_delta / epsilon * (ln * xp.sqrt(ln))  # ln^1.5 (half the cost of ** 1.5)

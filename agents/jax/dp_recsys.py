@@ -73,6 +73,7 @@ index tie that float64 breaks may be a tie here, or the reverse.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, NamedTuple
 
@@ -109,6 +110,7 @@ from fedbandit_env.jax.hybrid_counter import HybridCounter, HybridCounterState
 from fedbandit_env.jax.types import COMMUNICATION, PULL, Action, Observation
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.ties import argmax_one_uniform
+from fedbandit_env.xp import is_jax
 
 Params = DPMasterWorkerParams | DPDecentralizedParams
 
@@ -124,9 +126,14 @@ def counter_of(params: Params) -> HybridCounter:
     """The counters H_ij (N, K) of the params: one item per pull (capacity the horizon), the
     configuration's ``epsilon`` and ``clip`` (the options of the numpy learner's counters,
     :func:`agents.dp_recsys_common.make_running_sums`; ``epsilon = inf``: noiseless, the
-    exact sums). Built in Python (once per options) and read while tracing."""
-    cfg = params.config
-    return _counter((params.num_agents, params.num_arms), params.horizon, cfg.epsilon, cfg.clip)
+    exact sums). Built in Python (once per options) and read while tracing; with a traced
+    ``epsilon`` (docs/jax.md, "Compiling once"), the counter of epsilon = 1 holding the traced
+    value (``make_params`` checked the value itself)."""
+    cfg, shape = params.config, (params.num_agents, params.num_arms)
+    if is_jax(cfg.epsilon):
+        base = _counter(shape, params.horizon, 1.0, cfg.clip).params
+        return HybridCounter.from_params(dataclasses.replace(base, epsilon=cfg.epsilon))
+    return _counter(shape, params.horizon, cfg.epsilon, cfg.clip)
 
 
 def _select(pred: jnp.ndarray, new: Any, old: Any) -> Any:

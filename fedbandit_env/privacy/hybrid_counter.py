@@ -29,7 +29,7 @@ from fedbandit_env.privacy.dyadic import (
 from fedbandit_env.privacy.errors import PrivacyError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_memory
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import is_inf, namespace
 
 
 def hybrid_noise_variance(
@@ -77,7 +77,8 @@ class HybridParams:
 
     @property
     def noisy(self) -> bool:
-        return not math.isinf(self.epsilon)
+        """epsilon is finite (a traced epsilon is: :func:`fedbandit_env.xp.is_inf`)."""
+        return not is_inf(self.epsilon)
 
     @property
     def log_scale(self) -> float:
