@@ -330,6 +330,8 @@ def main() -> None:
     p.add_argument("--bytes-ports", nargs="*", default=None,
                    help="ports whose bytes per agent-step are printed (default: every port)")  # fmt: skip
     p.add_argument("--bytes-runs", type=int, default=100, help="B of the cost analysis")
+    p.add_argument("--sweep-ports", nargs="*", default=list(SWEEP),
+                   help="ports of the sweep table (default: every one)")  # fmt: skip
     p.add_argument("--repeats", type=int, default=3, help="timed calls of each (best kept)")
     p.add_argument("--skip-evaluate", action="store_true", help="skip the evaluate pair")
     record.add_json_option(p)
@@ -393,7 +395,7 @@ def main() -> None:
     print("\nA sweep over one setting (4 values), each a rollout of 2 runs")
     print("| port | setting | values | params traced | programs compiled | compile s |")
     print("|---|---|---|---|---|---|")
-    for port in SWEEP:
+    for port in args.sweep_ports:
         setting = PAIRS[port][0] if port in PAIRS else MULTI
         t = lin_horizon if setting is LINEAR else horizon
         m = sweep_compiles(port, setting, t)

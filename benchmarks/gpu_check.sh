@@ -12,7 +12,7 @@
 #
 #   OUT=/tmp/out bash benchmarks/gpu_check.sh                           # GPU sizes
 #   GPU_CHECK_SCALE=small OUT=/tmp/out bash benchmarks/gpu_check.sh     # CPU (CI): every stage,
-#                                                   small (ucb1's pair, the CI grid of Fig. 1B)
+#                                   small (ucb1's pair and sweep, the CI grid of Fig. 1B)
 #
 # The machine has no network: JAX is the one installed there. The package is installed from the
 # checkout; a dependency the machine lacks is taken from the wheels in $GPU_CHECK_WHEELS
@@ -28,7 +28,7 @@ PORTS="ucb1 gossip_fed_ucb linucb fed_lin_ucb"
 case "$SCALE" in
   gpu) HORIZON=20000 RUNS=100 GRID=--paper-scale EXTRA="" ;;
   # the CI's check that every stage runs: one pair, the linear paper's CI grid
-  small) HORIZON=20 RUNS=2 GRID="" EXTRA=--skip-evaluate PORTS=ucb1 ;;
+  small) HORIZON=20 RUNS=2 GRID="" EXTRA="--skip-evaluate --sweep-ports ucb1" PORTS=ucb1 ;;
   *) echo "GPU_CHECK_SCALE: expected gpu or small, got $SCALE" >&2; exit 2 ;;
 esac
 
