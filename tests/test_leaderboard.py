@@ -69,7 +69,7 @@ def test_sigkill_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path):
         from tests.test_leaderboard import small_suite
         from fedbandit_env.bench.executors import run_suite
         from fedbandit_env.bench.store import ResultsStore
-        run_suite(small_suite(horizon=3000, runs=6), ResultsStore(sys.argv[1]), chunk=1, quiet=True)
+        run_suite(small_suite(horizon=1500, runs=6), ResultsStore(sys.argv[1]), chunk=1, quiet=True)
         """
     )
     (tmp_path / "sweep.py").write_text(script)
