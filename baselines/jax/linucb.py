@@ -26,18 +26,18 @@ import jax.numpy as jnp
 
 from baselines.config import LinUCBConfig
 from baselines.params import LinUCBParams, linucb_params
-from fedbandit_env.jax.linear_kernels import cholesky, last_pull, oful_beta, ucb_choice
+from fedbandit_env.jax.linear_kernels import cholesky, oful_beta, pulled_rows, ucb_choice
 from fedbandit_env.jax.types import Action, Observation
 from fedbandit_env.policy import FederationFacts
 
 
 class LinUCBState(NamedTuple):
-    """``V`` (N, d, d) and ``b`` (N, d) per agent, and ``context`` (N, K, d) the decision sets of
-    the step being played (to fold its pull next step)."""
+    """``V`` (N, d, d) and ``b`` (N, d) per agent, and ``chosen`` (N, d) the feature vector of
+    the arm each agent plays this step (to fold its pull next step)."""
 
     V: jnp.ndarray
     b: jnp.ndarray
-    context: jnp.ndarray
+    chosen: jnp.ndarray
 
 
 class LinUCB:
@@ -64,22 +64,23 @@ class LinUCB:
         return linucb_params(self.config, facts)
 
     def init(self, key: jax.Array, params: LinUCBParams) -> LinUCBState:
-        n, k, d = params.num_agents, params.num_actions, params.dim
+        n, d = params.num_agents, params.dim
         V = jnp.broadcast_to(params.lam * jnp.eye(d, dtype=jnp.float32), (n, d, d))
-        return LinUCBState(V, jnp.zeros((n, d), jnp.float32), jnp.zeros((n, k, d), jnp.float32))
+        return LinUCBState(V, jnp.zeros((n, d), jnp.float32), jnp.zeros((n, d), jnp.float32))
 
     def update(self, V, b, x, y):
         """Each agent's own pull: ``V += x x^T``, ``b += y x``."""
         return V + jnp.einsum("ni,nj->nij", x, x), b + y[:, None] * x
 
     def act(self, key: jax.Array, state: LinUCBState, obs: Observation, params: LinUCBParams):
-        x, y = last_pull(state.context, obs)
+        x, y = pulled_rows(state.chosen, obs)
         V, b = self.update(state.V, state.b, x, y)
         p = params
         chol = cholesky(V)
         beta = p.beta_scale * oful_beta(chol, p.lam, p.sigma, p.alpha, p.S)
         arms = ucb_choice(obs.context, chol, b, beta)
-        return Action(arms, {}), LinUCBState(V, b, obs.context)
+        chosen = obs.context[jnp.arange(p.num_agents), arms]
+        return Action(arms, {}), LinUCBState(V, b, chosen)
 
 
 class CentralizedLinUCB(LinUCB):

@@ -193,8 +193,14 @@ def last_pull(context: jnp.ndarray, obs: Observation) -> tuple[jnp.ndarray, jnp.
     """The (x, y) of every agent's last pull, x from the decision sets ``context`` (N, K, d) it
     was played on; zeros where nothing was pulled (after reset, after a communication step)."""
     n = context.shape[0]
+    return pulled_rows(context[jnp.arange(n), jnp.maximum(obs.last_arm, 0)], obs)
+
+
+def pulled_rows(rows: jnp.ndarray, obs: Observation) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The (x, y) of every agent's last pull from ``rows`` (N, d), the feature vector of the arm
+    each agent played; zeros where nothing was pulled (after reset, after a communication
+    step)."""
     pulled = (obs.phase == PULL) & (obs.last_arm >= 0)  # (N,)
-    x = context[jnp.arange(n), jnp.maximum(obs.last_arm, 0)]
-    x = jnp.where(pulled[:, None], x, 0.0)
+    x = jnp.where(pulled[:, None], rows, 0.0)
     y = jnp.where(pulled, obs.last_reward, 0.0).astype(jnp.float32)
     return x, y
