@@ -17,7 +17,8 @@ Pairs (the issue's targets, "vs anchor" is the port's agent-steps/s over the anc
 ``ucb1`` vs ucb1 (>= 0.9x), ``gossip_fed_ucb`` (FedBandit/GossipPath10-v0) vs ring-shared UCB1
 (>= 0.5x), ``linucb`` and ``fed_lin_ucb`` (private) vs LinUCB (>= 0.8x, >= 0.4x). Bytes and FLOPs
 per agent-step come from ``cost_analysis()`` of one compiled engine step (the learner's act and
-the environment's step) of B runs, divided by B x N; the anchors' from one step of theirs. It
+the environment's step) of B runs, divided by B x N; the anchors' from one step of theirs (XLA
+counts a loop's body once, whatever its trip count: a lower bound for a step with a loop). It
 also times a second ``evaluate(..., backend="jax")`` of one cell against numpy's (>= 0.8x).
 
     python benchmarks/bench_jax_anchor.py                    # CPU sizes, every port's bytes
