@@ -73,6 +73,24 @@ def argsort_stable(xp: ModuleType, a: Any, axis: int = -1) -> Any:
     return xp.argsort(a, axis=axis, stable=True)
 
 
+RUNS_AXIS = "runs"
+"""The name of the JAX rollout's ``vmap`` axis over runs (docs/jax.md, "Rare work")."""
+
+
+def any_run(pred: Any) -> Any:
+    """JAX: () bool, ``pred`` holds anywhere in some run of the batch (a ``psum`` over
+    :data:`RUNS_AXIS`, the same for every run, so a ``lax.cond`` on it stays a branch under the
+    rollout's ``vmap``); outside that ``vmap`` (no axis of that name), in this run."""
+    import jax
+    import jax.numpy as jnp
+
+    here = jnp.any(jnp.asarray(pred, bool))
+    try:
+        return jax.lax.psum(here.astype(jnp.int32), RUNS_AXIS) > 0
+    except NameError:  # no axis of that name: one run, or a vmap of the caller's own
+        return here
+
+
 def bounded_while(
     xp: ModuleType,
     cond: Callable[[Carry], Any],
@@ -85,7 +103,7 @@ def bounded_while(
     whose end is data reads its predicate on the host each iteration on a GPU; docs/jax.md,
     "Rollout"): ``ceil(max_trips / G)`` groups of ``G = ceil(sqrt(max_trips))`` iterations,
     each group and each iteration behind a ``lax.cond`` on "does the predicate hold in some run
-    of the batch" (:func:`fedbandit_env.jax.batch.any_run`), a run whose predicate is false
+    of the batch" (:func:`any_run`), a run whose predicate is false
     kept as it is. The same iterations as ``lax.while_loop`` under the rollout's ``vmap``, and
     once every run is done at most ``max_trips / G + G`` predicate reads. ``cond`` returns a
     scalar boolean per run; ``body`` keeps the carry's shapes and dtypes."""
@@ -95,8 +113,6 @@ def bounded_while(
             carry, trips = body(carry), trips + 1
         return carry
     import jax
-
-    from fedbandit_env.jax.batch import any_run
 
     group = math.isqrt(max(max_trips - 1, 0)) + 1
     groups = -(-max_trips // group)

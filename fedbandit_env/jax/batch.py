@@ -16,21 +16,10 @@ import contextlib
 from collections.abc import Iterator
 
 import jax
-import jax.numpy as jnp
 
-RUNS_AXIS = "runs"
-"""The name of the rollout's ``vmap`` axis over runs."""
+from fedbandit_env.xp import RUNS_AXIS, any_run
 
-
-def any_run(pred: jax.Array) -> jax.Array:
-    """() bool: ``pred`` holds anywhere in some run of the batch (or in this run, outside the
-    rollout's ``vmap``)."""
-    here = jnp.any(jnp.asarray(pred, bool))
-    try:
-        return jax.lax.psum(here.astype(jnp.int32), RUNS_AXIS) > 0
-    except NameError:  # no axis of that name: one run, or a vmap of the caller's own
-        return here
-
+__all__ = ["RUNS_AXIS", "any_run", "traced_path", "when_any"]
 
 _TRACE_AS: list[bool] = []  # set by traced_path while a benchmark traces one path
 
