@@ -51,22 +51,20 @@ def cholesky(V: jnp.ndarray) -> jnp.ndarray:
 
 def triangular_solve(chol: jnp.ndarray, rhs: jnp.ndarray, transpose: bool = False):
     """``L^-1 rhs`` (or ``L^-T rhs`` with ``transpose``) for lower-triangular ``chol`` L
-    (..., d, d) and ``rhs`` (..., d, k): forward (back) substitution, one row a step of a
-    ``fori_loop``."""
+    (..., d, d) and ``rhs`` (..., d, k): forward (back) substitution over the static d, each
+    step solving one row and updating only the rows not yet solved."""
     d = chol.shape[-1]
-    idx = jnp.arange(d)
-
-    def row(step, z):
-        i = d - 1 - step if transpose else step
-        z_i = z[..., i, :] / chol[..., i, i, None]
+    rows: list = [None] * d
+    rest = rhs  # the rows not yet solved, in solving order
+    for i in range(d - 1, -1, -1) if transpose else range(d):
+        z_i = rest[..., -1 if transpose else 0, :] / chol[..., i, i, None]
+        rows[i] = z_i
         if transpose:  # the rows above i: z_k -= L_ik z_i
-            coupling, later = chol[..., i, :], idx < i
+            rest, coupling = rest[..., :-1, :], chol[..., i, :i]
         else:  # the rows below i: z_k -= L_ki z_i
-            coupling, later = chol[..., :, i], idx > i
-        z = jnp.where(later[:, None], z - coupling[..., :, None] * z_i[..., None, :], z)
-        return jnp.where((idx == i)[:, None], z_i[..., None, :], z)
-
-    return jax.lax.fori_loop(0, d, row, rhs)
+            rest, coupling = rest[..., 1:, :], chol[..., i + 1 :, i]
+        rest = rest - coupling[..., :, None] * z_i[..., None, :]
+    return jnp.stack(rows, axis=-2)
 
 
 def cholesky_update(chol: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
