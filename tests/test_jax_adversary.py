@@ -454,7 +454,9 @@ def test_the_bench_keeps_roles_and_the_adversary_version_on_jax():
     assert res.results_version == registered_results_version(
         "FedBandit/Heterogeneous-v0", "ucb1_shared", backend="jax", adversary=adversary
     )
-    assert " / adversary v1 / backend jax v3" in res.results_version
+    from fedbandit_env.bench.versions import JAX_BACKEND_VERSION
+
+    assert f" / adversary v1 / backend jax v{JAX_BACKEND_VERSION}" in res.results_version
     honest = res.regret_by_agent[:, -1][res.roles == 0].reshape(3, 3).mean(axis=1)
     np.testing.assert_allclose(res.honest_regret_mean, honest)
 
