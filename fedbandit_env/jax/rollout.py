@@ -306,11 +306,6 @@ def program_key(
     )
 
 
-_CONSTANTS = "constants"
-"""A cache entry saying that tracing this learner with traced float params failed (it reads
-one in Python): its programs take its params as constants."""
-
-
 _SEEN: dict[tuple, dict[str, bool]] = {}
 """What tracing learned about a learner of one class and settings (its float settings aside),
 on any environment: ``"constants"`` (its traced params failed) and ``"pulls_only"`` (whether
@@ -369,7 +364,7 @@ def compiled_program(
         key = program_key(env, who_attrs, kind, params if slots is None else slots, steps,
                           axes, args + extra) + (max_steps,)  # fmt: skip
         entry = _PROGRAMS.get(key)
-        if entry is _CONSTANTS or (entry is None and slots is not None and seen.get("constants")):
+        if entry is None and slots is not None and seen.get("constants"):
             continue
         fresh = entry is None
         if fresh:
@@ -379,8 +374,7 @@ def compiled_program(
             except TRACE_ERRORS:
                 if slots is None:
                     raise
-                _PROGRAMS[key] = _CONSTANTS  # the learner reads a float param in Python
-                seen["constants"] = True  # its other float settings: the same, not retraced
+                seen["constants"] = True  # it reads a float param in Python: every value too
                 continue
             # the objects stay referenced while cached, so an identity key stays theirs
             _PROGRAMS[key] = (compiled, ranked, env, learner)
