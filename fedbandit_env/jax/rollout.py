@@ -25,7 +25,7 @@ import numpy as np
 from fedbandit_env.checkpoints import check_checkpoints, default_checkpoints
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.jax.accumulate import count_value, total_value
-from fedbandit_env.jax.batch import RUNS_AXIS
+from fedbandit_env.jax.batch import RUNS_AXIS, any_run
 from fedbandit_env.jax.env import EnvParams, FedBanditJaxEnv, check_state
 from fedbandit_env.jax.learner import bound, params_of
 from fedbandit_env.jax.traced_params import (
@@ -209,7 +209,8 @@ def rollout_program(
     communication-only steps runs chunks of :data:`CHUNK` masked steps, at most enough for
     ``max_steps``, behind a batch-level ``cond`` until every run has made its pulls
     (:func:`fedbandit_env.xp.bounded_while`), so the predicate is read once per chunk. A step whose pull reaches
-    a checkpoint writes the run's cumulative regret into the curve."""
+    a checkpoint writes the run's cumulative regret into the curve, behind a batch-level
+    ``cond`` (rare work: the other steps neither compute the regret nor touch the curve)."""
     params = params_of(learner, facts_of(env)) if params is None else params
     targets = jnp.asarray(np.asarray(steps, np.int32))
     num_checkpoints, horizon = len(steps), env.horizon
@@ -237,8 +238,13 @@ def rollout_program(
             obs, env_state, _, _, _ = env.step(k_step, c.env, action, env_params)
             at = jnp.minimum(c.reached, num_checkpoints - 1)
             hit = (env_state.pulls > c.env.pulls) & (env_state.pulls == targets[at])
-            row = jnp.where(hit, env.cumulative_regret(env_state), c.curve[at])
-            curve = jax.lax.dynamic_update_index_in_dim(c.curve, row, at, 0)
+
+            def write(curve: jax.Array) -> jax.Array:  # the regret of the runs at a checkpoint
+                row = jnp.where(hit, env.cumulative_regret(env_state), curve[at])
+                return jax.lax.dynamic_update_index_in_dim(curve, row, at, 0)
+
+            # rare work (a checkpoint is reached by few steps): only when a run reaches one
+            curve = jax.lax.cond(any_run(hit), write, lambda curve: curve, c.curve)
             return _Carry(key, obs, env_state, learner_state, c.nan_steps + nan, curve,
                           c.reached + hit)  # fmt: skip
 
