@@ -84,6 +84,7 @@ def test_exit_statuses_in_the_epilog(capsys):
     assert "0 success" in text and "2 bad input" in text and "1 failure" in text
 
 
+@pytest.mark.slow
 def test_suites_lists_every_suite_with_cells_learners_and_time(capsys):
     main(["suites", "--verbose"])
     out = capsys.readouterr().out

@@ -50,6 +50,7 @@ def test_traced_path_takes_one_path_without_a_branch():
         np.testing.assert_array_equal(_masked(x, need), jnp.where(need, x * 10.0, x))
 
 
+@pytest.mark.slow
 def test_fed_lin_ucb_syncs_and_gossip_fed_ucb_initializes_behind_a_branch():
     """The rollout programs hold a conditional for the rare work (a sync's floor, factor and
     releases; the gossip paper's initialization), not a select of both paths."""

@@ -132,6 +132,7 @@ def test_dislinucb_agrees_and_syncs_as_often_as_numpy():
     )
 
 
+@pytest.mark.slow
 def test_dislinucb_with_d0_syncs_after_every_trial_exactly_as_numpy():
     """D = 0: a sync after every trial but the last, no requests: exact message and float
     counts equal to the twin's, and T - 1 syncs in every run."""

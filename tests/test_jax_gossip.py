@@ -333,6 +333,7 @@ def test_same_key_same_bits(agent_id):
     same_bits(env, fj.make_jax_agent(agent_id), [0, 1, 2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent_id", BOTH)
 def test_respects_the_light_cone(agent_id):
     """On the path P10 (Fig. 2(b)), a change of agent 0's rewards after the initialization

@@ -259,6 +259,7 @@ def test_rank_one_update_and_the_determinant_lemma_match_numpy():
     np.testing.assert_array_equal(np.asarray(same), np.asarray(L))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("private", [True, False])
 def test_fed_lin_ucb_trigger_logdet_is_the_trigger_matrix_slogdet(private):
     """Along 60 trials of a run with syncs, the trigger's log-determinant (paper timing: with

@@ -570,6 +570,7 @@ def test_robust_gosine_declarations_and_refusals_are_the_twins():
     np.testing.assert_array_equal(params.sticky.sum(axis=1), 5)  # ceil(10 / 2) arms each
 
 
+@pytest.mark.slow
 def test_byzres_notes_come_from_its_params_on_jax():
     """A user f below the environment's declared bound is noted on the JAX row too: the note is
     made by the pure params function both engines call, not read from a numpy learner."""

@@ -129,6 +129,7 @@ def test_a_second_rollout_of_the_same_shape_compiles_nothing():
     assert other.compile_time > 0  # other checkpoints: another program
 
 
+@pytest.mark.slow
 def test_the_curve_at_a_checkpoint_does_not_depend_on_the_other_checkpoints():
     """A checkpoint's regret is the run's cumulative regret right after the step whose pull
     reached it: every grid that holds it gives the same value, for a learner that pulls every

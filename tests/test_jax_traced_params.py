@@ -158,6 +158,7 @@ def test_a_learner_that_reads_a_float_in_python_compiles_its_params_in(read):
     assert isinstance(stand_in.c, Unread) and key["c"] == "float" and key["read"] == read
 
 
+@pytest.mark.slow
 def test_what_tracing_learned_about_a_learner_saves_the_next_settings_traces(monkeypatch):
     """A learner whose traced params failed is not traced that way again for another value
     (on another environment too), and one known to take communication-only steps is traced
@@ -234,6 +235,7 @@ def test_an_int_field_named_in_traced_ints_is_traced_and_report_only_fields_are_
     assert split(_Counted(True, 3, True, ()))[1] == ()  # a bool is not an int here
 
 
+@pytest.mark.slow
 def test_a_sweep_over_byzres_f_is_one_compile_with_the_bits_of_a_fresh_compile():
     """ByzRes-UCB's f (the values trimmed at each end) is a traced int32: f in {0, 1, 2, 3}
     under a 2-Byzantine adversary compiles one program, each f's numbers those of a program

@@ -350,6 +350,7 @@ def test_the_column_appears_only_in_tables_of_attacked_environments():
     assert f"| ref | ucb1 | {ucb1:.2f} |" in reference and "ucb1 |" not in ranked
 
 
+@pytest.mark.slow
 def test_the_page_has_the_robustness_panel_only_with_attacked_rows(tmp_path):
     pytest.importorskip("matplotlib")
     from fedbandit_env.bench.html import write_html

@@ -174,6 +174,7 @@ def test_received_payloads_count_in_the_estimate():
                  channels={"n": {"kind": "neighbors", "dim": 20}})
 
 
+@pytest.mark.slow
 def test_linear_learners_refuse_gram_matrices_that_cannot_fit():
     venv = make_vec("FedBandit/LinearContextual-v0", num_runs=100, num_agents=100, dim=1000,
                     num_arms=2, horizon=3)

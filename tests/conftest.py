@@ -1,0 +1,37 @@
+"""The test session's JAX persistent compilation cache (docs/jax.md, "Compiling once").
+
+Many tests compile the same program: the same rollout in both xdist workers, or a subprocess
+compiling what its parent compiled. The session's controller makes one empty folder and exports
+it as ``FEDBANDIT_JAX_CACHE`` before the workers start, so a program compiled once in the
+session is loaded from disk afterwards (a loaded executable is the compiled one: same bits).
+A folder the caller already set is used as it is; the session's own folder is removed at the
+end, so no run starts warm from an earlier one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+CACHE_VAR = "FEDBANDIT_JAX_CACHE"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get(CACHE_VAR):
+        return  # an xdist worker inherits the controller's folder; a caller's folder is kept
+    folder = tempfile.mkdtemp(prefix="fedbandit-jax-cache-")
+    os.environ[CACHE_VAR] = folder
+    config.stash[_FOLDER] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_FOLDER, None)
+    if folder is not None:
+        os.environ.pop(CACHE_VAR, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_FOLDER = pytest.StashKey[str]()
