@@ -255,6 +255,7 @@ class _Page(HTMLParser):
             self.srcs.append(a["src"])
 
 
+@pytest.mark.slow
 def test_page_has_header_contents_alt_text_and_needs_no_network(entries, tmp_path):
     info = RunInfo(suite="quick", seeds=tuple(range(10)), date="2026-11-25 04:00 UTC")
     page = write_html(entries, tmp_path / "html", "board", info=info)
@@ -296,6 +297,7 @@ window.addEventListener("load", () => {
 </script>"""
 
 
+@pytest.mark.slow
 def test_sorting_script_sorts_the_table_in_headless_chromium(entries, tmp_path):
     from tests.test_leaderboard import _chromium, _chromium_run
 

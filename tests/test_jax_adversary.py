@@ -118,6 +118,7 @@ def test_the_byzantine_payloads_are_the_numpy_attacks_on_a_hand_built_step(attac
         assert not np.allclose(np.asarray(out.payload)[0, slot], payload[1])
 
 
+@pytest.mark.slow
 def test_recommendation_attacks_on_a_dim_one_channel():
     """``rec_worst`` is the numpy arm exactly; ``rec_naive`` never the best arm and uniform on
     the others; ``rec_smart`` the honest agents' least-pulled suboptimal arm."""
@@ -151,6 +152,7 @@ def test_recommendation_attacks_on_a_dim_one_channel():
     assert (smart == 2.0).all()
 
 
+@pytest.mark.slow
 def test_noise_attacks_follow_their_laws():
     """``uniform`` in [lo, hi), ``gaussian`` own payload + N(0, sigma^2), ``flipped_means`` in
     [0, 0.1] near the best and [0.9, 1] elsewhere, the other agents' rows untouched."""
@@ -254,6 +256,7 @@ def test_crashed_agents_send_nothing_from_their_crash_pull_and_the_ledger_is_exa
 
 
 # ------------------------------------------------------------------ placements
+@pytest.mark.slow
 def test_placements_have_the_numpy_laws():
     """Per-agent role frequencies (``uniform``), the number of distinct Byzantine ids
     (``code_fedmom``, with replacement) and the uniform crash pulls agree with numpy within 3
@@ -305,6 +308,7 @@ def test_placements_have_the_numpy_laws():
 
 
 # ------------------------------------------------------------- keys, jit, vmap
+@pytest.mark.slow
 def test_same_key_same_bits_and_roles_move_no_other_draw():
     kwargs = ring(
         horizon=60,

@@ -77,6 +77,7 @@ def scanned(tree_index: str, init_round: bool, empty: bool, epsilon: float):
     return jax.jit(run)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(
     data=st.data(),

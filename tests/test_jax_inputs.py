@@ -137,6 +137,7 @@ class NaNOnFirstSteps:
         return Action(arms, {}), t + 1
 
 
+@pytest.mark.slow
 def test_nan_indices_are_counted_inside_the_compiled_rollout():
     env = fj.make(ENV, num_agents=3, num_arms=4, horizon=10)
     out = fj.rollout(env, NaNOnFirstSteps(), [0, 1, 2])

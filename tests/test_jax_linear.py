@@ -56,6 +56,7 @@ def _jitted(tree: GramTree):
     return _release[key]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     agents=st.integers(1, 3),
@@ -144,6 +145,7 @@ def test_the_tree_refuses_bad_parameters_like_the_numpy_privatizer():
 
 
 # -------------------------------------------------------------- environment
+@pytest.mark.slow
 def test_linear_environment_has_the_numpy_instant_regret_under_uniform_play():
     """Mean instant regret of a uniform random policy, numpy engine against the JAX
     environment, within 3 standard errors (per-run means over 400 runs)."""
@@ -171,6 +173,7 @@ def test_linear_environment_has_the_numpy_instant_regret_under_uniform_play():
 
 
 # ------------------------------------------------------------- agreement
+@pytest.mark.slow
 @pytest.mark.parametrize("agent_id", ["linucb", "centralized_linucb"])
 def test_linucb_ports_agree_with_numpy(agent_id):
     ref, out = agreement(LINEAR, agent_id, SMALL)

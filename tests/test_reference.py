@@ -29,6 +29,7 @@ ENV = "FedBandit/Homogeneous-v0"
 SMALL = {"num_agents": 3, "num_arms": 3, "topology": "ring"}
 
 
+@pytest.mark.slow
 def test_the_shipped_reference_is_valid_and_names_existing_headline_cells():
     ref = load_reference()  # validates the schema and the package version
     assert ref.path == REFERENCE_PATH and ref.cells
@@ -39,6 +40,7 @@ def test_the_shipped_reference_is_valid_and_names_existing_headline_cells():
         assert set(labels) <= {c.name for c in get_suite(name).cells}
 
 
+@pytest.mark.slow
 def test_a_sample_of_the_shipped_reference_reproduces_bit_for_bit():
     """CI's guard: a change that moves a reference number fails here until the file is
     rebuilt (`fedbandit reference build`) and, if results moved, versions are bumped. The

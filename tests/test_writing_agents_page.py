@@ -57,6 +57,7 @@ def page_jax_learner():
     return namespace["JaxUCB1"]
 
 
+@pytest.mark.slow
 def test_the_page_jax_learner_learns_and_agrees_with_the_built_in_port():
     """It beats uniform play by half, repeats itself bit for bit, and its mean regret is within
     3 standard errors of the built-in JAX ucb1's on the same seeds (the two break ties with
