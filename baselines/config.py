@@ -14,12 +14,15 @@ from typing import Any
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_number
+from fedbandit_env.validation import check_int, check_real
 
 __all__ = [
     "CentralizedUCB1Config",
+    "DiscountedUCBConfig",
     "EpsilonGreedyConfig",
     "KLUCBConfig",
     "LinUCBConfig",
+    "SlidingWindowUCBConfig",
     "ThompsonBetaConfig",
     "ThompsonGaussianConfig",
     "UCB1Config",
@@ -57,6 +60,56 @@ class UCB1Config:
         _number(self, "alpha", 0.0)
         if self.scale is not None:
             _number(self, "scale", 0.0)
+
+
+@dataclass(frozen=True)
+class DiscountedUCBConfig:
+    """D-UCB (Garivier and Moulines 2011): ``gamma`` in (0, 1] the discount (None: their
+    tuning ``1 - sqrt(changes / T) / (4 B)``, B the bonus scale); ``xi`` (>= 0) and ``scale``
+    (>= 0; None: the reward range) in the bonus ``scale * sqrt(xi ln n_gamma / N_gamma)``;
+    ``changes`` (>= 1) the number of change points the default ``gamma`` is tuned for."""
+
+    agent_id: str
+    gamma: float | None = None
+    xi: float = 0.5
+    scale: float | None = None
+    changes: int = 1
+
+    def __post_init__(self) -> None:
+        if self.gamma is not None:
+            gamma = check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True,
+                               where=self.agent_id)  # fmt: skip
+            object.__setattr__(self, "gamma", gamma)
+        _number(self, "xi", 0.0)
+        if self.scale is not None:
+            _number(self, "scale", 0.0)
+        object.__setattr__(self, "changes", check_int("changes", self.changes, minimum=1,
+                                                      where=self.agent_id))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SlidingWindowUCBConfig:
+    """SW-UCB (Garivier and Moulines 2011): ``window`` (>= 1) the number of an agent's last
+    pulls its statistics keep (None: their tuning ``ceil(2 B sqrt(T ln T / changes))``, B the
+    bonus scale); ``xi`` (>= 0) and ``scale`` (>= 0; None: the reward range) in the bonus
+    ``scale * sqrt(xi ln min(t, window) / N_window)``; ``changes`` (>= 1) the number of change
+    points the default window is tuned for."""
+
+    agent_id: str
+    window: int | None = None
+    xi: float = 0.6
+    scale: float | None = None
+    changes: int = 1
+
+    def __post_init__(self) -> None:
+        if self.window is not None:
+            object.__setattr__(self, "window", check_int("window", self.window, minimum=1,
+                                                         where=self.agent_id))  # fmt: skip
+        _number(self, "xi", 0.0)
+        if self.scale is not None:
+            _number(self, "scale", 0.0)
+        object.__setattr__(self, "changes", check_int("changes", self.changes, minimum=1,
+                                                      where=self.agent_id))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,26 @@ def ucb1_index(n: Any, s: Any, t: Any, alpha: float, scale: float) -> Any:
     return unpulled_to_inf(index, n)
 
 
+def discount_statistics(n: Any, s: Any, hit: Any, reward: Any, gamma: Any) -> Any:
+    """D-UCB's discounted statistics after one more step (Garivier and Moulines 2011, Sec. 3):
+    ``N_t(gamma, i) = gamma N_{t-1}(gamma, i) + 1{I_t = i}`` and the discounted reward sums
+    alike; ``hit`` (..., M) the pulled arm's indicator, ``reward`` (...) its reward. Returns
+    ``(n, s)``."""
+    xp = namespace(n, s)
+    return gamma * n + hit, gamma * s + xp.where(hit, reward[..., None], 0.0)
+
+
+def window_statistics(n: Any, s: Any, hit: Any, reward: Any, out: Any, out_reward: Any) -> Any:
+    """SW-UCB's statistics over an agent's last ``tau`` pulls after one more (Garivier and
+    Moulines 2011, Sec. 4): the new pull (``hit``, ``reward``) in, the pull ``tau`` pulls ago
+    (``out`` (..., M) its indicator, all False while fewer than ``tau`` were made;
+    ``out_reward``) out. Returns ``(n, s)``."""
+    xp = namespace(n, s)
+    n = n + hit.astype(n.dtype) - out.astype(n.dtype)
+    s = s + xp.where(hit, reward[..., None], 0.0) - xp.where(out, out_reward[..., None], 0.0)
+    return n, s
+
+
 def unit_reward(reward: Any, lo: float, hi: float) -> Any:
     """A reward in [lo, hi] mapped onto [0, 1] (clipped first)."""
     xp = namespace(reward)

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from baselines.config import (
+    DiscountedUCBConfig,
     EpsilonGreedyConfig,
     KLUCBConfig,
+    SlidingWindowUCBConfig,
     ThompsonBetaConfig,
     ThompsonGaussianConfig,
     UCB1Config,
@@ -170,3 +172,60 @@ def linucb_params(config: Any, facts: FederationFacts) -> LinUCBParams:
     cfg = config
     return LinUCBParams(facts.num_agents, facts.num_arms, d, cfg.lam, cfg.sigma, cfg.alpha,
                         cfg.S, cfg.beta_scale)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ForgettingParams:
+    """What the non-stationary learners read at run time (:mod:`baselines.nonstationary`): N,
+    M, the bonus ``scale * sqrt(xi ln t / n)``'s ``xi`` and ``scale``, D-UCB's discount
+    ``gamma`` (1 for SW-UCB), SW-UCB's ``window`` and ``slots`` = min(window, T), the pulls its
+    ring of past pulls holds (both 0 for D-UCB)."""
+
+    num_agents: int
+    num_arms: int
+    xi: float
+    scale: float
+    gamma: float = 1.0
+    window: int = 0
+    slots: int = 0
+
+
+def discount_tuning(horizon: int, changes: int, scale: float) -> float:
+    """Garivier and Moulines' (2011) D-UCB discount for T steps with ``changes`` breakpoints
+    Upsilon_T: ``1 - sqrt(Upsilon_T / T) / (4 B)``, B the reward bound (Sec. 3, the tuning of
+    their D-UCB regret bound)."""
+    return 1.0 - math.sqrt(changes / horizon) / (4.0 * scale)
+
+
+def window_tuning(horizon: int, changes: int, scale: float) -> int:
+    """Garivier and Moulines' (2011) SW-UCB window for T steps with ``changes`` breakpoints:
+    ``ceil(2 B sqrt(T ln T / Upsilon_T))`` (Sec. 4, the tuning of their SW-UCB regret bound),
+    at least 1."""
+    return max(1, math.ceil(2.0 * scale * math.sqrt(horizon * math.log(horizon) / changes)))
+
+
+def forgetting_params(
+    agent_id: str, config: DiscountedUCBConfig | SlidingWindowUCBConfig, facts: FederationFacts
+) -> ForgettingParams:
+    """The :class:`ForgettingParams` of ``discounted_ucb`` or ``sw_ucb`` on a federation: the
+    multi-armed family, the bonus scale (None: the reward range, :func:`default_scale`) and the
+    discount or window (None: the paper's tuning for the horizon). Pure."""
+    require_family(agent_id, facts, MULTI_ARMED)
+    scale = default_scale(facts) if config.scale is None else config.scale
+    base = {"num_agents": facts.num_agents, "num_arms": facts.num_arms, "xi": config.xi,
+            "scale": scale}  # fmt: skip
+    bound = scale if scale > 0 else 1.0  # the tuning's reward bound B
+    if isinstance(config, DiscountedUCBConfig):
+        gamma = config.gamma
+        if gamma is None:
+            gamma = discount_tuning(facts.horizon, config.changes, bound)
+            if not 0.0 < gamma <= 1.0:
+                raise ConfigError(
+                    f"{agent_id}: gamma: the default 1 - sqrt(changes / T) / (4 B) is {gamma:g}, "
+                    f"expected a number in (0, 1]; pass gamma or fewer changes"
+                )
+        return ForgettingParams(**base, gamma=float(gamma))
+    window = config.window
+    if window is None:
+        window = window_tuning(facts.horizon, config.changes, bound)
+    return ForgettingParams(**base, window=int(window), slots=min(int(window), facts.horizon))
