@@ -65,7 +65,7 @@ from fedbandit_env.policy import FederationFacts, TeamAction, check_timing
 from fedbandit_env.privacy import GramTreePrivatizer
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import MAX_HORIZON, check_int
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import is_zero, namespace
 
 AGENT_ID = "fed_lin_ucb"
 VERSION = 2  # results version (docs/bench.md): 2, the paper's timing by default (1: latency)
@@ -131,6 +131,9 @@ class FedLinParams:
     eig_floor: float
     fixed_trials: tuple[int, ...]
     config: FedLinUCBConfig
+    trigger_shift: float = 0.0
+    """``M (rho_max - rho_min)``, the trigger's regularization on top of V (one float64 product,
+    so a compiled program that takes it as an argument rounds it once, as a constant)."""
 
     @property
     def paper(self) -> bool:
@@ -174,7 +177,7 @@ def fedlin_params(config: FedLinUCBConfig, facts: FederationFacts) -> FedLinPara
         k = np.arange(1, config.num_syncs + 1)
         trials = tuple(np.ceil(k * span / config.num_syncs).astype(np.int64).tolist())
     return FedLinParams(M, facts.num_arms, d, T, c, rho_min, rho_max, kappa, threshold,
-                        eig_floor, trials, config)  # fmt: skip
+                        eig_floor, trials, config, trigger_shift=M * (rho_max - rho_min))  # fmt: skip
 
 
 def is_fixed_trial(trials: tuple[int, ...], t: Any) -> Any:
@@ -193,7 +196,7 @@ def sync_due(params: FedLinParams, fresh: Any, pulls: Any, requested: Any) -> An
     step's pull (the request was sent with the last one)."""
     if params.fixed_trials:
         return fresh & is_fixed_trial(params.fixed_trials, pulls)
-    if params.threshold == 0.0:
+    if is_zero(params.threshold):
         return fresh
     return fresh & requested
 

@@ -115,6 +115,9 @@ class DecParams:
     threshold: float
     eig_floor: float
     config: FedLinUCBDecentralizedConfig
+    rho_gap: float = 0.0
+    """``rho_max - rho_min`` (one float64 difference, so a compiled program that takes it as an
+    argument rounds it once, as a constant)."""
 
     @property
     def c_max(self) -> int:
@@ -157,7 +160,8 @@ def dec_params(config: FedLinUCBDecentralizedConfig, facts: FederationFacts) -> 
     threshold = default_D if config.sync_threshold is None else config.sync_threshold
     eig_floor = rho_min if config.eig_floor is None else config.eig_floor
     return DecParams(n, facts.num_arms, d, T, g, cliques, tuple(clique_of), tuple(pos), size, c,
-                     rho_min, rho_max, kappa, threshold, eig_floor, config)  # fmt: skip
+                     rho_min, rho_max, kappa, threshold, eig_floor, config,
+                     rho_gap=rho_max - rho_min)  # fmt: skip
 
 
 class FedLinUCBDecentralized(FedUCBBase):

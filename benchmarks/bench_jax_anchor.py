@@ -301,7 +301,7 @@ def evaluate_pair(runs: int, horizon: int) -> dict[str, float]:
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 SWEEP = {"ldp_ucb": ("epsilon", EPSILONS), "gossip_fed_ucb": ("epsilon", EPSILONS),
          "ucb1": ("alpha", (1.0, 2.0, 3.0, 4.0)), "linucb": ("alpha", (0.05, 0.1, 0.2, 0.4)),
-         "byzres_ucb": ("f", (0, 1, 2, 3))}  # fmt: skip
+         "byzres_ucb": ("f", (0, 1, 2, 3)), "fed_lin_ucb": ("epsilon", EPSILONS)}  # fmt: skip
 """Ports, the setting the sweep table varies (a float, or ByzRes-UCB's int f, a traced int32)
 and its values (docs/jax.md, "Compiling once")."""
 

@@ -263,8 +263,8 @@ def test_a_sweep_over_byzres_f_is_one_compile_with_the_bits_of_a_fresh_compile()
 
 
 SHARED = {"byzres_ucb", "centralized_linucb", "centralized_ucb1", "coop_ucb2", "dducb",
-          "dp_dec_ucb", "dp_mw_ucb",
-          "dislinucb", "epsilon_greedy",
+          "discounted_ucb", "dp_dec_ucb", "dp_mw_ucb", "fed_lin_ucb", "fed_lin_ucb_decentralized",
+          "dislinucb", "epsilon_greedy", "sw_ucb",
           "epsilon_greedy_shared", "fed1_ucb", "fed2_ucb", "gosine",
           "gossip_fed_ucb", "gossip_ucb", "kl_ucb", "kl_ucb_shared", "ldp_ucb", "robust_gosine",
           "thompson_beta", "thompson_beta_shared", "thompson_gaussian",

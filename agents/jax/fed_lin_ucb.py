@@ -89,7 +89,7 @@ from fedbandit_env.linear_kernels import (
     rarely_switching,
 )
 from fedbandit_env.policy import FederationFacts
-from fedbandit_env.xp import rounding_tolerance
+from fedbandit_env.xp import is_zero, rounding_tolerance
 
 
 class FedLinUCBState(NamedTuple):
@@ -145,13 +145,12 @@ def floor_spectrum(W: jnp.ndarray, floor: float) -> tuple[jnp.ndarray, jnp.ndarr
 def keeps_trigger_factor(p: FedLinParams) -> bool:
     """Whether the state keeps the trigger's own factor: a private agent with a log-det
     trigger (:func:`trigger_logdet`)."""
-    return p.constants is not None and not (p.fixed_trials or p.threshold == 0.0)
+    return p.constants is not None and not (p.fixed_trials or is_zero(p.threshold))
 
 
 def trigger_inflation(p: FedLinParams) -> jnp.ndarray:
     """``M (rho_max - rho_min) I`` (d, d), the trigger's regularization on top of V."""
-    n = p.num_agents
-    return (n * (p.rho_max - p.rho_min)) * jnp.eye(p.dim, dtype=jnp.float32)
+    return p.trigger_shift * jnp.eye(p.dim, dtype=jnp.float32)
 
 
 def trigger_logdet(chol: jnp.ndarray, trigger: Any, x: jnp.ndarray | None, p: FedLinParams):
@@ -324,7 +323,7 @@ class FedLinUCB:
         arrived = stats.count > 0
         d = p.dim
         total = stats.aggregate.astype(jnp.float32)
-        W, real = floor_spectrum(total[: d * d].reshape(d, d), float(p.eig_floor))
+        W, real = floor_spectrum(total[: d * d].reshape(d, d), p.eig_floor)
         logdet_W = logdet_over(cholesky(W), p.num_agents * p.rho_min)
         keep = lambda new, old: jnp.where(arrived, new, old)  # noqa: E731
         if keeps_trigger_factor(p):  # flight is in W now: the trigger's matrix is W + U + cI
@@ -370,12 +369,12 @@ class FedLinUCB:
         ``W + flight + U``. The log-determinant from V's factor ``chol`` or the kept one
         (:func:`trigger_logdet`)."""
         n = p.num_agents
-        if p.fixed_trials or p.threshold == 0.0:
+        if p.fixed_trials or is_zero(p.threshold):
             return jnp.zeros(n, bool)
         x = context[jnp.arange(n), arms] if p.paper else None
         logdet = trigger_logdet(chol, s.trigger, x, p)
         weight = s.since_sync.astype(jnp.float32) + 1.0
-        return rarely_switching(logdet, s.logdet_W, weight, float(p.threshold)) & ~due
+        return rarely_switching(logdet, s.logdet_W, weight, p.threshold) & ~due
 
 
 def radius(chol: jnp.ndarray, p: FedLinParams) -> jnp.ndarray:

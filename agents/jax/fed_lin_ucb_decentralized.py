@@ -218,15 +218,20 @@ class FedLinUCBDecentralized:
         p = params
         d, n, G, c_max, s = p.dim, p.num_agents, p.gamma, p.c_max, p.dim + 1
         valid = np.arange(c_max)[None, :] < np.asarray(p.size)[:, None]  # (N, c_max)
-        R_U = np.where(valid[:, None, :, None, None], p.rho_min * np.eye(d), 0.0)
-        R_U = np.broadcast_to(R_U, (n, G, c_max, d, d)).astype(np.float32)
+        eye = p.rho_min * jnp.eye(d, dtype=jnp.float32)  # rho_min may be traced
+        R_U = jnp.broadcast_to(
+            jnp.where(valid[:, None, :, None, None], eye, 0.0), (n, G, c_max, d, d)
+        )
+        W = R_U[:, :, 0]
+        for c in range(1, c_max):  # the members in order, one float32 sum at a time
+            W = W + R_U[:, :, c]
         tree = gram_tree(p.constants, (n, G))
         zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
         return DecentralizedState(
-            R_U=jnp.asarray(R_U),
+            R_U=R_U,
             R_u=zeros(n, G, c_max, d),
             seen=jnp.zeros((n, G, c_max), jnp.int32),
-            W=jnp.asarray(R_U.sum(axis=2)),
+            W=W,
             w=zeros(n, G, d),
             U=zeros(n, G, d, d), u=zeros(n, G, d),
             G=zeros(n, G, d, d), g=zeros(n, G, d),
@@ -296,12 +301,12 @@ class FedLinUCBDecentralized:
         rho_min) I) - ln det W) >= D_dec``."""
         W, U, since = s.W[:, used], s.U[:, used], s.since[:, used]
         size = _sizes(p)
-        scale = (size * np.float32(p.rho_min))[:, None]
-        inflate = (size * np.float32(p.rho_max - p.rho_min))[:, None, None]
+        scale = (size * p.rho_min)[:, None]
+        inflate = (size * p.rho_gap)[:, None, None]
         inflate = inflate * jnp.eye(p.dim, dtype=jnp.float32)
         logdet = logdet_over(cholesky(W + U + inflate), scale)
         return rarely_switching(logdet, logdet_over(cholesky(W), scale),
-                                since.astype(jnp.float32), float(p.threshold))  # fmt: skip
+                                since.astype(jnp.float32), p.threshold)  # fmt: skip
 
     def _receive(self, s: DecentralizedState, obs: Observation, p: DecJaxParams):
         """What arrived from clique members on the slot channels: a request marks the slot
@@ -353,7 +358,7 @@ class FedLinUCBDecentralized:
     def _refresh(self, s: DecentralizedState, changed, p: DecJaxParams) -> DecentralizedState:
         """``W_{i,g}`` and ``w_{i,g}`` recomputed from the table where it changed, the spectrum
         of W floored at ``eig_floor`` (a real clip counted in ``eig_clip_events``)."""
-        floor = lambda W: floor_spectrum(W, float(p.eig_floor))  # noqa: E731
+        floor = lambda W: floor_spectrum(W, p.eig_floor)  # noqa: E731
         W, real = jax.vmap(jax.vmap(floor))(s.R_U.sum(axis=2))
         return s._replace(
             W=jnp.where(changed[..., None, None], W, s.W),
@@ -389,7 +394,7 @@ def radius(chol: jnp.ndarray, p: DecParams) -> jnp.ndarray:
     (:func:`fedbandit_env.linear_kernels.confidence_radius` on ``ln det V - d ln(c_i
     rho_min)``), times beta_scale."""
     return confidence_radius(
-        logdet_over(chol, (_sizes(p) * np.float32(p.rho_min))[:, None]), 0.0,
+        logdet_over(chol, (_sizes(p) * p.rho_min)[:, None]), 0.0,
         alpha=p.config.alpha, sigma=p.config.sigma, S=p.config.S, rho_max=p.rho_max,
         kappa=p.kappa, group=_sizes(p), beta_scale=p.config.beta_scale,
     )  # fmt: skip

@@ -45,6 +45,7 @@ from fedbandit_env.privacy.gram_tree import (
     insert_leaf,
 )
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
+from fedbandit_env.xp import is_zero
 
 __all__ = ["GramRelease", "GramTree", "GramTrees", "symmetric_node"]
 
@@ -92,7 +93,7 @@ class GramTree:
         if Q.shape != (*self.shape, side, side):
             raise ValueError(f"Q: expected shape {(*self.shape, side, side)}, got {Q.shape}")
         active = jnp.broadcast_to(jnp.asarray(mask, bool), self.shape) & (state.k < self.capacity)
-        if self.sigma > 0:
+        if not is_zero(self.sigma):  # a traced sigma is never 0
             node = symmetric_node(key, self.shape, side, self.sigma)
         else:
             node = jnp.zeros((*self.shape, side, side), jnp.float32)

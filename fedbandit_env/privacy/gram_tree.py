@@ -20,7 +20,7 @@ from fedbandit_env.privacy.dyadic import popcount
 from fedbandit_env.privacy.errors import PrivacyBudgetWarning, PrivacyError
 from fedbandit_env.privacy.mechanisms import symmetric_from_upper, upper_triangle_size
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.xp import namespace
+from fedbandit_env.xp import is_number, namespace
 
 
 class GramRelease(NamedTuple):
@@ -89,10 +89,14 @@ def insert_leaf(trees: GramTrees, Q: Any, node: Any, active: Any, shift: float,
 
 
 def check_trees(shape: tuple[int, ...], d: int, sigma: float, shift: float, levels: int) -> tuple:
-    """The validated (shape, d, sigma, shift, levels) of a batch of trees (both engines)."""
+    """The validated (shape, d, sigma, shift, levels) of a batch of trees (both engines). A
+    ``sigma`` or ``shift`` that the JAX rollout traces was checked when its params were made
+    (a traced value is a finite non-zero float, docs/jax.md "Compiling once") and passes."""
     shape, d = check_shape(shape), check_index(d, "d")
-    sigma = check_positive(sigma, "sigma", allow_zero=True)
-    shift = check_positive(shift, "shift", allow_zero=True)
+    if is_number(sigma):
+        sigma = check_positive(sigma, "sigma", allow_zero=True)
+    if is_number(shift):
+        shift = check_positive(shift, "shift", allow_zero=True)
     return shape, d, sigma, shift, check_index(levels, "levels")
 
 
