@@ -255,7 +255,10 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     assert np.abs(plot - png).mean() < 0.02  # and it is the plot that was written
     spread = plot.max(axis=-1) - plot.min(axis=-1)
     assert (spread > 0.3).mean() > 0.002, (spread > 0.3).mean()  # coloured curves
-    assert (spread > 0.05).mean() > 0.01, (spread > 0.05).mean()  # and their light bands
+    # and their light bands: a band is its curve's colour at a low alpha over white, so a band
+    # of a dark colour (a learner's colour is its place in the registry, which grows) differs
+    # from grey by a few hundredths only; the curves and their edges alone stay under 1 %
+    assert (spread > 0.02).mean() > 0.015, (spread > 0.02).mean()
 
 
 def test_the_scatter_has_one_panel_per_environment(tmp_path):
