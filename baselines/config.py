@@ -62,6 +62,16 @@ class UCB1Config:
             _number(self, "scale", 0.0)
 
 
+def _forgetting_bonus(cfg: Any) -> None:
+    """Check the bonus settings D-UCB and SW-UCB share: ``xi`` >= 0, ``scale`` >= 0 or None,
+    ``changes`` an int >= 1."""
+    _number(cfg, "xi", 0.0)
+    if cfg.scale is not None:
+        _number(cfg, "scale", 0.0)
+    changes = check_int("changes", cfg.changes, minimum=1, where=cfg.agent_id)
+    object.__setattr__(cfg, "changes", changes)
+
+
 @dataclass(frozen=True)
 class DiscountedUCBConfig:
     """D-UCB (Garivier and Moulines 2011): ``gamma`` in (0, 1] the discount (None: their
@@ -80,11 +90,7 @@ class DiscountedUCBConfig:
             gamma = check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True,
                                where=self.agent_id)  # fmt: skip
             object.__setattr__(self, "gamma", gamma)
-        _number(self, "xi", 0.0)
-        if self.scale is not None:
-            _number(self, "scale", 0.0)
-        object.__setattr__(self, "changes", check_int("changes", self.changes, minimum=1,
-                                                      where=self.agent_id))  # fmt: skip
+        _forgetting_bonus(self)
 
 
 @dataclass(frozen=True)
@@ -105,11 +111,7 @@ class SlidingWindowUCBConfig:
         if self.window is not None:
             object.__setattr__(self, "window", check_int("window", self.window, minimum=1,
                                                          where=self.agent_id))  # fmt: skip
-        _number(self, "xi", 0.0)
-        if self.scale is not None:
-            _number(self, "scale", 0.0)
-        object.__setattr__(self, "changes", check_int("changes", self.changes, minimum=1,
-                                                      where=self.agent_id))  # fmt: skip
+        _forgetting_bonus(self)
 
 
 @dataclass(frozen=True)

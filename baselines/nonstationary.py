@@ -36,12 +36,36 @@ from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
 from fedbandit_env.seeding import BatchedRNG
 
 
-class DiscountedUCB(TeamPolicy):
+class ForgettingUCB(TeamPolicy):
+    """What D-UCB and SW-UCB share: no channel, (B, N, M) ``counts`` and ``sums`` started by
+    :meth:`start`, and the pull of an arm of maximal index (:meth:`pull`)."""
+
+    version = 1
+    params: ForgettingParams
+
+    def channel_spec(self, config: EnvConfig) -> None:
+        return None
+
+    def start(self, facts: FederationFacts, rng: BatchedRNG) -> ForgettingParams:
+        """The params on this federation, zero statistics and the tie-break stream."""
+        self.params = forgetting_params(self.agent_id, self.config, facts)
+        shape = (facts.num_runs, facts.num_agents, facts.num_arms)
+        self.counts, self.sums = np.zeros(shape), np.zeros(shape)
+        self._arms = np.arange(facts.num_arms)
+        self._tiebreak = rng.child("tiebreak").buffered("uniform", (facts.num_agents,))
+        return self.params
+
+    def pull(self, t: np.ndarray | float) -> TeamAction:
+        """An arm of maximal ``scale sqrt(xi ln t / n)`` index per agent, ties uniformly."""
+        p = self.params
+        index = ucb1_index(self.counts, self.sums, t, p.xi, p.scale)
+        return TeamAction(argmax_one_uniform(index, self._tiebreak.next()), {})
+
+
+class DiscountedUCB(ForgettingUCB):
     """D-UCB per agent (module doc): discounted (B, N, M) counts and sums."""
 
     agent_id = "discounted_ucb"
-    version = 1
-    params: ForgettingParams
 
     def __init__(
         self, gamma: float | None = None, xi: float = 0.5, scale: float | None = None,
@@ -49,15 +73,8 @@ class DiscountedUCB(TeamPolicy):
     ):  # fmt: skip
         self.config = DiscountedUCBConfig(self.agent_id, gamma, xi, scale, changes)
 
-    def channel_spec(self, config: EnvConfig) -> None:
-        return None
-
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self.params = forgetting_params(self.agent_id, self.config, facts)
-        shape = (facts.num_runs, facts.num_agents, facts.num_arms)
-        self.counts, self.sums = np.zeros(shape), np.zeros(shape)
-        self._arms = np.arange(facts.num_arms)
-        self._tiebreak = rng.child("tiebreak").buffered("uniform", (facts.num_agents,))
+        self.start(facts, rng)
 
     def act(self, obs: VecObservation) -> TeamAction:
         """Discount every arm's statistics and add the last pull, then pull an arm of maximal
@@ -68,18 +85,14 @@ class DiscountedUCB(TeamPolicy):
             self.counts, self.sums = discount_statistics(
                 self.counts, self.sums, hit, obs.last_reward, p.gamma
             )
-        total = self.counts.sum(axis=-1, keepdims=True)  # n_t(gamma)
-        index = ucb1_index(self.counts, self.sums, total, p.xi, p.scale)
-        return TeamAction(argmax_one_uniform(index, self._tiebreak.next()), {})
+        return self.pull(self.counts.sum(axis=-1, keepdims=True))  # t = n_t(gamma)
 
 
-class SlidingWindowUCB(TeamPolicy):
+class SlidingWindowUCB(ForgettingUCB):
     """SW-UCB per agent (module doc): the statistics of the last ``window`` pulls, kept with the
     (B, N, window) ring of those pulls' arms and rewards."""
 
     agent_id = "sw_ucb"
-    version = 1
-    params: ForgettingParams
 
     def __init__(
         self, window: int | None = None, xi: float = 0.6, scale: float | None = None,
@@ -87,19 +100,13 @@ class SlidingWindowUCB(TeamPolicy):
     ):  # fmt: skip
         self.config = SlidingWindowUCBConfig(self.agent_id, window, xi, scale, changes)
 
-    def channel_spec(self, config: EnvConfig) -> None:
-        return None
-
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
-        self.params = p = forgetting_params(self.agent_id, self.config, facts)
-        runs, n, m = facts.num_runs, facts.num_agents, facts.num_arms
+        p = self.start(facts, rng)
+        runs, n = facts.num_runs, facts.num_agents
         self._slots = p.slots  # a window longer than the horizon: the ring holds every pull
-        self.counts, self.sums = np.zeros((runs, n, m)), np.zeros((runs, n, m))
         self.ring_arms = np.full((runs, n, self._slots), -1)  # -1: no pull in the slot yet
         self.ring_rewards = np.zeros((runs, n, self._slots))
         self.pulls = 0
-        self._arms = np.arange(m)
-        self._tiebreak = rng.child("tiebreak").buffered("uniform", (n,))
 
     def act(self, obs: VecObservation) -> TeamAction:
         """Add the last pull to the window and drop the one ``window`` pulls before it, then
@@ -116,6 +123,4 @@ class SlidingWindowUCB(TeamPolicy):
             self.ring_arms[..., slot] = obs.last_arm
             self.ring_rewards[..., slot] = obs.last_reward
             self.pulls += 1
-        t = float(min(self.pulls, p.window))
-        index = ucb1_index(self.counts, self.sums, t, p.xi, p.scale)
-        return TeamAction(argmax_one_uniform(index, self._tiebreak.next()), {})
+        return self.pull(float(min(self.pulls, p.window)))

@@ -57,25 +57,32 @@ def _pull_best(key: jax.Array, index: jnp.ndarray) -> jnp.ndarray:
     return argmax_uniform_ties(index, jax.random.uniform(k_tie, index.shape, jnp.float32))
 
 
-class DiscountedUCB:
-    """D-UCB per agent (:class:`baselines.nonstationary.DiscountedUCB` on JAX)."""
+class ForgettingUCB:
+    """What the two ports share: no channel, no privacy claim, and the params of
+    :func:`baselines.params.forgetting_params`."""
 
-    agent_id = "discounted_ucb"
     version = 1
     privacy_epsilon = None
-    config: DiscountedUCBConfig
-
-    def __init__(
-        self, gamma: float | None = None, xi: float = 0.5, scale: float | None = None,
-        changes: int = 1,
-    ):  # fmt: skip
-        self.config = DiscountedUCBConfig(self.agent_id, gamma, xi, scale, changes)
+    agent_id: str
+    config: DiscountedUCBConfig | SlidingWindowUCBConfig
 
     def channel_spec(self, config: Any) -> None:
         return None
 
     def make_params(self, facts: FederationFacts) -> ForgettingParams:
         return forgetting_params(self.agent_id, self.config, facts)
+
+
+class DiscountedUCB(ForgettingUCB):
+    """D-UCB per agent (:class:`baselines.nonstationary.DiscountedUCB` on JAX)."""
+
+    agent_id = "discounted_ucb"
+
+    def __init__(
+        self, gamma: float | None = None, xi: float = 0.5, scale: float | None = None,
+        changes: int = 1,
+    ):  # fmt: skip
+        self.config = DiscountedUCBConfig(self.agent_id, gamma, xi, scale, changes)
 
     def init(self, key: jax.Array, params: ForgettingParams) -> DiscountedState:
         zeros = jnp.zeros((params.num_agents, params.num_arms), jnp.float32)
@@ -96,25 +103,16 @@ class DiscountedUCB:
         return Action(_pull_best(key, index), {}), DiscountedState(counts, sums)
 
 
-class SlidingWindowUCB:
+class SlidingWindowUCB(ForgettingUCB):
     """SW-UCB per agent (:class:`baselines.nonstationary.SlidingWindowUCB` on JAX)."""
 
     agent_id = "sw_ucb"
-    version = 1
-    privacy_epsilon = None
-    config: SlidingWindowUCBConfig
 
     def __init__(
         self, window: int | None = None, xi: float = 0.6, scale: float | None = None,
         changes: int = 1,
     ):  # fmt: skip
         self.config = SlidingWindowUCBConfig(self.agent_id, window, xi, scale, changes)
-
-    def channel_spec(self, config: Any) -> None:
-        return None
-
-    def make_params(self, facts: FederationFacts) -> ForgettingParams:
-        return forgetting_params(self.agent_id, self.config, facts)
 
     def init(self, key: jax.Array, params: ForgettingParams) -> WindowState:
         n, m, slots = params.num_agents, params.num_arms, params.slots
