@@ -175,7 +175,12 @@ def test_the_engines_agree(agent):
         (SlidingWindowUCB, {"scale": -2}, r"sw_ucb: scale: expected a finite non-negative"),
     ],
 )  # fmt: skip
-def test_bad_settings_are_named(cls, kwargs, message):
+@pytest.mark.parametrize("engine", ["numpy", "jax"])
+def test_bad_settings_are_named(cls, kwargs, message, engine):
+    if engine == "jax":  # the JAX port of the same id, from its own module
+        from baselines.jax import nonstationary as ports
+
+        cls = getattr(ports, cls.__name__)
     with pytest.raises(ConfigError, match=message):
         cls(**kwargs)
 
