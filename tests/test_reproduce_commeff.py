@@ -66,6 +66,15 @@ def test_reproduce_commeff_tiny(tmp_path):
         assert (tmp_path / f"fig{fig}.png").stat().st_size > 1000
 
 
+@pytest.mark.parametrize("figures", ["9", "4,x", ""])
+def test_figures_outside_the_list_are_refused_before_anything_runs(figures, tmp_path):
+    cmd = [sys.executable, "-m", "fedbandit_env.reproductions.commeff", "--figures", figures,
+           "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "--figures: expected a comma-separated subset of" in done.stderr
+    assert not list(tmp_path.iterdir())
+
+
 def test_evaluate_many_executors_agree():
     """The cells of a reproduction give the same numbers serially and under joblib."""
     import numpy as np
