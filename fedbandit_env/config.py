@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ import networkx as nx
 import numpy as np
 
 from fedbandit_env.adversary.roles import AdversaryConfig
+from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance, gaussian_clients
@@ -259,6 +261,8 @@ class EnvConfig:
     """The generating means (M,) of ``client_spread``."""
     global_means: str = "average"
     """``"average"`` or ``"generating"`` (:data:`GLOBAL_MEANS`)."""
+    drift: Drift | None = None
+    """Drifting means (:mod:`fedbandit_env.drift`, docs/time.md); None: stationary."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -327,6 +331,7 @@ def make_config(
     adversary: Any = None,
     client_spread: float | None = None,
     global_means: str = "average",
+    drift: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -345,7 +350,9 @@ def make_config(
     ``mu[i, k] ~ N(mu_k, sigma_c^2)`` from its ``instance`` stream (with ``instance_seed=None``;
     an int seed draws one instance for every run), the setting of Demirel, Yildirim & Tekin
     (arXiv 2205.04134). ``global_means``: ``"average"`` (default: regret against the average of
-    the local means) or ``"generating"`` (against mu; needs ``client_spread``)."""
+    the local means) or ``"generating"`` (against mu; needs ``client_spread``). ``drift``: None
+    (stationary, the default) or a piecewise or smooth drift of the means, with dynamic regret
+    (:mod:`fedbandit_env.drift`, docs/time.md)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -371,7 +378,25 @@ def make_config(
     adv = AdversaryConfig.of(adversary)
     if adv is not None:
         adv = adv.resolve(config.num_agents, config.horizon)
-    return dataclasses.replace(config, max_communication_steps=limit, adversary=adv)
+    moving = _drift(config, drift)
+    return dataclasses.replace(config, max_communication_steps=limit, adversary=adv, drift=moving)
+
+
+def _drift(config: EnvConfig, value: Any) -> Drift | None:
+    """The validated ``drift`` option of ``config`` (:func:`fedbandit_env.drift.drift_option`)."""
+    if value is None:
+        return None
+    if config.global_means != "average":
+        raise ConfigError(
+            "drift: regret under drift is against the average of the current local means; "
+            f"global_means={config.global_means!r} is not accepted with it"
+        )
+    bounds = config.reward.bounds if config.linear is None else (-math.inf, math.inf)
+    return drift_option(
+        value, horizon=config.horizon, num_agents=config.num_agents, num_arms=config.num_arms,
+        family=config.family, bounds=bounds, fixed_means=config.fixed is not None,
+        dataset=config.linear is not None and config.linear.dataset is not None,
+    )  # fmt: skip
 
 
 def _client_spread(

@@ -19,6 +19,7 @@ from fedbandit_env.adversary.payloads import honest_agents
 from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
+from fedbandit_env.drift import MeansDrift
 from fedbandit_env.errors import CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
 from fedbandit_env.network import Ledger, make_channel
@@ -145,6 +146,8 @@ class Engine(StepChecks):
         context = None
         if self.linear is not None:
             context = self.linear.reset(self.seeds, self.config.instance_seed, self.random_streams)
+            if self.config.drift is not None:  # theta* drifts (the generated family only)
+                self._drift = self.linear.start_drift(self.config.drift, self.streams("drift"))
         else:
             if self._shared is not None:
                 self.instances = [self._shared] * self.num_runs
@@ -154,6 +157,10 @@ class Engine(StepChecks):
             self._set_means(self.instances)
             rewards = self.streams("rewards")
             self._noise = rewards.buffered(self.config.reward.noise, (self.num_agents,))
+            if self.config.drift is not None:  # the means in force at the first pull
+                drift, stream = self.config.drift, self.streams("drift")
+                self._drift = MeansDrift(drift, self.config.draw_instance, stream, self.means)
+                self._set_expected()
         network = self.streams("network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
@@ -188,14 +195,16 @@ class Engine(StepChecks):
         return streams_for(self.random_streams, self.seeds, stream)
 
     def _set_means(self, instances: list[Instance]) -> None:
-        """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards; the
-        global expected reward of each arm (B, M), the mean over agents, and its best (B,)."""
+        """Reward parameters (B, N, M), writable so tests can perturb one agent's rewards, and
+        their expected rewards (``global_means="generating"``: the generating means')."""
         self.means = np.ascontiguousarray(np.stack([inst.means for inst in instances]), np.float64)
+        # from each instance's own layout (a homogeneous instance is a transposed view): the
+        # mean over agents then sums in the order it always has, bit for bit
         expected = np.stack([self.config.reward.expected(inst.means) for inst in instances])
-        self.global_expected = expected.mean(axis=1)
+        global_expected = expected.mean(axis=1)
         if any(inst.generating is not None for inst in instances):  # global_means="generating"
             reward = self.config.reward
-            self.global_expected = np.stack(
+            global_expected = np.stack(
                 [
                     reward.expected(inst.means).mean(axis=0)
                     if inst.generating is None
@@ -203,8 +212,16 @@ class Engine(StepChecks):
                     for inst in instances
                 ]
             )
+        self._set_expected(global_expected)
+
+    def _set_expected(self, global_expected: np.ndarray | None = None) -> None:
+        """The global expected reward of each arm (B, M) (the mean over agents of the current
+        ``means``, unless given), its best (B,), and per (run, agent, arm) the expected rewards
+        and gaps a step reads at the pulled arms."""
+        if global_expected is None:
+            global_expected = self.config.reward.expected(self.means).mean(axis=1)
+        self.global_expected = global_expected
         self.best_expected = self.global_expected.max(axis=1)
-        # per (run, agent, arm), so that a step reads them at the pulled arms like the means
         gap = self.best_expected[:, None] - self.global_expected
         shape = self.means.shape
         self._expected = np.ascontiguousarray(np.broadcast_to(self.global_expected[:, None], shape))
@@ -221,6 +238,8 @@ class Engine(StepChecks):
         self.step_count += 1
         pulls_before = self.pulls.copy() if self.adversary is not None else None
         self.pulls += pulling
+        if self.config.drift is not None and self._drift.advance(self.pulls, pulling):
+            self._set_expected()  # the means of this pull (docs/time.md: dynamic regret)
         rewards, expected, regret = self._draw(arms, pulling)
         self.cumulative_regret += regret
         # the runs that did not pull keep their last pull

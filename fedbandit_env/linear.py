@@ -22,7 +22,9 @@ import numpy as np
 
 from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.contextual import ContextualProcess, ProcessSource
+from fedbandit_env.drift import Drift, orthogonal_unit, rotated_theta
 from fedbandit_env.errors import ConfigError
+from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
 
 #: Largest feature dimension d (learners keep d x d matrices per agent; docs/limits.md).
@@ -126,6 +128,41 @@ class LinearProcess:
         if self.spec.shared_decision_sets:
             x = np.broadcast_to(x, (self.num_runs, self.num_agents, *x.shape[2:])).copy()
         return x
+
+    def start_drift(self, drift: Drift, stream: BatchedRNG) -> LinearProcess:
+        """Begin a ``drift`` of theta* (:mod:`fedbandit_env.drift`) from the runs' ``drift``
+        stream: the changes' draws, the redrawn theta*, and a smooth drift's plane vector u. The
+        process is then its own drift (:meth:`advance`)."""
+        self._drift, self._theta0 = drift, self.theta.copy()
+        self._change_draws = stream.child("changes").buffered("uniform", ()) if drift.rate else None
+        self._redraws = stream.child("instances")
+        if drift.kind == "smooth":
+            w = stream.child("plane").per_run(lambda g: g.standard_normal(self.spec.dim))
+            self._u = orthogonal_unit(self._theta0, w)
+        return self
+
+    def advance(self, t: np.ndarray, pulling: np.ndarray) -> bool:
+        """theta* in force at pull ``t`` (B,) of the pulling runs, before the pull is drawn
+        (dynamic regret); the next decision sets are drawn around it. False: the engine's
+        means do not change (the linear regret is the process's)."""
+        drift = self._drift
+        if drift.kind == "smooth":
+            turned = rotated_theta(t, self._theta0, self._u, drift.period)
+            self.theta = np.where(pulling[:, None], turned, self.theta)
+        else:
+            if drift.rate:
+                changed = pulling & (self._change_draws.next(pulling) < drift.rate)
+            else:
+                changed = pulling & np.isin(t, drift.change_points)
+            if not changed.any():
+                return False
+            self.theta = self.theta.copy()
+            for b in np.flatnonzero(changed):  # rare: a loop over the changed runs
+                self.theta[b] = draw_theta(self.spec, self._redraws.generators[b])
+        norm = np.linalg.norm(self.theta, axis=1, keepdims=True)
+        self._theta_hat = self.theta / norm
+        self._inv_norm = 1.0 / norm[:, 0]
+        return False
 
     def expected(self) -> np.ndarray:
         """Expected reward <x, theta*> of every action of the current sets (B, N, K)."""

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from fedbandit_env.config import EnvConfig
+from fedbandit_env.drift import orthogonal_unit, rotated_theta, segment_of, smooth_means
 from fedbandit_env.errors import ActionError, CommunicationError, ConfigError
 from fedbandit_env.jax import instances
 from fedbandit_env.jax.accumulate import (
@@ -62,6 +63,8 @@ from fedbandit_env.network import make_channel
 BAD_ARM, LONG_STREAK, BAD_PAYLOAD, BAD_INSTANCE, BAD_PLACEMENT, BAD_ATTACK = 1, 2, 3, 4, 5, 6
 BAD_ARM_DTYPE = 7
 """``state.error[0]`` codes of the bad input recorded inside ``jit``."""
+DRIFT_TAG = 0x64726674
+"""``fold_in`` tag of a step's drift key (docs/time.md): the other draws of a step do not move."""
 
 
 class EnvParams(NamedTuple):
@@ -126,6 +129,7 @@ class FedBanditJaxEnv:
             self.adversary = JaxAdversary(config, self.twins, where=env_id or "adversary")
         shared = config.shared_instance()
         self._means = None if shared is None else np.asarray(shared.means, np.float32)
+        self.drift = config.drift
         self._theta = None
         if self.linear is not None and config.instance_seed is not None:
             from fedbandit_env.linear import draw_theta
@@ -213,7 +217,7 @@ class FedBanditJaxEnv:
         params = self.default_params if params is None else params
         k_instance, k_context = jax.random.split(key)
         n, m = self.num_agents, self.num_arms
-        means = gap = theta = context = None
+        means = gap = theta = context = drift_state = None
         error = jnp.zeros(3, jnp.int32)
         if self.linear is None:
             if params.means is not None:
@@ -221,15 +225,18 @@ class FedBanditJaxEnv:
             else:
                 means, ok = instances.draw_means(self.config, k_instance)
                 error = jnp.where(ok, error, jnp.array([BAD_INSTANCE, 0, 0], jnp.int32))
-            expected = instances.expected_reward(self.config, means, params.reward_sigma)
-            expected = expected.mean(axis=0)
-            gap = jnp.maximum(expected.max() - expected, 0.0)  # >= 0 however XLA fuses the mean
+            if self.drift is not None:  # the means in force at the first pull
+                means = self._drifted(jnp.ones((), jnp.int32), jnp.asarray(True), means)
+            gap = self._gap(means, params)
         else:
             if params.theta is not None:
                 theta = jnp.asarray(params.theta, jnp.float32)
             else:
                 theta = instances.draw_theta(self.linear, k_instance)
             context = instances.decision_sets(self.linear, k_context, theta, n, m)
+            if self.drift is not None and self.drift.kind == "smooth":  # theta*(0) and u
+                w = jax.random.normal(jax.random.fold_in(key, DRIFT_TAG), theta.shape, theta.dtype)
+                drift_state = jnp.stack([theta, orthogonal_unit(theta, w, jnp)])
         state = EnvState(
             step=jnp.zeros((), jnp.int32),
             pulls=jnp.zeros((), jnp.int32),
@@ -251,6 +258,7 @@ class FedBanditJaxEnv:
                 zero_charge(),
             ),  # fmt: skip
             error=error,
+            drift=drift_state,
         )
         if self.adversary is not None:  # a key of its own: the instance draws do not move
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
@@ -293,18 +301,26 @@ class FedBanditJaxEnv:
         k_reward, k_context, k_net = jax.random.split(key, 3)
 
         if self.linear is None:
-            mean = state.means[jnp.arange(n), arms]
+            means, gap, total = state.means, state.gap, state.regret
+            if self.drift is not None:  # dynamic regret: against the means of this pull
+                means, gap, error = self._drift_step(key, state, pulling, params, error)
+            mean = means[jnp.arange(n), arms]
             rewards = instances.sample_reward(self.config, k_reward, mean, params.reward_sigma)
-            regret = jnp.where(pulling, state.gap[arms], 0.0)
+            regret = jnp.where(pulling, gap[arms], 0.0)
             onehot = (arms[:, None] == jnp.arange(self.num_arms)) & pulling
             counts = state.counts + onehot.astype(jnp.int32)
-            context, total = None, state.regret
+            context = None
+            if self.drift is not None:
+                total = total_add(state.regret, regret)
         else:
-            expected = state.context @ state.theta  # (N, K)
+            theta = state.theta
+            if self.drift is not None:  # theta* in force at this pull (dynamic regret)
+                theta, error = self._theta_step(key, state, pulling, error)
+            expected = state.context @ theta  # (N, K)
             chosen = expected[jnp.arange(n), arms]
             rewards = instances.linear_reward(self.linear, k_reward, chosen, params.reward_sigma)
             regret = jnp.where(pulling, expected.max(axis=1) - chosen, 0.0)
-            fresh = instances.decision_sets(self.linear, k_context, state.theta, n, self.num_arms)
+            fresh = instances.decision_sets(self.linear, k_context, theta, n, self.num_arms)
             context = jnp.where(pulling, fresh, state.context)
             counts, total = state.counts, total_add(state.regret, regret)
         rewards = jnp.where(pulling, rewards, 0.0)
@@ -313,7 +329,8 @@ class FedBanditJaxEnv:
         adversary = getattr(state, "adversary", None)
         adv = None
         if self.adversary is not None and self.adversary.active:
-            adv = self._adversary_step(key, state, counts, last_arm, pulling, params)
+            seen = state if self.drift is None else replace_env(state, means=means, gap=gap)
+            adv = self._adversary_step(key, seen, counts, last_arm, pulling, params)
         deliveries, channel_states, charge, error, attack_states = self._transmit(
             k_net, state, action.messages, live, error, adv
         )
@@ -331,15 +348,16 @@ class FedBanditJaxEnv:
             streak=streak,
             last_arm=last_arm,
             last_reward=jnp.where(pulling, rewards, state.last_reward),
-            means=state.means,
-            gap=state.gap,
-            theta=state.theta,
+            means=state.means if self.linear is not None else means,
+            gap=state.gap if self.linear is not None else gap,
+            theta=state.theta if self.linear is None else theta,
             context=context,
             counts=counts,
             regret=total,
             channels=channel_states,
             ledger=ledger,
             error=error,
+            drift=state.drift,
         )
         phase = jnp.where(pulling, PULL, COMMUNICATION).astype(jnp.int32)
         info = {
@@ -472,9 +490,72 @@ class FedBanditJaxEnv:
     def cumulative_regret(self, state: EnvState) -> jnp.ndarray:
         """(N,) pseudo-regret of each agent so far: ``counts @ gap`` (integer pull counts) in
         the multi-armed families, the compensated sum in the linear family."""
-        if self.linear is None:
+        if self.linear is None and self.drift is None:
             return state.counts.astype(jnp.float32) @ state.gap
         return state.regret.total - state.regret.carry
+
+    # ------------------------------------------------------------------ drift
+    def _gap(self, means: jnp.ndarray, params: EnvParams) -> jnp.ndarray:
+        """(M,) gaps of the global expected rewards (the agents' average) of ``means``."""
+        expected = instances.expected_reward(self.config, means, params.reward_sigma)
+        expected = expected.mean(axis=0)
+        return jnp.maximum(expected.max() - expected, 0.0)  # >= 0 however XLA fuses the mean
+
+    def _drifted(self, t: jnp.ndarray, pulling: jnp.ndarray, means: jnp.ndarray) -> jnp.ndarray:
+        """The means at pull ``t`` of a smooth drift or of given segment means (the numpy
+        engine's ``Engine._drift_to``); ``means`` where the run does not pull."""
+        drift, n, m = self.drift, self.num_agents, self.num_arms
+        if drift.kind == "smooth":
+            row = smooth_means(t, m, drift.period, drift.amplitude, drift.center, jnp, jnp.float32)
+            return jnp.where(pulling, jnp.broadcast_to(row, (n, m)), means)
+        if drift.means is not None:
+            segments = jnp.asarray(drift.means, jnp.float32)
+            return jnp.where(pulling, segments[segment_of(t, drift.change_points, jnp)], means)
+        return means
+
+    def _theta_step(self, key: jax.Array, state: Any, pulling: jnp.ndarray,
+                    error: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:  # fmt: skip
+        """theta* in force at this pull of the linear family (the numpy process's
+        ``drift_to``): turned in its plane (smooth), or redrawn behind a ``lax.cond``."""
+        drift, t = self.drift, state.pulls + 1
+        if drift.kind == "smooth":
+            theta0, u = state.drift[0], state.drift[1]
+            turned = rotated_theta(t, theta0, u, drift.period, jnp)
+            return jnp.where(pulling, turned, state.theta), error
+        k_change, k_draw = jax.random.split(jax.random.fold_in(key, DRIFT_TAG))
+        if drift.rate:
+            changed = pulling & (jax.random.uniform(k_change) < drift.rate)
+        else:
+            changed = pulling & (t == jnp.asarray(drift.change_points, jnp.int32)).any()
+        theta = jax.lax.cond(changed, lambda _: instances.draw_theta(self.linear, k_draw),
+                             lambda _: state.theta, None)  # fmt: skip
+        return theta, error
+
+    def _drift_step(self, key: jax.Array, state: Any, pulling: jnp.ndarray, params: EnvParams,
+                    error: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:  # fmt: skip
+        """(means, gaps, error) in force at this pull (docs/time.md, "drift"). A redrawing drift
+        draws the new instance behind a ``lax.cond`` on the change."""
+        drift, t = self.drift, state.pulls + 1
+        if not drift.redraws:
+            means = self._drifted(t, pulling, state.means)
+            return means, self._gap(means, params), error
+        k_change, k_draw = jax.random.split(jax.random.fold_in(key, DRIFT_TAG))
+        if drift.rate:
+            changed = pulling & (jax.random.uniform(k_change) < drift.rate)
+        else:
+            changed = pulling & (t == jnp.asarray(drift.change_points, jnp.int32)).any()
+
+        def redraw(_):
+            means, ok = instances.draw_means(self.config, k_draw)
+            return means, self._gap(means, params), ok
+
+        def keep(_):
+            return state.means, state.gap, jnp.asarray(True)
+
+        means, gap, ok = jax.lax.cond(changed, redraw, keep, None)
+        bad = jnp.array([BAD_INSTANCE, 0, 0], jnp.int32)
+        error = jnp.where((error[0] == 0) & ~ok, bad.at[1].set(state.step), error)
+        return means, gap, error
 
 
 def _first_error(error: jnp.ndarray, code: int, step: jnp.ndarray, bad: jnp.ndarray):

@@ -90,7 +90,9 @@ class EnvState(NamedTuple):
     families); ``theta`` (d,) and ``context`` (N, K, d) (linear family); ``counts`` (N, M) int32
     pulls per agent and arm (the multi-armed regret is ``counts @ gap``, exact); ``regret``
     (N,) the linear family's compensated regret sums; ``error`` (3,) int32: the first bad input
-    seen inside ``jit`` (code, step, agent; code 0: none, docs/jax.md "Errors")."""
+    seen inside ``jit`` (code, step, agent; code 0: none, docs/jax.md "Errors"); ``drift`` a
+    drift's own state (the linear family's smooth drift: theta*(0) and its plane vector u, (2, d);
+    None otherwise, docs/time.md)."""
 
     step: Scalar
     pulls: Scalar
@@ -106,3 +108,4 @@ class EnvState(NamedTuple):
     channels: dict[str, Any]
     ledger: Ledger
     error: jnp.ndarray
+    drift: Any = None
