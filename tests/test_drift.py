@@ -96,9 +96,9 @@ def test_a_rate_redraws_the_instance_at_about_that_rate(backend):
     environment's generator (uniform means in [0, 1])."""
     if backend == "jax":
         pytest.importorskip("jax")
-    rate, horizon, runs = 0.05, 400, 8
+    rate, horizon, runs = 0.05, 150, 20
     changes, means = _changes(backend, rate, horizon, runs)
-    n = horizon * runs  # about p n = 160 changes, sd about 12.3
+    n = horizon * runs  # about p n = 150 changes, sd about 11.9
     assert abs(changes - rate * n) < 4 * math.sqrt(n * rate * (1 - rate)), changes
     assert means.min() >= 0 and means.max() <= 1 and len(np.unique(means)) > 100
 

@@ -116,7 +116,7 @@ def test_jax_statistics_are_the_plain_loops_too():
             np.testing.assert_allclose(np.asarray(state.sums), s[0], rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("jax", marks=pytest.mark.slow)])
 def test_nothing_forgotten_is_ucb1_bit_for_bit(backend):
     """Garivier and Moulines' limits: gamma = 1 and a window of T pulls give the UCB index with
     the same bonus (alpha = xi), and the same tie-break draws: UCB1's run exactly."""

@@ -1,0 +1,94 @@
+"""What the event-time options cost against the lock-step engine (docs/time.md, "Cost").
+
+Times ``evaluate`` of one learner on one environment without an option and with each setting of
+it, side by side in one process and interleaved (best of ``--repeats`` calls each; JAX: the
+compiled program, compiling excluded), and prints each setting's time over the plain run's.
+Options off must cost nothing: the plain run's code is the code that ran before the option
+existed (tests/test_drift.py checks the bits; this measures the time).
+
+    python benchmarks/bench_time_options.py                 # numpy and JAX, CPU sizes
+    python benchmarks/bench_time_options.py --runs 50 --horizon 500 --backends numpy
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import record
+
+from fedbandit_env.bench.evaluate import evaluate
+
+ENV = "FedBandit/Homogeneous-v0"
+LINEAR = "FedBandit/LinearContextual-v0"
+
+
+def settings(horizon: int) -> dict[str, dict]:
+    """The drift settings timed (None: the plain environment)."""
+    third = max(horizon // 3, 2)
+    return {
+        "off": None,
+        "piecewise, 2 points, segment means": {
+            "kind": "piecewise", "change_points": [third, 2 * third],
+            "means": [[0.5, 0.3, 0.4, 0.2, 0.1], [0.5, 0.3, 0.9, 0.2, 0.1],
+                      [0.5, 0.3, 0.4, 0.2, 0.1]],
+        },
+        "piecewise, rate 0.01, redrawn": {"kind": "piecewise", "rate": 0.01},
+        "smooth": {"kind": "smooth", "period": horizon / 2, "amplitude": 0.3, "center": 0.5},
+    }  # fmt: skip
+
+
+def linear_settings(horizon: int) -> dict[str, dict]:
+    third = max(horizon // 3, 2)
+    return {
+        "off": None,
+        "piecewise, 2 points, theta* redrawn": {"kind": "piecewise",
+                                                "change_points": [third, 2 * third]},
+        "smooth, theta* turning": {"kind": "smooth", "period": horizon / 2},
+    }  # fmt: skip
+
+
+def timed(env_id, learner, kw, runs, backend) -> float:
+    start = time.perf_counter()
+    evaluate(env_id, learner, runs=runs, seed=0, env_kwargs=kw, backend=backend)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=200, help="runs per evaluate (%(default)s)")
+    p.add_argument("--horizon", type=int, default=1000, help="pulls per run (%(default)s)")
+    p.add_argument("--repeats", type=int, default=3, help="timed calls of each (best kept)")
+    p.add_argument("--backends", nargs="*", default=["numpy", "jax"])
+    record.add_json_option(p)
+    args = p.parse_args()
+    record.start(__file__, args)
+    h = args.horizon
+    cases = [
+        ("multi-armed (N = 10, M = 5), ucb1", ENV, "ucb1",
+         {"num_agents": 10, "num_arms": 5, "horizon": h, "instance_seed": None,
+          "channels": ()}, settings(h)),
+        ("linear (N = 4, K = 10, d = 5), linucb", LINEAR, "linucb",
+         {"num_agents": 4, "num_arms": 10, "dim": 5, "horizon": h, "instance_seed": None,
+          "channels": ()}, linear_settings(h)),
+    ]  # fmt: skip
+    for backend in args.backends:
+        for title, env_id, learner, base, table in cases:
+            runs = args.runs if env_id == ENV else max(args.runs // 10, 2)
+            kws = {name: ({**base, "drift": d} if d else base) for name, d in table.items()}
+            for kw in kws.values():  # warm: compile (JAX) and import once
+                timed(env_id, learner, kw, runs, backend)
+            best = {name: np.inf for name in kws}
+            for _ in range(args.repeats):  # interleaved
+                for name, kw in kws.items():
+                    best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+            print(f"\n{title}, {backend}, {runs} runs x {h} pulls: drift against off")
+            print("\n| drift | s | vs off |")
+            print("|---|---|---|")
+            for name in kws:
+                print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
