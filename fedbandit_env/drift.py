@@ -192,6 +192,21 @@ def _piecewise(
     return Drift("piecewise", change_points=cps, means=arr)
 
 
+class Changes:
+    """When a piecewise drift changes, per run (numpy): at its change points, or with its
+    ``rate`` per pull from the runs' ``changes`` child stream (only pulling runs draw)."""
+
+    def __init__(self, drift: Drift, stream: Any):
+        self.drift = drift
+        self.draws = stream.child("changes").buffered("uniform", ()) if drift.rate else None
+
+    def __call__(self, t: np.ndarray, pulling: np.ndarray) -> np.ndarray:
+        """(B,) bool: the pulling runs whose pull ``t`` (B,) starts a new segment."""
+        if self.drift.rate:
+            return pulling & (self.draws.next(pulling) < self.drift.rate)
+        return pulling & np.isin(t, self.drift.change_points)
+
+
 class MeansDrift:
     """The numpy engine's drift of B runs' ``means`` (B, N, M), changed in place: the changes'
     draws and the redrawn instances come from the runs' ``drift`` stream (child streams
@@ -202,8 +217,7 @@ class MeansDrift:
     def __init__(self, drift: Drift, draw: Callable[[np.random.Generator], Any], stream: Any,
                  means: np.ndarray):  # fmt: skip
         self.drift, self.draw, self.means = drift, draw, means
-        self.changes = stream.child("changes").buffered("uniform", ()) if drift.rate else None
-        self.instances = stream.child("instances")
+        self.changes, self.instances = Changes(drift, stream), stream.child("instances")
         if drift.means is not None:
             means[:] = drift.means[0]
         elif drift.kind == "smooth":
@@ -217,10 +231,7 @@ class MeansDrift:
             row = smooth_means(t, means.shape[-1], drift.period, drift.amplitude, drift.center)
             means[:] = np.where(pulling[:, None, None], row[:, None, :], means)
             return True
-        if drift.rate:
-            changed = pulling & (self.changes.next(pulling) < drift.rate)
-        else:
-            changed = pulling & np.isin(t, drift.change_points)
+        changed = self.changes(t, pulling)
         if not changed.any():
             return False
         if drift.means is not None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.contextual import ContextualProcess, ProcessSource
-from fedbandit_env.drift import Drift, orthogonal_unit, rotated_theta
+from fedbandit_env.drift import Changes, Drift, orthogonal_unit, rotated_theta
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_int, check_real
@@ -134,8 +134,7 @@ class LinearProcess:
         stream: the changes' draws, the redrawn theta*, and a smooth drift's plane vector u. The
         process is then its own drift (:meth:`advance`)."""
         self._drift, self._theta0 = drift, self.theta.copy()
-        self._change_draws = stream.child("changes").buffered("uniform", ()) if drift.rate else None
-        self._redraws = stream.child("instances")
+        self._changes, self._redraws = Changes(drift, stream), stream.child("instances")
         if drift.kind == "smooth":
             w = stream.child("plane").per_run(lambda g: g.standard_normal(self.spec.dim))
             self._u = orthogonal_unit(self._theta0, w)
@@ -150,10 +149,7 @@ class LinearProcess:
             turned = rotated_theta(t, self._theta0, self._u, drift.period)
             self.theta = np.where(pulling[:, None], turned, self.theta)
         else:
-            if drift.rate:
-                changed = pulling & (self._change_draws.next(pulling) < drift.rate)
-            else:
-                changed = pulling & np.isin(t, drift.change_points)
+            changed = self._changes(t, pulling)
             if not changed.any():
                 return False
             self.theta = self.theta.copy()

@@ -513,6 +513,15 @@ class FedBanditJaxEnv:
             return jnp.where(pulling, segments[segment_of(t, drift.change_points, jnp)], means)
         return means
 
+    def _changed(self, key: jax.Array, t: jnp.ndarray,
+                 pulling: jnp.ndarray) -> tuple[jnp.ndarray, jax.Array]:  # fmt: skip
+        """Whether a piecewise drift changes at this pull ``t`` (numpy: ``drift.Changes``), and
+        the key of the new instance: both from ``fold_in(key, DRIFT_TAG)``."""
+        k_change, k_draw = jax.random.split(jax.random.fold_in(key, DRIFT_TAG))
+        if self.drift.rate:
+            return pulling & (jax.random.uniform(k_change) < self.drift.rate), k_draw
+        return pulling & (t == jnp.asarray(self.drift.change_points, jnp.int32)).any(), k_draw
+
     def _theta_step(self, key: jax.Array, state: Any, pulling: jnp.ndarray,
                     error: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:  # fmt: skip
         """theta* in force at this pull of the linear family (the numpy process's
@@ -522,11 +531,7 @@ class FedBanditJaxEnv:
             theta0, u = state.drift[0], state.drift[1]
             turned = rotated_theta(t, theta0, u, drift.period, jnp)
             return jnp.where(pulling, turned, state.theta), error
-        k_change, k_draw = jax.random.split(jax.random.fold_in(key, DRIFT_TAG))
-        if drift.rate:
-            changed = pulling & (jax.random.uniform(k_change) < drift.rate)
-        else:
-            changed = pulling & (t == jnp.asarray(drift.change_points, jnp.int32)).any()
+        changed, k_draw = self._changed(key, t, pulling)
         theta = jax.lax.cond(changed, lambda _: instances.draw_theta(self.linear, k_draw),
                              lambda _: state.theta, None)  # fmt: skip
         return theta, error
@@ -539,11 +544,7 @@ class FedBanditJaxEnv:
         if not drift.redraws:
             means = self._drifted(t, pulling, state.means)
             return means, self._gap(means, params), error
-        k_change, k_draw = jax.random.split(jax.random.fold_in(key, DRIFT_TAG))
-        if drift.rate:
-            changed = pulling & (jax.random.uniform(k_change) < drift.rate)
-        else:
-            changed = pulling & (t == jnp.asarray(drift.change_points, jnp.int32)).any()
+        changed, k_draw = self._changed(key, t, pulling)
 
         def redraw(_):
             means, ok = instances.draw_means(self.config, k_draw)
