@@ -92,6 +92,10 @@ class IndexPolicy(TeamPolicy):
     checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
 
     shared: ClassVar[bool] = False
+    event_time: ClassVar[tuple[str, ...]] = ("clock",)  # shared variants: () (see below)
+    lock_step_reason: ClassVar[str] = (
+        "its shared variant sends its statistics at every step, a lock-step protocol"
+    )
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max, no tie-break draws
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total`` (shared: not computed)
     version: ClassVar[int] = 2  # results version (docs/bench.md, "Results versions")
@@ -105,11 +109,17 @@ class IndexPolicy(TeamPolicy):
     def channel_spec(self, config: EnvConfig):
         return statistics_channel_spec(self.shared, config.num_arms)
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
+            cls.event_time = ()
+
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         config = getattr(self, "config", None)
         self.params = index_params(self.agent_id, config, facts, self.shared)  # checks facts
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = M
+        self.lock_step = facts.clock == "sync"
         self.table = ArmTable.of(B, N, M)
         self.counts = self.table.zeros()
         self.sums = self.table.zeros()
@@ -127,11 +137,18 @@ class IndexPolicy(TeamPolicy):
         """One step for every agent: add the last pull to ``counts`` and ``sums``, form the
         index (own statistics, or own plus the neighbours' latest), pull an arm of maximal
         index (ties uniformly at random) and, in the shared variants, send own statistics."""
-        if obs.step > 0:
+        if obs.step > 0 and obs.pulled is None:  # lock-step: every agent pulled
             reward = self.transform_reward(obs.last_reward)
             self.table.add(self.counts, obs.last_arm, 1.0)
             self.table.add(self.sums, obs.last_arm, reward)
             self.pulls += 1.0
+        elif obs.step > 0:  # an event clock: only the clients that pulled add their pull
+            pulled = obs.pulled.astype(np.float64)
+            reward = self.transform_reward(obs.last_reward) * pulled
+            arm = np.maximum(obs.last_arm, 0)  # a client that never pulled adds 0 at arm 0
+            self.table.add(self.counts, arm, pulled)
+            self.table.add(self.sums, arm, reward)
+            self.pulls += pulled[..., None]
         messages = {}
         if self.shared:
             # (2, B, N, M): the neighbours' counts and sums, each added over the slots

@@ -43,6 +43,7 @@ class LinUCB(TeamPolicy):
     """Independent OFUL per agent (see the module docstring)."""
 
     agent_id = "linucb"
+    event_time = ("clock",)  # a client that did not pull adds a zero row: nothing
 
     def __init__(
         self,
@@ -68,7 +69,10 @@ class LinUCB(TeamPolicy):
         if obs.step == 0 or self._context is None:
             return None
         b, i = self._rows
-        return self._context[b, i, obs.last_arm], obs.last_reward
+        x, y = self._context[b, i, obs.last_arm], obs.last_reward
+        if obs.pulled is not None:  # an event clock: the clients that did not pull add nothing
+            x, y = x * obs.pulled[..., None], y * obs.pulled
+        return x, y
 
     def _update(self, x: np.ndarray, y: np.ndarray) -> None:
         self.V += np.einsum("bni,bnj->bnij", x, x)

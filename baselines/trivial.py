@@ -27,6 +27,7 @@ class UniformRandom(TeamPolicy):
     """Uniformly random arms, no messages."""
 
     agent_id = "uniform"
+    event_time = ("clock",)  # the inactive clients' draws are ignored
     floods = False  # Flooding: True (it needs the neighbors channel)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
@@ -42,6 +43,7 @@ class Flooding(UniformRandom):
     """Uniform arms; floods the max of own pull counts and received counts to neighbours."""
 
     agent_id = "flooding"
+    event_time = ()  # it relays what it heard at every step
     floods = True
 
     def channel_spec(self, config: EnvConfig):

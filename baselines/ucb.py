@@ -40,9 +40,11 @@ class UCB1(IndexPolicy):
         return ucb1_index(n, s, total, self.params.alpha, self.params.scale)
 
     def own_index(self, step: int) -> np.ndarray:
-        """Independent variant: every agent has pulled once per step, so t is the step."""
+        """Independent variant: under lock-step every agent has pulled once per step, so t is
+        the step; under an event clock t is the agent's own pulls."""
         p = self.params
-        return ucb1_index(self.counts, self.sums, float(step), p.alpha, p.scale)
+        t = float(step) if self.lock_step else self.pulls
+        return ucb1_index(self.counts, self.sums, t, p.alpha, p.scale)
 
 
 class UCB1Shared(UCB1):

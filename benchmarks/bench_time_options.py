@@ -4,7 +4,11 @@ Times ``evaluate`` of one learner on one environment without an option and with 
 it, side by side in one process and interleaved (best of ``--repeats`` calls each; JAX: the
 compiled program, compiling excluded), and prints each setting's time over the plain run's.
 Options off must cost nothing: the plain run's code is the code that ran before the option
-existed (tests/test_drift.py checks the bits; this measures the time).
+existed (tests/test_drift.py and the reference file check the bits; this measures the time).
+
+An event clock makes one pull per engine step where lock-step makes N, at the same horizon T
+(T rounds of N pulls against T events): its table gives the time per engine step and per pull
+against the plain run's.
 
     python benchmarks/bench_time_options.py                 # numpy and JAX, CPU sizes
     python benchmarks/bench_time_options.py --runs 50 --horizon 500 --backends numpy
@@ -88,6 +92,35 @@ def main() -> None:
             print("|---|---|---|")
             for name in kws:
                 print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
+            clock_table(title, env_id, learner, base, runs, backend, args.repeats)
+
+
+CLOCKS = {
+    "off (lock-step)": None,
+    "one_random": "one_random",
+    "poisson, stragglers": {"kind": "poisson", "stragglers": {}},
+}
+
+
+def clock_table(title, env_id, learner, base, runs, backend, repeats) -> None:
+    """The event clocks against the lock-step run at the same horizon T (docs/time.md,
+    "clock"): T engine steps each, N T pulls against T."""
+    kws = {name: ({**base, "clock": c} if c else base) for name, c in CLOCKS.items()}
+    for kw in kws.values():
+        timed(env_id, learner, kw, runs, backend)
+    best = {name: np.inf for name in kws}
+    for _ in range(repeats):
+        for name, kw in kws.items():
+            best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+    h, n = base["horizon"], base["num_agents"]
+    off = best["off (lock-step)"]
+    print(f"\n{title}, {backend}, {runs} runs x {h} engine steps: clock against lock-step")
+    print("\n| clock | pulls per run | s | per engine step vs off | per pull vs off |")
+    print("|---|---|---|---|---|")
+    for name in kws:
+        pulls = h * n if CLOCKS[name] is None else h
+        ratio = best[name] / off
+        print(f"| {name} | {pulls} | {best[name]:.3f} | {ratio:.2f} | {ratio * h * n / pulls:.2f} |")
 
 
 if __name__ == "__main__":

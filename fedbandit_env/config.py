@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 
 from fedbandit_env.adversary.roles import AdversaryConfig
+from fedbandit_env.clock import Clock, clock_option
 from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
@@ -263,6 +264,8 @@ class EnvConfig:
     """``"average"`` or ``"generating"`` (:data:`GLOBAL_MEANS`)."""
     drift: Drift | None = None
     """Drifting means (:mod:`fedbandit_env.drift`, docs/time.md); None: stationary."""
+    clock: Clock | None = None
+    """Who pulls at an event (:mod:`fedbandit_env.clock`, docs/time.md); None: lock-step."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -332,6 +335,7 @@ def make_config(
     client_spread: float | None = None,
     global_means: str = "average",
     drift: Any = None,
+    clock: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -352,7 +356,9 @@ def make_config(
     (arXiv 2205.04134). ``global_means``: ``"average"`` (default: regret against the average of
     the local means) or ``"generating"`` (against mu; needs ``client_spread``). ``drift``: None
     (stationary, the default) or a piecewise or smooth drift of the means, with dynamic regret
-    (:mod:`fedbandit_env.drift`, docs/time.md)."""
+    (:mod:`fedbandit_env.drift`, docs/time.md). ``clock``: None or ``"sync"`` (lock-step, the
+    default) or an event clock, one client pulling per step (:mod:`fedbandit_env.clock`,
+    docs/time.md)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -379,7 +385,12 @@ def make_config(
     if adv is not None:
         adv = adv.resolve(config.num_agents, config.horizon)
     moving = _drift(config, drift)
-    return dataclasses.replace(config, max_communication_steps=limit, adversary=adv, drift=moving)
+    events = clock_option(clock, num_agents=config.num_agents, horizon=config.horizon)
+    if events is not None and adv is not None:
+        raise ConfigError("clock: an event clock is not combined with adversary= yet (the roles "
+                          "count every agent's pulls at every step); use clock='sync'")  # fmt: skip
+    return dataclasses.replace(config, max_communication_steps=limit, adversary=adv, drift=moving,
+                               clock=events)  # fmt: skip
 
 
 def _drift(config: EnvConfig, value: Any) -> Drift | None:

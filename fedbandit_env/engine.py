@@ -17,6 +17,7 @@ import numpy as np
 from fedbandit_env.adversary import Adversary, AttackSpec
 from fedbandit_env.adversary.payloads import honest_agents
 from fedbandit_env.block_streams import RandomStreams, streams_for
+from fedbandit_env.clock import EventClock
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
 from fedbandit_env.drift import MeansDrift
@@ -41,7 +42,8 @@ class VecObservation:
     ``last_reward`` (B, N) its reward (0 before the first pull), one delivery record per channel
     (see :mod:`fedbandit_env.network`), ``phase`` (B,) :data:`PULL` or :data:`COMMUNICATION` and
     ``pulls`` (B,) each run's pulls (docs/architecture.md, "Communication steps"). ``phase`` and
-    ``pulls`` default to "every step pulled" when a caller builds an observation by hand."""
+    ``pulls`` default to "every step pulled" when a caller builds an observation by hand.
+    ``active``, ``pulled`` and ``time``: an event clock's (:meth:`EventClock.stamp`)."""
 
     step: int
     last_arm: RunAgents
@@ -50,6 +52,9 @@ class VecObservation:
     context: RunAgentContexts | None = None  # linear family: the next step's decision sets
     phase: Runs | None = None
     pulls: Runs | None = None
+    active: RunAgents | None = None
+    pulled: RunAgents | None = None
+    time: Runs | None = None
 
     def __post_init__(self) -> None:
         runs = np.shape(self.last_arm)[0]
@@ -97,14 +102,8 @@ class Engine(StepChecks):
         self.num_runs = int(num_runs)
         streams_for(random_streams, [0], "rewards")  # checks the name
         self.random_streams = random_streams
-        check_sizes(
-            config.num_agents,
-            config.num_arms,
-            self.num_runs,
-            config.channels,
-            topology=config.topology,
-            dim=config.linear.dim if config.linear is not None else 0,
-        )
+        check_sizes(config.num_agents, config.num_arms, self.num_runs, config.channels,
+                    topology=config.topology, dim=0 if config.linear is None else config.linear.dim)
         self.num_agents = config.num_agents
         self.num_arms = config.num_arms
         runs_agents = self.num_runs * self.num_agents
@@ -161,6 +160,7 @@ class Engine(StepChecks):
                 drift, stream = self.config.drift, self.streams("drift")
                 self._drift = MeansDrift(drift, self.config.draw_instance, stream, self.means)
                 self._set_expected()
+        self.clock = EventClock.of(self.config.clock, self.streams, self.num_agents)
         network = self.streams("network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
@@ -175,13 +175,11 @@ class Engine(StepChecks):
         self.cumulative_regret = np.zeros(shape)
         self.last_arm = np.full(shape, -1, dtype=np.int64)
         self.last_reward = np.zeros(shape)
-        obs = VecObservation(
-            step=0,
-            last_arm=self.last_arm,
-            last_reward=self.last_reward,
-            deliveries={n: ch.empty_delivery() for n, ch in self.channels.items()},
-            context=context,  # phase and pulls: the defaults (no step, no pull)
-        )
+        empty = {n: ch.empty_delivery() for n, ch in self.channels.items()}
+        # phase and pulls: the defaults (no step, no pull)
+        obs = VecObservation(0, self.last_arm, self.last_reward, empty, context=context)
+        if self.clock is not None:
+            self.clock.stamp(obs, np.zeros(shape, bool))
         regret, expected = np.zeros(shape), np.zeros(shape)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
         return obs, info
@@ -241,24 +239,24 @@ class Engine(StepChecks):
         if self.config.drift is not None and self._drift.advance(self.pulls, pulling):
             self._set_expected()  # the means of this pull (docs/time.md: dynamic regret)
         rewards, expected, regret = self._draw(arms, pulling)
+        who = pulling[:, None]  # the agents that pulled: all of a pulling run's, or its client
+        if self.clock is not None:
+            who, rewards, expected, regret = self.clock.only_active(who, rewards, expected, regret)
         self.cumulative_regret += regret
-        # the runs that did not pull keep their last pull
-        self.last_arm = np.where(pulling[:, None], arms, self.last_arm)
-        self.last_reward = np.where(pulling[:, None], rewards, self.last_reward)
+        # the runs (agents) that did not pull keep their last pull
+        self.last_arm = np.where(who, arms, self.last_arm)
+        self.last_reward = np.where(who, rewards, self.last_reward)
         if self.adversary is not None and self.adversary.config.active:
             sends = self._adversarial(sends, arms, pulling, pulls_before)
         if not live.all():  # finished runs send nothing
             sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
         deliveries = self._transmit(self.step_count, sends, self._check_excludes(messages or {}))
-        obs = VecObservation(
-            step=self.step_count,
-            last_arm=self.last_arm,
-            last_reward=self.last_reward,
-            deliveries=deliveries,
-            context=self.linear.context if self.linear is not None else None,
-            phase=np.where(pulling, PULL, COMMUNICATION),
-            pulls=self.pulls.copy(),
-        )
+        context = self.linear.context if self.linear is not None else None
+        phase = np.where(pulling, PULL, COMMUNICATION)
+        obs = VecObservation(self.step_count, self.last_arm, self.last_reward, deliveries,
+                             context=context, phase=phase, pulls=self.pulls.copy())  # fmt: skip
+        if self.clock is not None:  # the pulling runs' next event
+            self.clock.stamp(obs, who, pulling & (self.pulls < self.horizon))
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
         return obs, rewards, info
 

@@ -32,6 +32,9 @@ them in a row raise a ``CommunicationError``.
   (``last_arm``, ``pulled`` and ``last_reward`` then still describe the last pull).
 * ``decision_set`` (linear family only) — Box(K, d) in [-1, 1]: the K feature vectors the agent
   chooses from in the next step (its ``arm`` is an index into them).
+* ``active`` (with an event ``clock`` only, docs/time.md) — Discrete(2): 1 if this agent pulls
+  at the next step. Every agent still gives an action; an inactive agent's ``arm`` is not
+  pulled, and its ``last_arm`` and ``last_reward`` stay those of its own last pull.
 * ``channels`` — one entry per channel, the messages delivered to this agent in the last step:
 
   * ``neighbors``: ``senders`` (D,) neighbour ids (-1 padding, D = max degree), ``mask`` (D,)
@@ -132,6 +135,8 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
     if config.linear is not None:
         shape = (config.num_arms, config.linear.dim)
         fields["decision_set"] = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float64)
+    if config.clock is not None:  # an event clock: whether this agent pulls at the next step
+        fields["active"] = spaces.Discrete(2)
     return spaces.Dict(fields)
 
 
@@ -171,6 +176,8 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
         }
     if obs.context is not None:
         out["decision_set"] = obs.context[b, i].copy()
+    if obs.active is not None:
+        out["active"] = np.int64(obs.active[b, i])
     return out
 
 

@@ -47,6 +47,10 @@ class FederationFacts:
     """The environment's declared bound f on Byzantine agents (``adversary.num_byzantine``; 0
     without an adversary): a public fact, as the robust papers assume f known. It says how many
     agents may be Byzantine, never which ones (the roles are not a fact)."""
+    clock: str = "sync"
+    """The environment's clock kind (:data:`fedbandit_env.clock.CLOCK_KINDS`): ``"sync"``, every
+    agent pulls at every step, or an event clock, one client per step (docs/time.md). The
+    protocol is public; the rates and draws of an event clock are not facts."""
 
     @property
     def max_degree(self) -> int:
@@ -69,7 +73,27 @@ class FederationFacts:
             c2=config.c2,
             extra=dict(config.extra),
             byzantine_bound=byzantine_bound(config),
+            clock="sync" if config.clock is None else config.clock.kind,
         )
+
+
+LOCK_STEP = (
+    "it assumes lock-step: every agent pulls (and its statistics and messages move) at every "
+    "step"
+)
+"""Why a learner that declares no event-time option refuses an event clock."""
+
+
+def check_event_time(policy: Any, facts: FederationFacts) -> None:
+    """Refuse, before the first step, an event clock that ``policy`` does not declare in its
+    ``event_time`` (docs/time.md, "What every learner does"): a ConfigError naming the learner,
+    ``clock``, the accepted value and the learner's reason."""
+    if facts.clock == "sync" or "clock" in getattr(policy, "event_time", ()):
+        return
+    name = getattr(policy, "agent_id", "") or type(policy).__name__
+    why = getattr(policy, "lock_step_reason", LOCK_STEP)
+    raise ConfigError(f"{name}: clock: expected 'sync' ({why}), got {facts.clock!r}; the "
+                      "learners that run under an event clock are listed in docs/time.md")  # fmt: skip
 
 
 def byzantine_bound(config: EnvConfig) -> int:
@@ -155,6 +179,10 @@ class TeamPolicy(ABC):
 
     agent_id: ClassVar[str] = ""
     version: ClassVar[int] = 1
+    event_time: ClassVar[tuple[str, ...]] = ()
+    """The event-time options this learner runs under besides ``drift``, which needs nothing of a
+    learner (docs/time.md): ``("clock",)`` for one that reads ``obs.pulled`` and ``obs.active``.
+    An undeclared option is refused before the first step (:func:`check_event_time`)."""
     privacy_epsilon: float | None = None
     payload_layouts: ClassVar[dict[str, str]] = {}
     """What the payload of each of its channels means, by channel name, in the words of the
@@ -195,6 +223,7 @@ class ParallelPolicyAdapter:
 
     def reset(self, seed: int) -> None:
         facts = self.env.facts
+        check_event_time(self.policy, facts)
         self.policy.reset(facts, BatchedRNG.for_runs([seed], "agents"))
 
     def observation_from_dicts(

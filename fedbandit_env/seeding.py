@@ -16,11 +16,10 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 
-STREAMS: tuple[str, ...] = ("instance", "rewards", "network", "agents", "adversary", "drift")
+STREAMS: tuple[str, ...] = ("instance", "rewards", "network", "agents", "adversary", "drift", "clock")
 """The named streams of a run seed. A stream's SeedSequence is child ``STREAMS.index(name)`` of
 the run seed's, so appending a stream moves none of the others (``adversary``: the roles and the
-attacks' draws, docs/adversary.md; ``drift``: the changes and redrawn instances of a drift,
-docs/time.md)."""
+attacks' draws, docs/adversary.md; ``drift`` and ``clock``: docs/time.md)."""
 
 Kind = Literal["uniform", "normal", "exponential"]
 

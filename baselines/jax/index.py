@@ -71,6 +71,8 @@ def fold_last_pull(counts, sums, obs: Observation, reward=None):
     step in which the agents pulled (not after reset, not after a communication step)."""
     m = counts.shape[1]
     pulled = (obs.phase == PULL) & (obs.last_arm >= 0)
+    if obs.pulled is not None:  # an event clock: only the clients that pulled at this step
+        pulled = pulled & obs.pulled
     hit = (obs.last_arm[:, None] == jnp.arange(m)) & pulled[:, None]  # (N, M)
     reward = obs.last_reward if reward is None else reward
     return counts + hit.astype(counts.dtype), sums + jnp.where(hit, reward[:, None], 0.0)
@@ -101,10 +103,19 @@ class IndexPolicy:
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total``
+    event_time: ClassVar[tuple[str, ...]] = ("clock",)  # shared variants: () (as numpy)
+    lock_step_reason: ClassVar[str] = (
+        "its shared variant sends its statistics at every step, a lock-step protocol"
+    )
     agent_id: ClassVar[str] = ""
     version: ClassVar[int] = 2
     privacy_epsilon = None
     config: Any
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
+            cls.event_time = ()
 
     def channel_spec(self, config) -> Any:
         """``{"neighbors": {"kind": "neighbors", "dim": 2M}}`` when shared, else None."""

@@ -45,6 +45,7 @@ class UniformRandom:
     no messages (params protocol: :func:`baselines.params.trivial_params`)."""
 
     agent_id = "uniform"
+    event_time = ("clock",)  # the inactive clients' draws are ignored
     version = 1
     privacy_epsilon = None
     floods = False
@@ -77,6 +78,7 @@ class Flooding(UniformRandom):
     """Uniform arms; floods the max of own pull counts and received counts to neighbours."""
 
     agent_id = "flooding"
+    event_time = ()  # it relays what it heard at every step
     floods = True
 
     def channel_spec(self, config) -> Any:

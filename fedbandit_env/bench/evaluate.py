@@ -37,7 +37,7 @@ from fedbandit_env.engine import PULL
 from fedbandit_env.errors import ConfigError, FedBanditError, LearnerError
 from fedbandit_env.network import LINK_TYPES
 from fedbandit_env.per_agent import as_team_policy
-from fedbandit_env.policy import TeamPolicy
+from fedbandit_env.policy import TeamPolicy, check_event_time
 from fedbandit_env.registration import make_vec
 from fedbandit_env.scores import ScoreWatch, watching
 from fedbandit_env.seeding import BatchedRNG
@@ -313,6 +313,7 @@ def incompatibility(
         check_attack_fits(label, policy, venv.config)
         if kwargs.get("adversary") is not None:  # the attack checks the channels at reset
             venv.reset(seed=0)
+        check_event_time(policy, venv.facts)
         policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
     except FedBanditError as err:
         return str(err)
@@ -482,6 +483,7 @@ def evaluate(
         steps = check_checkpoints(checkpoints, venv.horizon)
     start = time.perf_counter()
     obs, reset_info = venv.reset(seed=seed)
+    check_event_time(policy, venv.facts)
     with _learner_errors(agent_id, venv, "reset"):
         policy.reset(venv.facts, venv.agent_rng())
     curve = np.zeros((runs, len(steps), venv.num_agents))

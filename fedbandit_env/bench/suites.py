@@ -242,6 +242,7 @@ class AttackSweep:
         from fedbandit_env.agent_registry import make_agent
         from fedbandit_env.bench.evaluate import attack_misfit
         from fedbandit_env.errors import FedBanditError
+        from fedbandit_env.policy import check_event_time
         from fedbandit_env.seeding import BatchedRNG
 
         try:
@@ -257,6 +258,7 @@ class AttackSweep:
                 memo[(*key, "attack", attack)] = misfit
                 return misfit
             venv.reset(seed=0)
+            check_event_time(policy, venv.facts)
             policy.reset(venv.facts, BatchedRNG.for_runs([0], "agents"))
         except FedBanditError as err:
             reason = str(err)

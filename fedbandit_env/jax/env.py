@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from fedbandit_env.clock import client_cdf, client_of, event_gap, one_hot
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.drift import orthogonal_unit, rotated_theta, segment_of, smooth_means
 from fedbandit_env.errors import ActionError, CommunicationError, ConfigError
@@ -53,6 +54,7 @@ from fedbandit_env.jax.types import (
     PULL,
     Action,
     Charge,
+    ClockState,
     EnvState,
     Ledger,
     Observation,
@@ -65,6 +67,8 @@ BAD_ARM_DTYPE = 7
 """``state.error[0]`` codes of the bad input recorded inside ``jit``."""
 DRIFT_TAG = 0x64726674
 """``fold_in`` tag of a step's drift key (docs/time.md): the other draws of a step do not move."""
+CLOCK_TAG = 0x636C6B00
+"""``fold_in`` tag of an event clock's keys (docs/time.md, "clock"), at reset and each step."""
 
 
 class EnvParams(NamedTuple):
@@ -130,6 +134,7 @@ class FedBanditJaxEnv:
         shared = config.shared_instance()
         self._means = None if shared is None else np.asarray(shared.means, np.float32)
         self.drift = config.drift
+        self.clock = config.clock
         self._theta = None
         if self.linear is not None and config.instance_seed is not None:
             from fedbandit_env.linear import draw_theta
@@ -259,6 +264,7 @@ class FedBanditJaxEnv:
             ),  # fmt: skip
             error=error,
             drift=drift_state,
+            clock=None if self.clock is None else self._clock_init(key),
         )
         if self.adversary is not None:  # a key of its own: the instance draws do not move
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
@@ -299,6 +305,9 @@ class FedBanditJaxEnv:
         )  # fmt: skip
         arms = jnp.clip(arms, 0, self.num_arms - 1)
         k_reward, k_context, k_net = jax.random.split(key, 3)
+        who = pulling  # who pulls: every agent of a pulling run, or its event's client
+        if self.clock is not None:
+            who = pulling & state.clock.active
 
         if self.linear is None:
             means, gap, total = state.means, state.gap, state.regret
@@ -306,8 +315,10 @@ class FedBanditJaxEnv:
                 means, gap, error = self._drift_step(key, state, pulling, params, error)
             mean = means[jnp.arange(n), arms]
             rewards = instances.sample_reward(self.config, k_reward, mean, params.reward_sigma)
-            regret = jnp.where(pulling, gap[arms], 0.0)
-            onehot = (arms[:, None] == jnp.arange(self.num_arms)) & pulling
+            regret = jnp.where(who, gap[arms], 0.0)
+            onehot = (arms[:, None] == jnp.arange(self.num_arms)) & (
+                who if self.clock is None else who[:, None]
+            )
             counts = state.counts + onehot.astype(jnp.int32)
             context = None
             if self.drift is not None:
@@ -319,13 +330,13 @@ class FedBanditJaxEnv:
             expected = state.context @ theta  # (N, K)
             chosen = expected[jnp.arange(n), arms]
             rewards = instances.linear_reward(self.linear, k_reward, chosen, params.reward_sigma)
-            regret = jnp.where(pulling, expected.max(axis=1) - chosen, 0.0)
+            regret = jnp.where(who, expected.max(axis=1) - chosen, 0.0)
             fresh = instances.decision_sets(self.linear, k_context, theta, n, self.num_arms)
             context = jnp.where(pulling, fresh, state.context)
             counts, total = state.counts, total_add(state.regret, regret)
-        rewards = jnp.where(pulling, rewards, 0.0)
+        rewards = jnp.where(who, rewards, 0.0)
 
-        last_arm = jnp.where(pulling, arms, state.last_arm)
+        last_arm = jnp.where(who, arms, state.last_arm)
         adversary = getattr(state, "adversary", None)
         adv = None
         if self.adversary is not None and self.adversary.active:
@@ -347,7 +358,7 @@ class FedBanditJaxEnv:
             pulls=state.pulls + pulling,
             streak=streak,
             last_arm=last_arm,
-            last_reward=jnp.where(pulling, rewards, state.last_reward),
+            last_reward=jnp.where(who, rewards, state.last_reward),
             means=state.means if self.linear is not None else means,
             gap=state.gap if self.linear is not None else gap,
             theta=state.theta if self.linear is None else theta,
@@ -358,7 +369,11 @@ class FedBanditJaxEnv:
             ledger=ledger,
             error=error,
             drift=state.drift,
+            clock=state.clock,
         )
+        if self.clock is not None:  # the pulling run's next event
+            more = pulling & (state.pulls < self.horizon)
+            state = state._replace(clock=self._clock_next(key, state.clock, more))
         phase = jnp.where(pulling, PULL, COMMUNICATION).astype(jnp.int32)
         info = {
             "instant_regret": regret,
@@ -371,6 +386,8 @@ class FedBanditJaxEnv:
             info["roles"] = state.adversary.roles
             info["honest"] = state.adversary.roles == 0
         obs = self._observe(state, deliveries, phase)
+        if self.clock is not None:
+            obs = obs._replace(pulled=jnp.broadcast_to(who, (n,)))
         return obs, state, rewards, state.pulls >= self.horizon, info
 
     def _adversary_step(self, key, state, counts, last_arm, pulling, params: EnvParams):
@@ -485,7 +502,45 @@ class FedBanditJaxEnv:
             context=state.context,
             phase=phase,
             pulls=state.pulls,
+            active=None if self.clock is None else state.clock.active,
+            pulled=None if self.clock is None else jnp.zeros(self.num_agents, bool),
+            time=None if self.clock is None else state.clock.time,
         )
+
+    # ------------------------------------------------------------------ clock
+    def _clock_init(self, key: jax.Array) -> ClockState:
+        """The clock of a new run: its stragglers and its first event (docs/time.md)."""
+        key = jax.random.fold_in(key, CLOCK_TAG)
+        k_slow, k_first = jax.random.split(key)
+        n, clock = self.num_agents, self.clock
+        rates = jnp.asarray(clock.rates, jnp.float32)
+        slow = round(clock.frac * n)
+        if slow:  # a uniformly random subset of round(frac N) clients, slowed down
+            chosen = jax.random.permutation(k_slow, n)[:slow]
+            rates = rates.at[chosen].multiply(jnp.float32(clock.slowdown))
+        start = ClockState(jnp.zeros(n, bool), jnp.zeros((), jnp.float32),
+                           jnp.zeros((), jnp.int32), rates)  # fmt: skip
+        return self._clock_next(k_first, start, jnp.asarray(True), tagged=True)
+
+    def _clock_next(self, key: jax.Array, clock: ClockState, moving: jnp.ndarray,
+                    tagged: bool = False) -> ClockState:  # fmt: skip
+        """The next event of a ``moving`` run: its client and its time stamp (the event's
+        index, or the Poisson time); a run that does not move keeps its clock."""
+        key = key if tagged else jax.random.fold_in(key, CLOCK_TAG)
+        k_client, k_gap = jax.random.split(key)
+        if self.clock.kind == "trace":
+            trace = jnp.asarray(self.clock.clients, jnp.int32)
+            client = trace[jnp.minimum(clock.event, trace.shape[0] - 1)]
+        else:
+            u = jax.random.uniform(k_client, (), jnp.float32)
+            client = client_of(u, client_cdf(clock.rates, jnp), jnp)
+        if self.clock.timed:
+            u = jax.random.uniform(k_gap, (), jnp.float32)
+            time = clock.time + event_gap(u, clock.rates.sum(), jnp)
+        else:
+            time = clock.event.astype(jnp.float32)
+        new = ClockState(one_hot(client, self.num_agents, jnp), time, clock.event + 1, clock.rates)
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(moving, a, b), new, clock)
 
     def cumulative_regret(self, state: EnvState) -> jnp.ndarray:
         """(N,) pseudo-regret of each agent so far: ``counts @ gap`` (integer pull counts) in

@@ -42,7 +42,7 @@ import jax
 from fedbandit_env.errors import ConfigError, UnknownIdError
 from fedbandit_env.jax.types import Observation
 from fedbandit_env.per_agent import bad_kwargs_error
-from fedbandit_env.policy import FederationFacts
+from fedbandit_env.policy import FederationFacts, check_event_time
 from fedbandit_env.registration import load_entry
 
 
@@ -91,8 +91,10 @@ def check_protocol(learner: Any) -> None:
 
 def params_of(learner: Any, facts: FederationFacts) -> Any:
     """The learner's params on a federation (``make_params``, where the facts are checked),
-    after :func:`check_protocol`."""
+    after :func:`check_protocol` and the event-time check (an event clock the learner does not
+    declare in ``event_time`` is refused by name: :func:`fedbandit_env.policy.check_event_time`)."""
     check_protocol(learner)
+    check_event_time(learner, facts)
     return learner.make_params(facts)
 
 

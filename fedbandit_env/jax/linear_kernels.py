@@ -199,6 +199,8 @@ def pulled_rows(rows: jnp.ndarray, obs: Observation) -> tuple[jnp.ndarray, jnp.n
     each agent played; zeros where nothing was pulled (after reset, after a communication
     step)."""
     pulled = (obs.phase == PULL) & (obs.last_arm >= 0)  # (N,)
+    if obs.pulled is not None:  # an event clock: only the clients that pulled at this step
+        pulled = pulled & obs.pulled
     x = jnp.where(pulled[:, None], rows, 0.0)
     y = jnp.where(pulled, obs.last_reward, 0.0).astype(jnp.float32)
     return x, y

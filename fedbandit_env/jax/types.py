@@ -72,7 +72,10 @@ class Observation(NamedTuple):
     """What the agents observe after a step of one run: ``step`` engine steps so far,
     ``last_arm`` (N,) (-1 before the first pull), ``last_reward`` (N,), one delivery per channel,
     the linear family's decision sets ``context`` (N, K, d) of the next step (None otherwise),
-    ``phase`` (:data:`PULL` or :data:`COMMUNICATION`) and ``pulls`` the pulls so far."""
+    ``phase`` (:data:`PULL` or :data:`COMMUNICATION`) and ``pulls`` the pulls so far. Under an
+    event clock (docs/time.md, "clock"; None under lock-step): ``active`` (N,) bool the client
+    that pulls at the next step, ``pulled`` (N,) bool the clients that pulled at this step and
+    ``time`` () the next event's time stamp."""
 
     step: Scalar
     last_arm: Agents
@@ -81,6 +84,9 @@ class Observation(NamedTuple):
     context: AgentContexts | None
     phase: Scalar
     pulls: Scalar
+    active: Any = None
+    pulled: Any = None
+    time: Any = None
 
 
 class EnvState(NamedTuple):
@@ -92,7 +98,8 @@ class EnvState(NamedTuple):
     (N,) the linear family's compensated regret sums; ``error`` (3,) int32: the first bad input
     seen inside ``jit`` (code, step, agent; code 0: none, docs/jax.md "Errors"); ``drift`` a
     drift's own state (the linear family's smooth drift: theta*(0) and its plane vector u, (2, d);
-    None otherwise, docs/time.md)."""
+    None otherwise, docs/time.md); ``clock`` an event clock's :class:`ClockState` (None under
+    lock-step)."""
 
     step: Scalar
     pulls: Scalar
@@ -109,3 +116,15 @@ class EnvState(NamedTuple):
     ledger: Ledger
     error: jnp.ndarray
     drift: Any = None
+    clock: Any = None
+
+
+class ClockState(NamedTuple):
+    """An event clock's state in one run (docs/time.md, "clock"): ``active`` (N,) bool the
+    client of the next event, ``time`` () float32 its time stamp, ``event`` () int32 the events
+    drawn so far and ``rates`` (N,) float32 the clients' rates after the stragglers."""
+
+    active: Agents
+    time: Scalar
+    event: Scalar
+    rates: Agents
