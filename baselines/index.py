@@ -92,7 +92,7 @@ class IndexPolicy(TeamPolicy):
     checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
 
     shared: ClassVar[bool] = False
-    event_time: ClassVar[tuple[str, ...]] = ("clock",)  # shared variants: () (see below)
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay")  # shared variants: ()
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -119,7 +119,7 @@ class IndexPolicy(TeamPolicy):
         self.params = index_params(self.agent_id, config, facts, self.shared)  # checks facts
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = M
-        self.lock_step = facts.clock == "sync"
+        self.lock_step = facts.clock == "sync" and not facts.reward_delay  # t is the step
         self.table = ArmTable.of(B, N, M)
         self.counts = self.table.zeros()
         self.sums = self.table.zeros()
@@ -137,18 +137,20 @@ class IndexPolicy(TeamPolicy):
         """One step for every agent: add the last pull to ``counts`` and ``sums``, form the
         index (own statistics, or own plus the neighbours' latest), pull an arm of maximal
         index (ties uniformly at random) and, in the shared variants, send own statistics."""
-        if obs.step > 0 and obs.pulled is None:  # lock-step: every agent pulled
+        if obs.step > 0 and obs.pulled is None and obs.arrived_arm is None:  # lock-step
             reward = self.transform_reward(obs.last_reward)
             self.table.add(self.counts, obs.last_arm, 1.0)
             self.table.add(self.sums, obs.last_arm, reward)
             self.pulls += 1.0
-        elif obs.step > 0:  # an event clock: only the clients that pulled add their pull
-            pulled = obs.pulled.astype(np.float64)
-            reward = self.transform_reward(obs.last_reward) * pulled
-            arm = np.maximum(obs.last_arm, 0)  # a client that never pulled adds 0 at arm 0
-            self.table.add(self.counts, arm, pulled)
-            self.table.add(self.sums, arm, reward)
-            self.pulls += pulled[..., None]
+        elif obs.step > 0:  # an event clock or delayed rewards: the pulls that reached each agent
+            arm, reward, got = obs.last_arm, obs.last_reward, obs.pulled
+            if obs.arrived_arm is not None:  # the rewards of the pulls reward_delay ago
+                arm, reward, got = obs.arrived_arm, obs.arrived_reward, obs.arrived_arm >= 0
+            got = got.astype(np.float64)
+            arm = np.maximum(arm, 0)  # nothing arrived: 0 added at arm 0
+            self.table.add(self.counts, arm, got)
+            self.table.add(self.sums, arm, self.transform_reward(reward) * got)
+            self.pulls += got[..., None]
         messages = {}
         if self.shared:
             # (2, B, N, M): the neighbours' counts and sums, each added over the slots

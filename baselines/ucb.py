@@ -41,7 +41,7 @@ class UCB1(IndexPolicy):
 
     def own_index(self, step: int) -> np.ndarray:
         """Independent variant: under lock-step every agent has pulled once per step, so t is
-        the step; under an event clock t is the agent's own pulls."""
+        the step; under an event clock or delayed rewards t is the rewards the agent has."""
         p = self.params
         t = float(step) if self.lock_step else self.pulls
         return ucb1_index(self.counts, self.sums, t, p.alpha, p.scale)

@@ -8,7 +8,7 @@ existed (tests/test_drift.py and the reference file check the bits; this measure
 
 An event clock makes one pull per engine step where lock-step makes N, at the same horizon T
 (T rounds of N pulls against T events): its table gives the time per engine step and per pull
-against the plain run's.
+against the plain run's; a reward delay's table, the time against the undelayed run.
 
     python benchmarks/bench_time_options.py                 # numpy and JAX, CPU sizes
     python benchmarks/bench_time_options.py --runs 50 --horizon 500 --backends numpy
@@ -93,6 +93,8 @@ def main() -> None:
             for name in kws:
                 print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
             clock_table(title, env_id, learner, base, runs, backend, args.repeats)
+            if env_id == ENV:  # linucb refuses a delay (docs/time.md)
+                delay_table(title, env_id, learner, base, runs, backend, args.repeats)
 
 
 CLOCKS = {
@@ -121,6 +123,23 @@ def clock_table(title, env_id, learner, base, runs, backend, repeats) -> None:
         pulls = h * n if CLOCKS[name] is None else h
         ratio = best[name] / off
         print(f"| {name} | {pulls} | {best[name]:.3f} | {ratio:.2f} | {ratio * h * n / pulls:.2f} |")
+
+
+def delay_table(title, env_id, learner, base, runs, backend, repeats) -> None:
+    """Fixed reward delays against the undelayed run (docs/time.md, "reward_delay")."""
+    kws = {"off": base, **{f"{d} pulls": {**base, "reward_delay": d} for d in (10, 100)}}
+    for kw in kws.values():
+        timed(env_id, learner, kw, runs, backend)
+    best = {name: np.inf for name in kws}
+    for _ in range(repeats):
+        for name, kw in kws.items():
+            best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+    print(f"\n{title}, {backend}, {runs} runs x {base['horizon']} pulls: reward_delay "
+          "against off")  # fmt: skip
+    print("\n| reward_delay | s | vs off |")
+    print("|---|---|---|")
+    for name in kws:
+        print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
 
 
 if __name__ == "__main__":

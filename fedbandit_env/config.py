@@ -14,6 +14,7 @@ import numpy as np
 
 from fedbandit_env.adversary.roles import AdversaryConfig
 from fedbandit_env.clock import Clock, clock_option
+from fedbandit_env.delay import delay_option
 from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
@@ -266,6 +267,8 @@ class EnvConfig:
     """Drifting means (:mod:`fedbandit_env.drift`, docs/time.md); None: stationary."""
     clock: Clock | None = None
     """Who pulls at an event (:mod:`fedbandit_env.clock`, docs/time.md); None: lock-step."""
+    reward_delay: int | None = None
+    """A reward's delay in pulls (:mod:`fedbandit_env.delay`, docs/time.md); None: none."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -336,6 +339,7 @@ def make_config(
     global_means: str = "average",
     drift: Any = None,
     clock: Any = None,
+    reward_delay: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -358,7 +362,8 @@ def make_config(
     (stationary, the default) or a piecewise or smooth drift of the means, with dynamic regret
     (:mod:`fedbandit_env.drift`, docs/time.md). ``clock``: None or ``"sync"`` (lock-step, the
     default) or an event clock, one client pulling per step (:mod:`fedbandit_env.clock`,
-    docs/time.md)."""
+    docs/time.md). ``reward_delay``: None or 0 (the default) or a fixed delay d in pulls before
+    a reward reaches its agent (:mod:`fedbandit_env.delay`, docs/time.md)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -389,8 +394,12 @@ def make_config(
     if events is not None and adv is not None:
         raise ConfigError("clock: an event clock is not combined with adversary= yet (the roles "
                           "count every agent's pulls at every step); use clock='sync'")  # fmt: skip
+    delay = delay_option(reward_delay, horizon=config.horizon)
+    if delay is not None and adv is not None:
+        raise ConfigError("reward_delay: a delay is not combined with adversary= yet (the "
+                          "attacks read the pulls' rewards at once); use reward_delay=None")  # fmt: skip
     return dataclasses.replace(config, max_communication_steps=limit, adversary=adv, drift=moving,
-                               clock=events)  # fmt: skip
+                               clock=events, reward_delay=delay)  # fmt: skip
 
 
 def _drift(config: EnvConfig, value: Any) -> Drift | None:

@@ -20,6 +20,7 @@ from fedbandit_env.block_streams import RandomStreams, streams_for
 from fedbandit_env.clock import EventClock
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
+from fedbandit_env.delay import DelayLine
 from fedbandit_env.drift import MeansDrift
 from fedbandit_env.errors import CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
@@ -43,7 +44,8 @@ class VecObservation:
     (see :mod:`fedbandit_env.network`), ``phase`` (B,) :data:`PULL` or :data:`COMMUNICATION` and
     ``pulls`` (B,) each run's pulls (docs/architecture.md, "Communication steps"). ``phase`` and
     ``pulls`` default to "every step pulled" when a caller builds an observation by hand.
-    ``active``, ``pulled`` and ``time``: an event clock's (:meth:`EventClock.stamp`)."""
+    ``active``, ``pulled`` and ``time``: an event clock's (:meth:`EventClock.stamp`);
+    ``arrived_arm`` and ``arrived_reward``: a reward delay's (:meth:`DelayLine.stamp`)."""
 
     step: int
     last_arm: RunAgents
@@ -55,6 +57,8 @@ class VecObservation:
     active: RunAgents | None = None
     pulled: RunAgents | None = None
     time: Runs | None = None
+    arrived_arm: RunAgents | None = None
+    arrived_reward: RunAgents | None = None
 
     def __post_init__(self) -> None:
         runs = np.shape(self.last_arm)[0]
@@ -126,16 +130,11 @@ class Engine(StepChecks):
         self.roles: np.ndarray | None = None
 
     def _attack_spec(self) -> AttackSpec:
-        return AttackSpec(
-            num_runs=self.num_runs,
-            num_agents=self.num_agents,
-            num_arms=self.num_arms,
-            horizon=self.horizon,
-            channels={name: ch.dim for name, ch in self.channels.items()},
-            channel_kinds={name: ch.kind for name, ch in self.channels.items()},
-            topology=self.config.topology,
-            family=self.config.family,
-        )
+        chans = self.channels.items()
+        return AttackSpec(self.num_runs, self.num_agents, self.num_arms, self.horizon,
+                          channels={name: ch.dim for name, ch in chans},
+                          channel_kinds={name: ch.kind for name, ch in chans},
+                          topology=self.config.topology, family=self.config.family)  # fmt: skip
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: Sequence[int]) -> tuple[VecObservation, VecInfo]:
@@ -161,6 +160,8 @@ class Engine(StepChecks):
                 self._drift = MeansDrift(drift, self.config.draw_instance, stream, self.means)
                 self._set_expected()
         self.clock = EventClock.of(self.config.clock, self.streams, self.num_agents)
+        d = self.config.reward_delay  # rewards in flight (docs/time.md, "reward_delay")
+        self.delay = DelayLine(d, self.num_runs, self.num_agents) if d else None
         network = self.streams("network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
@@ -257,6 +258,8 @@ class Engine(StepChecks):
                              context=context, phase=phase, pulls=self.pulls.copy())  # fmt: skip
         if self.clock is not None:  # the pulling runs' next event
             self.clock.stamp(obs, who, pulling & (self.pulls < self.horizon))
+        if self.delay is not None:  # the rewards that arrive now, of the pulls ``reward_delay`` ago
+            self.delay.stamp(obs, self.pulls, pulling, arms, np.asarray(rewards), who)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
         return obs, rewards, info
 

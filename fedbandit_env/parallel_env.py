@@ -35,6 +35,10 @@ them in a row raise a ``CommunicationError``.
 * ``active`` (with an event ``clock`` only, docs/time.md) — Discrete(2): 1 if this agent pulls
   at the next step. Every agent still gives an action; an inactive agent's ``arm`` is not
   pulled, and its ``last_arm`` and ``last_reward`` stay those of its own last pull.
+* ``arrived``, ``arrived_arm``, ``arrived_reward`` (with ``reward_delay`` only, docs/time.md) —
+  Discrete(2), Discrete(M), Box((), float64): whether the reward of this agent's pull
+  ``reward_delay`` pulls ago arrived now, that pull's arm and its reward; ``last_reward`` is
+  then 0 (the reward of the pull just made arrives later).
 * ``channels`` — one entry per channel, the messages delivered to this agent in the last step:
 
   * ``neighbors``: ``senders`` (D,) neighbour ids (-1 padding, D = max degree), ``mask`` (D,)
@@ -137,6 +141,10 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
         fields["decision_set"] = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float64)
     if config.clock is not None:  # an event clock: whether this agent pulls at the next step
         fields["active"] = spaces.Discrete(2)
+    if config.reward_delay is not None:  # the reward that arrived now, of an earlier pull
+        fields["arrived"] = spaces.Discrete(2)
+        fields["arrived_arm"] = spaces.Discrete(config.num_arms)
+        fields["arrived_reward"] = spaces.Box(lo, hi, shape=(), dtype=np.float64)
     return spaces.Dict(fields)
 
 
@@ -178,6 +186,10 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
         out["decision_set"] = obs.context[b, i].copy()
     if obs.active is not None:
         out["active"] = np.int64(obs.active[b, i])
+    if obs.arrived_arm is not None:
+        arrived = int(obs.arrived_arm[b, i])
+        out["arrived"], out["arrived_arm"] = np.int64(arrived >= 0), np.int64(max(arrived, 0))
+        out["arrived_reward"] = np.array(obs.arrived_reward[b, i], dtype=np.float64)
     return out
 
 

@@ -51,6 +51,8 @@ class FederationFacts:
     """The environment's clock kind (:data:`fedbandit_env.clock.CLOCK_KINDS`): ``"sync"``, every
     agent pulls at every step, or an event clock, one client per step (docs/time.md). The
     protocol is public; the rates and draws of an event clock are not facts."""
+    reward_delay: int = 0
+    """The delay in pulls before a pull's reward reaches its agent (0: none; docs/time.md)."""
 
     @property
     def max_degree(self) -> int:
@@ -74,6 +76,7 @@ class FederationFacts:
             extra=dict(config.extra),
             byzantine_bound=byzantine_bound(config),
             clock="sync" if config.clock is None else config.clock.kind,
+            reward_delay=config.reward_delay or 0,
         )
 
 
@@ -85,15 +88,19 @@ LOCK_STEP = (
 
 
 def check_event_time(policy: Any, facts: FederationFacts) -> None:
-    """Refuse, before the first step, an event clock that ``policy`` does not declare in its
-    ``event_time`` (docs/time.md, "What every learner does"): a ConfigError naming the learner,
+    """Refuse, before the first step, an event clock or a reward delay that ``policy`` does not
+    declare in its ``event_time`` (docs/time.md, "What every learner does"): a ConfigError naming the learner,
     ``clock``, the accepted value and the learner's reason."""
-    if facts.clock == "sync" or "clock" in getattr(policy, "event_time", ()):
-        return
+    accepted = getattr(policy, "event_time", ())
     name = getattr(policy, "agent_id", "") or type(policy).__name__
-    why = getattr(policy, "lock_step_reason", LOCK_STEP)
-    raise ConfigError(f"{name}: clock: expected 'sync' ({why}), got {facts.clock!r}; the "
-                      "learners that run under an event clock are listed in docs/time.md")  # fmt: skip
+    if facts.clock != "sync" and "clock" not in accepted:
+        why = getattr(policy, "lock_step_reason", LOCK_STEP)
+        raise ConfigError(f"{name}: clock: expected 'sync' ({why}), got {facts.clock!r}; the "
+                          "learners that run under an event clock are listed in docs/time.md")  # fmt: skip
+    if facts.reward_delay and "reward_delay" not in accepted:
+        raise ConfigError(f"{name}: reward_delay: expected None (it reads each pull's reward in "
+                          f"the pull's own observation), got {facts.reward_delay} pulls; the "
+                          "learners that run with delayed rewards are listed in docs/time.md")  # fmt: skip
 
 
 def byzantine_bound(config: EnvConfig) -> int:

@@ -259,7 +259,8 @@ def test_forgetting_pays_after_the_changes_and_costs_without_them():
 @pytest.mark.slow
 def test_the_time_page_examples_run():
     """docs/time.md's examples run as written (on the switching instance at T = 10^4, SW-UCB's
-    dynamic regret is below UCB1's: the pull of arm 2 that UCB1 keeps after pull 5000)."""
+    dynamic regret is below UCB1's: the pull of arm 2 that UCB1 keeps after pull 5000; the
+    event clocks; a delay of 200 pulls costs UCB1 regret)."""
     import re
     from pathlib import Path
 
@@ -271,6 +272,10 @@ def test_the_time_page_examples_run():
         exec(compile(block, str(page), "exec"), namespace)  # noqa: S102
     assert namespace["env"].unwrapped.config.drift.kind == "smooth"
     assert namespace["ucb1"].final_regret_network.mean() > namespace["sw"].final_regret_network.mean()
+    assert namespace["replayed"].unwrapped.config.clock.kind == "trace"  # the clock examples
+    assert namespace["uniform"].regret_by_agent.shape[-1] == 10
+    late, now = namespace["late"], namespace["now"]  # the delay example: a penalty
+    assert late.final_regret_network.mean() > now.final_regret_network.mean()
 
 
 LINEAR = "FedBandit/LinearContextual-v0"

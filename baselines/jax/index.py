@@ -73,7 +73,10 @@ def fold_last_pull(counts, sums, obs: Observation, reward=None):
     pulled = (obs.phase == PULL) & (obs.last_arm >= 0)
     if obs.pulled is not None:  # an event clock: only the clients that pulled at this step
         pulled = pulled & obs.pulled
-    hit = (obs.last_arm[:, None] == jnp.arange(m)) & pulled[:, None]  # (N, M)
+    last_arm = obs.last_arm
+    if obs.arrived_arm is not None:  # delayed rewards: the pulls whose rewards arrived now
+        pulled, last_arm = obs.arrived_arm >= 0, obs.arrived_arm
+    hit = (last_arm[:, None] == jnp.arange(m)) & pulled[:, None]  # (N, M)
     reward = obs.last_reward if reward is None else reward
     return counts + hit.astype(counts.dtype), sums + jnp.where(hit, reward[:, None], 0.0)
 
@@ -103,7 +106,7 @@ class IndexPolicy:
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total``
-    event_time: ClassVar[tuple[str, ...]] = ("clock",)  # shared variants: () (as numpy)
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay")  # shared: () (as numpy)
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -139,7 +142,8 @@ class IndexPolicy:
         index (ties uniformly at random) and, in the shared variants, send own statistics."""
         k_reward, k_index, k_choose, k_tie = jax.random.split(key, 4)
         m = params.num_arms
-        reward = self.transform_reward(k_reward, obs.last_reward, params)
+        raw = obs.last_reward if obs.arrived_reward is None else obs.arrived_reward
+        reward = self.transform_reward(k_reward, raw, params)
         counts, sums = fold_last_pull(state.counts, state.sums, obs, reward)
         own = counts.astype(jnp.float32)
         messages = {}

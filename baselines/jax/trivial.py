@@ -45,7 +45,7 @@ class UniformRandom:
     no messages (params protocol: :func:`baselines.params.trivial_params`)."""
 
     agent_id = "uniform"
-    event_time = ("clock",)  # the inactive clients' draws are ignored
+    event_time = ("clock", "reward_delay")  # it reads no reward
     version = 1
     privacy_epsilon = None
     floods = False

@@ -32,6 +32,7 @@ import numpy as np
 
 from fedbandit_env.clock import client_cdf, client_of, event_gap, one_hot
 from fedbandit_env.config import EnvConfig
+from fedbandit_env.delay import delay_slot
 from fedbandit_env.drift import orthogonal_unit, rotated_theta, segment_of, smooth_means
 from fedbandit_env.errors import ActionError, CommunicationError, ConfigError
 from fedbandit_env.jax import instances
@@ -135,6 +136,7 @@ class FedBanditJaxEnv:
         self._means = None if shared is None else np.asarray(shared.means, np.float32)
         self.drift = config.drift
         self.clock = config.clock
+        self.reward_delay = config.reward_delay
         self._theta = None
         if self.linear is not None and config.instance_seed is not None:
             from fedbandit_env.linear import draw_theta
@@ -265,6 +267,10 @@ class FedBanditJaxEnv:
             error=error,
             drift=drift_state,
             clock=None if self.clock is None else self._clock_init(key),
+            delay=None if self.reward_delay is None else (
+                jnp.full((self.reward_delay, n), -1, jnp.int32),
+                jnp.zeros((self.reward_delay, n), jnp.float32),
+            ),
         )
         if self.adversary is not None:  # a key of its own: the instance draws do not move
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
@@ -370,6 +376,7 @@ class FedBanditJaxEnv:
             error=error,
             drift=state.drift,
             clock=state.clock,
+            delay=state.delay,
         )
         if self.clock is not None:  # the pulling run's next event
             more = pulling & (state.pulls < self.horizon)
@@ -388,6 +395,9 @@ class FedBanditJaxEnv:
         obs = self._observe(state, deliveries, phase)
         if self.clock is not None:
             obs = obs._replace(pulled=jnp.broadcast_to(who, (n,)))
+        if self.reward_delay is not None:  # the rewards of the pulls reward_delay ago arrive
+            obs, line = self._arrive(obs, state.delay, state.pulls, pulling, arms, rewards, who)
+            state = replace_env(state, delay=line)
         return obs, state, rewards, state.pulls >= self.horizon, info
 
     def _adversary_step(self, key, state, counts, last_arm, pulling, params: EnvParams):
@@ -505,7 +515,25 @@ class FedBanditJaxEnv:
             active=None if self.clock is None else state.clock.active,
             pulled=None if self.clock is None else jnp.zeros(self.num_agents, bool),
             time=None if self.clock is None else state.clock.time,
+            arrived_arm=None if self.reward_delay is None else jnp.full_like(state.last_arm, -1),
+            arrived_reward=None if self.reward_delay is None else jnp.zeros_like(state.last_reward),
         )
+
+    def _arrive(self, obs, line, pulls, pulling, arms, rewards, who):
+        """A reward delay's step (:class:`fedbandit_env.delay.DelayLine` on JAX): the pull
+        ``pulls`` (the new count) enters the line, the pull ``pulls - d`` leaves it and its
+        rewards arrive in ``obs``, whose ``last_reward`` is hidden (0)."""
+        slot = delay_slot(pulls, self.reward_delay)
+        line_arms, line_rewards = line
+        out_arm = jnp.where(pulling, line_arms[slot], -1)
+        out_reward = jnp.where(pulling, line_rewards[slot], 0.0)
+        keep = jnp.broadcast_to(who, arms.shape)
+        new_arms = jnp.where(pulling, jnp.where(keep, arms, -1), line_arms[slot])
+        new_rewards = jnp.where(pulling, jnp.where(keep, rewards, 0.0), line_rewards[slot])
+        line = (line_arms.at[slot].set(new_arms), line_rewards.at[slot].set(new_rewards))
+        obs = obs._replace(arrived_arm=out_arm, arrived_reward=out_reward,
+                           last_reward=jnp.zeros_like(obs.last_reward))  # fmt: skip
+        return obs, line
 
     # ------------------------------------------------------------------ clock
     def _clock_init(self, key: jax.Array) -> ClockState:

@@ -75,7 +75,9 @@ class Observation(NamedTuple):
     ``phase`` (:data:`PULL` or :data:`COMMUNICATION`) and ``pulls`` the pulls so far. Under an
     event clock (docs/time.md, "clock"; None under lock-step): ``active`` (N,) bool the client
     that pulls at the next step, ``pulled`` (N,) bool the clients that pulled at this step and
-    ``time`` () the next event's time stamp."""
+    ``time`` () the next event's time stamp. With a reward delay (None without): ``arrived_arm``
+    (N,) the arm of the pull whose reward arrives now (-1: none) and ``arrived_reward`` (N,);
+    ``last_reward`` is then 0 (docs/time.md, "reward_delay")."""
 
     step: Scalar
     last_arm: Agents
@@ -87,6 +89,8 @@ class Observation(NamedTuple):
     active: Any = None
     pulled: Any = None
     time: Any = None
+    arrived_arm: Any = None
+    arrived_reward: Any = None
 
 
 class EnvState(NamedTuple):
@@ -117,6 +121,7 @@ class EnvState(NamedTuple):
     error: jnp.ndarray
     drift: Any = None
     clock: Any = None
+    delay: Any = None  # a reward delay's line: (arms (d, N) int32, rewards (d, N) float32)
 
 
 class ClockState(NamedTuple):

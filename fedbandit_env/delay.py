@@ -1,0 +1,89 @@
+"""Delayed rewards: the ``reward_delay`` option of an environment (docs/time.md, "reward_delay").
+
+Joulani, György & Szepesvári (ICML 2013, Sec. 2) let the reward of the pull at t reach the
+learner at t + tau_t; in stochastic problems the delay then adds to the regret a term that does
+not grow with T. ``reward_delay`` gives every pull a fixed delay of d pulls:
+
+* ``d`` (an int >= 1) or ``{"kind": "fixed", "pulls": d}``: the reward of a run's pull t reaches
+  the agent that pulled in the observation of the run's pull t + d (delay time is a run's own pull
+  count, as drift time: communication-only steps move nothing). Rewards due after the horizon
+  never arrive. Regret is charged at pull time, as always.
+* ``None`` or ``0``: no delay (the default): the reward is in the pull's own observation.
+
+Random delays (geometric, heavy-tailed) are not built yet and are refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.validation import check_int
+
+DELAY_KINDS: tuple[str, ...] = ("fixed",)
+"""The accepted ``reward_delay`` kinds (an int is ``fixed``)."""
+
+
+def delay_option(value: Any, *, horizon: int) -> int | None:
+    """The delay d >= 1 in pulls of a ``reward_delay`` argument, or None for no delay."""
+    if value is None or (isinstance(value, int | np.integer) and not isinstance(value, bool)
+                         and value == 0):  # fmt: skip
+        return None
+    if isinstance(value, Mapping):
+        if value.get("kind") not in DELAY_KINDS:
+            raise ConfigError(f"reward_delay: kind: expected one of {DELAY_KINDS} (random delays "
+                              f"are not built yet), got {value.get('kind')!r}")  # fmt: skip
+        unknown = sorted(set(value) - {"kind", "pulls"})
+        if unknown or "pulls" not in value:
+            raise ConfigError(f"reward_delay: 'fixed' expects exactly 'pulls' (the delay d in "
+                              f"pulls), got keys {sorted(value)}")  # fmt: skip
+        value = value["pulls"]
+    d = check_int("reward_delay", value, minimum=0, maximum=horizon)
+    return d or None
+
+
+class DelayLine:
+    """The numpy engine's rewards in flight, B runs of N agents: one slot per pull of the last
+    d, holding the arms, rewards and who pulled (``arrive`` swaps a pull in and its d-th
+    predecessor out)."""
+
+    def __init__(self, delay: int, num_runs: int, num_agents: int):
+        shape = (delay, num_runs, num_agents)
+        self.delay = delay
+        self.arms = np.full(shape, -1, np.int64)
+        self.rewards = np.zeros(shape)
+        self.runs = np.arange(num_runs)
+
+    def arrive(self, pulls: np.ndarray, pulling: np.ndarray, arms: np.ndarray,
+               rewards: np.ndarray, who: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """The pulling runs' pull ``pulls`` (B,) (their new pull count) enters the line and the
+        pull ``pulls - d`` leaves it: its arms (B, N) (-1 where no reward arrives: a run that
+        did not pull, an agent that did not pull then, or a pull before the first) and
+        rewards (B, N)."""
+        slot = delay_slot(pulls, self.delay)
+        out_arms = np.where(pulling[:, None], self.arms[slot, self.runs], -1)
+        out_rewards = np.where(pulling[:, None], self.rewards[slot, self.runs], 0.0)
+        keep = pulling[:, None] & who
+        self.arms[slot, self.runs] = np.where(pulling[:, None], np.where(keep, arms, -1),
+                                              self.arms[slot, self.runs])  # fmt: skip
+        self.rewards[slot, self.runs] = np.where(pulling[:, None], np.where(keep, rewards, 0.0),
+                                                 self.rewards[slot, self.runs])  # fmt: skip
+        return out_arms, out_rewards
+
+
+    def stamp(self, obs: Any, pulls: np.ndarray, pulling: np.ndarray, arms: np.ndarray,
+              rewards: np.ndarray, who: np.ndarray) -> None:  # fmt: skip
+        """Write the step's arrivals into an engine observation (``arrived_arm``,
+        ``arrived_reward``) and hide the rewards drawn now (``last_reward`` 0: they arrive
+        later)."""
+        obs.arrived_arm, obs.arrived_reward = self.arrive(pulls, pulling, arms, rewards, who)
+        obs.last_reward = np.zeros_like(obs.last_reward)
+
+
+def delay_slot(pulls: Any, delay: int) -> Any:
+    """The slot of the delay line that pull ``pulls`` (its 1-based count) takes, and that the
+    pull ``pulls - delay`` leaves: ``pulls mod delay``."""
+    return pulls % delay
