@@ -21,7 +21,7 @@ import numpy as np
 
 from fedbandit_env.agent_views import channel_delivery
 from fedbandit_env.config import ChannelsSpec, EnvConfig
-from fedbandit_env.engine import VecObservation
+from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
 from fedbandit_env.seeding import BatchedRNG
@@ -232,6 +232,24 @@ class ParallelPolicyAdapter:
         facts = self.env.facts
         check_event_time(self.policy, facts)
         self.policy.reset(facts, BatchedRNG.for_runs([seed], "agents"))
+        self._active: np.ndarray | None = None  # an event clock's client of the coming step
+
+    def _event_time(self, per_agent: list, phase: int) -> dict[str, Any]:
+        """The event-time fields of the batched observation (docs/time.md) from the per-agent
+        dicts: ``active`` as given; ``pulled``, the client announced as active one step before
+        (if that step pulled); the arrived rewards of a reward delay."""
+        out: dict[str, Any] = {}
+        if "active" in per_agent[0]:
+            active = np.array([[bool(o["active"]) for o in per_agent]])
+            before = getattr(self, "_active", None)
+            out["pulled"] = np.zeros_like(active) if before is None else before & (phase == PULL)
+            out["active"], self._active = active, active
+        if "arrived" in per_agent[0]:
+            got = np.array([[bool(o["arrived"]) for o in per_agent]])
+            arms = np.array([[int(o["arrived_arm"]) for o in per_agent]], dtype=np.int64)
+            out["arrived_arm"] = np.where(got, arms, -1)
+            out["arrived_reward"] = np.array([[float(o["arrived_reward"]) for o in per_agent]])
+        return out
 
     def observation_from_dicts(
         self, observations: Mapping[str, Mapping[str, Any]]
@@ -256,6 +274,7 @@ class ParallelPolicyAdapter:
             context=context,
             phase=np.array([int(per_agent[0]["phase"])], dtype=np.int64),
             pulls=np.array([pulls], dtype=np.int64),
+            **self._event_time(per_agent, int(per_agent[0]["phase"])),
         )
 
     def __call__(self, observations: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -328,3 +328,41 @@ def test_the_pettingzoo_view_says_who_pulls_next_and_passes_the_api_test():
     parallel_api_test(fedbandit_env.make(HOMOG, num_agents=3, horizon=30, clock="one_random"),
                       num_cycles=40)  # fmt: skip
 
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"clock": "one_random"}, {"reward_delay": 5}, {"clock": "one_random", "reward_delay": 3}],
+)
+def test_a_team_policy_plays_the_same_through_the_pettingzoo_adapter(options):
+    """``run_episode`` (per-agent dicts, then the adapter's batched observation) gives UCB1 the
+    same pulls and arrivals as the batched engine: the same arms, step by step."""
+    from baselines.ucb import UCB1
+    from fedbandit_env.policy import run_episode
+
+    kw = {"num_agents": 3, "num_arms": 3, "horizon": 60, "means": MEANS, "channels": (),
+          **options}  # fmt: skip
+    steps = run_episode(fedbandit_env.make(HOMOG, **kw), UCB1(), seed=7)
+    via_dicts = np.array([[a[f"agent_{i}"]["arm"] for i in range(3)] for a, *_ in steps])
+    venv = fedbandit_env.make_vec(HOMOG, num_runs=1, **kw)
+    obs, _ = venv.reset(seed=7)
+    learner = UCB1()
+    learner.reset(venv.facts, venv.agent_rng())
+    batched = []
+    while not venv.engine.truncated:
+        arms = learner.act(obs).arms
+        batched.append(arms[0].copy())
+        obs, _, _ = venv.engine.step(arms)
+    np.testing.assert_array_equal(via_dicts, np.array(batched))
+
+
+@pytest.mark.parametrize("options, name", [({"clock": "one_random"}, "clock"),
+                                           ({"reward_delay": 4}, "reward_delay")])
+def test_the_rl_views_refuse_event_time_by_name(options, name):
+    from fedbandit_env.rl.parallel_wrapper import StatisticsObservationWrapper
+    from fedbandit_env.rl.single_agent import OneLearnerEnv
+
+    with pytest.raises(ConfigError, match=rf"agent_0: {name}: expected"):
+        OneLearnerEnv(HOMOG, peers="ucb1", num_agents=3, **options)
+    with pytest.raises(ConfigError, match=rf"{name}: expected"):
+        StatisticsObservationWrapper(fedbandit_env.make(HOMOG, num_agents=3, **options))

@@ -47,7 +47,7 @@ from gymnasium import spaces
 
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.policy import MULTI_ARMED, FederationFacts, require_family
+from fedbandit_env.policy import MULTI_ARMED, FederationFacts, check_event_time, require_family
 from fedbandit_env.validation import ConfigTypeError
 
 CHANNEL = "neighbors"
@@ -75,6 +75,15 @@ def declared_protocol(policy: Any, channel: str = CHANNEL) -> str | None:
     return protocols.get(channel)
 
 
+class _LockStep:
+    """The RL views' features, for :func:`check_event_time`: no event-time option accepted."""
+
+    lock_step_reason = "the RL views' features fold every agent's pull and reward at every step"
+
+    def __init__(self, owner: str):
+        self.agent_id = owner
+
+
 class StatisticsFeatures:
     """Batched per-agent sufficient statistics and their flat features (module doc)."""
 
@@ -84,6 +93,8 @@ class StatisticsFeatures:
         # per-arm statistics of a fixed arm set: meaningless where the arms are per-step feature
         # vectors (the linear family), whose decision sets these features would not show
         require_family(owner, facts, MULTI_ARMED)
+        # the features fold every agent's pull and reward at every step (docs/time.md)
+        check_event_time(_LockStep(owner), facts)
         available = has_statistics_channel(facts)
         if share is not None and not isinstance(share, bool | np.bool_):
             raise ConfigTypeError(f"{owner}: share: expected None, True or False, got {share!r}")
