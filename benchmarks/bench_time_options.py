@@ -59,6 +59,18 @@ def timed(env_id, learner, kw, runs, backend) -> float:
     return time.perf_counter() - start
 
 
+def best_of(env_id, learner, kws: dict[str, dict], runs, backend, repeats) -> dict[str, float]:
+    """The best of ``repeats`` timed calls of each setting (env kwargs by name), after one
+    warm call each (compile and imports), the settings interleaved."""
+    for kw in kws.values():
+        timed(env_id, learner, kw, runs, backend)
+    best = {name: np.inf for name in kws}
+    for _ in range(repeats):
+        for name, kw in kws.items():
+            best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+    return best
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=200, help="runs per evaluate (%(default)s)")
@@ -81,12 +93,7 @@ def main() -> None:
         for title, env_id, learner, base, table in cases:
             runs = args.runs if env_id == ENV else max(args.runs // 10, 2)
             kws = {name: ({**base, "drift": d} if d else base) for name, d in table.items()}
-            for kw in kws.values():  # warm: compile (JAX) and import once
-                timed(env_id, learner, kw, runs, backend)
-            best = {name: np.inf for name in kws}
-            for _ in range(args.repeats):  # interleaved
-                for name, kw in kws.items():
-                    best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+            best = best_of(env_id, learner, kws, runs, backend, args.repeats)
             print(f"\n{title}, {backend}, {runs} runs x {h} pulls: drift against off")
             print("\n| drift | s | vs off |")
             print("|---|---|---|")
@@ -108,12 +115,7 @@ def clock_table(title, env_id, learner, base, runs, backend, repeats) -> None:
     """The event clocks against the lock-step run at the same horizon T (docs/time.md,
     "clock"): T engine steps each, N T pulls against T."""
     kws = {name: ({**base, "clock": c} if c else base) for name, c in CLOCKS.items()}
-    for kw in kws.values():
-        timed(env_id, learner, kw, runs, backend)
-    best = {name: np.inf for name in kws}
-    for _ in range(repeats):
-        for name, kw in kws.items():
-            best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+    best = best_of(env_id, learner, kws, runs, backend, repeats)
     h, n = base["horizon"], base["num_agents"]
     off = best["off (lock-step)"]
     print(f"\n{title}, {backend}, {runs} runs x {h} engine steps: clock against lock-step")
@@ -128,12 +130,7 @@ def clock_table(title, env_id, learner, base, runs, backend, repeats) -> None:
 def delay_table(title, env_id, learner, base, runs, backend, repeats) -> None:
     """Fixed reward delays against the undelayed run (docs/time.md, "reward_delay")."""
     kws = {"off": base, **{f"{d} pulls": {**base, "reward_delay": d} for d in (10, 100)}}
-    for kw in kws.values():
-        timed(env_id, learner, kw, runs, backend)
-    best = {name: np.inf for name in kws}
-    for _ in range(repeats):
-        for name, kw in kws.items():
-            best[name] = min(best[name], timed(env_id, learner, kw, runs, backend))
+    best = best_of(env_id, learner, kws, runs, backend, repeats)
     print(f"\n{title}, {backend}, {runs} runs x {base['horizon']} pulls: reward_delay "
           "against off")  # fmt: skip
     print("\n| reward_delay | s | vs off |")

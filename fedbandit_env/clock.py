@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.validation import check_int, check_real
+from fedbandit_env.validation import check_int, check_option_keys, check_real, option_kind
 
 CLOCK_KINDS: tuple[str, ...] = ("sync", "one_random", "poisson", "trace")
 """The accepted ``clock`` kinds (a str, or a dict with ``"kind"``)."""
@@ -74,19 +74,11 @@ def clock_option(value: Any, *, num_agents: int, horizon: int) -> Clock | None:
         return None
     if isinstance(value, str) and value == "one_random":
         value = {"kind": "one_random"}
-    if not isinstance(value, Mapping) or value.get("kind") not in CLOCK_KINDS:
-        got = value.get("kind") if isinstance(value, Mapping) else value
-        raise ConfigError(
-            f"clock: expected one of {CLOCK_KINDS} (None, 'sync', 'one_random', or a dict with "
-            f"'kind'), got {got!r}"
-        )
-    kind = value["kind"]
+    forms = "None, 'sync', 'one_random', or a dict with 'kind'"
+    kind = option_kind("clock", value, CLOCK_KINDS, forms)
     if kind == "sync":
         return None
-    unknown = sorted(set(value) - set(_KEYS[kind]))
-    if unknown:
-        raise ConfigError(f"clock: unknown key(s) {unknown} for kind {kind!r}; accepted: "
-                          f"{list(_KEYS[kind])}")  # fmt: skip
+    check_option_keys("clock", value, kind, _KEYS[kind])
     ones = np.ones(num_agents)
     if kind == "one_random":
         return Clock("one_random", ones)

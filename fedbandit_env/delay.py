@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.validation import check_int
+from fedbandit_env.validation import check_int, option_kind
 
 DELAY_KINDS: tuple[str, ...] = ("fixed",)
 """The accepted ``reward_delay`` kinds (an int is ``fixed``)."""
@@ -33,9 +33,7 @@ def delay_option(value: Any, *, horizon: int) -> int | None:
                          and value == 0):  # fmt: skip
         return None
     if isinstance(value, Mapping):
-        if value.get("kind") not in DELAY_KINDS:
-            raise ConfigError(f"reward_delay: kind: expected one of {DELAY_KINDS} (random delays "
-                              f"are not built yet), got {value.get('kind')!r}")  # fmt: skip
+        option_kind("reward_delay: kind", value, DELAY_KINDS, "random delays are not built yet")
         unknown = sorted(set(value) - {"kind", "pulls"})
         if unknown or "pulls" not in value:
             raise ConfigError(f"reward_delay: 'fixed' expects exactly 'pulls' (the delay d in "
@@ -60,19 +58,14 @@ class DelayLine:
     def arrive(self, pulls: np.ndarray, pulling: np.ndarray, arms: np.ndarray,
                rewards: np.ndarray, who: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """The pulling runs' pull ``pulls`` (B,) (their new pull count) enters the line and the
-        pull ``pulls - d`` leaves it: its arms (B, N) (-1 where no reward arrives: a run that
-        did not pull, an agent that did not pull then, or a pull before the first) and
-        rewards (B, N)."""
+        pull ``pulls - d`` leaves it: its arms (B, N) and rewards (B, N)
+        (:func:`swap_delayed`)."""
         slot = delay_slot(pulls, self.delay)
-        out_arms = np.where(pulling[:, None], self.arms[slot, self.runs], -1)
-        out_rewards = np.where(pulling[:, None], self.rewards[slot, self.runs], 0.0)
-        keep = pulling[:, None] & who
-        self.arms[slot, self.runs] = np.where(pulling[:, None], np.where(keep, arms, -1),
-                                              self.arms[slot, self.runs])  # fmt: skip
-        self.rewards[slot, self.runs] = np.where(pulling[:, None], np.where(keep, rewards, 0.0),
-                                                 self.rewards[slot, self.runs])  # fmt: skip
+        held = self.arms[slot, self.runs], self.rewards[slot, self.runs]
+        out_arms, out_rewards, kept_arms, kept_rewards = swap_delayed(*held, pulling, arms,
+                                                                      rewards, who)  # fmt: skip
+        self.arms[slot, self.runs], self.rewards[slot, self.runs] = kept_arms, kept_rewards
         return out_arms, out_rewards
-
 
     def stamp(self, obs: Any, pulls: np.ndarray, pulling: np.ndarray, arms: np.ndarray,
               rewards: np.ndarray, who: np.ndarray) -> None:  # fmt: skip
@@ -81,6 +74,21 @@ class DelayLine:
         later)."""
         obs.arrived_arm, obs.arrived_reward = self.arrive(pulls, pulling, arms, rewards, who)
         obs.last_reward = np.zeros_like(obs.last_reward)
+
+
+def swap_delayed(held_arms: Any, held_rewards: Any, pulling: Any, arms: Any, rewards: Any,
+                 who: Any, xp: Any = np) -> tuple[Any, Any, Any, Any]:  # fmt: skip
+    """One slot of the delay line at a step (leading batch axes: runs (B,), agents (..., N)):
+    the pull it held leaves, its arms and rewards delivered where the run pulls (-1 and 0
+    elsewhere, and where nothing was held); the pull made now enters, kept for the agents
+    ``who`` pulled (-1 and 0 for the others). Returns (arrived arms, arrived rewards, the
+    slot's new arms, its new rewards)."""
+    now = xp.asarray(pulling)[..., None]
+    out_arms = xp.where(now, held_arms, -1)
+    out_rewards = xp.where(now, held_rewards, 0.0)
+    kept_arms = xp.where(now, xp.where(who, arms, -1), held_arms)
+    kept_rewards = xp.where(now, xp.where(who, rewards, 0.0), held_rewards)
+    return out_arms, out_rewards, kept_arms, kept_rewards
 
 
 def delay_slot(pulls: Any, delay: int) -> Any:

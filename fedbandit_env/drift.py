@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_env.errors import ConfigError
-from fedbandit_env.validation import check_int, check_real
+from fedbandit_env.validation import check_int, check_option_keys, check_real, option_kind
 
 DRIFT_KINDS: tuple[str, ...] = ("none", "piecewise", "smooth")
 """The accepted ``drift`` kinds (a str, or a dict with ``"kind"``)."""
@@ -89,21 +89,12 @@ def drift_option(
             + ("{'kind': 'piecewise', 'change_points': [...]}" if value == "piecewise"
                else "{'kind': 'smooth', 'period': ..., 'amplitude': ..., 'center': ...}")
         )  # fmt: skip
-    if not isinstance(value, Mapping) or value.get("kind") not in DRIFT_KINDS:
-        got = value.get("kind") if isinstance(value, Mapping) else value
-        raise ConfigError(
-            f"drift: expected one of {DRIFT_KINDS} (None, the kind's name, or a dict with "
-            f"'kind'), got {got!r}"
-        )
-    kind = value["kind"]
+    kind = option_kind("drift", value, DRIFT_KINDS, "None, the kind's name, or a dict with 'kind'")
     if kind == "none":
         return None
     accepted = (_LINEAR_KEYS if family == "linear" else _KEYS)[kind]
-    unknown = sorted(set(value) - set(accepted))
-    if unknown:
-        where = " in the linear family (theta* drifts)" if family == "linear" else ""
-        raise ConfigError(f"drift: unknown key(s) {unknown} for kind {kind!r}{where}; accepted: "
-                          f"{list(accepted)}")  # fmt: skip
+    where = " in the linear family (theta* drifts)" if family == "linear" else ""
+    check_option_keys("drift", value, kind, accepted, where)
     if dataset:
         raise ConfigError("drift: a data set's contexts and rewards are logged and cannot drift; "
                           "drift needs the generated linear family (dataset=None)")  # fmt: skip

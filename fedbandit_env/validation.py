@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -174,6 +175,25 @@ def check_choice(name: str, value: Any, choices: Any) -> Any:
 def check_horizon(value: Any, *, name: str = "horizon", where: str = "") -> int:
     """A horizon ``1 <= T <= MAX_HORIZON`` (docs/limits.md)."""
     return check_int(name, value, minimum=1, maximum=MAX_HORIZON, where=where)
+
+
+def option_kind(option: str, value: Any, kinds: tuple[str, ...], forms: str) -> str:
+    """The ``"kind"`` of an option given as a dict (drift, clock, reward_delay: docs/time.md),
+    one of ``kinds``; else a ConfigError naming the option, the accepted kinds and ``forms``
+    (the forms the option takes)."""
+    if not isinstance(value, Mapping) or value.get("kind") not in kinds:
+        got = value.get("kind") if isinstance(value, Mapping) else value
+        raise ConfigError(f"{option}: expected one of {kinds} ({forms}), got {got!r}")
+    return value["kind"]
+
+
+def check_option_keys(option: str, value: Mapping, kind: str, accepted: Any, where: str = "") -> None:
+    """A ConfigError naming the option and its unknown keys for ``kind`` (``where``: more
+    context), unless every key of ``value`` is ``accepted``."""
+    unknown = sorted(set(value) - set(accepted))
+    if unknown:
+        raise ConfigError(f"{option}: unknown key(s) {unknown} for kind {kind!r}{where}; "
+                          f"accepted: {list(accepted)}")  # fmt: skip
 
 
 def memory_limit() -> int:

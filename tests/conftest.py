@@ -9,7 +9,7 @@ end, so no run starts warm from an earlier one.
 
 The session also compiles with ``JAX_DISABLE_MOST_OPTIMIZATIONS=1`` unless the caller set it:
 XLA's HLO passes run as always, its LLVM back end at -O0 without the expensive passes. A program
-then compiles in about a third less time on CPU and runs somewhat slower, and some float32
+then compiles faster on CPU and runs somewhat slower, and some float32
 results round differently in the last bits; the tests check behaviour (against numpy, plain
 loops and hand-computed cases, and one program against itself), never the bits of a
 default-level compile. ``tests/test_compile_flags.py`` checks that both levels run the same

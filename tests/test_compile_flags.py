@@ -3,7 +3,7 @@
 ``tests/conftest.py`` sets ``JAX_DISABLE_MOST_OPTIMIZATIONS=1`` for the session (its workers and
 the subprocesses they start) unless the caller set it: XLA's HLO passes, which decide what a
 program computes, run as always; its LLVM back end compiles at -O0 without the expensive passes,
-which takes about a third less time per program on CPU (DEVELOPERS.md, "Tests"). The two levels
+which compiles each program faster on CPU (DEVELOPERS.md, "Tests"). The two levels
 round some float32 sums differently in the last bits (LLVM -O0 and -O1 both moved the last bits
 of cumulative regrets), so here one rollout of each kind of work (Beta draws; KL-UCB's
 iterations over shared statistics; the private linear agent's tree counter and solves; a

@@ -32,7 +32,7 @@ import numpy as np
 
 from fedbandit_env.clock import client_cdf, client_of, event_gap, one_hot
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.delay import delay_slot
+from fedbandit_env.delay import delay_slot, swap_delayed
 from fedbandit_env.drift import orthogonal_unit, rotated_theta, segment_of, smooth_means
 from fedbandit_env.errors import ActionError, CommunicationError, ConfigError
 from fedbandit_env.jax import instances
@@ -520,16 +520,15 @@ class FedBanditJaxEnv:
         )
 
     def _arrive(self, obs, line, pulls, pulling, arms, rewards, who):
-        """A reward delay's step (:class:`fedbandit_env.delay.DelayLine` on JAX): the pull
+        """A reward delay's step (:func:`fedbandit_env.delay.swap_delayed`, as the numpy
+        :class:`~fedbandit_env.delay.DelayLine`): the pull
         ``pulls`` (the new count) enters the line, the pull ``pulls - d`` leaves it and its
         rewards arrive in ``obs``, whose ``last_reward`` is hidden (0)."""
         slot = delay_slot(pulls, self.reward_delay)
         line_arms, line_rewards = line
-        out_arm = jnp.where(pulling, line_arms[slot], -1)
-        out_reward = jnp.where(pulling, line_rewards[slot], 0.0)
-        keep = jnp.broadcast_to(who, arms.shape)
-        new_arms = jnp.where(pulling, jnp.where(keep, arms, -1), line_arms[slot])
-        new_rewards = jnp.where(pulling, jnp.where(keep, rewards, 0.0), line_rewards[slot])
+        out_arm, out_reward, new_arms, new_rewards = swap_delayed(
+            line_arms[slot], line_rewards[slot], pulling, arms, rewards, who, jnp
+        )
         line = (line_arms.at[slot].set(new_arms), line_rewards.at[slot].set(new_rewards))
         obs = obs._replace(arrived_arm=out_arm, arrived_reward=out_reward,
                            last_reward=jnp.zeros_like(obs.last_reward))  # fmt: skip
