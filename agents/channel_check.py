@@ -24,7 +24,7 @@ from typing import Any
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamPolicy, require_channel
 
-MEANINGFUL: dict[str, Any] = {"aggregate": "mean", "mode": "edge"}
+MEANINGFUL: dict[str, Any] = {"aggregate": "mean", "mode": "edge", "reply": "broadcast"}
 """Options compared with the environment's, with the value a channel has when it names none."""
 AT_LEAST: dict[str, Any] = {"ttl": 0}
 """Options the environment's channel must have at least as large as the spec's (a flood
@@ -74,3 +74,21 @@ def check_channel_spec(aid: str, spec: dict[str, Any] | None, facts: FederationF
                     f"{aid}: channels.{name}: expected {key} >= {want[key]!r}, got {key} "
                     f"{have.get(key, default)!r}"
                 )
+
+
+def check_every_upload_counts(aid: str, facts: FederationFacts, names: tuple[str, ...],
+                              why: str) -> None:  # fmt: skip
+    """Refuse, naming the agent and the channel, a channel of ``names`` that may lose or refuse
+    a message (participation below 1, drops, a join schedule): the agent's sums need all
+    (``why`` says why)."""
+    for name in names:
+        ch = facts.channels[name]
+        if (
+            ch.get("participation", 1.0) != 1.0
+            or ch.get("drop_prob", 0.0) != 0.0
+            or ch.get("join_round") is not None
+        ):
+            raise ConfigError(
+                f"{aid}: channels.{name}: expected participation 1, no drops and no join "
+                f"schedule ({why})"
+            )

@@ -62,10 +62,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.channel_check import check_channel_spec
+from agents.channel_check import check_channel_spec, check_every_upload_counts
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import PULL, VecObservation
-from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear
 from fedbandit_env.linear_kernels import pull_terms, rarely_switching
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
@@ -148,17 +147,8 @@ def dislin_params(config: DisLinUCBConfig, facts: FederationFacts) -> DisLinPara
     schedule). Pure: the numpy ``reset`` and the JAX ``make_params`` call it."""
     d = check_linear(AGENT_ID, facts)
     check_channel_spec(AGENT_ID, dislin_channel_spec(d), facts)
-    for name in (SYNC, STATS):
-        ch = facts.channels[name]
-        if (
-            ch.get("participation", 1.0) != 1.0
-            or ch.get("drop_prob", 0.0) != 0.0
-            or ch.get("join_round") is not None
-        ):
-            raise ConfigError(
-                f"{AGENT_ID}: channels.{name}: expected participation 1, no drops and no "
-                f"join schedule (a sync collects every client's buffer)"
-            )
+    check_every_upload_counts(AGENT_ID, facts, (SYNC, STATS),
+                              "a sync collects every client's buffer")  # fmt: skip
     N, D = facts.num_agents, config.sync_threshold
     threshold = heuristic_threshold(facts.horizon, N, d) if D is None else float(D)
     return DisLinParams(N, facts.num_arms, d, threshold, config)

@@ -19,6 +19,7 @@ from fedbandit_env.network import (
     HierarchicalDelivery,
     NeighborsAggregate,
     NeighborsDelivery,
+    PushDelivery,
     ServerDelivery,
 )
 
@@ -49,6 +50,11 @@ def _layout(channel: Channel) -> tuple[type, dict[str, tuple[spaces.Space, str, 
             "aggregate": (payload_space((dim,)), RUN, np.float64),
             "count": (spaces.Discrete(n + 1), RUN, np.int64),
             "sent_step": (step, RUN, np.int64),
+        }
+    if channel.kind == "push":
+        return PushDelivery, {
+            "received": (spaces.Discrete(2), AGENT, bool),
+            "payload": (payload_space((dim,)), AGENT, np.float64),
         }
     if channel.kind == "server":
         fields = {

@@ -12,7 +12,10 @@ the index to :func:`fedbandit_env.scores.note_scores` (the bench's NaN count, do
 * :func:`argmax_near_ties`: one uniform per arm; among the arms within a relative
   :func:`~fedbandit_env.xp.rounding_tolerance` of the maximum (1e-12 in float64, 1e-5 in
   float32), the arm of the largest uniform (DisLinUCB, whose first decision on unit-norm
-  features is a tie up to rounding).
+  features is a tie up to rounding);
+* :func:`argmax_first_near_ties`: no uniform; among the arms within that tolerance, the first
+  (the "first maximum wins" of Li & Wang's and He et al.'s code, made deterministic under
+  rounding: Async-LinUCB, FedLinUCB).
 
 A row whose maximum is NaN keeps numpy's arg-max (the first NaN) under
 :func:`argmax_one_uniform`; the NaN count flags it either way.
@@ -95,3 +98,13 @@ def argmax_near_ties(index: BatchedArms, u: BatchedArms) -> Batched:
     top = index.max(axis=-1, keepdims=True)
     tie = index >= top - rounding_tolerance(index.dtype) * xp.maximum(1.0, xp.abs(top))
     return xp.argmax(xp.where(tie, u, -1.0), axis=-1)
+
+
+def argmax_first_near_ties(index: BatchedArms) -> Batched:
+    """Arg-max over the last axis; among the arms within a relative
+    :func:`~fedbandit_env.xp.rounding_tolerance` of the best value, the first (lowest id)."""
+    xp = namespace(index)
+    note_scores(index)
+    top = index.max(axis=-1, keepdims=True)
+    tie = index >= top - rounding_tolerance(index.dtype) * xp.maximum(1.0, xp.abs(top))
+    return xp.argmax(tie, axis=-1)

@@ -177,6 +177,14 @@ LEARNER_ENVS = {
     ),
     "dislinucb": ("FedBandit/LinearContextual-v0", {"num_agents": 3, "num_arms": 3, "dim": 3}),
     "byzres_ucb": ("FedBandit/Homogeneous-v0", {"num_agents": 3, "num_arms": 4}),
+    "async_lin_ucb": (
+        "FedBandit/LinearContextual-v0",
+        {"num_agents": 3, "num_arms": 3, "dim": 3, "clock": "one_random"},
+    ),
+    "fed_lin_ucb_async": (
+        "FedBandit/LinearContextual-v0",
+        {"num_agents": 3, "num_arms": 3, "dim": 3, "clock": "one_random"},
+    ),
 }
 AGENT_PLAUSIBLE: dict[str, list[Any]] = {
     "epsilon": [0.5, 1.0, 2.0, np.float32(1.0), math.inf],
@@ -214,9 +222,11 @@ def _agent(agent_id: str) -> tuple[Callable[[dict], Any], list[str]]:
         venv = make_vec(env_id, num_runs=2, **env_kwargs)
         obs, _ = venv.reset(seed=0)
         agent.reset(venv.facts, venv.agent_rng())
-        for _ in range(venv.horizon):
+        for _ in range(10 * venv.horizon):  # communication steps take no pull
+            if venv.engine.truncated:
+                break
             action = agent.act(obs)
-            obs, *_ = venv.step(action.arms, action.messages)
+            obs, *_ = venv.step(action.arms, action.messages, action.pull)
         return agent
 
     try:

@@ -112,6 +112,38 @@ def test_server_charge_broadcast_charges_every_link():
     assert info.ledger.step.cost[0, AGENT_SERVER] == 4 * 5.0
 
 
+def test_server_reply_none_charges_the_uploads_only_and_keeps_the_sum_for_the_server():
+    v = venv_for({"s": {"kind": "server", "dim": 1, "aggregate": "sum", "reply": "none"}})
+    obs, _, _, _, info = send_only(v, "s", [0, 2], 1)
+    assert obs.deliveries["s"].aggregate[0, 0] == 40.0  # 10 + 30 reached the server
+    step = info.ledger.step
+    assert step.messages[0, AGENT_SERVER] == 2 and step.cost[0, AGENT_SERVER] == 2 * 5.0
+    assert step.floats[0, AGENT_SERVER] == 2 and step.sent[0].tolist() == [1, 0, 1, 0]
+
+
+def test_push_delivers_each_addressed_message_to_its_client_only():
+    v = venv_for({"p": {"kind": "push", "dim": 2}})
+    obs, _, _, _, info = send_only(v, "p", [1, 3], 2)
+    d = obs.deliveries["p"]
+    assert d.received[0].tolist() == [False, True, False, True]
+    np.testing.assert_array_equal(d.payload[0], [[0, 0], [20, 21], [0, 0], [40, 41]])
+    step = info.ledger.step
+    assert step.messages[0].tolist() == [0, 2] and step.floats[0].tolist() == [0, 4]
+    assert step.cost[0, AGENT_SERVER] == 2 * 5.0 and step.sent.sum() == 0  # the server's
+    env = fedbandit_env.make("FedBandit/Heterogeneous-v0", num_agents=4, num_arms=3,
+                             channels={"p": {"kind": "push", "dim": 2}})  # fmt: skip
+    obs, _ = env.reset(seed=0)
+    assert set(obs["agent_0"]["channels"]["p"]) == {"received", "payload"}
+
+
+def test_push_drops_are_charged_and_counted():
+    v = venv_for({"p": {"kind": "push", "dim": 1, "drop_prob": 0.5}}, runs=50)
+    obs, _, _, _, info = send_only(v, "p", [0, 1, 2, 3], 1)
+    got = obs.deliveries["p"].received.sum()
+    assert info.ledger.step.messages[:, AGENT_SERVER].sum() == 200
+    assert info.ledger.step.dropped.sum() == 200 - got and 60 < got < 140
+
+
 def test_server_participation_picks_ceil_pn_and_ignores_others():
     v = venv_for(
         {"s": {"kind": "server", "dim": 1, "participation": 0.3}},
@@ -259,6 +291,10 @@ def test_drop_probability_drops_about_that_fraction_deterministically():
         ({"n": {"kind": "neighbors", "drop_prob": 1.0}}, r"channels\.n\.drop_prob"),
         ({"s": {"kind": "server", "participation": 0.0}}, r"channels\.s\.participation"),
         ({"s": {"kind": "server", "aggregate": "mode"}}, r"channels\.s\.aggregate"),
+        ({"s": {"kind": "server", "reply": "some"}}, r"channels\.s\.reply"),
+        ({"s": {"kind": "server", "reply": "none", "charge_broadcast": True}},
+         r"channels\.s\.charge_broadcast"),
+        ({"p": {"kind": "push", "aggregate": "sum"}}, r"channels\.p: unknown option"),
         ({"f": {"kind": "flood", "ttl": 0}}, r"channels\.f\.ttl"),
         ({"n": {"kind": "neighbors", "colour": 1}}, r"channels\.n: unknown option"),
     ],

@@ -1,4 +1,4 @@
-"""The JAX channels gossip, server, flood and hierarchical (fedbandit_env/jax/channels/) against
+"""The JAX channels gossip, server, flood, hierarchical and push (fedbandit_env/jax/channels/) against
 their numpy twins (fedbandit_env/network/): the same deliveries and charges step by step where
 the channel draws nothing (or its draws are replayed into the twin), the same means of
 messages, drops and deliveries where it draws, under jit and vmap, and inside the environment."""
@@ -116,6 +116,8 @@ DETERMINISTIC = {
     ),
     "server-sum-broadcast": ({"kind": "server", "aggregate": "sum", "charge_broadcast": True}, {}),
     "server-join-round": ({"kind": "server", "join_round": [0, 1, 3, 0, 2, 5]}, {}),
+    "server-reply-none": ({"kind": "server", "aggregate": "sum", "reply": "none"}, {}),
+    "push": ({"kind": "push"}, {}),
     "flood-relay-path": ({"kind": "flood"}, {}),
     "flood-relay-ring-ttl2": ({"kind": "flood", "ttl": 2}, {"topology": "ring", "num_agents": 8}),
     "flood-gis-grid": (
@@ -160,6 +162,8 @@ def delivery_count(kind, delivery) -> np.ndarray:
         return delivery.received.sum(axis=-1)
     if kind == "flood":
         return delivery.mask.sum(axis=(-2, -1))
+    if kind == "push":
+        return delivery.received.sum(axis=-1)
     return delivery.count
 
 
@@ -169,6 +173,8 @@ def numpy_delivered(twin, d) -> np.ndarray:
         return d.received.sum(axis=1)
     if twin.kind == "flood":
         return np.bincount(d.run, minlength=twin.num_runs)
+    if twin.kind == "push":
+        return d.received.sum(axis=1)
     return d.count
 
 
@@ -266,6 +272,7 @@ RANDOM = {
     ),
     "flood-drops": ({"kind": "flood", "drop_prob": 0.3}, {"topology": "ring", "num_agents": 6}),
     "hierarchical-drops": ({"kind": "hierarchical", "drop_prob": 0.3, "aggregate": "sum"}, HYBRID),
+    "push-drops": ({"kind": "push", "drop_prob": 0.3}, {}),
 }
 
 
@@ -332,6 +339,7 @@ END_TO_END = {
     "server": ({"kind": "server", "join_round": [0, 0, 1, 2, 0, 3]}, {}),
     "flood": ({"kind": "flood", "cost_model": "gis"}, {"topology": "ring"}),
     "hierarchical": ({"kind": "hierarchical"}, {"topology": "path"}),
+    "push": ({"kind": "push"}, {}),
 }
 
 

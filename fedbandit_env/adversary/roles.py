@@ -352,6 +352,13 @@ class Adversary:
                 channels=attacked,
                 channel_kinds={k: v for k, v in spec.channel_kinds.items() if k in names},
             )
+        pushed = sorted(k for k, kind in spec.channel_kinds.items() if kind == "push")
+        if pushed:
+            raise ConfigError(
+                f"{_field('channels')}: expected the agents' channels only; {pushed} are push "
+                f"channels, whose rows are the server's messages, not an agent's (name the "
+                f"channels to attack without them)"
+            )
         self.spec = spec
         self.attacked = tuple(spec.channels)
         self.roles = draw_roles(self.config, spec.topology, rng.child("roles"), seeds)

@@ -13,6 +13,7 @@ from fedbandit_env.network.gossip import GossipChannel, GossipDelivery
 from fedbandit_env.network.hierarchical import HierarchicalChannel, HierarchicalDelivery
 from fedbandit_env.network.ledger import LINK_TYPES, Charge, Ledger
 from fedbandit_env.network.neighbors import NeighborsAggregate, NeighborsChannel, NeighborsDelivery
+from fedbandit_env.network.push import PushChannel, PushDelivery
 from fedbandit_env.network.server import ServerChannel, ServerDelivery
 
 CHANNEL_KINDS: dict[str, type[Channel]] = {
@@ -21,6 +22,7 @@ CHANNEL_KINDS: dict[str, type[Channel]] = {
     "server": ServerChannel,
     "flood": FloodChannel,
     "hierarchical": HierarchicalChannel,
+    "push": PushChannel,
 }
 
 
@@ -49,6 +51,8 @@ __all__ = [
     "NeighborsAggregate",
     "NeighborsChannel",
     "NeighborsDelivery",
+    "PushChannel",
+    "PushDelivery",
     "ServerChannel",
     "ServerDelivery",
     "make_channel",

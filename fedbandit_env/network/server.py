@@ -23,11 +23,13 @@ from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.validation import check_choice, check_flag, check_probability
 
 AGGREGATES = ("mean", "sum", *ROBUST)
+REPLIES = ("broadcast", "none")  # "none": the aggregate is the server's (docs/channels.md)
 
 
 @dataclass
 class ServerDelivery:
-    """``aggregate`` (B, dim) broadcast to every agent; ``count`` (B,) uploads that arrived;
+    """``aggregate`` (B, dim) broadcast to every agent (with ``reply="none"``: what reached the
+    server, sent to nobody); ``count`` (B,) uploads that arrived;
     ``participating`` (B, N): the agent was picked to upload this step; ``degenerate`` (B,):
     ``trimmed_mean`` fell back to the median (1 <= count <= 2 trim; all False for the other
     aggregates, and by default)."""
@@ -58,16 +60,21 @@ class ServerChannel(Channel):
         trim: int | None = None,
         group_size: int | None = None,
         grouping: str | None = None,
+        reply: str = "broadcast",
         **kwargs,
     ):
         super().__init__(name, topology, dim, **kwargs)
         self.aggregate = check_choice(f"channels.{name}.aggregate", aggregate, AGGREGATES)
+        self.reply = check_choice(f"channels.{name}.reply", reply, REPLIES)
         p = check_probability(f"channels.{name}.participation", participation)
         if p == 0.0:
             raise ConfigError(f"channels.{name}.participation: expected p in (0, 1], got 0")
         self.participation = p
         self.num_participants = math.ceil(p * self.num_agents)
         self.charge_broadcast = check_flag(f"channels.{name}.charge_broadcast", charge_broadcast)
+        if self.reply == "none" and self.charge_broadcast:
+            raise ConfigError(f"channels.{name}.charge_broadcast: expected False with reply "
+                              "'none' (no broadcast is sent), got True")  # fmt: skip
         self.join_round = check_join_round(
             f"channels.{name}.join_round", join_round, self.num_agents
         )
@@ -139,7 +146,10 @@ class ServerChannel(Channel):
             if self.aggregate == "mean":
                 total = total / np.maximum(count, 1)[:, None]
         n_up = uploads.sum(axis=1)
-        messages, links = broadcast_links(n_up, count, self.num_agents, self.charge_broadcast)
+        if self.reply == "none":  # uploads only: the server keeps what arrived
+            messages, links = n_up, n_up
+        else:
+            messages, links = broadcast_links(n_up, count, self.num_agents, self.charge_broadcast)
         charge = self._charge(AGENT_SERVER, messages, self.c1 * links, n_up - count, uploads)
         return ServerDelivery(total, count, participating, degenerate), charge
 
@@ -151,6 +161,7 @@ class ServerChannel(Channel):
             "charge_broadcast": self.charge_broadcast,
             "join_round": None if self.join_round is None else list(self.join_round),
             **describe_robust(self.aggregate, self.trim, self.group_size, self.grouping),
+            **({} if self.reply == "broadcast" else {"reply": self.reply}),  # keys of before
         }
 
 

@@ -14,6 +14,7 @@ KINDS = {
     "server": "fedbandit_env.jax.channels.server:Server",
     "flood": "fedbandit_env.jax.channels.flood:Flood",
     "hierarchical": "fedbandit_env.jax.channels.hierarchical:Hierarchical",
+    "push": "fedbandit_env.jax.channels.push:Push",
 }
 
 

@@ -8,7 +8,7 @@ the ceil(p N) smallest of one uniform per agent), sums or averages what arrived 
 robust reduction of it: ``"median"``, ``"trimmed_mean"``, ``"median_of_means"``,
 ``"geometric_median"``; docs/channels.md, "Robust reductions"; the functions of
 :mod:`fedbandit_env.network.robust`, shared with the numpy channels) and broadcasts it to
-every agent in the same step.
+every agent in the same step (``reply="none"``: to nobody, docs/channels.md, "`push`").
 Cost: ``c1`` per agent-server link used, an upload and its reply counting once (Li & Song,
 Section III-B, Eq. (2)); the broadcast to agents that did not upload is free unless
 ``charge_broadcast`` (docs/commeff.md, Decision 12). Messages count uploads and deliveries.
@@ -63,6 +63,7 @@ class Server(JaxChannel):
         self.participation = twin.participation
         self.num_participants = twin.num_participants
         self.charge_broadcast = twin.charge_broadcast
+        self.reply = twin.reply
         self.join_round = None if twin.join_round is None else np.asarray(twin.join_round, np.int32)
 
     def init(self):
@@ -128,7 +129,7 @@ class Server(JaxChannel):
                 total = total / jnp.maximum(count, 1).astype(jnp.float32)
         n = self.num_agents
         n_up = uploads.sum(dtype=jnp.int32)
-        down = jnp.where(count > 0, n, 0)
+        down = jnp.where(count > 0, n, 0) if self.reply == "broadcast" else 0
         links = n_up
         if self.charge_broadcast:
             links = links + jnp.where(count > 0, n - n_up, 0)

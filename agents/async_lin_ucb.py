@@ -1,0 +1,278 @@
+"""Async-LinUCB (Li & Wang, AISTATS 2022, Algorithm 1), registered as ``async_lin_ucb``.
+
+Decisions and their reasons: docs/async-linear.md. N clients share theta*; one client acts per
+event (an event clock); a client uploads its new data when its own log-det ratio passes gamma_U,
+and the server pushes each client the uploads it has not seen when the server's log-det ratio for
+that client passes gamma_D. Channels and the event's steps: :mod:`agents.async_common`.
+
+Per client i (batched over runs and clients): ``A_i``, ``b_i``, ``n_i`` (its own data and every
+download; no regulariser inside), the upload buffer ``dA_i``, ``db_i``, ``dn_i`` (its own data
+since its last upload), ``V_i^-1 = (A_i + lam I)^-1``. The server: ``A_g``, ``b_g``, ``n_g`` (every
+upload) and, per client j it has seen, the download buffer ``D_j``, ``d_j``, ``m_j`` (the uploads of
+the others since j's last download).
+
+* **Decision** (line 5): the acting client plays ``argmax <x, theta_i> + alpha_i ||x||_{V_i^-1}``
+  with ``theta_i = V_i^-1 b_i`` and ``alpha_i = R sqrt(d ln(1 + n_i / (d lam)) + 2 ln(1/delta)) +
+  sqrt(lam)`` (or a fixed ``alpha``); the first maximum wins ties within rounding (the
+  authors' code; :func:`fedbandit_env.ties.argmax_first_near_ties`).
+* **Update** (lines 6-7): ``x x^T``, ``y x`` and one count into the statistics and the buffer.
+* **Upload** (lines 8-10): if ``det(A_i + lam I) / det(A_i - dA_i + lam I) > gamma_U``, the
+  client sends its buffer (one message of d^2 + d + 1 floats) and clears it. The server adds it
+  to its sums and to the download buffer of every client it has seen but the uploader.
+* **Download** (lines 11-14): then, for every client j it has seen (the uploader included), if
+  ``det(A_g + lam I) / det(A_g - D_j + lam I) > gamma_D`` the server sends j its buffer (one
+  message) and clears it; j adds it to its statistics.
+* The server sees a client at its first pull, and sets the client's download buffer to
+  everything uploaded so far (the authors' code: the buffer is delivered after the next upload).
+
+``gamma_U = gamma_D = inf`` never communicates: N independent LinUCBs. ``gamma = 1`` sends
+whenever a buffer holds anything (the ratio of a non-empty buffer is > 1).
+
+``refresh``: ``"on_receive"`` (default) recomputes a client's decision statistics when a
+download lands; ``"on_local_update"`` only at its own update, as the authors' code does (a
+download then first shapes the client's decision after its next pull).
+
+Numerics: ``V^-1`` follows Sherman-Morrison after a pull and is recomputed by inversion when a
+download lands; ``ln det`` follows the matrix determinant lemma after a pull and ``slogdet``
+after a download; the server's checks compare ``slogdet`` differences with ln gamma.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from agents.async_common import (
+    AsyncEventTeam,
+    async_channel_spec,
+    check_async_federation,
+    check_ratio,
+    log_threshold,
+    pack,
+    ratio_fires,
+    ucb_scores,
+    unpack,
+)
+from agents.dislinucb import exploration_width
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.kernels import check_linear
+from fedbandit_env.linear_kernels import pull_terms
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_first_near_ties
+from fedbandit_env.validation import check_real
+
+AGENT_ID = "async_lin_ucb"
+VERSION = 1  # results version (docs/bench.md)
+REFRESH = ("on_receive", "on_local_update")
+
+
+@dataclass(frozen=True)
+class AsyncLinUCBConfig:
+    """``gamma_u``, ``gamma_d``: the upload and download determinant ratios (>= 1, ``inf``:
+    never); ``lam``: the ridge; ``delta``: the confidence level of alpha_i; ``R``: the reward
+    noise's sub-Gaussian scale; ``alpha``: a fixed exploration width (None: alpha_i);
+    ``refresh``: when a download reaches the decision statistics (module docstring)."""
+
+    gamma_u: float = 5.0
+    gamma_d: float = 5.0
+    lam: float = 0.1
+    delta: float = 0.1
+    R: float = 0.1
+    alpha: float | None = None
+    refresh: str = "on_receive"
+
+    def __post_init__(self) -> None:
+        set_ = partial(object.__setattr__, self)
+        set_("gamma_u", check_ratio(AGENT_ID, "gamma_u", self.gamma_u))
+        set_("gamma_d", check_ratio(AGENT_ID, "gamma_d", self.gamma_d))
+        set_("lam", check_real("lam", self.lam, low=0.0, low_open=True, where=AGENT_ID))
+        set_("delta", check_real("delta", self.delta, low=0.0, high=1.0, low_open=True,
+                                 high_open=True, where=AGENT_ID))  # fmt: skip
+        set_("R", check_real("R", self.R, low=0.0, where=AGENT_ID))
+        if self.alpha is not None:
+            set_("alpha", check_real("alpha", self.alpha, low=0.0, where=AGENT_ID))
+        if self.refresh not in REFRESH:
+            raise ConfigError(
+                f"{AGENT_ID}: refresh: expected one of {REFRESH}, got {self.refresh!r}"
+            )
+
+
+@dataclass(frozen=True)
+class AsyncLinParams:
+    """What Async-LinUCB reads at run time: N, K, d, ln gamma_U, ln gamma_D and the
+    configuration."""
+
+    num_agents: int
+    num_arms: int
+    dim: int
+    log_gamma_u: float
+    log_gamma_d: float
+    config: AsyncLinUCBConfig
+
+
+def stats_size(dim: int) -> int:
+    """Floats of one message: ``dA`` (d^2), ``db`` (d) and ``dn`` (1)."""
+    return dim * dim + dim + 1
+
+
+def async_lin_params(config: AsyncLinUCBConfig, facts: FederationFacts) -> AsyncLinParams:
+    """The :class:`AsyncLinParams` of a validated configuration on a federation; checks the
+    family, the event clock and the channels. Pure: the numpy ``reset`` and the JAX
+    ``make_params`` call it."""
+    d = check_linear(AGENT_ID, facts)
+    check_async_federation(AGENT_ID, facts, stats_size(d), stats_size(d))
+    return AsyncLinParams(facts.num_agents, facts.num_arms, d, log_threshold(config.gamma_u),
+                          log_threshold(config.gamma_d), config)  # fmt: skip
+
+
+class AsyncLinUCB(AsyncEventTeam):
+    """Batched Async-LinUCB (module docstring)."""
+
+    agent_id = AGENT_ID
+    version = VERSION
+    privacy_epsilon = math.inf
+
+    def __init__(
+        self,
+        gamma_u: float = 5.0,
+        gamma_d: float = 5.0,
+        lam: float = 0.1,
+        delta: float = 0.1,
+        R: float = 0.1,
+        alpha: float | None = None,
+        refresh: str = "on_receive",
+    ):
+        self.config = AsyncLinUCBConfig(gamma_u, gamma_d, lam, delta, R, alpha, refresh)
+
+    def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
+        d = config.linear.dim if config.linear is not None else 1
+        return async_channel_spec(stats_size(d), stats_size(d))
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Empty statistics, buffers and server (:func:`async_lin_params` checks the facts)."""
+        p = self.params = async_lin_params(self.config, facts)
+        B, N, d, lam = facts.num_runs, p.num_agents, p.dim, self.config.lam
+        self.d = d
+        self.A, self.dA, self.D = (np.zeros((B, N, d, d)) for _ in range(3))
+        self.b, self.db, self.Dd = (np.zeros((B, N, d)) for _ in range(3))
+        self.n, self.dn, self.Dn = (np.zeros((B, N)) for _ in range(3))
+        self.V_inv = np.broadcast_to(np.eye(d) / lam, (B, N, d, d)).copy()
+        self.logdet = np.full((B, N), d * math.log(lam))  # ln det(A + lam I)
+        self.logdet_ref = self.logdet.copy()  # ln det(A - dA + lam I)
+        # the decision statistics (refresh): V^-1, b and n as of the last refresh
+        self.dec_V_inv, self.dec_b, self.dec_n = self.V_inv.copy(), self.b.copy(), self.n.copy()
+        self.A_g, self.b_g, self.n_g = np.zeros((B, d, d)), np.zeros((B, d)), np.zeros(B)
+        self.seen = np.zeros((B, N), dtype=bool)
+        self.uploads = np.zeros(B, dtype=np.int64)
+        self.downloads = np.zeros(B, dtype=np.int64)
+        self._eye = lam * np.eye(d)
+        self._start(B, N, stats_size(d))
+
+    # ------------------------------------------------------------------ event
+    def _choose(self, obs: VecObservation) -> np.ndarray:
+        """Line 5 for the acting client of each run (the others' arms are not pulled)."""
+        runs = np.arange(self.n.shape[0])
+        c = obs.active.argmax(axis=1)
+        v_inv = self.dec_V_inv[runs, c]
+        theta = np.matmul(v_inv, self.dec_b[runs, c][..., None])[..., 0]
+        width = exploration_width(self.dec_n[runs, c], self.d, self.config)
+        scores, _ = ucb_scores(obs.context[runs, c], v_inv, theta, width)
+        arms = np.zeros(self.n.shape, dtype=np.int64)
+        arms[runs, c] = argmax_first_near_ties(scores)
+        return arms
+
+    def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lines 6-10 for the client that pulled in each fresh run: the server sees a new client
+        (its download buffer starts as the server's sums); the pull goes into the statistics and
+        the buffer; the client uploads (a communication step) if its trigger fires."""
+        r = np.flatnonzero(fresh)
+        c = obs.pulled[r].argmax(axis=1)
+        new = ~self.seen[r, c]
+        if new.any():
+            rn, cn = r[new], c[new]
+            self.seen[rn, cn] = True
+            self.D[rn, cn], self.Dd[rn, cn], self.Dn[rn, cn] = self.A_g[rn], self.b_g[rn], self.n_g[rn]
+        x = self._context[r, c, obs.last_arm[r, c]]
+        y = obs.last_reward[r, c]
+        xx, yx = pull_terms(x, y)
+        for stats, add in ((self.A, xx), (self.dA, xx), (self.b, yx), (self.db, yx)):
+            stats[r, c] += add
+        self.n[r, c] += 1.0
+        self.dn[r, c] += 1.0
+        v_inv = self.V_inv[r, c]
+        u = np.matmul(v_inv, x[..., None])  # (R, d, 1)
+        quad = (x * u[..., 0]).sum(axis=-1)
+        self.V_inv[r, c] = v_inv - np.matmul(u, u.swapaxes(-1, -2)) / (1.0 + quad)[:, None, None]
+        self.logdet[r, c] += np.log1p(np.maximum(quad, 0.0))
+        self.dec_V_inv[r, c], self.dec_b[r, c], self.dec_n[r, c] = (
+            self.V_inv[r, c], self.b[r, c], self.n[r, c])  # fmt: skip
+        fires = ratio_fires(self.logdet[r, c], self.logdet_ref[r, c], self.params.log_gamma_u)
+        send = np.zeros(self.n.shape, dtype=bool)
+        if not fires.any():
+            return send, self._zeros
+        ru, cu = r[fires], c[fires]
+        send[ru, cu] = True
+        payload = np.zeros_like(self._zeros)
+        payload[ru, cu] = pack(self.dA[ru, cu], self.db[ru, cu], self.dn[ru, cu])
+        self.dA[ru, cu], self.db[ru, cu], self.dn[ru, cu] = 0.0, 0.0, 0.0
+        self.logdet_ref[ru, cu] = self.logdet[ru, cu]
+        return send, payload
+
+    def _serve(self, up, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The server's side of lines 8-14 in the runs that uploaded: the upload into its sums
+        and into the download buffers of the seen clients but the uploader, then a download to
+        every seen client whose ratio passes gamma_D."""
+        r = np.flatnonzero(runs)
+        self.uploads[r] += 1
+        dA, db, dn = unpack(up.aggregate[r], self.d)
+        self.A_g[r] += dA
+        self.b_g[r] += db
+        self.n_g[r] += dn
+        others = self.seen[r].copy()
+        others[np.arange(len(r)), self._uploader[r]] = False
+        m = others[..., None]
+        self.D[r] += np.where(m[..., None], dA[:, None], 0.0)
+        self.Dd[r] += np.where(m, db[:, None], 0.0)
+        self.Dn[r] += np.where(others, dn[:, None], 0.0)
+        send = np.zeros(self.n.shape, dtype=bool)
+        if math.isinf(self.params.log_gamma_d):
+            return send, self._zeros
+        V_g = self.A_g[r] + self._eye
+        logdet_g = np.linalg.slogdet(V_g)[1]
+        logdet_rest = np.linalg.slogdet(V_g[:, None] - self.D[r])[1]
+        fires = self.seen[r] & ratio_fires(logdet_g[:, None], logdet_rest, self.params.log_gamma_d)
+        if not fires.any():
+            return send, self._zeros
+        send[r] = fires
+        payload = np.zeros_like(self._zeros)
+        rr, cc = np.nonzero(send)
+        payload[rr, cc] = pack(self.D[rr, cc], self.Dd[rr, cc], self.Dn[rr, cc])
+        self.D[rr, cc], self.Dd[rr, cc], self.Dn[rr, cc] = 0.0, 0.0, 0.0
+        return send, payload
+
+    def _receive(self, down) -> None:
+        """Lines 12-13 at the clients: a download into the statistics; ``V^-1`` and both log-dets
+        recomputed; the decision statistics too with ``refresh="on_receive"``."""
+        rr, cc = np.nonzero(down.received)
+        if len(rr) == 0:
+            return
+        np.add.at(self.downloads, rr, 1)
+        dA, db, dn = unpack(down.payload[rr, cc], self.d)
+        self.A[rr, cc] += dA
+        self.b[rr, cc] += db
+        self.n[rr, cc] += dn
+        V = self.A[rr, cc] + self._eye
+        self.V_inv[rr, cc] = np.linalg.inv(V)
+        self.logdet[rr, cc] = np.linalg.slogdet(V)[1]
+        self.logdet_ref[rr, cc] = np.linalg.slogdet(V - self.dA[rr, cc])[1]
+        if self.config.refresh == "on_receive":
+            self.dec_V_inv[rr, cc], self.dec_b[rr, cc], self.dec_n[rr, cc] = (
+                self.V_inv[rr, cc], self.b[rr, cc], self.n[rr, cc])  # fmt: skip

@@ -1,0 +1,210 @@
+"""FedLinUCB (He, Wang, Min & Gu, NeurIPS 2022, Algorithm 1), registered as
+``fed_lin_ucb_async``.
+
+Decisions and their reasons: docs/async-linear.md. M clients share theta*; one client acts per
+event (an event clock). The acting client decides on the server statistics it downloaded last,
+keeps its new data in a local buffer, and when its determinant has grown by the factor
+(1 + alpha) it uploads the buffer and downloads the server's sums: one round trip that it alone
+starts (no server push). Channels and the event's steps: :mod:`agents.async_common`.
+
+Per client m (batched over runs and clients): the downloaded ``Phi_m`` (lambda I plus the
+uploads it covers) and ``u_m``, the local increments ``Phi_loc_m``, ``u_loc_m`` since its last
+exchange. The server: ``Phi_ser = lambda I + every upload``, ``u_ser``.
+
+* **Decision** (line 6): ``argmax <x, theta_m> + beta ||x||_{Phi_m^-1}``, ``theta_m = Phi_m^-1 u_m``
+  with a constant ``beta`` (the authors' experiments: 0.5); the first maximum within rounding wins ties. With
+  ``use_local=True`` it decides on ``Phi_m + Phi_loc_m`` and ``u_m + u_loc_m`` instead (not the
+  paper's rule; an option).
+* **Update** (line 8): ``x x^T`` and ``y x`` into the local increments.
+* **Exchange** (lines 9-12): if ``det(Phi_m + Phi_loc_m) > (1 + alpha) det(Phi_m)``, the client
+  uploads ``(Phi_loc_m, u_loc_m)`` (one message of d^2 + d floats) and clears it; the server adds
+  it and sends the client ``(Phi_ser, u_ser)`` back (one message), which replaces
+  ``(Phi_m, u_m)``.
+
+Every client starts from ``Phi_m = lambda I`` (the authors' code starts from 0 and a
+pseudo-inverse; docs/async-linear.md). ``alpha = inf`` never communicates: every client then
+decides on ``lambda I`` alone, since its own data sit in the local buffer.
+
+Numerics: ``Phi_m^-1`` and ``ln det Phi_m`` are recomputed when a download lands;
+``(Phi_m + Phi_loc_m)^-1`` and its log-det follow Sherman-Morrison and the matrix determinant
+lemma after each pull.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from agents.async_common import (
+    AsyncEventTeam,
+    async_channel_spec,
+    check_async_federation,
+    log_threshold,
+    pack,
+    ratio_fires,
+    ucb_scores,
+    unpack,
+)
+from fedbandit_env.config import EnvConfig
+from fedbandit_env.engine import VecObservation
+from fedbandit_env.kernels import check_linear
+from fedbandit_env.linear_kernels import pull_terms
+from fedbandit_env.policy import FederationFacts
+from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.ties import argmax_first_near_ties
+from fedbandit_env.validation import check_flag, check_real
+
+AGENT_ID = "fed_lin_ucb_async"
+VERSION = 1  # results version (docs/bench.md)
+
+
+@dataclass(frozen=True)
+class FedLinUCBAsyncConfig:
+    """``alpha``: the determinant growth (1 + alpha) that triggers an exchange (> 0, ``inf``:
+    never); ``beta``: the constant exploration width; ``lam``: the ridge; ``use_local``: decide
+    on the local increments too (module docstring)."""
+
+    alpha: float = 1.0
+    beta: float = 0.5
+    lam: float = 1.0
+    use_local: bool = False
+
+    def __post_init__(self) -> None:
+        set_ = partial(object.__setattr__, self)
+        set_("alpha", check_real("alpha", self.alpha, low=0.0, low_open=True, allow_inf=True,
+                                 where=AGENT_ID))  # fmt: skip
+        set_("beta", check_real("beta", self.beta, low=0.0, where=AGENT_ID))
+        set_("lam", check_real("lam", self.lam, low=0.0, low_open=True, where=AGENT_ID))
+        set_("use_local", check_flag("use_local", self.use_local, where=AGENT_ID))
+
+
+@dataclass(frozen=True)
+class FedLinAsyncParams:
+    """What FedLinUCB reads at run time: M, K, d, ln(1 + alpha) and the configuration."""
+
+    num_agents: int
+    num_arms: int
+    dim: int
+    log_ratio: float
+    config: FedLinUCBAsyncConfig
+
+
+def stats_size(dim: int) -> int:
+    """Floats of one message: a Gram matrix (d^2) and a vector (d)."""
+    return dim * dim + dim
+
+
+def fed_lin_async_params(config: FedLinUCBAsyncConfig, facts: FederationFacts) -> FedLinAsyncParams:
+    """The :class:`FedLinAsyncParams` of a validated configuration on a federation; checks the
+    family, the event clock and the channels. Pure: the numpy ``reset`` and the JAX
+    ``make_params`` call it."""
+    d = check_linear(AGENT_ID, facts)
+    check_async_federation(AGENT_ID, facts, stats_size(d), stats_size(d))
+    return FedLinAsyncParams(facts.num_agents, facts.num_arms, d,
+                             log_threshold(1.0 + config.alpha), config)  # fmt: skip
+
+
+class FedLinUCBAsync(AsyncEventTeam):
+    """Batched FedLinUCB of He et al. (module docstring)."""
+
+    agent_id = AGENT_ID
+    version = VERSION
+    privacy_epsilon = math.inf
+
+    def __init__(self, alpha: float = 1.0, beta: float = 0.5, lam: float = 1.0,
+                 use_local: bool = False):  # fmt: skip
+        self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local)
+
+    def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
+        d = config.linear.dim if config.linear is not None else 1
+        return async_channel_spec(stats_size(d), stats_size(d))
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
+        """Every client and the server at ``lambda I`` (:func:`fed_lin_async_params` checks
+        the facts)."""
+        p = self.params = fed_lin_async_params(self.config, facts)
+        B, N, d, lam = facts.num_runs, p.num_agents, p.dim, self.config.lam
+        self.d = d
+        eye = lam * np.eye(d)
+        self.Phi = np.broadcast_to(eye, (B, N, d, d)).copy()
+        self.u = np.zeros((B, N, d))
+        self.Phi_loc, self.u_loc = np.zeros((B, N, d, d)), np.zeros((B, N, d))
+        self.Phi_inv = np.broadcast_to(np.eye(d) / lam, (B, N, d, d)).copy()
+        self.W_inv = self.Phi_inv.copy()  # (Phi + Phi_loc)^-1
+        self.logdet = np.full((B, N), d * math.log(lam))  # ln det Phi
+        self.logdet_all = self.logdet.copy()  # ln det(Phi + Phi_loc)
+        self.Phi_ser, self.u_ser = np.broadcast_to(eye, (B, d, d)).copy(), np.zeros((B, d))
+        self.exchanges = np.zeros(B, dtype=np.int64)
+        self._start(B, N, stats_size(d))
+
+    # ------------------------------------------------------------------ event
+    def _choose(self, obs: VecObservation) -> np.ndarray:
+        """Line 6 for the acting client of each run (the others' arms are not pulled)."""
+        runs = np.arange(self.u.shape[0])
+        c = obs.active.argmax(axis=1)
+        if self.config.use_local:
+            v_inv, u = self.W_inv[runs, c], self.u[runs, c] + self.u_loc[runs, c]
+        else:
+            v_inv, u = self.Phi_inv[runs, c], self.u[runs, c]
+        theta = np.matmul(v_inv, u[..., None])[..., 0]
+        width = np.full(len(runs), self.config.beta)
+        scores, _ = ucb_scores(obs.context[runs, c], v_inv, theta, width)
+        arms = np.zeros(self.u.shape[:2], dtype=np.int64)
+        arms[runs, c] = argmax_first_near_ties(scores)
+        return arms
+
+    def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lines 8-10 for the client that pulled in each fresh run: the pull into the local
+        increments; an upload (a communication step) if the determinant grew by 1 + alpha."""
+        r = np.flatnonzero(fresh)
+        c = obs.pulled[r].argmax(axis=1)
+        x = self._context[r, c, obs.last_arm[r, c]]
+        xx, yx = pull_terms(x, obs.last_reward[r, c])
+        self.Phi_loc[r, c] += xx
+        self.u_loc[r, c] += yx
+        w_inv = self.W_inv[r, c]
+        g = np.matmul(w_inv, x[..., None])
+        quad = (x * g[..., 0]).sum(axis=-1)
+        self.W_inv[r, c] = w_inv - np.matmul(g, g.swapaxes(-1, -2)) / (1.0 + quad)[:, None, None]
+        self.logdet_all[r, c] += np.log1p(np.maximum(quad, 0.0))
+        fires = ratio_fires(self.logdet_all[r, c], self.logdet[r, c], self.params.log_ratio)
+        send = np.zeros(self.u.shape[:2], dtype=bool)
+        if not fires.any():
+            return send, self._zeros
+        ru, cu = r[fires], c[fires]
+        send[ru, cu] = True
+        payload = np.zeros_like(self._zeros)
+        payload[ru, cu] = pack(self.Phi_loc[ru, cu], self.u_loc[ru, cu])
+        self.Phi_loc[ru, cu], self.u_loc[ru, cu] = 0.0, 0.0
+        return send, payload
+
+    def _serve(self, up, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lines 10-11 at the server: the upload into its sums, and the sums back to the
+        uploader."""
+        r = np.flatnonzero(runs)
+        dPhi, du, _ = unpack(up.aggregate[r], self.d)
+        self.Phi_ser[r] += dPhi
+        self.u_ser[r] += du
+        send = np.zeros(self.u.shape[:2], dtype=bool)
+        send[r, self._uploader[r]] = True
+        payload = np.zeros_like(self._zeros)
+        payload[r, self._uploader[r]] = pack(self.Phi_ser[r], self.u_ser[r])
+        return send, payload
+
+    def _receive(self, down) -> None:
+        """Line 12 at the client: the server's sums replace its statistics."""
+        rr, cc = np.nonzero(down.received)
+        if len(rr) == 0:
+            return
+        np.add.at(self.exchanges, rr, 1)
+        Phi, u, _ = unpack(down.payload[rr, cc], self.d)
+        self.Phi[rr, cc], self.u[rr, cc] = Phi, u
+        self.Phi_inv[rr, cc] = np.linalg.inv(Phi)
+        self.logdet[rr, cc] = np.linalg.slogdet(Phi)[1]
+        self.W_inv[rr, cc] = self.Phi_inv[rr, cc]  # the local increments were just cleared
+        self.logdet_all[rr, cc] = self.logdet[rr, cc]
