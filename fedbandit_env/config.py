@@ -19,7 +19,7 @@ from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance, gaussian_clients
-from fedbandit_env.linear import LinearSpec
+from fedbandit_env.linear import LinearSpec, arms_option
 from fedbandit_env.network import CHANNEL_KINDS
 from fedbandit_env.rewards import RewardModel, make_reward_model
 from fedbandit_env.validation import (
@@ -34,7 +34,7 @@ from fedbandit_env.validation import (
 )
 
 FAMILIES = ("heterogeneous", "homogeneous", "linear")
-LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets", "dataset")
+LINEAR_KWARGS = ("dim", "theta", "shared_decision_sets", "dataset", "arms")
 DEFAULT_GENERATOR = {"heterogeneous": "gossip", "homogeneous": "uniform"}
 DEFAULT_NUM_AGENTS, DEFAULT_NUM_ARMS = 3, 5
 GLOBAL_MEANS = ("average", "generating")
@@ -332,6 +332,7 @@ def make_config(
     theta: str = "sphere",
     shared_decision_sets: bool = False,
     dataset: Any = None,
+    arms: Any = "paper",
     max_cycles: int | None = None,
     max_communication_steps: int = 64,
     adversary: Any = None,
@@ -345,8 +346,8 @@ def make_config(
 
     ``num_agents`` and ``num_arms`` default to 3 and 5, or to the shape of ``means`` (an N x M
     matrix gives both, a vector gives M); an explicit value that contradicts ``means`` raises.
-    ``dim``, ``theta``, ``shared_decision_sets`` and ``dataset`` belong to the linear family
-    (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
+    ``dim``, ``theta``, ``shared_decision_sets``, ``dataset`` and ``arms`` (the decision sets'
+    generator) belong to the linear family (:mod:`fedbandit_env.linear`); there ``num_arms`` is K, the size of each decision set, and
     ``instance_seed`` fixes theta* (None: a new theta* per run seed). ``max_cycles`` is
     PettingZoo's name for ``horizon`` (default 1000); both given with different values raise.
     ``max_communication_steps``: the most communication-only steps a run may take in a row
@@ -383,6 +384,7 @@ def make_config(
         shared_decision_sets=shared_decision_sets,
         dataset=dataset,
         max_cycles=max_cycles,
+        arms=arms,
     )
     config = _client_spread(config, means, instance, client_spread, global_means)
     limit = _positive_int("max_communication_steps", max_communication_steps)
@@ -479,6 +481,7 @@ def _make_config(
     shared_decision_sets,
     dataset,
     max_cycles,
+    arms="paper",
 ) -> EnvConfig:
     horizon = resolve_max_cycles(horizon, max_cycles, default=DEFAULT_HORIZON)
     _choice("family", family, FAMILIES)
@@ -504,15 +507,17 @@ def _make_config(
             shared_decision_sets,
             instance_seed,
             dataset,
+            arms,
         )
     if (
         dim is not None
         or not (isinstance(theta, str) and theta == "sphere")
         or shared_decision_sets is not False
         or dataset is not None
+        or not (isinstance(arms, str) and arms == "paper")
     ):
         raise ConfigError(
-            f"dim/theta/shared_decision_sets: only for the linear family, not {family!r}"
+            f"dim/theta/shared_decision_sets/arms: only for the linear family, not {family!r}"
         )
     n = _positive_int("num_agents", num_agents, maximum=MAX_AGENTS)
     m = _positive_int("num_arms", num_arms, minimum=2)
@@ -568,6 +573,7 @@ def _linear_config(
     shared,
     instance_seed,
     dataset=None,
+    arms="paper",
 ) -> EnvConfig:
     n = _positive_int("num_agents", num_agents, maximum=MAX_AGENTS)
     k = _positive_int("num_arms", num_arms, minimum=2)
@@ -584,7 +590,11 @@ def _linear_config(
         reward=model.name,
         sigma=getattr(model, "sigma", 0.5),
         dataset=dataset,
+        arms=arms_option(arms),
     )
+    if isinstance(spec.arms, tuple) and spec.arms[1] < k:
+        raise ConfigError(f"arms.size: expected a pool of at least num_arms = {k} vectors (a "
+                          f"decision set draws K of them without replacement), got {spec.arms[1]}")  # fmt: skip
     if instance_seed is not None:
         instance_seed = _positive_int("instance_seed", instance_seed, minimum=0)
     chans = normalize_channels(channels, default_dim=k)

@@ -11,6 +11,18 @@ per run; each set has K - 1 actions with mean in [0.5, 0.6] and one with mean in
 (``c`` divided by ``|theta*|`` for the ball), shuffled. Sets are fresh per agent and step
 (``shared_decision_sets=True``: one set per step for every agent). Draws come from the run's
 ``rewards`` stream (sets) and ``instance`` stream (theta*), fixed shapes per step.
+
+The asynchronous federated linear bandits' experiments (docs/async-linear.md) use other
+generators, chosen with ``arms`` and ``theta``:
+
+* ``arms={"kind": "pool", "size": P}`` (Li & Wang, AISTATS 2022, Sec. 6): a fixed pool of P unit
+  vectors per run (coordinate k ~ N(0, (d - k)/d), then scaled to unit length, drawn from the
+  ``instance`` stream); each decision set is K distinct pool vectors drawn uniformly without
+  replacement;
+* ``arms="cube"`` (He, Wang, Min & Gu, NeurIPS 2022, Sec. 6): K fresh vectors with coordinates
+  uniform on [-1, 1] / sqrt(d) (norm at most 1);
+* ``theta="half_sphere"`` (Li & Wang): v ~ N(0, I), theta* = sign(sum v) v / |v|;
+  ``theta="ones"`` (He et al.): theta* = (1, ..., 1) / sqrt(d), the same in every run.
 """
 
 from __future__ import annotations
@@ -30,7 +42,8 @@ from fedbandit_env.validation import check_int, check_real
 #: Largest feature dimension d (learners keep d x d matrices per agent; docs/limits.md).
 MAX_DIM = 4096
 
-THETA_DISTRIBUTIONS = ("sphere", "ball")
+THETA_DISTRIBUTIONS = ("sphere", "ball", "half_sphere", "ones")
+ARM_KINDS = ("paper", "cube", "pool")
 BALL_MIN_NORM = 0.8
 
 
@@ -44,6 +57,7 @@ class LinearSpec:
     reward: str = "bernoulli"
     sigma: float = 0.5
     dataset: Any = None  # a ProcessSource (a data set's spec): its decision sets, not the generator
+    arms: Any = "paper"  # the decision sets' generator: "paper", "cube" or ("pool", P)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dim", check_int("dim", self.dim, minimum=2, maximum=MAX_DIM))
@@ -59,6 +73,8 @@ class LinearSpec:
                     f"the FedBandit/ClassificationContextual-v0 environment, got {self.dataset!r}"
                 )
         object.__setattr__(self, "sigma", sigma)
+        if self.dataset is not None and self.arms != "paper":
+            raise ConfigError(f"arms: a data set brings its own decision sets, got {self.arms!r}")
 
     def build_process(self, num_runs: int, num_agents: int, num_actions: int) -> ContextualProcess:
         """The batch's process (:class:`fedbandit_env.contextual.ProcessSource`): the data set's
@@ -68,8 +84,31 @@ class LinearSpec:
         return LinearProcess(self, num_runs, num_agents, num_actions)
 
 
+def arms_option(value: Any) -> Any:
+    """The validated ``arms`` keyword: ``"paper"`` (the default), ``"cube"``, or
+    ``{"kind": "pool", "size": P}`` with P an int (returned as ``("pool", P)``)."""
+    kind = value if isinstance(value, str) else (value or {}).get("kind") if isinstance(
+        value, dict) else None  # fmt: skip
+    if kind not in ARM_KINDS:
+        raise ConfigError(f"arms: expected one of {ARM_KINDS} (a str, or a dict with 'kind'), "
+                          f"got {value!r}")  # fmt: skip
+    if kind != "pool":
+        if isinstance(value, dict) and set(value) != {"kind"}:
+            raise ConfigError(f"arms: kind {kind!r} takes no other key, got {sorted(value)}")
+        return kind
+    if not isinstance(value, dict) or set(value) - {"kind", "size"}:
+        raise ConfigError(f"arms: expected {{'kind': 'pool', 'size': P}}, got {value!r}")
+    return ("pool", check_int("arms.size", value.get("size", 1000), minimum=1))
+
+
 def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
-    """theta* of one run: uniform on the sphere, or in the ball with norm >= 0.8."""
+    """theta* of one run: uniform on the sphere, or in the ball with norm >= 0.8; on the half
+    sphere of positive coordinate sum; or (1, ..., 1) / sqrt(d) (module docstring)."""
+    if spec.theta == "ones":
+        return np.full(spec.dim, 1.0 / np.sqrt(spec.dim))
+    if spec.theta == "half_sphere":
+        v = gen.standard_normal(spec.dim)
+        return np.sign(v.sum()) * v / np.linalg.norm(v)
     while True:
         v = gen.standard_normal(spec.dim)
         v /= np.linalg.norm(v)
@@ -78,6 +117,14 @@ def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
         r = gen.random() ** (1.0 / spec.dim)
         if r >= BALL_MIN_NORM:
             return r * v
+
+
+def draw_pool(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
+    """Li & Wang's pool (P, d) of one run: coordinate k ~ N(0, (d - k)/d), each row scaled to
+    unit length."""
+    d = spec.dim
+    z = gen.standard_normal((spec.arms[1], d)) * np.sqrt((d - np.arange(d)) / d)
+    return z / np.linalg.norm(z, axis=1, keepdims=True)
 
 
 class LinearProcess:
@@ -92,19 +139,25 @@ class LinearProcess:
         self, seeds: list[int], theta_seed: int | None, streams: RandomStreams = "per_run"
     ) -> np.ndarray:
         """Draw theta* (per run, or one shared when ``theta_seed`` is an int) and D_1."""
-        if theta_seed is None:
-            inst = streams_for(streams, seeds, "instance")
-            self.theta = np.stack([draw_theta(self.spec, g) for g in inst.generators])
-        else:
-            one = draw_theta(self.spec, np.random.default_rng(theta_seed))
-            self.theta = np.broadcast_to(one, (self.num_runs, self.spec.dim)).copy()
+        gens = (streams_for(streams, seeds, "instance").generators if theta_seed is None
+                else [np.random.default_rng(theta_seed)])  # fmt: skip
+        theta = [draw_theta(self.spec, g) for g in gens]
+        self.theta = np.broadcast_to(np.stack(theta), (self.num_runs, self.spec.dim)).copy()
+        if isinstance(self.spec.arms, tuple):  # a pool per run, after theta* (module docstring)
+            pool = np.stack([draw_pool(self.spec, g) for g in gens])
+            self._pool = np.broadcast_to(pool, (self.num_runs, *pool.shape[1:]))
         norm = np.linalg.norm(self.theta, axis=1, keepdims=True)
         self._theta_hat = self.theta / norm
         self._inv_norm = 1.0 / norm[:, 0]
         rng = streams_for(streams, seeds, "rewards")
         s, k, d = self._sets_per_step, self.num_actions, self.spec.dim
-        self._w = rng.child("directions").buffered("normal", (s, k, d))
-        self._c = rng.child("means").buffered("uniform", (s, k, 2))
+        if self.spec.arms == "cube":
+            self._w = rng.child("cube").buffered("uniform", (s, k, d))
+        elif self.spec.arms != "paper":
+            self._w = rng.child("pool").buffered("uniform", (s, self.spec.arms[1]))
+        else:
+            self._w = rng.child("directions").buffered("normal", (s, k, d))
+            self._c = rng.child("means").buffered("uniform", (s, k, 2))
         self._noise = rng.child("noise").buffered(
             "uniform" if self.spec.reward == "bernoulli" else "normal", (self.num_agents,)
         )
@@ -113,7 +166,9 @@ class LinearProcess:
 
     def _draw_sets(self, advance: np.ndarray | None = None) -> np.ndarray:
         """A (B, N, K, d) batch of decision sets per the paper's experiments (``advance``: the runs
-        that draw; see :meth:`pull`)."""
+        that draw; see :meth:`pull`), or of the ``arms`` generator (module docstring)."""
+        if self.spec.arms != "paper":
+            return self._shared(self._other_sets(advance))
         w = self._w.next(advance)
         u = self._c.next(advance)
         c = 0.5 + 0.1 * u[..., 0]
@@ -124,10 +179,24 @@ class LinearProcess:
         w /= np.linalg.norm(w, axis=-1, keepdims=True)
         x = c[..., None] * th + np.sqrt(1.0 - c**2)[..., None] * w
         order = np.argsort(u[..., 1], axis=-1)
-        x = np.take_along_axis(x, order[..., None], axis=-2)
+        return self._shared(np.take_along_axis(x, order[..., None], axis=-2))
+
+    def _shared(self, x: np.ndarray) -> np.ndarray:
         if self.spec.shared_decision_sets:
             x = np.broadcast_to(x, (self.num_runs, self.num_agents, *x.shape[2:])).copy()
         return x
+
+    def _other_sets(self, advance: np.ndarray | None) -> np.ndarray:
+        """He et al.'s cube: coordinates (2u - 1) / sqrt(d); Li & Wang's pool: the K pool
+        vectors of the smallest of P uniforms, in the order of their uniforms."""
+        u = self._w.next(advance)
+        if self.spec.arms == "cube":
+            return (2.0 * u - 1.0) / np.sqrt(self.spec.dim)
+        k = self.num_actions
+        picked = np.argpartition(u, k - 1, axis=-1)[..., :k]
+        order = np.argsort(np.take_along_axis(u, picked, axis=-1), axis=-1)
+        picked = np.take_along_axis(picked, order, axis=-1)  # (B, s, K)
+        return self._pool[np.arange(self.num_runs)[:, None, None], picked]
 
     def start_drift(self, drift: Drift, stream: BatchedRNG) -> LinearProcess:
         """Begin a ``drift`` of theta* (:mod:`fedbandit_env.drift`) from the runs' ``drift``

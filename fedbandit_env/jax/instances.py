@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr
 
 from fedbandit_env.config import EnvConfig
@@ -109,7 +110,14 @@ def sample_reward(
 
 
 def draw_theta(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
-    """theta* of one run: uniform on the unit sphere, or in the unit ball with norm >= 0.8."""
+    """theta* of one run: uniform on the unit sphere, or in the unit ball with norm >= 0.8; on
+    the half sphere of positive coordinate sum; or (1, ..., 1) / sqrt(d)
+    (:mod:`fedbandit_env.linear`)."""
+    if spec.theta == "ones":
+        return jnp.full(spec.dim, 1.0 / np.sqrt(spec.dim), jnp.float32)
+    if spec.theta == "half_sphere":
+        v = jax.random.normal(key, (spec.dim,), jnp.float32)
+        return jnp.where(v.sum() < 0, -1.0, 1.0) * v / jnp.linalg.norm(v)
 
     def draw(k):
         k1, k2 = jax.random.split(k)
@@ -129,8 +137,13 @@ def decision_sets(spec: LinearSpec, key: jax.Array, theta: jnp.ndarray, num_agen
                   num_actions: int) -> jnp.ndarray:  # fmt: skip
     """(N, K, d) decision sets of one step (the linear paper's experiments): K - 1 actions with
     mean in [0.5, 0.6] and one in [0.7, 0.8], ``x = c theta_hat + sqrt(1 - c^2) w`` with w a
-    random unit vector orthogonal to theta_hat (c over |theta*| in the ball), shuffled."""
+    random unit vector orthogonal to theta_hat (c over |theta*| in the ball), shuffled; or He et
+    al.'s cube, coordinates (2u - 1) / sqrt(d) (:mod:`fedbandit_env.linear`)."""
     sets = 1 if spec.shared_decision_sets else num_agents
+    if spec.arms == "cube":
+        u = jax.random.uniform(key, (sets, num_actions, spec.dim), jnp.float32)
+        x = (2.0 * u - 1.0) / np.float32(np.sqrt(spec.dim))
+        return jnp.broadcast_to(x, (num_agents, num_actions, spec.dim))
     k1, k2 = jax.random.split(key)
     w = jax.random.normal(k1, (sets, num_actions, spec.dim), jnp.float32)
     u = jax.random.uniform(k2, (sets, num_actions, 2), jnp.float32)
