@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CLAIMS_DIR = ROOT / "docs" / "claims"
 PAGE = ROOT / "docs" / "reproductions.md"
 README = ROOT / "README.md"
-PAGE_ORDER = ("gossip", "dp-recsys", "commeff", "linear", "field", "byzres", "fed-mom", "vial")
+PAGE_ORDER = ("gossip", "dp-recsys", "commeff", "linear", "field", "byzres", "fed-mom", "vial",
+              "async")
 
 
 def paper_scales(folder: Path) -> dict[str, str]:

@@ -23,6 +23,7 @@ FIGURES = {
     "byzres": ("byzres", "Byzantine-resilient decentralized UCB (Zhu et al., TMLR)"),
     "fed-mom": ("fed_mom", "Fed-MoM-UCB under Byzantine clients (Demirel et al.)"),
     "vial": ("vial", "robust gossip recommendations with blocking (Vial et al. 2021)"),
+    "async": ("async_linear", "event time: Async-LinUCB, FedLinUCB, switching and delayed rewards"),
 }
 
 
