@@ -268,7 +268,8 @@ SHARED = {"byzres_ucb", "centralized_linucb", "centralized_ucb1", "coop_ucb2", "
           "epsilon_greedy_shared", "fed1_ucb", "fed2_ucb", "gosine",
           "gossip_fed_ucb", "gossip_ucb", "kl_ucb", "kl_ucb_shared", "ldp_ucb", "robust_gosine",
           "thompson_beta", "thompson_beta_shared", "thompson_gaussian",
-          "thompson_gaussian_shared", "linucb", "ucb1", "ucb1_shared"}  # fmt: skip
+          "thompson_gaussian_shared", "linucb", "ucb1", "ucb1_shared", "async_lin_ucb",
+          "fed_lin_ucb_async"}  # fmt: skip
 """The ports whose float settings are traced arguments (docs/jax.md, "Compiling once"); the
 others compile per setting."""
 
@@ -281,7 +282,9 @@ def test_the_ports_that_share_a_program_across_float_settings():
 
     shared, constants = set(), set()
     federations = [("FedBandit/Homogeneous-v0", {**KW, "horizon": 1000}),
-                   ("FedBandit/LinearContextual-v0", {**KW, "horizon": 50, "dim": 2})]  # fmt: skip
+                   ("FedBandit/LinearContextual-v0", {**KW, "horizon": 50, "dim": 2}),
+                   ("FedBandit/LinearContextual-v0", {**KW, "horizon": 50, "dim": 2,
+                                                      "clock": "one_random"})]  # fmt: skip
     from fedbandit_env.jax.learner import shipped_jax_agents
 
     ports = shipped_jax_agents()  # not the learners other tests register in this process

@@ -1,8 +1,8 @@
 """The asynchronous papers' generators of the linear family (fedbandit_env/linear.py, module
 docstring): Li & Wang's pool (``arms={"kind": "pool", "size": P}``, ``theta="half_sphere"``) and
 He et al.'s cube (``arms="cube"``, ``theta="ones"``), against what their definitions imply; the
-default generator's draws do not move; the JAX backend draws the cube and the thetas in
-distribution and refuses the pool by name."""
+default generator's draws do not move; the JAX backend draws the cube, the pool and the thetas
+by the same definitions (a fixed instance's pool is numpy's)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_the_multi_armed_families_refuse_arms():
         fedbandit_env.make_vec("FedBandit/Homogeneous-v0", num_runs=1, arms="cube")
 
 
-def test_jax_draws_the_cube_and_the_thetas_and_refuses_the_pool():
+def test_jax_draws_the_cube_the_pool_and_the_thetas():
     pytest.importorskip("jax")
     import jax
 
@@ -114,5 +114,20 @@ def test_jax_draws_the_cube_and_the_thetas_and_refuses_the_pool():
     env = fj.make(LINEAR, dim=4, channels=(), theta="ones")
     _, state = env.reset(jax.random.PRNGKey(1))
     np.testing.assert_allclose(np.asarray(state.theta), np.full(4, 0.5), rtol=1e-6)
-    with pytest.raises(ConfigError, match=r"arms: the pool kind is not on the JAX backend"):
-        fj.make(LINEAR, arms={"kind": "pool", "size": 30})
+    pool_kw = dict(num_agents=2, num_arms=6, dim=5, channels=(), arms={"kind": "pool", "size": 20})
+    env = fj.make(LINEAR, **pool_kw)
+    obs, state = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(2), 8))
+    pool = np.asarray(state.pool)  # a unit pool per run
+    assert pool.shape == (8, 20, 5) and not np.array_equal(pool[0], pool[1])
+    np.testing.assert_allclose(np.linalg.norm(pool, axis=-1), 1.0, rtol=1e-5)
+    sets = np.asarray(obs.context)  # (8, N, K, d): K distinct rows of the run's own pool
+    for b in range(8):
+        index = np.argmin(((sets[b][:, :, None] - pool[b][None, None]) ** 2).sum(-1), axis=-1)
+        np.testing.assert_allclose(pool[b][index], sets[b], atol=1e-6)
+        assert all(len(set(row)) == 6 for row in index)
+    # a fixed instance: numpy's pool, every run
+    fixed = fj.make(LINEAR, instance_seed=4, **pool_kw)
+    _, state = jax.vmap(fixed.reset)(jax.random.split(jax.random.PRNGKey(0), 2))
+    venv = fedbandit_env.make_vec(LINEAR, num_runs=1, instance_seed=4, **pool_kw)
+    venv.reset(seed=0)
+    np.testing.assert_allclose(np.asarray(state.pool[1]), venv.engine.linear._pool[0], atol=1e-6)

@@ -137,12 +137,14 @@ class FedBanditJaxEnv:
         self.drift = config.drift
         self.clock = config.clock
         self.reward_delay = config.reward_delay
-        self._theta = None
+        self._theta = self._pool = None
         if self.linear is not None and config.instance_seed is not None:
-            from fedbandit_env.linear import draw_theta
+            from fedbandit_env.linear import draw_pool, draw_theta
 
             rng = np.random.default_rng(config.instance_seed)
             self._theta = np.asarray(draw_theta(self.linear, rng), np.float32)
+            if isinstance(self.linear.arms, tuple):  # the pool of every run, after theta*
+                self._pool = np.asarray(draw_pool(self.linear, rng), np.float32)
 
     @property
     def default_params(self) -> EnvParams:
@@ -224,7 +226,7 @@ class FedBanditJaxEnv:
         params = self.default_params if params is None else params
         k_instance, k_context = jax.random.split(key)
         n, m = self.num_agents, self.num_arms
-        means = gap = theta = context = drift_state = None
+        means = gap = theta = context = drift_state = pool = None
         error = jnp.zeros(3, jnp.int32)
         if self.linear is None:
             if params.means is not None:
@@ -240,7 +242,10 @@ class FedBanditJaxEnv:
                 theta = jnp.asarray(params.theta, jnp.float32)
             else:
                 theta = instances.draw_theta(self.linear, k_instance)
-            context = instances.decision_sets(self.linear, k_context, theta, n, m)
+            if isinstance(self.linear.arms, tuple):  # Li & Wang's pool of this run
+                pool = (jnp.asarray(self._pool) if self._pool is not None else
+                        instances.draw_pool(self.linear, jax.random.fold_in(k_instance, 1)))  # fmt: skip
+            context = instances.decision_sets(self.linear, k_context, theta, n, m, pool)
             if self.drift is not None and self.drift.kind == "smooth":  # theta*(0) and u
                 w = jax.random.normal(jax.random.fold_in(key, DRIFT_TAG), theta.shape, theta.dtype)
                 drift_state = jnp.stack([theta, orthogonal_unit(theta, w, jnp)])
@@ -271,6 +276,7 @@ class FedBanditJaxEnv:
                 jnp.full((self.reward_delay, n), -1, jnp.int32),
                 jnp.zeros((self.reward_delay, n), jnp.float32),
             ),
+            pool=pool,
         )
         if self.adversary is not None:  # a key of its own: the instance draws do not move
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
@@ -337,7 +343,8 @@ class FedBanditJaxEnv:
             chosen = expected[jnp.arange(n), arms]
             rewards = instances.linear_reward(self.linear, k_reward, chosen, params.reward_sigma)
             regret = jnp.where(who, expected.max(axis=1) - chosen, 0.0)
-            fresh = instances.decision_sets(self.linear, k_context, theta, n, self.num_arms)
+            fresh = instances.decision_sets(self.linear, k_context, theta, n, self.num_arms,
+                                            state.pool)  # fmt: skip
             context = jnp.where(pulling, fresh, state.context)
             counts, total = state.counts, total_add(state.regret, regret)
         rewards = jnp.where(who, rewards, 0.0)
@@ -377,6 +384,7 @@ class FedBanditJaxEnv:
             drift=state.drift,
             clock=state.clock,
             delay=state.delay,
+            pool=state.pool,
         )
         if self.clock is not None:  # the pulling run's next event
             more = pulling & (state.pulls < self.horizon)

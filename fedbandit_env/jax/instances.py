@@ -133,13 +133,34 @@ def draw_theta(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
     return theta
 
 
+def draw_pool(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
+    """Li & Wang's pool (P, d) of one run: coordinate k ~ N(0, (d - k)/d), each row scaled to
+    unit length (:func:`fedbandit_env.linear.draw_pool`)."""
+    d = spec.dim
+    scale = np.sqrt((d - np.arange(d)) / d).astype(np.float32)
+    z = jax.random.normal(key, (spec.arms[1], d), jnp.float32) * scale
+    return z / jnp.linalg.norm(z, axis=1, keepdims=True)
+
+
+def pool_sets(key: jax.Array, pool: jnp.ndarray, sets: int, num_actions: int) -> jnp.ndarray:
+    """(sets, K, d): each set the K pool vectors of the smallest of P uniforms, in the order of
+    their uniforms (distinct, uniformly without replacement; numpy's rule)."""
+    u = jax.random.uniform(key, (sets, pool.shape[0]), jnp.float32)
+    picked = jnp.argsort(u, axis=-1)[:, :num_actions]
+    return pool[picked]
+
+
 def decision_sets(spec: LinearSpec, key: jax.Array, theta: jnp.ndarray, num_agents: int,
-                  num_actions: int) -> jnp.ndarray:  # fmt: skip
+                  num_actions: int, pool: jnp.ndarray | None = None) -> jnp.ndarray:  # fmt: skip
     """(N, K, d) decision sets of one step (the linear paper's experiments): K - 1 actions with
     mean in [0.5, 0.6] and one in [0.7, 0.8], ``x = c theta_hat + sqrt(1 - c^2) w`` with w a
     random unit vector orthogonal to theta_hat (c over |theta*| in the ball), shuffled; or He et
-    al.'s cube, coordinates (2u - 1) / sqrt(d) (:mod:`fedbandit_env.linear`)."""
+    al.'s cube, coordinates (2u - 1) / sqrt(d); or K distinct vectors of Li & Wang's ``pool``
+    (:mod:`fedbandit_env.linear`)."""
     sets = 1 if spec.shared_decision_sets else num_agents
+    if pool is not None:
+        x = pool_sets(key, pool, sets, num_actions)
+        return jnp.broadcast_to(x, (num_agents, num_actions, spec.dim))
     if spec.arms == "cube":
         u = jax.random.uniform(key, (sets, num_actions, spec.dim), jnp.float32)
         x = (2.0 * u - 1.0) / np.float32(np.sqrt(spec.dim))

@@ -44,9 +44,6 @@ def make(id: str, **kwargs: Any) -> FedBanditJaxEnv:
     if spec_.vector_entry_point != "fedbandit_env.vector_env:FedBanditVectorEnv":
         raise ConfigError(f"{id}: not on the JAX backend (a custom entry point)")
     config = make_config(**{**spec_.kwargs, **kwargs})
-    if config.linear is not None and isinstance(config.linear.arms, tuple):
-        raise ConfigError(f"{id}: arms: the pool kind is not on the JAX backend yet (its pool "
-                          "is numpy-only for now); use fedbandit_env.make_vec")  # fmt: skip
     check_counter_range(id, config.horizon, config.max_communication_steps)
     return FedBanditJaxEnv(config, env_id=id)
 

@@ -122,6 +122,7 @@ class EnvState(NamedTuple):
     drift: Any = None
     clock: Any = None
     delay: Any = None  # a reward delay's line: (arms (d, N) int32, rewards (d, N) float32)
+    pool: Any = None  # the linear family's pool of arms (P, d) with arms={"kind": "pool"}
 
 
 class ClockState(NamedTuple):

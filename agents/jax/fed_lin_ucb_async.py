@@ -1,0 +1,151 @@
+"""FedLinUCB in JAX (He, Wang, Min & Gu, "A Simple and Provably Efficient Algorithm for
+Asynchronous Federated Contextual Linear Bandits", NeurIPS 2022, Algorithm 1).
+
+The JAX form of :mod:`agents.fed_lin_ucb_async` (the numpy learner, the model) for one run; the
+rules as implemented, their decisions and the event's steps are those of docs/async-linear.md.
+The names are numpy's: ``Phi, u`` the statistics each client downloaded last (lambda I
+included), ``Phi_loc, u_loc`` its increments since, ``logdet`` ln det Phi - d ln lam per client,
+``Phi_ser, u_ser`` the server's sums (lambda I included), ``uploader`` the client whose upload is
+in this observation (-1: none), ``pushed`` the client the server answered with the last action.
+
+The hyperparameters, their validation and the checks of the facts are the params
+(:func:`agents.fed_lin_ucb_async.fed_lin_async_params`, which the numpy ``reset`` calls too);
+the trigger, the payload layout, a pull's statistics and the tie rule are the numpy learner's
+own functions.
+
+Deviations, none in the algorithm: float32 statistics; the log-determinants come from Cholesky
+factors (numpy: the determinant lemma after a pull, ``slogdet`` after a download), relative to
+``d ln lam``; the trigger and tie tolerance is float32's relative 1e-5. Every step factors the
+acting client's decision matrix and its grown matrix (d x d each); a download's refactorization
+of the receiving client is rare work behind a batch-level ``lax.cond``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from agents.async_common import DOWN, UP, async_channel_spec, pack, ratio_fires, unpack
+from agents.fed_lin_ucb_async import (
+    AGENT_ID,
+    VERSION,
+    FedLinAsyncParams,
+    FedLinUCBAsyncConfig,
+    fed_lin_async_params,
+    stats_size,
+)
+from agents.jax.async_lin_ucb import ucb_arm
+from fedbandit_env.jax.batch import when_any
+from fedbandit_env.jax.linear_kernels import cholesky, logdet_over
+from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.linear_kernels import pull_terms
+from fedbandit_env.policy import FederationFacts
+
+
+class FedLinUCBAsyncState(NamedTuple):
+    """One run of FedLinUCB (module docstring)."""
+
+    Phi: jnp.ndarray
+    u: jnp.ndarray
+    Phi_loc: jnp.ndarray
+    u_loc: jnp.ndarray
+    logdet: jnp.ndarray
+    Phi_ser: jnp.ndarray
+    u_ser: jnp.ndarray
+    uploader: jnp.ndarray
+    pushed: jnp.ndarray
+    exchanges: jnp.ndarray
+    context: jnp.ndarray
+
+
+class FedLinUCBAsync:
+    """FedLinUCB of He et al. (module docstring): :class:`agents.FedLinUCBAsync` on JAX."""
+
+    agent_id = AGENT_ID
+    version = VERSION
+    privacy_epsilon = math.inf
+    event_time = ("clock",)
+
+    def __init__(self, alpha: float = 1.0, beta: float = 0.5, lam: float = 1.0,
+                 use_local: bool = False):  # fmt: skip
+        self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local)
+
+    def channel_spec(self, config) -> Any:
+        """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d floats each."""
+        d = config.linear.dim if config.linear is not None else 1
+        return async_channel_spec(stats_size(d), stats_size(d))
+
+    def make_params(self, facts: FederationFacts) -> FedLinAsyncParams:
+        """:func:`agents.fed_lin_ucb_async.fed_lin_async_params` (the checks of the facts)."""
+        return fed_lin_async_params(self.config, facts)
+
+    def init(self, key: jax.Array, params: FedLinAsyncParams) -> FedLinUCBAsyncState:
+        """Every client and the server at ``lambda I``."""
+        n, d, lam = params.num_agents, params.dim, params.config.lam
+        eye = jnp.float32(lam) * jnp.eye(d, dtype=jnp.float32)
+        zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
+        return FedLinUCBAsyncState(
+            Phi=jnp.broadcast_to(eye, (n, d, d)), u=zeros(n, d), Phi_loc=zeros(n, d, d),
+            u_loc=zeros(n, d), logdet=zeros(n), Phi_ser=eye, u_ser=zeros(d),
+            uploader=jnp.full((), -1, jnp.int32), pushed=jnp.zeros(n, bool),
+            exchanges=jnp.zeros((), jnp.int32), context=zeros(n, params.num_arms, d),
+        )  # fmt: skip
+
+    def act(self, key: jax.Array, state: FedLinUCBAsyncState, obs: Observation,
+            params: FedLinAsyncParams):  # fmt: skip
+        """The next step of the run's event: take the server's answer, or answer the upload at
+        the server, or fold the pull (and upload if the determinant grew by 1 + alpha); then
+        decide the acting client's next pull."""
+        p, n = params, params.num_agents
+        got = state.pushed & obs.deliveries[DOWN].received
+        s = when_any(got.any(), lambda s: self._receive(s, obs, got, p), state)
+        uploaded = (s.uploader >= 0) & (obs.deliveries[UP].count > 0)
+        dPhi, du, _ = unpack(obs.deliveries[UP].aggregate.astype(jnp.float32), p.dim)
+        Phi_ser = jnp.where(uploaded, s.Phi_ser + dPhi, s.Phi_ser)
+        u_ser = jnp.where(uploaded, s.u_ser + du, s.u_ser)
+        down_send = uploaded & (jnp.arange(n) == s.uploader)
+        down_payload = jnp.where(down_send[:, None], pack(Phi_ser, u_ser), 0.0)
+        s = s._replace(Phi_ser=Phi_ser, u_ser=u_ser)
+        s, up_send, up_payload = self._fold(s, obs, p)
+        c = jnp.argmax(obs.active)
+        if p.config.use_local:
+            V, w = s.Phi[c] + s.Phi_loc[c], s.u[c] + s.u_loc[c]
+        else:
+            V, w = s.Phi[c], s.u[c]
+        arm = ucb_arm(obs.context[c], V, w, jnp.float32(p.config.beta), 0.0)
+        arms = jnp.zeros(n, jnp.int32).at[c].set(arm.astype(jnp.int32))
+        talking = up_send.any() | down_send.any()
+        s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
+                       pushed=down_send, context=obs.context)  # fmt: skip
+        return Action(arms, {UP: (up_send, up_payload), DOWN: (down_send, down_payload)},
+                      ~talking), s  # fmt: skip
+
+    def _receive(self, s: FedLinUCBAsyncState, obs: Observation, got, p: FedLinAsyncParams):
+        """The server's sums replace the statistics of the client they reached."""
+        Phi, u, _ = unpack(obs.deliveries[DOWN].payload.astype(jnp.float32), p.dim)
+        Phi = jnp.where(got[:, None, None], Phi, s.Phi)
+        return s._replace(
+            Phi=Phi, u=jnp.where(got[:, None], u, s.u),
+            logdet=jnp.where(got, logdet_over(cholesky(Phi), p.config.lam), s.logdet),
+            exchanges=s.exchanges + got.sum(dtype=jnp.int32),
+        )  # fmt: skip
+
+    def _fold(self, s: FedLinUCBAsyncState, obs: Observation, p: FedLinAsyncParams):
+        """The pull of the acting client into its increments; an upload (which clears them) if
+        ``det(Phi + Phi_loc) > (1 + alpha) det(Phi)``."""
+        fresh = (obs.phase == PULL) & obs.pulled.any()
+        c = jnp.argmax(obs.pulled)
+        x = jnp.where(fresh, s.context[c, jnp.maximum(obs.last_arm[c], 0)], 0.0)
+        y = jnp.where(fresh, obs.last_reward[c], 0.0).astype(jnp.float32)
+        xx, yx = pull_terms(x, y)
+        loc, uloc = s.Phi_loc[c] + xx, s.u_loc[c] + yx
+        grown = logdet_over(cholesky(s.Phi[c] + loc), p.config.lam)
+        fires = fresh & ratio_fires(grown, s.logdet[c], p.log_ratio)
+        send = (jnp.arange(p.num_agents) == c) & fires
+        payload = jnp.where(send[:, None], pack(loc, uloc), 0.0)
+        s = s._replace(Phi_loc=s.Phi_loc.at[c].set(jnp.where(fires, 0.0, loc)),
+                       u_loc=s.u_loc.at[c].set(jnp.where(fires, 0.0, uloc)))  # fmt: skip
+        return s, send, payload
