@@ -3,6 +3,7 @@ distributions as the numpy engine, communication-only steps, errors and the dtyp
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -235,7 +236,26 @@ def test_exact_counts_and_compensated_sums_over_ten_million_terms():
 
 @pytest.mark.slow
 def test_regret_at_ten_million_pulls_is_exact_from_integer_counts():
+    """Compiled at JAX's default level (as users run it), not the session's: running its 10^7
+    steps is nearly all of this test, and a program compiled with most optimizations off runs
+    them about 1.5 times slower (tests/conftest.py). What it checks, regret from integer
+    counts, does not depend on the level."""
     env = fj.make("FedBandit/Heterogeneous-v0", num_agents=2, num_arms=2, horizon=10**7,
                   channels=(), means=[[0.9, 0.1], [0.8, 0.3]])  # fmt: skip
-    out = fj.rollout(env, Fixed(arm=1), [0, 1], checkpoints=np.array([10**7]))
+    with default_level():
+        out = fj.rollout(env, Fixed(arm=1), [0, 1], checkpoints=np.array([10**7]))
     np.testing.assert_allclose(out.regret_by_agent[:, -1], 0.65 * 10**7, rtol=1e-6)
+
+
+@contextlib.contextmanager
+def default_level():
+    """Compile at JAX's default optimization level inside the block; the session's level
+    after it. The level is part of the persistent cache's key, so a program compiled here is
+    never loaded by a test that runs at the session's level."""
+    flag = "jax_disable_most_optimizations"
+    before = jax.config.read(flag)
+    jax.config.update(flag, False)
+    try:
+        yield
+    finally:
+        jax.config.update(flag, before)
