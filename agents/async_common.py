@@ -118,15 +118,19 @@ class AsyncEventTeam(TeamPolicy):
     what the last step brought (the server's downloads, :meth:`_receive`; an upload at the
     server, :meth:`_serve`; or a pull, :meth:`_fold`), then sends what is due (an upload or
     downloads, on a communication step) or decides the acting client's next pull
-    (:meth:`_choose`). A learner sets ``_zeros`` (B, N, message floats) in its ``reset`` and
-    calls :meth:`_start`."""
+    (:meth:`_choose`). A learner calls :meth:`_start` in its ``reset``. It also keeps the
+    staleness of its decisions (:meth:`staleness`)."""
 
     event_time = ("clock",)  # it needs one: one client acts per event
     _zeros: np.ndarray
 
-    def _start(self, num_runs: int, num_agents: int, size: int) -> None:
+    def _start(self, num_runs: int, num_agents: int, size: int, horizon: int) -> None:
         self._zeros = np.zeros((num_runs, num_agents, size))
         self._zeros.flags.writeable = False
+        self._last_download = np.zeros((num_runs, num_agents), dtype=np.int64)  # its pull count
+        self._age_sum = np.zeros(num_runs)
+        self._decisions = np.zeros(num_runs, dtype=np.int64)
+        self._horizon = horizon
         self._uploader = np.full(num_runs, -1, dtype=np.int64)  # who uploaded at the last step
         self._pushed = np.zeros((num_runs, num_agents), dtype=bool)  # the last step's downloads
         self._context: np.ndarray | None = None
@@ -139,6 +143,8 @@ class AsyncEventTeam(TeamPolicy):
         if obs.step > 0:
             if self._pushed.any():
                 self._receive(obs.deliveries[DOWN])
+                got = self._pushed & obs.deliveries[DOWN].received
+                self._last_download = np.where(got, obs.pulls[:, None], self._last_download)
             uploaded = (self._uploader >= 0) & (obs.deliveries[UP].count > 0)  # a live run's
             if uploaded.any():
                 down_send, down_payload = self._serve(obs.deliveries[UP], uploaded)
@@ -149,11 +155,26 @@ class AsyncEventTeam(TeamPolicy):
         self._pushed = down_send
         talking = up_send.any(axis=1) | down_send.any(axis=1)
         self._context = obs.context
+        self._age(obs, ~talking & (obs.pulls < self._horizon))  # a finished run decides none
         return TeamAction(
             self._choose(obs),
             {UP: (up_send, up_payload), DOWN: (down_send, down_payload)},
             ~talking if talking.any() else None,
         )
+
+    def _age(self, obs: VecObservation, deciding: np.ndarray) -> None:
+        """Staleness: at each decision, the events (pulls) since the acting client's last
+        download (since the run's start if it never had one), summed per run."""
+        c = obs.active.argmax(axis=1)
+        age = obs.pulls - self._last_download[np.arange(len(c)), c]
+        self._age_sum += np.where(deciding, age, 0)
+        self._decisions += deciding
+
+    def staleness(self) -> np.ndarray:
+        """(B,) the mean over the run's decisions of the events since the acting client's last
+        download (docs/async-linear.md, "Staleness"); NaN before any decision."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self._age_sum / self._decisions
 
     def _receive(self, down: Any) -> None:
         """The server's downloads that arrived, into the clients' statistics."""

@@ -106,12 +106,13 @@ class AsyncLinUCBConfig:
 
 @dataclass(frozen=True)
 class AsyncLinParams:
-    """What Async-LinUCB reads at run time: N, K, d, ln gamma_U, ln gamma_D and the
-    configuration."""
+    """What Async-LinUCB reads at run time: N, K, d, the horizon T, ln gamma_U, ln gamma_D and
+    the configuration."""
 
     num_agents: int
     num_arms: int
     dim: int
+    horizon: int
     log_gamma_u: float
     log_gamma_d: float
     config: AsyncLinUCBConfig
@@ -128,8 +129,8 @@ def async_lin_params(config: AsyncLinUCBConfig, facts: FederationFacts) -> Async
     ``make_params`` call it."""
     d = check_linear(AGENT_ID, facts)
     check_async_federation(AGENT_ID, facts, stats_size(d), stats_size(d))
-    return AsyncLinParams(facts.num_agents, facts.num_arms, d, log_threshold(config.gamma_u),
-                          log_threshold(config.gamma_d), config)  # fmt: skip
+    return AsyncLinParams(facts.num_agents, facts.num_arms, d, facts.horizon,
+                          log_threshold(config.gamma_u), log_threshold(config.gamma_d), config)  # fmt: skip
 
 
 class AsyncLinUCB(AsyncEventTeam):
@@ -174,7 +175,7 @@ class AsyncLinUCB(AsyncEventTeam):
         self.uploads = np.zeros(B, dtype=np.int64)
         self.downloads = np.zeros(B, dtype=np.int64)
         self._eye = lam * np.eye(d)
-        self._start(B, N, stats_size(d))
+        self._start(B, N, stats_size(d), p.horizon)
 
     # ------------------------------------------------------------------ event
     def _choose(self, obs: VecObservation) -> np.ndarray:

@@ -84,11 +84,13 @@ class FedLinUCBAsyncConfig:
 
 @dataclass(frozen=True)
 class FedLinAsyncParams:
-    """What FedLinUCB reads at run time: M, K, d, ln(1 + alpha) and the configuration."""
+    """What FedLinUCB reads at run time: M, K, d, the horizon T, ln(1 + alpha) and the
+    configuration."""
 
     num_agents: int
     num_arms: int
     dim: int
+    horizon: int
     log_ratio: float
     config: FedLinUCBAsyncConfig
 
@@ -104,7 +106,7 @@ def fed_lin_async_params(config: FedLinUCBAsyncConfig, facts: FederationFacts) -
     ``make_params`` call it."""
     d = check_linear(AGENT_ID, facts)
     check_async_federation(AGENT_ID, facts, stats_size(d), stats_size(d))
-    return FedLinAsyncParams(facts.num_agents, facts.num_arms, d,
+    return FedLinAsyncParams(facts.num_agents, facts.num_arms, d, facts.horizon,
                              log_threshold(1.0 + config.alpha), config)  # fmt: skip
 
 
@@ -140,7 +142,7 @@ class FedLinUCBAsync(AsyncEventTeam):
         self.logdet_all = self.logdet.copy()  # ln det(Phi + Phi_loc)
         self.Phi_ser, self.u_ser = np.broadcast_to(eye, (B, d, d)).copy(), np.zeros((B, d))
         self.exchanges = np.zeros(B, dtype=np.int64)
-        self._start(B, N, stats_size(d))
+        self._start(B, N, stats_size(d), p.horizon)
 
     # ------------------------------------------------------------------ event
     def _choose(self, obs: VecObservation) -> np.ndarray:

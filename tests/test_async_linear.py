@@ -85,6 +85,7 @@ def plain_async_lin_ucb(clients, contexts, reward_of, gu, gd, lam=0.1, delta=0.1
     Ag, bg, ng = np.zeros((d, d)), np.zeros(d), 0.0
     Dj = {}
     arms, uploads, downloads = [], 0, 0
+    last, ages = {}, []  # a client's last download (the pull count after that event)
 
     def logdet(M):
         return np.linalg.slogdet(M)[1]
@@ -98,6 +99,7 @@ def plain_async_lin_ucb(clients, contexts, reward_of, gu, gd, lam=0.1, delta=0.1
             dA[i], db[i], dn[i] = np.zeros((d, d)), np.zeros(d), 0.0
             refresh_of(i)
             Dj[i] = (Ag.copy(), bg.copy(), ng)
+        ages.append(t - last.get(i, 0))
         V_inv, bb, nn = dec[i]
         theta = V_inv @ bb
         width = R * math.sqrt(d * math.log(1 + nn / (d * lam)) + 2 * math.log(1 / delta))
@@ -122,10 +124,12 @@ def plain_async_lin_ucb(clients, contexts, reward_of, gu, gd, lam=0.1, delta=0.1
             for j in sorted(Dj):
                 if passes(logdet(Ag + eye), logdet(Ag - Dj[j][0] + eye), gd):
                     downloads += 1
+                    last[j] = t + 1
                     A[j], b[j], n[j] = A[j] + Dj[j][0], b[j] + Dj[j][1], n[j] + Dj[j][2]
                     Dj[j] = (np.zeros((d, d)), np.zeros(d), 0.0)
                     if refresh == "on_receive":
                         refresh_of(j)
+    plain_async_lin_ucb.staleness = float(np.mean(ages))
     return np.array(arms), uploads, downloads
 
 
@@ -137,7 +141,9 @@ def plain_fed_lin_ucb(clients, contexts, reward_of, alpha, beta=0.5, lam=1.0, us
     Phi, u, loc, uloc = {}, {}, {}, {}
     Phi_ser, u_ser = eye.copy(), np.zeros(d)
     arms, exchanges = [], 0
+    last, ages = {}, []
     for t, m in enumerate(clients):
+        ages.append(t - last.get(m, 0))
         if m not in Phi:
             Phi[m], u[m], loc[m], uloc[m] = eye.copy(), np.zeros(d), np.zeros((d, d)), np.zeros(d)
         V = Phi[m] + loc[m] if use_local else Phi[m]
@@ -153,9 +159,11 @@ def plain_fed_lin_ucb(clients, contexts, reward_of, alpha, beta=0.5, lam=1.0, us
             break
         if passes(np.linalg.slogdet(Phi[m] + loc[m])[1], np.linalg.slogdet(Phi[m])[1], 1 + alpha):
             exchanges += 1
+            last[m] = t + 1
             Phi_ser, u_ser = Phi_ser + loc[m], u_ser + uloc[m]
             Phi[m], u[m] = Phi_ser.copy(), u_ser.copy()
             loc[m], uloc[m] = np.zeros((d, d)), np.zeros(d)
+    plain_fed_lin_ucb.staleness = float(np.mean(ages))
     return np.array(arms), exchanges
 
 
@@ -184,6 +192,7 @@ def test_async_lin_ucb_equals_the_plain_loop_on_the_same_rewards(gamma, refresh)
         )
         np.testing.assert_array_equal(arms, run["arm"])
         assert (policy.uploads[b], policy.downloads[b]) == (uploads, downloads)
+        assert policy.staleness()[b] == pytest.approx(plain_async_lin_ucb.staleness, rel=1e-12)
         assert messages_of(venv, b) == uploads + downloads and uploads > 0 and downloads > 0
         floats = venv.engine.ledger.total.floats[b, AGENT_SERVER]
         assert floats == (uploads + downloads) * (D * D + D + 1)
@@ -199,6 +208,7 @@ def test_a1_infinite_gammas_are_independent_linucbs_without_a_message():
         )
         np.testing.assert_array_equal(arms, run["arm"])
         assert uploads == downloads == messages_of(venv, b) == 0
+    np.testing.assert_array_equal(policy.staleness(), (200 - 1) / 2)  # never downloaded: t at t
     assert pushed.sum() == 0 and venv.engine.step_count == 200  # no communication step
 
 
@@ -243,6 +253,7 @@ def test_fed_lin_ucb_async_equals_the_plain_loop_on_the_same_rewards():
             )
             np.testing.assert_array_equal(arms, run["arm"])
             assert policy.exchanges[b] == exchanges > 0
+            assert policy.staleness()[b] == pytest.approx(plain_fed_lin_ucb.staleness, rel=1e-12)
             assert messages_of(venv, b) == 2 * exchanges  # one upload, one download
 
 
@@ -361,3 +372,31 @@ def test_the_docs_example_runs_and_both_learners_communicate():
     for name in ("li_wang", "he"):
         result = namespace[name]
         assert result.messages.sum() > 0 and np.isfinite(result.final_regret_network).all()
+
+
+def test_staleness_is_a_row_diagnostic_and_a_column_of_the_tables(tmp_path):
+    """evaluate keeps each run's staleness; the store keeps it in the row's flags (checked as
+    data); the leaderboard shows it in a column of its own, only where a learner reports it,
+    and never as a warning."""
+    from fedbandit_env.bench.flags import check_flags, entry_flags, format_flags, result_flags
+    from fedbandit_env.bench.leaderboard import build, to_markdown
+    from fedbandit_env.bench.store import ResultsStore, rows_from_result
+    from fedbandit_env.bench.suites import Cell
+
+    kw = env_kwargs(AsyncLinUCB(), horizon=120)
+    res = evaluate(LINEAR, "async_lin_ucb", runs=2, env_kwargs=kw)
+    assert res.staleness.shape == (2,) and (res.staleness > 0).all()
+    flags = result_flags(res)
+    assert [f["staleness"] for f in flags] == list(res.staleness)
+    assert format_flags(entry_flags(flags)) == "—"  # a diagnostic, not a warning
+    with pytest.raises(ValueError, match=r"row.staleness: expected a number >= 0"):
+        check_flags({"staleness": -1.0}, "row", ValueError)
+    assert evaluate(LINEAR, "linucb", runs=2, env_kwargs=kw).staleness is None
+    store = ResultsStore(tmp_path / "s.db")
+    for agent in ("async_lin_ucb", "linucb"):
+        cell = Cell(LINEAR, agent, 120, 2, {k: v for k, v in kw.items() if k != "horizon"})
+        store.append(rows_from_result(cell, "async", evaluate(LINEAR, agent, runs=2,
+                                                                env_kwargs=kw)))  # fmt: skip
+    table = to_markdown(build(store.rows()))
+    assert "| staleness (events) |" in table and f"| {res.staleness.mean():.1f} |" in table
+    assert table.count("| — |") >= 1  # linucb reports none

@@ -1,6 +1,7 @@
 """The JAX ports of Async-LinUCB and FedLinUCB (agents/jax/async_lin_ucb.py,
 agents/jax/fed_lin_ucb_async.py; docs/async-linear.md) against their numpy learners: mean
-regret, messages and floats within 3 standard errors over 100 runs under a uniform event clock;
+regret, messages, floats and staleness within 3 standard errors over 100 runs under a uniform
+event clock;
 the structural cases exactly (gamma = inf and alpha = inf send nothing and take no communication
 step); ``act`` under ``jit`` and ``vmap`` (same key, same
 bits); the refusals on JAX. (F5, no push to a client that never acts, is checked on numpy,
@@ -41,8 +42,16 @@ RUNS = 100
 def test_the_ports_agree_with_numpy(agent, kwargs):
     ref, out = agreement(LINEAR, agent, BASE, kwargs, runs=RUNS, exact_messages=False)
     assert ref.messages.sum() > 0 and out.messages.sum() > 0
+    a, b = ref.staleness, out_staleness(agent, kwargs, out)  # events since the last download
+    se = math.sqrt(a.var(ddof=1) / RUNS + b.var(ddof=1) / RUNS)
+    assert abs(a.mean() - b.mean()) <= 3 * se, ("staleness", a.mean(), b.mean(), se)
     steps = out.engine_steps - BASE["horizon"]  # the communication steps of the events
     assert (steps > 0).all() and (steps <= 2 * out.messages.sum(axis=1)).all()
+
+
+def out_staleness(agent, kwargs, out):
+    """The JAX rollout's staleness per run, read from its final learner states."""
+    return fj.make_jax_agent(agent, **kwargs).staleness(out.learner_state)
 
 
 def env_of(learner, **kw):

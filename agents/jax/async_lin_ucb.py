@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from agents.async_common import DOWN, UP, async_channel_spec, pack, ratio_fires, unpack
 from agents.async_lin_ucb import (
@@ -90,6 +91,9 @@ class AsyncLinUCBState(NamedTuple):
     uploads: jnp.ndarray
     downloads: jnp.ndarray
     context: jnp.ndarray
+    last_download: jnp.ndarray
+    age_sum: jnp.ndarray
+    decisions: jnp.ndarray
 
 
 def ridge(A: jnp.ndarray, lam: float) -> jnp.ndarray:
@@ -107,6 +111,23 @@ def ucb_arm(context, A, b, width, lam: float):
     theta = triangular_solve(chol, zb, transpose=True)[:, 0]
     quad = (zx * zx).sum(axis=0)
     return argmax_first_near_ties(context @ theta + width * jnp.sqrt(jnp.maximum(quad, 0.0)))
+
+
+def aged(s: Any, obs: Observation, got, deciding, c, horizon: int) -> dict[str, Any]:
+    """Staleness (numpy: :meth:`agents.async_common.AsyncEventTeam.staleness`): the clients
+    that got a download restart their age at this pull count; a decision of a live run adds the
+    acting client ``c``'s age (events since its last download)."""
+    last = jnp.where(got, obs.pulls, s.last_download).astype(jnp.int32)
+    deciding = deciding & (obs.pulls < horizon)
+    age = (obs.pulls - last[c]).astype(jnp.float32)
+    return {"last_download": last, "age_sum": s.age_sum + jnp.where(deciding, age, 0.0),
+            "decisions": s.decisions + deciding.astype(jnp.int32)}  # fmt: skip
+
+
+def mean_staleness(state: Any) -> np.ndarray:
+    """(runs,) the mean staleness of a batch's final states (NaN before any decision)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(state.age_sum, np.float64) / np.asarray(state.decisions)
 
 
 class AsyncLinUCB:
@@ -127,6 +148,10 @@ class AsyncLinUCB:
         d = config.linear.dim if config.linear is not None else 1
         return async_channel_spec(stats_size(d), stats_size(d))
 
+    def staleness(self, state: AsyncLinUCBState) -> np.ndarray:
+        """(runs,) the mean events since the acting client's last download at its decisions."""
+        return mean_staleness(state)
+
     def make_params(self, facts: FederationFacts) -> AsyncLinParams:
         """:func:`agents.async_lin_ucb.async_lin_params` (the checks of the facts)."""
         return async_lin_params(self.config, facts)
@@ -143,6 +168,7 @@ class AsyncLinUCB:
             uploader=jnp.full((), -1, jnp.int32), pushed=jnp.zeros(n, bool),
             uploads=jnp.zeros((), jnp.int32), downloads=jnp.zeros((), jnp.int32),
             context=zeros(n, params.num_arms, d),
+            last_download=jnp.zeros(n, jnp.int32), age_sum=zeros(), decisions=jnp.zeros((), jnp.int32),
         )  # fmt: skip
 
     # -------------------------------------------------------------- the event
@@ -163,7 +189,8 @@ class AsyncLinUCB:
         arm = ucb_arm(obs.context[c], s.A_dec[c], s.b_dec[c], width, p.config.lam)
         arms = jnp.zeros(p.num_agents, jnp.int32).at[c].set(arm.astype(jnp.int32))
         s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
-                       pushed=down_send, context=obs.context)  # fmt: skip
+                       pushed=down_send, context=obs.context,
+                       **aged(s, obs, got, ~talking, c, p.horizon))  # fmt: skip
         messages = {UP: (up_send, up_payload), DOWN: (down_send, down_payload)}
         return Action(arms, messages, ~talking), s
 

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from agents.async_common import DOWN, UP, async_channel_spec, pack, ratio_fires, unpack
 from agents.fed_lin_ucb_async import (
@@ -37,7 +38,7 @@ from agents.fed_lin_ucb_async import (
     fed_lin_async_params,
     stats_size,
 )
-from agents.jax.async_lin_ucb import ucb_arm
+from agents.jax.async_lin_ucb import aged, mean_staleness, ucb_arm
 from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.linear_kernels import cholesky, logdet_over
 from fedbandit_env.jax.types import PULL, Action, Observation
@@ -59,6 +60,9 @@ class FedLinUCBAsyncState(NamedTuple):
     pushed: jnp.ndarray
     exchanges: jnp.ndarray
     context: jnp.ndarray
+    last_download: jnp.ndarray
+    age_sum: jnp.ndarray
+    decisions: jnp.ndarray
 
 
 class FedLinUCBAsync:
@@ -78,6 +82,10 @@ class FedLinUCBAsync:
         d = config.linear.dim if config.linear is not None else 1
         return async_channel_spec(stats_size(d), stats_size(d))
 
+    def staleness(self, state: FedLinUCBAsyncState) -> np.ndarray:
+        """(runs,) the mean events since the acting client's last download at its decisions."""
+        return mean_staleness(state)
+
     def make_params(self, facts: FederationFacts) -> FedLinAsyncParams:
         """:func:`agents.fed_lin_ucb_async.fed_lin_async_params` (the checks of the facts)."""
         return fed_lin_async_params(self.config, facts)
@@ -92,6 +100,7 @@ class FedLinUCBAsync:
             u_loc=zeros(n, d), logdet=zeros(n), Phi_ser=eye, u_ser=zeros(d),
             uploader=jnp.full((), -1, jnp.int32), pushed=jnp.zeros(n, bool),
             exchanges=jnp.zeros((), jnp.int32), context=zeros(n, params.num_arms, d),
+            last_download=jnp.zeros(n, jnp.int32), age_sum=zeros(), decisions=jnp.zeros((), jnp.int32),
         )  # fmt: skip
 
     def act(self, key: jax.Array, state: FedLinUCBAsyncState, obs: Observation,
@@ -119,7 +128,8 @@ class FedLinUCBAsync:
         arms = jnp.zeros(n, jnp.int32).at[c].set(arm.astype(jnp.int32))
         talking = up_send.any() | down_send.any()
         s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
-                       pushed=down_send, context=obs.context)  # fmt: skip
+                       pushed=down_send, context=obs.context,
+                       **aged(s, obs, got, ~talking, c, p.horizon))  # fmt: skip
         return Action(arms, {UP: (up_send, up_payload), DOWN: (down_send, down_payload)},
                       ~talking), s  # fmt: skip
 

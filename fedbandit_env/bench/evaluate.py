@@ -74,6 +74,7 @@ class EvalResult:
     epsilon_per_release: float | None = None  # privacy wrapper: epsilon of one release
     epsilon_composed: np.ndarray | None = None  # privacy wrapper: (runs,) composed over the run
     clipped_fraction: np.ndarray | None = None  # privacy wrapper: (runs,) payload coords clipped
+    staleness: np.ndarray | None = None  # (runs,) events since the acting client's last download
     compile_time: float = 0.0  # JAX backend: seconds of compiling, included in wall_time
 
     @property
@@ -153,6 +154,8 @@ class EvalResult:
             out["epsilon_per_release"] = self.epsilon_per_release
             out["epsilon_composed"] = _json_epsilon(float(self.epsilon_composed.max()))
             out["clipped_fraction"] = float(self.clipped_fraction.mean())
+        if self.staleness is not None:
+            out["staleness"] = float(np.nanmean(self.staleness))
         return out
 
     def _honest_summary(self) -> dict[str, float]:
@@ -531,8 +534,19 @@ def evaluate(
         roles=getattr(reset_info, "roles", None),
         nan_index_steps=watch.nan_steps if watch.seen else None,
         notes=learner_notes(policy),
+        staleness=learner_staleness(policy),
         **wrapper,
     )
+
+
+def learner_staleness(policy: Any, state: Any = None) -> np.ndarray | None:
+    """(runs,) the learner's staleness diagnostic (docs/bench.md, "Flags"): a numpy learner's
+    ``staleness()`` after the run, a JAX learner's ``staleness(final state)``; None for a
+    learner without one."""
+    method = getattr(policy, "staleness", None)
+    if not callable(method):
+        return None
+    return np.asarray(method() if state is None else method(state), np.float64)
 
 
 def learner_notes(policy: Any, params: Any = None) -> tuple[str, ...]:
@@ -618,6 +632,7 @@ def _evaluate_jax(
         roles=result.roles,
         nan_index_steps=result.nan_index_steps,
         notes=learner_notes(learner, result.params),
+        staleness=learner_staleness(learner, result.learner_state),
         compile_time=result.compile_time,
     )
 

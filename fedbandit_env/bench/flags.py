@@ -8,6 +8,9 @@ A row's ``flags`` column is a JSON object with any of:
   helpers (nothing was watched, which is not "none");
 * ``notes`` (list of str): the learner's own notes on its setting (``TeamPolicy.notes``, e.g.
   ``"f = 1 < 2 Byzantine"``: a robustness parameter below the environment's declared bound);
+* ``staleness`` (a number >= 0): a learner's diagnostic, not a warning: the mean over the
+  run's decisions of the events since the acting client's last download (the asynchronous
+  learners, docs/async-linear.md); the tables show it in a column of its own;
 * under the privacy wrapper: ``epsilon_per_release`` (the epsilon of one release the user asked
   for, the largest over the wrapped channels), ``epsilon_composed`` (the composed epsilon over
   the run, the largest over its agents: what the ``epsilon`` column holds) and
@@ -31,7 +34,8 @@ import numpy as np
 
 CLIP_WARNING = 0.01
 """A wrapped run warns when more than this fraction of its payload coordinates was clipped."""
-KEYS = ("nan_index_steps", "notes", "epsilon_per_release", "epsilon_composed", "clipped_fraction")
+KEYS = ("nan_index_steps", "notes", "epsilon_per_release", "epsilon_composed", "clipped_fraction",
+        "staleness")
 MAX_NOTES = 16
 MAX_NOTE = 200
 
@@ -49,6 +53,9 @@ def result_flags(result: Any) -> list[dict[str, Any]]:
             flags["epsilon_per_release"] = float(result.epsilon_per_release)
             flags["epsilon_composed"] = _json_float(float(result.epsilon_composed[r]))
             flags["clipped_fraction"] = float(result.clipped_fraction[r])
+        staleness = getattr(result, "staleness", None)
+        if staleness is not None and math.isfinite(float(staleness[r])):
+            flags["staleness"] = float(staleness[r])
         out.append(flags)
     return out
 
@@ -91,6 +98,11 @@ def check_flags(flags: Any, place: str, error: type[Exception]) -> dict[str, Any
             )
             if not ok:
                 raise error(f"{place}.{key}: expected a number >= 0 or 'inf', got {value!r}"[:300])
+    if "staleness" in flags:
+        value = flags["staleness"]
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or value < 0:
+            raise error(f"{place}.staleness: expected a number >= 0, got {value!r}"[:300])
     if "clipped_fraction" in flags:
         value = flags["clipped_fraction"]
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
@@ -103,8 +115,9 @@ def check_flags(flags: Any, place: str, error: type[Exception]) -> dict[str, Any
 @dataclass(frozen=True)
 class EntryFlags:
     """The flags of one leaderboard entry: NaN steps summed over its runs and the runs with
-    any (None when no run was watched), the learner's notes, and under the wrapper the
-    per-release epsilon and the mean clipped fraction."""
+    any (None when no run was watched), the learner's notes, under the wrapper the
+    per-release epsilon and the mean clipped fraction, and the mean staleness of a learner that
+    reports one."""
 
     nan_steps: int | None = None
     nan_runs: int = 0
@@ -112,6 +125,7 @@ class EntryFlags:
     notes: tuple[str, ...] = ()
     epsilon_per_release: float | None = None
     clipped_fraction: float | None = None
+    staleness: float | None = None  # a diagnostic (its own column), never a warning
 
     @property
     def any(self) -> bool:
@@ -129,6 +143,7 @@ def entry_flags(flags: Sequence[dict[str, Any]]) -> EntryFlags:
         notes += [n for n in f.get("notes", []) if n not in notes]
     released = [f["epsilon_per_release"] for f in flags if "epsilon_per_release" in f]
     clipped = [f["clipped_fraction"] for f in flags if "clipped_fraction" in f]
+    stale = [f["staleness"] for f in flags if "staleness" in f]
     return EntryFlags(
         nan_steps=int(sum(watched)) if watched else None,
         nan_runs=sum(1 for s in watched if s > 0),
@@ -136,6 +151,7 @@ def entry_flags(flags: Sequence[dict[str, Any]]) -> EntryFlags:
         notes=tuple(notes),
         epsilon_per_release=float(max(released)) if released else None,
         clipped_fraction=float(np.mean(clipped)) if clipped else None,
+        staleness=float(np.mean(stale)) if stale else None,
     )
 
 

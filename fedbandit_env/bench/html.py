@@ -15,6 +15,7 @@ from pathlib import Path
 from fedbandit_env.bench.figures import CurveChoice, by_environment
 from fedbandit_env.bench.leaderboard import (
     ROBUST_HEADERS,
+    STALENESS_HEADER,
     Entry,
     display_label,
     env_title,
@@ -29,6 +30,8 @@ from fedbandit_env.bench.leaderboard import (
     shows_backend,
     shows_flags,
     shows_robust,
+    shows_staleness,
+    staleness_cell,
 )
 from fedbandit_env.bench.plotting import pyplot
 
@@ -80,6 +83,9 @@ def _table(entries: list[Entry]) -> str:
     robust = shows_robust(entries)
     if robust:
         cols.extend(ROBUST_HEADERS)
+    stale = shows_staleness(entries)
+    if stale:
+        cols.append(STALENESS_HEADER)
     flagged = shows_flags(entries)
     if flagged:
         cols.append("flags")
@@ -103,6 +109,7 @@ def _table(entries: list[Entry]) -> str:
             f"<td>{html.escape(format_paired(e))}</td>"
             + (_audit_cell(e) if audited else "")
             + ("".join(f"<td>{html.escape(c)}</td>" for c in robust_cells(e)) if robust else "")
+            + (f"<td>{staleness_cell(e)}</td>" if stale else "")
             + (_flag_cell(e) if flagged else "")
             + "</tr>"
         )

@@ -227,6 +227,26 @@ honest-mean regret over the same learner's regret with no adversary, the paired 
 ``silent`` on the same seeds, and the cooperation ratio R_UCB1 / R_H."""
 
 
+STALENESS_HEADER = "staleness (events)"
+STALENESS_LEGEND = (
+    "staleness (events): mean over the run's decisions of the events (pulls) since the acting "
+    "client last received a download from the server (the asynchronous learners; —: the "
+    "learner reports none)"
+)
+
+
+def shows_staleness(table: list[Entry]) -> bool:
+    """Whether a table gets the staleness column: some entry's learner reports its staleness
+    (the asynchronous learners; docs/bench.md, "Flags")."""
+    return any(e.flags is not None and e.flags.staleness is not None for e in table)
+
+
+def staleness_cell(entry: Entry) -> str:
+    """The mean events since the acting client's last download, or ``—``."""
+    value = None if entry.flags is None else entry.flags.staleness
+    return "—" if value is None else f"{value:.1f}"
+
+
 def shows_flags(table: list[Entry]) -> bool:
     """Whether a table gets the ``flags`` column: some entry has something flagged (NaN
     indices, a learner's note, heavy clipping)."""
@@ -448,6 +468,7 @@ def to_markdown(entries: list[Entry]) -> str:
         backend = shows_backend(env_entries)
         robust = shows_robust(env_entries)
         flagged = shows_flags(env_entries)
+        stale = shows_staleness(env_entries)
         out.append(
             "| rank | learner |" + (" backend |" if backend else "")
             + f" runs | final regret / agent | 95% CI | "
@@ -455,11 +476,13 @@ def to_markdown(entries: list[Entry]) -> str:
             + f" {paired_header(escape_markdown(env_entries[0].baseline))} |"
             + (" audited ε (95%) |" if audited else "")
             + ("".join(f" {h} |" for h in ROBUST_HEADERS) if robust else "")
+            + (f" {STALENESS_HEADER} |" if stale else "")
             + (" flags |" if flagged else "")
         )  # fmt: skip
         out.append("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if backend else "")
                    + ("---|" if audited else "")
                    + ("---|" * len(ROBUST_HEADERS) if robust else "")
+                   + ("---|" if stale else "")
                    + ("---|" if flagged else ""))  # fmt: skip
         for e in sorted(env_entries, key=lambda x: x.rank):
             norm = "—" if e.normalized is None else f"{e.normalized:.2f}"
@@ -474,10 +497,13 @@ def to_markdown(entries: list[Entry]) -> str:
                 + f" {format_paired(e)} |"
                 + (f" {format_audit(e.audit)} |" if audited else "")
                 + ("".join(f" {c} |" for c in robust_cells(e)) if robust else "")
+                + (f" {staleness_cell(e)} |" if stale else "")
                 + (f" {flag_cell(e)} |" if flagged else "")
             )
         out.append("")
         out.append(f"*{escape_markdown(legend(env_entries[0].baseline))}*")
+        if stale:
+            out.append(f"\n*{escape_markdown(STALENESS_LEGEND)}*")
         out.append("")
     summary = robust_markdown(entries)
     if summary:
@@ -515,15 +541,17 @@ def to_latex(entries: list[Entry]) -> str:
         base = escape_latex(env_entries[0].baseline)
         backend = shows_backend(env_entries)
         flagged = shows_flags(env_entries)
+        stale = shows_staleness(env_entries)
         out += [
             f"% {escape_latex(env_title(env_key))}",
             r"\begin{tabular}{rl" + ("l" if backend else "") + "rrlrrrll"
-            + ("l" if flagged else "") + "}",
+            + ("r" if stale else "") + ("l" if flagged else "") + "}",
             r"\toprule",
             "rank & learner & "
             + ("backend & " if backend else "")
             + f"runs & final regret / agent & 95\\% CI & vs {base} & messages & "
             r"floats & privacy $\varepsilon$" + f" & {paired_header(base, latex=True)} "
+            + (f"& {STALENESS_HEADER} " if stale else "")
             + ("& flags " if flagged else "") + r"\\",
             r"\midrule",
         ]  # fmt: skip
@@ -554,6 +582,7 @@ def to_latex(entries: list[Entry]) -> str:
                 f"{cell(f'{e.floats:,.0f}', 'floats', i)} & "
                 f"{cell(eps or format_epsilon(e.epsilon), 'eps', i)}"
                 + f" & {format_paired(e, minus='$-$', none='--')}"
+                + (f" & {staleness_cell(e).replace('—', '--')}" if stale else "")
                 + (f" & {escape_latex(format_flags(e.flags)).replace('—', '--')}" if flagged else "")
                 + " \\\\"
             )
