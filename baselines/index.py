@@ -92,7 +92,7 @@ class IndexPolicy(TeamPolicy):
     checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
 
     shared: ClassVar[bool] = False
-    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay")  # shared variants: ()
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency")  # shared: latency
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -112,7 +112,7 @@ class IndexPolicy(TeamPolicy):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
-            cls.event_time = ()
+            cls.event_time = ("latency",)  # the neighbours' latest statistics, however old
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         config = getattr(self, "config", None)

@@ -43,7 +43,7 @@ class LinUCB(TeamPolicy):
     """Independent OFUL per agent (see the module docstring)."""
 
     agent_id = "linucb"
-    event_time = ("clock",)  # a client that did not pull adds a zero row: nothing
+    event_time = ("clock", "latency")  # a client that did not pull adds nothing; no message
 
     def __init__(
         self,

@@ -41,6 +41,7 @@ class ForgettingUCB(TeamPolicy):
     :meth:`start`, and the pull of an arm of maximal index (:meth:`pull`)."""
 
     version = 1
+    event_time = ("latency",)  # it sends nothing
     params: ForgettingParams
 
     def channel_spec(self, config: EnvConfig) -> None:

@@ -31,6 +31,7 @@ class CentralizedUCB1(TeamPolicy):
     """UCB1 on the statistics pooled over all agents (an oracle; see the module docstring)."""
 
     agent_id = "centralized_ucb1"
+    event_time = ("latency",)  # it pools the batched observation, no message
 
     def __init__(self, scale: float = 1.0):
         self.config = CentralizedUCB1Config(self.agent_id, scale)

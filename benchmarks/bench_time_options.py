@@ -8,7 +8,9 @@ existed (tests/test_drift.py and the reference file check the bits; this measure
 
 An event clock makes one pull per engine step where lock-step makes N, at the same horizon T
 (T rounds of N pulls against T events): its table gives the time per engine step and per pull
-against the plain run's; a reward delay's table, the time against the undelayed run.
+against the plain run's; a reward delay's table, the time against the undelayed run; a
+latency's table (``ucb1_shared`` on a ring, every agent sending to its two neighbours each
+step), the time against the run without latency and the messages in flight per run, L x 2N.
 
     python benchmarks/bench_time_options.py                 # numpy and JAX, CPU sizes
     python benchmarks/bench_time_options.py --runs 50 --horizon 500 --backends numpy
@@ -100,8 +102,9 @@ def main() -> None:
             for name in kws:
                 print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
             clock_table(title, env_id, learner, base, runs, backend, args.repeats)
-            if env_id == ENV:  # linucb refuses a delay (docs/time.md)
+            if env_id == ENV:  # linucb refuses a delay (docs/time.md); it sends no message
                 delay_table(title, env_id, learner, base, runs, backend, args.repeats)
+                latency_table(env_id, base, runs, backend, args.repeats)
 
 
 CLOCKS = {
@@ -137,6 +140,22 @@ def delay_table(title, env_id, learner, base, runs, backend, repeats) -> None:
     print("|---|---|---|")
     for name in kws:
         print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
+
+
+def latency_table(env_id, base, runs, backend, repeats) -> None:
+    """Fixed latencies against none (docs/time.md, "latency"): ``ucb1_shared`` on a ring of N
+    agents, 2N messages a step, so L x 2N messages in flight per run."""
+    ring = {k: v for k, v in base.items() if k != "channels"} | {"topology": "ring"}
+    kws = {"off": ring, **{f"{L} steps": {**ring, "latency": L} for L in (1, 10, 100)}}
+    best = best_of(env_id, "ucb1_shared", kws, runs, backend, repeats)
+    n = ring["num_agents"]
+    print(f"\nmulti-armed (N = {n}, ring), ucb1_shared, {backend}, {runs} runs x "
+          f"{ring['horizon']} steps: latency against off")  # fmt: skip
+    print("\n| latency | messages in flight per run | s | vs off |")
+    print("|---|---|---|---|")
+    for name, kw in kws.items():
+        flight = kw.get("latency", 0) * 2 * n
+        print(f"| {name} | {flight} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance, gaussian_clients
+from fedbandit_env.latency import latency_option
 from fedbandit_env.linear import LinearSpec, arms_option
 from fedbandit_env.network import CHANNEL_KINDS
 from fedbandit_env.rewards import RewardModel, make_reward_model
@@ -269,6 +270,8 @@ class EnvConfig:
     """Who pulls at an event (:mod:`fedbandit_env.clock`, docs/time.md); None: lock-step."""
     reward_delay: int | None = None
     """A reward's delay in pulls (:mod:`fedbandit_env.delay`, docs/time.md); None: none."""
+    latency: int | None = None
+    """Every message's added delay in engine steps (:mod:`fedbandit_env.latency`); None: none."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -341,6 +344,7 @@ def make_config(
     drift: Any = None,
     clock: Any = None,
     reward_delay: Any = None,
+    latency: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -364,7 +368,9 @@ def make_config(
     (:mod:`fedbandit_env.drift`, docs/time.md). ``clock``: None or ``"sync"`` (lock-step, the
     default) or an event clock, one client pulling per step (:mod:`fedbandit_env.clock`,
     docs/time.md). ``reward_delay``: None or 0 (the default) or a fixed delay d in pulls before
-    a reward reaches its agent (:mod:`fedbandit_env.delay`, docs/time.md)."""
+    a reward reaches its agent (:mod:`fedbandit_env.delay`, docs/time.md). ``latency``: None or 0
+    (the default) or a fixed delay L in engine steps added to every message
+    (:mod:`fedbandit_env.latency`, docs/time.md)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -400,8 +406,13 @@ def make_config(
     if delay is not None and adv is not None:
         raise ConfigError("reward_delay: a delay is not combined with adversary= yet (the "
                           "attacks read the pulls' rewards at once); use reward_delay=None")  # fmt: skip
+    lag = latency_option(latency, horizon=config.horizon)
+    if lag is not None and adv is not None:
+        raise ConfigError("latency: a latency is not combined with adversary= yet (the attacks "
+                          "and the robust learners assume the channels' own timing); use "
+                          "latency=None")  # fmt: skip
     return dataclasses.replace(config, max_communication_steps=limit, adversary=adv, drift=moving,
-                               clock=events, reward_delay=delay)  # fmt: skip
+                               clock=events, reward_delay=delay, latency=lag)  # fmt: skip
 
 
 def _drift(config: EnvConfig, value: Any) -> Drift | None:

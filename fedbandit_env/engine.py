@@ -24,6 +24,7 @@ from fedbandit_env.delay import DelayLine
 from fedbandit_env.drift import MeansDrift
 from fedbandit_env.errors import CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
+from fedbandit_env.latency import LatencyLine
 from fedbandit_env.network import Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.shapes import RunAgentContexts, RunAgentPayload, RunAgents, Runs
@@ -165,6 +166,8 @@ class Engine(StepChecks):
         network = self.streams("network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
+        lag = self.config.latency  # messages in flight (docs/time.md, "latency")
+        self.latency = LatencyLine(lag, self.channels) if lag else None
         self.ledger.reset()
         if self.adversary is not None:
             spec = self._attack_spec()
@@ -252,6 +255,8 @@ class Engine(StepChecks):
         if not live.all():  # finished runs send nothing
             sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
         deliveries = self._transmit(self.step_count, sends, self._check_excludes(messages or {}))
+        if self.latency is not None:  # what was sent ``latency`` engine steps ago
+            deliveries = self.latency.shift(deliveries)
         context = self.linear.context if self.linear is not None else None
         phase = np.where(pulling, PULL, COMMUNICATION)
         obs = VecObservation(self.step_count, self.last_arm, self.last_reward, deliveries,

@@ -53,6 +53,8 @@ class FederationFacts:
     protocol is public; the rates and draws of an event clock are not facts."""
     reward_delay: int = 0
     """The delay in pulls before a pull's reward reaches its agent (0: none; docs/time.md)."""
+    latency: int = 0
+    """The engine steps added to every message's delivery (0: none; docs/time.md)."""
 
     @property
     def max_degree(self) -> int:
@@ -77,6 +79,7 @@ class FederationFacts:
             byzantine_bound=byzantine_bound(config),
             clock="sync" if config.clock is None else config.clock.kind,
             reward_delay=config.reward_delay or 0,
+            latency=config.latency or 0,
         )
 
 
@@ -88,7 +91,7 @@ LOCK_STEP = (
 
 
 def check_event_time(policy: Any, facts: FederationFacts) -> None:
-    """Refuse, before the first step, an event clock or a reward delay that ``policy`` does not
+    """Refuse, before the first step, an event clock, a reward delay or a latency that ``policy`` does not
     declare in its ``event_time`` (docs/time.md, "What every learner does"): a ConfigError naming the learner,
     ``clock``, the accepted value and the learner's reason."""
     accepted = getattr(policy, "event_time", ())
@@ -101,6 +104,10 @@ def check_event_time(policy: Any, facts: FederationFacts) -> None:
         raise ConfigError(f"{name}: reward_delay: expected None (it reads each pull's reward in "
                           f"the pull's own observation), got {facts.reward_delay} pulls; the "
                           "learners that run with delayed rewards are listed in docs/time.md")  # fmt: skip
+    if facts.latency and "latency" not in accepted:
+        raise ConfigError(f"{name}: latency: expected None (it relies on the channels' own "
+                          f"timing), got {facts.latency} steps; the learners that run with a "
+                          "latency are listed in docs/time.md")  # fmt: skip
 
 
 def byzantine_bound(config: EnvConfig) -> int:

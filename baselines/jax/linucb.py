@@ -44,7 +44,7 @@ class LinUCB:
     """Independent OFUL per agent (port of :class:`baselines.linucb.LinUCB`)."""
 
     agent_id = "linucb"
-    event_time = ("clock",)  # a client that did not pull adds a zero row: nothing
+    event_time = ("clock", "latency")  # a client that did not pull adds nothing; no message
     version = 1
     privacy_epsilon = None
 

@@ -63,6 +63,7 @@ class ForgettingUCB:
 
     version = 1
     privacy_epsilon = None
+    event_time = ("latency",)  # it sends nothing (as numpy)
     agent_id: str
     config: DiscountedUCBConfig | SlidingWindowUCBConfig
 

@@ -45,7 +45,7 @@ class UniformRandom:
     no messages (params protocol: :func:`baselines.params.trivial_params`)."""
 
     agent_id = "uniform"
-    event_time = ("clock", "reward_delay")  # it reads no reward
+    event_time = ("clock", "reward_delay", "latency")  # it reads no reward and sends nothing
     version = 1
     privacy_epsilon = None
     floods = False
@@ -116,6 +116,7 @@ class CentralizedUCB1:
     agent_id = "centralized_ucb1"
     version = 1
     privacy_epsilon = None
+    event_time = ("latency",)  # it pools the batched observation, no message (as numpy)
 
     def __init__(self, scale: float = 1.0):
         self.config = CentralizedUCB1Config(self.agent_id, scale)

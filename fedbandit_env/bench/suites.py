@@ -853,7 +853,7 @@ SUITES["async"] = _open_suite(
         for env_id, kwargs, options in (
             ("FedBandit/Homogeneous-v0", QUICK_HOMOGENEOUS,
              ({"clock": "one_random"}, {"clock": STRAGGLERS}, {"reward_delay": 20},
-              {"drift": {"kind": "piecewise", "change_points": [400, 700]}})),
+              {"latency": 20}, {"drift": {"kind": "piecewise", "change_points": [400, 700]}})),
             ("FedBandit/LinearContextual-v0", ASYNC_LINEAR,
              ({"clock": "one_random"}, {"clock": STRAGGLERS})),
         )
@@ -862,7 +862,8 @@ SUITES["async"] = _open_suite(
     "Every registered learner that accepts the event-time option (docs/time.md), one option "
     "per block: a homogeneous ring of 5 agents with 5 arms (a new instance per seed) under one "
     "uniformly random client per event, Poisson clocks with a fifth of the clients ten times "
-    "slower, a reward delay of 20 pulls, and two change points of the means; a linear "
+    "slower, a reward delay of 20 pulls, a latency of 20 engine steps, and two change points of "
+    "the means; a linear "
     "contextual federation (10 clients, K = 10, d = 5, noise sd 0.1) under the two event clocks. "
     "5 seeds, T = 1000 (events under a clock).",
 )

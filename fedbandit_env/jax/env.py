@@ -137,6 +137,7 @@ class FedBanditJaxEnv:
         self.drift = config.drift
         self.clock = config.clock
         self.reward_delay = config.reward_delay
+        self.latency = config.latency
         self._theta = self._pool = None
         if self.linear is not None and config.instance_seed is not None:
             from fedbandit_env.linear import draw_pool, draw_theta
@@ -277,7 +278,10 @@ class FedBanditJaxEnv:
                 jnp.zeros((self.reward_delay, n), jnp.float32),
             ),
             pool=pool,
-        )
+            latency=None if self.latency is None else jax.tree.map(
+                lambda x: jnp.stack([x] * self.latency),
+                {name: ch.empty() for name, ch in self.channels.items()}),
+        )  # fmt: skip
         if self.adversary is not None:  # a key of its own: the instance draws do not move
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
             bad = jnp.array([BAD_PLACEMENT, 0, 0], jnp.int32)
@@ -358,6 +362,12 @@ class FedBanditJaxEnv:
         deliveries, channel_states, charge, error, attack_states = self._transmit(
             k_net, state, action.messages, live, error, adv
         )
+        ring = getattr(state, "latency", None)
+        if ring is not None:  # what was sent ``latency`` engine steps ago (docs/time.md)
+            slot = state.step % self.latency
+            deliveries, ring = (jax.tree.map(lambda buf: buf[slot], ring),
+                                jax.tree.map(lambda buf, new: buf.at[slot].set(new), ring,
+                                             deliveries))  # fmt: skip
         ledger = state.ledger
         ledger = Ledger(
             count_add(ledger.messages, charge.messages),
@@ -385,6 +395,7 @@ class FedBanditJaxEnv:
             clock=state.clock,
             delay=state.delay,
             pool=state.pool,
+            latency=ring,
         )
         if self.clock is not None:  # the pulling run's next event
             more = pulling & (state.pulls < self.horizon)

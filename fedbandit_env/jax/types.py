@@ -123,6 +123,7 @@ class EnvState(NamedTuple):
     clock: Any = None
     delay: Any = None  # a reward delay's line: (arms (d, N) int32, rewards (d, N) float32)
     pool: Any = None  # the linear family's pool of arms (P, d) with arms={"kind": "pool"}
+    latency: Any = None  # the deliveries in flight: each channel's record, stacked (L, ...)
 
 
 class ClockState(NamedTuple):
