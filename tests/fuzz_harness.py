@@ -185,6 +185,10 @@ LEARNER_ENVS = {
         "FedBandit/LinearContextual-v0",
         {"num_agents": 3, "num_arms": 3, "dim": 3, "clock": "one_random"},
     ),
+    "sync_lin_ucb": (
+        "FedBandit/LinearContextual-v0",
+        {"num_agents": 3, "num_arms": 3, "dim": 3, "clock": "one_random"},
+    ),
 }
 AGENT_PLAUSIBLE: dict[str, list[Any]] = {
     "epsilon": [0.5, 1.0, 2.0, np.float32(1.0), math.inf],
