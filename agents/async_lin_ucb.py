@@ -73,6 +73,13 @@ VERSION = 1  # results version (docs/bench.md)
 REFRESH = ("on_receive", "on_local_update")
 
 
+def channels_of(config: Any) -> dict[str, dict[str, Any]]:
+    """The two channels on an environment configuration (:func:`agents.async_common.
+    async_channel_spec`), messages of :func:`stats_size` floats."""
+    d = config.linear.dim if config.linear is not None else 1
+    return async_channel_spec(stats_size(d), stats_size(d))
+
+
 @dataclass(frozen=True)
 class AsyncLinUCBConfig:
     """``gamma_u``, ``gamma_d``: the upload and download determinant ratios (>= 1, ``inf``:
@@ -153,8 +160,7 @@ class AsyncLinUCB(AsyncEventTeam):
         self.config = AsyncLinUCBConfig(gamma_u, gamma_d, lam, delta, R, alpha, refresh)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        d = config.linear.dim if config.linear is not None else 1
-        return async_channel_spec(stats_size(d), stats_size(d))
+        return channels_of(config)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:

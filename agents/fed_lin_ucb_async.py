@@ -62,6 +62,13 @@ AGENT_ID = "fed_lin_ucb_async"
 VERSION = 1  # results version (docs/bench.md)
 
 
+def channels_of(config: Any) -> dict[str, dict[str, Any]]:
+    """The two channels on an environment configuration (:func:`agents.async_common.
+    async_channel_spec`), messages of :func:`stats_size` floats."""
+    d = config.linear.dim if config.linear is not None else 1
+    return async_channel_spec(stats_size(d), stats_size(d))
+
+
 @dataclass(frozen=True)
 class FedLinUCBAsyncConfig:
     """``alpha``: the determinant growth (1 + alpha) that triggers an exchange (> 0, ``inf``:
@@ -122,8 +129,7 @@ class FedLinUCBAsync(AsyncEventTeam):
         self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        d = config.linear.dim if config.linear is not None else 1
-        return async_channel_spec(stats_size(d), stats_size(d))
+        return channels_of(config)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:

@@ -30,13 +30,12 @@ import numpy as np
 
 from agents.async_common import (
     AsyncEventTeam,
-    async_channel_spec,
     check_async_federation,
     pack,
     ucb_scores,
     unpack,
 )
-from agents.async_lin_ucb import stats_size
+from agents.async_lin_ucb import channels_of, stats_size
 from agents.dislinucb import exploration_width
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
@@ -123,8 +122,7 @@ class SyncLinUCB(AsyncEventTeam):
         self.config = SyncLinUCBConfig(threshold, lam, delta, R, alpha)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        d = config.linear.dim if config.linear is not None else 1
-        return async_channel_spec(stats_size(d), stats_size(d))
+        return channels_of(config)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         """Empty statistics, buffers and server (:func:`sync_lin_params` checks the facts)."""

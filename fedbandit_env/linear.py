@@ -101,14 +101,28 @@ def arms_option(value: Any) -> Any:
     return ("pool", check_int("arms.size", value.get("size", 1000), minimum=1))
 
 
+def async_theta(kind: str, v: Any, xp: Any = np) -> Any:
+    """The asynchronous papers' theta* from a standard normal vector ``v`` (d,): on the half
+    sphere of positive coordinate sum (Li & Wang), or (1, ..., 1) / sqrt(d) whatever ``v`` (He
+    et al.); written once for both engines."""
+    if kind == "ones":
+        return xp.ones_like(v) / np.sqrt(v.shape[-1])
+    return xp.where(v.sum() < 0, -1.0, 1.0) * v / xp.linalg.norm(v)
+
+
+def unit_pool(z: Any, xp: Any = np) -> Any:
+    """Li & Wang's pool from standard normals ``z`` (P, d): coordinate k scaled to sd
+    sqrt((d - k)/d), then each row to unit length; written once for both engines."""
+    d = z.shape[-1]
+    z = z * np.sqrt((d - np.arange(d)) / d).astype(z.dtype)
+    return z / xp.linalg.norm(z, axis=-1, keepdims=True)
+
+
 def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
     """theta* of one run: uniform on the sphere, or in the ball with norm >= 0.8; on the half
     sphere of positive coordinate sum; or (1, ..., 1) / sqrt(d) (module docstring)."""
-    if spec.theta == "ones":
-        return np.full(spec.dim, 1.0 / np.sqrt(spec.dim))
-    if spec.theta == "half_sphere":
-        v = gen.standard_normal(spec.dim)
-        return np.sign(v.sum()) * v / np.linalg.norm(v)
+    if spec.theta in ("ones", "half_sphere"):
+        return async_theta(spec.theta, gen.standard_normal(spec.dim))
     while True:
         v = gen.standard_normal(spec.dim)
         v /= np.linalg.norm(v)
@@ -122,9 +136,7 @@ def draw_theta(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
 def draw_pool(spec: LinearSpec, gen: np.random.Generator) -> np.ndarray:
     """Li & Wang's pool (P, d) of one run: coordinate k ~ N(0, (d - k)/d), each row scaled to
     unit length."""
-    d = spec.dim
-    z = gen.standard_normal((spec.arms[1], d)) * np.sqrt((d - np.arange(d)) / d)
-    return z / np.linalg.norm(z, axis=1, keepdims=True)
+    return unit_pool(gen.standard_normal((spec.arms[1], spec.dim)))
 
 
 class LinearProcess:

@@ -46,13 +46,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.async_common import DOWN, UP, async_channel_spec, pack, ratio_fires, unpack
+from agents.async_common import DOWN, UP, pack, ratio_fires, unpack
 from agents.async_lin_ucb import (
     AGENT_ID,
     VERSION,
     AsyncLinParams,
     AsyncLinUCBConfig,
     async_lin_params,
+    channels_of,
     stats_size,
 )
 from agents.dislinucb import exploration_width
@@ -145,8 +146,7 @@ class AsyncLinUCB:
 
     def channel_spec(self, config) -> Any:
         """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d + 1 floats each."""
-        d = config.linear.dim if config.linear is not None else 1
-        return async_channel_spec(stats_size(d), stats_size(d))
+        return channels_of(config)
 
     def staleness(self, state: AsyncLinUCBState) -> np.ndarray:
         """(runs,) the mean events since the acting client's last download at its decisions."""

@@ -29,14 +29,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.async_common import DOWN, UP, async_channel_spec, pack, ratio_fires, unpack
+from agents.async_common import DOWN, UP, pack, ratio_fires, unpack
 from agents.fed_lin_ucb_async import (
     AGENT_ID,
     VERSION,
     FedLinAsyncParams,
     FedLinUCBAsyncConfig,
+    channels_of,
     fed_lin_async_params,
-    stats_size,
 )
 from agents.jax.async_lin_ucb import aged, mean_staleness, ucb_arm
 from fedbandit_env.jax.batch import when_any
@@ -79,8 +79,7 @@ class FedLinUCBAsync:
 
     def channel_spec(self, config) -> Any:
         """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d floats each."""
-        d = config.linear.dim if config.linear is not None else 1
-        return async_channel_spec(stats_size(d), stats_size(d))
+        return channels_of(config)
 
     def staleness(self, state: FedLinUCBAsyncState) -> np.ndarray:
         """(runs,) the mean events since the acting client's last download at its decisions."""

@@ -15,7 +15,7 @@ from jax.scipy.special import ndtr
 
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.instances import MAX_REJECTION_TRIES
-from fedbandit_env.linear import BALL_MIN_NORM, LinearSpec
+from fedbandit_env.linear import BALL_MIN_NORM, LinearSpec, async_theta, unit_pool
 from fedbandit_env.xp import bounded_while
 
 
@@ -113,11 +113,8 @@ def draw_theta(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
     """theta* of one run: uniform on the unit sphere, or in the unit ball with norm >= 0.8; on
     the half sphere of positive coordinate sum; or (1, ..., 1) / sqrt(d)
     (:mod:`fedbandit_env.linear`)."""
-    if spec.theta == "ones":
-        return jnp.full(spec.dim, 1.0 / np.sqrt(spec.dim), jnp.float32)
-    if spec.theta == "half_sphere":
-        v = jax.random.normal(key, (spec.dim,), jnp.float32)
-        return jnp.where(v.sum() < 0, -1.0, 1.0) * v / jnp.linalg.norm(v)
+    if spec.theta in ("ones", "half_sphere"):
+        return async_theta(spec.theta, jax.random.normal(key, (spec.dim,), jnp.float32), jnp)
 
     def draw(k):
         k1, k2 = jax.random.split(k)
@@ -136,10 +133,7 @@ def draw_theta(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
 def draw_pool(spec: LinearSpec, key: jax.Array) -> jnp.ndarray:
     """Li & Wang's pool (P, d) of one run: coordinate k ~ N(0, (d - k)/d), each row scaled to
     unit length (:func:`fedbandit_env.linear.draw_pool`)."""
-    d = spec.dim
-    scale = np.sqrt((d - np.arange(d)) / d).astype(np.float32)
-    z = jax.random.normal(key, (spec.arms[1], d), jnp.float32) * scale
-    return z / jnp.linalg.norm(z, axis=1, keepdims=True)
+    return unit_pool(jax.random.normal(key, (spec.arms[1], spec.dim), jnp.float32), jnp)
 
 
 def pool_sets(key: jax.Array, pool: jnp.ndarray, sets: int, num_actions: int) -> jnp.ndarray:
