@@ -260,9 +260,11 @@ def _channel(kind: str) -> Callable[[dict], Any]:
 CHANNEL_OPTIONS = {
     "neighbors": ["dim", "drop_prob"],
     "gossip": ["dim", "drop_prob"],
-    "server": ["dim", "drop_prob", "participation", "charge_broadcast", "aggregate", "join_round"],
+    "server": ["dim", "drop_prob", "participation", "charge_broadcast", "aggregate", "join_round",
+               "reply"],
     "flood": ["dim", "drop_prob", "ttl", "cost_model"],
     "hierarchical": ["dim", "drop_prob", "charge_broadcast"],
+    "push": ["dim", "drop_prob"],
 }
 CHANNEL_PLAUSIBLE = {
     "dim": [1, 3, np.int64(2)],
@@ -273,6 +275,7 @@ CHANNEL_PLAUSIBLE = {
     "charge_broadcast": [True, False],
     "aggregate": ["sum", "mean"],
     "join_round": [None, [0, 1, 0, 2], (0, 0, 0, 0)],
+    "reply": ["broadcast", "none"],
 }
 
 PRIVACY_NAMES = ["epsilon", "mechanism", "sensitivity", "delta", "clip", "running_sum", "center"]
