@@ -94,7 +94,8 @@ def register_builtin_envs() -> None:
             k
             for k in LINEAR_ACCEPTED
             if k
-            not in ("num_arms", "dim", "theta", "dataset", "shared_decision_sets", "instance_seed")
+            not in ("num_arms", "dim", "theta", "dataset", "shared_decision_sets", "instance_seed",
+                    "arms")
         )
         + ("dataset", "features", "split", "dirichlet_alpha", "split_seed"),
     )

@@ -97,6 +97,7 @@ def test_the_multi_armed_families_refuse_arms():
         fedbandit_env.make_vec("FedBandit/Homogeneous-v0", num_runs=1, arms="cube")
 
 
+@pytest.mark.slow
 def test_jax_draws_the_cube_the_pool_and_the_thetas():
     pytest.importorskip("jax")
     import jax
