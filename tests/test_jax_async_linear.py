@@ -1,7 +1,7 @@
 """The JAX ports of Async-LinUCB and FedLinUCB (agents/jax/async_lin_ucb.py,
 agents/jax/fed_lin_ucb_async.py; docs/async-linear.md) against their numpy learners: mean
 regret, messages, floats and staleness within 3 standard errors over 100 runs under a uniform
-event clock;
+event clock (two settings of Async-LinUCB share one program: its float settings are traced);
 the structural cases exactly (gamma = inf and alpha = inf send nothing and take no communication
 step); ``act`` under ``jit`` and ``vmap`` (same key, same
 bits); the refusals on JAX. (F5, no push to a client that never acts, is checked on numpy,
@@ -36,7 +36,7 @@ RUNS = 100
     ("agent", "kwargs"),
     [
         ("async_lin_ucb", {"gamma_u": 2.0, "gamma_d": 2.0}),
-        ("async_lin_ucb", {"gamma_u": 1.5, "gamma_d": 3.0, "refresh": "on_local_update"}),
+        ("async_lin_ucb", {"gamma_u": 1.5, "gamma_d": 3.0}),  # traced floats: the same program
         ("fed_lin_ucb_async", {"alpha": 0.5}),
     ],
 )
@@ -69,8 +69,9 @@ def test_infinite_thresholds_never_talk_and_take_no_communication_step():
 
 @pytest.mark.slow
 def test_act_under_jit_and_vmap_same_key_same_bits():
-    """Async-LinUCB (the FedLinUCB port shares its decision and staleness kernels)."""
-    learner = AsyncLinUCB(gamma_u=1.2, gamma_d=1.2)
+    """Async-LinUCB with the authors' stale decision statistics (the FedLinUCB port shares its
+    decision and staleness kernels)."""
+    learner = AsyncLinUCB(gamma_u=1.2, gamma_d=1.2, refresh="on_local_update")
     jit_vmap_matches_single(env_of(learner, horizon=20), learner, steps=8)
 
 

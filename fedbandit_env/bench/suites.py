@@ -364,11 +364,22 @@ LEARNER_COST_US: dict[str, float] = {
     "ucb1": 1.966,
     "ucb1_shared": 2.786,
     "uniform": 1.607,
+    # the learners that need an event clock, on the async suite's linear cells (N = 10, K = 10,
+    # d = 5, 5 runs, T = 1000 events, the clock's cost included), timed once the same way
+    "async_lin_ucb": 10.3,
+    "fed_lin_ucb_async": 10.2,
+    "sync_lin_ucb": 9.8,
 }
 """Serial microseconds per agent-step of each shipped learner on a clean cell, as ``python
 benchmarks/bench_suite_estimates.py`` measured them on the shared 2-core machine (its record,
 ``benchmarks/results/bench_suite_estimates.json``, keeps them): the cost of the learner's own
 work, the engine's step and its checks, over horizon x runs x agents."""
+CLOCK_FACTOR = 1.4
+"""A cell under an event clock costs this times its learner's lock-step cost per agent-step (one
+client pulls per step, but every agent's arrays move: ``linucb`` 8.0 against 5.5 us, ``ucb1``
+1.2-1.3 times per engine step in ``benchmarks/bench_time_options.py``); not applied to the
+learners timed under a clock above."""
+CLOCKED = ("async_lin_ucb", "fed_lin_ucb_async", "sync_lin_ucb")
 ADVERSARY_FACTOR = 1.58
 """A cell with an adversary costs this times its learner's clean cost per agent-step (the
 median ratio :data:`LEARNER_COST_US` under attack / clean in the same record)."""
@@ -402,7 +413,8 @@ def _rate_kind(cell: Cell) -> str:
 def cell_seconds(cell: Cell) -> float:
     """The serial seconds a cell is estimated to take: its agent-steps at its learner's
     measured cost (:data:`LEARNER_COST_US`; a family's rate for a learner without one), times
-    :data:`ADVERSARY_FACTOR` under an adversary, plus :data:`CELL_OVERHEAD_S`."""
+    :data:`ADVERSARY_FACTOR` under an adversary and :data:`CLOCK_FACTOR` under an event clock,
+    plus :data:`CELL_OVERHEAD_S`."""
     steps = cell_agent_steps(cell)
     if cell.agent_id in LEARNER_COST_US:
         seconds = steps * LEARNER_COST_US[cell.agent_id] * 1e-6
@@ -410,6 +422,8 @@ def cell_seconds(cell: Cell) -> float:
         seconds = steps / AGENT_STEPS_PER_SECOND[_rate_kind(cell)]
     if cell.env_kwargs.get("adversary") is not None:
         seconds *= ADVERSARY_FACTOR
+    if cell.env_kwargs.get("clock") not in (None, "sync") and cell.agent_id not in CLOCKED:
+        seconds *= CLOCK_FACTOR
     return seconds + CELL_OVERHEAD_S
 
 
