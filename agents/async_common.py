@@ -25,6 +25,7 @@ with leading batch axes (docs/architecture.md, "Shared kernels").
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from agents.channel_check import check_channel_spec, check_every_upload_counts
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.policy import FederationFacts, TeamAction, TeamPolicy
+from fedbandit_env.ties import argmax_first_near_ties
 from fedbandit_env.validation import check_real
 from fedbandit_env.xp import namespace, rounding_tolerance
 
@@ -92,6 +94,41 @@ def ucb_scores(context: Any, v_inv: Any, theta: Any, width: Any) -> tuple[Any, A
     quad = (xp.matmul(context, v_inv) * context).sum(axis=-1)
     mean = xp.matmul(context, theta[..., None])[..., 0]
     return mean + width[..., None] * xp.sqrt(xp.maximum(quad, 0.0)), quad
+
+
+def check_oful(config: Any, aid: str) -> None:
+    """Validate and set, on a frozen configuration, the OFUL fields both Li & Wang learners
+    share: ``lam`` > 0, ``delta`` in (0, 1), ``R`` >= 0 and ``alpha`` >= 0 or None."""
+    set_ = partial(object.__setattr__, config)
+    set_("lam", check_real("lam", config.lam, low=0.0, low_open=True, where=aid))
+    set_("delta", check_real("delta", config.delta, low=0.0, high=1.0, low_open=True,
+                             high_open=True, where=aid))  # fmt: skip
+    set_("R", check_real("R", config.R, low=0.0, where=aid))
+    if config.alpha is not None:
+        set_("alpha", check_real("alpha", config.alpha, low=0.0, where=aid))
+
+
+def acting_arms(obs: VecObservation, v_inv: np.ndarray, b: np.ndarray,
+                width: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The arms (B, N) of a step: the acting client c of each run plays the first arm within
+    rounding of the best :func:`ucb_scores` with its ``v_inv`` (B, d, d), ``b`` (B, d) and
+    ``width`` (B,); the others' arms (0) are not pulled."""
+    runs = np.arange(len(width))
+    c = obs.active.argmax(axis=1)
+    theta = np.matmul(v_inv, b[..., None])[..., 0]
+    scores, _ = ucb_scores(obs.context[runs, c], v_inv, theta, width)
+    arms = np.zeros(obs.active.shape, dtype=np.int64)
+    arms[runs, c] = argmax_first_near_ties(scores)
+    return arms
+
+
+def rank_one(v_inv: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A pull x into (V + x x^T): Sherman-Morrison's ``(V + x x^T)^-1`` from ``v_inv`` (R, d, d)
+    and the matrix determinant lemma's ``ln(1 + x^T V^-1 x)`` (R,)."""
+    u = np.matmul(v_inv, x[..., None])
+    quad = (x * u[..., 0]).sum(axis=-1)
+    grown = v_inv - np.matmul(u, u.swapaxes(-1, -2)) / (1.0 + quad)[:, None, None]
+    return grown, np.log1p(np.maximum(quad, 0.0))
 
 
 def pack(A: Any, b: Any, n: Any = None) -> Any:

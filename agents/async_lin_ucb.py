@@ -48,13 +48,15 @@ import numpy as np
 
 from agents.async_common import (
     AsyncEventTeam,
+    acting_arms,
     async_channel_spec,
     check_async_federation,
+    check_oful,
     check_ratio,
     log_threshold,
     pack,
+    rank_one,
     ratio_fires,
-    ucb_scores,
     unpack,
 )
 from agents.dislinucb import exploration_width
@@ -65,8 +67,6 @@ from fedbandit_env.kernels import check_linear
 from fedbandit_env.linear_kernels import pull_terms
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.ties import argmax_first_near_ties
-from fedbandit_env.validation import check_real
 
 AGENT_ID = "async_lin_ucb"
 VERSION = 1  # results version (docs/bench.md)
@@ -99,12 +99,7 @@ class AsyncLinUCBConfig:
         set_ = partial(object.__setattr__, self)
         set_("gamma_u", check_ratio(AGENT_ID, "gamma_u", self.gamma_u))
         set_("gamma_d", check_ratio(AGENT_ID, "gamma_d", self.gamma_d))
-        set_("lam", check_real("lam", self.lam, low=0.0, low_open=True, where=AGENT_ID))
-        set_("delta", check_real("delta", self.delta, low=0.0, high=1.0, low_open=True,
-                                 high_open=True, where=AGENT_ID))  # fmt: skip
-        set_("R", check_real("R", self.R, low=0.0, where=AGENT_ID))
-        if self.alpha is not None:
-            set_("alpha", check_real("alpha", self.alpha, low=0.0, where=AGENT_ID))
+        check_oful(self, AGENT_ID)
         if self.refresh not in REFRESH:
             raise ConfigError(
                 f"{AGENT_ID}: refresh: expected one of {REFRESH}, got {self.refresh!r}"
@@ -186,15 +181,9 @@ class AsyncLinUCB(AsyncEventTeam):
     # ------------------------------------------------------------------ event
     def _choose(self, obs: VecObservation) -> np.ndarray:
         """Line 5 for the acting client of each run (the others' arms are not pulled)."""
-        runs = np.arange(self.n.shape[0])
-        c = obs.active.argmax(axis=1)
-        v_inv = self.dec_V_inv[runs, c]
-        theta = np.matmul(v_inv, self.dec_b[runs, c][..., None])[..., 0]
+        runs, c = np.arange(self.n.shape[0]), obs.active.argmax(axis=1)
         width = exploration_width(self.dec_n[runs, c], self.d, self.config)
-        scores, _ = ucb_scores(obs.context[runs, c], v_inv, theta, width)
-        arms = np.zeros(self.n.shape, dtype=np.int64)
-        arms[runs, c] = argmax_first_near_ties(scores)
-        return arms
+        return acting_arms(obs, self.dec_V_inv[runs, c], self.dec_b[runs, c], width)
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lines 6-10 for the client that pulled in each fresh run: the server sees a new client
@@ -214,11 +203,8 @@ class AsyncLinUCB(AsyncEventTeam):
             stats[r, c] += add
         self.n[r, c] += 1.0
         self.dn[r, c] += 1.0
-        v_inv = self.V_inv[r, c]
-        u = np.matmul(v_inv, x[..., None])  # (R, d, 1)
-        quad = (x * u[..., 0]).sum(axis=-1)
-        self.V_inv[r, c] = v_inv - np.matmul(u, u.swapaxes(-1, -2)) / (1.0 + quad)[:, None, None]
-        self.logdet[r, c] += np.log1p(np.maximum(quad, 0.0))
+        self.V_inv[r, c], grown = rank_one(self.V_inv[r, c], x)
+        self.logdet[r, c] += grown
         self.dec_V_inv[r, c], self.dec_b[r, c], self.dec_n[r, c] = (
             self.V_inv[r, c], self.b[r, c], self.n[r, c])  # fmt: skip
         fires = ratio_fires(self.logdet[r, c], self.logdet_ref[r, c], self.params.log_gamma_u)

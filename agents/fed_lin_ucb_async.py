@@ -41,12 +41,13 @@ import numpy as np
 
 from agents.async_common import (
     AsyncEventTeam,
+    acting_arms,
     async_channel_spec,
     check_async_federation,
     log_threshold,
     pack,
+    rank_one,
     ratio_fires,
-    ucb_scores,
     unpack,
 )
 from fedbandit_env.config import EnvConfig
@@ -55,7 +56,6 @@ from fedbandit_env.kernels import check_linear
 from fedbandit_env.linear_kernels import pull_terms
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.ties import argmax_first_near_ties
 from fedbandit_env.validation import check_flag, check_real
 
 AGENT_ID = "fed_lin_ucb_async"
@@ -153,18 +153,12 @@ class FedLinUCBAsync(AsyncEventTeam):
     # ------------------------------------------------------------------ event
     def _choose(self, obs: VecObservation) -> np.ndarray:
         """Line 6 for the acting client of each run (the others' arms are not pulled)."""
-        runs = np.arange(self.u.shape[0])
-        c = obs.active.argmax(axis=1)
+        runs, c = np.arange(self.u.shape[0]), obs.active.argmax(axis=1)
         if self.config.use_local:
             v_inv, u = self.W_inv[runs, c], self.u[runs, c] + self.u_loc[runs, c]
         else:
             v_inv, u = self.Phi_inv[runs, c], self.u[runs, c]
-        theta = np.matmul(v_inv, u[..., None])[..., 0]
-        width = np.full(len(runs), self.config.beta)
-        scores, _ = ucb_scores(obs.context[runs, c], v_inv, theta, width)
-        arms = np.zeros(self.u.shape[:2], dtype=np.int64)
-        arms[runs, c] = argmax_first_near_ties(scores)
-        return arms
+        return acting_arms(obs, v_inv, u, np.full(len(runs), self.config.beta))
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lines 8-10 for the client that pulled in each fresh run: the pull into the local
@@ -175,11 +169,8 @@ class FedLinUCBAsync(AsyncEventTeam):
         xx, yx = pull_terms(x, obs.last_reward[r, c])
         self.Phi_loc[r, c] += xx
         self.u_loc[r, c] += yx
-        w_inv = self.W_inv[r, c]
-        g = np.matmul(w_inv, x[..., None])
-        quad = (x * g[..., 0]).sum(axis=-1)
-        self.W_inv[r, c] = w_inv - np.matmul(g, g.swapaxes(-1, -2)) / (1.0 + quad)[:, None, None]
-        self.logdet_all[r, c] += np.log1p(np.maximum(quad, 0.0))
+        self.W_inv[r, c], grown = rank_one(self.W_inv[r, c], x)
+        self.logdet_all[r, c] += grown
         fires = ratio_fires(self.logdet_all[r, c], self.logdet[r, c], self.params.log_ratio)
         send = np.zeros(self.u.shape[:2], dtype=bool)
         if not fires.any():

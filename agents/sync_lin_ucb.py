@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from agents.async_common import (
     AsyncEventTeam,
+    acting_arms,
     check_async_federation,
+    check_oful,
     pack,
-    ucb_scores,
+    rank_one,
     unpack,
 )
 from agents.async_lin_ucb import channels_of, stats_size
@@ -44,7 +45,6 @@ from fedbandit_env.kernels import check_linear
 from fedbandit_env.linear_kernels import pull_terms, rarely_switching
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
-from fedbandit_env.ties import argmax_first_near_ties
 from fedbandit_env.validation import check_real
 
 AGENT_ID = "sync_lin_ucb"
@@ -72,19 +72,14 @@ class SyncLinUCBConfig:
     alpha: float | None = None
 
     def __post_init__(self) -> None:
-        set_ = partial(object.__setattr__, self)
         if isinstance(self.threshold, str):
             if self.threshold not in THRESHOLDS:
                 raise ConfigError(f"{AGENT_ID}: threshold: expected a number >= 0 or one of "
                                   f"{THRESHOLDS}, got {self.threshold!r}")  # fmt: skip
         else:
-            set_("threshold", check_real("threshold", self.threshold, low=0.0, where=AGENT_ID))
-        set_("lam", check_real("lam", self.lam, low=0.0, low_open=True, where=AGENT_ID))
-        set_("delta", check_real("delta", self.delta, low=0.0, high=1.0, low_open=True,
-                                 high_open=True, where=AGENT_ID))  # fmt: skip
-        set_("R", check_real("R", self.R, low=0.0, where=AGENT_ID))
-        if self.alpha is not None:
-            set_("alpha", check_real("alpha", self.alpha, low=0.0, where=AGENT_ID))
+            threshold = check_real("threshold", self.threshold, low=0.0, where=AGENT_ID)
+            object.__setattr__(self, "threshold", threshold)
+        check_oful(self, AGENT_ID)
 
 
 @dataclass(frozen=True)
@@ -143,15 +138,9 @@ class SyncLinUCB(AsyncEventTeam):
 
     def _choose(self, obs: VecObservation) -> np.ndarray:
         """Async-LinUCB's decision for the acting client (fresh statistics)."""
-        runs = np.arange(self.n.shape[0])
-        c = obs.active.argmax(axis=1)
-        v_inv = self.V_inv[runs, c]
-        theta = np.matmul(v_inv, self.b[runs, c][..., None])[..., 0]
+        runs, c = np.arange(self.n.shape[0]), obs.active.argmax(axis=1)
         width = exploration_width(self.n[runs, c], self.d, self.config)
-        scores, _ = ucb_scores(obs.context[runs, c], v_inv, theta, width)
-        arms = np.zeros(self.n.shape, dtype=np.int64)
-        arms[runs, c] = argmax_first_near_ties(scores)
-        return arms
+        return acting_arms(obs, self.V_inv[runs, c], self.b[runs, c], width)
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The acting client's update; if its trigger fires, every seen client uploads."""
@@ -164,11 +153,8 @@ class SyncLinUCB(AsyncEventTeam):
             stats[r, c] += add
         self.n[r, c] += 1.0
         self.dn[r, c] += 1.0
-        v_inv = self.V_inv[r, c]
-        u = np.matmul(v_inv, x[..., None])
-        quad = (x * u[..., 0]).sum(axis=-1)
-        self.V_inv[r, c] = v_inv - np.matmul(u, u.swapaxes(-1, -2)) / (1.0 + quad)[:, None, None]
-        self.logdet[r, c] += np.log1p(np.maximum(quad, 0.0))
+        self.V_inv[r, c], grown = rank_one(self.V_inv[r, c], x)
+        self.logdet[r, c] += grown
         fires = rarely_switching(self.logdet[r, c], self.logdet_ref[r, c], self.dn[r, c],
                                  self.params.threshold)  # fmt: skip
         send = np.zeros(self.n.shape, dtype=bool)

@@ -29,18 +29,25 @@ DELAY_KINDS: tuple[str, ...] = ("fixed",)
 
 def delay_option(value: Any, *, horizon: int) -> int | None:
     """The delay d >= 1 in pulls of a ``reward_delay`` argument, or None for no delay."""
+    return fixed_option("reward_delay", value, "pulls", "the delay d in pulls", horizon,
+                        "random delays are not built yet")  # fmt: skip
+
+
+def fixed_option(name: str, value: Any, key: str, what: str, horizon: int,
+                 why: str) -> int | None:  # fmt: skip
+    """A fixed-delay option (``reward_delay``, ``latency``): an int in [0, horizon] or
+    ``{"kind": "fixed", key: int}``, checked by ``name``; 0 and None are None (off). Another
+    kind is refused with ``why``."""
     if value is None or (isinstance(value, int | np.integer) and not isinstance(value, bool)
                          and value == 0):  # fmt: skip
         return None
     if isinstance(value, Mapping):
-        option_kind("reward_delay: kind", value, DELAY_KINDS, "random delays are not built yet")
-        unknown = sorted(set(value) - {"kind", "pulls"})
-        if unknown or "pulls" not in value:
-            raise ConfigError(f"reward_delay: 'fixed' expects exactly 'pulls' (the delay d in "
-                              f"pulls), got keys {sorted(value)}")  # fmt: skip
-        value = value["pulls"]
-    d = check_int("reward_delay", value, minimum=0, maximum=horizon)
-    return d or None
+        option_kind(f"{name}: kind", value, DELAY_KINDS, why)
+        if sorted(value) != sorted(["kind", key]):
+            raise ConfigError(f"{name}: 'fixed' expects exactly {key!r} ({what}), got keys "
+                              f"{sorted(value)}")  # fmt: skip
+        value = value[key]
+    return check_int(name, value, minimum=0, maximum=horizon) or None
 
 
 class DelayLine:

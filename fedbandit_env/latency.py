@@ -28,10 +28,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from fedbandit_env.errors import ConfigError
-from fedbandit_env.validation import check_int, option_kind
+from fedbandit_env.delay import fixed_option
 
 LATENCY_KINDS: tuple[str, ...] = ("fixed",)
 """The accepted ``latency`` kinds (an int is ``fixed``)."""
@@ -39,18 +36,8 @@ LATENCY_KINDS: tuple[str, ...] = ("fixed",)
 
 def latency_option(value: Any, *, horizon: int) -> int | None:
     """The latency L >= 1 in engine steps of a ``latency`` argument, or None for none."""
-    if value is None or (isinstance(value, int | np.integer) and not isinstance(value, bool)
-                         and value == 0):  # fmt: skip
-        return None
-    if isinstance(value, Mapping):
-        option_kind("latency: kind", value, LATENCY_KINDS,
-                    "per-link and random latencies are not built yet")  # fmt: skip
-        if sorted(value) != ["kind", "steps"]:
-            raise ConfigError(f"latency: 'fixed' expects exactly 'steps' (the latency L in engine "
-                              f"steps), got keys {sorted(value)}")  # fmt: skip
-        value = value["steps"]
-    steps = check_int("latency", value, minimum=0, maximum=horizon)
-    return steps or None
+    return fixed_option("latency", value, "steps", "the latency L in engine steps", horizon,
+                        "per-link and random latencies are not built yet")  # fmt: skip
 
 
 class LatencyLine:

@@ -376,9 +376,9 @@ benchmarks/bench_suite_estimates.py`` measured them on the shared 2-core machine
 work, the engine's step and its checks, over horizon x runs x agents."""
 CLOCK_FACTOR = 1.4
 """A cell under an event clock costs this times its learner's lock-step cost per agent-step (one
-client pulls per step, but every agent's arrays move: ``linucb`` 8.0 against 5.5 us, ``ucb1``
-1.2-1.3 times per engine step in ``benchmarks/bench_time_options.py``); not applied to the
-learners timed under a clock above."""
+client pulls per step, but every agent's arrays move; ``benchmarks/bench_time_options.py`` prints
+the clocks' cost per engine step against lock-step); not applied to the learners timed under a
+clock above."""
 CLOCKED = ("async_lin_ucb", "fed_lin_ucb_async", "sync_lin_ucb")
 ADVERSARY_FACTOR = 1.58
 """A cell with an adversary costs this times its learner's clean cost per agent-step (the
