@@ -92,7 +92,7 @@ class IndexPolicy(TeamPolicy):
     checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
 
     shared: ClassVar[bool] = False
-    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency")  # shared: latency
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency", "churn")
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -112,14 +112,15 @@ class IndexPolicy(TeamPolicy):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
-            cls.event_time = ("latency",)  # the neighbours' latest statistics, however old
+            cls.event_time = ("latency", "churn")  # the neighbours' latest statistics
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         config = getattr(self, "config", None)
         self.params = index_params(self.agent_id, config, facts, self.shared)  # checks facts
         B, N, M = facts.num_runs, facts.num_agents, facts.num_arms
         self.num_arms = M
-        self.lock_step = facts.clock == "sync" and not facts.reward_delay  # t is the step
+        # t is the step when every agent pulls at every step and sees its reward at once
+        self.lock_step = facts.clock == "sync" and not facts.reward_delay and facts.churn == "always"
         self.table = ArmTable.of(B, N, M)
         self.counts = self.table.zeros()
         self.sums = self.table.zeros()

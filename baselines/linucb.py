@@ -43,7 +43,7 @@ class LinUCB(TeamPolicy):
     """Independent OFUL per agent (see the module docstring)."""
 
     agent_id = "linucb"
-    event_time = ("clock", "latency")  # a client that did not pull adds nothing; no message
+    event_time = ("clock", "latency", "churn")  # a client that did not pull adds nothing
 
     def __init__(
         self,

@@ -137,13 +137,15 @@ class EventClock:
     from the runs' ``clock`` stream (child streams ``clients``, ``gaps``, ``stragglers``)."""
 
     @classmethod
-    def of(cls, clock: Clock | None, streams: Any, num_agents: int) -> EventClock | None:
+    def of(cls, clock: Clock | None, streams: Any, num_agents: int,
+           present: np.ndarray | None = None) -> EventClock | None:  # fmt: skip
         """The clock of an environment's runs (``streams(name)`` their named streams), drawn up
-        to its first event; None under lock-step."""
+        to its first event among the ``present`` clients (B, N) (all without churn); None under
+        lock-step."""
         if clock is None:
             return None
         stream = streams("clock")
-        return cls(clock, stream, stream.num_runs, num_agents)
+        return cls(clock, stream, stream.num_runs, num_agents, present)
 
     def only_active(self, who: np.ndarray, *drawn: np.ndarray) -> tuple[np.ndarray, ...]:
         """The agents that pulled (``who`` (B, 1) the pulling runs, with the active client) and
@@ -151,16 +153,19 @@ class EventClock:
         who = self.active & who
         return (who, *(np.where(who, x, 0.0) for x in drawn))
 
-    def stamp(self, obs: Any, pulled: np.ndarray, moving: np.ndarray | None = None) -> None:
+    def stamp(self, obs: Any, pulled: np.ndarray, moving: np.ndarray | None = None,
+              present: np.ndarray | None = None) -> None:  # fmt: skip
         """Write the clock's fields into an engine observation: ``pulled`` (B, N) the clients
-        that pulled at this step; then, for the ``moving`` runs, draw their next event and give
-        ``active`` (B, N), the client of each run's next event, and ``time`` (B,) its stamp."""
+        that pulled at this step; then, for the ``moving`` runs, draw their next event among the
+        ``present`` clients and give ``active`` (B, N), the client of each run's next event, and
+        ``time`` (B,) its stamp."""
         if moving is not None:
-            self.advance(moving)
+            self.advance(moving, present)
         obs.pulled = np.broadcast_to(pulled, self.active.shape).copy()
         obs.active, obs.time = self.active.copy(), self.time.copy()
 
-    def __init__(self, clock: Clock, stream: Any, num_runs: int, num_agents: int):
+    def __init__(self, clock: Clock, stream: Any, num_runs: int, num_agents: int,
+                 present: np.ndarray | None = None):  # fmt: skip
         self.clock, self.num_agents = clock, num_agents
         rates = np.broadcast_to(clock.rates, (num_runs, num_agents)).copy()
         slow = round(clock.frac * num_agents)
@@ -175,19 +180,26 @@ class EventClock:
         self.event = np.zeros(num_runs, np.int64)  # events drawn so far, per run
         self.time = np.zeros(num_runs)
         self.active = np.zeros((num_runs, num_agents), bool)
-        self.advance(np.ones(num_runs, bool))
+        self.advance(np.ones(num_runs, bool), present)
 
-    def advance(self, moving: np.ndarray) -> None:
-        """Draw the next event of the ``moving`` runs (B,) bool: its client and time stamp."""
+    def advance(self, moving: np.ndarray, present: np.ndarray | None = None) -> None:
+        """Draw the next event of the ``moving`` runs (B,) bool: its client and time stamp;
+        with churn, among the ``present`` clients (B, N) (:func:`clock_weights`)."""
+        rates, cumulative = self.rates, self.cumulative
+        if present is not None:
+            rates = clock_weights(self.rates, present)
+            cumulative = client_cdf(rates)
         if self.clock.kind == "trace":
             index = np.minimum(self.event, len(self.clock.clients) - 1)
             client = self.clock.clients[index]
         else:
-            client = client_of(self.clients.next(moving), self.cumulative)
+            client = client_of(self.clients.next(moving), cumulative)
         now = one_hot(client, self.num_agents)
+        if present is not None:  # nobody present: the event passes without a pull
+            now = now & present
         self.active = np.where(moving[:, None], now, self.active)
         if self.gaps is not None:
-            gap = event_gap(self.gaps.next(moving), self.rates.sum(axis=1))
+            gap = event_gap(self.gaps.next(moving), rates.sum(axis=1))
             self.time = np.where(moving, self.time + gap, self.time)
         else:  # the event's index: 0, 1, 2, ...
             self.time = np.where(moving, self.event.astype(np.float64), self.time)
@@ -201,6 +213,14 @@ def client_cdf(rates: Any, xp: Any = np) -> Any:
     """The cumulative client probabilities (..., N) of the rates (..., N): lambda_m / sum."""
     total = rates.sum(axis=-1, keepdims=True)
     return xp.cumsum(rates / total, axis=-1)
+
+
+def clock_weights(rates: Any, present: Any, xp: Any = np) -> Any:
+    """The clock rates (..., N) under churn (docs/time.md, "churn"): an absent client's share
+    is redrawn among the present ones (its rate is 0); all the rates where nobody is present,
+    so that the event (with no client) still passes and is stamped."""
+    weights = xp.where(present, rates, 0.0)
+    return xp.where(weights.sum(axis=-1, keepdims=True) > 0, weights, rates)
 
 
 def client_of(u: Any, cumulative: Any, xp: Any = np) -> Any:

@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 
 from fedbandit_env.adversary.roles import AdversaryConfig
+from fedbandit_env.churn import Churn, churn_option
 from fedbandit_env.clock import Clock, clock_option
 from fedbandit_env.delay import delay_option
 from fedbandit_env.drift import Drift, drift_option
@@ -272,6 +273,8 @@ class EnvConfig:
     """A reward's delay in pulls (:mod:`fedbandit_env.delay`, docs/time.md); None: none."""
     latency: int | None = None
     """Every message's added delay in engine steps (:mod:`fedbandit_env.latency`); None: none."""
+    churn: Churn | None = None
+    """Clients that leave and join (:mod:`fedbandit_env.churn`, docs/time.md); None: none."""
 
     def draw_instance(self, rng: np.random.Generator) -> Instance:
         if self.fixed is not None:
@@ -345,6 +348,7 @@ def make_config(
     clock: Any = None,
     reward_delay: Any = None,
     latency: Any = None,
+    churn: Any = None,
 ) -> EnvConfig:
     """Validate the keyword arguments of an environment (multi-armed or linear family).
 
@@ -370,7 +374,9 @@ def make_config(
     docs/time.md). ``reward_delay``: None or 0 (the default) or a fixed delay d in pulls before
     a reward reaches its agent (:mod:`fedbandit_env.delay`, docs/time.md). ``latency``: None or 0
     (the default) or a fixed delay L in engine steps added to every message
-    (:mod:`fedbandit_env.latency`, docs/time.md)."""
+    (:mod:`fedbandit_env.latency`, docs/time.md). ``churn``: None (nobody leaves, the default)
+    or a schedule or Markov chain of clients leaving and joining (:mod:`fedbandit_env.churn`,
+    docs/time.md)."""
     config = _make_config(
         num_agents=num_agents,
         num_arms=num_arms,
@@ -411,8 +417,16 @@ def make_config(
         raise ConfigError("latency: a latency is not combined with adversary= yet (the attacks "
                           "and the robust learners assume the channels' own timing); use "
                           "latency=None")  # fmt: skip
+    away = churn_option(churn, num_agents=config.num_agents, horizon=config.horizon)
+    if away is not None and adv is not None:
+        raise ConfigError("churn: churn is not combined with adversary= yet (the roles count "
+                          "every agent's pulls and messages at every step); use churn=None")  # fmt: skip
+    if away is not None and events is not None and events.kind == "trace":
+        raise ConfigError("churn: expected None with clock kind 'trace' (a replayed event order "
+                          "already says who was there), got a churn")  # fmt: skip
     return dataclasses.replace(config, max_communication_steps=limit, adversary=adv, drift=moving,
-                               clock=events, reward_delay=delay, latency=lag)  # fmt: skip
+                               clock=events, reward_delay=delay, latency=lag,
+                               churn=away)  # fmt: skip
 
 
 def _drift(config: EnvConfig, value: Any) -> Drift | None:

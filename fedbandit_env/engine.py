@@ -17,6 +17,7 @@ import numpy as np
 from fedbandit_env.adversary import Adversary, AttackSpec
 from fedbandit_env.adversary.payloads import honest_agents
 from fedbandit_env.block_streams import RandomStreams, streams_for
+from fedbandit_env.churn import Presence, check_churn_channels
 from fedbandit_env.clock import EventClock
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
@@ -118,6 +119,8 @@ class Engine(StepChecks):
             name: make_channel(name, opts, config.topology, config.c1, config.c2)
             for name, opts in config.channels.items()
         }
+        if config.churn is not None:
+            check_churn_channels(self.channels)
         self.ledger = Ledger(self.num_runs, self.num_agents)
         self._shared = config.shared_instance()
         self.linear: ContextualProcess | None = None
@@ -160,7 +163,11 @@ class Engine(StepChecks):
                 drift, stream = self.config.drift, self.streams("drift")
                 self._drift = MeansDrift(drift, self.config.draw_instance, stream, self.means)
                 self._set_expected()
-        self.clock = EventClock.of(self.config.clock, self.streams, self.num_agents)
+        away = self.config.churn  # clients that leave and join (docs/time.md, "churn")
+        self.churn = None if away is None else Presence(away, self.streams("churn"),
+                                                        self.num_runs, self.num_agents)  # fmt: skip
+        present = None if self.churn is None else self.churn.present
+        self.clock = EventClock.of(self.config.clock, self.streams, self.num_agents, present)
         d = self.config.reward_delay  # rewards in flight (docs/time.md, "reward_delay")
         self.delay = DelayLine(d, self.num_runs, self.num_agents) if d else None
         network = self.streams("network")
@@ -184,6 +191,8 @@ class Engine(StepChecks):
         obs = VecObservation(0, self.last_arm, self.last_reward, empty, context=context)
         if self.clock is not None:
             self.clock.stamp(obs, np.zeros(shape, bool))
+        elif self.churn is not None:  # lock-step with churn: who pulls at the first pull
+            obs.pulled, obs.active = np.zeros(shape, bool), self.churn.present.copy()
         regret, expected = np.zeros(shape), np.zeros(shape)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())
         return obs, info
@@ -246,6 +255,9 @@ class Engine(StepChecks):
         who = pulling[:, None]  # the agents that pulled: all of a pulling run's, or its client
         if self.clock is not None:
             who, rewards, expected, regret = self.clock.only_active(who, rewards, expected, regret)
+        elif self.churn is not None:  # lock-step: the present clients pull (docs/time.md)
+            who = who & self.churn.present
+            rewards, expected, regret = (np.where(who, x, 0.0) for x in (rewards, expected, regret))
         self.cumulative_regret += regret
         # the runs (agents) that did not pull keep their last pull
         self.last_arm = np.where(who, arms, self.last_arm)
@@ -254,15 +266,27 @@ class Engine(StepChecks):
             sends = self._adversarial(sends, arms, pulling, pulls_before)
         if not live.all():  # finished runs send nothing
             sends = {name: (send & live[:, None], pay) for name, (send, pay) in sends.items()}
+        if self.churn is not None:  # an absent client sends nothing
+            sends = self.churn.silence(sends, {n: ch.kind for n, ch in self.channels.items()})
         deliveries = self._transmit(self.step_count, sends, self._check_excludes(messages or {}))
         if self.latency is not None:  # what was sent ``latency`` engine steps ago
             deliveries = self.latency.shift(deliveries)
+        if self.churn is not None:  # and receives nothing: dropped and counted
+            deliveries, dropped = self.churn.deliver(deliveries)
+            self.ledger.drop(dropped)
         context = self.linear.context if self.linear is not None else None
         phase = np.where(pulling, PULL, COMMUNICATION)
         obs = VecObservation(self.step_count, self.last_arm, self.last_reward, deliveries,
                              context=context, phase=phase, pulls=self.pulls.copy())  # fmt: skip
+        moving = pulling & (self.pulls < self.horizon)
+        present = None
+        if self.churn is not None:  # who is present at the next pull
+            self.churn.advance(self.pulls, moving)
+            present = self.churn.present
+            if self.clock is None:
+                obs.pulled, obs.active = np.broadcast_to(who, present.shape).copy(), present.copy()
         if self.clock is not None:  # the pulling runs' next event
-            self.clock.stamp(obs, who, pulling & (self.pulls < self.horizon))
+            self.clock.stamp(obs, who, moving, present)
         if self.delay is not None:  # the rewards that arrive now, of the pulls ``reward_delay`` ago
             self.delay.stamp(obs, self.pulls, pulling, arms, np.asarray(rewards), who)
         info = VecInfo(regret, expected, self.cumulative_regret.copy(), self.ledger, self._roles())

@@ -32,8 +32,8 @@ them in a row raise a ``CommunicationError``.
   (``last_arm``, ``pulled`` and ``last_reward`` then still describe the last pull).
 * ``decision_set`` (linear family only) — Box(K, d) in [-1, 1]: the K feature vectors the agent
   chooses from in the next step (its ``arm`` is an index into them).
-* ``active`` (with an event ``clock`` only, docs/time.md) — Discrete(2): 1 if this agent pulls
-  at the next step. Every agent still gives an action; an inactive agent's ``arm`` is not
+* ``active`` (with an event ``clock`` or ``churn`` only, docs/time.md) — Discrete(2): 1 if this
+  agent pulls at the next step (under churn: it is present at the next pull). Every agent still gives an action; an inactive agent's ``arm`` is not
   pulled, and its ``last_arm`` and ``last_reward`` stay those of its own last pull.
 * ``arrived``, ``arrived_arm``, ``arrived_reward`` (with ``reward_delay`` only, docs/time.md) —
   Discrete(2), Discrete(M), Box((), float64): whether the reward of this agent's pull
@@ -139,7 +139,7 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
     if config.linear is not None:
         shape = (config.num_arms, config.linear.dim)
         fields["decision_set"] = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float64)
-    if config.clock is not None:  # an event clock: whether this agent pulls at the next step
+    if config.clock is not None or config.churn is not None:  # whether it pulls at the next step
         fields["active"] = spaces.Discrete(2)
     if config.reward_delay is not None:  # the reward that arrived now, of an earlier pull
         fields["arrived"] = spaces.Discrete(2)

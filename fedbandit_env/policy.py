@@ -55,6 +55,10 @@ class FederationFacts:
     """The delay in pulls before a pull's reward reaches its agent (0: none; docs/time.md)."""
     latency: int = 0
     """The engine steps added to every message's delivery (0: none; docs/time.md)."""
+    churn: str = "always"
+    """The churn kind (``"always"``: nobody leaves; ``"schedule"`` or ``"markov"``: clients
+    leave and join, docs/time.md). Who is away when is not a fact: the observation says who
+    pulls next (``active``)."""
 
     @property
     def max_degree(self) -> int:
@@ -80,6 +84,7 @@ class FederationFacts:
             clock="sync" if config.clock is None else config.clock.kind,
             reward_delay=config.reward_delay or 0,
             latency=config.latency or 0,
+            churn="always" if config.churn is None else config.churn.kind,
         )
 
 
@@ -88,6 +93,10 @@ LOCK_STEP = (
     "step"
 )
 """Why a learner that declares no event-time option refuses an event clock."""
+
+
+CHURN_REASON = "it assumes every client is there at every pull and for every message"
+"""Why a learner that does not declare ``churn`` refuses it."""
 
 
 def check_event_time(policy: Any, facts: FederationFacts) -> None:
@@ -108,6 +117,10 @@ def check_event_time(policy: Any, facts: FederationFacts) -> None:
         raise ConfigError(f"{name}: latency: expected None (it relies on the channels' own "
                           f"timing), got {facts.latency} steps; the learners that run with a "
                           "latency are listed in docs/time.md")  # fmt: skip
+    if facts.churn != "always" and "churn" not in accepted:
+        why = getattr(policy, "churn_reason", CHURN_REASON)
+        raise ConfigError(f"{name}: churn: expected None ({why}), got kind {facts.churn!r}; the "
+                          "learners that run with churn are listed in docs/time.md")  # fmt: skip
 
 
 def byzantine_bound(config: EnvConfig) -> int:

@@ -106,7 +106,7 @@ class IndexPolicy:
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total``
-    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency")  # as numpy
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency", "churn")
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -118,7 +118,7 @@ class IndexPolicy:
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
-            cls.event_time = ("latency",)  # the neighbours' latest statistics, however old
+            cls.event_time = ("latency", "churn")  # the neighbours' latest statistics (as numpy)
 
     def channel_spec(self, config) -> Any:
         """``{"neighbors": {"kind": "neighbors", "dim": 2M}}`` when shared, else None."""

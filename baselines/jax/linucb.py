@@ -44,7 +44,7 @@ class LinUCB:
     """Independent OFUL per agent (port of :class:`baselines.linucb.LinUCB`)."""
 
     agent_id = "linucb"
-    event_time = ("clock", "latency")  # a client that did not pull adds nothing; no message
+    event_time = ("clock", "latency", "churn")  # a client that did not pull adds nothing
     version = 1
     privacy_epsilon = None
 

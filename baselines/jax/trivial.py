@@ -45,7 +45,7 @@ class UniformRandom:
     no messages (params protocol: :func:`baselines.params.trivial_params`)."""
 
     agent_id = "uniform"
-    event_time = ("clock", "reward_delay", "latency")  # it reads no reward and sends nothing
+    event_time = ("clock", "reward_delay", "latency", "churn")  # no reward read, nothing sent
     version = 1
     privacy_epsilon = None
     floods = False

@@ -30,7 +30,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fedbandit_env.clock import client_cdf, client_of, event_gap, one_hot
+from fedbandit_env.churn import (
+    check_churn_channels,
+    drop_absent,
+    markov_presence,
+    scheduled_presence,
+)
+from fedbandit_env.clock import client_cdf, client_of, clock_weights, event_gap, one_hot
 from fedbandit_env.config import EnvConfig
 from fedbandit_env.delay import delay_slot, swap_delayed
 from fedbandit_env.drift import orthogonal_unit, rotated_theta, segment_of, smooth_means
@@ -69,6 +75,8 @@ BAD_ARM_DTYPE = 7
 DRIFT_TAG = 0x64726674
 """``fold_in`` tag of a step's drift key (docs/time.md): the other draws of a step do not move."""
 CLOCK_TAG = 0x636C6B00
+CHURN_TAG = 0x63687572
+"""``fold_in`` tag of a step's churn key (docs/time.md, "churn")."""
 """``fold_in`` tag of an event clock's keys (docs/time.md, "clock"), at reset and each step."""
 
 
@@ -138,6 +146,9 @@ class FedBanditJaxEnv:
         self.clock = config.clock
         self.reward_delay = config.reward_delay
         self.latency = config.latency
+        self.churn = config.churn
+        if self.churn is not None:
+            check_churn_channels(self.twins)
         self._theta = self._pool = None
         if self.linear is not None and config.instance_seed is not None:
             from fedbandit_env.linear import draw_pool, draw_theta
@@ -250,6 +261,7 @@ class FedBanditJaxEnv:
             if self.drift is not None and self.drift.kind == "smooth":  # theta*(0) and u
                 w = jax.random.normal(jax.random.fold_in(key, DRIFT_TAG), theta.shape, theta.dtype)
                 drift_state = jnp.stack([theta, orthogonal_unit(theta, w, jnp)])
+        present = None if self.churn is None else self._presence_at_first_pull()
         state = EnvState(
             step=jnp.zeros((), jnp.int32),
             pulls=jnp.zeros((), jnp.int32),
@@ -272,7 +284,7 @@ class FedBanditJaxEnv:
             ),  # fmt: skip
             error=error,
             drift=drift_state,
-            clock=None if self.clock is None else self._clock_init(key),
+            clock=None if self.clock is None else self._clock_init(key, present),
             delay=None if self.reward_delay is None else (
                 jnp.full((self.reward_delay, n), -1, jnp.int32),
                 jnp.zeros((self.reward_delay, n), jnp.float32),
@@ -281,6 +293,7 @@ class FedBanditJaxEnv:
             latency=None if self.latency is None else jax.tree.map(
                 lambda x: jnp.stack([x] * self.latency),
                 {name: ch.empty() for name, ch in self.channels.items()}),
+            churn=present,
         )  # fmt: skip
         if self.adversary is not None:  # a key of its own: the instance draws do not move
             adv = self.adversary.init(jax.random.fold_in(key, ADVERSARY_TAG))
@@ -324,6 +337,8 @@ class FedBanditJaxEnv:
         who = pulling  # who pulls: every agent of a pulling run, or its event's client
         if self.clock is not None:
             who = pulling & state.clock.active
+        elif self.churn is not None:  # the present clients (docs/time.md, "churn")
+            who = pulling & state.churn
 
         if self.linear is None:
             means, gap, total = state.means, state.gap, state.regret
@@ -333,7 +348,7 @@ class FedBanditJaxEnv:
             rewards = instances.sample_reward(self.config, k_reward, mean, params.reward_sigma)
             regret = jnp.where(who, gap[arms], 0.0)
             onehot = (arms[:, None] == jnp.arange(self.num_arms)) & (
-                who if self.clock is None else who[:, None]
+                who if jnp.ndim(who) == 0 else who[:, None]
             )
             counts = state.counts + onehot.astype(jnp.int32)
             context = None
@@ -359,8 +374,9 @@ class FedBanditJaxEnv:
         if self.adversary is not None and self.adversary.active:
             seen = state if self.drift is None else replace_env(state, means=means, gap=gap)
             adv = self._adversary_step(key, seen, counts, last_arm, pulling, params)
+        present = getattr(state, "churn", None)
         deliveries, channel_states, charge, error, attack_states = self._transmit(
-            k_net, state, action.messages, live, error, adv
+            k_net, state, action.messages, live, error, adv, present
         )
         ring = getattr(state, "latency", None)
         if ring is not None:  # what was sent ``latency`` engine steps ago (docs/time.md)
@@ -368,6 +384,9 @@ class FedBanditJaxEnv:
             deliveries, ring = (jax.tree.map(lambda buf: buf[slot], ring),
                                 jax.tree.map(lambda buf, new: buf.at[slot].set(new), ring,
                                              deliveries))  # fmt: skip
+        if present is not None:  # an absent client receives nothing: dropped and counted
+            deliveries, dropped = self._drop_absent(deliveries, present)
+            charge = charge._replace(dropped=charge.dropped + dropped)
         ledger = state.ledger
         ledger = Ledger(
             count_add(ledger.messages, charge.messages),
@@ -396,10 +415,14 @@ class FedBanditJaxEnv:
             delay=state.delay,
             pool=state.pool,
             latency=ring,
+            churn=present,
         )
+        more = pulling & (state.pulls < self.horizon)
+        if present is not None:  # who is present at the next pull
+            present = self._presence_next(key, present, state.pulls, more)
+            state = state._replace(churn=present)
         if self.clock is not None:  # the pulling run's next event
-            more = pulling & (state.pulls < self.horizon)
-            state = state._replace(clock=self._clock_next(key, state.clock, more))
+            state = state._replace(clock=self._clock_next(key, state.clock, more, present=present))
         phase = jnp.where(pulling, PULL, COMMUNICATION).astype(jnp.int32)
         info = {
             "instant_regret": regret,
@@ -412,7 +435,7 @@ class FedBanditJaxEnv:
             info["roles"] = state.adversary.roles
             info["honest"] = state.adversary.roles == 0
         obs = self._observe(state, deliveries, phase)
-        if self.clock is not None:
+        if self.clock is not None or self.churn is not None:
             obs = obs._replace(pulled=jnp.broadcast_to(who, (n,)))
         if self.reward_delay is not None:  # the rewards of the pulls reward_delay ago arrive
             obs, line = self._arrive(obs, state.delay, state.pulls, pulling, arms, rewards, who)
@@ -439,10 +462,12 @@ class FedBanditJaxEnv:
         down = self.adversary.down(state.adversary, state.pulls)
         return jax.random.fold_in(key, ADVERSARY_TAG), state.adversary, down, facts
 
-    def _transmit(self, key, state, messages: Mapping, live, error, adv=None):
+    def _transmit(self, key, state, messages: Mapping, live, error, adv=None, present=None):
         """Every channel transmits (a channel given no message: nobody sends on it); the step's
         charge is the sum of the channels' charges. With ``adv`` (an active adversary) the
-        messages first go through :meth:`JaxAdversary.channel`."""
+        messages first go through :meth:`JaxAdversary.channel`. With churn, only the
+        ``present`` clients (N,) send (a ``push`` row is the server's message to a client: it is
+        dropped at arrival instead, :meth:`_drop_absent`)."""
         unknown = sorted(set(messages) - set(self.channels))
         if unknown:
             raise ActionError(
@@ -467,6 +492,8 @@ class FedBanditJaxEnv:
                 bad = send & live & ~finite & (astate.roles == BYZANTINE)
                 error = _first_error(error, BAD_ATTACK, state.step, bad)
             send = send & live
+            if present is not None and self.twins[name].kind != "push":
+                send = send & present
             payload = jnp.where(send[:, None] & finite[:, None], payload, 0.0)
             extra = () if exclude is None else (exclude,)  # only a channel that takes one
             deliveries[name], states[name], c = channel.transmit(
@@ -531,8 +558,8 @@ class FedBanditJaxEnv:
             context=state.context,
             phase=phase,
             pulls=state.pulls,
-            active=None if self.clock is None else state.clock.active,
-            pulled=None if self.clock is None else jnp.zeros(self.num_agents, bool),
+            active=self._active(state),
+            pulled=None if self._active(state) is None else jnp.zeros(self.num_agents, bool),
             time=None if self.clock is None else state.clock.time,
             arrived_arm=None if self.reward_delay is None else jnp.full_like(state.last_arm, -1),
             arrived_reward=None if self.reward_delay is None else jnp.zeros_like(state.last_reward),
@@ -553,8 +580,50 @@ class FedBanditJaxEnv:
                            last_reward=jnp.zeros_like(obs.last_reward))  # fmt: skip
         return obs, line
 
+    def _active(self, state: EnvState) -> Any:
+        """The clients that pull at the next step: an event clock's client, else the present
+        clients under churn; None under lock-step without churn."""
+        if self.clock is not None:
+            return state.clock.active
+        return getattr(state, "churn", None)
+
+    # ------------------------------------------------------------------ churn
+    def _presence_at_first_pull(self) -> jnp.ndarray:
+        """(N,) bool the clients present at pull 1 (every one under a Markov churn)."""
+        if self.churn.kind == "markov":
+            return jnp.ones(self.num_agents, bool)
+        return scheduled_presence(jnp.ones((), jnp.int32), self.churn, self.num_agents, jnp)
+
+    def _presence_next(self, key: jax.Array, present: jnp.ndarray, pulls: jnp.ndarray,
+                       moving: jnp.ndarray) -> jnp.ndarray:  # fmt: skip
+        """The clients present at pull ``pulls + 1`` of a ``moving`` run (the numpy
+        :meth:`~fedbandit_env.churn.Presence.advance`); one uniform per client from
+        ``fold_in(key, CHURN_TAG)`` under a Markov churn."""
+        churn = self.churn
+        if churn.kind == "markov":
+            u = jax.random.uniform(jax.random.fold_in(key, CHURN_TAG), (self.num_agents,))
+            new = markov_presence(present, u, churn.p_leave, churn.p_join, jnp)
+        else:
+            new = scheduled_presence(pulls + 1, churn, self.num_agents, jnp)
+        return jnp.where(moving, new, present)
+
+    @staticmethod
+    def _drop_absent(deliveries: dict[str, Any], present: jnp.ndarray):
+        """The deliveries without what reached absent clients (the numpy
+        :meth:`~fedbandit_env.churn.Presence.deliver`) and the dropped count () int32."""
+        out, dropped = {}, jnp.zeros((), jnp.int32)
+        for name, record in deliveries.items():
+            field = "mask" if hasattr(record, "mask") else "received"
+            if not hasattr(record, field):  # the server's uploads (reply "none"): no receiver
+                out[name] = record
+                continue
+            kept, lost = drop_absent(getattr(record, field), present, jnp)
+            out[name] = record._replace(**{field: kept})
+            dropped = dropped + lost.astype(jnp.int32)
+        return out, dropped
+
     # ------------------------------------------------------------------ clock
-    def _clock_init(self, key: jax.Array) -> ClockState:
+    def _clock_init(self, key: jax.Array, present: Any = None) -> ClockState:
         """The clock of a new run: its stragglers and its first event (docs/time.md)."""
         key = jax.random.fold_in(key, CLOCK_TAG)
         k_slow, k_first = jax.random.split(key)
@@ -566,26 +635,31 @@ class FedBanditJaxEnv:
             rates = rates.at[chosen].multiply(jnp.float32(clock.slowdown))
         start = ClockState(jnp.zeros(n, bool), jnp.zeros((), jnp.float32),
                            jnp.zeros((), jnp.int32), rates)  # fmt: skip
-        return self._clock_next(k_first, start, jnp.asarray(True), tagged=True)
+        return self._clock_next(k_first, start, jnp.asarray(True), tagged=True, present=present)
 
     def _clock_next(self, key: jax.Array, clock: ClockState, moving: jnp.ndarray,
-                    tagged: bool = False) -> ClockState:  # fmt: skip
-        """The next event of a ``moving`` run: its client and its time stamp (the event's
+                    tagged: bool = False, present: Any = None) -> ClockState:  # fmt: skip
+        """The next event of a ``moving`` run: its client, among the ``present`` clients under
+        churn (:func:`~fedbandit_env.clock.clock_weights`), and its time stamp (the event's
         index, or the Poisson time); a run that does not move keeps its clock."""
         key = key if tagged else jax.random.fold_in(key, CLOCK_TAG)
         k_client, k_gap = jax.random.split(key)
+        rates = clock.rates if present is None else clock_weights(clock.rates, present, jnp)
         if self.clock.kind == "trace":
             trace = jnp.asarray(self.clock.clients, jnp.int32)
             client = trace[jnp.minimum(clock.event, trace.shape[0] - 1)]
         else:
             u = jax.random.uniform(k_client, (), jnp.float32)
-            client = client_of(u, client_cdf(clock.rates, jnp), jnp)
+            client = client_of(u, client_cdf(rates, jnp), jnp)
         if self.clock.timed:
             u = jax.random.uniform(k_gap, (), jnp.float32)
-            time = clock.time + event_gap(u, clock.rates.sum(), jnp)
+            time = clock.time + event_gap(u, rates.sum(), jnp)
         else:
             time = clock.event.astype(jnp.float32)
-        new = ClockState(one_hot(client, self.num_agents, jnp), time, clock.event + 1, clock.rates)
+        active = one_hot(client, self.num_agents, jnp)
+        if present is not None:  # nobody present: the event passes without a pull
+            active = active & present
+        new = ClockState(active, time, clock.event + 1, clock.rates)
         return jax.tree_util.tree_map(lambda a, b: jnp.where(moving, a, b), new, clock)
 
     def cumulative_regret(self, state: EnvState) -> jnp.ndarray:

@@ -124,6 +124,7 @@ class EnvState(NamedTuple):
     delay: Any = None  # a reward delay's line: (arms (d, N) int32, rewards (d, N) float32)
     pool: Any = None  # the linear family's pool of arms (P, d) with arms={"kind": "pool"}
     latency: Any = None  # the deliveries in flight: each channel's record, stacked (L, ...)
+    churn: Any = None  # (N,) bool the clients present at the next (or current) pull, docs/time.md
 
 
 class ClockState(NamedTuple):

@@ -96,6 +96,12 @@ class Ledger:
         self.byzantine_messages = self.byzantine_messages + messages
         self.byzantine_floats = self.byzantine_floats + floats
 
+    def drop(self, dropped: np.ndarray) -> None:
+        """Count ``dropped`` (B,) messages lost at arrival (a receiver away: docs/time.md,
+        "churn") in the last step's charge and the total; they were charged when sent."""
+        self.step.dropped = self.step.dropped + dropped
+        self.total.dropped = self.total.dropped + dropped
+
     def summary(self, b: int) -> dict[str, dict[str, float]]:
         """Plain-Python view of run ``b`` for infos: step and cumulative figures per link type,
         and the Byzantine column (``byzantine_messages``, ``byzantine_floats``: the part of
