@@ -858,6 +858,9 @@ SUITES: dict[str, Suite] = {
 SUITES["field"] = _field_suite()
 
 STRAGGLERS = {"kind": "poisson", "stragglers": {"frac": 0.2, "slowdown": 0.1}}
+CHURN = {"kind": "markov", "p_leave": 0.01, "p_join": 0.1}
+"""The async suite's churn: a client leaves with probability 0.01 before a pull and returns with
+0.1 (a share 10/11 present in the long run)."""
 ASYNC_LINEAR = {"num_agents": 10, "num_arms": 10, "dim": 5,
                 "reward": {"kind": "gaussian", "sigma": 0.1}}  # fmt: skip
 SUITES["async"] = _open_suite(
@@ -867,18 +870,19 @@ SUITES["async"] = _open_suite(
         for env_id, kwargs, options in (
             ("FedBandit/Homogeneous-v0", QUICK_HOMOGENEOUS,
              ({"clock": "one_random"}, {"clock": STRAGGLERS}, {"reward_delay": 20},
-              {"latency": 20}, {"drift": {"kind": "piecewise", "change_points": [400, 700]}})),
+              {"latency": 20}, {"churn": CHURN},
+              {"drift": {"kind": "piecewise", "change_points": [400, 700]}})),
             ("FedBandit/LinearContextual-v0", ASYNC_LINEAR,
-             ({"clock": "one_random"}, {"clock": STRAGGLERS})),
+             ({"clock": "one_random"}, {"clock": STRAGGLERS}, {"churn": CHURN})),
         )
         for option in options
     ),  # fmt: skip
     "Every registered learner that accepts the event-time option (docs/time.md), one option "
     "per block: a homogeneous ring of 5 agents with 5 arms (a new instance per seed) under one "
     "uniformly random client per event, Poisson clocks with a fifth of the clients ten times "
-    "slower, a reward delay of 20 pulls, a latency of 20 engine steps, and two change points of "
-    "the means; a linear "
-    "contextual federation (10 clients, K = 10, d = 5, noise sd 0.1) under the two event clocks. "
+    "slower, a reward delay of 20 pulls, a latency of 20 engine steps, Markov churn (leave 0.01, "
+    "return 0.1 per pull) and two change points of the means; a linear contextual federation "
+    "(10 clients, K = 10, d = 5, noise sd 0.1) under the two event clocks and under the churn. "
     "5 seeds, T = 1000 (events under a clock).",
 )
 
