@@ -92,7 +92,8 @@ class IndexPolicy(TeamPolicy):
     checks) and :meth:`transform_reward` (e.g. the Bernoulli trick)."""
 
     shared: ClassVar[bool] = False
-    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency", "churn")
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "random_delay", "latency",
+                                             "churn")  # fmt: skip
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -147,11 +148,14 @@ class IndexPolicy(TeamPolicy):
             arm, reward, got = obs.last_arm, obs.last_reward, obs.pulled
             if obs.arrived_arm is not None:  # the rewards of the pulls reward_delay ago
                 arm, reward, got = obs.arrived_arm, obs.arrived_reward, obs.arrived_arm >= 0
-            got = got.astype(np.float64)
-            arm = np.maximum(arm, 0)  # nothing arrived: 0 added at arm 0
-            self.table.add(self.counts, arm, got)
-            self.table.add(self.sums, arm, self.transform_reward(reward) * got)
-            self.pulls += got[..., None]
+            if arm.ndim == 3:  # a random delay: one slot per delay, several may arrive at once
+                self._fold_slots(arm, reward, got)
+            else:
+                got = got.astype(np.float64)
+                arm = np.maximum(arm, 0)  # nothing arrived: 0 added at arm 0
+                self.table.add(self.counts, arm, got)
+                self.table.add(self.sums, arm, self.transform_reward(reward) * got)
+                self.pulls += got[..., None]
         messages = {}
         if self.shared:
             # (2, B, N, M): the neighbours' counts and sums, each added over the slots
@@ -171,6 +175,15 @@ class IndexPolicy(TeamPolicy):
         else:
             arms = argmax_one_uniform(index, self._tiebreak.next())
         return TeamAction(self.choose(arms), messages)
+
+    def _fold_slots(self, arm: np.ndarray, reward: np.ndarray, got: np.ndarray) -> None:
+        """Add the rewards that arrived in the slots (B, N, D) of a random delay
+        (docs/time.md, "reward_delay"): every arrived pull counts once at its arm."""
+        hit = (arm[..., None] == np.arange(self.num_arms)) & got[..., None]  # (B, N, D, M)
+        value = np.where(hit, self.transform_reward(reward)[..., None], 0.0)
+        np.add(self.counts, hit.sum(axis=2), out=self.counts)
+        np.add(self.sums, value.sum(axis=2), out=self.sums)
+        self.pulls += got.sum(axis=-1, keepdims=True)
 
     def _received(self, heard) -> np.ndarray:
         """The neighbours' latest counts and sums, each summed over the neighbour slots in

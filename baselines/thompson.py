@@ -52,6 +52,8 @@ class ThompsonBeta(IndexPolicy):
     agent_id = "thompson_beta"
     ties = False  # continuous samples: exact ties have probability zero
     uses_total = False
+    # not random delays: the Bernoulli trick draws one uniform per agent and pull
+    event_time = ("clock", "reward_delay", "latency", "churn")
     version = 1  # results version
 
     def __init__(self, bounds: Any = None):

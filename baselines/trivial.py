@@ -27,7 +27,7 @@ class UniformRandom(TeamPolicy):
     """Uniformly random arms, no messages."""
 
     agent_id = "uniform"
-    event_time = ("clock", "reward_delay", "latency", "churn")  # no reward read, nothing sent
+    event_time = ("clock", "reward_delay", "random_delay", "latency", "churn")  # reads no reward
     floods = False  # Flooding: True (it needs the neighbors channel)
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:

@@ -8,9 +8,11 @@ existed (tests/test_drift.py and the reference file check the bits; this measure
 
 An event clock makes one pull per engine step where lock-step makes N, at the same horizon T
 (T rounds of N pulls against T events): its table gives the time per engine step and per pull
-against the plain run's; a reward delay's table, the time against the undelayed run; a
+against the plain run's; a reward delay's table (fixed and random delays), the time against
+the undelayed run; a
 latency's table (``ucb1_shared`` on a ring, every agent sending to its two neighbours each
-step), the time against the run without latency and the messages in flight per run, L x 2N.
+step), the time against the run without latency and the messages in flight per run, L x 2N;
+churn's table (the same ring), the time against the run where nobody leaves.
 
     python benchmarks/bench_time_options.py                 # numpy and JAX, CPU sizes
     python benchmarks/bench_time_options.py --runs 50 --horizon 500 --backends numpy
@@ -105,6 +107,7 @@ def main() -> None:
             if env_id == ENV:  # linucb refuses a delay (docs/time.md); it sends no message
                 delay_table(title, env_id, learner, base, runs, backend, args.repeats)
                 latency_table(env_id, base, runs, backend, args.repeats)
+                churn_table(env_id, base, runs, backend, args.repeats)
 
 
 CLOCKS = {
@@ -132,7 +135,11 @@ def clock_table(title, env_id, learner, base, runs, backend, repeats) -> None:
 
 def delay_table(title, env_id, learner, base, runs, backend, repeats) -> None:
     """Fixed reward delays against the undelayed run (docs/time.md, "reward_delay")."""
-    kws = {"off": base, **{f"{d} pulls": {**base, "reward_delay": d} for d in (10, 100)}}
+    kws = {"off": base, **{f"{d} pulls": {**base, "reward_delay": d} for d in (10, 100)},
+           "geometric, mean 10, max 100": {**base, "reward_delay": {
+               "kind": "geometric", "mean": 10, "max": 100}},
+           "pareto, shape 1.2, max 100": {**base, "reward_delay": {
+               "kind": "pareto", "shape": 1.2, "max": 100}}}  # fmt: skip
     best = best_of(env_id, learner, kws, runs, backend, repeats)
     print(f"\n{title}, {backend}, {runs} runs x {base['horizon']} pulls: reward_delay "
           "against off")  # fmt: skip
@@ -156,6 +163,28 @@ def latency_table(env_id, base, runs, backend, repeats) -> None:
     for name, kw in kws.items():
         flight = kw.get("latency", 0) * 2 * n
         print(f"| {name} | {flight} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
+
+
+
+def churn_table(env_id, base, runs, backend, repeats) -> None:
+    """Churn against nobody leaving (docs/time.md, "churn"): ``ucb1_shared`` on a ring of N
+    agents, a schedule of N absences (each client away for a tenth of the run) and a Markov
+    churn (leave 0.01, return 0.1 per pull)."""
+    ring = {k: v for k, v in base.items() if k != "channels"} | {"topology": "ring"}
+    n, h = ring["num_agents"], ring["horizon"]
+    tenth = max(h // 10, 1)
+    schedule = {"kind": "schedule", "absences": [[m, 1 + m * tenth % h, 1 + m * tenth % h + tenth]
+                                                 for m in range(n)]}  # fmt: skip
+    markov = {"kind": "markov", "p_leave": 0.01, "p_join": 0.1}
+    kws = {"off": ring, f"schedule, {n} absences": {**ring, "churn": schedule},
+           "markov 0.01 / 0.1": {**ring, "churn": markov}}  # fmt: skip
+    best = best_of(env_id, "ucb1_shared", kws, runs, backend, repeats)
+    print(f"\nmulti-armed (N = {n}, ring), ucb1_shared, {backend}, {runs} runs x {h} steps: "
+          "churn against off")  # fmt: skip
+    print("\n| churn | s | vs off |")
+    print("|---|---|---|")
+    for name in kws:
+        print(f"| {name} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import numpy as np
 from fedbandit_env.adversary.roles import AdversaryConfig
 from fedbandit_env.churn import Churn, churn_option
 from fedbandit_env.clock import Clock, clock_option
-from fedbandit_env.delay import delay_option
+from fedbandit_env.delay import RandomDelay, delay_option
 from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
@@ -269,8 +269,9 @@ class EnvConfig:
     """Drifting means (:mod:`fedbandit_env.drift`, docs/time.md); None: stationary."""
     clock: Clock | None = None
     """Who pulls at an event (:mod:`fedbandit_env.clock`, docs/time.md); None: lock-step."""
-    reward_delay: int | None = None
-    """A reward's delay in pulls (:mod:`fedbandit_env.delay`, docs/time.md); None: none."""
+    reward_delay: int | RandomDelay | None = None
+    """A reward's delay in pulls, fixed or random (:mod:`fedbandit_env.delay`, docs/time.md);
+    None: none."""
     latency: int | None = None
     """Every message's added delay in engine steps (:mod:`fedbandit_env.latency`); None: none."""
     churn: Churn | None = None
@@ -371,8 +372,8 @@ def make_config(
     (stationary, the default) or a piecewise or smooth drift of the means, with dynamic regret
     (:mod:`fedbandit_env.drift`, docs/time.md). ``clock``: None or ``"sync"`` (lock-step, the
     default) or an event clock, one client pulling per step (:mod:`fedbandit_env.clock`,
-    docs/time.md). ``reward_delay``: None or 0 (the default) or a fixed delay d in pulls before
-    a reward reaches its agent (:mod:`fedbandit_env.delay`, docs/time.md). ``latency``: None or 0
+    docs/time.md). ``reward_delay``: None or 0 (the default), a fixed delay d in pulls before
+    a reward reaches its agent, or a random one (geometric, uniform, Pareto) (:mod:`fedbandit_env.delay`, docs/time.md). ``latency``: None or 0
     (the default) or a fixed delay L in engine steps added to every message
     (:mod:`fedbandit_env.latency`, docs/time.md). ``churn``: None (nobody leaves, the default)
     or a schedule or Markov chain of clients leaving and joining (:mod:`fedbandit_env.churn`,

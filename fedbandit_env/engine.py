@@ -21,7 +21,7 @@ from fedbandit_env.churn import Presence, check_churn_channels
 from fedbandit_env.clock import EventClock
 from fedbandit_env.config import EnvConfig, check_sizes
 from fedbandit_env.contextual import ContextualProcess
-from fedbandit_env.delay import DelayLine
+from fedbandit_env.delay import DelayLine, RandomDelay, RandomDelayLine
 from fedbandit_env.drift import MeansDrift
 from fedbandit_env.errors import CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
@@ -47,7 +47,8 @@ class VecObservation:
     ``pulls`` (B,) each run's pulls (docs/architecture.md, "Communication steps"). ``phase`` and
     ``pulls`` default to "every step pulled" when a caller builds an observation by hand.
     ``active``, ``pulled`` and ``time``: an event clock's (:meth:`EventClock.stamp`);
-    ``arrived_arm`` and ``arrived_reward``: a reward delay's (:meth:`DelayLine.stamp`)."""
+    ``arrived_arm``, ``arrived_reward`` and ``arrived_pull``: a reward delay's
+    (:meth:`DelayLine.stamp`; (B, N, D) under a random delay, :class:`RandomDelayLine`)."""
 
     step: int
     last_arm: RunAgents
@@ -61,6 +62,7 @@ class VecObservation:
     time: Runs | None = None
     arrived_arm: RunAgents | None = None
     arrived_reward: RunAgents | None = None
+    arrived_pull: RunAgents | None = None
 
     def __post_init__(self) -> None:
         runs = np.shape(self.last_arm)[0]
@@ -169,7 +171,10 @@ class Engine(StepChecks):
         present = None if self.churn is None else self.churn.present
         self.clock = EventClock.of(self.config.clock, self.streams, self.num_agents, present)
         d = self.config.reward_delay  # rewards in flight (docs/time.md, "reward_delay")
-        self.delay = DelayLine(d, self.num_runs, self.num_agents) if d else None
+        if isinstance(d, RandomDelay):
+            self.delay = RandomDelayLine(d, self.streams("delay"), self.num_runs, self.num_agents)
+        else:
+            self.delay = DelayLine(d, self.num_runs, self.num_agents) if d else None
         network = self.streams("network")
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))

@@ -35,10 +35,13 @@ them in a row raise a ``CommunicationError``.
 * ``active`` (with an event ``clock`` or ``churn`` only, docs/time.md) — Discrete(2): 1 if this
   agent pulls at the next step (under churn: it is present at the next pull). Every agent still gives an action; an inactive agent's ``arm`` is not
   pulled, and its ``last_arm`` and ``last_reward`` stay those of its own last pull.
-* ``arrived``, ``arrived_arm``, ``arrived_reward`` (with ``reward_delay`` only, docs/time.md) —
-  Discrete(2), Discrete(M), Box((), float64): whether the reward of this agent's pull
-  ``reward_delay`` pulls ago arrived now, that pull's arm and its reward; ``last_reward`` is
-  then 0 (the reward of the pull just made arrives later).
+* ``arrived``, ``arrived_arm``, ``arrived_reward``, ``arrived_pull`` (with ``reward_delay`` only,
+  docs/time.md) — Discrete(2), Discrete(M), Box((), float64), Box((), int64): whether the reward
+  of this agent's pull ``reward_delay`` pulls ago arrived now, that pull's arm, its reward and the
+  pull it was drawn at (0: none); ``last_reward`` is then 0 (the reward of the pull just made
+  arrives later). Under a random delay with largest delay D, one slot per delay: MultiBinary(D),
+  Box((D,), int64), Box((D,), float64), Box((D,), int64), slot j the pull made j + 1 pulls
+  before.
 * ``channels`` — one entry per channel, the messages delivered to this agent in the last step:
 
   * ``neighbors``: ``senders`` (D,) neighbour ids (-1 padding, D = max degree), ``mask`` (D,)
@@ -115,6 +118,7 @@ from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrappe
 
 from fedbandit_env.agent_views import channel_observation, channel_space, payload_space
 from fedbandit_env.config import EnvConfig, make_config
+from fedbandit_env.delay import RandomDelay
 from fedbandit_env.engine import Engine, VecInfo, VecObservation
 from fedbandit_env.errors import ActionError, HorizonError
 from fedbandit_env.policy import FederationFacts
@@ -141,10 +145,18 @@ def observation_space(config: EnvConfig, engine: Engine) -> spaces.Dict:
         fields["decision_set"] = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float64)
     if config.clock is not None or config.churn is not None:  # whether it pulls at the next step
         fields["active"] = spaces.Discrete(2)
-    if config.reward_delay is not None:  # the reward that arrived now, of an earlier pull
+    if isinstance(config.reward_delay, RandomDelay):  # one slot per delay 1..D
+        size, top = config.reward_delay.max, config.horizon
+        fields["arrived"] = spaces.MultiBinary(size)
+        fields["arrived_arm"] = spaces.Box(0, config.num_arms - 1, shape=(size,), dtype=np.int64)
+        fields["arrived_reward"] = spaces.Box(min(lo, 0.0), max(hi, 0.0), shape=(size,),
+                                              dtype=np.float64)  # fmt: skip
+        fields["arrived_pull"] = spaces.Box(0, top, shape=(size,), dtype=np.int64)
+    elif config.reward_delay is not None:  # the reward that arrived now, of an earlier pull
         fields["arrived"] = spaces.Discrete(2)
         fields["arrived_arm"] = spaces.Discrete(config.num_arms)
         fields["arrived_reward"] = spaces.Box(lo, hi, shape=(), dtype=np.float64)
+        fields["arrived_pull"] = spaces.Box(0, config.horizon, shape=(), dtype=np.int64)
     return spaces.Dict(fields)
 
 
@@ -186,10 +198,17 @@ def agent_observation(engine: Engine, obs: VecObservation, b: int, i: int) -> di
         out["decision_set"] = obs.context[b, i].copy()
     if obs.active is not None:
         out["active"] = np.int64(obs.active[b, i])
-    if obs.arrived_arm is not None:
+    if obs.arrived_arm is not None and obs.arrived_arm.ndim == 3:  # a random delay's slots
+        arrived = obs.arrived_arm[b, i]
+        out["arrived"] = (arrived >= 0).astype(np.int8)
+        out["arrived_arm"] = np.maximum(arrived, 0).astype(np.int64)
+        out["arrived_reward"] = obs.arrived_reward[b, i].astype(np.float64)
+        out["arrived_pull"] = np.maximum(obs.arrived_pull[b, i], 0).astype(np.int64)
+    elif obs.arrived_arm is not None:
         arrived = int(obs.arrived_arm[b, i])
         out["arrived"], out["arrived_arm"] = np.int64(arrived >= 0), np.int64(max(arrived, 0))
         out["arrived_reward"] = np.array(obs.arrived_reward[b, i], dtype=np.float64)
+        out["arrived_pull"] = np.array(max(int(obs.arrived_pull[b, i]), 0), dtype=np.int64)
     return out
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from fedbandit_env.agent_views import channel_delivery
 from fedbandit_env.config import ChannelsSpec, EnvConfig
+from fedbandit_env.delay import RandomDelay
 from fedbandit_env.engine import PULL, VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import Topology
@@ -52,7 +53,11 @@ class FederationFacts:
     agent pulls at every step, or an event clock, one client per step (docs/time.md). The
     protocol is public; the rates and draws of an event clock are not facts."""
     reward_delay: int = 0
-    """The delay in pulls before a pull's reward reaches its agent (0: none; docs/time.md)."""
+    """The delay in pulls before a pull's reward reaches its agent (0: none; docs/time.md); the
+    largest delay under a random delay."""
+    random_delay: bool = False
+    """Whether the delay is random: several rewards may then arrive at one pull, one slot per
+    delay in the observation (docs/time.md, "reward_delay")."""
     latency: int = 0
     """The engine steps added to every message's delivery (0: none; docs/time.md)."""
     churn: str = "always"
@@ -82,7 +87,8 @@ class FederationFacts:
             extra=dict(config.extra),
             byzantine_bound=byzantine_bound(config),
             clock="sync" if config.clock is None else config.clock.kind,
-            reward_delay=config.reward_delay or 0,
+            reward_delay=delay_pulls(config.reward_delay),
+            random_delay=isinstance(config.reward_delay, RandomDelay),
             latency=config.latency or 0,
             churn="always" if config.churn is None else config.churn.kind,
         )
@@ -93,6 +99,11 @@ LOCK_STEP = (
     "step"
 )
 """Why a learner that declares no event-time option refuses an event clock."""
+
+
+def delay_pulls(delay: Any) -> int:
+    """The fact ``reward_delay`` of a config's delay: d, the largest random delay, or 0."""
+    return 0 if delay is None else int(getattr(delay, "max", delay))
 
 
 CHURN_REASON = "it assumes every client is there at every pull and for every message"
@@ -113,6 +124,10 @@ def check_event_time(policy: Any, facts: FederationFacts) -> None:
         raise ConfigError(f"{name}: reward_delay: expected None (it reads each pull's reward in "
                           f"the pull's own observation), got {facts.reward_delay} pulls; the "
                           "learners that run with delayed rewards are listed in docs/time.md")  # fmt: skip
+    if facts.random_delay and "random_delay" not in accepted:
+        raise ConfigError(f"{name}: reward_delay: expected None or a fixed delay (it folds one "
+                          "arrived reward per agent and pull), got a random delay; the learners "
+                          "that run with random delays are listed in docs/time.md")  # fmt: skip
     if facts.latency and "latency" not in accepted:
         raise ConfigError(f"{name}: latency: expected None (it relies on the channels' own "
                           f"timing), got {facts.latency} steps; the learners that run with a "
@@ -264,11 +279,14 @@ class ParallelPolicyAdapter:
             before = getattr(self, "_active", None)
             out["pulled"] = np.zeros_like(active) if before is None else before & (phase == PULL)
             out["active"], self._active = active, active
-        if "arrived" in per_agent[0]:
-            got = np.array([[bool(o["arrived"]) for o in per_agent]])
-            arms = np.array([[int(o["arrived_arm"]) for o in per_agent]], dtype=np.int64)
+        if "arrived" in per_agent[0]:  # (1, N), or (1, N, D) under a random delay
+            got = np.array([[np.asarray(o["arrived"], bool) for o in per_agent]])
+            arms = np.array([[np.asarray(o["arrived_arm"]) for o in per_agent]], dtype=np.int64)
+            pulls = np.array([[np.asarray(o["arrived_pull"]) for o in per_agent]], np.int64)
             out["arrived_arm"] = np.where(got, arms, -1)
-            out["arrived_reward"] = np.array([[float(o["arrived_reward"]) for o in per_agent]])
+            out["arrived_pull"] = np.where(got, pulls, -1)
+            out["arrived_reward"] = np.array([[np.asarray(o["arrived_reward"], np.float64)
+                                               for o in per_agent]])  # fmt: skip
         return out
 
     def observation_from_dicts(

@@ -103,7 +103,10 @@ def test_the_jax_engine_delivers_the_same_line():
     [
         (-1, r"reward_delay.*>= 0"),
         (31, r"reward_delay.*<= 30"),
-        ({"kind": "geometric", "mean": 10}, r"reward_delay: kind: expected one of \('fixed',\)"),
+        ({"kind": "geometric", "mean": 10}, r"reward_delay: 'geometric' expects exactly \['mean', "
+         r"'max'\]"),
+        ({"kind": "lognormal", "mu": 1}, r"reward_delay: kind: expected one of \('fixed', "
+         r"'geometric', 'uniform', 'pareto'\)"),
         ({"kind": "fixed"}, r"reward_delay: 'fixed' expects exactly 'pulls'"),
         ({"kind": "fixed", "pulls": 2, "unit": "own_steps"}, r"'fixed' expects exactly 'pulls'"),
         ("ten", r"reward_delay"),

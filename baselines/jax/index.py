@@ -76,8 +76,12 @@ def fold_last_pull(counts, sums, obs: Observation, reward=None):
     last_arm = obs.last_arm
     if obs.arrived_arm is not None:  # delayed rewards: the pulls whose rewards arrived now
         pulled, last_arm = obs.arrived_arm >= 0, obs.arrived_arm
-    hit = (last_arm[:, None] == jnp.arange(m)) & pulled[:, None]  # (N, M)
     reward = obs.last_reward if reward is None else reward
+    if last_arm.ndim == 2:  # a random delay's slots (N, D): several may arrive at once
+        hit = (last_arm[..., None] == jnp.arange(m)) & pulled[..., None]  # (N, D, M)
+        value = jnp.where(hit, reward[..., None], 0.0).sum(axis=1)
+        return counts + hit.sum(axis=1).astype(counts.dtype), sums + value
+    hit = (last_arm[:, None] == jnp.arange(m)) & pulled[:, None]  # (N, M)
     return counts + hit.astype(counts.dtype), sums + jnp.where(hit, reward[:, None], 0.0)
 
 
@@ -106,7 +110,8 @@ class IndexPolicy:
     shared: ClassVar[bool] = False
     ties: ClassVar[bool] = True  # False: continuous indices, plain arg-max
     uses_total: ClassVar[bool] = True  # False: index() ignores ``total``
-    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "latency", "churn")
+    event_time: ClassVar[tuple[str, ...]] = ("clock", "reward_delay", "random_delay", "latency",
+                                             "churn")  # fmt: skip
     lock_step_reason: ClassVar[str] = (
         "its shared variant sends its statistics at every step, a lock-step protocol"
     )
@@ -274,6 +279,7 @@ class ThompsonBeta(IndexPolicy):
     agent_id = "thompson_beta"
     ties = False  # continuous samples: exact ties have probability zero
     uses_total = False
+    event_time = ("clock", "reward_delay", "latency", "churn")  # as numpy: no random delay
     version = 1
 
     def __init__(self, bounds: Any = None):

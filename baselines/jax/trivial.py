@@ -45,7 +45,7 @@ class UniformRandom:
     no messages (params protocol: :func:`baselines.params.trivial_params`)."""
 
     agent_id = "uniform"
-    event_time = ("clock", "reward_delay", "latency", "churn")  # no reward read, nothing sent
+    event_time = ("clock", "reward_delay", "random_delay", "latency", "churn")  # reads no reward
     version = 1
     privacy_epsilon = None
     floods = False

@@ -38,7 +38,14 @@ from fedbandit_env.churn import (
 )
 from fedbandit_env.clock import client_cdf, client_of, clock_weights, event_gap, one_hot
 from fedbandit_env.config import EnvConfig
-from fedbandit_env.delay import delay_slot, swap_delayed
+from fedbandit_env.delay import (
+    RandomDelay,
+    delay_slot,
+    draw_delay,
+    random_arrivals,
+    random_enter,
+    swap_delayed,
+)
 from fedbandit_env.drift import orthogonal_unit, rotated_theta, segment_of, smooth_means
 from fedbandit_env.errors import ActionError, CommunicationError, ConfigError
 from fedbandit_env.jax import instances
@@ -75,9 +82,11 @@ BAD_ARM_DTYPE = 7
 DRIFT_TAG = 0x64726674
 """``fold_in`` tag of a step's drift key (docs/time.md): the other draws of a step do not move."""
 CLOCK_TAG = 0x636C6B00
+"""``fold_in`` tag of an event clock's keys (docs/time.md, "clock"), at reset and each step."""
 CHURN_TAG = 0x63687572
 """``fold_in`` tag of a step's churn key (docs/time.md, "churn")."""
-"""``fold_in`` tag of an event clock's keys (docs/time.md, "clock"), at reset and each step."""
+DELAY_TAG = 0x646C6179
+"""``fold_in`` tag of a step's random reward delays (docs/time.md, "reward_delay")."""
 
 
 class EnvParams(NamedTuple):
@@ -285,10 +294,7 @@ class FedBanditJaxEnv:
             error=error,
             drift=drift_state,
             clock=None if self.clock is None else self._clock_init(key, present),
-            delay=None if self.reward_delay is None else (
-                jnp.full((self.reward_delay, n), -1, jnp.int32),
-                jnp.zeros((self.reward_delay, n), jnp.float32),
-            ),
+            delay=self._delay_line(),
             pool=pool,
             latency=None if self.latency is None else jax.tree.map(
                 lambda x: jnp.stack([x] * self.latency),
@@ -438,7 +444,8 @@ class FedBanditJaxEnv:
         if self.clock is not None or self.churn is not None:
             obs = obs._replace(pulled=jnp.broadcast_to(who, (n,)))
         if self.reward_delay is not None:  # the rewards of the pulls reward_delay ago arrive
-            obs, line = self._arrive(obs, state.delay, state.pulls, pulling, arms, rewards, who)
+            held = (state.delay, key) if isinstance(self.reward_delay, RandomDelay) else state.delay
+            obs, line = self._arrive(obs, held, state.pulls, pulling, arms, rewards, who)
             state = replace_env(state, delay=line)
         return obs, state, rewards, state.pulls >= self.horizon, info
 
@@ -561,22 +568,63 @@ class FedBanditJaxEnv:
             active=self._active(state),
             pulled=None if self._active(state) is None else jnp.zeros(self.num_agents, bool),
             time=None if self.clock is None else state.clock.time,
-            arrived_arm=None if self.reward_delay is None else jnp.full_like(state.last_arm, -1),
-            arrived_reward=None if self.reward_delay is None else jnp.zeros_like(state.last_reward),
+            **self._no_arrival(),
         )
+
+    def _delay_line(self) -> Any:
+        """A new run's rewards in flight: (arms, rewards) (d, N) of a fixed delay; (arms,
+        rewards, due pulls) (N, D) of a random one; None without a delay."""
+        n, d = self.num_agents, self.reward_delay
+        if d is None:
+            return None
+        if isinstance(d, RandomDelay):
+            shape = (n, d.max)
+            return (jnp.full(shape, -1, jnp.int32), jnp.zeros(shape, jnp.float32),
+                    jnp.zeros(shape, jnp.int32))  # fmt: skip
+        return jnp.full((d, n), -1, jnp.int32), jnp.zeros((d, n), jnp.float32)
+
+    def _no_arrival(self) -> dict[str, Any]:
+        """The arrival fields of an observation in which no reward arrives."""
+        d = self.reward_delay
+        if d is None:
+            return {}
+        shape = (self.num_agents, d.max) if isinstance(d, RandomDelay) else (self.num_agents,)
+        return {"arrived_arm": jnp.full(shape, -1, jnp.int32),
+                "arrived_reward": jnp.zeros(shape, jnp.float32),
+                "arrived_pull": jnp.full(shape, -1, jnp.int32)}  # fmt: skip
 
     def _arrive(self, obs, line, pulls, pulling, arms, rewards, who):
         """A reward delay's step (:func:`fedbandit_env.delay.swap_delayed`, as the numpy
         :class:`~fedbandit_env.delay.DelayLine`): the pull
         ``pulls`` (the new count) enters the line, the pull ``pulls - d`` leaves it and its
         rewards arrive in ``obs``, whose ``last_reward`` is hidden (0)."""
+        if isinstance(self.reward_delay, RandomDelay):
+            return self._arrive_random(obs, line, pulls, pulling, arms, rewards, who)
         slot = delay_slot(pulls, self.reward_delay)
         line_arms, line_rewards = line
         out_arm, out_reward, new_arms, new_rewards = swap_delayed(
             line_arms[slot], line_rewards[slot], pulling, arms, rewards, who, jnp
         )
         line = (line_arms.at[slot].set(new_arms), line_rewards.at[slot].set(new_rewards))
-        obs = obs._replace(arrived_arm=out_arm, arrived_reward=out_reward,
+        made = jnp.where(out_arm >= 0, pulls - self.reward_delay, -1).astype(jnp.int32)
+        obs = obs._replace(arrived_arm=out_arm, arrived_reward=out_reward, arrived_pull=made,
+                           last_reward=jnp.zeros_like(obs.last_reward))  # fmt: skip
+        return obs, line
+
+    def _arrive_random(self, obs, line, pulls, pulling, arms, rewards, who):
+        """A random delay's step (the numpy :class:`~fedbandit_env.delay.RandomDelayLine`):
+        the rewards due now arrive, one slot per delay (:func:`~fedbandit_env.delay.
+        random_arrivals`), then the pull made now enters the line with its delays, one uniform
+        per agent from ``fold_in(key, DELAY_TAG)`` (the key is the step's, passed as ``line``'s
+        companion in :meth:`step`)."""
+        line, key = line
+        out_arm, out_reward, made = random_arrivals(*line, pulls, pulling, jnp)
+        u = jax.random.uniform(jax.random.fold_in(key, DELAY_TAG), (self.num_agents,))
+        delays = draw_delay(u, self.reward_delay, jnp)
+        who = jnp.broadcast_to(who, (self.num_agents,))
+        line = random_enter(line, pulls, pulling, who, arms, rewards, delays, jnp)
+        obs = obs._replace(arrived_arm=out_arm.astype(jnp.int32), arrived_reward=out_reward,
+                           arrived_pull=made.astype(jnp.int32),
                            last_reward=jnp.zeros_like(obs.last_reward))  # fmt: skip
         return obs, line
 

@@ -91,6 +91,7 @@ class Observation(NamedTuple):
     time: Any = None
     arrived_arm: Any = None
     arrived_reward: Any = None
+    arrived_pull: Any = None
 
 
 class EnvState(NamedTuple):
