@@ -20,7 +20,7 @@ from fedbandit_env.drift import Drift, drift_option
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.graphs import GRAPH_KINDS, GraphError, Topology
 from fedbandit_env.instances import GENERATORS, Instance, fixed_instance, gaussian_clients
-from fedbandit_env.latency import latency_option
+from fedbandit_env.latency import LinkLatency, latency_option
 from fedbandit_env.linear import LinearSpec, arms_option
 from fedbandit_env.network import CHANNEL_KINDS
 from fedbandit_env.rewards import RewardModel, make_reward_model
@@ -272,8 +272,9 @@ class EnvConfig:
     reward_delay: int | RandomDelay | None = None
     """A reward's delay in pulls, fixed or random (:mod:`fedbandit_env.delay`, docs/time.md);
     None: none."""
-    latency: int | None = None
-    """Every message's added delay in engine steps (:mod:`fedbandit_env.latency`); None: none."""
+    latency: int | LinkLatency | None = None
+    """Every message's added delay in engine steps, fixed, per link or random
+    (:mod:`fedbandit_env.latency`); None: none."""
     churn: Churn | None = None
     """Clients that leave and join (:mod:`fedbandit_env.churn`, docs/time.md); None: none."""
 
@@ -413,7 +414,7 @@ def make_config(
     if delay is not None and adv is not None:
         raise ConfigError("reward_delay: a delay is not combined with adversary= yet (the "
                           "attacks read the pulls' rewards at once); use reward_delay=None")  # fmt: skip
-    lag = latency_option(latency, horizon=config.horizon)
+    lag = latency_option(latency, horizon=config.horizon, num_agents=config.num_agents)
     if lag is not None and adv is not None:
         raise ConfigError("latency: a latency is not combined with adversary= yet (the attacks "
                           "and the robust learners assume the channels' own timing); use "

@@ -56,28 +56,28 @@ def delay_option(value: Any, *, horizon: int) -> int | RandomDelay | None:
     """The delay of a ``reward_delay`` argument: d >= 1 in pulls (fixed), a
     :class:`RandomDelay`, or None for no delay."""
     if isinstance(value, Mapping) and value.get("kind") in RANDOM_DELAY_KINDS:
-        return _random_delay(value, horizon)
+        return random_law("reward_delay", value, horizon)
     return fixed_option("reward_delay", value, "pulls", "the delay d in pulls", horizon,
                         "an int, or a dict with kind 'fixed', 'geometric', 'uniform' or "
                         "'pareto'", kinds=("fixed", *RANDOM_DELAY_KINDS))  # fmt: skip
 
 
-def _random_delay(value: Mapping, horizon: int) -> RandomDelay:
+def random_law(name: str, value: Mapping, horizon: int) -> RandomDelay:
+    """The :class:`RandomDelay` of a random ``reward_delay`` or ``latency`` (``name``) dict."""
     kind = value["kind"]
     keys = _RANDOM_KEYS[kind]
     if sorted(value) != sorted(["kind", *keys]):
-        raise ConfigError(f"reward_delay: {kind!r} expects exactly {list(keys)}, got keys "
+        raise ConfigError(f"{name}: {kind!r} expects exactly {list(keys)}, got keys "
                           f"{sorted(value)}")  # fmt: skip
     if kind == "uniform":
-        low = check_int("low", value["low"], minimum=1, maximum=horizon, where="reward_delay")
-        high = check_int("high", value["high"], minimum=low, maximum=horizon,
-                         where="reward_delay")  # fmt: skip
+        low = check_int("low", value["low"], minimum=1, maximum=horizon, where=name)
+        high = check_int("high", value["high"], minimum=low, maximum=horizon, where=name)
         return RandomDelay(kind, float(low), high)
-    top = check_int("max", value["max"], minimum=1, maximum=horizon, where="reward_delay")
+    top = check_int("max", value["max"], minimum=1, maximum=horizon, where=name)
     if kind == "geometric":
-        a = check_real("mean", value["mean"], low=1.0, where="reward_delay")
+        a = check_real("mean", value["mean"], low=1.0, where=name)
     else:
-        a = check_real("shape", value["shape"], low=0.0, low_open=True, where="reward_delay")
+        a = check_real("shape", value["shape"], low=0.0, low_open=True, where=name)
     return RandomDelay(kind, a, top)
 
 

@@ -25,7 +25,7 @@ from fedbandit_env.delay import DelayLine, RandomDelay, RandomDelayLine
 from fedbandit_env.drift import MeansDrift
 from fedbandit_env.errors import CommunicationError, HorizonError
 from fedbandit_env.instances import Instance
-from fedbandit_env.latency import LatencyLine
+from fedbandit_env.latency import LatencyLine, LinkLatency, LinkLine, check_link_channels
 from fedbandit_env.network import Ledger, make_channel
 from fedbandit_env.seeding import BatchedRNG
 from fedbandit_env.shapes import RunAgentContexts, RunAgentPayload, RunAgents, Runs
@@ -123,6 +123,8 @@ class Engine(StepChecks):
         }
         if config.churn is not None:
             check_churn_channels(self.channels)
+        if isinstance(config.latency, LinkLatency):
+            check_link_channels(self.channels)
         self.ledger = Ledger(self.num_runs, self.num_agents)
         self._shared = config.shared_instance()
         self.linear: ContextualProcess | None = None
@@ -179,7 +181,11 @@ class Engine(StepChecks):
         for name, channel in self.channels.items():
             channel.reset(network.child(f"channel/{name}"))
         lag = self.config.latency  # messages in flight (docs/time.md, "latency")
-        self.latency = LatencyLine(lag, self.channels) if lag else None
+        if isinstance(lag, LinkLatency):  # per message: per link or random
+            self.latency = LinkLine(lag, self.channels, self.streams("latency"), self.num_runs,
+                                    self.num_agents)  # fmt: skip
+        else:
+            self.latency = LatencyLine(lag, self.channels) if lag else None
         self.ledger.reset()
         if self.adversary is not None:
             spec = self._attack_spec()

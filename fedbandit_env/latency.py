@@ -13,9 +13,28 @@ fixed delay of L engine steps to every delivery of every channel:
 * ``None`` or ``0``: no latency (the default): the channels' own timing.
 
 Latency counts engine steps, communication-only steps included (a message travels while the
-agents talk), where a reward delay counts pulls. Per-link and random latencies are not built yet
-and are refused by name. A learner that relies on the channels' own timing (a reply in the step
-after its request) refuses a latency by name (docs/time.md, "What every learner does").
+agents talk), where a reward delay counts pulls. A learner that relies on the channels' own
+timing (a reply in the step after its request) refuses a latency by name (docs/time.md, "What
+every learner does").
+
+Per-link and random latencies (:class:`LinkLatency`) give each message its own delay, on the
+channels whose deliveries are addressed per link (``neighbors`` without ``reduce``, one slot per
+neighbour; ``push``, one per client):
+
+* ``{"kind": "per_link", "steps": [[L_ji]], "server": [L_i]}``: the message from agent j to agent
+  i takes L_ji >= 0 engine steps (an N x N matrix, row the sender; entries off the graph's edges
+  unused); a server's download to client i takes ``server[i]`` (default 0);
+* ``{"kind": "geometric", "mean": m, "max": D}``, ``{"kind": "uniform", "low": a, "high": b}``,
+  ``{"kind": "pareto", "shape": a, "max": D}``: each message's latency drawn from the law of the
+  same name of ``reward_delay`` (:func:`fedbandit_env.delay.draw_delay`, 1..D steps), per message
+  from the run's ``latency`` stream.
+
+Messages on a link arrive in the order they were sent, at most one per step: the message sent at
+s with latency L arrives at a = max(s + L, a_prev + 1), a_prev the arrival of the link's previous
+message (first in, first out). Since a link carries at most one message per step, a - s never
+exceeds the largest latency. With a fixed per-link latency this is s + L exactly.
+:class:`LinkLine` (numpy) and the JAX engine keep, per channel, a ring of D + 1 arrival steps
+(:func:`link_enter`, :func:`link_arrive`, written once against an array namespace).
 
 The numpy engine keeps the last L steps' delivery records of each channel (:class:`LatencyLine`);
 an engine step then costs O(L) records of memory and one swap per channel, whatever L
@@ -26,18 +45,94 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from fedbandit_env.delay import fixed_option
+import numpy as np
 
-LATENCY_KINDS: tuple[str, ...] = ("fixed",)
+from fedbandit_env.delay import (
+    RANDOM_DELAY_KINDS,
+    RandomDelay,
+    draw_delay,
+    fixed_option,
+    random_law,
+)
+from fedbandit_env.errors import ConfigError
+from fedbandit_env.validation import check_int
+
+LATENCY_KINDS: tuple[str, ...] = ("fixed", "per_link", *RANDOM_DELAY_KINDS)
 """The accepted ``latency`` kinds (an int is ``fixed``)."""
+LINK_CHANNELS: tuple[str, ...] = ("neighbors", "push")
+"""The channel kinds that take a per-link or random latency (deliveries addressed per link)."""
 
 
-def latency_option(value: Any, *, horizon: int) -> int | None:
-    """The latency L >= 1 in engine steps of a ``latency`` argument, or None for none."""
+@dataclass(frozen=True, eq=False)
+class LinkLatency:
+    """A per-link or random latency (module docstring): ``kind``; ``steps`` (N, N) int64 the
+    per-link latencies (row the sender) and ``server`` (N,) the server-to-client ones
+    (``per_link``); ``law`` the random law; ``max`` the largest latency in steps."""
+
+    kind: str
+    max: int
+    steps: np.ndarray | None = None
+    server: np.ndarray | None = None
+    law: RandomDelay | None = None
+
+    def __reduce__(self) -> Any:  # pickles (worker processes) by value
+        return (LinkLatency, (self.kind, self.max, self.steps, self.server, self.law))
+
+
+def latency_option(value: Any, *, horizon: int, num_agents: int = 0) -> int | LinkLatency | None:
+    """The latency of a ``latency`` argument: L >= 1 in engine steps (fixed), a
+    :class:`LinkLatency`, or None for none."""
+    if isinstance(value, Mapping) and value.get("kind") in RANDOM_DELAY_KINDS:
+        law = random_law("latency", value, horizon)
+        return LinkLatency(value["kind"], law.max, law=law)
+    if isinstance(value, Mapping) and value.get("kind") == "per_link":
+        return _per_link(value, horizon, num_agents)
     return fixed_option("latency", value, "steps", "the latency L in engine steps", horizon,
-                        "per-link and random latencies are not built yet")  # fmt: skip
+                        "an int, or a dict with kind 'fixed', 'per_link', 'geometric', 'uniform'"
+                        " or 'pareto'", kinds=LATENCY_KINDS)  # fmt: skip
+
+
+def _per_link(value: Mapping, horizon: int, n: int) -> LinkLatency:
+    extra = sorted(set(value) - {"kind", "steps", "server"})
+    if extra or "steps" not in value:
+        raise ConfigError(f"latency: 'per_link' expects 'steps' (an {n} x {n} matrix of steps, "
+                          f"row the sender) and optionally 'server' ({n} steps), got keys "
+                          f"{sorted(value)}")  # fmt: skip
+    steps = _steps("steps", value["steps"], (n, n), horizon)
+    server = _steps("server", value.get("server", [0] * n), (n,), horizon)
+    top = int(max(steps.max(initial=0), server.max(initial=0)))
+    for arr in (steps, server):
+        arr.setflags(write=False)
+    return LinkLatency("per_link", top, steps=steps, server=server)
+
+
+def _steps(name: str, value: Any, shape: tuple[int, ...], horizon: int) -> np.ndarray:
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        arr = np.zeros(0)
+    if arr.shape != shape or arr.dtype.kind not in "iu":
+        raise ConfigError(f"latency: {name}: expected integers of shape {shape} (steps), got "
+                          f"{value!r}")  # fmt: skip
+    for v in arr.ravel():
+        check_int(name, int(v), minimum=0, maximum=horizon, where="latency")
+    return arr.astype(np.int64)
+
+
+def check_link_channels(channels: Mapping[str, Any]) -> None:
+    """Refuse, by name, a channel whose deliveries are not addressed per link."""
+    for name, ch in channels.items():
+        kind = getattr(ch, "kind", None)
+        if kind not in LINK_CHANNELS or getattr(ch, "reduce", None) is not None:
+            raise ConfigError(
+                f"channels.{name}: latency: expected a channel kind among {list(LINK_CHANNELS)} "
+                f"(neighbors without reduce) under a per-link or random latency (one delay per "
+                f"addressed message), got {kind!r}"
+                + ("" if getattr(ch, "reduce", None) is None else f" with reduce={ch.reduce!r}")
+            )
 
 
 class LatencyLine:
@@ -57,4 +152,89 @@ class LatencyLine:
             line = self.line[name]
             line.append(record)
             out[name] = line.popleft()
+        return out
+
+
+# ----------------------------------------------------------------------------- per message
+
+
+def link_enter(ring: tuple[Any, Any, Any], step: Any, latency: Any, mask: Any, payload: Any,
+               xp: Any = np) -> tuple[Any, Any, Any]:  # fmt: skip
+    """The arrival ring after the messages a channel delivered at engine step ``step`` enter it:
+    ``ring`` = (mask (..., R, S) bool, payload (..., R, S, dim), last (..., S) the arrival step
+    of each link's last message), S links; ``mask`` (..., S) the messages, ``payload`` (..., S,
+    dim), ``latency`` (..., S) their latencies. A message arrives at a = max(step + latency,
+    last + 1) (first in, first out, one per step), kept at position a mod R."""
+    ring_mask, ring_pay, last = ring
+    size = ring_mask.shape[-2]
+    arrival = xp.maximum(step + latency, last + 1)
+    at = (xp.arange(size)[:, None] == (arrival % size)[..., None, :]) & mask[..., None, :]
+    ring_mask = ring_mask | at
+    ring_pay = xp.where(at[..., None], payload[..., None, :, :], ring_pay)
+    return ring_mask, ring_pay, xp.where(mask, arrival, last)
+
+
+def link_arrive(ring: tuple[Any, Any, Any], step: Any,
+                xp: Any = np) -> tuple[tuple[Any, Any, Any], Any, Any]:  # fmt: skip
+    """The messages that arrive at engine step ``step`` (mask (..., S), payload (..., S, dim))
+    and the ring with their position cleared."""
+    ring_mask, ring_pay, last = ring
+    size = ring_mask.shape[-2]
+    now = xp.arange(size) == xp.asarray(step)[..., None] % size  # (..., R)
+    mask = (ring_mask & now[..., None]).any(axis=-2)
+    payload = xp.where((ring_mask & now[..., None])[..., None], ring_pay, 0.0).sum(axis=-3)
+    return (ring_mask & ~now[..., None], ring_pay, last), mask, payload
+
+
+def slot_latency(latency: LinkLatency, senders: np.ndarray, receivers: np.ndarray) -> np.ndarray:
+    """The per-link latency of each slot: ``steps[sender, receiver]`` (a padded slot, sender
+    -1: 0)."""
+    return np.where(senders >= 0, latency.steps[np.maximum(senders, 0), receivers], 0)
+
+
+class LinkLine:
+    """The numpy engine's messages in flight under a per-link or random latency: per channel an
+    arrival ring of ``max + 1`` steps over its links (a ``neighbors`` slot (i, d), or a client
+    of ``push``); the random latencies drawn per message from the runs' ``latency`` stream."""
+
+    def __init__(self, latency: LinkLatency, channels: Mapping[str, Any], stream: Any,
+                 num_runs: int, num_agents: int):  # fmt: skip
+        self.latency, self.step = latency, 0
+        self.rings, self.fixed, self.draws = {}, {}, {}
+        for name, ch in channels.items():
+            empty = ch.empty_delivery()
+            links = empty.mask[0].size if ch.kind == "neighbors" else num_agents
+            shape = (num_runs, latency.max + 1, links)
+            self.rings[name] = (np.zeros(shape, bool), np.zeros((*shape, ch.dim)),
+                                np.full((num_runs, links), -1, np.int64))  # fmt: skip
+            if latency.law is not None:
+                self.draws[name] = stream.child(f"channel/{name}").buffered("uniform", (links,))
+            elif ch.kind == "neighbors":
+                senders = empty.senders if empty.senders.ndim == 2 else empty.senders[0]
+                receivers = np.broadcast_to(np.arange(num_agents)[:, None], senders.shape)
+                self.fixed[name] = slot_latency(latency, senders, receivers).reshape(-1)
+            else:
+                self.fixed[name] = latency.server
+
+    def shift(self, deliveries: dict[str, Any]) -> dict[str, Any]:
+        """This step's deliveries enter the rings; what is due now leaves them."""
+        self.step += 1
+        out = {}
+        for name, record in deliveries.items():
+            neighbors = hasattr(record, "mask")
+            mask = record.mask if neighbors else record.received
+            runs = mask.shape[0]
+            flat_mask = mask.reshape(runs, -1)
+            flat_pay = record.payload.reshape(runs, flat_mask.shape[1], -1)
+            if name in self.draws:
+                lat = draw_delay(self.draws[name].next(), self.latency.law)
+            else:
+                lat = self.fixed[name]
+            ring = link_enter(self.rings[name], self.step, lat, flat_mask, flat_pay)
+            self.rings[name], got, pay = link_arrive(ring, self.step)
+            if neighbors:
+                out[name] = type(record)(record.senders, got.reshape(mask.shape),
+                                         pay.reshape(record.payload.shape))  # fmt: skip
+            else:
+                out[name] = type(record)(got, pay)
         return out

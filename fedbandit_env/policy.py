@@ -89,7 +89,7 @@ class FederationFacts:
             clock="sync" if config.clock is None else config.clock.kind,
             reward_delay=delay_pulls(config.reward_delay),
             random_delay=isinstance(config.reward_delay, RandomDelay),
-            latency=config.latency or 0,
+            latency=int(getattr(config.latency, "max", config.latency) or 0),
             churn="always" if config.churn is None else config.churn.kind,
         )
 

@@ -18,10 +18,12 @@ from fedbandit_env.errors import ConfigError
 
 STREAMS: tuple[str, ...] = (
     "instance", "rewards", "network", "agents", "adversary", "drift", "clock", "churn", "delay",
+    "latency",
 )
 """The named streams of a run seed. A stream's SeedSequence is child ``STREAMS.index(name)`` of
 the run seed's, so appending a stream moves none of the others (``adversary``: the roles and the
-attacks' draws, docs/adversary.md; ``drift``, ``clock``, ``churn`` and ``delay``, a random reward delay's: docs/time.md)."""
+attacks' draws, docs/adversary.md; ``drift``, ``clock``, ``churn``, and ``delay`` and ``latency``
+for random reward delays and latencies: docs/time.md)."""
 
 Kind = Literal["uniform", "normal", "exponential"]
 

@@ -85,7 +85,14 @@ def test_no_latency_is_the_engine_of_before_bit_for_bit():
 @pytest.mark.parametrize(
     ("value", "match"),
     [
-        ({"kind": "geometric", "p": 0.5}, r"latency: kind: expected one of \('fixed',\)"),
+        ({"kind": "geometric", "p": 0.5}, r"latency: 'geometric' expects exactly \['mean', 'max'\]"),
+        ({"kind": "lognormal", "mu": 1}, r"latency: kind: expected one of \('fixed', 'per_link', "
+         r"'geometric', 'uniform', 'pareto'\)"),
+        ({"kind": "per_link", "steps": [[0, 1]]}, r"latency: steps: expected integers of shape "
+         r"\(3, 3\)"),
+        ({"kind": "per_link", "steps": [[0, -1, 0]] * 3}, r"latency.*steps.*>= 0"),
+        ({"kind": "per_link", "stpes": 1}, r"latency: 'per_link' expects 'steps'"),
+        ({"kind": "uniform", "low": 0, "high": 3}, r"latency.*low.*>= 1"),
         ({"kind": "fixed", "pulls": 3}, r"latency: 'fixed' expects exactly 'steps'"),
         (-1, r"latency"),
         (2.5, r"latency"),

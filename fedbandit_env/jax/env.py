@@ -63,6 +63,7 @@ from fedbandit_env.jax.adversary import (
     JaxAdversary,
 )
 from fedbandit_env.jax.channels import jax_channel
+from fedbandit_env.jax.channels.neighbors import SlotDelivery
 from fedbandit_env.jax.types import (
     COMMUNICATION,
     PULL,
@@ -73,6 +74,13 @@ from fedbandit_env.jax.types import (
     Ledger,
     Observation,
     zero_charge,
+)
+from fedbandit_env.latency import (
+    LinkLatency,
+    check_link_channels,
+    link_arrive,
+    link_enter,
+    slot_latency,
 )
 from fedbandit_env.network import make_channel
 
@@ -87,6 +95,8 @@ CHURN_TAG = 0x63687572
 """``fold_in`` tag of a step's churn key (docs/time.md, "churn")."""
 DELAY_TAG = 0x646C6179
 """``fold_in`` tag of a step's random reward delays (docs/time.md, "reward_delay")."""
+LATENCY_TAG = 0x6C617400
+"""``fold_in`` tag of a step's random latencies (docs/time.md, "latency")."""
 
 
 class EnvParams(NamedTuple):
@@ -155,6 +165,19 @@ class FedBanditJaxEnv:
         self.clock = config.clock
         self.reward_delay = config.reward_delay
         self.latency = config.latency
+        self._link_latency = {}  # a fixed per-link latency per link of each channel
+        if isinstance(self.latency, LinkLatency):
+            check_link_channels(self.twins)
+            for name, twin in self.twins.items():
+                if self.latency.law is not None:
+                    continue
+                if twin.kind == "neighbors":
+                    senders = np.asarray(twin.senders)
+                    receivers = np.broadcast_to(np.arange(self.num_agents)[:, None], senders.shape)
+                    fixed = slot_latency(self.latency, senders, receivers).reshape(-1)
+                else:
+                    fixed = self.latency.server
+                self._link_latency[name] = np.asarray(fixed, np.int32)
         self.churn = config.churn
         if self.churn is not None:
             check_churn_channels(self.twins)
@@ -296,9 +319,7 @@ class FedBanditJaxEnv:
             clock=None if self.clock is None else self._clock_init(key, present),
             delay=self._delay_line(),
             pool=pool,
-            latency=None if self.latency is None else jax.tree.map(
-                lambda x: jnp.stack([x] * self.latency),
-                {name: ch.empty() for name, ch in self.channels.items()}),
+            latency=self._latency_ring(),
             churn=present,
         )  # fmt: skip
         if self.adversary is not None:  # a key of its own: the instance draws do not move
@@ -306,7 +327,7 @@ class FedBanditJaxEnv:
             bad = jnp.array([BAD_PLACEMENT, 0, 0], jnp.int32)
             error = jnp.where((error[0] == 0) & ~adv.ok, bad, error)
             state = AdversaryEnvState(state._replace(error=error), adv)
-        deliveries = {name: ch.empty() for name, ch in self.channels.items()}
+        deliveries = self._empty_deliveries()
         return self._observe(state, deliveries, jnp.asarray(PULL, jnp.int32)), state
 
     # ------------------------------------------------------------------- step
@@ -385,7 +406,9 @@ class FedBanditJaxEnv:
             k_net, state, action.messages, live, error, adv, present
         )
         ring = getattr(state, "latency", None)
-        if ring is not None:  # what was sent ``latency`` engine steps ago (docs/time.md)
+        if ring is not None and isinstance(self.latency, LinkLatency):  # per message
+            deliveries, ring = self._link_shift(key, state.step + 1, deliveries, ring)
+        elif ring is not None:  # what was sent ``latency`` engine steps ago (docs/time.md)
             slot = state.step % self.latency
             deliveries, ring = (jax.tree.map(lambda buf: buf[slot], ring),
                                 jax.tree.map(lambda buf, new: buf.at[slot].set(new), ring,
@@ -627,6 +650,65 @@ class FedBanditJaxEnv:
                            arrived_pull=made.astype(jnp.int32),
                            last_reward=jnp.zeros_like(obs.last_reward))  # fmt: skip
         return obs, line
+
+    # ------------------------------------------------------------------ latency
+    def _links(self, name: str) -> int:
+        """The links of a channel under a per-link latency: N D slots (neighbors), N (push)."""
+        channel = self.channels[name]
+        return channel.senders.size if self.twins[name].kind == "neighbors" else self.num_agents
+
+    def _latency_ring(self) -> Any:
+        """A new run's messages in flight: the last L records of each channel, stacked (fixed);
+        per channel an arrival ring (mask (L + 1, S), payload (L + 1, S, dim), last arrival
+        (S,)) under a per-link or random latency; None without a latency."""
+        lag = self.latency
+        if lag is None:
+            return None
+        if not isinstance(lag, LinkLatency):
+            return jax.tree.map(lambda x: jnp.stack([x] * lag),
+                                {name: ch.empty() for name, ch in self.channels.items()})  # fmt: skip
+        rings = {}
+        for name, channel in self.channels.items():
+            shape = (lag.max + 1, self._links(name))
+            rings[name] = (jnp.zeros(shape, bool), jnp.zeros((*shape, channel.dim), jnp.float32),
+                           jnp.full(shape[1:], -1, jnp.int32))  # fmt: skip
+        return rings
+
+    def _empty_deliveries(self) -> dict[str, Any]:
+        """The deliveries of a step in which nothing arrives (a per-link latency's neighbours:
+        :class:`SlotDelivery`, whose slots hold messages sent at different steps)."""
+        out = {name: ch.empty() for name, ch in self.channels.items()}
+        if isinstance(self.latency, LinkLatency):
+            out = {name: SlotDelivery(r.senders, r.mask, r.payload) if hasattr(r, "mask") else r
+                   for name, r in out.items()}  # fmt: skip
+        return out
+
+    def _link_shift(self, key: jax.Array, step: jnp.ndarray, deliveries: dict[str, Any],
+                    rings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+        """A per-link or random latency's step (the numpy :class:`~fedbandit_env.latency.
+        LinkLine`): this step's deliveries enter the rings (:func:`~fedbandit_env.latency.
+        link_enter`), what is due at engine step ``step`` leaves them; random latencies drawn
+        per link from ``fold_in(key, LATENCY_TAG)`` and the channel's index."""
+        out, new = {}, {}
+        base = jax.random.fold_in(key, LATENCY_TAG)
+        for idx, (name, record) in enumerate(deliveries.items()):
+            slots = hasattr(record, "mask")
+            mask = record.mask if slots else record.received
+            links = mask.size
+            payload = record.payload.reshape(links, -1)
+            if self.latency.law is not None:
+                u = jax.random.uniform(jax.random.fold_in(base, idx), (links,))
+                lat = draw_delay(u, self.latency.law, jnp)
+            else:
+                lat = jnp.asarray(self._link_latency[name])
+            ring = link_enter(rings[name], step, lat, mask.reshape(-1), payload, jnp)
+            new[name], got, pay = link_arrive(ring, step, jnp)
+            if slots:
+                out[name] = SlotDelivery(record.senders, got.reshape(mask.shape),
+                                         pay.reshape(record.payload.shape))  # fmt: skip
+            else:
+                out[name] = record._replace(received=got, payload=pay)
+        return out, new
 
     def _active(self, state: EnvState) -> Any:
         """The clients that pull at the next step: an event clock's client, else the present

@@ -45,6 +45,16 @@ class NeighborsDelivery(NamedTuple):
         return slot_payloads(self.senders, self.mask, self.sent)
 
 
+class SlotDelivery(NamedTuple):
+    """A padded delivery whose slots hold messages sent at different steps (a per-link or random
+    latency, docs/time.md "latency"): ``senders`` (N, D), ``mask`` (N, D) and ``payload`` (N, D,
+    dim) itself; read as :class:`NeighborsDelivery` (``mask``, ``payload``)."""
+
+    senders: jnp.ndarray
+    mask: jnp.ndarray
+    payload: jnp.ndarray
+
+
 def slot_payloads(senders, mask, sent):
     """The padded delivery's payloads (..., N, D, dim): slot (i, d) holds ``sent`` of agent
     ``senders[i, d]`` where ``mask`` (a message arrived), zeros elsewhere; numpy or JAX
