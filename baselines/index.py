@@ -179,10 +179,10 @@ class IndexPolicy(TeamPolicy):
     def _fold_slots(self, arm: np.ndarray, reward: np.ndarray, got: np.ndarray) -> None:
         """Add the rewards that arrived in the slots (B, N, D) of a random delay
         (docs/time.md, "reward_delay"): every arrived pull counts once at its arm."""
-        hit = (arm[..., None] == np.arange(self.num_arms)) & got[..., None]  # (B, N, D, M)
-        value = np.where(hit, self.transform_reward(reward)[..., None], 0.0)
-        np.add(self.counts, hit.sum(axis=2), out=self.counts)
-        np.add(self.sums, value.sum(axis=2), out=self.sums)
+        b, i, j = np.nonzero(got)  # the arrivals, in slot order (a few per agent at most)
+        at = (b, i, arm[b, i, j])
+        np.add.at(self.counts, at, 1.0)
+        np.add.at(self.sums, at, self.transform_reward(reward[b, i, j]))
         self.pulls += got.sum(axis=-1, keepdims=True)
 
     def _received(self, heard) -> np.ndarray:

@@ -11,7 +11,8 @@ An event clock makes one pull per engine step where lock-step makes N, at the sa
 against the plain run's; a reward delay's table (fixed and random delays), the time against
 the undelayed run; a
 latency's table (``ucb1_shared`` on a ring, every agent sending to its two neighbours each
-step), the time against the run without latency and the messages in flight per run, L x 2N;
+step; fixed, per-link and random latencies), the time against the run without latency and the
+messages in flight per run, L x 2N (the mean L of a random latency);
 churn's table (the same ring), the time against the run where nobody leaves.
 
     python benchmarks/bench_time_options.py                 # numpy and JAX, CPU sizes
@@ -153,15 +154,20 @@ def latency_table(env_id, base, runs, backend, repeats) -> None:
     """Fixed latencies against none (docs/time.md, "latency"): ``ucb1_shared`` on a ring of N
     agents, 2N messages a step, so L x 2N messages in flight per run."""
     ring = {k: v for k, v in base.items() if k != "channels"} | {"topology": "ring"}
-    kws = {"off": ring, **{f"{L} steps": {**ring, "latency": L} for L in (1, 10, 100)}}
-    best = best_of(env_id, "ucb1_shared", kws, runs, backend, repeats)
     n = ring["num_agents"]
+    kws = {"off": ring, **{f"{L} steps": {**ring, "latency": L} for L in (1, 10, 100)},
+           "per link, 10 steps": {**ring, "latency": {"kind": "per_link",
+                                                      "steps": [[10] * n] * n}},
+           "geometric, mean 10, max 100": {**ring, "latency": {"kind": "geometric", "mean": 10,
+                                                                "max": 100}}}  # fmt: skip
+    best = best_of(env_id, "ucb1_shared", kws, runs, backend, repeats)
     print(f"\nmulti-armed (N = {n}, ring), ucb1_shared, {backend}, {runs} runs x "
           f"{ring['horizon']} steps: latency against off")  # fmt: skip
     print("\n| latency | messages in flight per run | s | vs off |")
     print("|---|---|---|---|")
     for name, kw in kws.items():
-        flight = kw.get("latency", 0) * 2 * n
+        lag = kw.get("latency", 0)
+        flight = (lag if isinstance(lag, int) else 10) * 2 * n  # the per-link and mean steps
         print(f"| {name} | {flight} | {best[name]:.3f} | {best[name] / best['off']:.2f} |")
 
 

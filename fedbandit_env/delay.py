@@ -26,6 +26,7 @@ not grow with T. ``reward_delay`` gives every pull a fixed delay of d pulls:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ import numpy as np
 
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.validation import check_int, check_real, option_kind
+from fedbandit_env.xp import put_along
 
 DELAY_KINDS: tuple[str, ...] = ("fixed",)
 """The kinds of a fixed-delay option (``latency``; an int is ``fixed``)."""
@@ -185,14 +187,14 @@ def random_arrivals(line_arms: Any, line_rewards: Any, line_due: Any, pulls: Any
     line (..., N, D) of arms, rewards and due pulls kept at position (pull mod D): slot j holds
     the pull made j + 1 pulls before, delivered where its due pull is now. Returns (arms,
     rewards, pulls) (..., N, D), -1 / 0 / -1 where nothing arrives."""
-    size = line_arms.shape[-1]
-    order = line_order(pulls, size, xp)[..., None, :]
-    arms = xp.take_along_axis(line_arms, order, axis=-1)
-    due = xp.take_along_axis(line_due, order, axis=-1)
-    here = (due == xp.asarray(pulls)[..., None, None]) & (arms >= 0)
-    here = here & xp.asarray(pulling)[..., None, None]
-    made = xp.asarray(pulls)[..., None, None] - 1 - xp.arange(size)
-    rewards = xp.take_along_axis(line_rewards, order, axis=-1)
+    size, lead = line_arms.shape[-1], line_arms.shape[:-1]
+    rows = xp.arange(math.prod(lead)).reshape(*lead, 1) * size  # each (run, agent)'s row
+    at = rows + line_order(pulls, size, xp)[..., None, :]  # flat positions in slot order
+    now = xp.asarray(pulls)[..., None, None]
+    arms, due = (xp.take(a.reshape(-1), at) for a in (line_arms, line_due))
+    here = (due == now) & (arms >= 0) & xp.asarray(pulling)[..., None, None]
+    rewards = xp.take(line_rewards.reshape(-1), at)
+    made = now - 1 - xp.arange(size)
     return xp.where(here, arms, -1), xp.where(here, rewards, 0.0), xp.where(here, made, -1)
 
 
@@ -201,14 +203,15 @@ def random_enter(line: tuple[Any, Any, Any], pulls: Any, pulling: Any, who: Any,
     """The line after pull ``pulls`` of the pulling runs enters it at position pulls mod D: the
     arms and rewards of the agents ``who`` pulled, due at pull ``pulls + delays`` (-1: no
     pull)."""
-    line_arms, line_rewards, line_due = line
-    size = line_arms.shape[-1]
-    at = (xp.arange(size) == (xp.asarray(pulls) % size)[..., None, None])
-    at = at & xp.asarray(pulling)[..., None, None]
-    due = xp.asarray(pulls)[..., None] + delays
-    new_arms = xp.where(who, arms, -1)[..., None]
-    return (xp.where(at, new_arms, line_arms), xp.where(at, rewards[..., None], line_rewards),
-            xp.where(at, due[..., None], line_due))  # fmt: skip
+    size = line[0].shape[-1]
+    at = xp.broadcast_to((xp.asarray(pulls) % size)[..., None, None], (*arms.shape, 1))
+    now = xp.asarray(pulling)[..., None]
+    new = (xp.where(who, arms, -1), rewards, xp.asarray(pulls)[..., None] + delays)
+    out = []
+    for held, value in zip(line, new, strict=True):  # one read and one write per agent
+        kept = xp.where(now, value, xp.take_along_axis(held, at, axis=-1)[..., 0])
+        out.append(put_along(xp, held, at, kept[..., None].astype(held.dtype), axis=-1))
+    return tuple(out)
 
 
 class RandomDelayLine:

@@ -33,8 +33,9 @@ Messages on a link arrive in the order they were sent, at most one per step: the
 s with latency L arrives at a = max(s + L, a_prev + 1), a_prev the arrival of the link's previous
 message (first in, first out). Since a link carries at most one message per step, a - s never
 exceeds the largest latency. With a fixed per-link latency this is s + L exactly.
-:class:`LinkLine` (numpy) and the JAX engine keep, per channel, a ring of D + 1 arrival steps
-(:func:`link_enter`, :func:`link_arrive`, written once against an array namespace).
+:class:`LinkLine` (numpy) and the JAX engine keep, per channel and link, a ring of D + 1 arrival
+steps (:func:`link_enter`, :func:`link_arrive`, written once against an array namespace): a step
+writes each link's new message and reads one position, O(links x dim).
 
 The numpy engine keeps the last L steps' delivery records of each channel (:class:`LatencyLine`);
 an engine step then costs O(L) records of memory and one swap per channel, whatever L
@@ -59,6 +60,7 @@ from fedbandit_env.delay import (
 )
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.validation import check_int
+from fedbandit_env.xp import put_along
 
 LATENCY_KINDS: tuple[str, ...] = ("fixed", "per_link", *RANDOM_DELAY_KINDS)
 """The accepted ``latency`` kinds (an int is ``fixed``)."""
@@ -161,29 +163,33 @@ class LatencyLine:
 def link_enter(ring: tuple[Any, Any, Any], step: Any, latency: Any, mask: Any, payload: Any,
                xp: Any = np) -> tuple[Any, Any, Any]:  # fmt: skip
     """The arrival ring after the messages a channel delivered at engine step ``step`` enter it:
-    ``ring`` = (mask (..., R, S) bool, payload (..., R, S, dim), last (..., S) the arrival step
-    of each link's last message), S links; ``mask`` (..., S) the messages, ``payload`` (..., S,
-    dim), ``latency`` (..., S) their latencies. A message arrives at a = max(step + latency,
-    last + 1) (first in, first out, one per step), kept at position a mod R."""
+    ``ring`` = (mask (..., S, R + 1) bool, payload (..., S, R + 1, dim), last (..., S) the arrival
+    step of each link's last message), S links, R positions and one spare; ``mask`` (..., S) the
+    messages, ``payload`` (..., S, dim), ``latency`` (..., S) their latencies. A message arrives
+    at a = max(step + latency, last + 1) (first in, first out, one per step) and is written at
+    position a mod R; a link without a message writes to the spare position R, never read. One
+    write per link: O(S dim)."""
     ring_mask, ring_pay, last = ring
-    size = ring_mask.shape[-2]
+    size = ring_mask.shape[-1] - 1
     arrival = xp.maximum(step + latency, last + 1)
-    at = (xp.arange(size)[:, None] == (arrival % size)[..., None, :]) & mask[..., None, :]
-    ring_mask = ring_mask | at
-    ring_pay = xp.where(at[..., None], payload[..., None, :, :], ring_pay)
+    at = xp.where(mask, arrival % size, size)[..., None]
+    ring_mask = put_along(xp, ring_mask, at, mask[..., None], axis=-1)
+    wide = xp.broadcast_to(at[..., None], (*at.shape, payload.shape[-1]))
+    ring_pay = put_along(xp, ring_pay, wide, payload[..., None, :], axis=-2)
     return ring_mask, ring_pay, xp.where(mask, arrival, last)
 
 
 def link_arrive(ring: tuple[Any, Any, Any], step: Any,
                 xp: Any = np) -> tuple[tuple[Any, Any, Any], Any, Any]:  # fmt: skip
-    """The messages that arrive at engine step ``step`` (mask (..., S), payload (..., S, dim))
-    and the ring with their position cleared."""
+    """The messages that arrive at engine step ``step`` (mask (..., S), payload (..., S, dim),
+    read at position step mod R) and the ring with that position cleared: O(S dim)."""
     ring_mask, ring_pay, last = ring
-    size = ring_mask.shape[-2]
-    now = xp.arange(size) == xp.asarray(step)[..., None] % size  # (..., R)
-    mask = (ring_mask & now[..., None]).any(axis=-2)
-    payload = xp.where((ring_mask & now[..., None])[..., None], ring_pay, 0.0).sum(axis=-3)
-    return (ring_mask & ~now[..., None], ring_pay, last), mask, payload
+    size = ring_mask.shape[-1] - 1
+    now = xp.full((*ring_mask.shape[:-1], 1), step % size)
+    mask = xp.take_along_axis(ring_mask, now, axis=-1)[..., 0]
+    payload = xp.take_along_axis(ring_pay, now[..., None], axis=-2)[..., 0, :]
+    ring_mask = put_along(xp, ring_mask, now, False, axis=-1)
+    return (ring_mask, ring_pay, last), mask, xp.where(mask[..., None], payload, 0.0)
 
 
 def slot_latency(latency: LinkLatency, senders: np.ndarray, receivers: np.ndarray) -> np.ndarray:
@@ -204,7 +210,7 @@ class LinkLine:
         for name, ch in channels.items():
             empty = ch.empty_delivery()
             links = empty.mask[0].size if ch.kind == "neighbors" else num_agents
-            shape = (num_runs, latency.max + 1, links)
+            shape = (num_runs, links, latency.max + 2)  # R = max + 1 positions and a spare
             self.rings[name] = (np.zeros(shape, bool), np.zeros((*shape, ch.dim)),
                                 np.full((num_runs, links), -1, np.int64))  # fmt: skip
             if latency.law is not None:

@@ -73,6 +73,15 @@ def argsort_stable(xp: ModuleType, a: Any, axis: int = -1) -> Any:
     return xp.argsort(a, axis=axis, stable=True)
 
 
+def put_along(xp: ModuleType, a: Any, indices: Any, values: Any, axis: int) -> Any:
+    """``a`` with ``values`` written at ``indices`` along ``axis`` (``take_along_axis``'s
+    inverse): numpy writes in place and returns ``a``; JAX returns a new array."""
+    if xp is np:
+        np.put_along_axis(a, indices, values, axis=axis)
+        return a
+    return xp.put_along_axis(a, indices, values, axis=axis, inplace=False)
+
+
 RUNS_AXIS = "runs"
 """The name of the JAX rollout's ``vmap`` axis over runs (docs/jax.md, "Rare work")."""
 

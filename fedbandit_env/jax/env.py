@@ -659,7 +659,7 @@ class FedBanditJaxEnv:
 
     def _latency_ring(self) -> Any:
         """A new run's messages in flight: the last L records of each channel, stacked (fixed);
-        per channel an arrival ring (mask (L + 1, S), payload (L + 1, S, dim), last arrival
+        per channel an arrival ring (mask (S, L + 2), payload (S, L + 2, dim), last arrival
         (S,)) under a per-link or random latency; None without a latency."""
         lag = self.latency
         if lag is None:
@@ -669,9 +669,9 @@ class FedBanditJaxEnv:
                                 {name: ch.empty() for name, ch in self.channels.items()})  # fmt: skip
         rings = {}
         for name, channel in self.channels.items():
-            shape = (lag.max + 1, self._links(name))
+            shape = (self._links(name), lag.max + 2)  # R = max + 1 positions and a spare
             rings[name] = (jnp.zeros(shape, bool), jnp.zeros((*shape, channel.dim), jnp.float32),
-                           jnp.full(shape[1:], -1, jnp.int32))  # fmt: skip
+                           jnp.full(shape[:1], -1, jnp.int32))  # fmt: skip
         return rings
 
     def _empty_deliveries(self) -> dict[str, Any]:
