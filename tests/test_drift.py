@@ -260,7 +260,8 @@ def test_forgetting_pays_after_the_changes_and_costs_without_them():
 def test_the_time_page_examples_run():
     """docs/time.md's examples run as written (on the switching instance at T = 10^4, SW-UCB's
     dynamic regret is below UCB1's: the pull of arm 2 that UCB1 keeps after pull 5000; the
-    event clocks; a delay of 200 pulls costs UCB1 regret; a latency of 200 steps)."""
+    event clocks; a delay of 200 pulls, fixed or random, costs UCB1 regret; fixed and random
+    latencies; churn, whose absent clients send nothing)."""
     import re
     from pathlib import Path
 
@@ -278,6 +279,10 @@ def test_the_time_page_examples_run():
     assert late.final_regret_network.mean() > now.final_regret_network.mean()
     stale = namespace["stale"]  # the latency example: its messages were charged at send
     assert stale.env_kwargs["latency"] == 200 and stale.messages.sum() > 0
+    assert namespace["randomly_late"].final_regret_network.mean() > now.final_regret_network.mean()
+    assert namespace["jittered"].env_kwargs["latency"]["kind"] == "geometric"  # random latency
+    assert namespace["away"].unwrapped.config.churn.kind == "schedule"  # the churn examples
+    assert namespace["churned"].messages.sum() < namespace["everyone"].messages.sum()
 
 
 LINEAR = "FedBandit/LinearContextual-v0"
