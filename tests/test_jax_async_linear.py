@@ -1,5 +1,6 @@
-"""The JAX ports of Async-LinUCB and FedLinUCB (agents/jax/async_lin_ucb.py,
-agents/jax/fed_lin_ucb_async.py; docs/async-linear.md) against their numpy learners: mean
+"""The JAX ports of Async-LinUCB, FedLinUCB and Sync-LinUCB (agents/jax/async_lin_ucb.py,
+agents/jax/fed_lin_ucb_async.py, agents/jax/sync_lin_ucb.py; docs/async-linear.md) against their
+numpy learners: mean
 regret, messages, floats and staleness within 3 standard errors over 100 runs under a uniform
 event clock (two settings of Async-LinUCB share one program: its float settings are traced);
 the structural cases exactly (gamma = inf and alpha = inf send nothing and take no communication
@@ -21,6 +22,7 @@ jax = pytest.importorskip("jax")
 import fedbandit_env.jax as fj  # noqa: E402
 from agents.jax.async_lin_ucb import AsyncLinUCB  # noqa: E402
 from agents.jax.fed_lin_ucb_async import FedLinUCBAsync  # noqa: E402
+from agents.jax.sync_lin_ucb import SyncLinUCB  # noqa: E402
 from fedbandit_env.bench.evaluate import env_kwargs_for  # noqa: E402
 from fedbandit_env.errors import ConfigError  # noqa: E402
 from tests.test_jax_field_linear import jit_vmap_matches_single  # noqa: E402
@@ -38,6 +40,7 @@ RUNS = 100
         ("async_lin_ucb", {"gamma_u": 2.0, "gamma_d": 2.0}),
         ("async_lin_ucb", {"gamma_u": 1.5, "gamma_d": 3.0}),  # traced floats: the same program
         ("fed_lin_ucb_async", {"alpha": 0.5}),
+        ("sync_lin_ucb", {"threshold": 0.5}),
     ],
 )
 def test_the_ports_agree_with_numpy(agent, kwargs):
@@ -73,10 +76,12 @@ def test_act_under_jit_and_vmap_same_key_same_bits():
     decision and staleness kernels)."""
     learner = AsyncLinUCB(gamma_u=1.2, gamma_d=1.2, refresh="on_local_update")
     jit_vmap_matches_single(env_of(learner, horizon=20), learner, steps=8)
+    sync = SyncLinUCB(threshold=0.05)  # syncs within the first steps
+    jit_vmap_matches_single(env_of(sync, horizon=20), sync, steps=8)
 
 
 def test_sync_is_refused_on_jax():
     env = fj.make(LINEAR, channels=AsyncLinUCB().channel_spec(fj.make(LINEAR).config))
-    for learner in (AsyncLinUCB(), FedLinUCBAsync()):
+    for learner in (AsyncLinUCB(), FedLinUCBAsync(), SyncLinUCB()):
         with pytest.raises(ConfigError, match=rf"{learner.agent_id}: clock: expected an event"):
             fj.bind(learner, fj.facts_of(env))

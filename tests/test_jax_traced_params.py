@@ -269,7 +269,7 @@ SHARED = {"byzres_ucb", "centralized_linucb", "centralized_ucb1", "coop_ucb2", "
           "gossip_fed_ucb", "gossip_ucb", "kl_ucb", "kl_ucb_shared", "ldp_ucb", "robust_gosine",
           "thompson_beta", "thompson_beta_shared", "thompson_gaussian",
           "thompson_gaussian_shared", "linucb", "ucb1", "ucb1_shared", "async_lin_ucb",
-          "fed_lin_ucb_async"}  # fmt: skip
+          "fed_lin_ucb_async", "sync_lin_ucb"}  # fmt: skip
 """The ports whose float settings are traced arguments (docs/jax.md, "Compiling once"); the
 others compile per setting."""
 

@@ -38,7 +38,10 @@ Papers, and the claims checked (ids as in docs/async-linear.md, "Reproduction"):
 The CI scale shrinks the linear experiments (fewer clients, a smaller d and pool, a shorter
 horizon, fewer runs); the claims on the papers' numbers are then "not testable" (they need the
 full scale), the structural ones (A1, A3, F5, F6, N4, D2, O1) hold at any scale. Everything runs
-on the numpy engine. The targets of F1 are the means and spreads that the authors' code saved
+on the numpy engine by default; ``--backend jax`` runs the statistical runs (A2, A4, A5, F1-F4,
+N1-N3, D1, O3) on the JAX ports (``async_lin_ucb``, ``sync_lin_ucb``, ``fed_lin_ucb_async``,
+the index baselines) and leaves on numpy the structural checks that replay or compare runs
+exactly (the claims file's ``backend_note`` says so). The targets of F1 are the means and spreads that the authors' code saved
 (source "paper", provenance "code"); those of A5 are a numpy re-implementation of the authors'
 code (source "spec").
 """
@@ -78,6 +81,10 @@ F1_SAVED = {15: (92.2, 10.1, 400.4, 112.8, 15.4, 705.0), 30: (117.8, 21.9, 502.9
 SWITCH_MEANS = [[0.5, 0.3, 0.4], [0.5, 0.3, 0.9], [0.5, 0.3, 0.4]]
 DELAY_MEANS = [0.7, 0.6, 0.5, 0.4, 0.3]  # sum of the gaps 1.0
 PARTS = ("li-wang", "he", "switching", "delay", "options")
+NUMPY_CHECKS = ("ran on numpy whatever the backend: the structural checks that replay or compare "
+                "runs exactly (A1, A3, F5 and F6's recorded runs; N4, D2, O1 and O2, bit for "
+                "bit)")  # fmt: skip
+"""What ``--backend jax`` leaves on numpy (the claims file's ``backend_note``)."""
 PART_CLAIMS = {"li-wang": (LI, ("A1", "A2", "A3", "A4", "A5")),
                "he": (HE, ("F1", "F2", "F3", "F4", "F5", "F6")),
                "switching": (GM, ("N1", "N2", "N3", "N4")), "delay": (JGS, ("D1", "D2")),
@@ -86,7 +93,7 @@ PART_CLAIMS = {"li-wang": (LI, ("A1", "A2", "A3", "A4", "A5")),
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = harness.parser("async", __doc__)
+    p = harness.parser("async", __doc__, backend=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runs", type=int, default=None, help="runs of the small-sample checks")
     p.add_argument("--horizon", type=int, default=None, help="cap every part's horizon (tests)")
@@ -249,7 +256,8 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
     regret, msgs = {}, {}
     for g in GAMMAS:
         res = evaluate(LINEAR, "async_lin_ucb", runs=s["seeds"], seed=args.seed, env_kwargs=env,
-                       agent_kwargs={"gamma_u": g, "gamma_d": g, "refresh": "on_local_update"})  # fmt: skip
+                       agent_kwargs={"gamma_u": g, "gamma_d": g, "refresh": "on_local_update"},
+                       backend=args.backend)  # fmt: skip
         regret[g], msgs[g] = res.final_regret_network, messages_of(res)
         lines.append(f"A2: gamma {g:g}: R(T) {regret[g].mean():.1f} +- "
                      f"{C.mean_se(regret[g])[1]:.1f}, messages {msgs[g].mean():,.0f}")  # fmt: skip
@@ -287,7 +295,7 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
     sync = {}
     for kind in ("match_regret", "match_comm"):
         res = evaluate(LINEAR, "sync_lin_ucb", runs=s["seeds"], seed=args.seed, env_kwargs=env,
-                       agent_kwargs={"threshold": kind})  # fmt: skip
+                       agent_kwargs={"threshold": kind}, backend=args.backend)  # fmt: skip
         sync[kind] = (float(res.final_regret_network.mean()), float(messages_of(res).mean()))
         lines.append(f"A4: Sync-LinUCB {kind}: R(T) {sync[kind][0]:.1f}, messages "
                      f"{sync[kind][1]:,.0f}")  # fmt: skip
@@ -351,7 +359,7 @@ def he_claims(args) -> tuple[list, list[str]]:
     for M in s["Ms"]:
         for name, (aid, kw) in HE_AGENTS.items():
             got[M, name] = evaluate(LINEAR, aid, runs=runs, seed=args.seed, env_kwargs=he_env(M, T),
-                                    agent_kwargs=kw)  # fmt: skip
+                                    agent_kwargs=kw, backend=args.backend)  # fmt: skip
             r, m = got[M, name].final_regret_network, messages_of(got[M, name])
             lines.append(f"M = {M}, {name}: R(T) {r.mean():.1f} +- {r.std(ddof=1):.1f} (sd), "
                          f"messages {m.mean():,.1f}")  # fmt: skip
@@ -410,7 +418,8 @@ def he_claims(args) -> tuple[list, list[str]]:
     # F3: slow growth of communication
     M = s["Ms"][0]
     third = evaluate(LINEAR, "fed_lin_ucb_async", runs=runs, seed=args.seed,
-                     env_kwargs=he_env(M, T // 3), agent_kwargs=HE_AGENTS["FedLinUCB"][1])  # fmt: skip
+                     env_kwargs=he_env(M, T // 3), agent_kwargs=HE_AGENTS["FedLinUCB"][1],
+                     backend=args.backend)  # fmt: skip
     growth = float(messages_of(got[M, "FedLinUCB"]).mean() / messages_of(third).mean())
     rows.append(C.claim(paper=HE, figure="F3", text=f"M = {M}: messages(T) / messages(T/3) < 1.5",
                         check=C.at_most(growth, 1.5) if full else untestable,
@@ -439,7 +448,7 @@ def he_claims(args) -> tuple[list, list[str]]:
         res = evaluate(LINEAR, "fed_lin_ucb_async", runs=runs, seed=args.seed,
                        env_kwargs=he_env(M, T, clock={"kind": "trace",
                                                       "clients": [int(c) for c in clients]}),
-                       agent_kwargs=HE_AGENTS["FedLinUCB"][1])  # fmt: skip
+                       agent_kwargs=HE_AGENTS["FedLinUCB"][1], backend=args.backend)  # fmt: skip
         r = res.final_regret_network
         excess = (r.mean() - uniform.mean()) / math.hypot(C.mean_se(r)[1], C.mean_se(uniform)[1])
         worst.append(float(excess))
@@ -480,7 +489,8 @@ def switching_claims(args) -> tuple[list, list[str]]:
     for name, kw in learners.items():
         for label, env in (("piecewise", switching), ("stationary", base)):
             final[name, label] = evaluate(HOMOG, name, runs=runs, seed=args.seed, env_kwargs=env,
-                                          agent_kwargs=kw).final_regret_network  # fmt: skip
+                                          agent_kwargs=kw,
+                                          backend=args.backend).final_regret_network  # fmt: skip
     lines = [f"## {GM}", f"scale {scale}"] + [
         f"{n}, {lab}: R(T) {v.mean():.1f} +- {C.mean_se(v)[1]:.1f}" for (n, lab), v in final.items()
     ]
@@ -531,7 +541,8 @@ def delay_claims(args) -> tuple[list, list[str]]:
     curve = {}
     for tau in (0, *taus):
         kw = {**env, "reward_delay": tau} if tau else env
-        res = evaluate(HOMOG, "ucb1", runs=runs, seed=args.seed, env_kwargs=kw, checkpoints=half)
+        res = evaluate(HOMOG, "ucb1", runs=runs, seed=args.seed, env_kwargs=kw, checkpoints=half,
+                       backend=args.backend)  # fmt: skip
         curve[tau] = res.regret_network  # (runs, 2): at T/2 and T
     lines = [f"## {JGS}", f"scale {scale}"]
     rows = []
@@ -600,7 +611,8 @@ def option_claims(args) -> tuple[list, list[str]]:
     lags = (0, T // 100, T // 10)
     for agent in ("ucb1_shared", "kl_ucb_shared"):  # the sharing learners that accept a latency
         final = {L: evaluate(HOMOG, agent, runs=runs, seed=args.seed,
-                             env_kwargs={**ring, "latency": L}).final_regret_network
+                             env_kwargs={**ring, "latency": L},
+                             backend=args.backend).final_regret_network
                  for L in lags}  # fmt: skip
         means = [float(final[L].mean()) for L in lags]
         steps_se = [float(C.mean_se(final[hi] - final[lo])[1])
@@ -655,8 +667,8 @@ def main(argv: list[str] | None = None) -> None:
         "parts": list(args.parts),
         "command": harness.command("async", argv),
         "wall_time_s": round(wall, 1),
-        "backend": "numpy",
-        "device": "cpu (numpy)",
+        **harness.backend_meta(args),
+        **({} if args.backend == "numpy" else {"backend_note": NUMPY_CHECKS}),
     })  # fmt: skip
 
 
