@@ -12,8 +12,9 @@ Every client takes part in every pull by default. ``churn`` makes clients absent
 * ``None``, ``"always"`` or ``{"kind": "always"}``: nobody leaves (the default).
 
 Churn time is a run's own pull count t = 1..T, as drift time (docs/time.md): the presence of
-pull t holds for that pull and for the communication-only steps that follow it, until the next
-pull. What an absent client does (the engine, both backends):
+pull t is drawn right after pull t - 1 (and announced in that step's observation, ``active``);
+it holds for the communication-only steps between the two pulls and for pull t itself. What an
+absent client does (the engine, both backends):
 
 * it does not pull: under lock-step the others pull without it; under an event clock the
   event's client is drawn among the present clients only (its share of the clock is redrawn

@@ -135,7 +135,7 @@ def test_a_markov_churn_at_the_extremes_is_deterministic():
     assert seen == [True, False, True, False, True, False]  # leaves and returns every pull
 
 
-def test_communication_steps_keep_the_presence_of_the_last_pull():
+def test_communication_steps_have_the_presence_of_the_coming_pull():
     churn = {"kind": "schedule", "absences": [[0, 2, 3]]}
     venv = fedbandit_env.make_vec(HOMOG, num_runs=1, num_agents=3, num_arms=2, horizon=10,
                                   topology="path", channels=NEIGHBORS, churn=churn)  # fmt: skip
