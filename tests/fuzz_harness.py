@@ -118,6 +118,16 @@ ENV_PLAUSIBLE: dict[str, list[Any]] = {
     "data_path": [None, "/nonexistent/diabetic_data.csv"],
     "exclusive_arms": [True, False],
     "seed": [0, 1],
+    # the event-time options (docs/time.md)
+    "clock": ["sync", "one_random", {"kind": "poisson", "stragglers": {}}, {"kind": "trace"}],
+    "drift": [{"kind": "piecewise", "rate": 0.5}, {"kind": "smooth", "period": 4},
+              {"kind": "piecewise", "change_points": [2]}],
+    "reward_delay": [2, {"kind": "geometric", "mean": 2, "max": 3},
+                     {"kind": "pareto", "shape": 1.0, "max": 4}, {"kind": "uniform", "low": 2}],
+    "latency": [1, {"kind": "uniform", "low": 1, "high": 2},
+                {"kind": "per_link", "steps": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}],
+    "churn": ["always", {"kind": "markov", "p_leave": 0.5, "p_join": 0.5},
+              {"kind": "schedule", "absences": [[0, 1, 3]]}, {"kind": "schedule", "join_at": [1, 2]}],
 }
 
 
