@@ -113,7 +113,9 @@ class IndexPolicy(TeamPolicy):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
-            cls.event_time = ("latency", "churn")  # the neighbours' latest statistics
+            # its neighbours' latest statistics, however late; own rewards as they arrive (the
+            # variant's delays are its independent parent's), but every agent at every step
+            cls.event_time = tuple(o for o in cls.event_time if o != "clock")
 
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
         config = getattr(self, "config", None)

@@ -126,9 +126,10 @@ def test_no_delay_is_the_default_and_a_delay_with_an_adversary_is_refused():
 
 def test_learners_accept_a_delay_or_refuse_it_by_name():
     kw = {"num_agents": 3, "horizon": 20, "reward_delay": 5}
-    for agent in ("ucb1", "kl_ucb", "thompson_beta", "epsilon_greedy", "uniform"):
+    for agent in ("ucb1", "kl_ucb", "thompson_beta", "epsilon_greedy", "uniform", "ucb1_shared",
+                  "thompson_beta_shared"):
         assert incompatibility(HOMOG, agent, kw) is None, agent
-    for agent in ("ucb1_shared", "gossip_ucb", "sw_ucb", "cdp_mab"):
+    for agent in ("gossip_ucb", "sw_ucb", "cdp_mab"):
         why = incompatibility(HOMOG, agent, kw)
         assert why is not None and f"{agent}: reward_delay: expected None" in why, why
     why = incompatibility("FedBandit/LinearContextual-v0", "linucb", kw)
@@ -199,3 +200,25 @@ def test_jax_ucb1_agrees_with_numpy_under_a_delay():
             .regret_by_agent[:, -1].sum(axis=1) for be in ("numpy", "jax"))  # fmt: skip
     se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
     assert abs(a.mean() - b.mean()) < 3 * se, (a.mean(), b.mean(), se)
+
+
+def test_the_shared_baseline_shares_the_rewards_that_arrived():
+    """ucb1_shared under a delay of d: after pull t every agent's own statistics hold the t - d
+    pulls whose rewards arrived, and that is what it sends its neighbours."""
+    from types import SimpleNamespace
+
+    from baselines.ucb import UCB1Shared
+
+    spec = UCB1Shared().channel_spec(SimpleNamespace(num_arms=3))
+    venv = fedbandit_env.make_vec(HOMOG, num_runs=2, num_agents=4, num_arms=3, topology="ring",
+                                  horizon=40, reward_delay=5, channels=spec)  # fmt: skip
+    obs, _ = venv.reset(seed=2)
+    policy = UCB1Shared()
+    policy.reset(venv.facts, venv.agent_rng())
+    for t in range(1, 13):
+        action = policy.act(obs)  # folds the rewards of pull t - 1 - 5
+        np.testing.assert_array_equal(policy.counts.sum(axis=-1), max(t - 1 - 5, 0))
+        (send, payload), = action.messages.values()
+        assert send.all()
+        np.testing.assert_array_equal(payload[..., :3], policy.counts)
+        obs, *_ = venv.step(action.arms, action.messages)

@@ -123,7 +123,7 @@ class IndexPolicy:
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.shared and "event_time" not in cls.__dict__:  # one-hop sharing is lock-step
-            cls.event_time = ("latency", "churn")  # the neighbours' latest statistics (as numpy)
+            cls.event_time = tuple(o for o in cls.event_time if o != "clock")  # as numpy
 
     def channel_spec(self, config) -> Any:
         """``{"neighbors": {"kind": "neighbors", "dim": 2M}}`` when shared, else None."""
