@@ -125,6 +125,21 @@ def aged(s: Any, obs: Observation, got, deciding, c, horizon: int) -> dict[str, 
             "decisions": s.decisions + deciding.astype(jnp.int32)}  # fmt: skip
 
 
+def finish_event(s: Any, obs: Observation, got, c, arm, up: tuple, down: tuple,
+                 horizon: int) -> tuple[Action, Any]:
+    """The end of a step of an event, shared by the three ports (the numpy
+    :meth:`agents.async_common.AsyncEventTeam.act`): the acting client ``c`` plays ``arm``; the
+    state remembers who uploaded (``up`` = (send, payload)), whom the server pushed to (``down``),
+    the decision sets and the staleness; a step that sends is a communication step."""
+    (up_send, up_payload), (down_send, down_payload) = up, down
+    arms = jnp.zeros(obs.active.shape[-1], jnp.int32).at[c].set(arm.astype(jnp.int32))
+    talking = up_send.any() | down_send.any()
+    s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
+                   pushed=down_send, context=obs.context,
+                   **aged(s, obs, got, ~talking, c, horizon))  # fmt: skip
+    return Action(arms, {UP: (up_send, up_payload), DOWN: (down_send, down_payload)}, ~talking), s
+
+
 def mean_staleness(state: Any) -> np.ndarray:
     """(runs,) the mean staleness of a batch's final states (NaN before any decision)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -183,16 +198,11 @@ class AsyncLinUCB:
         uploaded = (s.uploader >= 0) & (obs.deliveries[UP].count > 0)
         s, down_send, down_payload = self._serve(s, obs, uploaded, p)
         s, up_send, up_payload = self._fold(s, obs, p)
-        talking = up_send.any() | down_send.any()
         c = jnp.argmax(obs.active)
         width = exploration_width(s.n_dec[c], p.dim, p.config)
         arm = ucb_arm(obs.context[c], s.A_dec[c], s.b_dec[c], width, p.config.lam)
-        arms = jnp.zeros(p.num_agents, jnp.int32).at[c].set(arm.astype(jnp.int32))
-        s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
-                       pushed=down_send, context=obs.context,
-                       **aged(s, obs, got, ~talking, c, p.horizon))  # fmt: skip
-        messages = {UP: (up_send, up_payload), DOWN: (down_send, down_payload)}
-        return Action(arms, messages, ~talking), s
+        return finish_event(s, obs, got, c, arm, (up_send, up_payload),
+                            (down_send, down_payload), p.horizon)  # fmt: skip
 
     def _receive(self, s: AsyncLinUCBState, obs: Observation, got, p: AsyncLinParams):
         """The downloads that arrived, into the clients' statistics; both log-dets and (with

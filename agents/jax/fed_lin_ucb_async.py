@@ -38,10 +38,10 @@ from agents.fed_lin_ucb_async import (
     channels_of,
     fed_lin_async_params,
 )
-from agents.jax.async_lin_ucb import aged, mean_staleness, ucb_arm
+from agents.jax.async_lin_ucb import finish_event, mean_staleness, ucb_arm
 from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.linear_kernels import cholesky, logdet_over
-from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.jax.types import PULL, Observation
 from fedbandit_env.linear_kernels import pull_terms
 from fedbandit_env.policy import FederationFacts
 
@@ -124,13 +124,8 @@ class FedLinUCBAsync:
         else:
             V, w = s.Phi[c], s.u[c]
         arm = ucb_arm(obs.context[c], V, w, jnp.float32(p.config.beta), 0.0)
-        arms = jnp.zeros(n, jnp.int32).at[c].set(arm.astype(jnp.int32))
-        talking = up_send.any() | down_send.any()
-        s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
-                       pushed=down_send, context=obs.context,
-                       **aged(s, obs, got, ~talking, c, p.horizon))  # fmt: skip
-        return Action(arms, {UP: (up_send, up_payload), DOWN: (down_send, down_payload)},
-                      ~talking), s  # fmt: skip
+        return finish_event(s, obs, got, c, arm, (up_send, up_payload),
+                            (down_send, down_payload), p.horizon)  # fmt: skip
 
     def _receive(self, s: FedLinUCBAsyncState, obs: Observation, got, p: FedLinAsyncParams):
         """The server's sums replace the statistics of the client they reached."""

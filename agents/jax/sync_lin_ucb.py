@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from agents.async_common import DOWN, UP, pack, unpack
 from agents.async_lin_ucb import channels_of, stats_size
 from agents.dislinucb import exploration_width
-from agents.jax.async_lin_ucb import aged, mean_staleness, ridge, ucb_arm
+from agents.jax.async_lin_ucb import finish_event, mean_staleness, ridge, ucb_arm
 from agents.sync_lin_ucb import (
     AGENT_ID,
     VERSION,
@@ -54,7 +54,7 @@ from agents.sync_lin_ucb import (
 )
 from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.linear_kernels import cholesky, logdet_over
-from fedbandit_env.jax.types import PULL, Action, Observation
+from fedbandit_env.jax.types import PULL, Observation
 from fedbandit_env.linear_kernels import pull_terms, rarely_switching
 from fedbandit_env.policy import FederationFacts
 
@@ -132,16 +132,11 @@ class SyncLinUCB:
         uploaded = (s.uploader >= 0) & (obs.deliveries[UP].count > 0)
         s, down_send, down_payload = self._serve(s, obs, uploaded, p)
         s, up_send, up_payload = self._fold(s, obs, p)
-        talking = up_send.any() | down_send.any()
         c = jnp.argmax(obs.active)
         width = exploration_width(s.n[c], p.dim, p.config)
         arm = ucb_arm(obs.context[c], s.A[c], s.b[c], width, p.config.lam)
-        arms = jnp.zeros(p.num_agents, jnp.int32).at[c].set(arm.astype(jnp.int32))
-        s = s._replace(uploader=jnp.where(up_send.any(), jnp.argmax(up_send), -1).astype(jnp.int32),
-                       pushed=down_send, context=obs.context,
-                       **aged(s, obs, got, ~talking, c, p.horizon))  # fmt: skip
-        messages = {UP: (up_send, up_payload), DOWN: (down_send, down_payload)}
-        return Action(arms, messages, ~talking), s
+        return finish_event(s, obs, got, c, arm, (up_send, up_payload),
+                            (down_send, down_payload), p.horizon)  # fmt: skip
 
     def _receive(self, s: SyncLinUCBState, obs: Observation, got, p: SyncLinParams):
         """The server's sums replace a client's statistics where they arrived; its log-dets are
