@@ -32,9 +32,14 @@ whenever a buffer holds anything (the ratio of a non-empty buffer is > 1).
 download lands; ``"on_local_update"`` only at its own update, as the authors' code does (a
 download then first shapes the client's decision after its next pull).
 
-Numerics: ``V^-1`` follows Sherman-Morrison after a pull and is recomputed by inversion when a
-download lands; ``ln det`` follows the matrix determinant lemma after a pull and ``slogdet``
-after a download; the server's checks compare ``slogdet`` differences with ln gamma.
+Numerics: ``V^-1`` follows Sherman-Morrison after a pull and is recomputed by inversion after a
+download (at the client's next decision, the first thing that reads it); ``ln det`` follows the
+matrix determinant lemma after a pull and ``slogdet`` after a download; the server's checks
+compare ``slogdet`` differences with ln gamma. The server keeps ``ln det(A_g - D_j + lam I)`` per
+client: another client's upload adds the same data to A_g and D_j, so only the uploader's value
+moves (one ``slogdet``), and a download sets it to ``ln det(A_g + lam I)``; a client with an
+empty buffer never downloads. An upload then costs two ``slogdet`` instead of one per client
+(results version 2; version 1 recomputed every client's).
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
 
 AGENT_ID = "async_lin_ucb"
-VERSION = 1  # results version (docs/bench.md)
+VERSION = 2  # results version (docs/bench.md); 2: cached server log-dets (docs/async-linear.md)
 REFRESH = ("on_receive", "on_local_update")
 
 
@@ -169,9 +174,11 @@ class AsyncLinUCB(AsyncEventTeam):
         self.V_inv = np.broadcast_to(np.eye(d) / lam, (B, N, d, d)).copy()
         self.logdet = np.full((B, N), d * math.log(lam))  # ln det(A + lam I)
         self.logdet_ref = self.logdet.copy()  # ln det(A - dA + lam I)
+        self.stale = np.zeros((B, N), dtype=bool)  # a download landed since the last refresh
         # the decision statistics (refresh): V^-1, b and n as of the last refresh
         self.dec_V_inv, self.dec_b, self.dec_n = self.V_inv.copy(), self.b.copy(), self.n.copy()
         self.A_g, self.b_g, self.n_g = np.zeros((B, d, d)), np.zeros((B, d)), np.zeros(B)
+        self.logdet_rest = np.full((B, N), d * math.log(lam))  # ln det(A_g - D_j + lam I)
         self.seen = np.zeros((B, N), dtype=bool)
         self.uploads = np.zeros(B, dtype=np.int64)
         self.downloads = np.zeros(B, dtype=np.int64)
@@ -182,6 +189,7 @@ class AsyncLinUCB(AsyncEventTeam):
     def _choose(self, obs: VecObservation) -> np.ndarray:
         """Line 5 for the acting client of each run (the others' arms are not pulled)."""
         runs, c = np.arange(self.n.shape[0]), obs.active.argmax(axis=1)
+        self._refresh(runs, c)
         width = exploration_width(self.dec_n[runs, c], self.d, self.config)
         return acting_arms(obs, self.dec_V_inv[runs, c], self.dec_b[runs, c], width)
 
@@ -196,6 +204,8 @@ class AsyncLinUCB(AsyncEventTeam):
             rn, cn = r[new], c[new]
             self.seen[rn, cn] = True
             self.D[rn, cn], self.Dd[rn, cn], self.Dn[rn, cn] = self.A_g[rn], self.b_g[rn], self.n_g[rn]
+            self.logdet_rest[rn, cn] = self.d * math.log(self.config.lam)  # A_g - D_j = 0
+        self._refresh(r, c)
         x = self._context[r, c, obs.last_arm[r, c]]
         y = obs.last_reward[r, c]
         xx, yx = pull_terms(x, y)
@@ -213,7 +223,7 @@ class AsyncLinUCB(AsyncEventTeam):
             return send, self._zeros
         ru, cu = r[fires], c[fires]
         send[ru, cu] = True
-        payload = np.zeros_like(self._zeros)
+        payload = np.zeros(self._zeros.shape)  # calloc: only the senders' rows are written
         payload[ru, cu] = pack(self.dA[ru, cu], self.db[ru, cu], self.dn[ru, cu])
         self.dA[ru, cu], self.db[ru, cu], self.dn[ru, cu] = 0.0, 0.0, 0.0
         self.logdet_ref[ru, cu] = self.logdet[ru, cu]
@@ -231,29 +241,37 @@ class AsyncLinUCB(AsyncEventTeam):
         self.n_g[r] += dn
         others = self.seen[r].copy()
         others[np.arange(len(r)), self._uploader[r]] = False
-        m = others[..., None]
-        self.D[r] += np.where(m[..., None], dA[:, None], 0.0)
-        self.Dd[r] += np.where(m, db[:, None], 0.0)
-        self.Dn[r] += np.where(others, dn[:, None], 0.0)
+        k, j = np.nonzero(others)
+        self.D[r[k], j] += dA[k]
+        self.Dd[r[k], j] += db[k]
+        self.Dn[r[k], j] += dn[k]
         send = np.zeros(self.n.shape, dtype=bool)
         if math.isinf(self.params.log_gamma_d):
             return send, self._zeros
         V_g = self.A_g[r] + self._eye
         logdet_g = np.linalg.slogdet(V_g)[1]
-        logdet_rest = np.linalg.slogdet(V_g[:, None] - self.D[r])[1]
-        fires = self.seen[r] & ratio_fires(logdet_g[:, None], logdet_rest, self.params.log_gamma_d)
+        # A_g - D_j moves only for the uploader (its own upload is not in its buffer): the other
+        # clients' cached ln det(A_g - D_j + lam I) stand (module docstring, "Numerics")
+        u = self._uploader[r]
+        rest_u = V_g - self.D[r, u]
+        self.logdet_rest[r, u] = np.linalg.slogdet(rest_u)[1]
+        rest = self.logdet_rest[r]
+        fires = self.seen[r] & (self.Dn[r] > 0) & ratio_fires(logdet_g[:, None], rest,
+                                                               self.params.log_gamma_d)  # fmt: skip
         if not fires.any():
             return send, self._zeros
         send[r] = fires
-        payload = np.zeros_like(self._zeros)
+        self.logdet_rest[r] = np.where(fires, logdet_g[:, None], rest)  # D_j cleared: A_g itself
+        payload = np.zeros(self._zeros.shape)  # calloc: only the senders' rows are written
         rr, cc = np.nonzero(send)
         payload[rr, cc] = pack(self.D[rr, cc], self.Dd[rr, cc], self.Dn[rr, cc])
         self.D[rr, cc], self.Dd[rr, cc], self.Dn[rr, cc] = 0.0, 0.0, 0.0
         return send, payload
 
     def _receive(self, down) -> None:
-        """Lines 12-13 at the clients: a download into the statistics; ``V^-1`` and both log-dets
-        recomputed; the decision statistics too with ``refresh="on_receive"``."""
+        """Lines 12-13 at the clients: a download into the statistics. ``V^-1``, both log-dets
+        and (``refresh="on_receive"``) the decision statistics follow at the client's next
+        decision (:meth:`_refresh`): nothing reads them before."""
         rr, cc = np.nonzero(down.received)
         if len(rr) == 0:
             return
@@ -262,6 +280,18 @@ class AsyncLinUCB(AsyncEventTeam):
         self.A[rr, cc] += dA
         self.b[rr, cc] += db
         self.n[rr, cc] += dn
+        self.stale[rr, cc] = True
+
+    def _refresh(self, r: np.ndarray, c: np.ndarray) -> None:
+        """Line 13's recomputation for the clients (r, c) a download reached since their last
+        decision: ``V^-1`` and ``ln det(A + lam I)`` by inversion and ``slogdet``, the upload
+        reference ``ln det(A - dA + lam I)``, and the decision statistics with
+        ``refresh="on_receive"``. The same numbers as at the download's arrival: only the
+        client's own pull changes A, and it comes after its decision."""
+        late = self.stale[r, c]
+        if not late.any():
+            return
+        rr, cc = r[late], c[late]
         V = self.A[rr, cc] + self._eye
         self.V_inv[rr, cc] = np.linalg.inv(V)
         self.logdet[rr, cc] = np.linalg.slogdet(V)[1]
@@ -269,3 +299,4 @@ class AsyncLinUCB(AsyncEventTeam):
         if self.config.refresh == "on_receive":
             self.dec_V_inv[rr, cc], self.dec_b[rr, cc], self.dec_n[rr, cc] = (
                 self.V_inv[rr, cc], self.b[rr, cc], self.n[rr, cc])  # fmt: skip
+        self.stale[rr, cc] = False

@@ -194,9 +194,15 @@ class LinearProcess:
         return self._shared(np.take_along_axis(x, order[..., None], axis=-2))
 
     def _shared(self, x: np.ndarray) -> np.ndarray:
+        """Shared decision sets: the run's one set (B, 1, K, d) as every agent's, a read-only
+        broadcast view (no copy per agent)."""
         if self.spec.shared_decision_sets:
-            x = np.broadcast_to(x, (self.num_runs, self.num_agents, *x.shape[2:])).copy()
+            x = np.broadcast_to(x, (self.num_runs, self.num_agents, *x.shape[2:]))
         return x
+
+    def _own(self, x: np.ndarray) -> np.ndarray:
+        """The sets without the agents' broadcast: (B, 1, K, d) if shared, else x."""
+        return x[:, :1] if self.spec.shared_decision_sets else x
 
     def _other_sets(self, advance: np.ndarray | None) -> np.ndarray:
         """He et al.'s cube: coordinates (2u - 1) / sqrt(d); Li & Wang's pool: the K pool
@@ -243,7 +249,8 @@ class LinearProcess:
 
     def expected(self) -> np.ndarray:
         """Expected reward <x, theta*> of every action of the current sets (B, N, K)."""
-        return np.einsum("bnkd,bd->bnk", self.context, self.theta)
+        means = np.einsum("bnkd,bd->bnk", self._own(self.context), self.theta)
+        return np.broadcast_to(means, self.context.shape[:3])
 
     def pull(
         self, arms: np.ndarray, runs: np.ndarray | None = None
@@ -253,7 +260,8 @@ class LinearProcess:
         streams do not advance, their decision sets stay, and their outputs are unused)."""
         means = self.expected()
         chosen = np.take_along_axis(means, arms[..., None], axis=2)[..., 0]
-        regret = means.max(axis=2) - chosen
+        best = np.broadcast_to(self._own(means).max(axis=2), chosen.shape)
+        regret = best - chosen
         noise = self._noise.next(runs)
         if self.spec.reward == "bernoulli":
             rewards = (noise < chosen).astype(np.float64)
@@ -262,6 +270,7 @@ class LinearProcess:
         if runs is None:
             self.context = self._draw_sets()
         else:
-            fresh = self._draw_sets(runs)
-            self.context = np.where(runs[:, None, None, None], fresh, self.context)
+            fresh = self._own(self._draw_sets(runs))
+            kept = np.where(runs[:, None, None, None], fresh, self._own(self.context))
+            self.context = self._shared(kept)
         return rewards, chosen, regret

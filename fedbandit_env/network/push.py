@@ -41,7 +41,8 @@ class PushChannel(Channel):
     def transmit(self, step: int, send: np.ndarray, payload: np.ndarray):
         drop_u = self._drops.next() if self._drops is not None else None
         received = send if drop_u is None else send & (drop_u >= self.drop_prob)
-        delivered = np.where(received[..., None], payload, 0.0)
+        delivered = np.zeros(payload.shape)  # calloc: only the received rows are written
+        delivered[received] = payload[received]
         pushed = send.sum(axis=1)
         charge = self._charge(AGENT_SERVER, pushed, self.c1 * pushed, pushed - received.sum(axis=1))
         return PushDelivery(received.copy(), delivered), charge
