@@ -45,6 +45,31 @@ def test_only_runs_the_named_parts(tmp_path):
                        "N2", "N3", "N4", "D1", "D2"}  # every claim is reported
 
 
+def test_li_wang_runs_the_named_gammas_and_seeds(tmp_path):
+    claims = tmp_path / "async.json"
+    async_linear.main(["--horizon", "120", "--only", "li-wang", "--li-gammas", "2,inf",
+                       "--li-seeds", "2", "--claims", str(claims), "--out", str(tmp_path)])  # fmt: skip
+    _, rows = C.read_claims(claims)
+    by = {}
+    for r in rows:
+        by.setdefault(r.figure, []).append(r)
+    assert all(len(r.ours) == 2 for r in by["A2"])  # gamma 2 and inf, in that order
+    assert by["A2"][1].ours[0] > 0 == by["A2"][1].ours[1] and "2 seeds" in by["A2"][0].claim
+    assert all("gamma 1 not run (--li-gammas)" in r.reason for r in by["A3"])
+    assert [r.verdict for r in by["A1"]] == ["reproduced"] * 2  # A1 runs its own record
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("--li-gammas", "3", "subset of 1,2,5,8,inf"), ("--li-gammas", "x", "subset of 1,2,5,8,inf"),
+    ("--li-seeds", "0", "an int >= 1"),
+])  # fmt: skip
+def test_li_wang_flags_are_checked(capsys, flag, value, expected):
+    with pytest.raises(SystemExit):
+        async_linear.parse([flag, value])
+    err = capsys.readouterr().err
+    assert flag in err and expected in err and value in err
+
+
 @pytest.mark.slow
 def test_li_wang_s_part_runs_on_jax_and_names_what_stays_on_numpy(tmp_path):
     """``--backend jax``: Async-LinUCB's gammas and Sync-LinUCB's two thresholds run on their JAX

@@ -98,6 +98,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=None, help="runs of the small-sample checks")
     p.add_argument("--horizon", type=int, default=None, help="cap every part's horizon (tests)")
     p.add_argument("--only", default=None, help="comma-separated parts: " + ", ".join(PARTS))
+    p.add_argument("--li-gammas", default=None, help="Li & Wang: the gammas to run, a subset of "
+                   "1,2,5,8,inf (default all; the claims on a gamma not run are not testable)")
+    p.add_argument("--li-seeds", type=int, default=None, help="Li & Wang: seeds per gamma and "
+                   "Sync-LinUCB threshold (default 5 at --full, 3 at CI scale)")  # fmt: skip
     args = p.parse_args(argv)
     if args.full:
         args.li = dict(N=1000, d=25, pool=1000, K=25, T=50_000, seeds=5)
@@ -109,6 +113,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.he = dict(Ms=(15,), T=3_000, runs=6)
         args.ns = dict(T=10_000, runs=args.runs or 20)
         args.delay = dict(T=4_000, runs=args.runs or 48, taus=(20, 200))
+    if args.li_seeds is not None:
+        if args.li_seeds < 1:
+            p.error(f"--li-seeds: expected an int >= 1, got {args.li_seeds}")
+        args.li["seeds"] = args.li_seeds
+    args.li["gammas"] = GAMMAS
+    if args.li_gammas is not None:
+        try:
+            picked = {float(g) for g in args.li_gammas.split(",")}
+        except ValueError:
+            picked = {math.nan}
+        if not picked or not picked <= set(GAMMAS):
+            p.error(f"--li-gammas: expected a comma-separated subset of 1,2,5,8,inf, got "
+                    f"{args.li_gammas!r}")  # fmt: skip
+        args.li["gammas"] = tuple(g for g in GAMMAS if g in picked)
     if args.horizon is not None:
         for part in (args.li, args.he, args.ns, args.delay):
             part["T"] = min(part["T"], args.horizon)
@@ -253,44 +271,70 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
                         paper_value=0, scale=scale, source="spec",
                         provenance="code"))  # fmt: skip
     # A2: the trade-off over gamma (the code's stale decision statistics)
-    regret, msgs = {}, {}
-    for g in GAMMAS:
+    regret, msgs, gammas = {}, {}, s["gammas"]
+    skipped = [g for g in GAMMAS if g not in gammas]
+    if skipped:
+        lines.append(f"gammas not run (--li-gammas): {', '.join(f'{g:g}' for g in skipped)}")
+    for g in gammas:
         res = evaluate(LINEAR, "async_lin_ucb", runs=s["seeds"], seed=args.seed, env_kwargs=env,
                        agent_kwargs={"gamma_u": g, "gamma_d": g, "refresh": "on_local_update"},
                        backend=args.backend)  # fmt: skip
         regret[g], msgs[g] = res.final_regret_network, messages_of(res)
         lines.append(f"A2: gamma {g:g}: R(T) {regret[g].mean():.1f} +- "
                      f"{C.mean_se(regret[g])[1]:.1f}, messages {msgs[g].mean():,.0f}")  # fmt: skip
-    means = [float(regret[g].mean()) for g in GAMMAS]
-    inversions = [(means[i], means[i + 1], float(np.hypot(C.mean_se(regret[GAMMAS[i]])[1],
-                                                          C.mean_se(regret[GAMMAS[i + 1]])[1])))
-                  for i in range(len(GAMMAS) - 1)]  # fmt: skip
-    rows.append(C.claim(paper=LI, figure="A2", text="regret is non-decreasing in gamma (1, 2, 5, "
-                        "8, inf); a reversal counts beyond 2 se",
-                        check=C.ordered([(lo, hi + 1e-12, se) for lo, hi, se in inversions], z=2),
+    means = [float(regret[g].mean()) for g in gammas]
+    inversions = [(means[i], means[i + 1], float(np.hypot(C.mean_se(regret[gammas[i]])[1],
+                                                          C.mean_se(regret[gammas[i + 1]])[1])))
+                  for i in range(len(gammas) - 1)]  # fmt: skip
+    run_of = ", ".join(f"{g:g}" for g in gammas)
+    few = C.not_testable(f"--li-gammas: {len(gammas)} gamma run ({run_of})")
+    rows.append(C.claim(paper=LI, figure="A2", text=f"regret is non-decreasing in gamma ({run_of}"
+                        f"; {s['seeds']} seeds); a reversal counts beyond 2 se",
+                        check=(C.ordered([(lo, hi + 1e-12, se) for lo, hi, se in inversions], z=2)
+                               if len(gammas) > 1 else few),
                         ours=[round(m, 1) for m in means], scale=scale, source="spec",
                         provenance="code"))  # fmt: skip
-    msg_means = [float(msgs[g].mean()) for g in GAMMAS]
-    rows.append(C.claim(paper=LI, figure="A2", text="messages decrease with gamma (1, 2, 5, 8, "
-                        "inf)", check=C.monotone(msg_means, increasing=False),
-                        ours=[round(m) for m in msg_means], scale=scale, source="spec",
-                        provenance="code"))  # fmt: skip
-    # A3: gamma = 1 with fresh statistics decides on every past event
+    msg_means = [float(msgs[g].mean()) for g in gammas]
+    rows.append(C.claim(paper=LI, figure="A2", text=f"messages decrease with gamma ({run_of})",
+                        check=(C.monotone(msg_means, increasing=False) if len(gammas) > 1
+                               else few), ours=[round(m) for m in msg_means], scale=scale,
+                        source="spec", provenance="code"))  # fmt: skip
+    rows += li_wang_a3(args, env, scale, lines) if 1.0 in gammas else [
+        C.claim(paper=LI, figure="A3", text=text, check=C.not_testable(
+            "gamma 1 not run (--li-gammas)"), ours=None, scale=scale, source="spec",
+            provenance="code") for text in A3_TEXTS]  # fmt: skip
+    rows += li_wang_frontier(args, env, scale, lines, regret, msgs)
+    return rows, lines
+
+
+A3_TEXTS = ("gamma = 1 (fresh statistics): at every decision but a client's first, its (A, b) are "
+            "the sums over all past events", "gamma = 1: one upload and a download to every other "
+            "seen client per event (one more at a client's first event)")  # fmt: skip
+
+
+def li_wang_a3(args, env: dict[str, Any], scale: dict, lines: list[str]) -> list:
+    """A3: gamma = 1 with fresh statistics decides on every past event."""
+    s, rows = args.li, []
     past = A3Check(s["d"])
     run = record(AsyncLinUCB(gamma_u=1.0, gamma_d=1.0), env, args.seed, inspect=past)
     ok = 1.0 - past.bad / max(past.checked, 1)
     predicted = sum(past.expected[:-1])  # the run ends with its last pull
     lines.append(f"A3: decisions on all past events {ok:.4f} of {past.checked}; messages "
                  f"{run['messages']:,} (predicted {predicted:,})")  # fmt: skip
-    rows.append(C.claim(paper=LI, figure="A3", text="gamma = 1 (fresh statistics): at every "
-                        "decision but a client's first, its (A, b) are the sums over all past "
-                        "events", check=C.absolute_close(ok, 1.0, 0.0), ours=ok, paper_value=1.0,
+    rows.append(C.claim(paper=LI, figure="A3", text=A3_TEXTS[0],
+                        check=C.absolute_close(ok, 1.0, 0.0), ours=ok, paper_value=1.0,
                         scale=scale, source="spec", provenance="code"))  # fmt: skip
-    rows.append(C.claim(paper=LI, figure="A3", text="gamma = 1: one upload and a download to "
-                        "every other seen client per event (one more at a client's first event)",
+    rows.append(C.claim(paper=LI, figure="A3", text=A3_TEXTS[1],
                         check=C.absolute_close(run["messages"], predicted, 0),
                         ours=run["messages"], paper_value="1 + (seen - 1) per event",
                         scale=scale, source="spec", provenance="code"))  # fmt: skip
+    return rows
+
+
+def li_wang_frontier(args, env: dict[str, Any], scale: dict, lines: list[str], regret: dict,
+                     msgs: dict) -> list:
+    """A4 (Async below the Sync-LinUCB frontier) and A5 (the numbers) from A2's runs."""
+    s, rows = args.li, []
     # A4: the synchronous baseline's frontier between its two thresholds, in log10(messages)
     sync = {}
     for kind in ("match_regret", "match_comm"):
@@ -301,7 +345,7 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
                      f"{sync[kind][1]:,.0f}")  # fmt: skip
     (r2, m2), (r3, m3) = sync["match_regret"], sync["match_comm"]
     below, outside = [], []
-    for g in (2.0, 5.0, 8.0):
+    for g in (x for x in (2.0, 5.0, 8.0) if x in regret):
         m = float(msgs[g].mean())
         if not min(m2, m3) <= m <= max(m2, m3) or m2 == m3:
             outside.append(g)
@@ -314,6 +358,8 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
         check = C.not_testable("CI scale: the frontier is compared in the authors' setting "
                                "(N = 1,000, d = 25, T = 50,000); the numbers at this scale are "
                                "shown")  # fmt: skip
+    elif not below and not outside:
+        check = C.not_testable("none of gamma 2, 5, 8 run (--li-gammas)")
     elif outside:
         check = C.not_testable(f"gamma {outside}: messages outside the Sync frontier's range "
                                f"[{min(m2, m3):,.0f}, {max(m2, m3):,.0f}] at this scale")  # fmt: skip
@@ -329,9 +375,13 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
                         scale=scale, source="spec", provenance="code"))  # fmt: skip
     for g in GAMMAS:
         want_r, want_m = A5_TABLE[g]
+        ours = None
         if not full:
             check = C.not_testable("CI scale: the numbers are for N = 1,000, d = 25, T = 50,000")
-            ours = None
+        elif g not in regret:
+            check = C.not_testable(f"gamma {g:g} not run (--li-gammas)")
+        elif len(regret[g]) < 2:
+            check = C.not_testable("the two seeds of the table need --li-seeds >= 2")
         else:
             r, m = regret[g][:2], msgs[g][:2]
             ok_r = all(abs(x / w - 1) <= 0.15 for x, w in zip(sorted(r), sorted(want_r),
@@ -345,7 +395,7 @@ def li_wang_claims(args) -> tuple[list, list[str]]:
                             "re-implementation of the authors' code (refresh on local update)",
                             check=check, ours=ours, paper_value={"R": want_r, "messages": want_m},
                             scale=scale, source="spec", provenance="code"))  # fmt: skip
-    return rows, lines
+    return rows
 
 
 # ----------------------------------------------------------------- He et al.
