@@ -25,6 +25,7 @@ with leading batch axes (docs/architecture.md, "Shared kernels").
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -94,6 +95,17 @@ def ucb_scores(context: Any, v_inv: Any, theta: Any, width: Any) -> tuple[Any, A
     quad = (xp.matmul(context, v_inv) * context).sum(axis=-1)
     mean = xp.matmul(context, theta[..., None])[..., 0]
     return mean + width[..., None] * xp.sqrt(xp.maximum(quad, 0.0)), quad
+
+
+@dataclass(frozen=True)
+class OfulWidth:
+    """OFUL's radius settings for :func:`agents.dislinucb.exploration_width` (no fixed
+    ``alpha``): FedLinUCB's ``beta="theory"``."""
+
+    lam: float
+    delta: float
+    R: float
+    alpha: None = None
 
 
 def check_oful(config: Any, aid: str) -> None:

@@ -12,7 +12,11 @@ uploads it covers) and ``u_m``, the local increments ``Phi_loc_m``, ``u_loc_m`` 
 exchange. The server: ``Phi_ser = lambda I + every upload``, ``u_ser``.
 
 * **Decision** (line 6): ``argmax <x, theta_m> + beta ||x||_{Phi_m^-1}``, ``theta_m = Phi_m^-1 u_m``
-  with a constant ``beta`` (the authors' experiments: 0.5); the first maximum within rounding wins ties. With
+  with a constant ``beta`` (the authors' experiments: 0.5); the first maximum within rounding wins ties.
+  ``beta="theory"`` uses OFUL's radius instead, ``R sqrt(d ln(1 + n_m / (d lambda)) + 2 ln(1/delta))
+  + sqrt(lambda)`` with ``n_m`` the pulls its downloaded sums cover (Li & Wang's width,
+  :func:`agents.dislinucb.exploration_width`); the messages then carry the count (one float
+  more). With
   ``use_local=True`` it decides on ``Phi_m + Phi_loc_m`` and ``u_m + u_loc_m`` instead (not the
   paper's rule; an option).
 * **Update** (line 8): ``x x^T`` and ``y x`` into the local increments.
@@ -40,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from agents.async_common import (
+    OfulWidth,
     AsyncEventTeam,
     acting_arms,
     async_channel_spec,
@@ -51,7 +56,9 @@ from agents.async_common import (
     unpack,
 )
 from fedbandit_env.config import EnvConfig
+from agents.dislinucb import exploration_width
 from fedbandit_env.engine import VecObservation
+from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear
 from fedbandit_env.linear_kernels import pull_terms
 from fedbandit_env.policy import FederationFacts
@@ -62,31 +69,51 @@ AGENT_ID = "fed_lin_ucb_async"
 VERSION = 1  # results version (docs/bench.md)
 
 
-def channels_of(config: Any) -> dict[str, dict[str, Any]]:
+def channels_of(config: Any, counted: bool = False) -> dict[str, dict[str, Any]]:
     """The two channels on an environment configuration (:func:`agents.async_common.
     async_channel_spec`), messages of :func:`stats_size` floats."""
     d = config.linear.dim if config.linear is not None else 1
-    return async_channel_spec(stats_size(d), stats_size(d))
+    return async_channel_spec(stats_size(d, counted), stats_size(d, counted))
 
 
 @dataclass(frozen=True)
 class FedLinUCBAsyncConfig:
     """``alpha``: the determinant growth (1 + alpha) that triggers an exchange (> 0, ``inf``:
-    never); ``beta``: the constant exploration width; ``lam``: the ridge; ``use_local``: decide
-    on the local increments too (module docstring)."""
+    never); ``beta``: the constant exploration width, or ``"theory"`` (OFUL's radius with the
+    noise scale ``R`` and confidence ``delta``); ``lam``: the ridge; ``use_local``: decide on the
+    local increments too (module docstring)."""
 
     alpha: float = 1.0
-    beta: float = 0.5
+    beta: float | str = 0.5
     lam: float = 1.0
     use_local: bool = False
+    R: float = 0.1
+    delta: float = 0.1
 
     def __post_init__(self) -> None:
         set_ = partial(object.__setattr__, self)
         set_("alpha", check_real("alpha", self.alpha, low=0.0, low_open=True, allow_inf=True,
                                  where=AGENT_ID))  # fmt: skip
-        set_("beta", check_real("beta", self.beta, low=0.0, where=AGENT_ID))
+        if not (isinstance(self.beta, str) and self.beta == "theory"):
+            if isinstance(self.beta, str):
+                raise ConfigError(f"{AGENT_ID}: beta: expected a number >= 0 or 'theory', got "
+                                  f"{self.beta!r}")  # fmt: skip
+            set_("beta", check_real("beta", self.beta, low=0.0, where=AGENT_ID))
         set_("lam", check_real("lam", self.lam, low=0.0, low_open=True, where=AGENT_ID))
         set_("use_local", check_flag("use_local", self.use_local, where=AGENT_ID))
+        set_("R", check_real("R", self.R, low=0.0, where=AGENT_ID))
+        set_("delta", check_real("delta", self.delta, low=0.0, high=1.0, low_open=True,
+                                 high_open=True, where=AGENT_ID))  # fmt: skip
+
+    @property
+    def counted(self) -> bool:
+        """The messages carry the pulls they cover (``beta="theory"`` needs them)."""
+        return isinstance(self.beta, str) and self.beta == "theory"
+
+    @property
+    def width(self) -> OfulWidth:
+        """OFUL's radius of ``beta="theory"`` (:func:`agents.dislinucb.exploration_width`)."""
+        return OfulWidth(lam=self.lam, delta=self.delta, R=self.R)
 
 
 @dataclass(frozen=True)
@@ -102,9 +129,10 @@ class FedLinAsyncParams:
     config: FedLinUCBAsyncConfig
 
 
-def stats_size(dim: int) -> int:
-    """Floats of one message: a Gram matrix (d^2) and a vector (d)."""
-    return dim * dim + dim
+def stats_size(dim: int, counted: bool = False) -> int:
+    """Floats of one message: a Gram matrix (d^2), a vector (d) and, with ``beta="theory"``,
+    the pulls they cover (1)."""
+    return dim * dim + dim + int(counted)
 
 
 def fed_lin_async_params(config: FedLinUCBAsyncConfig, facts: FederationFacts) -> FedLinAsyncParams:
@@ -112,7 +140,8 @@ def fed_lin_async_params(config: FedLinUCBAsyncConfig, facts: FederationFacts) -
     family, the event clock and the channels. Pure: the numpy ``reset`` and the JAX
     ``make_params`` call it."""
     d = check_linear(AGENT_ID, facts)
-    check_async_federation(AGENT_ID, facts, stats_size(d), stats_size(d))
+    size = stats_size(d, config.counted)
+    check_async_federation(AGENT_ID, facts, size, size)
     return FedLinAsyncParams(facts.num_agents, facts.num_arms, d, facts.horizon,
                              log_threshold(1.0 + config.alpha), config)  # fmt: skip
 
@@ -124,12 +153,12 @@ class FedLinUCBAsync(AsyncEventTeam):
     version = VERSION
     privacy_epsilon = math.inf
 
-    def __init__(self, alpha: float = 1.0, beta: float = 0.5, lam: float = 1.0,
-                 use_local: bool = False):  # fmt: skip
-        self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local)
+    def __init__(self, alpha: float = 1.0, beta: float | str = 0.5, lam: float = 1.0,
+                 use_local: bool = False, R: float = 0.1, delta: float = 0.1):  # fmt: skip
+        self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local, R, delta)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
-        return channels_of(config)
+        return channels_of(config, self.config.counted)
 
     # ------------------------------------------------------------------ reset
     def reset(self, facts: FederationFacts, rng: BatchedRNG) -> None:
@@ -147,18 +176,25 @@ class FedLinUCBAsync(AsyncEventTeam):
         self.logdet = np.full((B, N), d * math.log(lam))  # ln det Phi
         self.logdet_all = self.logdet.copy()  # ln det(Phi + Phi_loc)
         self.Phi_ser, self.u_ser = np.broadcast_to(eye, (B, d, d)).copy(), np.zeros((B, d))
+        self.n, self.n_loc, self.n_ser = np.zeros((B, N)), np.zeros((B, N)), np.zeros(B)
         self.exchanges = np.zeros(B, dtype=np.int64)
-        self._start(B, N, stats_size(d), p.horizon)
+        self._start(B, N, stats_size(d, self.config.counted), p.horizon)
 
     # ------------------------------------------------------------------ event
     def _choose(self, obs: VecObservation) -> np.ndarray:
         """Line 6 for the acting client of each run (the others' arms are not pulled)."""
         runs, c = np.arange(self.u.shape[0]), obs.active.argmax(axis=1)
-        if self.config.use_local:
+        local = self.config.use_local
+        if local:
             v_inv, u = self.W_inv[runs, c], self.u[runs, c] + self.u_loc[runs, c]
         else:
             v_inv, u = self.Phi_inv[runs, c], self.u[runs, c]
-        return acting_arms(obs, v_inv, u, np.full(len(runs), self.config.beta))
+        if self.config.counted:
+            n = self.n[runs, c] + (self.n_loc[runs, c] if local else 0.0)
+            width = exploration_width(n, self.d, self.config.width)
+        else:
+            width = np.full(len(runs), self.config.beta)
+        return acting_arms(obs, v_inv, u, width)
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lines 8-10 for the client that pulled in each fresh run: the pull into the local
@@ -169,6 +205,7 @@ class FedLinUCBAsync(AsyncEventTeam):
         xx, yx = pull_terms(x, obs.last_reward[r, c])
         self.Phi_loc[r, c] += xx
         self.u_loc[r, c] += yx
+        self.n_loc[r, c] += 1.0
         self.W_inv[r, c], grown = rank_one(self.W_inv[r, c], x)
         self.logdet_all[r, c] += grown
         fires = ratio_fires(self.logdet_all[r, c], self.logdet[r, c], self.params.log_ratio)
@@ -177,22 +214,26 @@ class FedLinUCBAsync(AsyncEventTeam):
             return send, self._zeros
         ru, cu = r[fires], c[fires]
         send[ru, cu] = True
-        payload = np.zeros_like(self._zeros)
-        payload[ru, cu] = pack(self.Phi_loc[ru, cu], self.u_loc[ru, cu])
-        self.Phi_loc[ru, cu], self.u_loc[ru, cu] = 0.0, 0.0
+        payload = np.zeros(self._zeros.shape)
+        count = self.n_loc[ru, cu] if self.config.counted else None
+        payload[ru, cu] = pack(self.Phi_loc[ru, cu], self.u_loc[ru, cu], count)
+        self.Phi_loc[ru, cu], self.u_loc[ru, cu], self.n_loc[ru, cu] = 0.0, 0.0, 0.0
         return send, payload
 
     def _serve(self, up, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lines 10-11 at the server: the upload into its sums, and the sums back to the
         uploader."""
         r = np.flatnonzero(runs)
-        dPhi, du, _ = unpack(up.aggregate[r], self.d)
+        dPhi, du, dn = unpack(up.aggregate[r], self.d)
         self.Phi_ser[r] += dPhi
         self.u_ser[r] += du
+        if dn is not None:
+            self.n_ser[r] += dn
         send = np.zeros(self.u.shape[:2], dtype=bool)
         send[r, self._uploader[r]] = True
-        payload = np.zeros_like(self._zeros)
-        payload[r, self._uploader[r]] = pack(self.Phi_ser[r], self.u_ser[r])
+        payload = np.zeros(self._zeros.shape)
+        count = self.n_ser[r] if self.config.counted else None
+        payload[r, self._uploader[r]] = pack(self.Phi_ser[r], self.u_ser[r], count)
         return send, payload
 
     def _receive(self, down) -> None:
@@ -201,8 +242,10 @@ class FedLinUCBAsync(AsyncEventTeam):
         if len(rr) == 0:
             return
         np.add.at(self.exchanges, rr, 1)
-        Phi, u, _ = unpack(down.payload[rr, cc], self.d)
+        Phi, u, n = unpack(down.payload[rr, cc], self.d)
         self.Phi[rr, cc], self.u[rr, cc] = Phi, u
+        if n is not None:
+            self.n[rr, cc] = n
         self.Phi_inv[rr, cc] = np.linalg.inv(Phi)
         self.logdet[rr, cc] = np.linalg.slogdet(Phi)[1]
         self.W_inv[rr, cc] = self.Phi_inv[rr, cc]  # the local increments were just cleared

@@ -133,36 +133,44 @@ def plain_async_lin_ucb(clients, contexts, reward_of, gu, gd, lam=0.1, delta=0.1
     return np.array(arms), uploads, downloads
 
 
-def plain_fed_lin_ucb(clients, contexts, reward_of, alpha, beta=0.5, lam=1.0, use_local=False):
+def plain_fed_lin_ucb(clients, contexts, reward_of, alpha, beta=0.5, lam=1.0, use_local=False,
+                      R=0.1, delta=0.1):  # fmt: skip
     """One run of He et al.'s FedLinUCB, event by event (Algorithm 1 as the module docstring of
-    agents/fed_lin_ucb_async.py states it). Returns the arms and the exchanges."""
+    agents/fed_lin_ucb_async.py states it). Returns the arms and the exchanges. ``beta="theory"``:
+    OFUL's radius on the pulls the decision's sums cover."""
     d = contexts.shape[-1]
     eye = lam * np.eye(d)
-    Phi, u, loc, uloc = {}, {}, {}, {}
-    Phi_ser, u_ser = eye.copy(), np.zeros(d)
+    Phi, u, loc, uloc, n, nloc = {}, {}, {}, {}, {}, {}
+    Phi_ser, u_ser, n_ser = eye.copy(), np.zeros(d), 0
     arms, exchanges = [], 0
     last, ages = {}, []
     for t, m in enumerate(clients):
         ages.append(t - last.get(m, 0))
         if m not in Phi:
             Phi[m], u[m], loc[m], uloc[m] = eye.copy(), np.zeros(d), np.zeros((d, d)), np.zeros(d)
+            n[m], nloc[m] = 0, 0
         V = Phi[m] + loc[m] if use_local else Phi[m]
         w = u[m] + uloc[m] if use_local else u[m]
         V_inv = np.linalg.inv(V)
         theta = V_inv @ w
-        scores = [x @ theta + beta * math.sqrt(max(x @ V_inv @ x, 0.0)) for x in contexts[t]]
+        width = beta
+        if beta == "theory":
+            covered = n[m] + (nloc[m] if use_local else 0)
+            width = R * math.sqrt(d * math.log(1 + covered / (d * lam)) + 2 * math.log(1 / delta))
+            width += math.sqrt(lam)
+        scores = [x @ theta + width * math.sqrt(max(x @ V_inv @ x, 0.0)) for x in contexts[t]]
         k = first_best(scores)
         arms.append(k)
         x, y = contexts[t, k], reward_of(t, k)
-        loc[m], uloc[m] = loc[m] + np.outer(x, x), uloc[m] + y * x
+        loc[m], uloc[m], nloc[m] = loc[m] + np.outer(x, x), uloc[m] + y * x, nloc[m] + 1
         if t == len(clients) - 1:  # the run ends with its last pull
             break
         if passes(np.linalg.slogdet(Phi[m] + loc[m])[1], np.linalg.slogdet(Phi[m])[1], 1 + alpha):
             exchanges += 1
             last[m] = t + 1
-            Phi_ser, u_ser = Phi_ser + loc[m], u_ser + uloc[m]
-            Phi[m], u[m] = Phi_ser.copy(), u_ser.copy()
-            loc[m], uloc[m] = np.zeros((d, d)), np.zeros(d)
+            Phi_ser, u_ser, n_ser = Phi_ser + loc[m], u_ser + uloc[m], n_ser + nloc[m]
+            Phi[m], u[m], n[m] = Phi_ser.copy(), u_ser.copy(), n_ser
+            loc[m], uloc[m], nloc[m] = np.zeros((d, d)), np.zeros(d), 0
     plain_fed_lin_ucb.staleness = float(np.mean(ages))
     return np.array(arms), exchanges
 
@@ -282,18 +290,24 @@ def test_a3_gamma_one_decides_on_every_past_event_but_a_clients_first_decision()
     assert checked > 100 and messages_of(venv, 0) == sum(expected[:-1])  # none after the last
 
 
-def test_fed_lin_ucb_async_equals_the_plain_loop_on_the_same_rewards():
+@pytest.mark.parametrize("beta", [0.5, "theory"])
+def test_fed_lin_ucb_async_equals_the_plain_loop_on_the_same_rewards(beta):
     for alpha, use_local in ((1.0, False), (0.3, False), (1.0, True)):
-        policy = FedLinUCBAsync(alpha=alpha, use_local=use_local)
+        policy = FedLinUCBAsync(alpha=alpha, use_local=use_local, beta=beta, R=0.3)
         runs, _, venv = play(policy, runs=2, seed=5)
         for b, run in enumerate(runs):
             arms, exchanges = plain_fed_lin_ucb(
-                run["client"], run["context"], replayed(run), alpha, use_local=use_local
+                run["client"], run["context"], replayed(run), alpha, use_local=use_local,
+                beta=beta, R=0.3,
             )
             np.testing.assert_array_equal(arms, run["arm"])
             assert policy.exchanges[b] == exchanges > 0
             assert policy.staleness()[b] == pytest.approx(plain_fed_lin_ucb.staleness, rel=1e-12)
             assert messages_of(venv, b) == 2 * exchanges  # one upload, one download
+        floats = venv.engine.ledger.total.floats[0].sum() if beta == "theory" else None
+        if floats is not None:  # d^2 + d + 1 per message: the count travels
+            d = runs[0]["context"].shape[-1]
+            assert floats == messages_of(venv, 0) * (d * d + d + 1)
 
 
 def test_f5_no_push_a_client_that_never_acts_receives_nothing():
@@ -367,6 +381,9 @@ def test_bad_async_lin_ucb_settings_name_the_field(kwargs, match):
     [
         ({"alpha": 0.0}, r"fed_lin_ucb_async: alpha"),
         ({"beta": -1.0}, r"fed_lin_ucb_async: beta"),
+        ({"beta": "oful"}, r"fed_lin_ucb_async: beta: expected a number >= 0 or 'theory', got 'oful'"),
+        ({"R": -1.0}, r"fed_lin_ucb_async: R"),
+        ({"delta": 1.0}, r"fed_lin_ucb_async: delta"),
         ({"use_local": 1}, r"fed_lin_ucb_async: use_local"),
     ],
 )

@@ -38,6 +38,7 @@ from agents.fed_lin_ucb_async import (
     channels_of,
     fed_lin_async_params,
 )
+from agents.dislinucb import exploration_width
 from agents.jax.async_lin_ucb import finish_event, mean_staleness, ucb_arm
 from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.linear_kernels import cholesky, logdet_over
@@ -56,6 +57,9 @@ class FedLinUCBAsyncState(NamedTuple):
     logdet: jnp.ndarray
     Phi_ser: jnp.ndarray
     u_ser: jnp.ndarray
+    n: jnp.ndarray  # the pulls the downloaded sums cover (beta="theory"; zeros else)
+    n_loc: jnp.ndarray
+    n_ser: jnp.ndarray
     uploader: jnp.ndarray
     pushed: jnp.ndarray
     exchanges: jnp.ndarray
@@ -73,13 +77,14 @@ class FedLinUCBAsync:
     privacy_epsilon = math.inf
     event_time = ("clock",)
 
-    def __init__(self, alpha: float = 1.0, beta: float = 0.5, lam: float = 1.0,
-                 use_local: bool = False):  # fmt: skip
-        self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local)
+    def __init__(self, alpha: float = 1.0, beta: float | str = 0.5, lam: float = 1.0,
+                 use_local: bool = False, R: float = 0.1, delta: float = 0.1):  # fmt: skip
+        self.config = FedLinUCBAsyncConfig(alpha, beta, lam, use_local, R, delta)
 
     def channel_spec(self, config) -> Any:
-        """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d floats each."""
-        return channels_of(config)
+        """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d floats each (and the
+        count with ``beta="theory"``)."""
+        return channels_of(config, self.config.counted)
 
     def staleness(self, state: FedLinUCBAsyncState) -> np.ndarray:
         """(runs,) the mean events since the acting client's last download at its decisions."""
@@ -96,7 +101,8 @@ class FedLinUCBAsync:
         zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
         return FedLinUCBAsyncState(
             Phi=jnp.broadcast_to(eye, (n, d, d)), u=zeros(n, d), Phi_loc=zeros(n, d, d),
-            u_loc=zeros(n, d), logdet=zeros(n), Phi_ser=eye, u_ser=zeros(d),
+            u_loc=zeros(n, d), logdet=zeros(n), Phi_ser=eye, u_ser=zeros(d), n=zeros(n),
+            n_loc=zeros(n), n_ser=zeros(),
             uploader=jnp.full((), -1, jnp.int32), pushed=jnp.zeros(n, bool),
             exchanges=jnp.zeros((), jnp.int32), context=zeros(n, params.num_arms, d),
             last_download=jnp.zeros(n, jnp.int32), age_sum=zeros(), decisions=jnp.zeros((), jnp.int32),
@@ -111,28 +117,37 @@ class FedLinUCBAsync:
         got = state.pushed & obs.deliveries[DOWN].received
         s = when_any(got.any(), lambda s: self._receive(s, obs, got, p), state)
         uploaded = (s.uploader >= 0) & (obs.deliveries[UP].count > 0)
-        dPhi, du, _ = unpack(obs.deliveries[UP].aggregate.astype(jnp.float32), p.dim)
+        counted = p.config.counted
+        dPhi, du, dn = unpack(obs.deliveries[UP].aggregate.astype(jnp.float32), p.dim)
         Phi_ser = jnp.where(uploaded, s.Phi_ser + dPhi, s.Phi_ser)
         u_ser = jnp.where(uploaded, s.u_ser + du, s.u_ser)
+        n_ser = jnp.where(uploaded, s.n_ser + dn, s.n_ser) if counted else s.n_ser
         down_send = uploaded & (jnp.arange(n) == s.uploader)
-        down_payload = jnp.where(down_send[:, None], pack(Phi_ser, u_ser), 0.0)
-        s = s._replace(Phi_ser=Phi_ser, u_ser=u_ser)
+        sums = pack(Phi_ser, u_ser, n_ser if counted else None)
+        down_payload = jnp.where(down_send[:, None], sums, 0.0)
+        s = s._replace(Phi_ser=Phi_ser, u_ser=u_ser, n_ser=n_ser)
         s, up_send, up_payload = self._fold(s, obs, p)
         c = jnp.argmax(obs.active)
         if p.config.use_local:
             V, w = s.Phi[c] + s.Phi_loc[c], s.u[c] + s.u_loc[c]
         else:
             V, w = s.Phi[c], s.u[c]
-        arm = ucb_arm(obs.context[c], V, w, jnp.float32(p.config.beta), 0.0)
+        if counted:  # OFUL's radius on the pulls the decision's sums cover
+            pulls = s.n[c] + (s.n_loc[c] if p.config.use_local else 0.0)
+            width = exploration_width(pulls, p.dim, p.config.width)
+        else:
+            width = jnp.float32(p.config.beta)
+        arm = ucb_arm(obs.context[c], V, w, width, 0.0)
         return finish_event(s, obs, got, c, arm, (up_send, up_payload),
                             (down_send, down_payload), p.horizon)  # fmt: skip
 
     def _receive(self, s: FedLinUCBAsyncState, obs: Observation, got, p: FedLinAsyncParams):
         """The server's sums replace the statistics of the client they reached."""
-        Phi, u, _ = unpack(obs.deliveries[DOWN].payload.astype(jnp.float32), p.dim)
+        Phi, u, pulls = unpack(obs.deliveries[DOWN].payload.astype(jnp.float32), p.dim)
         Phi = jnp.where(got[:, None, None], Phi, s.Phi)
         return s._replace(
             Phi=Phi, u=jnp.where(got[:, None], u, s.u),
+            n=jnp.where(got, pulls, s.n) if p.config.counted else s.n,
             logdet=jnp.where(got, logdet_over(cholesky(Phi), p.config.lam), s.logdet),
             exchanges=s.exchanges + got.sum(dtype=jnp.int32),
         )  # fmt: skip
@@ -146,10 +161,13 @@ class FedLinUCBAsync:
         y = jnp.where(fresh, obs.last_reward[c], 0.0).astype(jnp.float32)
         xx, yx = pull_terms(x, y)
         loc, uloc = s.Phi_loc[c] + xx, s.u_loc[c] + yx
+        nloc = s.n_loc[c] + jnp.where(fresh, 1.0, 0.0)
         grown = logdet_over(cholesky(s.Phi[c] + loc), p.config.lam)
         fires = fresh & ratio_fires(grown, s.logdet[c], p.log_ratio)
         send = (jnp.arange(p.num_agents) == c) & fires
-        payload = jnp.where(send[:, None], pack(loc, uloc), 0.0)
+        payload = jnp.where(send[:, None], pack(loc, uloc, nloc if p.config.counted else None),
+                            0.0)  # fmt: skip
         s = s._replace(Phi_loc=s.Phi_loc.at[c].set(jnp.where(fires, 0.0, loc)),
-                       u_loc=s.u_loc.at[c].set(jnp.where(fires, 0.0, uloc)))  # fmt: skip
+                       u_loc=s.u_loc.at[c].set(jnp.where(fires, 0.0, uloc)),
+                       n_loc=s.n_loc.at[c].set(jnp.where(fires, 0.0, nloc)))  # fmt: skip
         return s, send, payload
