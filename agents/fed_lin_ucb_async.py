@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from agents.async_common import (
-    OfulWidth,
     AsyncEventTeam,
+    OfulWidth,
     acting_arms,
     async_channel_spec,
     check_async_federation,
@@ -55,8 +55,8 @@ from agents.async_common import (
     ratio_fires,
     unpack,
 )
-from fedbandit_env.config import EnvConfig
 from agents.dislinucb import exploration_width
+from fedbandit_env.config import EnvConfig
 from fedbandit_env.engine import VecObservation
 from fedbandit_env.errors import ConfigError
 from fedbandit_env.kernels import check_linear

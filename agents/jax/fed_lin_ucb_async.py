@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.async_common import DOWN, UP, pack, ratio_fires, unpack
+from agents.dislinucb import exploration_width
 from agents.fed_lin_ucb_async import (
     AGENT_ID,
     VERSION,
@@ -38,7 +39,6 @@ from agents.fed_lin_ucb_async import (
     channels_of,
     fed_lin_async_params,
 )
-from agents.dislinucb import exploration_width
 from agents.jax.async_lin_ucb import finish_event, mean_staleness, ucb_arm
 from fedbandit_env.jax.batch import when_any
 from fedbandit_env.jax.linear_kernels import cholesky, logdet_over
