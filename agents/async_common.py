@@ -200,6 +200,8 @@ class AsyncEventTeam(TeamPolicy):
             fresh = (obs.phase == PULL) & obs.pulled.any(axis=1)
             if fresh.any():
                 up_send, up_payload = self._fold(obs, fresh)
+        idle = ~(up_send.any(axis=1) | down_send.any(axis=1))
+        down_send, down_payload = self._join(obs, idle, down_send, down_payload)
         self._uploader = np.where(up_send.any(axis=1), up_send.argmax(axis=1), -1)
         self._pushed = down_send
         talking = up_send.any(axis=1) | down_send.any(axis=1)
@@ -228,6 +230,12 @@ class AsyncEventTeam(TeamPolicy):
     def _receive(self, down: Any) -> None:
         """The server's downloads that arrived, into the clients' statistics."""
         raise NotImplementedError
+
+    def _join(self, obs: VecObservation, idle: np.ndarray, send: np.ndarray,
+              payload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """Downloads to a client before its first decision, in the ``idle`` runs (no upload or
+        download this step): none by default (Async-LinUCB's ``sync_on_join``)."""
+        return send, payload
 
     def _serve(self, up: Any, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The server's side of an upload in ``runs``: (download mask (B, N), payloads)."""

@@ -28,6 +28,12 @@ the others since j's last download).
 ``gamma_U = gamma_D = inf`` never communicates: N independent LinUCBs. ``gamma = 1`` sends
 whenever a buffer holds anything (the ratio of a non-empty buffer is > 1).
 
+``sync_on_join=True``: at a client's first activity, if the server holds any upload, the
+server first sends it its sums (one download, on a communication step before its first
+decision) and its download buffer starts empty; the default (the authors' code) lets the client
+decide first on empty statistics and delivers its buffer after the next upload. The download is
+an ordinary one (with ``refresh="on_local_update"`` it shapes the client's second decision).
+
 ``refresh``: ``"on_receive"`` (default) recomputes a client's decision statistics when a
 download lands; ``"on_local_update"`` only at its own update, as the authors' code does (a
 download then first shapes the client's decision after its next pull).
@@ -72,6 +78,7 @@ from fedbandit_env.kernels import check_linear
 from fedbandit_env.linear_kernels import pull_terms
 from fedbandit_env.policy import FederationFacts
 from fedbandit_env.seeding import BatchedRNG
+from fedbandit_env.validation import check_flag
 
 AGENT_ID = "async_lin_ucb"
 VERSION = 2  # results version (docs/bench.md); 2: cached server log-dets (docs/async-linear.md)
@@ -90,7 +97,8 @@ class AsyncLinUCBConfig:
     """``gamma_u``, ``gamma_d``: the upload and download determinant ratios (>= 1, ``inf``:
     never); ``lam``: the ridge; ``delta``: the confidence level of alpha_i; ``R``: the reward
     noise's sub-Gaussian scale; ``alpha``: a fixed exploration width (None: alpha_i);
-    ``refresh``: when a download reaches the decision statistics (module docstring)."""
+    ``refresh``: when a download reaches the decision statistics; ``sync_on_join``: a new
+    client downloads the server's sums before its first decision (module docstring)."""
 
     gamma_u: float = 5.0
     gamma_d: float = 5.0
@@ -99,6 +107,7 @@ class AsyncLinUCBConfig:
     R: float = 0.1
     alpha: float | None = None
     refresh: str = "on_receive"
+    sync_on_join: bool = False
 
     def __post_init__(self) -> None:
         set_ = partial(object.__setattr__, self)
@@ -109,6 +118,8 @@ class AsyncLinUCBConfig:
             raise ConfigError(
                 f"{AGENT_ID}: refresh: expected one of {REFRESH}, got {self.refresh!r}"
             )
+        object.__setattr__(self, "sync_on_join", check_flag("sync_on_join", self.sync_on_join,
+                                                            where=AGENT_ID))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,8 +167,10 @@ class AsyncLinUCB(AsyncEventTeam):
         R: float = 0.1,
         alpha: float | None = None,
         refresh: str = "on_receive",
+        sync_on_join: bool = False,
     ):
-        self.config = AsyncLinUCBConfig(gamma_u, gamma_d, lam, delta, R, alpha, refresh)
+        self.config = AsyncLinUCBConfig(gamma_u, gamma_d, lam, delta, R, alpha, refresh,
+                                        sync_on_join)  # fmt: skip
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         return channels_of(config)
@@ -266,6 +279,28 @@ class AsyncLinUCB(AsyncEventTeam):
         rr, cc = np.nonzero(send)
         payload[rr, cc] = pack(self.D[rr, cc], self.Dd[rr, cc], self.Dn[rr, cc])
         self.D[rr, cc], self.Dd[rr, cc], self.Dn[rr, cc] = 0.0, 0.0, 0.0
+        return send, payload
+
+    def _join(self, obs: VecObservation, idle: np.ndarray, send: np.ndarray,
+              payload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """``sync_on_join``: in the ``idle`` runs whose acting client the server has not seen,
+        the server sends it its sums (if it holds any) before the client's first decision; the
+        client's download buffer starts empty."""
+        if not self.config.sync_on_join:
+            return send, payload
+        runs, c = np.arange(len(idle)), obs.active.argmax(axis=1)
+        live = obs.active.any(axis=1) & (obs.pulls < self.params.horizon)
+        new = idle & live & ~self.seen[runs, c] & (self.n_g > 0)
+        if not new.any():
+            return send, payload
+        r = np.flatnonzero(new)
+        cj = c[r]
+        self.seen[r, cj] = True
+        self.D[r, cj], self.Dd[r, cj], self.Dn[r, cj] = 0.0, 0.0, 0.0
+        self.logdet_rest[r, cj] = np.linalg.slogdet(self.A_g[r] + self._eye)[1]
+        send, payload = send.copy(), np.array(payload)
+        send[r, cj] = True
+        payload[r, cj] = pack(self.A_g[r], self.b_g[r], self.n_g[r])
         return send, payload
 
     def _receive(self, down) -> None:

@@ -73,10 +73,11 @@ def passes(new, ref, ratio):
 
 
 def plain_async_lin_ucb(clients, contexts, reward_of, gu, gd, lam=0.1, delta=0.1, R=0.1,
-                        refresh="on_receive"):  # fmt: skip
+                        refresh="on_receive", sync_on_join=False):  # fmt: skip
     """One run of Async-LinUCB, event by event, from Li & Wang's Algorithm 1 as the module
     docstring of agents/async_lin_ucb.py states it; every inverse and determinant computed
-    afresh; the run ends with its last pull. Returns the arms, the uploads and the downloads."""
+    afresh; the run ends with its last pull. Returns the arms, the uploads and the downloads.
+    ``sync_on_join``: a new client first downloads the server's sums (if any)."""
     d = contexts.shape[-1]
     eye = lam * np.eye(d)
     A, b, n = {}, {}, {}
@@ -99,6 +100,13 @@ def plain_async_lin_ucb(clients, contexts, reward_of, gu, gd, lam=0.1, delta=0.1
             dA[i], db[i], dn[i] = np.zeros((d, d)), np.zeros(d), 0.0
             refresh_of(i)
             Dj[i] = (Ag.copy(), bg.copy(), ng)
+            if sync_on_join and ng > 0:  # the server's sums before the first decision
+                A[i], b[i], n[i] = Ag.copy(), bg.copy(), ng
+                Dj[i] = (np.zeros((d, d)), np.zeros(d), 0.0)
+                downloads += 1
+                last[i] = t
+                if refresh == "on_receive":
+                    refresh_of(i)
         ages.append(t - last.get(i, 0))
         V_inv, bb, nn = dec[i]
         theta = V_inv @ bb
@@ -227,15 +235,17 @@ def messages_of(venv, b):
 
 
 @pytest.mark.parametrize(
-    ("gamma", "refresh"),
-    [(2.0, "on_receive"), (5.0, "on_receive"), (1.5, "on_local_update"), (1.0, "on_receive")],
-)
-def test_async_lin_ucb_equals_the_plain_loop_on_the_same_rewards(gamma, refresh):
-    policy = AsyncLinUCB(gamma_u=gamma, gamma_d=gamma, refresh=refresh)
+    ("gamma", "refresh", "join"),
+    [(2.0, "on_receive", False), (5.0, "on_receive", False), (1.5, "on_local_update", False),
+     (1.0, "on_receive", False), (2.0, "on_receive", True), (1.5, "on_local_update", True)],
+)  # fmt: skip
+def test_async_lin_ucb_equals_the_plain_loop_on_the_same_rewards(gamma, refresh, join):
+    policy = AsyncLinUCB(gamma_u=gamma, gamma_d=gamma, refresh=refresh, sync_on_join=join)
     runs, _, venv = play(policy, runs=2, seed=4)
     for b, run in enumerate(runs):
         arms, uploads, downloads = plain_async_lin_ucb(
-            run["client"], run["context"], replayed(run), gamma, gamma, refresh=refresh
+            run["client"], run["context"], replayed(run), gamma, gamma, refresh=refresh,
+            sync_on_join=join,
         )
         np.testing.assert_array_equal(arms, run["arm"])
         assert (policy.uploads[b], policy.downloads[b]) == (uploads, downloads)
@@ -288,6 +298,41 @@ def test_a3_gamma_one_decides_on_every_past_event_but_a_clients_first_decision()
             A_all += np.outer(x, x)
             b_all += obs.last_reward[0, c] * x
     assert checked > 100 and messages_of(venv, 0) == sum(expected[:-1])  # none after the last
+
+
+def test_sync_on_join_gamma_one_decides_on_every_past_event_first_decisions_included():
+    """With ``sync_on_join``, gamma = 1 and fresh statistics, every decision but the run's
+    first sees the sums over all past events, a client's first included: the join download
+    (one message, on a communication step before the decision) brings the server's sums."""
+    policy = AsyncLinUCB(gamma_u=1.0, gamma_d=1.0, sync_on_join=True)
+    venv = fedbandit_env.make_vec(LINEAR, num_runs=1, **env_kwargs(policy, horizon=120))
+    obs, _ = venv.reset(seed=2)
+    policy.reset(venv.facts, venv.agent_rng())
+    A_all, b_all = np.zeros((D, D)), np.zeros(D)
+    seen, firsts, joins, decisions = set(), 0, 0, 0
+    while not venv.engine.truncated:
+        action = policy.act(obs)
+        if action.pull is None:  # a decision
+            c = int(obs.active[0].argmax())
+            decisions += 1
+            if decisions > 1:
+                np.testing.assert_allclose(policy.dec_b[0, c], b_all, atol=1e-9)
+                V = A_all + 0.1 * np.eye(D)
+                np.testing.assert_allclose(policy.dec_V_inv[0, c], np.linalg.inv(V), atol=1e-7)
+                firsts += c not in seen
+            seen.add(c)
+            x = obs.context[0, c, action.arms[0, c]]
+        else:  # a communication step; the server pushes only to clients it has seen, so a
+            c = int(obs.active[0].argmax())  # download to a client yet to decide is a join,
+            down = action.messages["down"][0][0]  # to the acting client only
+            new = [j for j in np.flatnonzero(down) if j not in seen]
+            assert new in ([], [c])
+            joins += len(new)
+        obs, *_ = venv.step(action.arms, action.messages, action.pull)
+        if action.pull is None:
+            A_all += np.outer(x, x)
+            b_all += obs.last_reward[0, c] * x
+    assert firsts == joins == len(seen) - 1 > 2  # every client but the run's first joined
 
 
 @pytest.mark.parametrize("beta", [0.5, "theory"])
@@ -369,6 +414,7 @@ def test_bad_federations_are_refused_by_name(agent):
         ({"gamma_d": float("nan")}, r"async_lin_ucb: gamma_d"),
         ({"refresh": "never"}, r"async_lin_ucb: refresh: expected one of"),
         ({"lam": 0.0}, r"async_lin_ucb: lam"),
+        ({"sync_on_join": "yes"}, r"async_lin_ucb: sync_on_join"),
     ],
 )
 def test_bad_async_lin_ucb_settings_name_the_field(kwargs, match):

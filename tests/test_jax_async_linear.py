@@ -39,6 +39,7 @@ RUNS = 100
     [
         ("async_lin_ucb", {"gamma_u": 2.0, "gamma_d": 2.0}),
         ("async_lin_ucb", {"gamma_u": 1.5, "gamma_d": 3.0}),  # traced floats: the same program
+        ("async_lin_ucb", {"gamma_u": 2.0, "gamma_d": 2.0, "sync_on_join": True}),
         ("fed_lin_ucb_async", {"alpha": 0.5}),
         ("fed_lin_ucb_async", {"alpha": 0.5, "beta": "theory", "R": 0.3}),
         ("sync_lin_ucb", {"threshold": 0.5}),

@@ -156,8 +156,9 @@ class AsyncLinUCB:
 
     def __init__(self, gamma_u: float = 5.0, gamma_d: float = 5.0, lam: float = 0.1,
                  delta: float = 0.1, R: float = 0.1, alpha: float | None = None,
-                 refresh: str = "on_receive"):  # fmt: skip
-        self.config = AsyncLinUCBConfig(gamma_u, gamma_d, lam, delta, R, alpha, refresh)
+                 refresh: str = "on_receive", sync_on_join: bool = False):  # fmt: skip
+        self.config = AsyncLinUCBConfig(gamma_u, gamma_d, lam, delta, R, alpha, refresh,
+                                        sync_on_join)  # fmt: skip
 
     def channel_spec(self, config) -> Any:
         """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d + 1 floats each."""
@@ -198,11 +199,28 @@ class AsyncLinUCB:
         uploaded = (s.uploader >= 0) & (obs.deliveries[UP].count > 0)
         s, down_send, down_payload = self._serve(s, obs, uploaded, p)
         s, up_send, up_payload = self._fold(s, obs, p)
+        if p.config.sync_on_join:  # a static setting: one program each way
+            s, down_send, down_payload = self._join(s, obs, up_send, down_send, down_payload, p)
         c = jnp.argmax(obs.active)
         width = exploration_width(s.n_dec[c], p.dim, p.config)
         arm = ucb_arm(obs.context[c], s.A_dec[c], s.b_dec[c], width, p.config.lam)
         return finish_event(s, obs, got, c, arm, (up_send, up_payload),
                             (down_send, down_payload), p.horizon)  # fmt: skip
+
+    def _join(self, s: AsyncLinUCBState, obs: Observation, up_send, down_send, down_payload,
+              p: AsyncLinParams):  # fmt: skip
+        """``sync_on_join`` (numpy :meth:`agents.AsyncLinUCB._join`): on a step without an
+        upload or a download, a client the server has not seen downloads the server's sums
+        before its first decision (if the server holds any); its buffer starts empty."""
+        c = jnp.argmax(obs.active)
+        idle = ~(up_send.any() | down_send.any())
+        live = obs.active.any() & (obs.pulls < p.horizon)
+        join = idle & live & ~s.seen[c] & (s.n_g > 0)
+        to = join & (jnp.arange(p.num_agents) == c)
+        payload = jnp.where(to[:, None], pack(s.A_g, s.b_g, s.n_g), down_payload)
+        s = s._replace(seen=s.seen | to, D=jnp.where(to[:, None, None], 0.0, s.D),
+                       Dd=jnp.where(to[:, None], 0.0, s.Dd), Dn=jnp.where(to, 0.0, s.Dn))  # fmt: skip
+        return s, down_send | to, payload
 
     def _receive(self, s: AsyncLinUCBState, obs: Observation, got, p: AsyncLinParams):
         """The downloads that arrived, into the clients' statistics; both log-dets and (with
