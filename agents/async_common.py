@@ -41,6 +41,7 @@ from fedbandit_env.xp import namespace, rounding_tolerance
 
 UP, DOWN = "up", "down"
 EVENT_CLOCKS = "'one_random', 'poisson' or 'trace'"
+REFRESH = ("on_receive", "on_local_update")  # when a download reaches the decision statistics
 
 
 def async_channel_spec(up_dim: int, down_dim: int) -> dict[str, dict[str, Any]]:

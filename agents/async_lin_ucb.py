@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from agents.async_common import (
+    REFRESH,
     AsyncEventTeam,
     acting_arms,
     async_channel_spec,
@@ -82,7 +83,6 @@ from fedbandit_env.validation import check_flag
 
 AGENT_ID = "async_lin_ucb"
 VERSION = 2  # results version (docs/bench.md); 2: cached server log-dets (docs/async-linear.md)
-REFRESH = ("on_receive", "on_local_update")
 
 
 def channels_of(config: Any) -> dict[str, dict[str, Any]]:

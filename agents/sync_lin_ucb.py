@@ -14,6 +14,10 @@ the communication:
   2 x (seen clients) messages per sync.
 * **D.** ``threshold="match_regret"``: T / (N d ln T) (the authors' D2); ``"match_comm"``:
   T / (d ln T) (D3); or a number. The server sees a client at its first pull.
+* **Refresh.** ``refresh="on_receive"`` (default) decides on the synced statistics from the
+  next decision on; ``"on_local_update"`` keeps deciding on the statistics of the client's last
+  own update until its next one, as the authors' code does (a sync replaces A, b and n but not
+  the cached inverse, estimate and width): the setting of Async-LinUCB's A5 numbers.
 
 Channels and the event's steps: :mod:`agents.async_common` (``up``: a server without reply;
 ``down``: the server's pushes).
@@ -28,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from agents.async_common import (
+    REFRESH,
     AsyncEventTeam,
     acting_arms,
     check_async_federation,
@@ -63,13 +68,14 @@ def li_wang_threshold(kind: str, horizon: int, num_agents: int, dim: int) -> flo
 class SyncLinUCBConfig:
     """``threshold``: D, a number >= 0 or one of :data:`THRESHOLDS`; ``lam``, ``delta``, ``R``,
     ``alpha``: Async-LinUCB's (the ridge, the confidence level, the noise scale, a fixed
-    width)."""
+    width); ``refresh``: when a sync reaches the decision statistics (module docstring)."""
 
     threshold: Any = "match_regret"
     lam: float = 0.1
     delta: float = 0.1
     R: float = 0.1
     alpha: float | None = None
+    refresh: str = "on_receive"
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, str):
@@ -80,6 +86,10 @@ class SyncLinUCBConfig:
             threshold = check_real("threshold", self.threshold, low=0.0, where=AGENT_ID)
             object.__setattr__(self, "threshold", threshold)
         check_oful(self, AGENT_ID)
+        if self.refresh not in REFRESH:
+            raise ConfigError(
+                f"{AGENT_ID}: refresh: expected one of {REFRESH}, got {self.refresh!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -113,8 +123,9 @@ class SyncLinUCB(AsyncEventTeam):
     privacy_epsilon = math.inf
 
     def __init__(self, threshold: Any = "match_regret", lam: float = 0.1, delta: float = 0.1,
-                 R: float = 0.1, alpha: float | None = None):  # fmt: skip
-        self.config = SyncLinUCBConfig(threshold, lam, delta, R, alpha)
+                 R: float = 0.1, alpha: float | None = None,
+                 refresh: str = "on_receive"):  # fmt: skip
+        self.config = SyncLinUCBConfig(threshold, lam, delta, R, alpha, refresh)
 
     def channel_spec(self, config: EnvConfig) -> dict[str, dict[str, Any]]:
         return channels_of(config)
@@ -130,6 +141,7 @@ class SyncLinUCB(AsyncEventTeam):
         self.V_inv = np.broadcast_to(np.eye(d) / lam, (B, N, d, d)).copy()
         self.logdet = np.full((B, N), d * math.log(lam))
         self.logdet_ref = self.logdet.copy()
+        self.dec_V_inv, self.dec_b, self.dec_n = self.V_inv.copy(), self.b.copy(), self.n.copy()
         self.A_g, self.b_g, self.n_g = np.zeros((B, d, d)), np.zeros((B, d)), np.zeros(B)
         self.seen = np.zeros((B, N), dtype=bool)
         self.syncs = np.zeros(B, dtype=np.int64)
@@ -137,10 +149,10 @@ class SyncLinUCB(AsyncEventTeam):
         self._start(B, N, stats_size(d), p.horizon)
 
     def _choose(self, obs: VecObservation) -> np.ndarray:
-        """Async-LinUCB's decision for the acting client (fresh statistics)."""
+        """Async-LinUCB's decision for the acting client, on its decision statistics."""
         runs, c = np.arange(self.n.shape[0]), obs.active.argmax(axis=1)
-        width = exploration_width(self.n[runs, c], self.d, self.config)
-        return acting_arms(obs, self.V_inv[runs, c], self.b[runs, c], width)
+        width = exploration_width(self.dec_n[runs, c], self.d, self.config)
+        return acting_arms(obs, self.dec_V_inv[runs, c], self.dec_b[runs, c], width)
 
     def _fold(self, obs: VecObservation, fresh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The acting client's update; if its trigger fires, every seen client uploads."""
@@ -155,6 +167,8 @@ class SyncLinUCB(AsyncEventTeam):
         self.dn[r, c] += 1.0
         self.V_inv[r, c], grown = rank_one(self.V_inv[r, c], x)
         self.logdet[r, c] += grown
+        self.dec_V_inv[r, c], self.dec_b[r, c], self.dec_n[r, c] = (
+            self.V_inv[r, c], self.b[r, c], self.n[r, c])  # fmt: skip
         fires = rarely_switching(self.logdet[r, c], self.logdet_ref[r, c], self.dn[r, c],
                                  self.params.threshold)  # fmt: skip
         send = np.zeros(self.n.shape, dtype=bool)
@@ -193,3 +207,6 @@ class SyncLinUCB(AsyncEventTeam):
         self.V_inv[rr, cc] = np.linalg.inv(V)
         self.logdet[rr, cc] = np.linalg.slogdet(V)[1]
         self.logdet_ref[rr, cc] = self.logdet[rr, cc]
+        if self.config.refresh == "on_receive":
+            self.dec_V_inv[rr, cc], self.dec_b[rr, cc], self.dec_n[rr, cc] = (
+                self.V_inv[rr, cc], b, n)  # fmt: skip

@@ -183,24 +183,28 @@ def plain_fed_lin_ucb(clients, contexts, reward_of, alpha, beta=0.5, lam=1.0, us
     return np.array(arms), exchanges
 
 
-def plain_sync_lin_ucb(clients, contexts, reward_of, D, lam=0.1, delta=0.1, R=0.1):
+def plain_sync_lin_ucb(clients, contexts, reward_of, D, lam=0.1, delta=0.1, R=0.1,
+                       refresh="on_receive"):  # fmt: skip
     """One run of Li & Wang's Sync-LinUCB, event by event (agents/sync_lin_ucb.py's module
     docstring): the acting client's update and DisLinUCB's trigger; a sync uploads every seen
     client's buffer and replaces every seen client's statistics with the sums. Returns the arms,
-    the syncs and the messages."""
+    the syncs and the messages. ``refresh="on_local_update"``: a client decides on its statistics
+    as of its own last update (a sync reaches its decisions after its next pull)."""
     d = contexts.shape[-1]
     eye = lam * np.eye(d)
-    A, b, n, dA, db, dn = {}, {}, {}, {}, {}, {}
+    A, b, n, dA, db, dn, dec = {}, {}, {}, {}, {}, {}, {}
     Ag, bg, ng = np.zeros((d, d)), np.zeros(d), 0.0
     arms, syncs, messages = [], 0, 0
     for t, i in enumerate(clients):
         if i not in A:
             A[i], b[i], n[i] = np.zeros((d, d)), np.zeros(d), 0.0
             dA[i], db[i], dn[i] = np.zeros((d, d)), np.zeros(d), 0.0
-        V_inv = np.linalg.inv(A[i] + eye)
-        width = R * math.sqrt(d * math.log(1 + n[i] / (d * lam)) + 2 * math.log(1 / delta))
+            dec[i] = (A[i], b[i], n[i])
+        Ai, bi, ni = dec[i]
+        V_inv = np.linalg.inv(Ai + eye)
+        width = R * math.sqrt(d * math.log(1 + ni / (d * lam)) + 2 * math.log(1 / delta))
         width += math.sqrt(lam)
-        scores = [x @ V_inv @ b[i] + width * math.sqrt(max(x @ V_inv @ x, 0.0))
+        scores = [x @ V_inv @ bi + width * math.sqrt(max(x @ V_inv @ x, 0.0))
                   for x in contexts[t]]  # fmt: skip
         k = first_best(scores)
         arms.append(k)
@@ -208,6 +212,7 @@ def plain_sync_lin_ucb(clients, contexts, reward_of, D, lam=0.1, delta=0.1, R=0.
         A[i], dA[i] = A[i] + np.outer(x, x), dA[i] + np.outer(x, x)
         b[i], db[i] = b[i] + y * x, db[i] + y * x
         n[i], dn[i] = n[i] + 1, dn[i] + 1
+        dec[i] = (A[i], b[i], n[i])
         if t == len(clients) - 1:
             break
         grown = np.linalg.slogdet(A[i] + eye)[1] - np.linalg.slogdet(A[i] - dA[i] + eye)[1]
@@ -219,6 +224,8 @@ def plain_sync_lin_ucb(clients, contexts, reward_of, D, lam=0.1, delta=0.1, R=0.
                 dA[j], db[j], dn[j] = np.zeros((d, d)), np.zeros(d), 0.0
             for j in A:
                 A[j], b[j], n[j] = Ag.copy(), bg.copy(), ng
+                if refresh == "on_receive":
+                    dec[j] = (A[j], b[j], n[j])
     return np.array(arms), syncs, messages
 
 
@@ -504,20 +511,31 @@ def test_staleness_is_a_row_diagnostic_and_a_column_of_the_tables(tmp_path):
     assert table.count("| — |") >= 1  # linucb reports none
 
 
-@pytest.mark.parametrize("threshold", [0.5, 3.0, "match_comm"])
-def test_sync_lin_ucb_equals_the_plain_loop_on_the_same_rewards(threshold):
+@pytest.mark.parametrize(("threshold", "refresh"), [
+    (0.5, "on_receive"), (3.0, "on_receive"), ("match_comm", "on_receive"),
+    (0.5, "on_local_update"), ("match_comm", "on_local_update"),
+])  # fmt: skip
+def test_sync_lin_ucb_equals_the_plain_loop_on_the_same_rewards(threshold, refresh):
     """Li & Wang's Sync-LinUCB: arm for arm, and 2 x (seen clients) messages per sync."""
     from agents.sync_lin_ucb import SyncLinUCB, li_wang_threshold
 
-    policy = SyncLinUCB(threshold=threshold)
+    policy = SyncLinUCB(threshold=threshold, refresh=refresh)
     runs, _, venv = play(policy, runs=2, seed=6)
     bound = threshold if not isinstance(threshold, str) else li_wang_threshold(threshold, 200, 6,
                                                                                 D)  # fmt: skip
     for b, run in enumerate(runs):
         arms, syncs, messages = plain_sync_lin_ucb(run["client"], run["context"], replayed(run),
-                                                   bound)  # fmt: skip
+                                                   bound, refresh=refresh)  # fmt: skip
         np.testing.assert_array_equal(arms, run["arm"])
         assert policy.syncs[b] == syncs > 0 and messages_of(venv, b) == messages
+        if refresh == "on_local_update":  # the setting matters here: fresh decisions differ
+            def linear(t, k, ctx=run["context"]):
+                return float(ctx[t][k].sum())
+
+            fresh, *_ = plain_sync_lin_ucb(run["client"], run["context"], linear, bound)
+            stale, *_ = plain_sync_lin_ucb(run["client"], run["context"], linear, bound,
+                                           refresh=refresh)  # fmt: skip
+            assert (fresh != stale).any()
 
 
 def test_sync_lin_ucb_refuses_a_bad_threshold_by_name():
@@ -525,5 +543,7 @@ def test_sync_lin_ucb_refuses_a_bad_threshold_by_name():
 
     with pytest.raises(ConfigError, match=r"sync_lin_ucb: threshold: expected a number >= 0 or"):
         SyncLinUCB(threshold="often")
+    with pytest.raises(ConfigError, match=r"sync_lin_ucb: refresh: expected one of"):
+        SyncLinUCB(refresh="never")
     with pytest.raises(ConfigError, match=r"sync_lin_ucb: clock: expected an event clock"):
         evaluate(LINEAR, "sync_lin_ucb", runs=1, env_kwargs={"dim": 3, "horizon": 10})

@@ -43,6 +43,7 @@ RUNS = 100
         ("fed_lin_ucb_async", {"alpha": 0.5}),
         ("fed_lin_ucb_async", {"alpha": 0.5, "beta": "theory", "R": 0.3}),
         ("sync_lin_ucb", {"threshold": 0.5}),
+        ("sync_lin_ucb", {"threshold": 0.5, "refresh": "on_local_update"}),
     ],
 )
 def test_the_ports_agree_with_numpy(agent, kwargs):

@@ -70,6 +70,9 @@ class SyncLinUCBState(NamedTuple):
     dn: jnp.ndarray
     logdet: jnp.ndarray
     logdet_ref: jnp.ndarray
+    A_dec: jnp.ndarray  # the decision statistics (refresh): A, b and n as of the last refresh
+    b_dec: jnp.ndarray
+    n_dec: jnp.ndarray
     A_g: jnp.ndarray
     b_g: jnp.ndarray
     n_g: jnp.ndarray
@@ -92,8 +95,9 @@ class SyncLinUCB:
     event_time = ("clock",)
 
     def __init__(self, threshold="match_regret", lam: float = 0.1, delta: float = 0.1,
-                 R: float = 0.1, alpha: float | None = None):  # fmt: skip
-        self.config = SyncLinUCBConfig(threshold, lam, delta, R, alpha)
+                 R: float = 0.1, alpha: float | None = None,
+                 refresh: str = "on_receive"):  # fmt: skip
+        self.config = SyncLinUCBConfig(threshold, lam, delta, R, alpha, refresh)
 
     def channel_spec(self, config):
         """``up`` (server, sum, no reply) and ``down`` (push), d^2 + d + 1 floats each."""
@@ -113,7 +117,8 @@ class SyncLinUCB:
         zeros = lambda *shape: jnp.zeros(shape, jnp.float32)  # noqa: E731
         return SyncLinUCBState(
             A=zeros(n, d, d), b=zeros(n, d), n=zeros(n), dA=zeros(n, d, d), db=zeros(n, d),
-            dn=zeros(n), logdet=zeros(n), logdet_ref=zeros(n), A_g=zeros(d, d), b_g=zeros(d),
+            dn=zeros(n), logdet=zeros(n), logdet_ref=zeros(n), A_dec=zeros(n, d, d),
+            b_dec=zeros(n, d), n_dec=zeros(n), A_g=zeros(d, d), b_g=zeros(d),
             n_g=zeros(), seen=jnp.zeros(n, bool), uploader=jnp.full((), -1, jnp.int32),
             pushed=jnp.zeros(n, bool), syncs=jnp.zeros((), jnp.int32),
             context=zeros(n, params.num_arms, d), last_download=jnp.zeros(n, jnp.int32),
@@ -133,8 +138,8 @@ class SyncLinUCB:
         s, down_send, down_payload = self._serve(s, obs, uploaded, p)
         s, up_send, up_payload = self._fold(s, obs, p)
         c = jnp.argmax(obs.active)
-        width = exploration_width(s.n[c], p.dim, p.config)
-        arm = ucb_arm(obs.context[c], s.A[c], s.b[c], width, p.config.lam)
+        width = exploration_width(s.n_dec[c], p.dim, p.config)
+        arm = ucb_arm(obs.context[c], s.A_dec[c], s.b_dec[c], width, p.config.lam)
         return finish_event(s, obs, got, c, arm, (up_send, up_payload),
                             (down_send, down_payload), p.horizon)  # fmt: skip
 
@@ -145,8 +150,14 @@ class SyncLinUCB:
         A = jnp.where(got[:, None, None], A, s.A)
         logdet = jnp.where(got, logdet_over(cholesky(ridge(A, p.config.lam)), p.config.lam),
                            s.logdet)  # fmt: skip
-        return s._replace(A=A, b=jnp.where(got[:, None], b, s.b), n=jnp.where(got, n, s.n),
-                          logdet=logdet, logdet_ref=jnp.where(got, logdet, s.logdet_ref))  # fmt: skip
+        b, n = jnp.where(got[:, None], b, s.b), jnp.where(got, n, s.n)
+        s = s._replace(A=A, b=b, n=n, logdet=logdet,
+                       logdet_ref=jnp.where(got, logdet, s.logdet_ref))  # fmt: skip
+        if p.config.refresh == "on_receive":
+            s = s._replace(A_dec=jnp.where(got[:, None, None], A, s.A_dec),
+                           b_dec=jnp.where(got[:, None], b, s.b_dec),
+                           n_dec=jnp.where(got, n, s.n_dec))  # fmt: skip
+        return s
 
     def _serve(self, s: SyncLinUCBState, obs: Observation, uploaded, p: SyncLinParams):
         """The server adds the uploads and sends its sums to every seen client (rare work)."""
@@ -188,5 +199,8 @@ class SyncLinUCB:
             dA=jnp.where(fires, 0.0, dA), db=jnp.where(fires, 0.0, db),
             dn=jnp.where(fires, 0.0, dn),
             logdet=s.logdet.at[c].set(jnp.where(fresh, logdet_c, s.logdet[c])),
+            A_dec=s.A_dec.at[c].set(jnp.where(fresh, A[c], s.A_dec[c])),
+            b_dec=s.b_dec.at[c].set(jnp.where(fresh, b[c], s.b_dec[c])),
+            n_dec=s.n_dec.at[c].set(jnp.where(fresh, nn[c], s.n_dec[c])),
         )  # fmt: skip
         return s, send, payload
