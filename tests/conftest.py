@@ -14,10 +14,6 @@ results round differently in the last bits; the tests check behaviour (against n
 loops and hand-computed cases, and one program against itself), never the bits of a
 default-level compile. ``tests/test_compile_flags.py`` checks that both levels run the same
 arithmetic up to that rounding.
-
-The tests marked ``slow`` are collected first (in their files' order): the two workers start on
-the long ones and end on short ones, so neither waits for the other at the end of the session.
-Every test stands alone; the order changes no result.
 """
 
 from __future__ import annotations
@@ -47,10 +43,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if folder is not None:
         os.environ.pop(CACHE_VAR, None)
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow first
 
 
 _FOLDER = pytest.StashKey[str]()
